@@ -219,6 +219,13 @@ struct Decision {
   std::string at;
 };
 
+struct ApiToken {
+  int64_t id = 0;
+  std::string name;
+  std::string role;  // viewer | operator | approver | admin
+  std::string created_at;
+};
+
 void to_json(Json& j, const Meta& v);
 void to_json(Json& j, const Resources& v);
 void from_json(const Json& j, Resources& v);

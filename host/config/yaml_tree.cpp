@@ -1,0 +1,94 @@
+#include "host/config/yaml_tree.h"
+
+#include <yaml-cpp/yaml.h>
+
+namespace tide::config {
+namespace {
+
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxValues = 100'000;
+
+Status syntaxError(const std::string& source, int line, const std::string& message) {
+  std::string location = source + ":" + std::to_string(line);
+  return Status::invalidArgument(location + ": " + message, {{"", message, location}});
+}
+
+int lineOf(const YAML::Node& node, int fallback) {
+  int line = node.Mark().line;
+  return line < 0 ? fallback : line + 1;
+}
+
+// Copies yaml-cpp's node graph into a tree. Aliases share nodes in yaml-cpp, so the copy
+// is bounded by depth (a recursive alias never ends) and by total size.
+class Converter {
+ public:
+  explicit Converter(const std::string& source) : source_(source) {}
+
+  Status convert(const YAML::Node& in, int fallbackLine, int depth, YamlNode& out) {
+    if (++values_ > kMaxValues) {
+      return syntaxError(source_, fallbackLine, "document too large (more than 100000 values after alias expansion)");
+    }
+    if (depth > kMaxDepth) return syntaxError(source_, fallbackLine, "nesting deeper than 64 levels");
+    out.line = lineOf(in, fallbackLine);
+    switch (in.Type()) {
+      case YAML::NodeType::Scalar: {
+        out.kind = YamlNode::Kind::kScalar;
+        out.scalar = in.Scalar();
+        const std::string& tag = in.Tag();
+        out.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
+        return Status::ok();
+      }
+      case YAML::NodeType::Sequence:
+        out.kind = YamlNode::Kind::kSequence;
+        for (const auto& item : in) {
+          out.items.emplace_back();
+          TIDE_RETURN_IF_ERROR(convert(item, out.line, depth + 1, out.items.back()));
+        }
+        return Status::ok();
+      case YAML::NodeType::Map:
+        out.kind = YamlNode::Kind::kMapping;
+        for (auto it = in.begin(); it != in.end(); ++it) {
+          out.entries.emplace_back();
+          auto& [key, value] = out.entries.back();
+          TIDE_RETURN_IF_ERROR(convert(it->first, out.line, depth + 1, key));
+          // yaml-cpp marks an empty value at the next token, often the next line.
+          int valueFallback = key.line;
+          TIDE_RETURN_IF_ERROR(convert(it->second, valueFallback, depth + 1, value));
+          if (value.kind == YamlNode::Kind::kNull) value.line = key.line;
+        }
+        return Status::ok();
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        out.kind = YamlNode::Kind::kNull;
+        return Status::ok();
+    }
+    return Status::ok();
+  }
+
+ private:
+  const std::string& source_;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const std::string& source) {
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    std::vector<YamlNode> out;
+    Converter converter(source);
+    for (const auto& document : documents) {
+      if (document.IsNull() || !document.IsDefined()) continue;
+      YamlNode node;
+      TIDE_RETURN_IF_ERROR(converter.convert(document, 1, 0, node));
+      out.push_back(std::move(node));
+    }
+    return out;
+  } catch (const YAML::MarkedYAMLException& e) {
+    return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, "YAML syntax error: " + e.msg);
+  } catch (const std::exception& e) {
+    return syntaxError(source, 1, std::string("YAML syntax error: ") + e.what());
+  }
+}
+
+}  // namespace tide::config

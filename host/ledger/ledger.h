@@ -1,0 +1,212 @@
+#pragma once
+// The ledger: tide's durable record of what exists and what should happen (DESIGN §2).
+//
+// Contracts every method keeps:
+// - All-or-nothing: each call is one transaction; on error nothing is written.
+// - Every create and every state change appends an event in the same transaction
+//   (hash-chained, see Event). State changes are checked against transitions.h.
+// - Updates that take a `Generation` fail with kConflict when the record's generation
+//   moved since the caller read it (optimistic concurrency); nullopt means "whatever it is".
+// - Deletes of user-facing records are soft: the row stays with deleted_at set, and the
+//   name becomes free again.
+// - Node remaining resources are derived on every read from total − system reserved −
+//   reservations of runtime instances that are not TERMINATED/FAILED; no counter can drift.
+//
+// Thread-safety: a Ledger may be shared by any number of threads; calls are serialized
+// internally. waitForEvents() blocks without holding the lock.
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/clock.h"
+#include "host/core/status.h"
+#include "host/ledger/records.h"
+
+namespace tide::config {
+struct Manifest;
+}
+
+namespace tide::ledger {
+
+class Db;
+
+using Generation = std::optional<int64_t>;
+
+// Keyset pagination: items with id (or seq) greater than `after`, at most `limit`.
+struct ListOptions {
+  int64_t limit = 100;  // clamped to [1, kMaxPageSize]
+  int64_t after = 0;
+  // Equality filters; each list method documents the keys it accepts and rejects others.
+  std::map<std::string, std::string> filters;
+};
+
+inline constexpr int64_t kMaxPageSize = 1000;
+
+template <class T>
+struct Page {
+  std::vector<T> items;
+  int64_t next_after = 0;  // pass as `after` for the next page; 0 when this was the last
+};
+
+// What applyManifest created, by kind, in manifest order.
+struct AppliedManifest {
+  std::vector<std::string> capabilities, clusters, nodes, plans, deployments;
+};
+
+class Ledger {
+ public:
+  // Opens (creating if needed) the database at `url` — "sqlite://<path>",
+  // "sqlite://:memory:" or "postgresql://..." — and applies pending migrations.
+  // `clock` must outlive the Ledger.
+  static Result<std::unique_ptr<Ledger>> open(const std::string& url, const Clock& clock);
+  ~Ledger();
+
+  int schemaVersion() const { return schema_version_; }
+
+  // --- capabilities --------------------------------------------------------------------
+  Result<Capability> createCapability(const Capability& capability, const std::string& actor);
+  Result<Capability> getCapability(const std::string& name);
+  Result<Page<Capability>> listCapabilities(const ListOptions& options);  // filters: type
+  Status deleteCapability(const std::string& name, Generation generation, const std::string& actor);
+
+  // --- clusters ------------------------------------------------------------------------
+  Result<Cluster> createCluster(const Cluster& cluster, const std::string& actor);
+  Result<Cluster> getCluster(const std::string& name);
+  Result<Page<Cluster>> listClusters(const ListOptions& options);  // filters: state
+  Result<Cluster> setClusterState(const std::string& name, const std::string& state, Generation generation,
+                                  const std::string& actor, const std::string& message = "");
+  // Refused (kConflict) while live nodes belong to the cluster.
+  Status deleteCluster(const std::string& name, Generation generation, const std::string& actor);
+
+  // --- nodes ---------------------------------------------------------------------------
+  // The node's cluster and capabilities must exist (kUnprocessable otherwise). A node
+  // with a cluster starts ALLOCATED, without one UNALLOCATED.
+  Result<Node> createNode(const Node& node, const std::string& actor);
+  Result<Node> getNode(const std::string& name);
+  Result<Page<Node>> listNodes(const ListOptions& options);  // filters: state, cluster, update_domain
+  Result<Node> setNodeState(const std::string& name, const std::string& state, Generation generation,
+                            const std::string& actor, const std::string& message = "");
+  // Refused (kConflict) while the node holds runtime instances that are not terminal.
+  Status deleteNode(const std::string& name, Generation generation, const std::string& actor);
+
+  // --- plans ---------------------------------------------------------------------------
+  // Matching capability names must exist with the named type (kUnprocessable otherwise).
+  Result<Plan> createPlan(const Plan& plan, const std::string& actor);
+  Result<Plan> getPlan(const std::string& name);
+  Result<Page<Plan>> listPlans(const ListOptions& options);  // filters: namespace, state
+  Result<Plan> setPlanState(const std::string& name, const std::string& state, Generation generation,
+                            const std::string& actor, const std::string& message = "");
+  // Refused (kConflict) while the plan has live meta instances or unfinished deployments.
+  Status deletePlan(const std::string& name, Generation generation, const std::string& actor);
+
+  // --- deployments ---------------------------------------------------------------------
+  // `deployment.plan` names an ACTIVE plan; every payload name must be one of the plan's
+  // applications. Starts PENDING.
+  Result<Deployment> addDeployment(const Deployment& deployment, const std::string& actor);
+  Result<Deployment> getDeployment(const std::string& plan, const std::string& deployment_id);
+  Result<Page<Deployment>> listDeployments(const ListOptions& options);  // filters: plan, state
+  Result<Deployment> setDeploymentState(const std::string& plan, const std::string& deployment_id,
+                                        const std::string& state, Generation generation,
+                                        const std::string& actor, const std::string& message = "");
+  Result<Deployment> setRolloutState(const std::string& plan, const std::string& deployment_id,
+                                     const Json& rollout_state, Generation generation,
+                                     const std::string& actor);
+
+  // --- meta instances ------------------------------------------------------------------
+  // Creates `<service_name>-<random>` for the plan, belonging to `deployment_id`.
+  Result<MetaInstance> createMetaInstance(const std::string& plan, const std::string& deployment_id,
+                                          const std::string& actor);
+  Result<MetaInstance> getMetaInstance(const std::string& name);
+  Result<Page<MetaInstance>> listMetaInstances(const ListOptions& options);  // filters: plan, deployment_id, state
+  Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state,
+                                            Generation generation, const std::string& actor,
+                                            const std::string& message = "");
+
+  // --- runtime instances ---------------------------------------------------------------
+  // Reserves `instance.reservation` on `instance.node` in the same transaction: refused
+  // with kUnprocessable when the node's remaining resources cannot hold it, with
+  // kConflict when the meta instance already has an active runtime instance and this one
+  // is active too. Starts PENDING.
+  Result<RuntimeInstance> createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor);
+  Result<RuntimeInstance> getRuntimeInstance(int64_t id);
+  Result<Page<RuntimeInstance>> listRuntimeInstances(const ListOptions& options);  // filters: meta_instance, node, state, plan
+  // Moving to TERMINATED or FAILED releases the reservation in the same transaction.
+  Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
+                                                  const std::string& actor, const std::string& message = "");
+
+  // --- operations ----------------------------------------------------------------------
+  // At most one non-terminal operation per meta instance: a new one cancels an existing
+  // PENDING / PENDING_APPROVAL one of strictly lower priority, otherwise kConflict.
+  Result<Operation> createOperation(const Operation& operation, const std::string& actor);
+  Result<Operation> getOperation(int64_t id);
+  Result<Page<Operation>> listOperations(const ListOptions& options);  // filters: state, plan, meta_instance, type
+  // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
+  Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
+                                      const std::string& actor, const std::string& message = "",
+                                      const std::string& approved_by = "");
+
+  // --- manifests -----------------------------------------------------------------------
+  // Creates every record of the manifest in one transaction, in dependency order
+  // (capabilities, clusters, nodes, plans, deployments). Any error — including one that
+  // only the ledger can see, like a name that already exists — writes nothing and names
+  // the record's manifest location.
+  Result<AppliedManifest> applyManifest(const config::Manifest& manifest, const std::string& actor);
+
+  // --- events --------------------------------------------------------------------------
+  // filters: kind (exact or "prefix.*"), subject (exact).
+  Result<Page<Event>> listEvents(const ListOptions& options);
+  int64_t lastEventSeq();
+  // Blocks until an event with seq > `after` exists or `timeout` passes; true if one does.
+  bool waitForEvents(int64_t after, std::chrono::milliseconds timeout);
+  // For happenings that are not a record change: alarms, script reloads, controls.
+  Status appendEvent(const std::string& kind, const std::string& subject, const Json& data,
+                     const std::string& actor);
+  // Recomputes the hash chain; kInternal naming the first broken seq.
+  Status verifyEventChain();
+
+  // --- scripts and decisions -----------------------------------------------------------
+  Result<ScriptVersion> recordScriptVersion(const ScriptVersion& version);
+  Result<std::vector<ScriptVersion>> listScriptVersions(const std::string& path = "");
+  Status recordDecisions(const std::vector<Decision>& decisions);
+  Result<std::vector<Decision>> listDecisions(int64_t operation_id);
+
+  // --- API tokens ----------------------------------------------------------------------
+  // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin.
+  Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256,
+                               const std::string& role, const std::string& actor);
+  // kNotFound for an unknown or revoked token.
+  Result<ApiToken> findToken(const std::string& token_sha256);
+  int64_t countTokens();
+
+  // --- invariants ----------------------------------------------------------------------
+  // The rules of DESIGN §2 that must hold at rest; each violation as one sentence.
+  // The host runs this at start and refuses to act on a ledger that fails it.
+  Result<std::vector<std::string>> checkInvariants();
+
+ private:
+  class Tx;
+  Ledger(std::unique_ptr<Db> db, const Clock& clock);
+
+  template <class Fn>
+  auto write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>()));
+  template <class Fn>
+  auto read(const char* what, Fn&& fn) -> decltype(fn());
+
+  std::string now() const;
+
+  std::unique_ptr<Db> db_;
+  const Clock& clock_;
+  int schema_version_ = 0;
+  std::mutex mu_;  // serializes every use of db_
+  std::mutex events_mu_;
+  std::condition_variable events_cv_;
+  int64_t last_seq_ = 0;  // REQUIRES: events_mu_ is held
+};
+
+}  // namespace tide::ledger
