@@ -184,13 +184,15 @@ class Ledger {
   Result<ApiToken> findToken(const std::string& token_sha256);
   int64_t countTokens();
 
+  // A write transaction; opaque outside host/ledger/.
+  class Tx;
+
   // --- invariants ----------------------------------------------------------------------
   // The rules of DESIGN §2 that must hold at rest; each violation as one sentence.
   // The host runs this at start and refuses to act on a ledger that fails it.
   Result<std::vector<std::string>> checkInvariants();
 
  private:
-  class Tx;
   Ledger(std::unique_ptr<Db> db, const Clock& clock);
 
   template <class Fn>

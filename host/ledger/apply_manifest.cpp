@@ -1,0 +1,52 @@
+// Applying a whole manifest as one transaction: either every record exists afterwards,
+// or none of them does.
+
+#include "host/config/manifest.h"
+#include "host/ledger/ledger_internal.h"
+
+namespace tide::ledger {
+namespace {
+
+// Prefixes the record's manifest location ("nodes.yaml:14") to the error and its details
+// so the user can find the line even for errors only the ledger can see.
+Status located(const Status& status, const std::string& location) {
+  if (status.isOk() || location.empty()) return status;
+  std::vector<ErrorDetail> details = status.details();
+  if (details.empty()) details.push_back({"", status.message(), location});
+  for (auto& d : details) {
+    if (d.location.empty()) d.location = location;
+  }
+  return Status(status.code(), location + ": " + status.message(), std::move(details));
+}
+
+template <class T, class Insert>
+Status insertAll(Ledger::Tx& tx, const std::vector<config::Sourced<T>>& items, std::vector<std::string>& names,
+                 Insert&& insert) {
+  for (const auto& item : items) {
+    auto result = insert(tx, item.value);
+    if (!result.isOk()) return located(result.status(), item.location);
+    names.push_back(item.value.name);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<AppliedManifest> Ledger::applyManifest(const config::Manifest& manifest, const std::string& actor) {
+  if (manifest.empty()) return Status::invalidArgument("the manifest holds no records");
+  return write("apply manifest", actor, [&](Tx& tx) -> Result<AppliedManifest> {
+    AppliedManifest applied;
+    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.capabilities, applied.capabilities, insertCapability));
+    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.clusters, applied.clusters, insertCluster));
+    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.nodes, applied.nodes, insertNode));
+    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.plans, applied.plans, insertPlan));
+    for (const auto& item : manifest.deployments) {
+      auto result = insertDeployment(tx, item.value);
+      if (!result.isOk()) return located(result.status(), item.location);
+      applied.deployments.push_back(item.value.plan + "/" + item.value.deployment_id);
+    }
+    return applied;
+  });
+}
+
+}  // namespace tide::ledger

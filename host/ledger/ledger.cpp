@@ -1,0 +1,418 @@
+#include "host/ledger/ledger.h"
+
+#include <algorithm>
+
+#include "host/core/sha256.h"
+#include "host/ledger/ledger_internal.h"
+
+namespace tide::ledger {
+
+// --- Tx ----------------------------------------------------------------------------------
+
+Ledger::Tx::Tx(Ledger& ledger, std::string actor)
+    : sql_(ledger.db_->session()), actor_(std::move(actor)), now_(ledger.now()), tx_(sql_) {}
+
+namespace {
+
+std::string eventHash(const std::string& prev_hash, int64_t seq, const std::string& at,
+                      const std::string& actor, const std::string& kind, const std::string& subject,
+                      const std::string& data) {
+  std::string material = prev_hash;
+  for (const std::string* part : {&at, &actor, &kind, &subject, &data}) {
+    material += '\x1f';
+    material += *part;
+  }
+  material += '\x1f' + std::to_string(seq);
+  return sha256Hex(material);
+}
+
+}  // namespace
+
+void Ledger::Tx::event(const std::string& kind, const std::string& subject, const Json& data) {
+  if (!chain_loaded_) {
+    soci::indicator ind = soci::i_null;
+    long long seq = 0;
+    std::string hash;
+    soci::indicator hash_ind = soci::i_null;
+    sql_ << "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
+        soci::into(hash, hash_ind);
+    last_seq_ = sql_.got_data() && ind != soci::i_null ? seq : 0;
+    last_hash_ = sql_.got_data() && hash_ind != soci::i_null ? hash : "";
+    chain_loaded_ = true;
+  }
+  const long long seq = last_seq_ + 1;
+  const std::string text = data.dump();
+  const std::string hash = eventHash(last_hash_, seq, now_, actor_, kind, subject, text);
+  sql_ << "INSERT INTO events (seq, at, actor, kind, subject, data, prev_hash, hash) "
+          "VALUES (:seq, :at, :actor, :kind, :subject, :data, :prev, :hash)",
+      soci::use(seq), soci::use(now_), soci::use(actor_), soci::use(kind), soci::use(subject),
+      soci::use(text), soci::use(last_hash_), soci::use(hash);
+  last_seq_ = seq;
+  last_hash_ = hash;
+}
+
+void Ledger::Tx::commit() { tx_.commit(); }
+
+// --- shared helpers --------------------------------------------------------------------------
+
+std::string Where::bind(const std::string& value) {
+  const std::string name = "w" + std::to_string(next_++);
+  values_.set(name, value);
+  return ":" + name;
+}
+
+void Where::add(const std::string& condition) {
+  clause_ += clause_.find(" WHERE ") == std::string::npos && clause_.rfind("WHERE ", 0) != 0 ? " WHERE " : " AND ";
+  clause_ += condition;
+}
+
+Where& Where::eq(const std::string& column, const std::string& value) {
+  add(column + " = " + bind(value));
+  return *this;
+}
+
+Where& Where::greater(const std::string& column, int64_t value) {
+  const std::string name = "w" + std::to_string(next_++);
+  values_.set(name, static_cast<long long>(value));
+  add(column + " > :" + name);
+  return *this;
+}
+
+Status checkFilters(const ListOptions& options, const std::vector<std::string>& allowed) {
+  for (const auto& [key, value] : options.filters) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string known;
+      for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+      return Status::invalidArgument("unknown filter '" + key + "'",
+                                     {{key, "unknown filter; known: " + (known.empty() ? "none" : known), ""}});
+    }
+  }
+  return Status::ok();
+}
+
+int64_t pageLimit(const ListOptions& options) {
+  return std::clamp<int64_t>(options.limit, 1, kMaxPageSize);
+}
+
+int64_t liveIdByName(soci::session& sql, const char* table, const std::string& name) {
+  long long id = 0;
+  soci::indicator ind = soci::i_null;
+  sql << "SELECT id FROM " + std::string(table) + " WHERE name = :name AND deleted_at IS NULL",
+      soci::use(name), soci::into(id, ind);
+  return sql.got_data() && ind != soci::i_null ? id : 0;
+}
+
+Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation generation,
+                     const std::string& assignments, soci::values& values) {
+  values.set("guard_id", static_cast<long long>(id));
+  values.set("guard_now", tx.now());
+  std::string query = "UPDATE " + std::string(table) + " SET " + assignments +
+                      (assignments.empty() ? "" : ", ") +
+                      "generation = generation + 1, updated_at = :guard_now WHERE id = :guard_id";
+  if (generation) {
+    values.set("guard_generation", static_cast<long long>(*generation));
+    query += " AND generation = :guard_generation";
+  }
+  soci::statement st = (tx.sql().prepare << query, soci::use(values));
+  st.execute(true);
+  if (st.get_affected_rows() == 1) return Status::ok();
+  long long current = 0;
+  soci::indicator ind = soci::i_null;
+  tx.sql() << "SELECT generation FROM " + std::string(table) + " WHERE id = :id",
+      soci::use(static_cast<long long>(id)), soci::into(current, ind);
+  if (!tx.sql().got_data()) return Status::notFound(std::string(table) + " row " + std::to_string(id) + " is gone");
+  return Status::conflict("stale generation: you read " + std::to_string(generation.value_or(0)) +
+                          ", the record is now at " + std::to_string(current));
+}
+
+Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
+                   const std::string& from, const std::string& to, Generation generation,
+                   const std::string& message, Json extra) {
+  TIDE_RETURN_IF_ERROR(checkTransition(kind, from, to).withPrefix(subject));
+  soci::values values;
+  values.set("state", to);
+  values.set("message", message);
+  TIDE_RETURN_IF_ERROR(updateGuarded(tx, table, id, generation, "state = :state, message = :message", values)
+                           .withPrefix(subject));
+  extra["from"] = from;
+  extra["to"] = to;
+  if (!message.empty()) extra["message"] = message;
+  tx.event(std::string(recordKindName(kind)) + ".state", subject, extra);
+  return Status::ok();
+}
+
+// --- Ledger ------------------------------------------------------------------------------------
+
+Ledger::Ledger(std::unique_ptr<Db> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
+Ledger::~Ledger() = default;
+
+std::string Ledger::now() const { return formatTimestamp(clock_.now()); }
+
+Result<std::unique_ptr<Ledger>> Ledger::open(const std::string& url, const Clock& clock) {
+  TIDE_ASSIGN_OR_RETURN(auto db, Db::open(url));
+  if (db->dialect() != Dialect::kSqlite) {
+    return Status::unavailable("database: PostgreSQL ledgers are not supported yet (use sqlite://)");
+  }
+  TIDE_ASSIGN_OR_RETURN(int version, db->migrate(embedded::sqliteMigrations(), formatTimestamp(clock.now())));
+  std::unique_ptr<Ledger> ledger(new Ledger(std::move(db), clock));
+  ledger->schema_version_ = version;
+  ledger->last_seq_ = ledger->lastEventSeq();
+  return ledger;
+}
+
+// --- events ------------------------------------------------------------------------------------
+
+namespace {
+
+const char* kEventColumns = "SELECT seq, at, actor, kind, subject, data, prev_hash, hash FROM events";
+
+Event eventFromRow(const soci::row& r) {
+  Event e;
+  e.seq = rowInt(r, 0);
+  e.at = rowString(r, 1);
+  e.actor = rowString(r, 2);
+  e.kind = rowString(r, 3);
+  e.subject = rowString(r, 4);
+  e.data = rowJson(r, 5);
+  e.prev_hash = rowString(r, 6);
+  e.hash = rowString(r, 7);
+  return e;
+}
+
+}  // namespace
+
+Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"kind", "subject"}));
+  return read("list events", [&]() -> Result<Page<Event>> {
+    Where where(kEventColumns);
+    where.greater("seq", options.after);
+    if (auto it = options.filters.find("kind"); it != options.filters.end()) {
+      const std::string& kind = it->second;
+      if (kind.size() > 2 && kind.compare(kind.size() - 2, 2, ".*") == 0) {
+        where.raw("kind LIKE " + where.bind(kind.substr(0, kind.size() - 1) + "%"));
+      } else {
+        where.eq("kind", kind);
+      }
+    }
+    if (auto it = options.filters.find("subject"); it != options.filters.end()) where.eq("subject", it->second);
+    const int64_t limit = pageLimit(options);
+    Page<Event> page;
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << where.clause() + " ORDER BY seq LIMIT " + std::to_string(limit + 1),
+         soci::use(where.values()));
+    for (const auto& row : rows) page.items.push_back(eventFromRow(row));
+    if (static_cast<int64_t>(page.items.size()) > limit) {
+      page.items.pop_back();
+      page.next_after = page.items.back().seq;
+    }
+    return page;
+  });
+}
+
+int64_t Ledger::lastEventSeq() {
+  auto seq = read("last event", [&]() -> Result<int64_t> {
+    long long value = 0;
+    soci::indicator ind = soci::i_null;
+    db_->session() << "SELECT MAX(seq) FROM events", soci::into(value, ind);
+    return ind == soci::i_null ? 0 : value;
+  });
+  return seq.isOk() ? *seq : 0;
+}
+
+bool Ledger::waitForEvents(int64_t after, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(events_mu_);
+  return events_cv_.wait_for(lock, timeout, [&] { return last_seq_ > after; });
+}
+
+Status Ledger::appendEvent(const std::string& kind, const std::string& subject, const Json& data,
+                           const std::string& actor) {
+  return write("append event", actor, [&](Tx& tx) -> Status {
+    tx.event(kind, subject, data);
+    return Status::ok();
+  });
+}
+
+Status Ledger::verifyEventChain() {
+  return read("verify events", [&]() -> Status {
+    soci::rowset<soci::row> rows = (db_->session().prepare << std::string(kEventColumns) + " ORDER BY seq");
+    std::string prev;
+    int64_t expected_seq = 0;
+    for (const auto& row : rows) {
+      Event e = eventFromRow(row);
+      const std::string data = rowString(row, 5);
+      if (expected_seq != 0 && e.seq != expected_seq) {
+        return Status::internal("event chain: seq " + std::to_string(expected_seq) + " is missing");
+      }
+      if (e.prev_hash != prev || eventHash(prev, e.seq, e.at, e.actor, e.kind, e.subject, data) != e.hash) {
+        return Status::internal("event chain: event " + std::to_string(e.seq) + " does not match its hash");
+      }
+      prev = e.hash;
+      expected_seq = e.seq + 1;
+    }
+    return Status::ok();
+  });
+}
+
+// --- scripts and decisions ---------------------------------------------------------------------
+
+Result<ScriptVersion> Ledger::recordScriptVersion(const ScriptVersion& version) {
+  return write("record script version", "scripts", [&](Tx& tx) -> Result<ScriptVersion> {
+    ScriptVersion v = version;
+    if (v.loaded_at.empty()) v.loaded_at = tx.now();
+    long long id = 0;
+    tx.sql() << "INSERT INTO script_versions (path, kind, sha256, loaded_at, status, error) "
+                "VALUES (:p, :k, :s, :l, :st, :e) RETURNING id",
+        soci::use(v.path), soci::use(v.kind), soci::use(v.sha256), soci::use(v.loaded_at), soci::use(v.status),
+        soci::use(v.error), soci::into(id);
+    v.id = id;
+    tx.event("script." + v.status, "script/" + v.path,
+             Json{{"kind", v.kind}, {"sha256", v.sha256}, {"error", v.error}});
+    return v;
+  });
+}
+
+Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string& path) {
+  return read("list script versions", [&]() -> Result<std::vector<ScriptVersion>> {
+    Where where("SELECT id, path, kind, sha256, loaded_at, status, error FROM script_versions");
+    if (!path.empty()) where.eq("path", path);
+    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
+    std::vector<ScriptVersion> out;
+    for (const auto& r : rows) {
+      out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
+                     rowString(r, 5), rowString(r, 6)});
+    }
+    return out;
+  });
+}
+
+Status Ledger::recordDecisions(const std::vector<Decision>& decisions) {
+  return write("record decisions", "policies", [&](Tx& tx) -> Status {
+    for (const auto& d : decisions) {
+      const std::string at = d.at.empty() ? tx.now() : d.at;
+      const std::string reasons = d.reasons.dump();
+      const long long op = d.operation_id, duration = d.duration_us;
+      tx.sql() << "INSERT INTO decisions (operation_id, policy, script_sha256, verdict, reasons, duration_us, "
+                  "error_class, at) VALUES (:o, :p, :s, :v, :r, :d, :e, :a)",
+          soci::use(op), soci::use(d.policy), soci::use(d.script_sha256), soci::use(d.verdict), soci::use(reasons),
+          soci::use(duration), soci::use(d.error_class), soci::use(at);
+    }
+    return Status::ok();
+  });
+}
+
+Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
+  return read("list decisions", [&]() -> Result<std::vector<Decision>> {
+    const long long op = operation_id;
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << "SELECT id, operation_id, policy, script_sha256, verdict, reasons, duration_us, "
+                                   "error_class, at FROM decisions WHERE operation_id = :o ORDER BY id",
+         soci::use(op));
+    std::vector<Decision> out;
+    for (const auto& r : rows) {
+      out.push_back({rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowJson(r, 5),
+                     rowInt(r, 6), rowString(r, 7), rowString(r, 8)});
+    }
+    return out;
+  });
+}
+
+// --- tokens ------------------------------------------------------------------------------------
+
+Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256,
+                                     const std::string& role, const std::string& actor) {
+  static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
+  if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end()) {
+    return Status::invalidArgument("role '" + role + "' is not one of viewer, operator, approver, admin",
+                                   {{"role", "unknown role", ""}});
+  }
+  return write("create token", actor, [&](Tx& tx) -> Result<ApiToken> {
+    long long id = 0;
+    tx.sql() << "INSERT INTO tokens (name, token_sha256, role, created_at) VALUES (:n, :s, :r, :c) RETURNING id",
+        soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::into(id);
+    tx.event("token.created", "token/" + name, Json{{"role", role}});
+    return ApiToken{id, name, role, tx.now()};
+  });
+}
+
+Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
+  return read("find token", [&]() -> Result<ApiToken> {
+    soci::row r;
+    db_->session() << "SELECT id, name, role, created_at FROM tokens WHERE token_sha256 = :s AND revoked_at IS NULL",
+        soci::use(token_sha256), soci::into(r);
+    if (!db_->session().got_data()) return Status::notFound("unknown token");
+    return ApiToken{rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)};
+  });
+}
+
+int64_t Ledger::countTokens() {
+  auto n = read("count tokens", [&]() -> Result<int64_t> {
+    long long count = 0;
+    db_->session() << "SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL", soci::into(count);
+    return count;
+  });
+  return n.isOk() ? *n : 0;
+}
+
+// --- invariants --------------------------------------------------------------------------------
+
+Result<std::vector<std::string>> Ledger::checkInvariants() {
+  auto violations = read("check invariants", [&]() -> Result<std::vector<std::string>> {
+    std::vector<std::string> out;
+    auto& sql = db_->session();
+    {
+      soci::rowset<soci::row> rows =
+          (sql.prepare << "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
+                          "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN "
+                          "('TERMINATED','FAILED') GROUP BY m.name HAVING COUNT(*) > 1");
+      for (const auto& r : rows) {
+        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
+                      " active runtime instances (at most one allowed)");
+      }
+    }
+    {
+      soci::rowset<soci::row> rows =
+          (sql.prepare << "SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = "
+                          "o.meta_instance_id WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') "
+                          "GROUP BY m.name HAVING COUNT(*) > 1");
+      for (const auto& r : rows) {
+        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
+                      " unfinished operations (at most one allowed)");
+      }
+    }
+    {
+      soci::rowset<soci::row> rows =
+          (sql.prepare << "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
+                          "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
+                          "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT IN "
+                          "('TERMINATED','FAILED') GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
+                          "n.total_memory_gib, n.reserved_memory_gib");
+      for (const auto& r : rows) {
+        if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
+          out.push_back("node " + rowString(r, 0) + " is over-committed (remaining cores " +
+                        std::to_string(rowDouble(r, 1)) + ", memory " + std::to_string(rowDouble(r, 2)) + " GiB)");
+        }
+      }
+    }
+    for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
+                            RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
+      static const std::map<RecordKind, const char*> kTables = {
+          {RecordKind::kCluster, "clusters"},           {RecordKind::kNode, "nodes"},
+          {RecordKind::kPlan, "plans"},                 {RecordKind::kDeployment, "deployments"},
+          {RecordKind::kMetaInstance, "meta_instances"}, {RecordKind::kRuntimeInstance, "runtime_instances"},
+          {RecordKind::kOperation, "operations"}};
+      soci::rowset<soci::row> rows =
+          (sql.prepare << "SELECT DISTINCT state FROM " + std::string(kTables.at(kind)));
+      for (const auto& r : rows) {
+        if (!isKnownState(kind, rowString(r, 0))) {
+          out.push_back(std::string(recordKindName(kind)) + " rows hold unknown state '" + rowString(r, 0) + "'");
+        }
+      }
+    }
+    return out;
+  });
+  if (!violations.isOk()) return violations;
+  if (Status chain = verifyEventChain(); !chain.isOk()) violations->push_back(chain.message());
+  return violations;
+}
+
+}  // namespace tide::ledger

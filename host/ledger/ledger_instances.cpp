@@ -1,0 +1,354 @@
+// Meta instances, runtime instances and operations: where the rules of DESIGN §2 that
+// involve more than one row are enforced (reservations, one active runtime instance,
+// one unfinished operation per meta instance).
+
+#include <algorithm>
+
+#include "host/core/names.h"
+#include "host/ledger/ledger_internal.h"
+
+namespace tide::ledger {
+namespace {
+
+const char* kMetaSelect =
+    "SELECT m.id, m.generation, m.created_at, m.updated_at, m.name, p.name, d.deployment_id, m.state, m.message "
+    "FROM meta_instances m JOIN plans p ON p.id = m.plan_id JOIN deployments d ON d.id = m.deployment_ref";
+
+MetaInstance metaFromRow(const soci::row& r) {
+  MetaInstance m;
+  m.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
+  m.name = rowString(r, 4);
+  m.plan = rowString(r, 5);
+  m.deployment_id = rowString(r, 6);
+  m.state = rowString(r, 7);
+  m.message = rowString(r, 8);
+  return m;
+}
+
+Result<MetaInstance> loadMeta(soci::session& sql, const std::string& name) {
+  Where where(kMetaSelect);
+  where.eq("m.name", name);
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return metaFromRow(row);
+  return Status::notFound("instance '" + name + "' not found");
+}
+
+const char* kRuntimeSelect =
+    "SELECT r.id, r.generation, r.created_at, r.updated_at, m.name, n.name, r.is_active, r.coordinates, "
+    "r.reserved_cores, r.reserved_memory_gib, r.ports, r.volumes, r.driver_handle, r.healthy, r.ready_since, "
+    "r.state, r.message FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+    "JOIN nodes n ON n.id = r.node_id JOIN plans p ON p.id = m.plan_id";
+
+RuntimeInstance runtimeFromRow(const soci::row& r) {
+  RuntimeInstance ri;
+  ri.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
+  ri.meta_instance = rowString(r, 4);
+  ri.node = rowString(r, 5);
+  ri.is_active = rowInt(r, 6) != 0;
+  ri.coordinates = rowJson(r, 7);
+  ri.reservation = {rowDouble(r, 8), rowDouble(r, 9)};
+  ri.ports = rowJson(r, 10);
+  ri.volumes = rowJson(r, 11);
+  ri.driver_handle = rowString(r, 12);
+  ri.healthy = rowInt(r, 13) != 0;
+  ri.ready_since = rowString(r, 14);
+  ri.state = rowString(r, 15);
+  ri.message = rowString(r, 16);
+  return ri;
+}
+
+Result<RuntimeInstance> loadRuntime(soci::session& sql, int64_t id) {
+  Where where(kRuntimeSelect);
+  where.raw("r.id = " + where.bind(std::to_string(id)));
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return runtimeFromRow(row);
+  return Status::notFound("runtime instance " + std::to_string(id) + " not found");
+}
+
+const char* kOperationSelect =
+    "SELECT o.id, o.generation, o.created_at, o.updated_at, m.name, p.name, o.type, o.intent, o.requested_by, "
+    "o.approved_by, o.decision, o.attempts, o.next_attempt_at, o.priority, o.state, o.message "
+    "FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id JOIN plans p ON p.id = m.plan_id";
+
+Operation operationFromRow(const soci::row& r) {
+  Operation o;
+  o.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
+  o.meta_instance = rowString(r, 4);
+  o.plan = rowString(r, 5);
+  o.type = rowString(r, 6);
+  o.intent = rowString(r, 7);
+  o.requested_by = rowString(r, 8);
+  o.approved_by = rowString(r, 9);
+  o.decision = rowJson(r, 10);
+  o.attempts = rowInt(r, 11);
+  o.next_attempt_at = rowString(r, 12);
+  o.priority = rowInt(r, 13);
+  o.state = rowString(r, 14);
+  o.message = rowString(r, 15);
+  return o;
+}
+
+Result<Operation> loadOperation(soci::session& sql, int64_t id) {
+  Where where(kOperationSelect);
+  where.raw("o.id = " + where.bind(std::to_string(id)));
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return operationFromRow(row);
+  return Status::notFound("operation " + std::to_string(id) + " not found");
+}
+
+const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
+
+std::string operationSubject(const Operation& o) { return "operation/" + std::to_string(o.meta.id); }
+
+}  // namespace
+
+// --- meta instances ------------------------------------------------------------------------------------
+
+Result<MetaInstance> Ledger::createMetaInstance(const std::string& plan, const std::string& deployment_id,
+                                                const std::string& actor) {
+  return write("create meta instance", actor, [&](Tx& tx) -> Result<MetaInstance> {
+    long long plan_id = 0, deployment_ref = 0;
+    std::string service, plan_state;
+    soci::indicator ind = soci::i_null;
+    tx.sql() << "SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
+                "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
+        soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service),
+        soci::into(plan_state), soci::into(deployment_ref);
+    if (!tx.sql().got_data()) {
+      return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
+    }
+    std::string name;
+    do {
+      name = randomName(service, 10);
+    } while (liveIdByName(tx.sql(), "meta_instances", name) != 0);
+    const std::string state = "ACTIVE";
+    long long id = 0;
+    tx.sql() << "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
+                "VALUES (:n, :p, :d, :s, :c, :u) RETURNING id",
+        soci::use(name), soci::use(plan_id), soci::use(deployment_ref), soci::use(state), soci::use(tx.now()),
+        soci::use(tx.now()), soci::into(id);
+    tx.event("meta_instance.created", "instance/" + name, Json{{"plan", plan}, {"deployment_id", deployment_id}});
+    return loadMeta(tx.sql(), name);
+  });
+}
+
+Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
+  return read("get instance", [&]() -> Result<MetaInstance> { return loadMeta(db_->session(), name); });
+}
+
+Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"plan", "deployment_id", "state"}));
+  return read("list instances", [&]() -> Result<Page<MetaInstance>> {
+    Where where(kMetaSelect);
+    where.greater("m.id", options.after);
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
+    if (auto it = options.filters.find("deployment_id"); it != options.filters.end()) {
+      where.eq("d.deployment_id", it->second);
+    }
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("m.state", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<MetaInstance>(db_->session(),
+                                   where.clause() + " ORDER BY m.id LIMIT " + std::to_string(limit + 1), where,
+                                   limit, metaFromRow);
+  });
+}
+
+Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const std::string& state,
+                                                  Generation generation, const std::string& actor,
+                                                  const std::string& message) {
+  return write("set instance state", actor, [&](Tx& tx) -> Result<MetaInstance> {
+    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.sql(), name));
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kMetaInstance, "meta_instances", m.meta.id, "instance/" + name,
+                                     m.state, state, generation, message));
+    if (state == "DELETED") {
+      soci::values values;
+      values.set("deleted_at", tx.now());
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deleted_at = :deleted_at",
+                                         values));
+    }
+    return loadMeta(tx.sql(), name);
+  });
+}
+
+// --- runtime instances -------------------------------------------------------------------------------
+
+Result<RuntimeInstance> Ledger::createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor) {
+  if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
+    return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
+  }
+  return write("create runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
+    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), instance.meta_instance));
+    if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
+      return Status::conflict("instance '" + meta.name + "' is " + meta.state);
+    }
+    long long node_id = 0;
+    double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
+    std::string node_state;
+    tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state FROM nodes "
+                "WHERE name = :n AND deleted_at IS NULL",
+        soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
+        soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state);
+    if (!tx.sql().got_data()) return Status::notFound("node '" + instance.node + "' not found");
+
+    // Capacity is checked against the derivation, inside this transaction, so two
+    // placements racing for the last core cannot both win.
+    soci::row used;
+    tx.sql() << "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
+                "runtime_instances WHERE node_id = :id AND state NOT IN ('TERMINATED', 'FAILED')",
+        soci::use(node_id), soci::into(used);
+    const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
+    const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
+    if (instance.reservation.cores > free_cores + 1e-9 || instance.reservation.memory_gib > free_memory + 1e-9) {
+      return Status(Code::kUnprocessable,
+                    "node '" + instance.node + "' cannot hold " + std::to_string(instance.reservation.cores) +
+                        " cores / " + std::to_string(instance.reservation.memory_gib) + " GiB (remaining " +
+                        std::to_string(free_cores) + " cores / " + std::to_string(free_memory) + " GiB)");
+    }
+    const long long meta_id = meta.meta.id;
+    if (instance.is_active) {
+      long long active = 0;
+      tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
+                  "NOT IN ('TERMINATED', 'FAILED')",
+          soci::use(meta_id), soci::into(active);
+      if (active > 0) {
+        return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
+      }
+    }
+    const int is_active = instance.is_active ? 1 : 0;
+    const std::string coordinates = instance.coordinates.dump(), ports = instance.ports.dump(),
+                      volumes = instance.volumes.dump(), state = "PENDING";
+    long long id = 0;
+    tx.sql() << "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
+                "reserved_memory_gib, ports, volumes, driver_handle, state, created_at, updated_at) VALUES (:m, :n, "
+                ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
+        soci::use(meta_id), soci::use(node_id), soci::use(is_active), soci::use(coordinates),
+        soci::use(instance.reservation.cores), soci::use(instance.reservation.memory_gib), soci::use(ports),
+        soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()),
+        soci::use(tx.now()), soci::into(id);
+    tx.event("runtime_instance.created", "runtime/" + std::to_string(id),
+             Json{{"instance", meta.name},
+                  {"node", instance.node},
+                  {"is_active", instance.is_active},
+                  {"reservation", instance.reservation}});
+    return loadRuntime(tx.sql(), id);
+  });
+}
+
+Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
+  return read("get runtime instance", [&]() -> Result<RuntimeInstance> { return loadRuntime(db_->session(), id); });
+}
+
+Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"meta_instance", "node", "state", "plan"}));
+  return read("list runtime instances", [&]() -> Result<Page<RuntimeInstance>> {
+    Where where(kRuntimeSelect);
+    where.greater("r.id", options.after);
+    if (auto it = options.filters.find("meta_instance"); it != options.filters.end()) where.eq("m.name", it->second);
+    if (auto it = options.filters.find("node"); it != options.filters.end()) where.eq("n.name", it->second);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("r.state", it->second);
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<RuntimeInstance>(db_->session(),
+                                      where.clause() + " ORDER BY r.id LIMIT " + std::to_string(limit + 1), where,
+                                      limit, runtimeFromRow);
+  });
+}
+
+Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
+                                                        const std::string& actor, const std::string& message) {
+  return write("set runtime instance state", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
+    // The reservation stops counting the moment the state is terminal (see the node
+    // derivation); say so in the event for anyone auditing capacity.
+    if (state == "TERMINATED" || state == "FAILED") extra["released"] = ri.reservation;
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", id,
+                                     "runtime/" + std::to_string(id), ri.state, state, generation, message, extra));
+    return loadRuntime(tx.sql(), id);
+  });
+}
+
+// --- operations --------------------------------------------------------------------------------------------
+
+Result<Operation> Ledger::createOperation(const Operation& operation, const std::string& actor) {
+  if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
+    return Status::invalidArgument("operation type '" + operation.type +
+                                       "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
+                                   {{"type", "unknown operation type", ""}});
+  }
+  return write("create operation", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), operation.meta_instance));
+    if (meta.state == "DELETED") return Status::conflict("instance '" + meta.name + "' is DELETED");
+    Where open(kOperationSelect);
+    open.eq("m.name", meta.name).raw("o.state NOT IN ('SUCCEEDED', 'FAILED', 'REJECTED', 'CANCELLED')");
+    std::vector<Operation> unfinished;
+    {
+      soci::rowset<soci::row> rows = (tx.sql().prepare << open.clause(), soci::use(open.values()));
+      for (const auto& row : rows) unfinished.push_back(operationFromRow(row));
+    }
+    for (const auto& existing : unfinished) {
+      const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
+      if (!replaceable || existing.priority >= operation.priority) {
+        return Status::conflict("instance '" + meta.name + "' already has operation " +
+                                std::to_string(existing.meta.id) + " (" + existing.type + ", " + existing.state +
+                                ")");
+      }
+      TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
+                                       operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
+                                       "superseded by a " + operation.type + " of higher priority"));
+    }
+    const long long meta_id = meta.meta.id, priority = operation.priority;
+    const std::string intent = operation.intent.empty() ? "user" : operation.intent;
+    const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
+    const std::string state = "PENDING", decision = operation.decision.dump();
+    long long id = 0;
+    tx.sql() << "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
+                "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
+        soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by),
+        soci::use(decision), soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
+        soci::into(id);
+    tx.event("operation.created", "operation/" + std::to_string(id),
+             Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
+    return loadOperation(tx.sql(), id);
+  });
+}
+
+Result<Operation> Ledger::getOperation(int64_t id) {
+  return read("get operation", [&]() -> Result<Operation> { return loadOperation(db_->session(), id); });
+}
+
+Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state", "plan", "meta_instance", "type"}));
+  return read("list operations", [&]() -> Result<Page<Operation>> {
+    Where where(kOperationSelect);
+    where.greater("o.id", options.after);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("o.state", it->second);
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
+    if (auto it = options.filters.find("meta_instance"); it != options.filters.end()) where.eq("m.name", it->second);
+    if (auto it = options.filters.find("type"); it != options.filters.end()) where.eq("o.type", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Operation>(db_->session(),
+                                where.clause() + " ORDER BY o.id LIMIT " + std::to_string(limit + 1), where, limit,
+                                operationFromRow);
+  });
+}
+
+Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state, Generation generation,
+                                            const std::string& actor, const std::string& message,
+                                            const std::string& approved_by) {
+  return write("set operation state", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
+    Json extra{{"instance", o.meta_instance}, {"type", o.type}};
+    if (!approved_by.empty()) extra["approved_by"] = approved_by;
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
+                                     state, generation, message, extra));
+    if (!approved_by.empty()) {
+      soci::values values;
+      values.set("approved_by", approved_by);
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", values));
+    }
+    return loadOperation(tx.sql(), id);
+  });
+}
+
+}  // namespace tide::ledger

@@ -1,0 +1,137 @@
+#pragma once
+// Private to host/ledger/: the transaction wrapper and the helpers the ledger_*.cpp files
+// share. Nothing outside host/ledger/ includes this.
+
+#include <soci/soci.h>
+
+#include <string>
+#include <vector>
+
+#include "host/ledger/db.h"
+#include "host/ledger/ledger.h"
+#include "host/ledger/transitions.h"
+
+namespace tide::ledger {
+
+// One write transaction. Rolled back on destruction unless commit() ran.
+// REQUIRES: Ledger::mu_ is held for its whole life.
+class Ledger::Tx {
+ public:
+  Tx(Ledger& ledger, std::string actor);
+
+  soci::session& sql() { return sql_; }
+  const std::string& now() const { return now_; }
+  const std::string& actor() const { return actor_; }
+
+  // Appends a hash-chained event inside this transaction.
+  void event(const std::string& kind, const std::string& subject, const Json& data);
+  void commit();
+  int64_t lastSeq() const { return last_seq_; }
+
+ private:
+  soci::session& sql_;
+  std::string actor_;
+  std::string now_;
+  soci::transaction tx_;
+  int64_t last_seq_ = 0;
+  std::string last_hash_;
+  bool chain_loaded_ = false;
+};
+
+// Builds "WHERE ..." clauses from validated filters with bound parameters.
+class Where {
+ public:
+  explicit Where(std::string base) : clause_(std::move(base)) {}
+  Where& eq(const std::string& column, const std::string& value);
+  Where& greater(const std::string& column, int64_t value);
+  Where& raw(const std::string& condition) {
+    add(condition);
+    return *this;
+  }
+  const std::string& clause() const { return clause_; }
+  soci::values& values() { return values_; }
+  std::string bind(const std::string& value);  // returns the placeholder
+
+ private:
+  void add(const std::string& condition);
+  std::string clause_;
+  soci::values values_;
+  int next_ = 0;
+};
+
+// kInvalidArgument naming the first filter key not in `allowed`.
+Status checkFilters(const ListOptions& options, const std::vector<std::string>& allowed);
+int64_t pageLimit(const ListOptions& options);
+
+// Runs `sql` (with `where`'s bound values) and maps each row through `fromRow`,
+// producing a page keyed by the first column.
+template <class T, class FromRow>
+Page<T> fetchPage(soci::session& sql, const std::string& query, Where& where, int64_t limit,
+                  FromRow&& fromRow) {
+  Page<T> page;
+  soci::rowset<soci::row> rows = (sql.prepare << query, soci::use(where.values()));
+  for (const auto& row : rows) page.items.push_back(fromRow(row));
+  if (static_cast<int64_t>(page.items.size()) > limit) {
+    page.items.pop_back();
+    page.next_after = page.items.back().meta.id;
+  }
+  return page;
+}
+
+// Looks up a live record's id by name; 0 when there is none.
+int64_t liveIdByName(soci::session& sql, const char* table, const std::string& name);
+
+// UPDATE of `table` row `id` guarded by `generation` (when given): bumps generation and
+// updated_at. `assignments` is "col = :x, ..." bound from `values`. kConflict when the
+// generation moved, kNotFound when the row is gone.
+Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation generation,
+                     const std::string& assignments, soci::values& values);
+
+// Validates `from` → `to` for `kind`, then updates the row's state and message and
+// appends a "<kind>.state" event for `subject`.
+Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
+                   const std::string& from, const std::string& to, Generation generation,
+                   const std::string& message, Json extra = Json::object());
+
+// The bodies of the create calls, shared with applyManifest so a whole manifest is one
+// transaction. Each validates, inserts, and appends its ".created" event.
+Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability);
+Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster);
+Result<Node> insertNode(Ledger::Tx& tx, const Node& node);
+Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan);
+Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment);
+
+template <class Fn>
+auto Ledger::write(const char* what, const std::string& actor, Fn&& fn)
+    -> decltype(fn(std::declval<Tx&>())) {
+  using R = decltype(fn(std::declval<Tx&>()));
+  int64_t seq = 0;
+  R result = [&]() -> R {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded(what, [&]() -> R {
+      Tx tx(*this, actor);
+      R r = fn(tx);
+      if (r.isOk()) {
+        tx.commit();
+        seq = tx.lastSeq();
+      }
+      return r;
+    });
+  }();
+  if (seq > 0) {
+    {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      if (seq > last_seq_) last_seq_ = seq;
+    }
+    events_cv_.notify_all();
+  }
+  return result;
+}
+
+template <class Fn>
+auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return guarded(what, std::forward<Fn>(fn));
+}
+
+}  // namespace tide::ledger

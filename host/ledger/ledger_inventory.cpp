@@ -1,0 +1,347 @@
+// Capabilities, clusters and nodes: the inventory the scheduler places onto.
+
+#include "host/core/names.h"
+#include "host/ledger/ledger_internal.h"
+
+namespace tide::ledger {
+namespace {
+
+Status checkName(const char* what, const std::string& name) {
+  const std::string problem = nameProblem(name);
+  if (problem.empty()) return Status::ok();
+  return Status::invalidArgument(std::string(what) + " name '" + name + "' " + problem, {{"name", problem, ""}});
+}
+
+Meta metaFromRow(const soci::row& r, std::size_t id, std::size_t generation, std::size_t created) {
+  return Meta{rowInt(r, id), rowInt(r, generation), rowString(r, created), rowString(r, created + 1)};
+}
+
+// --- capabilities ---
+
+const char* kCapabilitySelect =
+    "SELECT id, generation, created_at, updated_at, name, type, score FROM capabilities";
+
+Capability capabilityFromRow(const soci::row& r) {
+  Capability c;
+  c.meta = metaFromRow(r, 0, 1, 2);
+  c.name = rowString(r, 4);
+  c.type = rowString(r, 5);
+  c.score = rowInt(r, 6);
+  return c;
+}
+
+// --- clusters ---
+
+const char* kClusterSelect =
+    "SELECT id, generation, created_at, updated_at, name, driver_kind, driver_config, state, message FROM clusters";
+
+Cluster clusterFromRow(const soci::row& r) {
+  Cluster c;
+  c.meta = metaFromRow(r, 0, 1, 2);
+  c.name = rowString(r, 4);
+  c.driver_kind = rowString(r, 5);
+  c.driver_config = rowJson(r, 6);
+  c.state = rowString(r, 7);
+  c.message = rowString(r, 8);
+  return c;
+}
+
+// --- nodes ---
+
+// Remaining resources are derived here, on every read (see ledger.h).
+const char* kNodeSelect =
+    "SELECT n.id, n.generation, n.created_at, n.updated_at, n.name, COALESCE(c.name, ''), n.update_domain, "
+    "n.total_cores, n.total_memory_gib, n.reserved_cores, n.reserved_memory_gib, n.spec, n.state, n.message, "
+    "COALESCE(u.cores, 0), COALESCE(u.memory, 0) "
+    "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
+    "LEFT JOIN (SELECT node_id, SUM(reserved_cores) AS cores, SUM(reserved_memory_gib) AS memory "
+    "FROM runtime_instances WHERE state NOT IN ('TERMINATED', 'FAILED') GROUP BY node_id) u ON u.node_id = n.id "
+    "WHERE n.deleted_at IS NULL";
+
+Node nodeFromRow(const soci::row& r) {
+  Node n;
+  n.meta = metaFromRow(r, 0, 1, 2);
+  n.name = rowString(r, 4);
+  n.cluster = rowString(r, 5);
+  n.update_domain = rowString(r, 6);
+  n.total = {rowDouble(r, 7), rowDouble(r, 8)};
+  n.system_reserved = {rowDouble(r, 9), rowDouble(r, 10)};
+  const Json spec = rowJson(r, 11);
+  n.capabilities = spec.value("capabilities", std::vector<std::string>{});
+  n.local_volumes = spec.value("local_volumes", std::vector<LocalVolume>{});
+  n.labels = spec.value("labels", std::map<std::string, std::string>{});
+  n.state = rowString(r, 12);
+  n.message = rowString(r, 13);
+  n.remaining = {n.total.cores - n.system_reserved.cores - rowDouble(r, 14),
+                 n.total.memory_gib - n.system_reserved.memory_gib - rowDouble(r, 15)};
+  return n;
+}
+
+Result<Node> loadNode(soci::session& sql, const std::string& name) {
+  Where where(kNodeSelect);
+  where.eq("n.name", name);
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return nodeFromRow(row);
+  return Status::notFound("node '" + name + "' not found");
+}
+
+template <class T, class FromRow>
+Result<T> loadOne(soci::session& sql, const std::string& select, const std::string& name, const char* what,
+                  FromRow&& fromRow) {
+  Where where(select);
+  where.eq("name", name).raw("deleted_at IS NULL");
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return fromRow(row);
+  return Status::notFound(std::string(what) + " '" + name + "' not found");
+}
+
+Status softDelete(Ledger::Tx& tx, const char* table, const char* kind, int64_t id, const std::string& name,
+                  Generation generation) {
+  soci::values values;
+  values.set("deleted_at", tx.now());
+  TIDE_RETURN_IF_ERROR(updateGuarded(tx, table, id, generation, "deleted_at = :deleted_at", values)
+                           .withPrefix(std::string(kind) + " " + name));
+  tx.event(std::string(kind) + ".deleted", std::string(kind) + "/" + name, Json::object());
+  return Status::ok();
+}
+
+}  // namespace
+
+// --- capabilities --------------------------------------------------------------------------------
+
+Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability) {
+  TIDE_RETURN_IF_ERROR(checkName("capability", capability.name));
+  if (capability.type.empty()) {
+    return Status::invalidArgument("capability type must not be empty", {{"type", "required", ""}});
+  }
+  {
+    if (liveIdByName(tx.sql(), "capabilities", capability.name) != 0) {
+      return Status::alreadyExists("capability '" + capability.name + "' already exists");
+    }
+    const long long score = capability.score;
+    long long id = 0;
+    tx.sql() << "INSERT INTO capabilities (name, type, score, created_at, updated_at) "
+                "VALUES (:n, :t, :s, :c, :u) RETURNING id",
+        soci::use(capability.name), soci::use(capability.type), soci::use(score), soci::use(tx.now()),
+        soci::use(tx.now()), soci::into(id);
+    tx.event("capability.created", "capability/" + capability.name,
+             Json{{"type", capability.type}, {"score", capability.score}});
+    return loadOne<Capability>(tx.sql(), kCapabilitySelect, capability.name, "capability", capabilityFromRow);
+  }
+}
+
+Result<Capability> Ledger::createCapability(const Capability& capability, const std::string& actor) {
+  return write("create capability", actor, [&](Tx& tx) { return insertCapability(tx, capability); });
+}
+
+Result<Capability> Ledger::getCapability(const std::string& name) {
+  return read("get capability", [&]() -> Result<Capability> {
+    return loadOne<Capability>(db_->session(), kCapabilitySelect, name, "capability", capabilityFromRow);
+  });
+}
+
+Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"type"}));
+  return read("list capabilities", [&]() -> Result<Page<Capability>> {
+    Where where(kCapabilitySelect);
+    where.raw("deleted_at IS NULL").greater("id", options.after);
+    if (auto it = options.filters.find("type"); it != options.filters.end()) where.eq("type", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Capability>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
+                                 where, limit, capabilityFromRow);
+  });
+}
+
+Status Ledger::deleteCapability(const std::string& name, Generation generation, const std::string& actor) {
+  return write("delete capability", actor, [&](Tx& tx) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Capability c,
+                          loadOne<Capability>(tx.sql(), kCapabilitySelect, name, "capability", capabilityFromRow));
+    // A capability still named by a live node would leave that node pointing at nothing.
+    long long users = 0;
+    const std::string needle = "%\"" + name + "\"%";
+    tx.sql() << "SELECT COUNT(*) FROM nodes WHERE deleted_at IS NULL AND spec LIKE :needle", soci::use(needle),
+        soci::into(users);
+    if (users > 0) {
+      return Status::conflict("capability '" + name + "' is still used by " + std::to_string(users) + " node(s)");
+    }
+    return softDelete(tx, "capabilities", "capability", c.meta.id, name, generation);
+  });
+}
+
+// --- clusters ------------------------------------------------------------------------------------
+
+Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster) {
+  TIDE_RETURN_IF_ERROR(checkName("cluster", cluster.name));
+  if (cluster.driver_kind.empty()) {
+    return Status::invalidArgument("cluster driver must not be empty", {{"driver_kind", "required", ""}});
+  }
+  {
+    if (liveIdByName(tx.sql(), "clusters", cluster.name) != 0) {
+      return Status::alreadyExists("cluster '" + cluster.name + "' already exists");
+    }
+    const std::string config = cluster.driver_config.is_null() ? "{}" : cluster.driver_config.dump();
+    const std::string state = "ACTIVE";
+    long long id = 0;
+    tx.sql() << "INSERT INTO clusters (name, driver_kind, driver_config, state, created_at, updated_at) "
+                "VALUES (:n, :d, :c, :s, :ca, :ua) RETURNING id",
+        soci::use(cluster.name), soci::use(cluster.driver_kind), soci::use(config), soci::use(state),
+        soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+    tx.event("cluster.created", "cluster/" + cluster.name, Json{{"driver_kind", cluster.driver_kind}});
+    return loadOne<Cluster>(tx.sql(), kClusterSelect, cluster.name, "cluster", clusterFromRow);
+  }
+}
+
+Result<Cluster> Ledger::createCluster(const Cluster& cluster, const std::string& actor) {
+  return write("create cluster", actor, [&](Tx& tx) { return insertCluster(tx, cluster); });
+}
+
+Result<Cluster> Ledger::getCluster(const std::string& name) {
+  return read("get cluster", [&]() -> Result<Cluster> {
+    return loadOne<Cluster>(db_->session(), kClusterSelect, name, "cluster", clusterFromRow);
+  });
+}
+
+Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state"}));
+  return read("list clusters", [&]() -> Result<Page<Cluster>> {
+    Where where(kClusterSelect);
+    where.raw("deleted_at IS NULL").greater("id", options.after);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("state", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Cluster>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
+                              where, limit, clusterFromRow);
+  });
+}
+
+Result<Cluster> Ledger::setClusterState(const std::string& name, const std::string& state, Generation generation,
+                                        const std::string& actor, const std::string& message) {
+  return write("set cluster state", actor, [&](Tx& tx) -> Result<Cluster> {
+    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow));
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state,
+                                     state, generation, message));
+    return loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow);
+  });
+}
+
+Status Ledger::deleteCluster(const std::string& name, Generation generation, const std::string& actor) {
+  return write("delete cluster", actor, [&](Tx& tx) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow));
+    long long nodes = 0;
+    const long long id = c.meta.id;
+    tx.sql() << "SELECT COUNT(*) FROM nodes WHERE cluster_id = :id AND deleted_at IS NULL", soci::use(id),
+        soci::into(nodes);
+    if (nodes > 0) {
+      return Status::conflict("cluster '" + name + "' still has " + std::to_string(nodes) + " node(s)");
+    }
+    return softDelete(tx, "clusters", "cluster", c.meta.id, name, generation);
+  });
+}
+
+// --- nodes -----------------------------------------------------------------------------------------
+
+Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
+  TIDE_RETURN_IF_ERROR(checkName("node", node.name));
+  if (node.total.cores < 0 || node.total.memory_gib < 0 || node.system_reserved.cores < 0 ||
+      node.system_reserved.memory_gib < 0 || node.system_reserved.cores > node.total.cores ||
+      node.system_reserved.memory_gib > node.total.memory_gib) {
+    return Status::invalidArgument("node '" + node.name + "': resources must be non-negative and system reserved "
+                                   "must not exceed total",
+                                   {{"total", "invalid resources", ""}});
+  }
+  {
+    if (liveIdByName(tx.sql(), "nodes", node.name) != 0) {
+      return Status::alreadyExists("node '" + node.name + "' already exists");
+    }
+    soci::indicator cluster_ind = soci::i_null;
+    long long cluster_id = 0;
+    if (!node.cluster.empty()) {
+      cluster_id = liveIdByName(tx.sql(), "clusters", node.cluster);
+      if (cluster_id == 0) {
+        return Status(Code::kUnprocessable, "node '" + node.name + "': cluster '" + node.cluster + "' does not exist",
+                      {{"cluster", "no such cluster", ""}});
+      }
+      cluster_ind = soci::i_ok;
+    }
+    std::vector<std::string> missing;
+    for (const auto& capability : node.capabilities) {
+      if (liveIdByName(tx.sql(), "capabilities", capability) == 0) missing.push_back(capability);
+    }
+    if (!missing.empty()) {
+      std::string list;
+      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+      return Status(Code::kUnprocessable,
+                    "node '" + node.name + "': unknown capabilities: " + list + " (create them first)",
+                    {{"capabilities", "unknown: " + list, ""}});
+    }
+    const std::string state = node.cluster.empty() ? "UNALLOCATED" : "ALLOCATED";
+    const std::string spec =
+        Json{{"capabilities", node.capabilities}, {"local_volumes", node.local_volumes}, {"labels", node.labels}}
+            .dump();
+    long long id = 0;
+    tx.sql() << "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
+                "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
+                "VALUES (:n, :c, :ud, :tc, :tm, :rc, :rm, :spec, :st, :ca, :ua) RETURNING id",
+        soci::use(node.name), soci::use(cluster_id, cluster_ind), soci::use(node.update_domain),
+        soci::use(node.total.cores), soci::use(node.total.memory_gib), soci::use(node.system_reserved.cores),
+        soci::use(node.system_reserved.memory_gib), soci::use(spec), soci::use(state), soci::use(tx.now()),
+        soci::use(tx.now()), soci::into(id);
+    tx.event("node.created", "node/" + node.name,
+             Json{{"cluster", node.cluster}, {"update_domain", node.update_domain}, {"state", state}});
+    return loadNode(tx.sql(), node.name);
+  }
+}
+
+Result<Node> Ledger::createNode(const Node& node, const std::string& actor) {
+  return write("create node", actor, [&](Tx& tx) { return insertNode(tx, node); });
+}
+
+Result<Node> Ledger::getNode(const std::string& name) {
+  return read("get node", [&]() -> Result<Node> { return loadNode(db_->session(), name); });
+}
+
+Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state", "cluster", "update_domain"}));
+  return read("list nodes", [&]() -> Result<Page<Node>> {
+    Where where(kNodeSelect);
+    where.greater("n.id", options.after);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("n.state", it->second);
+    if (auto it = options.filters.find("cluster"); it != options.filters.end()) where.eq("c.name", it->second);
+    if (auto it = options.filters.find("update_domain"); it != options.filters.end()) {
+      where.eq("n.update_domain", it->second);
+    }
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Node>(db_->session(), where.clause() + " ORDER BY n.id LIMIT " + std::to_string(limit + 1),
+                           where, limit, nodeFromRow);
+  });
+}
+
+Result<Node> Ledger::setNodeState(const std::string& name, const std::string& state, Generation generation,
+                                  const std::string& actor, const std::string& message) {
+  return write("set node state", actor, [&](Tx& tx) -> Result<Node> {
+    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.sql(), name));
+    if (state == "ALLOCATED" && n.cluster.empty()) {
+      return Status(Code::kUnprocessable, "node '" + name + "' has no cluster; it cannot be ALLOCATED");
+    }
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state,
+                                     generation, message));
+    return loadNode(tx.sql(), name);
+  });
+}
+
+Status Ledger::deleteNode(const std::string& name, Generation generation, const std::string& actor) {
+  return write("delete node", actor, [&](Tx& tx) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.sql(), name));
+    long long live = 0;
+    const long long id = n.meta.id;
+    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT IN "
+                "('TERMINATED', 'FAILED')",
+        soci::use(id), soci::into(live);
+    if (live > 0) {
+      return Status::conflict("node '" + name + "' still holds " + std::to_string(live) +
+                              " runtime instance(s); drain it first");
+    }
+    return softDelete(tx, "nodes", "node", n.meta.id, name, generation);
+  });
+}
+
+}  // namespace tide::ledger

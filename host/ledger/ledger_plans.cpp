@@ -1,0 +1,291 @@
+// Plans and their deployments.
+
+#include <set>
+
+#include "host/core/names.h"
+#include "host/ledger/ledger_internal.h"
+
+namespace tide::ledger {
+namespace {
+
+const char* kPlanSelect =
+    "SELECT id, generation, created_at, updated_at, name, namespace, service_name, spec, state, message FROM plans";
+
+Plan planFromRow(const soci::row& r) {
+  Plan p;
+  p.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
+  p.name = rowString(r, 4);
+  p.ns = rowString(r, 5);
+  p.service_name = rowString(r, 6);
+  const Json spec = rowJson(r, 7);
+  p.matching_capabilities = spec.value("matching_capabilities", std::vector<CapabilityMatch>{});
+  p.applications = spec.value("applications", std::vector<Application>{});
+  p.strategy = spec.value("strategy", StrategyRef{});
+  p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
+  p.state = rowString(r, 8);
+  p.message = rowString(r, 9);
+  return p;
+}
+
+Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
+  Where where(kPlanSelect);
+  where.eq("name", name).raw("deleted_at IS NULL");
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return planFromRow(row);
+  return Status::notFound("plan '" + name + "' not found");
+}
+
+const char* kDeploymentSelect =
+    "SELECT d.id, d.generation, d.created_at, d.updated_at, p.name, d.deployment_id, d.spec, d.instance_count, "
+    "d.rollout_state, d.state, d.message FROM deployments d JOIN plans p ON p.id = d.plan_id";
+
+Deployment deploymentFromRow(const soci::row& r) {
+  Deployment d;
+  d.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
+  d.plan = rowString(r, 4);
+  d.deployment_id = rowString(r, 5);
+  const Json spec = rowJson(r, 6);
+  d.payload_coordinates = spec.value("payload_coordinates", std::vector<PayloadCoordinates>{});
+  d.strategy = spec.contains("strategy") ? spec["strategy"] : Json(nullptr);
+  d.instance_count = rowInt(r, 7);
+  d.rollout_state = rowJson(r, 8);
+  d.state = rowString(r, 9);
+  d.message = rowString(r, 10);
+  return d;
+}
+
+Result<Deployment> loadDeployment(soci::session& sql, const std::string& plan, const std::string& deployment_id) {
+  Where where(kDeploymentSelect);
+  where.eq("p.name", plan).raw("p.deleted_at IS NULL").eq("d.deployment_id", deployment_id);
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return deploymentFromRow(row);
+  return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
+}
+
+std::string subjectOf(const std::string& plan, const std::string& deployment_id) {
+  return "deployment/" + plan + "/" + deployment_id;
+}
+
+}  // namespace
+
+// --- plans -------------------------------------------------------------------------------------------
+
+Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
+  for (const auto& [what, value] : {std::pair<const char*, const std::string*>{"name", &plan.name},
+                                    {"namespace", &plan.ns},
+                                    {"service_name", &plan.service_name}}) {
+    if (std::string problem = nameProblem(*value); !problem.empty()) {
+      return Status::invalidArgument("plan " + std::string(what) + " '" + *value + "' " + problem,
+                                     {{what, problem, ""}});
+    }
+  }
+  if (plan.applications.empty()) {
+    return Status::invalidArgument("plan '" + plan.name + "' needs at least one application",
+                                   {{"applications", "required", ""}});
+  }
+  {
+    if (liveIdByName(tx.sql(), "plans", plan.name) != 0) {
+      return Status::alreadyExists("plan '" + plan.name + "' already exists");
+    }
+    // A typo in a capability name would make the plan silently unschedulable: refuse it.
+    std::vector<ErrorDetail> problems;
+    for (size_t i = 0; i < plan.matching_capabilities.size(); ++i) {
+      const auto& match = plan.matching_capabilities[i];
+      for (const auto& name : match.names) {
+        std::string type;
+        soci::indicator ind = soci::i_null;
+        tx.sql() << "SELECT type FROM capabilities WHERE name = :n AND deleted_at IS NULL", soci::use(name),
+            soci::into(type, ind);
+        const std::string field = "matching_capabilities[" + std::to_string(i) + "].names";
+        if (!tx.sql().got_data()) {
+          problems.push_back({field, "unknown capability '" + name + "'", ""});
+        } else if (type != match.type) {
+          problems.push_back({field, "capability '" + name + "' has type " + type + ", not " + match.type, ""});
+        }
+      }
+    }
+    if (!problems.empty()) {
+      return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + problems.front().message, problems);
+    }
+    const std::string spec = Json{{"matching_capabilities", plan.matching_capabilities},
+                                  {"applications", plan.applications},
+                                  {"strategy", plan.strategy},
+                                  {"approval_policies", plan.approval_policies}}
+                                 .dump();
+    const std::string state = "ACTIVE";
+    long long id = 0;
+    tx.sql() << "INSERT INTO plans (name, namespace, service_name, spec, state, created_at, updated_at) "
+                "VALUES (:n, :ns, :s, :spec, :st, :c, :u) RETURNING id",
+        soci::use(plan.name), soci::use(plan.ns), soci::use(plan.service_name), soci::use(spec), soci::use(state),
+        soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+    tx.event("plan.created", "plan/" + plan.name, Json{{"namespace", plan.ns}, {"service_name", plan.service_name}});
+    return loadPlan(tx.sql(), plan.name);
+  }
+}
+
+Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor) {
+  return write("create plan", actor, [&](Tx& tx) { return insertPlan(tx, plan); });
+}
+
+Result<Plan> Ledger::getPlan(const std::string& name) {
+  return read("get plan", [&]() -> Result<Plan> { return loadPlan(db_->session(), name); });
+}
+
+Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"namespace", "state"}));
+  return read("list plans", [&]() -> Result<Page<Plan>> {
+    Where where(kPlanSelect);
+    where.raw("deleted_at IS NULL").greater("id", options.after);
+    if (auto it = options.filters.find("namespace"); it != options.filters.end()) where.eq("namespace", it->second);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("state", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Plan>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1), where,
+                           limit, planFromRow);
+  });
+}
+
+Result<Plan> Ledger::setPlanState(const std::string& name, const std::string& state, Generation generation,
+                                  const std::string& actor, const std::string& message) {
+  return write("set plan state", actor, [&](Tx& tx) -> Result<Plan> {
+    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.sql(), name));
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, RecordKind::kPlan, "plans", p.meta.id, "plan/" + name, p.state, state, generation, message));
+    return loadPlan(tx.sql(), name);
+  });
+}
+
+Status Ledger::deletePlan(const std::string& name, Generation generation, const std::string& actor) {
+  return write("delete plan", actor, [&](Tx& tx) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.sql(), name));
+    const long long id = p.meta.id;
+    long long live_instances = 0, unfinished = 0;
+    tx.sql() << "SELECT COUNT(*) FROM meta_instances WHERE plan_id = :id AND state <> 'DELETED'", soci::use(id),
+        soci::into(live_instances);
+    tx.sql() << "SELECT COUNT(*) FROM deployments WHERE plan_id = :id AND state IN "
+                "('PENDING', 'IN_PROGRESS', 'PAUSED')",
+        soci::use(id), soci::into(unfinished);
+    if (live_instances > 0 || unfinished > 0) {
+      return Status::conflict("plan '" + name + "' still has " + std::to_string(live_instances) +
+                              " instance(s) and " + std::to_string(unfinished) +
+                              " unfinished deployment(s); scale it to 0 first");
+    }
+    soci::values values;
+    values.set("deleted_at", tx.now());
+    TIDE_RETURN_IF_ERROR(
+        updateGuarded(tx, "plans", id, generation, "deleted_at = :deleted_at", values).withPrefix("plan " + name));
+    tx.event("plan.deleted", "plan/" + name, Json::object());
+    return Status::ok();
+  });
+}
+
+// --- deployments -------------------------------------------------------------------------------------
+
+Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment) {
+  if (std::string problem = nameProblem(deployment.deployment_id); !problem.empty()) {
+    return Status::invalidArgument("deployment_id '" + deployment.deployment_id + "' " + problem,
+                                   {{"deployment_id", problem, ""}});
+  }
+  if (deployment.instance_count < 0) {
+    return Status::invalidArgument("instance_count must not be negative", {{"instance_count", "negative", ""}});
+  }
+  {
+    TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.sql(), deployment.plan));
+    if (plan.state != "ACTIVE") {
+      return Status(Code::kUnprocessable, "plan '" + plan.name + "' is " + plan.state + "; activate it first");
+    }
+    std::set<std::string> payloads;
+    for (const auto& app : plan.applications) payloads.insert(app.payload_name);
+    std::vector<ErrorDetail> problems;
+    std::set<std::string> given;
+    for (size_t i = 0; i < deployment.payload_coordinates.size(); ++i) {
+      const auto& pc = deployment.payload_coordinates[i];
+      if (!payloads.count(pc.payload_name)) {
+        problems.push_back({"payload_coordinates[" + std::to_string(i) + "].payload_name",
+                            "plan '" + plan.name + "' has no application '" + pc.payload_name + "'", ""});
+      }
+      given.insert(pc.payload_name);
+    }
+    for (const auto& payload : payloads) {
+      if (!given.count(payload)) {
+        problems.push_back({"payload_coordinates", "no coordinates for application '" + payload + "'", ""});
+      }
+    }
+    if (!problems.empty()) {
+      return Status(Code::kUnprocessable, "deployment '" + deployment.deployment_id + "': " + problems.front().message,
+                    problems);
+    }
+    long long exists = 0;
+    const long long plan_id = plan.meta.id;
+    tx.sql() << "SELECT COUNT(*) FROM deployments WHERE plan_id = :p AND deployment_id = :d", soci::use(plan_id),
+        soci::use(deployment.deployment_id), soci::into(exists);
+    if (exists > 0) {
+      return Status::alreadyExists("deployment '" + deployment.deployment_id + "' already exists in plan '" +
+                                   plan.name + "'");
+    }
+    Json spec{{"payload_coordinates", deployment.payload_coordinates}};
+    if (!deployment.strategy.is_null()) spec["strategy"] = deployment.strategy;
+    const std::string spec_text = spec.dump();
+    const std::string state = "PENDING";
+    const long long count = deployment.instance_count;
+    long long id = 0;
+    tx.sql() << "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, created_at, "
+                "updated_at) VALUES (:p, :d, :spec, :n, :st, :c, :u) RETURNING id",
+        soci::use(plan_id), soci::use(deployment.deployment_id), soci::use(spec_text), soci::use(count),
+        soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+    tx.event("deployment.created", subjectOf(plan.name, deployment.deployment_id),
+             Json{{"instance_count", deployment.instance_count},
+                  {"payload_coordinates", deployment.payload_coordinates}});
+    return loadDeployment(tx.sql(), plan.name, deployment.deployment_id);
+  }
+}
+
+Result<Deployment> Ledger::addDeployment(const Deployment& deployment, const std::string& actor) {
+  return write("add deployment", actor, [&](Tx& tx) { return insertDeployment(tx, deployment); });
+}
+
+Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::string& deployment_id) {
+  return read("get deployment", [&]() -> Result<Deployment> {
+    return loadDeployment(db_->session(), plan, deployment_id);
+  });
+}
+
+Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {"plan", "state"}));
+  return read("list deployments", [&]() -> Result<Page<Deployment>> {
+    Where where(kDeploymentSelect);
+    where.raw("p.deleted_at IS NULL").greater("d.id", options.after);
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
+    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("d.state", it->second);
+    const int64_t limit = pageLimit(options);
+    return fetchPage<Deployment>(db_->session(),
+                                 where.clause() + " ORDER BY d.id LIMIT " + std::to_string(limit + 1), where, limit,
+                                 deploymentFromRow);
+  });
+}
+
+Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std::string& deployment_id,
+                                              const std::string& state, Generation generation,
+                                              const std::string& actor, const std::string& message) {
+  return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kDeployment, "deployments", d.meta.id,
+                                     subjectOf(plan, deployment_id), d.state, state, generation, message));
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::string& deployment_id,
+                                           const Json& rollout_state, Generation generation,
+                                           const std::string& actor) {
+  return write("set rollout state", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    soci::values values;
+    values.set("rollout_state", rollout_state.dump());
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, generation, "rollout_state = :rollout_state",
+                                       values)
+                             .withPrefix(subjectOf(plan, deployment_id)));
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+}  // namespace tide::ledger

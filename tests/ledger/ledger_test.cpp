@@ -1,0 +1,351 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "host/config/manifest.h"
+#include "host/ledger/ledger.h"
+#include "tests/ledger/ledger_test_util.h"
+
+#include <soci/soci.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+
+using namespace tide;
+using namespace tide::ledger;
+using tide::testing::LedgerFixture;
+
+namespace {
+
+std::filesystem::path tempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("tide-ledger-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("ledger: migrations are applied once and recorded") {
+  LedgerFixture f;
+  CHECK(f.ledger->schemaVersion() == 1);
+  CHECK(f.eventCount() == 0);
+}
+
+TEST_CASE("ledger: a node's remaining resources are derived from live reservations") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  auto before = f.ledger->getNode("node-a");
+  REQUIRE(before.isOk());
+  CHECK(before->remaining.cores == doctest::Approx(60));
+  CHECK(before->remaining.memory_gib == doctest::Approx(480));
+
+  RuntimeInstance ri;
+  ri.meta_instance = meta;
+  ri.node = "node-a";
+  ri.reservation = {4, 64};
+  auto created = f.ledger->createRuntimeInstance(ri, "test");
+  REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+  CHECK(created->state == "PENDING");
+  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(56));
+  CHECK(f.ledger->getNode("node-a")->remaining.memory_gib == doctest::Approx(416));
+  CHECK(f.ledger->getNode("node-b")->remaining.cores == doctest::Approx(60));
+
+  // Terminal states release the reservation in the same transaction.
+  REQUIRE(f.ledger->setRuntimeInstanceState(created->meta.id, "STARTING", std::nullopt, "test").isOk());
+  REQUIRE(f.ledger->setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
+  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(60));
+  auto released = f.ledger->listEvents({100, 0, {{"subject", "runtime/" + std::to_string(created->meta.id)}}});
+  REQUIRE(released.isOk());
+  CHECK(released->items.back().data["released"]["cores"] == 4);
+}
+
+TEST_CASE("ledger: a reservation that does not fit is refused and nothing is written") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  const int64_t events = f.eventCount();
+  RuntimeInstance ri;
+  ri.meta_instance = meta;
+  ri.node = "node-a";
+  ri.reservation = {61, 1};
+  auto refused = f.ledger->createRuntimeInstance(ri, "test");
+  CHECK(refused.status().code() == Code::kUnprocessable);
+  CHECK(refused.status().message().find("remaining 60") != std::string::npos);
+  CHECK(f.eventCount() == events);
+  CHECK(f.ledger->listRuntimeInstances({})->items.empty());
+}
+
+TEST_CASE("ledger: a meta instance has at most one active runtime instance") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  RuntimeInstance active;
+  active.meta_instance = meta;
+  active.node = "node-a";
+  active.reservation = {1, 1};
+  REQUIRE(f.ledger->createRuntimeInstance(active, "test").isOk());
+  RuntimeInstance second = active;
+  second.node = "node-b";
+  CHECK(f.ledger->createRuntimeInstance(second, "test").status().code() == Code::kConflict);
+  second.is_active = false;  // a passive one, as during RELOCATE
+  CHECK(f.ledger->createRuntimeInstance(second, "test").isOk());
+  CHECK(f.ledger->checkInvariants()->empty());
+}
+
+TEST_CASE("ledger: invalid transitions and stale generations write nothing") {
+  LedgerFixture f;
+  f.addInventory();
+  auto node = f.ledger->getNode("node-a");
+  REQUIRE(node.isOk());
+  CHECK(node->state == "ALLOCATED");
+  const int64_t events = f.eventCount();
+
+  auto invalid = f.ledger->setNodeState("node-a", "SANITIZING", node->meta.generation, "test");
+  REQUIRE(invalid.isOk());  // ALLOCATED → SANITIZING is allowed
+  auto back = f.ledger->setNodeState("node-a", "ALLOCATED", std::nullopt, "test");
+  CHECK(back.status().code() == Code::kConflict);  // SANITIZING → ALLOCATED is not
+  CHECK(f.eventCount() == events + 1);
+
+  auto cordoned = f.ledger->setNodeState("node-b", "CORDONED", node->meta.generation, "test");
+  REQUIRE(cordoned.isOk());
+  CHECK(cordoned->meta.generation == node->meta.generation + 1);
+  auto stale = f.ledger->setNodeState("node-b", "ALLOCATED", node->meta.generation, "test");
+  CHECK(stale.status().code() == Code::kConflict);
+  CHECK(stale.status().message().find("stale generation") != std::string::npos);
+  CHECK(f.ledger->getNode("node-b")->state == "CORDONED");
+  CHECK(f.eventCount() == events + 2);
+}
+
+TEST_CASE("ledger: names are unique among live records and free again after a soft delete") {
+  LedgerFixture f;
+  f.addInventory();
+  CHECK(f.ledger->createNode(LedgerFixture::node("node-a"), "test").status().code() == Code::kAlreadyExists);
+  REQUIRE(f.ledger->deleteNode("node-a", std::nullopt, "test").isOk());
+  CHECK(f.ledger->getNode("node-a").status().code() == Code::kNotFound);
+  CHECK(f.ledger->listNodes({})->items.size() == 1);
+  CHECK(f.ledger->createNode(LedgerFixture::node("node-a"), "test").isOk());
+  CHECK(f.ledger->deleteCapability("nvidia-v100", std::nullopt, "test").code() == Code::kConflict);
+  CHECK(f.ledger->deleteCluster("local", std::nullopt, "test").code() == Code::kConflict);
+}
+
+TEST_CASE("ledger: references must exist and be of the right kind") {
+  LedgerFixture f;
+  f.addInventory();
+  CHECK(f.ledger->createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() ==
+        Code::kUnprocessable);
+  auto unknown_capability = LedgerFixture::node("node-c");
+  unknown_capability.capabilities = {"tpu-v9"};
+  auto refused = f.ledger->createNode(unknown_capability, "test");
+  CHECK(refused.status().code() == Code::kUnprocessable);
+  CHECK(refused.status().message().find("tpu-v9") != std::string::npos);
+
+  auto plan = LedgerFixture::plan();
+  plan.matching_capabilities = {{"GPU", "IN", {"intel-xeon"}}};
+  auto mistyped = f.ledger->createPlan(plan, "test");
+  CHECK(mistyped.status().code() == Code::kUnprocessable);
+  CHECK(mistyped.status().details().front().field == "matching_capabilities[0].names");
+
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  auto wrong_payload = LedgerFixture::deployment("d1", 1);
+  wrong_payload.payload_coordinates[0].payload_name = "other";
+  CHECK(f.ledger->addDeployment(wrong_payload, "test").status().code() == Code::kUnprocessable);
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
+  CHECK(f.ledger->addDeployment(LedgerFixture::deployment("d1", 2), "test").status().code() ==
+        Code::kAlreadyExists);
+  auto d = f.ledger->getDeployment("web", "d1");
+  REQUIRE(d.isOk());
+  CHECK(d->state == "PENDING");
+  CHECK(d->payload_coordinates[0].coordinates["image"] == "nginx:latest");
+}
+
+TEST_CASE("ledger: one unfinished operation per meta instance; higher priority supersedes an unapproved one") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  Operation create;
+  create.meta_instance = meta;
+  create.type = "CREATE";
+  create.intent = "d1";
+  auto first = f.ledger->createOperation(create, "controller");
+  REQUIRE(first.isOk());
+  CHECK(first->requested_by == "controller");
+  CHECK(f.ledger->createOperation(create, "controller").status().code() == Code::kConflict);
+
+  Operation stop = create;
+  stop.type = "STOP";
+  stop.priority = 10;
+  auto second = f.ledger->createOperation(stop, "alice");
+  REQUIRE(second.isOk());
+  CHECK(f.ledger->getOperation(first->meta.id)->state == "CANCELLED");
+
+  REQUIRE(f.ledger->setOperationState(second->meta.id, "APPROVED", std::nullopt, "bob", "ok", "bob").isOk());
+  CHECK(f.ledger->getOperation(second->meta.id)->approved_by == "bob");
+  Operation urgent = create;
+  urgent.type = "DELETE";
+  urgent.priority = 100;
+  CHECK(f.ledger->createOperation(urgent, "alice").status().code() == Code::kConflict);  // approved: not replaceable
+  CHECK(f.ledger->checkInvariants()->empty());
+
+  Operation bogus = create;
+  bogus.type = "EXPLODE";
+  CHECK(f.ledger->createOperation(bogus, "alice").status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("ledger: lists paginate by id and reject unknown filters") {
+  LedgerFixture f;
+  f.addInventory();
+  for (int i = 0; i < 5; ++i) REQUIRE(f.ledger->createNode(LedgerFixture::node("n" + std::to_string(i)), "t").isOk());
+  ListOptions page;
+  page.limit = 3;
+  auto first = f.ledger->listNodes(page);
+  REQUIRE(first.isOk());
+  CHECK(first->items.size() == 3);
+  REQUIRE(first->next_after != 0);
+  page.after = first->next_after;
+  auto second = f.ledger->listNodes(page);
+  CHECK(second->items.size() == 3);
+  page.after = second->next_after;
+  auto third = f.ledger->listNodes(page);
+  CHECK(third->items.size() == 1);
+  CHECK(third->next_after == 0);
+  CHECK(f.ledger->listNodes({100, 0, {{"state", "CORDONED"}}})->items.empty());
+  CHECK(f.ledger->listNodes({100, 0, {{"cluster", "local"}}})->items.size() == 7);
+  auto bad = f.ledger->listNodes({100, 0, {{"colour", "blue"}}});
+  CHECK(bad.status().code() == Code::kInvalidArgument);
+  CHECK(bad.status().details().front().field == "colour");
+}
+
+TEST_CASE("ledger: events are hash-chained and tampering is detected") {
+  auto dir = tempDir("chain");
+  const std::string url = "sqlite://" + (dir / "tide.db").string();
+  {
+    LedgerFixture f(url);
+    f.addInventory();
+    CHECK(f.ledger->verifyEventChain().isOk());
+    auto events = f.ledger->listEvents({});
+    REQUIRE(events->items.size() == 6);
+    CHECK(events->items[0].prev_hash.empty());
+    CHECK(events->items[1].prev_hash == events->items[0].hash);
+    CHECK(events->items[0].kind == "capability.created");
+    CHECK(f.ledger->listEvents({100, 0, {{"kind", "node.*"}}})->items.size() == 2);
+  }
+  {
+    soci::session raw(soci::sqlite3, "db=" + (dir / "tide.db").string());
+    raw << "UPDATE events SET actor = 'mallory' WHERE seq = 3";
+  }
+  LedgerFixture reopened(url);
+  Status broken = reopened.ledger->verifyEventChain();
+  CHECK(broken.code() == Code::kInternal);
+  CHECK(broken.message().find("event 3") != std::string::npos);
+  CHECK_FALSE(reopened.ledger->checkInvariants()->empty());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ledger: records survive closing and reopening the database") {
+  auto dir = tempDir("persist");
+  const std::string url = "sqlite://" + (dir / "tide.db").string();
+  {
+    LedgerFixture f(url);
+    f.addInstance();
+  }
+  LedgerFixture again(url);
+  CHECK(again.ledger->schemaVersion() == 1);
+  CHECK(again.ledger->listNodes({})->items.size() == 2);
+  CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
+  CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
+  CHECK(again.ledger->verifyEventChain().isOk());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ledger: waitForEvents wakes when another thread writes") {
+  LedgerFixture f;
+  const int64_t last = f.ledger->lastEventSeq();
+  CHECK_FALSE(f.ledger->waitForEvents(last, std::chrono::milliseconds(1)));
+  std::thread writer([&] { f.ledger->appendEvent("alarm.test", "system", {{"n", 1}}, "test"); });
+  CHECK(f.ledger->waitForEvents(last, std::chrono::seconds(30)));
+  writer.join();
+  CHECK(f.ledger->lastEventSeq() == last + 1);
+}
+
+TEST_CASE("ledger: concurrent reservations never over-commit a node") {
+  LedgerFixture f;
+  f.addInventory();
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 40), "test").isOk());
+  std::vector<std::string> metas;
+  for (int i = 0; i < 40; ++i) metas.push_back(f.ledger->createMetaInstance("web", "d1", "t")->name);
+  std::atomic<int> placed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < 40; i += 4) {
+        RuntimeInstance ri;
+        ri.meta_instance = metas[i];
+        ri.node = "node-a";
+        ri.reservation = {4, 1};  // 60 free cores hold 15 of these
+        if (f.ledger->createRuntimeInstance(ri, "t").isOk()) ++placed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(placed == 15);
+  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(0));
+  CHECK(f.ledger->checkInvariants()->empty());
+}
+
+TEST_CASE("ledger: a manifest is applied whole or not at all, naming the failing line") {
+  LedgerFixture f;
+  auto manifest = config::parseManifest(R"(capabilities:
+  - {name: nvidia-v100, type: GPU, score: 80}
+clusters:
+  - {name: local}
+nodes:
+  - name: worker-1
+    cluster: local
+    updateDomain: ud-1
+    totalResources: {cores: 8, memory: 32}
+    systemReservedResources: {cores: 1, memory: 2}
+    capabilityIDs: [nvidia-v100]
+  - name: worker-2
+    cluster: elsewhere
+    updateDomain: ud-2
+    totalResources: {cores: 8, memory: 32}
+    systemReservedResources: {cores: 1, memory: 2}
+)",
+                                        "nodes.yaml");
+  REQUIRE_MESSAGE(manifest.isOk(), manifest.status().toString());
+  auto applied = f.ledger->applyManifest(*manifest, "test");
+  REQUIRE_FALSE(applied.isOk());
+  CHECK(applied.status().code() == Code::kUnprocessable);
+  CHECK(applied.status().message().rfind("nodes.yaml:12: ", 0) == 0);
+  CHECK(applied.status().details().front().location == "nodes.yaml:12");
+  CHECK(f.eventCount() == 0);
+  CHECK(f.ledger->listCapabilities({})->items.empty());
+  CHECK(f.ledger->listNodes({})->items.empty());
+
+  manifest->nodes.pop_back();
+  auto ok = f.ledger->applyManifest(*manifest, "test");
+  REQUIRE_MESSAGE(ok.isOk(), ok.status().toString());
+  CHECK(ok->nodes == std::vector<std::string>{"worker-1"});
+  CHECK(f.ledger->getNode("worker-1")->remaining.cores == doctest::Approx(7));
+}
+
+TEST_CASE("ledger: tokens are stored by hash and looked up by it") {
+  LedgerFixture f;
+  CHECK(f.ledger->countTokens() == 0);
+  REQUIRE(f.ledger->createToken("admin", "abc123", "admin", "bootstrap").isOk());
+  CHECK(f.ledger->findToken("abc123")->role == "admin");
+  CHECK(f.ledger->findToken("nope").status().code() == Code::kNotFound);
+  CHECK(f.ledger->createToken("x", "def", "god", "bootstrap").status().code() == Code::kInvalidArgument);
+  CHECK(f.ledger->countTokens() == 1);
+}
+
+TEST_CASE("ledger: script versions and decisions are recorded") {
+  LedgerFixture f;
+  auto v = f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", "deadbeef", "", "active", ""});
+  REQUIRE(v.isOk());
+  CHECK(v->loaded_at == "2026-01-01T00:00:00.000Z");
+  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 1);
+  REQUIRE(f.ledger->recordDecisions({{0, 7, "a", "deadbeef", "approve", Json::array({"ok"}), 12, "", ""}}).isOk());
+  auto decisions = f.ledger->listDecisions(7);
+  REQUIRE(decisions->size() == 1);
+  CHECK(decisions->front().script_sha256 == "deadbeef");
+  CHECK(decisions->front().reasons[0] == "ok");
+}

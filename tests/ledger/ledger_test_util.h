@@ -1,0 +1,91 @@
+#pragma once
+// Shared fixtures for ledger tests: an in-memory ledger with a fake clock and a small
+// inventory (capabilities, a cluster, nodes, a plan, a deployment).
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "host/core/clock.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::testing {
+
+struct LedgerFixture {
+  FakeClock clock{*parseTimestamp("2026-01-01T00:00:00Z")};
+  std::unique_ptr<ledger::Ledger> ledger;
+
+  explicit LedgerFixture(const std::string& url = "sqlite://:memory:") {
+    auto opened = ledger::Ledger::open(url, clock);
+    REQUIRE_MESSAGE(opened.isOk(), opened.status().toString());
+    ledger = std::move(opened).value();
+  }
+
+  int64_t eventCount() {
+    ledger::ListOptions all;
+    all.limit = ledger::kMaxPageSize;
+    auto page = ledger->listEvents(all);
+    REQUIRE(page.isOk());
+    return static_cast<int64_t>(page->items.size());
+  }
+
+  void addInventory() {
+    REQUIRE(ledger->createCapability({{}, "nvidia-v100", "GPU", 80}, "test").isOk());
+    REQUIRE(ledger->createCapability({{}, "nvidia-p100", "GPU", 70}, "test").isOk());
+    REQUIRE(ledger->createCapability({{}, "intel-xeon", "CPU", 10}, "test").isOk());
+    ledger::Cluster cluster;
+    cluster.name = "local";
+    REQUIRE(ledger->createCluster(cluster, "test").isOk());
+    for (const char* name : {"node-a", "node-b"}) {
+      REQUIRE(ledger->createNode(node(name), "test").isOk());
+    }
+  }
+
+  static ledger::Node node(const std::string& name, const std::string& cluster = "local") {
+    ledger::Node n;
+    n.name = name;
+    n.cluster = cluster;
+    n.update_domain = "ud-1";
+    n.total = {64, 512};
+    n.system_reserved = {4, 32};
+    n.capabilities = {"nvidia-v100", "intel-xeon"};
+    n.local_volumes = {{"/mnt/u001", "SSD", 1024}};
+    return n;
+  }
+
+  static ledger::Plan plan(const std::string& name = "web") {
+    ledger::Plan p;
+    p.name = name;
+    p.ns = "web-ns";
+    p.service_name = "web-svc";
+    p.matching_capabilities = {{"GPU", "GTE", {"nvidia-p100"}}};
+    ledger::Application app;
+    app.payload_name = "web-payload";
+    app.resources = {4, 64};
+    app.ports = {{"TCP", 80}};
+    p.applications = {app};
+    return p;
+  }
+
+  static ledger::Deployment deployment(const std::string& id, int64_t count, const std::string& plan = "web") {
+    ledger::Deployment d;
+    d.plan = plan;
+    d.deployment_id = id;
+    d.instance_count = count;
+    d.payload_coordinates = {{"web-payload", {{"image", "nginx:latest"}}}};
+    return d;
+  }
+
+  // Inventory + plan "web" + deployment "d1" + one meta instance; returns its name.
+  std::string addInstance() {
+    addInventory();
+    REQUIRE(ledger->createPlan(plan(), "test").isOk());
+    REQUIRE(ledger->addDeployment(deployment("d1", 1), "test").isOk());
+    auto meta = ledger->createMetaInstance("web", "d1", "test");
+    REQUIRE(meta.isOk());
+    return meta->name;
+  }
+};
+
+}  // namespace tide::testing
