@@ -1,0 +1,156 @@
+#include "host/sched/snapshot.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tide::sched {
+namespace {
+
+int intern(const std::string& name, std::vector<std::string>& names, std::unordered_map<std::string, int>& index) {
+  auto [it, inserted] = index.try_emplace(name, static_cast<int>(names.size()));
+  if (inserted) names.push_back(name);
+  return it->second;
+}
+
+}  // namespace
+
+ClusterSnapshot ClusterSnapshot::build(std::vector<ledger::Node> nodes, std::vector<ledger::Cluster> clusters,
+                                       std::vector<ledger::Capability> capabilities,
+                                       std::vector<InstanceFact> instances) {
+  ClusterSnapshot s;
+  for (auto& cluster : clusters) s.cluster_states_.emplace(std::move(cluster.name), std::move(cluster.state));
+  for (auto& capability : capabilities) {
+    CapabilityEntry& entry = s.capabilities_[s.internCapability(capability.name)];
+    entry.type = std::move(capability.type);
+    entry.score = capability.score;
+    entry.known = true;
+  }
+
+  std::stable_sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  nodes.erase(std::unique(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.name == b.name; }),
+              nodes.end());
+  s.nodes_.reserve(nodes.size());
+  for (auto& node : nodes) {
+    NodeEntry entry;
+    entry.remaining_cores = node.remaining.cores;
+    entry.remaining_memory = node.remaining.memory_gib;
+    const double cores = node.total.cores - node.system_reserved.cores;
+    const double memory = node.total.memory_gib - node.system_reserved.memory_gib;
+    entry.per_core = cores > 0 ? 1 / cores : 0;
+    entry.per_gib = memory > 0 ? 1 / memory : 0;
+    entry.domain = s.internDomain(node.update_domain);
+    entry.first_capability = static_cast<int>(s.node_capabilities_.size());
+    entry.capability_count = static_cast<int>(node.capabilities.size());
+    for (const auto& name : node.capabilities) s.node_capabilities_.push_back(s.internCapability(name));
+    entry.first_volume = static_cast<int>(s.volume_free_.size());
+    entry.volume_count = static_cast<int>(node.local_volumes.size());
+    for (const auto& volume : node.local_volumes) {
+      s.volume_free_.push_back(volume.capacity_gib);
+      s.volume_class_.push_back(s.internStorageClass(volume.storage_class));
+    }
+    entry.allocated = node.state == "ALLOCATED";
+    auto cluster = s.cluster_states_.find(node.cluster);
+    entry.cluster_active = cluster != s.cluster_states_.end() && cluster->second == "ACTIVE";
+    s.node_index_.emplace(node.name, static_cast<int>(s.nodes_.size()));
+    s.nodes_.push_back(entry);
+    s.records_.push_back(std::move(node));
+  }
+
+  for (const auto& fact : instances) {
+    const int node = s.nodeIndex(fact.node);
+    int domain = -1;
+    if (!fact.update_domain.empty()) {
+      domain = s.internDomain(fact.update_domain);
+    } else if (node >= 0) {
+      domain = s.nodes_[node].domain;
+    }
+    s.count(fact.plan, fact.meta_instance, node, domain);
+    if (node < 0) continue;
+    for (const auto& use : fact.volumes) {
+      const int volume = s.volumeFor(node, use);
+      if (volume >= 0) s.volume_free_[volume] -= use.capacity_gib;
+    }
+  }
+  return s;
+}
+
+Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_instance,
+                               const Placement& placement) {
+  const int node = nodeIndex(placement.node);
+  if (node < 0) return Status::notFound("node '" + placement.node + "' is not in the scheduling snapshot");
+  NodeEntry& entry = nodes_[node];
+  entry.remaining_cores -= placement.reservation.cores;
+  entry.remaining_memory -= placement.reservation.memory_gib;
+  records_[node].remaining = {entry.remaining_cores, entry.remaining_memory};
+  for (const auto& assignment : placement.volumes) {
+    const int volume = volumeFor(node, {assignment.storage_class, assignment.capacity_gib, assignment.local_volume});
+    if (volume >= 0) volume_free_[volume] -= assignment.capacity_gib;
+  }
+  count(plan, meta_instance, node, entry.domain);
+  return Status::ok();
+}
+
+const ledger::Node* ClusterSnapshot::findNode(const std::string& name) const {
+  const int node = nodeIndex(name);
+  return node < 0 ? nullptr : &records_[node];
+}
+
+int ClusterSnapshot::instancesOn(const std::string& plan, const std::string& node) const {
+  auto usage = plans_.find(plan);
+  const int index = nodeIndex(node);
+  if (usage == plans_.end() || index < 0) return 0;
+  auto it = usage->second.per_node.find(index);
+  return it == usage->second.per_node.end() ? 0 : it->second;
+}
+
+double ClusterSnapshot::volumeFree(const std::string& node, const std::string& local_volume) const {
+  const int index = nodeIndex(node);
+  if (index < 0) return -1;
+  const auto& volumes = records_[index].local_volumes;
+  for (size_t i = 0; i < volumes.size(); ++i) {
+    if (volumes[i].mount_path == local_volume) return volume_free_[nodes_[index].first_volume + i];
+  }
+  return -1;
+}
+
+int ClusterSnapshot::internCapability(const std::string& name) {
+  auto [it, inserted] = capability_index_.try_emplace(name, static_cast<int>(capabilities_.size()));
+  if (inserted) capabilities_.push_back({name, "", 0, false});
+  return it->second;
+}
+
+int ClusterSnapshot::internDomain(const std::string& name) { return intern(name, domains_, domain_index_); }
+
+int ClusterSnapshot::internStorageClass(const std::string& name) {
+  return intern(name, storage_classes_, storage_class_index_);
+}
+
+int ClusterSnapshot::nodeIndex(const std::string& name) const {
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
+int ClusterSnapshot::volumeFor(int node, const VolumeUse& use) const {
+  const NodeEntry& entry = nodes_[node];
+  auto cls = storage_class_index_.find(use.storage_class);
+  if (cls == storage_class_index_.end()) return -1;
+  int best = -1;
+  for (int i = 0; i < entry.volume_count; ++i) {
+    const int volume = entry.first_volume + i;
+    if (volume_class_[volume] != cls->second) continue;
+    if (!use.local_volume.empty() && records_[node].local_volumes[i].mount_path == use.local_volume) return volume;
+    if (best < 0 || volume_free_[volume] > volume_free_[best]) best = volume;
+  }
+  return best;
+}
+
+void ClusterSnapshot::count(const std::string& plan, const std::string& meta_instance, int node, int domain) {
+  PlanUsage& usage = plans_[plan];
+  if (node >= 0) {
+    ++usage.per_node[node];
+    if (!meta_instance.empty()) nodes_of_meta_[meta_instance].push_back(node);
+  }
+  if (domain >= 0) ++usage.per_domain[domain];
+}
+
+}  // namespace tide::sched
