@@ -28,6 +28,7 @@ class Problems {
     add(at.line, std::move(field), std::move(message));
   }
   bool empty() const { return details_.empty(); }
+  size_t count() const { return details_.size(); }
   const std::string& source() const { return source_; }
   std::string location(int line) const { return source_ + ":" + std::to_string(line); }
 
@@ -54,9 +55,12 @@ std::string childPath(const std::string& path, std::string_view key);  // "" + "
 // Short description of what a node holds, for "expected X, got Y" messages.
 std::string describe(const YamlNode& node);
 
-// The canonical keys a mapping mentions, resolved through `table` without reporting
-// anything; used to tell document shapes apart.
-bool mentionsAny(const YamlNode& mapping, const KeyTable& table);
+// Whether `mapping` holds any of the canonical `keys` under a spelling from `table`
+// (all of the table when `keys` is empty). Reports nothing; tells document shapes apart.
+bool mentionsAny(const YamlNode& mapping, const KeyTable& table, std::initializer_list<std::string_view> keys = {});
+
+// The entry of `mapping` holding canonical `key` (first occurrence), or nullptr.
+const std::pair<YamlNode, YamlNode>* findEntry(const YamlNode& mapping, const KeyTable& table, std::string_view key);
 
 struct Bounds {
   double min;
@@ -77,6 +81,9 @@ std::optional<std::vector<std::string>> readStringList(const YamlNode& node, con
 std::optional<nlohmann::json> readJson(const YamlNode& node, const std::string& field, Problems& problems);
 bool expectKind(const YamlNode& node, YamlNode::Kind kind, const std::string& field, Problems& problems);
 
+// The whole file at `path`; kNotFound naming the path and the OS error when unreadable.
+Result<std::string> readInputFile(const std::string& path);
+
 enum class Need { kOptional, kRequired };
 
 // One mapping read against one KeyTable. Construction reports a non-mapping value, unknown
@@ -91,7 +98,8 @@ class MapReader {
   const std::string& path() const { return path_; }
   Problems& problems() { return problems_; }
 
-  // The value under canonical `key`, or nullptr (also when it was reported missing).
+  // The value under canonical `key`, or nullptr when absent. A null value (`key:` or JSON
+  // null) counts as absent, as a JSON client would expect.
   const YamlNode* get(std::string_view key, Need need = Need::kOptional);
   // Path of `key` as spelled by the user, or with its first spelling when absent.
   std::string field(std::string_view key) const;

@@ -84,7 +84,7 @@ Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const st
       out.push_back(std::move(node));
     }
     return out;
-  } catch (const YAML::MarkedYAMLException& e) {
+  } catch (const YAML::Exception& e) {
     return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, "YAML syntax error: " + e.msg);
   } catch (const std::exception& e) {
     return syntaxError(source, 1, std::string("YAML syntax error: ") + e.what());
