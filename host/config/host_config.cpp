@@ -1,0 +1,266 @@
+#include "host/config/host_config.h"
+
+#include <set>
+
+#include "host/config/field_reader.h"
+#include "host/config/yaml_tree.h"
+
+namespace tide::config {
+namespace {
+
+using Kind = YamlNode::Kind;
+
+const KeyTable kHostKeys = {
+    {"listen", {"listen"}},
+    {"data_dir", {"data_dir"}},
+    {"database", {"database"}},
+    {"policies_dir", {"policies_dir"}},
+    {"scripts_dir", {"scripts_dir"}},
+    {"auth", {"auth"}},
+    {"process", {"process"}},
+    {"limits", {"limits"}},
+    {"default_verdict", {"default_verdict"}},
+};
+
+const KeyTable kAuthKeys = {
+    {"enabled", {"enabled"}},
+    {"tokens", {"tokens"}},
+    {"approver_must_differ", {"approver_must_differ"}},
+};
+
+const KeyTable kTokenKeys = {{"name", {"name"}}, {"token", {"token"}}, {"role", {"role"}}};
+
+const KeyTable kProcessKeys = {
+    {"port_range_start", {"port_range_start"}},
+    {"port_range_end", {"port_range_end"}},
+    {"volume_root", {"volume_root"}},
+    {"image_catalog", {"image_catalog"}},
+};
+
+const KeyTable kLimitsKeys = {
+    {"lua_deadline_ms", {"lua_deadline_ms"}},
+    {"lua_memory_mib", {"lua_memory_mib"}},
+    {"max_body_bytes", {"max_body_bytes"}},
+    {"reconcile_interval_ms", {"reconcile_interval_ms"}},
+    {"executor_workers", {"executor_workers"}},
+    {"executor_chunk", {"executor_chunk"}},
+    {"operation_deadline_s", {"operation_deadline_s"}},
+    {"max_attempts", {"max_attempts"}},
+};
+
+constexpr size_t kMinTokenLength = 16;
+const std::set<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
+
+void readNonEmptyString(MapReader& m, std::string_view key, std::string& out) {
+  auto v = m.string(key, Need::kOptional);
+  if (!v) return;
+  if (v->empty()) m.problems().add(*m.get(key), m.field(key), "must not be empty");
+  else out = *v;
+}
+
+void readInt(MapReader& m, std::string_view key, Bounds bounds, int& out) {
+  if (auto v = m.integer(key, Need::kOptional, bounds)) out = static_cast<int>(*v);
+}
+
+// "host:port" or "[v6]:port"; port 0 asks the OS for a free one.
+void readListen(MapReader& m, std::string& out) {
+  auto v = m.string("listen", Need::kOptional);
+  if (!v) return;
+  size_t colon = v->rfind(':');
+  std::string host = colon == std::string::npos ? "" : v->substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : v->substr(colon + 1);
+  bool portOk = !port.empty() && port.size() <= 5 &&
+                port.find_first_not_of("0123456789") == std::string::npos && std::stoi(port) <= 65535;
+  if (host.empty() || !portOk) {
+    m.problems().add(*m.get("listen"), m.field("listen"),
+                     "\"" + *v + "\" must be host:port with a port between 0 and 65535");
+    return;
+  }
+  out = *v;
+}
+
+void readDatabase(MapReader& m, std::string& out) {
+  auto v = m.string("database", Need::kOptional);
+  if (!v) return;
+  for (std::string_view scheme : {"sqlite://", "postgresql://"}) {
+    if (v->starts_with(scheme) && v->size() > scheme.size()) {
+      out = *v;
+      return;
+    }
+  }
+  m.problems().add(*m.get("database"), m.field("database"),
+                   "must be sqlite://<path> or postgresql://<connection>");
+}
+
+void readAuth(const YamlNode& node, const std::string& path, HostConfig::Auth& out, Problems& problems) {
+  MapReader m(node, path, kAuthKeys, problems);
+  if (auto v = m.boolean("enabled", Need::kOptional)) out.enabled = *v;
+  if (auto v = m.boolean("approver_must_differ", Need::kOptional)) out.approver_must_differ = *v;
+  const YamlNode* tokens = m.sequence("tokens", Need::kOptional);
+  if (tokens == nullptr) return;
+  std::set<std::string> names, secrets;
+  for (size_t i = 0; i < tokens->items.size(); ++i) {
+    MapReader t(tokens->items[i], indexPath(m.field("tokens"), i), kTokenKeys, problems);
+    TokenConfig token;
+    if (auto v = t.name("name", Need::kRequired)) {
+      token.name = *v;
+      if (!names.insert(*v).second) problems.add(*t.get("name"), t.field("name"), "token name given twice");
+    }
+    if (auto v = t.string("token", Need::kRequired)) {
+      token.token = *v;
+      // Never echo a secret into an error message.
+      if (v->size() < kMinTokenLength) {
+        problems.add(*t.get("token"), t.field("token"),
+                     "must be at least " + std::to_string(kMinTokenLength) + " characters");
+      } else if (!secrets.insert(*v).second) {
+        problems.add(*t.get("token"), t.field("token"), "the same token is given to two names");
+      }
+    }
+    if (auto v = t.string("role", Need::kRequired)) {
+      token.role = *v;
+      if (!kRoles.contains(*v)) {
+        problems.add(*t.get("role"), t.field("role"),
+                     "unknown role \"" + *v + "\"; expected viewer, operator, approver or admin");
+      }
+    }
+    out.tokens.push_back(std::move(token));
+  }
+}
+
+void readImageCatalog(const YamlNode& node, const std::string& path, ImageCatalog& out, Problems& problems) {
+  if (!expectKind(node, Kind::kMapping, path, problems)) return;
+  out.clear();
+  std::set<std::string> patterns;
+  for (const auto& [key, value] : node.entries) {
+    auto pattern = readString(key, path, problems);
+    if (!pattern) continue;
+    std::string field = childPath(path, *pattern);
+    if (pattern->empty()) {
+      problems.add(key, field, "image pattern must not be empty");
+      continue;
+    }
+    if (!patterns.insert(*pattern).second) {
+      problems.add(key, field, "image pattern given twice");
+      continue;
+    }
+    auto argv = readStringList(value, field, problems);
+    if (!argv) continue;
+    if (argv->empty()) {
+      problems.add(value, field, "must hold at least the program to run");
+      continue;
+    }
+    out.emplace_back(*pattern, std::move(*argv));
+  }
+}
+
+void readProcess(const YamlNode& node, const std::string& path, HostConfig::Process& out, Problems& problems) {
+  MapReader m(node, path, kProcessKeys, problems);
+  constexpr Bounds kPortRange{1024, 65535};
+  size_t before = problems.count();
+  readInt(m, "port_range_start", kPortRange, out.port_range_start);
+  readInt(m, "port_range_end", kPortRange, out.port_range_end);
+  if (problems.count() == before && out.port_range_start >= out.port_range_end) {
+    std::string_view key = m.get("port_range_end") != nullptr ? "port_range_end" : "port_range_start";
+    problems.add(m.get(key)->line, m.field(key),
+                 "port_range_start (" + std::to_string(out.port_range_start) + ") must be below port_range_end (" +
+                     std::to_string(out.port_range_end) + ")");
+  }
+  readNonEmptyString(m, "volume_root", out.volume_root);
+  if (const YamlNode* v = m.get("image_catalog")) readImageCatalog(*v, m.field("image_catalog"), out.image_catalog, problems);
+}
+
+void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limits& out, Problems& problems) {
+  MapReader m(node, path, kLimitsKeys, problems);
+  readInt(m, "lua_deadline_ms", {1, 60'000}, out.lua_deadline_ms);
+  readInt(m, "lua_memory_mib", {1, 4096}, out.lua_memory_mib);
+  if (auto v = m.integer("max_body_bytes", Need::kOptional, {1024, 1 << 30})) out.max_body_bytes = static_cast<size_t>(*v);
+  readInt(m, "reconcile_interval_ms", {10, 600'000}, out.reconcile_interval_ms);
+  readInt(m, "executor_workers", {1, 256}, out.executor_workers);
+  readInt(m, "executor_chunk", {1, 10'000}, out.executor_chunk);
+  readInt(m, "operation_deadline_s", {1, 86'400}, out.operation_deadline_s);
+  readInt(m, "max_attempts", {1, 100}, out.max_attempts);
+}
+
+std::string joinPath(const std::string& dir, std::string_view leaf) {
+  if (dir.empty() || dir.back() == '/') return dir + std::string(leaf);
+  return dir + "/" + std::string(leaf);
+}
+
+// Glob match with `*` and `?`; on a mismatch after a `*`, let that `*` eat one more character.
+bool globMatch(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0;
+  size_t star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p, ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace
+
+ImageCatalog defaultImageCatalog() {
+  const std::vector<std::string> workload = {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}",
+                                             "--version", "{{image.tag}}"};
+  return {{"nginx:*", workload}, {"tide-workload:*", workload}};
+}
+
+Result<HostConfig> parseHostConfig(std::string_view text, const std::string& source) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<YamlNode> docs, parseYamlDocuments(text, source));
+  HostConfig config;
+  if (docs.empty()) return config;  // an empty file means every default
+  Problems problems(source);
+  if (docs.size() > 1) {
+    problems.add(docs[1], "", "expected one document, got " + std::to_string(docs.size()));
+    return problems.toStatus();
+  }
+  MapReader m(docs.front(), "", kHostKeys, problems);
+  readListen(m, config.listen);
+  readNonEmptyString(m, "data_dir", config.data_dir);
+  readDatabase(m, config.database);
+  readNonEmptyString(m, "policies_dir", config.policies_dir);
+  readNonEmptyString(m, "scripts_dir", config.scripts_dir);
+  if (const YamlNode* v = m.get("auth")) readAuth(*v, m.field("auth"), config.auth, problems);
+  if (const YamlNode* v = m.get("process")) readProcess(*v, m.field("process"), config.process, problems);
+  if (const YamlNode* v = m.get("limits")) readLimits(*v, m.field("limits"), config.limits, problems);
+  if (auto v = m.string("default_verdict", Need::kOptional)) {
+    if (*v == "manual" || *v == "deny") {
+      config.default_verdict = *v;
+    } else {
+      problems.add(*m.get("default_verdict"), m.field("default_verdict"),
+                   "unknown verdict \"" + *v + "\"; expected manual or deny");
+    }
+  }
+  if (!problems.empty()) return problems.toStatus();
+  return config;
+}
+
+Result<HostConfig> loadHostConfig(const std::string& path) {
+  if (path.empty()) return HostConfig{};
+  TIDE_ASSIGN_OR_RETURN(std::string text, readInputFile(path));
+  return parseHostConfig(text, path);
+}
+
+void finalizeHostConfig(HostConfig& config) {
+  if (config.database.empty()) config.database = "sqlite://" + joinPath(config.data_dir, "tide.db");
+  if (config.process.volume_root.empty()) config.process.volume_root = joinPath(config.data_dir, "volumes");
+}
+
+const std::vector<std::string>* matchImage(const HostConfig::Process& process, std::string_view image) {
+  for (const auto& [pattern, argv] : process.image_catalog) {
+    if (globMatch(pattern, image)) return &argv;
+  }
+  return nullptr;
+}
+
+}  // namespace tide::config

@@ -1,0 +1,76 @@
+#pragma once
+// The host's own configuration (tide.yaml, DESIGN §10). Immutable once the host starts:
+// `tide serve` loads the file, applies its flags over the fields, then calls
+// finalizeHostConfig. examples/tide.yaml shows every key with its default.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "host/core/status.h"
+
+namespace tide::config {
+
+struct TokenConfig {
+  std::string name;
+  std::string token;
+  std::string role;  // viewer | operator | approver | admin
+};
+
+// The images the process driver knows how to run: glob pattern → argv template, tried in
+// order. `{{tide}}` is the tide binary, `{{port.tcp.80}}` the host port given to the
+// declared port, `{{image.tag}}` the part of the image after ':'.
+using ImageCatalog = std::vector<std::pair<std::string, std::vector<std::string>>>;
+ImageCatalog defaultImageCatalog();  // nginx:* and tide-workload:* → the built-in workload
+
+struct HostConfig {
+  std::string listen = "127.0.0.1:7700";
+  std::string data_dir = "./.tide";
+  std::string database;  // sqlite://... or postgresql://...; finalize: sqlite://<data_dir>/tide.db
+  std::string policies_dir = "./policies";
+  std::string scripts_dir = "./scripts";
+  struct Auth {
+    bool enabled = true;
+    std::vector<TokenConfig> tokens;
+    bool approver_must_differ = true;
+  } auth;
+  struct Process {
+    int port_range_start = 30000;
+    int port_range_end = 32767;
+    std::string volume_root;  // finalize: <data_dir>/volumes
+    ImageCatalog image_catalog = defaultImageCatalog();
+  } process;
+  struct Limits {
+    int lua_deadline_ms = 50;
+    int lua_memory_mib = 32;
+    size_t max_body_bytes = 1 << 20;
+    int reconcile_interval_ms = 1000;
+    int executor_workers = 4;
+    int executor_chunk = 32;
+    int operation_deadline_s = 120;
+    int max_attempts = 5;
+  } limits;
+  std::string default_verdict = "manual";  // manual | deny: what an operation gets when no policy decides
+};
+
+// "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.
+// Derived defaults are not applied yet (see finalizeHostConfig).
+Result<HostConfig> loadHostConfig(const std::string& path);
+
+// Every key is optional; unknown keys, wrong types and out-of-range values are
+// kInvalidArgument with all problems in details (as for manifests). A `process.image_catalog`
+// replaces the default catalog rather than extending it.
+Result<HostConfig> parseHostConfig(std::string_view text, const std::string& source);
+
+// Fills the defaults derived from data_dir (database, process.volume_root) where they are
+// still empty. Call after command-line flags have overridden fields. Idempotent.
+void finalizeHostConfig(HostConfig& config);
+
+// The argv template of the first catalog entry whose pattern matches all of `image`
+// (`*` matches any run of characters, `?` one character), or nullptr. The pointer stays
+// valid while `process` is alive and unchanged.
+const std::vector<std::string>* matchImage(const HostConfig::Process& process, std::string_view image);
+
+}  // namespace tide::config

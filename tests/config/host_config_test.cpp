@@ -1,0 +1,268 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "host/config/host_config.h"
+
+using namespace tide;
+using namespace tide::config;
+
+namespace {
+
+HostConfig parseOk(const std::string& text) {
+  auto result = parseHostConfig(text, "tide.yaml");
+  INFO(result.status().toString());
+  REQUIRE(result.isOk());
+  return std::move(result).value();
+}
+
+std::vector<ErrorDetail> parseErrors(const std::string& text) {
+  auto result = parseHostConfig(text, "tide.yaml");
+  REQUIRE_FALSE(result.isOk());
+  CHECK(result.status().code() == Code::kInvalidArgument);
+  return result.status().details();
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::vector<std::string> kWorkloadArgv = {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}",
+                                                "--version", "{{image.tag}}"};
+
+void checkDefaults(const HostConfig& c) {
+  CHECK(c.listen == "127.0.0.1:7700");
+  CHECK(c.data_dir == "./.tide");
+  CHECK(c.policies_dir == "./policies");
+  CHECK(c.scripts_dir == "./scripts");
+  CHECK(c.auth.enabled);
+  CHECK(c.auth.tokens.empty());
+  CHECK(c.auth.approver_must_differ);
+  CHECK(c.process.port_range_start == 30000);
+  CHECK(c.process.port_range_end == 32767);
+  REQUIRE(c.process.image_catalog.size() == 2);
+  CHECK(c.process.image_catalog[0].first == "nginx:*");
+  CHECK(c.process.image_catalog[0].second == kWorkloadArgv);
+  CHECK(c.process.image_catalog[1].first == "tide-workload:*");
+  CHECK(c.process.image_catalog[1].second == kWorkloadArgv);
+  CHECK(c.limits.lua_deadline_ms == 50);
+  CHECK(c.limits.lua_memory_mib == 32);
+  CHECK(c.limits.max_body_bytes == 1048576);
+  CHECK(c.limits.reconcile_interval_ms == 1000);
+  CHECK(c.limits.executor_workers == 4);
+  CHECK(c.limits.executor_chunk == 32);
+  CHECK(c.limits.operation_deadline_s == 120);
+  CHECK(c.limits.max_attempts == 5);
+  CHECK(c.default_verdict == "manual");
+}
+
+}  // namespace
+
+TEST_CASE("host config: no file means every default, finalize derives paths from data_dir") {
+  auto loaded = loadHostConfig("");
+  REQUIRE(loaded.isOk());
+  HostConfig c = *loaded;
+  checkDefaults(c);
+  CHECK(c.database.empty());
+  CHECK(c.process.volume_root.empty());
+  finalizeHostConfig(c);
+  CHECK(c.database == "sqlite://./.tide/tide.db");
+  CHECK(c.process.volume_root == "./.tide/volumes");
+  finalizeHostConfig(c);  // idempotent
+  CHECK(c.database == "sqlite://./.tide/tide.db");
+
+  // A flag overriding data_dir before finalize moves the derived paths with it.
+  HostConfig flagged = *loadHostConfig("");
+  flagged.data_dir = "/var/lib/tide/";
+  finalizeHostConfig(flagged);
+  CHECK(flagged.database == "sqlite:///var/lib/tide/tide.db");
+  CHECK(flagged.process.volume_root == "/var/lib/tide/volumes");
+
+  checkDefaults(parseOk(""));
+  checkDefaults(parseOk("# only a comment\n"));
+}
+
+TEST_CASE("host config: examples/tide.yaml shows exactly the defaults") {
+  auto loaded = loadHostConfig((std::filesystem::path(TIDE_SOURCE_DIR) / "examples" / "tide.yaml").string());
+  INFO(loaded.status().toString());
+  REQUIRE(loaded.isOk());
+  checkDefaults(*loaded);
+  CHECK(loaded->database.empty());
+}
+
+TEST_CASE("host config: every key overrides its default") {
+  HostConfig c = parseOk(R"(
+listen: "0.0.0.0:8080"
+data_dir: /srv/tide
+database: "postgresql://tide:secret@db/tide"
+policies_dir: /etc/tide/policies
+scripts_dir: /etc/tide/scripts
+auth:
+  enabled: false
+  approver_must_differ: false
+  tokens:
+    - {name: alice, token: "0123456789abcdef-alice", role: approver}
+    - {name: ci, token: "0123456789abcdef-ci", role: operator}
+process:
+  port_range_start: 40000
+  port_range_end: 40100
+  volume_root: /data/volumes
+  image_catalog:
+    "redis:7.?": [/usr/bin/redis-server, --port, "{{port.tcp.6379}}"]
+    "*": [/bin/false]
+limits:
+  lua_deadline_ms: 100
+  lua_memory_mib: 64
+  max_body_bytes: 4096
+  reconcile_interval_ms: 250
+  executor_workers: 8
+  executor_chunk: 16
+  operation_deadline_s: 30
+  max_attempts: 3
+default_verdict: deny
+)");
+  CHECK(c.listen == "0.0.0.0:8080");
+  CHECK(c.data_dir == "/srv/tide");
+  CHECK(c.database == "postgresql://tide:secret@db/tide");
+  CHECK(c.policies_dir == "/etc/tide/policies");
+  CHECK(c.scripts_dir == "/etc/tide/scripts");
+  CHECK_FALSE(c.auth.enabled);
+  CHECK_FALSE(c.auth.approver_must_differ);
+  REQUIRE(c.auth.tokens.size() == 2);
+  CHECK(c.auth.tokens[0].name == "alice");
+  CHECK(c.auth.tokens[0].token == "0123456789abcdef-alice");
+  CHECK(c.auth.tokens[0].role == "approver");
+  CHECK(c.auth.tokens[1].role == "operator");
+  CHECK(c.process.port_range_start == 40000);
+  CHECK(c.process.port_range_end == 40100);
+  CHECK(c.process.volume_root == "/data/volumes");
+  REQUIRE(c.process.image_catalog.size() == 2);  // replaces the default catalog
+  CHECK(c.process.image_catalog[0].first == "redis:7.?");
+  CHECK(c.process.image_catalog[1].second == std::vector<std::string>{"/bin/false"});
+  CHECK(c.limits.lua_deadline_ms == 100);
+  CHECK(c.limits.lua_memory_mib == 64);
+  CHECK(c.limits.max_body_bytes == 4096);
+  CHECK(c.limits.reconcile_interval_ms == 250);
+  CHECK(c.limits.executor_workers == 8);
+  CHECK(c.limits.executor_chunk == 16);
+  CHECK(c.limits.operation_deadline_s == 30);
+  CHECK(c.limits.max_attempts == 3);
+  CHECK(c.default_verdict == "deny");
+  finalizeHostConfig(c);  // explicit values survive
+  CHECK(c.database == "postgresql://tide:secret@db/tide");
+  CHECK(c.process.volume_root == "/data/volumes");
+
+  HostConfig partial = parseOk("limits: {executor_workers: 2}\nlisten: \"[::1]:0\"\n");
+  CHECK(partial.limits.executor_workers == 2);
+  CHECK(partial.limits.executor_chunk == 32);
+  CHECK(partial.listen == "[::1]:0");
+  CHECK(parseOk("database: sqlite:///tmp/x.db\n").database == "sqlite:///tmp/x.db");
+}
+
+TEST_CASE("host config error: unknown keys, wrong types and ranges, all at once") {
+  auto details = parseErrors(R"(listen: localhost
+data_dri: ./x
+database: mysql://db
+auth:
+  enabled: yes
+  tokens:
+    - {name: Alice, token: short, role: root}
+    - {name: bob, token: "0123456789abcdef", role: admin}
+    - {name: bob, token: "0123456789abcdef", role: viewer}
+process:
+  port_range_start: 80
+  port_range_end: 70000
+  image_catalog: [nginx]
+limits:
+  lua_deadline_ms: 0
+  executor_workers: "four"
+  max_body_bytes: 1.5
+default_verdict: approve
+)");
+  auto at = [&](const std::string& field) {
+    for (const auto& d : details) {
+      if (d.field == field) return d;
+    }
+    FAIL("no error at " << field);
+    return ErrorDetail{};
+  };
+  CHECK(at("listen") == ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
+  CHECK(at("data_dri").message.starts_with("unknown key \"data_dri\" (did you mean \"data_dir\"?); known keys: listen"));
+  CHECK(at("data_dri").location == "tide.yaml:2");
+  CHECK(at("database").message == "must be sqlite://<path> or postgresql://<connection>");
+  CHECK(at("auth.enabled").message == "expected true or false, got the string \"yes\"");
+  CHECK(at("auth.tokens[0].name").location == "tide.yaml:7");
+  CHECK(at("auth.tokens[0].token").message == "must be at least 16 characters");
+  CHECK(at("auth.tokens[0].role").message == "unknown role \"root\"; expected viewer, operator, approver or admin");
+  CHECK(at("auth.tokens[2].name").message == "token name given twice");
+  CHECK(at("auth.tokens[2].token").message == "the same token is given to two names");
+  CHECK(at("process.port_range_start").message == "must be between 1024 and 65535, got 80");
+  CHECK(at("process.port_range_end").location == "tide.yaml:12");
+  CHECK(at("process.image_catalog").message == "expected a mapping, got a list");
+  CHECK(at("limits.lua_deadline_ms").message == "must be between 1 and 60000, got 0");
+  CHECK(at("limits.executor_workers").message == "expected an integer, got the string \"four\"");
+  CHECK(at("limits.max_body_bytes").location == "tide.yaml:17");
+  CHECK(at("default_verdict").message == "unknown verdict \"approve\"; expected manual or deny");
+  CHECK(details.size() == 16);
+  for (const auto& d : details) CHECK_FALSE(contains(d.message, "0123456789abcdef"));  // secrets stay out
+}
+
+TEST_CASE("host config error: port range start must be below its end") {
+  auto details = parseErrors("process:\n  port_range_start: 31000\n  port_range_end: 31000\n");
+  REQUIRE(details.size() == 1);
+  CHECK(details[0] == ErrorDetail{"process.port_range_end", "port_range_start (31000) must be below port_range_end (31000)",
+                                  "tide.yaml:3"});
+  auto onlyStart = parseErrors("process: {port_range_start: 40000}\n");
+  CHECK(onlyStart[0].field == "process.port_range_start");
+}
+
+TEST_CASE("host config error: catalog entries, sections and documents") {
+  auto catalog = parseErrors("process:\n  image_catalog:\n    \"a:*\": []\n    \"b:*\": /bin/b\n    \"\": [x]\n");
+  REQUIRE(catalog.size() == 3);
+  CHECK(catalog[0] == ErrorDetail{"process.image_catalog.a:*", "must hold at least the program to run", "tide.yaml:3"});
+  CHECK(catalog[1].message == "expected a list, got the string \"/bin/b\"");
+  CHECK(catalog[2].message == "image pattern must not be empty");
+
+  auto section = parseErrors("auth: true\nlimits: [1]\n");
+  CHECK(section.size() == 2);
+  CHECK(section[0] == ErrorDetail{"auth", "expected a mapping, got the boolean true", "tide.yaml:1"});
+
+  CHECK(parseErrors("listen: a:1\n---\nlisten: b:2\n")[0].message == "expected one document, got 2");
+  CHECK(parseErrors("[listen]\n")[0].message == "expected a mapping, got a list");
+  auto syntax = parseErrors("limits:\n  max_attempts: [1\n");
+  CHECK(syntax[0].location == "tide.yaml:3");
+  CHECK(contains(syntax[0].message, "YAML syntax error"));
+}
+
+TEST_CASE("host config: a config file named but missing is an error") {
+  auto r = loadHostConfig("/nonexistent/tide.yaml");
+  REQUIRE_FALSE(r.isOk());
+  CHECK(r.status().code() == Code::kNotFound);
+  CHECK(contains(r.status().message(), "/nonexistent/tide.yaml"));
+}
+
+TEST_CASE("host config: matchImage picks the first glob that matches the whole image") {
+  HostConfig::Process defaults;
+  REQUIRE(matchImage(defaults, "nginx:latest") != nullptr);
+  CHECK(*matchImage(defaults, "nginx:latest") == kWorkloadArgv);
+  CHECK(*matchImage(defaults, "nginx:1.27") == kWorkloadArgv);
+  CHECK(matchImage(defaults, "tide-workload:v2") == &defaults.image_catalog[1].second);
+  CHECK(matchImage(defaults, "nginx") == nullptr);
+  CHECK(matchImage(defaults, "docker.io/nginx:latest") == nullptr);
+  CHECK(matchImage(defaults, "") == nullptr);
+
+  HostConfig::Process custom;
+  custom.image_catalog = {{"redis:7.?", {"redis-7"}},
+                          {"redis:*", {"redis-any"}},
+                          {"a*b*c", {"abc"}},
+                          {"exact", {"exact"}},
+                          {"*", {"fallback"}}};
+  CHECK(matchImage(custom, "redis:7.2")->front() == "redis-7");
+  CHECK(matchImage(custom, "redis:7.10")->front() == "redis-any");  // ? is one character
+  CHECK(matchImage(custom, "redis:")->front() == "redis-any");       // * may be empty
+  CHECK(matchImage(custom, "aXbYbZc")->front() == "abc");            // backtracking
+  CHECK(matchImage(custom, "abcab")->front() == "fallback");
+  CHECK(matchImage(custom, "exact")->front() == "exact");
+  CHECK(matchImage(custom, "exactly")->front() == "fallback");
+  custom.image_catalog.clear();
+  CHECK(matchImage(custom, "nginx:latest") == nullptr);
+}
