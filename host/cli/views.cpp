@@ -1,0 +1,320 @@
+#include "host/cli/views.h"
+
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+namespace tide::cli {
+namespace {
+
+constexpr std::string_view kEntrySeparator = "----------------";
+constexpr const char* kOperationTypes[] = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
+
+// The value at `path` inside nested objects, or null when any step is missing.
+const Json& at(const Json& json, std::initializer_list<const char*> path) {
+  static const Json kNull;
+  const Json* current = &json;
+  for (const char* key : path) {
+    if (!current->is_object()) return kNull;
+    auto it = current->find(key);
+    if (it == current->end()) return kNull;
+    current = &*it;
+  }
+  return *current;
+}
+
+// Arrays iterate as themselves; anything else as an empty array.
+const Json& items(const Json& json) {
+  static const Json kEmpty = Json::array();
+  return json.is_array() ? json : kEmpty;
+}
+
+std::string text(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::null: return "";
+    case Json::value_t::string: return value.get<std::string>();
+    case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+    case Json::value_t::number_integer: return std::to_string(value.get<int64_t>());
+    case Json::value_t::number_unsigned: return std::to_string(value.get<uint64_t>());
+    case Json::value_t::number_float: return formatNumber(value.get<double>());
+    default: return value.dump();
+  }
+}
+
+std::string text(const Json& json, std::initializer_list<const char*> path) { return text(at(json, path)); }
+
+std::string join(const Json& values, std::string_view separator) {
+  std::string out;
+  for (const Json& value : items(values)) {
+    if (!out.empty()) out += separator;
+    out += text(value);
+  }
+  return out;
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& line : lines) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+// Multi-line cell of several records, each a block of "Key: value" lines.
+std::string blocks(const std::vector<std::vector<std::string>>& entries) {
+  std::vector<std::string> lines;
+  for (const auto& entry : entries) {
+    if (!lines.empty()) lines.emplace_back(kEntrySeparator);
+    lines.insert(lines.end(), entry.begin(), entry.end());
+  }
+  return joinLines(lines);
+}
+
+void printResources(std::ostream& out, std::string_view heading, const Json& resources) {
+  printHeading(out, heading);
+  printField(out, "Cores", text(resources, {"cores"}), true);
+  printField(out, "Memory (GiB)", text(resources, {"memory_gib"}), true);
+  out << '\n';
+}
+
+void printMatchingCapabilities(std::ostream& out, const Json& matches) {
+  printHeading(out, "Matching Compute Capabilities");
+  if (items(matches).empty()) {
+    out << "No matching compute capabilities found\n";
+    return;
+  }
+  Table table({"Capability Type", "Comparator", "Capability Names"});
+  for (const Json& match : items(matches)) {
+    table.addRow({text(match, {"type"}), text(match, {"comparator"}), join(at(match, {"names"}), ",")});
+  }
+  table.print(out);
+}
+
+void printApplications(std::ostream& out, const Json& applications) {
+  printHeading(out, "Applications");
+  if (items(applications).empty()) {
+    out << "No applications found\n";
+    return;
+  }
+  Table table({"Payload Name", "Cores", "Memory (GiB)", "Ports", "Persistent Volumes"}, {.row_separator = true});
+  for (const Json& app : items(applications)) {
+    std::vector<std::string> ports, volumes;
+    for (const Json& port : items(at(app, {"ports"}))) {
+      ports.push_back(text(port, {"protocol"}) + ":" + text(port, {"port"}));
+    }
+    for (const Json& volume : items(at(app, {"persistent_volumes"}))) {
+      volumes.push_back("Storage Class: " + text(volume, {"storage_class"}) +
+                        ", Capacity: " + text(volume, {"capacity_gib"}) + " GB" +
+                        ", Mount Path: " + text(volume, {"mount_path"}));
+    }
+    table.addRow({text(app, {"payload_name"}), text(app, {"resources", "cores"}),
+                  text(app, {"resources", "memory_gib"}), joinLines(ports), joinLines(volumes)});
+  }
+  table.print(out);
+}
+
+void printDeployments(std::ostream& out, const Json& deployments) {
+  printHeading(out, "Deployments");
+  if (items(deployments).empty()) {
+    out << "No deployments found\n";
+    return;
+  }
+  Table table({"Deployment ID", "Instance Count", "State", "Message", "Payload Information"});
+  for (const Json& deployment : items(deployments)) {
+    std::vector<std::string> payloads;
+    for (const Json& payload : items(at(deployment, {"payload_coordinates"}))) {
+      payloads.push_back("Payload Name: " + text(payload, {"payload_name"}) +
+                         ", Coordinates: " + at(payload, {"coordinates"}).dump());
+    }
+    table.addRow({text(deployment, {"deployment_id"}), text(deployment, {"instance_count"}),
+                  text(deployment, {"state"}), text(deployment, {"message"}), joinLines(payloads)});
+  }
+  table.print(out);
+}
+
+void printOperationsSummary(std::ostream& out, const Json& summary) {
+  printHeading(out, "Operations Summary");
+  Table table({"Operation Type", "# Pending Approval", "# Approved", "# Failed", "# Succeeded"}, {.show_total = false});
+  for (const char* type : kOperationTypes) {
+    auto count = [&](const char* state) {
+      const Json& n = at(summary, {type, state});
+      return n.is_null() ? std::string("0") : text(n);
+    };
+    table.addRow({type, count("PENDING_APPROVAL"), count("APPROVED"), count("FAILED"), count("SUCCEEDED")});
+  }
+  table.print(out);
+}
+
+}  // namespace
+
+void printNodeTable(std::ostream& out, const Json& nodes) {
+  Table table({"Node Name", "Update Domain", "Total Cores", "Total Memory", "System Reserved Cores",
+               "System Reserved Memory", "Remaining Cores", "Remaining Memory", "Cluster", "State", "Message"});
+  for (const Json& node : items(nodes)) {
+    table.addRow({text(node, {"name"}), text(node, {"update_domain"}), text(node, {"total", "cores"}),
+                  text(node, {"total", "memory_gib"}), text(node, {"system_reserved", "cores"}),
+                  text(node, {"system_reserved", "memory_gib"}), text(node, {"remaining", "cores"}),
+                  text(node, {"remaining", "memory_gib"}), text(node, {"cluster"}), text(node, {"state"}),
+                  text(node, {"message"})});
+  }
+  table.print(out);
+}
+
+void printCapabilityTable(std::ostream& out, const Json& capabilities) {
+  Table table({"Capability Name", "Type", "Score"});
+  for (const Json& capability : items(capabilities)) {
+    table.addRow({text(capability, {"name"}), text(capability, {"type"}), text(capability, {"score"})});
+  }
+  table.print(out);
+}
+
+void printClusterTable(std::ostream& out, const Json& clusters) {
+  Table table({"Cluster Name", "Driver", "State", "Message"});
+  for (const Json& cluster : items(clusters)) {
+    table.addRow({text(cluster, {"name"}), text(cluster, {"driver_kind"}), text(cluster, {"state"}),
+                  text(cluster, {"message"})});
+  }
+  table.print(out);
+}
+
+void printPlanTable(std::ostream& out, const Json& plans, const std::map<std::string, int64_t>& deployment_counts) {
+  Table table({"Deployment Plan Name", "Namespace", "Service Name", "State", "Message", "# Applications",
+               "# Deployments"});
+  for (const Json& plan : items(plans)) {
+    std::string name = text(plan, {"name"});
+    auto count = deployment_counts.find(name);
+    table.addRow({name, text(plan, {"namespace"}), text(plan, {"service_name"}), text(plan, {"state"}),
+                  text(plan, {"message"}), std::to_string(items(at(plan, {"applications"})).size()),
+                  count == deployment_counts.end() ? "" : std::to_string(count->second)});
+  }
+  table.print(out);
+}
+
+void printInstanceTable(std::ostream& out, const Json& instances) {
+  Table table({"Meta Instance Name", "Deployment Plan Name", "Deployment ID", "Runtime Instances", "Operations"},
+              {.row_separator = true, .align_left = true});
+  for (const Json& entry : items(instances)) {
+    const Json& meta = at(entry, {"meta_instance"});
+    std::vector<std::vector<std::string>> runtimes, operations;
+    for (const Json& runtime : items(at(entry, {"runtime_instances"}))) {
+      runtimes.push_back({"Node Name: " + text(runtime, {"node"}), "Is Active: " + text(runtime, {"is_active"}),
+                          "ID: " + text(runtime, {"metadata", "id"}), "State: " + text(runtime, {"state"}),
+                          "Message: " + text(runtime, {"message"})});
+    }
+    for (const Json& operation : items(at(entry, {"operations"}))) {
+      operations.push_back({"ID: " + text(operation, {"metadata", "id"}), "Type: " + text(operation, {"type"}),
+                            "Intent ID: " + text(operation, {"intent"}), "State: " + text(operation, {"state"}),
+                            "Message: " + text(operation, {"message"})});
+    }
+    table.addRow({text(meta, {"name"}), text(meta, {"plan"}), text(meta, {"deployment_id"}), blocks(runtimes),
+                  blocks(operations)});
+  }
+  table.print(out);
+}
+
+void printOperationTable(std::ostream& out, const Json& operations) {
+  Table table({"Operation ID", "Meta Instance Name", "Deployment Plan Name", "Type", "Intent ID", "State",
+               "Requested By", "Approved By", "Message"});
+  for (const Json& op : items(operations)) {
+    table.addRow({text(op, {"metadata", "id"}), text(op, {"meta_instance"}), text(op, {"plan"}), text(op, {"type"}),
+                  text(op, {"intent"}), text(op, {"state"}), text(op, {"requested_by"}), text(op, {"approved_by"}),
+                  text(op, {"message"})});
+  }
+  table.print(out);
+}
+
+void printEventTable(std::ostream& out, const Json& events, TableStyle style) {
+  Table table({"Seq", "At", "Actor", "Kind", "Subject", "Data"}, style);
+  for (const Json& event : items(events)) {
+    const Json& data = at(event, {"data"});
+    table.addRow({text(event, {"seq"}), text(event, {"at"}), text(event, {"actor"}), text(event, {"kind"}),
+                  text(event, {"subject"}), data.empty() ? "" : data.dump()});
+  }
+  table.print(out);
+}
+
+void printNodeInfo(std::ostream& out, const Json& node) {
+  printHeading(out, "Node Info");
+  printField(out, "Name", text(node, {"name"}));
+  printField(out, "ID", text(node, {"metadata", "id"}));
+  printField(out, "Version", text(node, {"metadata", "generation"}));
+  printField(out, "Cluster", text(node, {"cluster"}));
+  printField(out, "Update Domain", text(node, {"update_domain"}));
+  out << '\n';
+
+  printHeading(out, "Status");
+  printField(out, "State", text(node, {"state"}), true);
+  printField(out, "Message", text(node, {"message"}), true);
+  out << '\n';
+
+  printHeading(out, "Capabilities");
+  printField(out, "Capability Names", join(at(node, {"capabilities"}), ", "), true);
+  out << '\n';
+
+  printResources(out, "Total Resources", at(node, {"total"}));
+  printResources(out, "System Reserved Resources", at(node, {"system_reserved"}));
+  printResources(out, "Remaining Resources", at(node, {"remaining"}));
+
+  printHeading(out, "Local Volumes");
+  if (items(at(node, {"local_volumes"})).empty()) {
+    out << "No local volumes found\n";
+  } else {
+    Table table({"Mount Path", "Storage Class", "Capacity (GiB)"});
+    for (const Json& volume : items(at(node, {"local_volumes"}))) {
+      table.addRow({text(volume, {"mount_path"}), text(volume, {"storage_class"}), text(volume, {"capacity_gib"})});
+    }
+    table.print(out);
+  }
+  out << '\n';
+
+  printHeading(out, "Labels");
+  const Json& labels = at(node, {"labels"});
+  if (!labels.is_object() || labels.empty()) {
+    out << "No labels found\n";
+  } else {
+    Table table({"Key", "Value"});
+    for (const auto& [key, value] : labels.items()) table.addRow({key, text(value)});
+    table.print(out);
+  }
+}
+
+void printPlanShow(std::ostream& out, const Json& view) {
+  const Json& plan = at(view, {"plan"});
+  printHeading(out, "Deployment Plan Info");
+  printField(out, "Name", text(plan, {"name"}));
+  printField(out, "ID", text(plan, {"metadata", "id"}));
+  printField(out, "Version", text(plan, {"metadata", "generation"}));
+  printField(out, "Namespace", text(plan, {"namespace"}));
+  printField(out, "Service Name", text(plan, {"service_name"}));
+  printField(out, "Strategy", text(plan, {"strategy", "script"}));
+  out << '\n';
+
+  printHeading(out, "Status");
+  printField(out, "State", text(plan, {"state"}), true);
+  printField(out, "Message", text(plan, {"message"}), true);
+  out << '\n';
+
+  printMatchingCapabilities(out, at(plan, {"matching_capabilities"}));
+  out << '\n';
+  printApplications(out, at(plan, {"applications"}));
+  out << '\n';
+  printDeployments(out, at(view, {"deployments"}));
+  out << '\n';
+
+  printHeading(out, "Instance Summary");
+  const Json& summary = at(view, {"instance_summary"});
+  const Json& total = at(summary, {"total"});
+  if (!total.is_number() || total.get<double>() == 0) {
+    out << "No instances found\n";
+    return;
+  }
+  printField(out, "Total Instances", text(total), true);
+  printField(out, "Running Instances", text(summary, {"running"}), true);
+  printField(out, "Pending Instances", text(summary, {"pending"}), true);
+  printField(out, "Failed Instances", text(summary, {"failed"}), true);
+  out << '\n';
+  printOperationsSummary(out, at(view, {"operations_summary"}));
+  out << '\n';
+  printHeading(out, "Instances");
+  printInstanceTable(out, at(view, {"instances"}));
+}
+
+}  // namespace tide::cli

@@ -1,0 +1,170 @@
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+#include "host/cli/views.h"
+
+using namespace tide::cli;
+
+namespace {
+
+// The GET /v1/plans/{name} view of MRDS's nginx plan with one deployment.
+Json planView() {
+  return Json::parse(R"({
+    "plan": {
+      "metadata": {"id": 7, "generation": 2, "created_at": "", "updated_at": ""},
+      "name": "nginx-deployment-plan", "namespace": "nginx-namespace", "service_name": "nginx-service",
+      "matching_capabilities": [
+        {"type": "GPU", "comparator": "GTE", "names": ["nvidia-v100", "nvidia-p100"]}
+      ],
+      "applications": [{
+        "payload_name": "nginx-payload", "resources": {"cores": 4.0, "memory_gib": 64.0},
+        "ports": [{"protocol": "TCP", "port": 80}, {"protocol": "UDP", "port": 53}],
+        "persistent_volumes": [{"storage_class": "SSD", "capacity_gib": 100.0, "mount_path": "/data"}],
+        "health_check": null
+      }],
+      "strategy": {"script": "rolling", "params": {}},
+      "approval": {"policies": []},
+      "state": "ACTIVE", "message": ""
+    },
+    "deployments": [{
+      "metadata": {"id": 1, "generation": 1}, "plan": "nginx-deployment-plan", "deployment_id": "deployment-1",
+      "payload_coordinates": [{"payload_name": "nginx-payload", "coordinates": {"image": "nginx:latest"}}],
+      "instance_count": 1, "strategy": null, "rollout_state": {}, "state": "PENDING", "message": ""
+    }],
+    "instance_summary": {"total": 0, "running": 0, "pending": 0, "failed": 0},
+    "operations_summary": {},
+    "instances": []
+  })");
+}
+
+std::string show(const Json& view) {
+  std::ostringstream out;
+  printPlanShow(out, view);
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instances") {
+  CHECK(show(planView()) ==
+        "Deployment Plan Info\n"
+        "Name:                     nginx-deployment-plan\n"
+        "ID:                       7\n"
+        "Version:                  2\n"
+        "Namespace:                nginx-namespace\n"
+        "Service Name:             nginx-service\n"
+        "Strategy:                 rolling\n"
+        "\n"
+        "Status\n"
+        "    State:                ACTIVE\n"
+        "    Message:              <unset>\n"
+        "\n"
+        "Matching Compute Capabilities\n"
+        "+-----------------+------------+-------------------------+\n"
+        "| Capability Type | Comparator |    Capability Names     |\n"
+        "+-----------------+------------+-------------------------+\n"
+        "|       GPU       |    GTE     | nvidia-v100,nvidia-p100 |\n"
+        "+-----------------+------------+-------------------------+\n"
+        "Total: 1\n"
+        "\n"
+        "Applications\n"
+        "+---------------+-------+--------------+--------+---------------------------------------------------------+\n"
+        "| Payload Name  | Cores | Memory (GiB) | Ports  |                   Persistent Volumes                    |\n"
+        "+---------------+-------+--------------+--------+---------------------------------------------------------+\n"
+        "| nginx-payload |   4   |      64      | TCP:80 | Storage Class: SSD, Capacity: 100 GB, Mount Path: /data |\n"
+        "|               |       |              | UDP:53 |                                                         |\n"
+        "+---------------+-------+--------------+--------+---------------------------------------------------------+\n"
+        "Total: 1\n"
+        "\n"
+        "Deployments\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
+        "| Deployment ID | Instance Count |  State  | Message |                        Payload Information                         |\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
+        "| deployment-1  |       1        | PENDING |         | Payload Name: nginx-payload, Coordinates: {\"image\":\"nginx:latest\"} |\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
+        "Total: 1\n"
+        "\n"
+        "Instance Summary\n"
+        "No instances found\n");
+}
+
+TEST_CASE("cli: deployment show lists instances with their runtime instances and operations") {
+  Json view = planView();
+  view["instance_summary"] = {{"total", 1}, {"running", 0}, {"pending", 1}, {"failed", 0}};
+  view["operations_summary"] = {{"CREATE", {{"PENDING", 0}, {"PENDING_APPROVAL", 1}, {"APPROVED", 0},
+                                            {"RUNNING", 0}, {"SUCCEEDED", 0}, {"FAILED", 0}}}};
+  view["instances"] = Json::parse(R"([{
+    "meta_instance": {"name": "nginx-service-a1b2c3", "plan": "nginx-deployment-plan",
+                      "deployment_id": "deployment-1", "state": "ACTIVE"},
+    "runtime_instances": [
+      {"metadata": {"id": 3}, "node": "kind-worker", "is_active": true, "state": "PENDING", "message": ""},
+      {"metadata": {"id": 4}, "node": "kind-worker3", "is_active": false, "state": "PENDING", "message": "passive"}
+    ],
+    "operations": [
+      {"metadata": {"id": 9}, "type": "CREATE", "intent": "deployment-1", "state": "PENDING_APPROVAL",
+       "message": "waiting for a human"}
+    ]
+  }])");
+
+  std::string text = show(view);
+  CHECK(text.find("No instances found") == std::string::npos);
+  CHECK(text.find("    Total Instances:      1\n"
+                  "    Running Instances:    0\n"
+                  "    Pending Instances:    1\n"
+                  "    Failed Instances:     0\n") != std::string::npos);
+  CHECK(text.find("Operations Summary\n"
+                  "+----------------+--------------------+------------+----------+-------------+\n"
+                  "| Operation Type | # Pending Approval | # Approved | # Failed | # Succeeded |\n"
+                  "+----------------+--------------------+------------+----------+-------------+\n"
+                  "|     CREATE     |         1          |     0      |    0     |      0      |\n"
+                  "|     UPDATE     |         0          |     0      |    0     |      0      |\n") !=
+        std::string::npos);
+  CHECK(text.find("|     DELETE     |         0          |     0      |    0     |      0      |\n"
+                  "+----------------+--------------------+------------+----------+-------------+\n"
+                  "\n"
+                  "Instances\n") != std::string::npos);
+  CHECK(text.ends_with(
+      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
+      "|  Meta Instance Name  | Deployment Plan Name  | Deployment ID |    Runtime Instances    |          Operations          |\n"
+      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
+      "| nginx-service-a1b2c3 | nginx-deployment-plan | deployment-1  | Node Name: kind-worker  | ID: 9                        |\n"
+      "|                      |                       |               | Is Active: true         | Type: CREATE                 |\n"
+      "|                      |                       |               | ID: 3                   | Intent ID: deployment-1      |\n"
+      "|                      |                       |               | State: PENDING          | State: PENDING_APPROVAL      |\n"
+      "|                      |                       |               | Message:                | Message: waiting for a human |\n"
+      "|                      |                       |               | ----------------        |                              |\n"
+      "|                      |                       |               | Node Name: kind-worker3 |                              |\n"
+      "|                      |                       |               | Is Active: false        |                              |\n"
+      "|                      |                       |               | ID: 4                   |                              |\n"
+      "|                      |                       |               | State: PENDING          |                              |\n"
+      "|                      |                       |               | Message: passive        |                              |\n"
+      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
+      "Total: 1\n"));
+}
+
+TEST_CASE("cli: node show prints resources, volumes and labels") {
+  Json node = Json::parse(R"({
+    "metadata": {"id": 1, "generation": 3}, "name": "kind-worker", "cluster": "local",
+    "update_domain": "update-domain-1", "total": {"cores": 64.0, "memory_gib": 512.0},
+    "system_reserved": {"cores": 4.0, "memory_gib": 32.0}, "remaining": {"cores": 60.0, "memory_gib": 480.0},
+    "capabilities": ["nvidia-v100", "intel-xeon"],
+    "local_volumes": [{"mount_path": "/mnt/u001", "storage_class": "SSD", "capacity_gib": 1024.0}],
+    "labels": {"rack": "r1"}, "state": "ALLOCATED", "message": ""
+  })");
+  std::ostringstream out;
+  printNodeInfo(out, node);
+  std::string text = out.str();
+  CHECK(text.starts_with("Node Info\nName:                     kind-worker\n"));
+  CHECK(text.find("Capabilities\n    Capability Names:     nvidia-v100, intel-xeon\n") != std::string::npos);
+  CHECK(text.find("Remaining Resources\n    Cores:                60\n    Memory (GiB):         480\n") !=
+        std::string::npos);
+  CHECK(text.find("| /mnt/u001  |      SSD      |      1024      |") != std::string::npos);
+  CHECK(text.ends_with("Labels\n"
+                       "+------+-------+\n"
+                       "| Key  | Value |\n"
+                       "+------+-------+\n"
+                       "| rack |  r1   |\n"
+                       "+------+-------+\n"
+                       "Total: 1\n"));
+}
