@@ -1,1 +1,3 @@
-int main() { return 0; }
+#include "host/cli/cli.h"
+
+int main(int argc, char** argv) { return tide::cli::run(argc, argv); }

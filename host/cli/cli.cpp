@@ -1,0 +1,73 @@
+#include "host/cli/cli.h"
+
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "host/cli/commands.h"
+#include "host/cli/serve.h"
+
+namespace tide::cli {
+namespace {
+
+void printError(std::ostream& err, const Status& status) {
+  err << "error: " << status.message() << '\n';
+  for (const ErrorDetail& detail : status.details()) {
+    std::string line;
+    if (!detail.location.empty()) line += detail.location + ": ";
+    if (!detail.field.empty()) line += detail.field + ": ";
+    line += detail.message;
+    // A lone problem is usually the message itself.
+    if (line != status.message()) err << "  " << line << '\n';
+  }
+  if (status.code() == Code::kUnauthenticated) {
+    err << "hint: pass --token or set TIDE_TOKEN (`tide serve` writes an admin token to <data-dir>/admin.token)\n";
+  }
+}
+
+}  // namespace
+
+int run(int argc, char** argv) { return run(argc, argv, std::cout, std::cerr); }
+
+int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app("tide: a deployment control plane with Lua policies and rollout scripts", "tide");
+  app.set_version_flag("--version", TIDE_VERSION);
+  app.require_subcommand(1);
+
+  ServeOptions serve;
+  CLI::App* serve_command = app.add_subcommand("serve", "Run the tide host: ledger, control loop and HTTP API");
+  serve_command->add_option("--config", serve.config_path, "host config file (YAML); default: built-in defaults");
+  serve_command->add_option("--listen", serve.listen, "HOST:PORT to serve the API on (default 127.0.0.1:7700)");
+  serve_command->add_option("--data-dir", serve.data_dir, "where the ledger, logs and admin token live (default ./.tide)");
+
+  Verbs verbs;
+  addInventoryCommands(app, verbs);
+  addDeploymentCommands(app, verbs);
+  addActivityCommands(app, verbs);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; CLI11's own codes for usage errors all become 2.
+    return app.exit(e, out, err) == 0 ? 0 : 2;
+  }
+  if (serve_command->parsed()) return runServe(serve, out, err);
+  if (!verbs.chosen()) return 0;
+
+  // Verbs return their errors as values; an exception here is a bug or an unexpected
+  // reply shape, reported like any other failure rather than aborting.
+  Status status;
+  try {
+    status = verbs.runChosen(out);
+  } catch (const std::exception& e) {
+    status = Status::internal(e.what());
+  }
+  out.flush();
+  if (status.isOk()) return 0;
+  printError(err, status);
+  return 1;
+}
+
+}  // namespace tide::cli

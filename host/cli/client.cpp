@@ -1,0 +1,176 @@
+#include "host/cli/client.h"
+
+#include <cctype>
+#include <exception>
+#include <optional>
+
+#include <httplib.h>
+
+namespace tide::cli {
+namespace {
+
+constexpr std::string_view kScheme = "http://";
+constexpr std::chrono::seconds kConnectTimeout{5};
+
+// The HTTP status the server's errors.cpp gives each code, read backwards: used only when
+// an error response carries no envelope (a proxy, or a server that is not tide).
+Code codeForHttpStatus(int http_status) {
+  switch (http_status) {
+    case 400: return Code::kInvalidArgument;
+    case 401: return Code::kUnauthenticated;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 409: return Code::kConflict;
+    case 413: return Code::kPayloadTooLarge;
+    case 422: return Code::kUnprocessable;
+    case 429: return Code::kResourceExhausted;
+    case 503: return Code::kUnavailable;
+    case 504: return Code::kDeadlineExceeded;
+    default: return Code::kInternal;
+  }
+}
+
+std::optional<Code> codeNamed(const std::string& name) {
+  for (int c = static_cast<int>(Code::kInvalidArgument); c <= static_cast<int>(Code::kInternal); ++c) {
+    if (name == codeName(static_cast<Code>(c))) return static_cast<Code>(c);
+  }
+  return std::nullopt;
+}
+
+std::string percentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    }
+  }
+  return out;
+}
+
+std::string withQuery(const std::string& path, const Query& query) {
+  std::string out = path;
+  char separator = '?';
+  for (const auto& [key, value] : query) {
+    out += separator + percentEncode(key) + "=" + percentEncode(value);
+    separator = '&';
+  }
+  return out;
+}
+
+// "http://host:port/prefix" → {"http://host:port", "/prefix"}.
+std::pair<std::string, std::string> splitServer(const std::string& server) {
+  size_t slash = server.find('/', kScheme.size());
+  if (slash == std::string::npos) return {server, ""};
+  std::string prefix = server.substr(slash);
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return {server.substr(0, slash), prefix};
+}
+
+Result<Json> parseBody(const std::string& body) {
+  if (body.empty()) return Json::object();
+  Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return Status::internal("the server's reply is not JSON: " + body.substr(0, 200));
+  return json;
+}
+
+}  // namespace
+
+std::string pathSegment(std::string_view segment) { return percentEncode(segment); }
+
+Status statusFromErrorResponse(int http_status, const std::string& body) {
+  Json envelope = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (envelope.is_discarded() || !envelope.is_object() || !envelope.contains("error") ||
+      !envelope["error"].is_object()) {
+    std::string text = body.empty() ? "no error message" : body.substr(0, 200);
+    return Status(codeForHttpStatus(http_status), "HTTP " + std::to_string(http_status) + ": " + text);
+  }
+  const Json& error = envelope["error"];
+  auto text = [](const Json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::vector<ErrorDetail> details;
+  if (auto it = error.find("details"); it != error.end() && it->is_array()) {
+    for (const Json& detail : *it) {
+      if (detail.is_object()) details.push_back({text(detail, "field"), text(detail, "message"), text(detail, "location")});
+    }
+  }
+  Code code = codeNamed(text(error, "code")).value_or(codeForHttpStatus(http_status));
+  std::string message = text(error, "message");
+  if (message.empty()) message = "HTTP " + std::to_string(http_status);
+  return Status(code, message, std::move(details));
+}
+
+Client::Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {
+  while (endpoint_.server.size() > kScheme.size() && endpoint_.server.back() == '/') endpoint_.server.pop_back();
+}
+
+Result<Json> Client::get(const std::string& path, const Query& query) { return send("GET", path, query, "", ""); }
+
+Result<Json> Client::getAll(const std::string& path, Query query, int64_t after) {
+  Json items = Json::array();
+  query.emplace_back("after", "");
+  while (true) {
+    query.back().second = std::to_string(after);
+    TIDE_ASSIGN_OR_RETURN(Json page, get(path, query));
+    if (!page.is_object() || !page.contains("items") || !page["items"].is_array()) {
+      return Status::internal("GET " + path + ": the reply is not a list of items");
+    }
+    for (Json& item : page["items"]) items.push_back(std::move(item));
+    auto next = page.find("next_after");
+    int64_t next_after = next != page.end() && next->is_number_integer() ? next->get<int64_t>() : 0;
+    // A cursor that does not move forward would loop forever; treat it as the end.
+    if (next_after <= after) break;
+    after = next_after;
+  }
+  return Json{{"items", std::move(items)}};
+}
+
+Result<Json> Client::post(const std::string& path, const Json& body) {
+  return send("POST", path, {}, body.dump(), "application/json");
+}
+
+Result<Json> Client::postText(const std::string& path, const std::string& text, const std::string& content_type) {
+  return send("POST", path, {}, text, content_type);
+}
+
+Result<Json> Client::del(const std::string& path) { return send("DELETE", path, {}, "", ""); }
+
+Result<Json> Client::send(const std::string& method, const std::string& path, const Query& query,
+                          const std::string& body, const std::string& content_type) {
+  if (!endpoint_.server.starts_with(kScheme)) {
+    return Status::invalidArgument("server URL must start with http:// (got \"" + endpoint_.server + "\")");
+  }
+  auto [host, prefix] = splitServer(endpoint_.server);
+  std::string target = withQuery(prefix + path, query);
+  try {
+    httplib::Client http(host);
+    if (!http.is_valid()) return Status::invalidArgument("invalid server URL \"" + endpoint_.server + "\"");
+    http.set_connection_timeout(kConnectTimeout);
+    http.set_read_timeout(endpoint_.read_timeout);
+    httplib::Headers headers = {{"Accept", "application/json"}};
+    if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
+
+    httplib::Result result = method == "GET"    ? http.Get(target, headers)
+                             : method == "POST" ? http.Post(target, headers, body, content_type)
+                                                : http.Delete(target, headers);
+    if (!result) {
+      if (result.error() == httplib::Error::Connection || result.error() == httplib::Error::ConnectionTimeout) {
+        return Status::unavailable("cannot reach tide at " + endpoint_.server + " (is `tide serve` running?)");
+      }
+      return Status::unavailable(method + " " + endpoint_.server + target + " failed: " +
+                                 httplib::to_string(result.error()));
+    }
+    if (result->status < 200 || result->status >= 300) return statusFromErrorResponse(result->status, result->body);
+    return parseBody(result->body);
+  } catch (const std::exception& e) {
+    return Status::internal(method + " " + target + ": " + e.what());
+  }
+}
+
+}  // namespace tide::cli

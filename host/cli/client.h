@@ -1,0 +1,66 @@
+#pragma once
+// The CLI's side of the HTTP API (DESIGN §9): one request in, one Result<Json> out. This is
+// the adapter for cpp-httplib on the client side; nothing it calls throws past it.
+//
+// Errors: a response outside 2xx becomes the Status carried by the server's envelope
+// {"error":{"code","message","details":[{"field","message","location"}]}} (the code by its
+// codeName, falling back to the HTTP status); a server that cannot be reached becomes
+// kUnavailable "cannot reach tide at URL (is `tide serve` running?)".
+//
+// Thread-compatible: one Client per command; not shared between threads.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host/core/status.h"
+
+namespace tide::cli {
+
+using Json = nlohmann::json;
+using Query = std::vector<std::pair<std::string, std::string>>;
+
+inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:7700";
+
+struct Endpoint {
+  std::string server = std::string(kDefaultServer);  // http://host:port[/prefix]
+  std::string token;                                  // bearer token; empty sends none
+  // Long enough for the events long poll (wait=30) plus a slow server.
+  std::chrono::seconds read_timeout{65};
+};
+
+class Client {
+ public:
+  explicit Client(Endpoint endpoint);
+
+  const std::string& server() const { return endpoint_.server; }
+
+  Result<Json> get(const std::string& path, const Query& query = {});
+  // Every item of a paginated list ({"items":[...],"next_after":N}) past `after`, following
+  // next_after until the server says there is no more: {"items":[...all pages...]}.
+  Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0);
+  Result<Json> post(const std::string& path, const Json& body = Json::object());
+  // A body that is not JSON, e.g. a YAML manifest ("application/yaml").
+  Result<Json> postText(const std::string& path, const std::string& text, const std::string& content_type);
+  Result<Json> del(const std::string& path);
+
+ private:
+  Result<Json> send(const std::string& method, const std::string& path, const Query& query,
+                    const std::string& body, const std::string& content_type);
+
+  Endpoint endpoint_;
+};
+
+// `segment` percent-encoded for use as one path segment ("/v1/nodes/" + pathSegment(name)).
+std::string pathSegment(std::string_view segment);
+
+// The Status carried by an error response: `body` is the envelope; `http_status` decides
+// the code when the envelope is missing or names no known code.
+Status statusFromErrorResponse(int http_status, const std::string& body);
+
+}  // namespace tide::cli

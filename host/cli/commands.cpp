@@ -1,0 +1,225 @@
+#include "host/cli/commands.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "host/cli/views.h"
+#include "host/config/field_reader.h"
+
+namespace tide::cli {
+namespace {
+
+constexpr const char* kLocalServers[] = {"http://127.0.0.1:7700", "http://localhost:7700"};
+constexpr const char* kDefaultDataDir = "./.tide";
+constexpr const char* kAdminTokenFile = "admin.token";
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::string trim(std::string text) {
+  const char* space = " \t\r\n";
+  size_t start = text.find_first_not_of(space);
+  if (start == std::string::npos) return "";
+  return text.substr(start, text.find_last_not_of(space) - start + 1);
+}
+
+bool isDefaultLocalServer(std::string server) {
+  while (!server.empty() && server.back() == '/') server.pop_back();
+  for (const char* local : kLocalServers) {
+    if (server == local) return true;
+  }
+  return false;
+}
+
+// "request body:7" → "<path>:7": the server parsed the upload without knowing its name.
+std::string relocate(const std::string& location, const std::string& from, const std::string& to) {
+  return location.starts_with(from + ":") ? to + location.substr(from.size()) : location;
+}
+
+Status locateInFile(const Status& status, const std::string& path) {
+  std::string source;
+  for (const ErrorDetail& detail : status.details()) {
+    size_t colon = detail.location.rfind(':');
+    if (colon != std::string::npos) {
+      source = detail.location.substr(0, colon);
+      break;
+    }
+  }
+  if (source.empty()) return status;
+  std::vector<ErrorDetail> details = status.details();
+  for (ErrorDetail& detail : details) detail.location = relocate(detail.location, source, path);
+  return Status(status.code(), relocate(status.message(), source, path), std::move(details));
+}
+
+template <void (*print)(std::ostream&, const Json&)>
+Status printTable(Session& session, const Json& records) {
+  print(session.out, records);
+  return Status::ok();
+}
+
+struct CreatedKind {
+  const char* key;      // in the manifests reply, and the collection under /v1/
+  const char* heading;  // when the reply holds several kinds
+  Status (*print)(Session&, const Json& records);
+};
+
+constexpr CreatedKind kCreatedKinds[] = {
+    {"capabilities", "Compute Capabilities", printTable<printCapabilityTable>},
+    {"clusters", "Clusters", printTable<printClusterTable>},
+    {"nodes", "Nodes", printTable<printNodeTable>},
+    {"plans", "Deployment Plans", printPlanList},
+};
+
+const Json& namesOf(const Json& created, const char* kind) {
+  static const Json kNone = Json::array();
+  auto it = created.find(kind);
+  return it != created.end() && it->is_array() ? *it : kNone;
+}
+
+// The records `names` of `kind`, each read back with GET /v1/<kind>/<name>.
+Result<Json> readBack(Session& session, const std::string& kind, const Json& names) {
+  Json records = Json::array();
+  for (const Json& name : names) {
+    TIDE_ASSIGN_OR_RETURN(Json record, session.client.get("/v1/" + kind + "/" + pathSegment(name.get<std::string>())));
+    // A plan reads back as its show view.
+    records.push_back(kind == "plans" ? record["plan"] : record);
+  }
+  return records;
+}
+
+// The server only saw a request body, so its error locations are made to name `path`.
+Result<Json> applyManifestFile(Session& session, const std::string& path) {
+  TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(path));
+  Result<Json> reply = session.client.postText("/v1/manifests", text, "application/yaml");
+  if (!reply.isOk()) return locateInFile(reply.status(), path);
+  return reply;
+}
+
+// A manifests reply names the created records by kind:
+// {"capabilities":[names], "clusters", "nodes", "plans", "deployments":["plan/id"]}.
+Status printCreated(Session& session, const Json& created) {
+  for (const Json& plan : namesOf(created, "plans")) {
+    session.out << "Deployment plan created successfully: " << plan.get<std::string>() << '\n';
+  }
+  for (const Json& deployment : namesOf(created, "deployments")) {
+    session.out << "Deployment created successfully: " << deployment.get<std::string>() << '\n';
+  }
+  int kinds = 0;
+  for (const CreatedKind& kind : kCreatedKinds) kinds += namesOf(created, kind.key).empty() ? 0 : 1;
+  bool first = true;
+  for (const CreatedKind& kind : kCreatedKinds) {
+    if (namesOf(created, kind.key).empty()) continue;
+    TIDE_ASSIGN_OR_RETURN(Json records, readBack(session, kind.key, namesOf(created, kind.key)));
+    if (!first) session.out << '\n';
+    first = false;
+    if (kinds > 1) printHeading(session.out, kind.heading);
+    TIDE_RETURN_IF_ERROR(kind.print(session, records));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Endpoint resolveEndpoint(const ClientFlags& flags) {
+  Endpoint endpoint;
+  endpoint.server = !flags.server.empty() ? flags.server : environment("TIDE_SERVER");
+  if (endpoint.server.empty()) endpoint.server = std::string(kDefaultServer);
+  endpoint.token = !flags.token.empty() ? flags.token : environment("TIDE_TOKEN");
+  if (endpoint.token.empty() && isDefaultLocalServer(endpoint.server)) {
+    std::string data_dir = environment("TIDE_DATA_DIR");
+    if (data_dir.empty()) data_dir = kDefaultDataDir;
+    std::ifstream file(data_dir + "/" + kAdminTokenFile);
+    std::stringstream text;
+    text << file.rdbuf();
+    endpoint.token = trim(text.str());
+  }
+  return endpoint;
+}
+
+CLI::App* Verbs::add(CLI::App& parent, const std::string& name, const std::string& description,
+                     VerbAction action) {
+  CLI::App* verb = parent.add_subcommand(name, description);
+  verb->add_option("--server", flags_.server, "tide's URL (default: $TIDE_SERVER, else http://127.0.0.1:7700)");
+  verb->add_option("--token", flags_.token,
+                   "bearer token (default: $TIDE_TOKEN, else, for the default local server, "
+                   "the admin.token file in $TIDE_DATA_DIR or ./.tide)");
+  verb->add_option("-o,--output", flags_.output, "output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  const VerbAction* stored = &actions_.emplace_back(std::move(action));
+  verb->callback([this, stored] { chosen_ = stored; });
+  return verb;
+}
+
+Status Verbs::runChosen(std::ostream& out) const {
+  Client client(resolveEndpoint(flags_));
+  Session session{client, flags_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable, out};
+  return (*chosen_)(session);
+}
+
+CLI::App* addNamedVerb(CLI::App& parent, Verbs& verbs, const std::string& name, const std::string& description,
+                       const std::string& argument_help, NamedAction action) {
+  auto argument = std::make_shared<std::string>();
+  CLI::App* verb = verbs.add(parent, name, description,
+                             [argument, action = std::move(action)](Session& session) { return action(session, *argument); });
+  verb->add_option("name", *argument, argument_help)->required();
+  return verb;
+}
+
+CLI::App* addNoun(CLI::App& app, const std::string& name, const std::string& description) {
+  CLI::App* noun = app.add_subcommand(name, description);
+  noun->require_subcommand(1);
+  return noun;
+}
+
+Status printPlanList(Session& session, const Json& plans) {
+  std::map<std::string, int64_t> deployment_counts;
+  for (const Json& plan : plans) {
+    std::string name = plan.value("name", "");
+    TIDE_ASSIGN_OR_RETURN(Json deployments, session.client.getAll("/v1/plans/" + pathSegment(name) + "/deployments"));
+    deployment_counts[name] = static_cast<int64_t>(deployments["items"].size());
+  }
+  printPlanTable(session.out, plans, deployment_counts);
+  return Status::ok();
+}
+
+CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& description) {
+  auto file = std::make_shared<std::string>();
+  CLI::App* verb = verbs.add(noun, "create", description, [file](Session& session) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Json created, applyManifestFile(session, *file));
+    if (session.json()) {
+      session.printJson(created);
+      return Status::ok();
+    }
+    return printCreated(session, created);
+  });
+  verb->add_option("-m,--manifest", *file, "YAML manifest")->required();
+  return verb;
+}
+
+CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collection, ListPrinter print,
+                      const std::vector<ListFilter>& filters) {
+  auto query = std::make_shared<Query>();
+  CLI::App* verb = verbs.add(noun, "list", "List " + collection, [query, collection, print](Session& session) -> Status {
+    Query given;
+    for (const auto& [name, value] : *query) {
+      if (!value.empty()) given.emplace_back(name, value);
+    }
+    TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/" + collection, given));
+    session.print(list, [print](std::ostream& out, const Json& list) { print(out, list["items"]); });
+    return Status::ok();
+  });
+  query->reserve(filters.size());  // options bind to the elements: no reallocation after this
+  for (const ListFilter& filter : filters) {
+    query->emplace_back(filter.name, "");
+    verb->add_option("--" + filter.name, query->back().second, filter.help);
+  }
+  return verb;
+}
+
+}  // namespace tide::cli

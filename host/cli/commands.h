@@ -1,0 +1,106 @@
+#pragma once
+// The client verbs of the `tide` CLI and what they share. Each noun has one file that adds
+// its verbs (inventory_commands.cpp, deployment_commands.cpp, activity_commands.cpp); a new
+// verb is one `verbs.add(...)` call with an action `Status(Session&)` that talks to the API
+// through session.client and prints a table or, with `-o json`, the server's JSON.
+
+#include <functional>
+#include <list>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "host/cli/client.h"
+#include "host/core/status.h"
+
+namespace tide::cli {
+
+enum class OutputFormat { kTable, kJson };
+
+// What a verb's action runs with.
+struct Session {
+  Client& client;
+  OutputFormat format;
+  std::ostream& out;
+
+  bool json() const { return format == OutputFormat::kJson; }
+  // The server's JSON, pretty.
+  void printJson(const Json& value) const { out << value.dump(2) << '\n'; }
+  // `value` as `-o` asks: pretty JSON, or what `table` makes of it.
+  void print(const Json& value, const std::function<void(std::ostream&, const Json&)>& table) const {
+    if (json()) {
+      printJson(value);
+    } else {
+      table(out, value);
+    }
+  }
+};
+
+using VerbAction = std::function<Status(Session&)>;
+// An action on the record named by the verb's one positional argument.
+using NamedAction = std::function<Status(Session&, const std::string& name)>;
+
+// The options every client verb takes.
+struct ClientFlags {
+  std::string server;  // --server, else $TIDE_SERVER, else kDefaultServer
+  std::string token;   // --token, else $TIDE_TOKEN, else the local admin token file
+  std::string output = "table";
+};
+
+// Where to send requests and with which token, from the flags and the environment: the
+// token falls back to <data-dir>/admin.token ($TIDE_DATA_DIR, else ./.tide) only when the
+// server is the default local address, so a local admin token never leaves the machine.
+Endpoint resolveEndpoint(const ClientFlags& flags);
+
+// Collects the client verbs of the command tree and remembers the one parsing chose.
+class Verbs {
+ public:
+  // Adds verb `name` under `parent` with --server, --token and -o; `action` runs when the
+  // command line names this verb. Returns the verb for its own options and arguments.
+  CLI::App* add(CLI::App& parent, const std::string& name, const std::string& description, VerbAction action);
+
+  bool chosen() const { return chosen_ != nullptr; }
+  // Runs the chosen verb. REQUIRES: chosen().
+  Status runChosen(std::ostream& out) const;
+
+ private:
+  ClientFlags flags_;  // one set: a command line names one verb
+  std::list<VerbAction> actions_;  // stable addresses for chosen_
+  const VerbAction* chosen_ = nullptr;
+};
+
+// `add` for a verb taking one positional argument, the name of a record (`tide node show NAME`).
+// Returns the verb for further options.
+CLI::App* addNamedVerb(CLI::App& parent, Verbs& verbs, const std::string& name, const std::string& description,
+                       const std::string& argument_help, NamedAction action);
+
+// A noun with verbs beneath it ("node"), which must be followed by one of them.
+CLI::App* addNoun(CLI::App& app, const std::string& name, const std::string& description);
+
+using ListPrinter = void (*)(std::ostream&, const Json& items);
+// A query parameter a list verb may pass on, as `--<name> VALUE`.
+struct ListFilter {
+  std::string name;
+  std::string help;
+};
+
+// `list`: every page of GET /v1/<collection> (with the filters given on the command line)
+// printed as `print` makes it, or as {"items":[...]} with `-o json`.
+CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collection, ListPrinter print,
+                      const std::vector<ListFilter>& filters = {});
+
+// `create -m FILE`: POST /v1/manifests with the file as YAML (error locations name the
+// file), then a success line per plan and deployment and a table per kind of record the
+// manifest created (with a heading when there are several kinds). A manifest may hold
+// any kinds, whichever noun's `create` sends it.
+CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& description);
+// The deployment plans table for plan records, with # Deployments read from the server.
+Status printPlanList(Session& session, const Json& plans);
+
+void addInventoryCommands(CLI::App& app, Verbs& verbs);   // node, capability, cluster
+void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
+void addActivityCommands(CLI::App& app, Verbs& verbs);    // instances, operations, events
+
+}  // namespace tide::cli

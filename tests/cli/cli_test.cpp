@@ -1,0 +1,458 @@
+// The `tide` CLI end to end: run() in-process against a real API server on an ephemeral
+// port, with stdout and stderr captured; and the `tide` binary against `tide serve`, both
+// as processes. The in-process server has no control loop, so what the CLI shows after a
+// deployment is added is exactly what the API recorded.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "host/api/server.h"
+#include "host/cli/cli.h"
+#include "host/cli/commands.h"
+#include "host/core/clock.h"
+#include "host/ledger/ledger.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kSourceDir = TIDE_SOURCE_DIR;
+
+struct CliRun {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+CliRun runCli(std::vector<std::string> args, std::ostream* out_stream = nullptr) {
+  args.insert(args.begin(), "tide");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  std::ostringstream out, err;
+  CliRun result;
+  result.code = tide::cli::run(static_cast<int>(argv.size()), argv.data(), out_stream ? *out_stream : out, err);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+// A port nothing listens on: bound once by the kernel's choice, then released.
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "tide-cli-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// An API server over an in-memory ledger, with the admin token it bootstrapped.
+struct LiveServer {
+  TempDir data_dir;
+  tide::SystemClock clock;
+  std::unique_ptr<tide::ledger::Ledger> ledger;
+  std::unique_ptr<tide::api::ApiServer> server;
+  std::string url;
+  std::string token;
+
+  LiveServer() {
+    auto opened = tide::ledger::Ledger::open("sqlite://:memory:", clock);
+    REQUIRE_MESSAGE(opened.isOk(), opened.status().toString());
+    ledger = std::move(opened).value();
+    tide::api::ServerOptions options;
+    options.port = 0;
+    options.data_dir = data_dir.path.string();
+    server = std::make_unique<tide::api::ApiServer>(options, *ledger, clock);
+    tide::Status started = server->start();
+    REQUIRE_MESSAGE(started.isOk(), started.toString());
+    url = "http://127.0.0.1:" + std::to_string(server->port());
+    std::ifstream file(data_dir.path / "admin.token");
+    std::getline(file, token);
+    REQUIRE(!token.empty());
+  }
+
+  // `tide <args> --server URL --token T`.
+  CliRun run(std::vector<std::string> args, std::ostream* out = nullptr) const {
+    args.insert(args.end(), {"--server", url, "--token", token});
+    return runCli(std::move(args), out);
+  }
+};
+
+// `tide serve` as a child process on a free port with its own data dir.
+class ServeProcess {
+ public:
+  ServeProcess() {
+    url_ = "http://127.0.0.1:" + std::to_string(freePort());
+    std::string listen = url_.substr(std::string("http://").size());
+    std::string data_dir = data_dir_.path.string();
+    std::string log = (data_dir_.path / "serve.log").string();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), nullptr);
+      ::_exit(127);
+    }
+    httplib::Client health(url_);
+    health.set_connection_timeout(std::chrono::milliseconds(200));
+    bool healthy = false;
+    for (int attempt = 0; attempt < 300 && !healthy; ++attempt) {
+      auto reply = health.Get("/healthz");
+      healthy = reply && reply->status == 200;
+      if (!healthy) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!healthy) stop();  // a failed constructor runs no destructor
+    REQUIRE_MESSAGE(healthy, "tide serve did not become healthy; see " << log);
+    std::ifstream(data_dir_.path / "admin.token") >> token_;
+    REQUIRE(!token_.empty());
+  }
+
+  ~ServeProcess() { stop(); }
+
+  // Stops the server (SIGTERM) and returns its exit status; -1 when it was not running.
+  int stop() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // `TIDE_BINARY <args> --server URL --token T` as a process.
+  CliRun tide(const std::string& args) const {
+    std::string err_file = (data_dir_.path / "cli.err").string();
+    std::string command = std::string(TIDE_BINARY) + " " + args + " --server " + url_ + " --token " + token_ +
+                          " 2>" + err_file;
+    CliRun result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
+    int status = ::pclose(pipe);
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::stringstream err;
+    err << std::ifstream(err_file).rdbuf();
+    result.err = err.str();
+    return result;
+  }
+
+ private:
+  TempDir data_dir_;
+  std::string url_;
+  std::string token_;
+  pid_t pid_ = -1;
+};
+
+std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
+std::string fixture(const std::string& name) { return kSourceDir + "/tests/cli/fixtures/" + name; }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An output that takes `lines` lines and then fails, like stdout closed by `| head`. It
+// has no buffer, so every character reaches overflow().
+class LineLimitedBuffer : public std::streambuf {
+ public:
+  explicit LineLimitedBuffer(int lines) : lines_left_(lines) {}
+  const std::string& text() const { return text_; }
+
+ protected:
+  int overflow(int c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (lines_left_ <= 0) return traits_type::eof();
+    text_ += traits_type::to_char_type(c);
+    if (c == '\n') --lines_left_;
+    return c;
+  }
+
+ private:
+  int lines_left_;
+  std::string text_;
+};
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST_CASE("cli: node create, list and show against a live server") {
+  LiveServer live;
+  CliRun created = live.run({"node", "create", "-m", example("nodes.yaml")});
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CHECK(contains(created.out, "Compute Capabilities\n"));
+  CHECK(contains(created.out, "Clusters\n"));
+  CHECK(contains(created.out, "Nodes\n"));
+  CHECK(contains(created.out, "| kind-worker4 |"));
+
+  CliRun list = live.run({"node", "list"});
+  REQUIRE_MESSAGE(list.code == 0, list.err);
+  CHECK(contains(list.out, "|  Node Name   |  Update Domain  | Total Cores | Total Memory |"));
+  CHECK(contains(list.out, "| kind-worker  | update-domain-1 |     64      |     512      |"));
+  CHECK(contains(list.out, "Total: 4\n"));
+
+  CliRun show = live.run({"node", "show", "kind-worker2"});
+  REQUIRE_MESSAGE(show.code == 0, show.err);
+  CHECK(show.out.starts_with("Node Info\nName:                     kind-worker2\n"));
+  CHECK(contains(show.out, "Capability Names:     nvidia-a100, intel-xeon\n"));
+  CHECK(contains(show.out, "| /mnt/u002  |      HDD      |      2048      |"));
+
+  CliRun missing = live.run({"node", "show", "no-such-node"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.starts_with("error: "));
+  CHECK(contains(missing.err, "no-such-node"));
+
+  CliRun cordoned = live.run({"node", "cordon", "kind-worker"});
+  CHECK(cordoned.out == "Node kind-worker: CORDONED\n");
+  CHECK(live.run({"node", "uncordon", "kind-worker"}).out == "Node kind-worker: ALLOCATED\n");
+  CHECK(live.run({"node", "delete", "kind-worker4"}).out == "Node kind-worker4 deleted\n");
+  CHECK(contains(live.run({"node", "list"}).out, "Total: 3\n"));
+
+  CliRun capabilities = live.run({"capability", "list"});
+  CHECK(contains(capabilities.out, "Total: 6\n"));
+  CliRun clusters = live.run({"cluster", "list"});
+  CHECK(contains(clusters.out, "|    local     | process |"));
+}
+
+TEST_CASE("cli: -o json prints the server's JSON for lists and shows") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+
+  CliRun list = live.run({"node", "list", "-o", "json"});
+  REQUIRE_MESSAGE(list.code == 0, list.err);
+  Json nodes = Json::parse(list.out);
+  REQUIRE(nodes["items"].size() == 4);
+  CHECK(nodes["items"][0]["remaining"]["cores"] == 60);
+
+  CliRun show = live.run({"node", "show", "kind-worker", "-o", "json"});
+  CHECK(Json::parse(show.out)["update_domain"] == "update-domain-1");
+
+  CliRun bad = live.run({"node", "list", "-o", "yaml"});
+  CHECK(bad.code == 2);
+  CHECK(contains(bad.err, "--output"));
+}
+
+TEST_CASE("cli: deployment create, add-deployment and show a pending rollout") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+
+  CliRun created = live.run({"deployment", "create", "-m", example("nginx-plan.yaml")});
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CHECK(created.out.starts_with("Deployment plan created successfully: nginx-deployment-plan\n"));
+  CHECK(contains(created.out, "| Deployment Plan Name  |    Namespace    |"));
+  CHECK(contains(created.out, "| nginx-deployment-plan | nginx-namespace | nginx-service |"));
+
+  CliRun added = live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml")});
+  REQUIRE_MESSAGE(added.code == 0, added.err);
+  CHECK(added.out.starts_with("Deployment added successfully: deployment-1\n\nDeployment Plan Info\n"));
+  CHECK(contains(added.out, "| deployment-1  |       1        | PENDING |"));
+  CHECK(contains(added.out, "Coordinates: {\"image\":\"nginx:latest\"}"));
+
+  CliRun show = live.run({"deployment", "show", "nginx-deployment-plan"});
+  REQUIRE_MESSAGE(show.code == 0, show.err);
+  CHECK(contains(show.out, "Name:                     nginx-deployment-plan\n"));
+  CHECK(contains(show.out, "nvidia-v100,nvidia-p100"));
+  CHECK(contains(show.out, "TCP:80"));
+  CHECK(contains(show.out, "Storage Class: SSD, Capacity: 100 GB, Mount Path: /data"));
+  CHECK(show.out.ends_with("Instance Summary\nNo instances found\n"));
+
+  Json view = Json::parse(live.run({"deployment", "show", "nginx-deployment-plan", "-o", "json"}).out);
+  CHECK(view["deployments"][0]["state"] == "PENDING");
+
+  CliRun list = live.run({"deployment", "list"});
+  CHECK(contains(list.out, "| nginx-deployment-plan | nginx-namespace | nginx-service | ACTIVE |"));
+  CHECK(contains(list.out, "|       1        |       1       |"));
+
+  CliRun cancelled = live.run({"deployment", "cancel-deployment", "nginx-deployment-plan", "-D", "deployment-1"});
+  REQUIRE_MESSAGE(cancelled.code == 0, cancelled.err);
+  CHECK(cancelled.out == "Deployment deployment-1 of plan nginx-deployment-plan: CANCELLED\n");
+
+  CliRun instances = live.run({"instances", "list", "--plan", "nginx-deployment-plan"});
+  CHECK(instances.code == 0);
+  CHECK(contains(instances.out, "Total: 0\n"));
+  CliRun operations = live.run({"operations", "list", "--state", "PENDING_APPROVAL"});
+  CHECK(operations.code == 0);
+  CHECK(contains(operations.out, "Total: 0\n"));
+}
+
+TEST_CASE("cli: a broken manifest names file, line and field and leaves the ledger unchanged") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+  std::string before = live.run({"node", "list", "-o", "json"}).out;
+
+  CliRun broken = live.run({"node", "create", "-m", fixture("broken-nodes.yaml")});
+  CHECK(broken.code == 1);
+  CHECK(broken.out.empty());
+  CHECK(contains(broken.err, fixture("broken-nodes.yaml") + ":13: nodes[1].totalResources.cores: "));
+  CHECK_FALSE(contains(broken.err, "request body"));
+
+  CHECK(live.run({"node", "list", "-o", "json"}).out == before);
+
+  CliRun no_id = live.run({"deployment", "add-deployment", "-m", fixture("broken-deployment.yaml")});
+  CHECK(no_id.code == 1);
+  CHECK(contains(no_id.err, fixture("broken-deployment.yaml") + ":2: deployment_id: "));
+
+  CliRun unreadable = live.run({"node", "create", "-m", fixture("no-such-file.yaml")});
+  CHECK(unreadable.code == 1);
+  CHECK(contains(unreadable.err, "no-such-file.yaml"));
+}
+
+TEST_CASE("cli: events list the ledger's history and -f follows it") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+
+  CliRun events = live.run({"events"});
+  REQUIRE_MESSAGE(events.code == 0, events.err);
+  CHECK(contains(events.out, "| Seq |"));
+  CHECK(contains(events.out, "node/kind-worker4"));
+
+  Json all = Json::parse(live.run({"events", "-o", "json"}).out);
+  int64_t total = static_cast<int64_t>(all["items"].size());
+  REQUIRE(total > 2);
+  Json later = Json::parse(live.run({"events", "--after", std::to_string(total - 2), "-o", "json"}).out);
+  CHECK(later["items"].size() == 2);
+
+  // Follow mode stops once its output is closed; each event is one JSON line.
+  LineLimitedBuffer buffer(3);
+  std::ostream limited(&buffer);
+  CliRun followed = live.run({"events", "-f", "-o", "json"}, &limited);
+  CHECK(followed.code == 0);
+  std::istringstream lines(buffer.text());
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    CHECK(Json::parse(line)["seq"] == ++count);
+  }
+  CHECK(count == 3);
+}
+
+TEST_CASE("cli: the tide binary talks to tide serve, both as processes") {
+  ServeProcess serve;
+  CliRun created = serve.tide("node create -m " + example("nodes.yaml"));
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CHECK(contains(created.out, "| kind-worker4 | update-domain-2 |"));
+
+  CliRun list = serve.tide("node list -o json");
+  REQUIRE_MESSAGE(list.code == 0, list.err);
+  CHECK(Json::parse(list.out)["items"].size() == 4);
+
+  CliRun broken = serve.tide("node create -m " + fixture("broken-nodes.yaml"));
+  CHECK(broken.code == 1);
+  CHECK(contains(broken.err, "broken-nodes.yaml:13: nodes[1].totalResources.cores"));
+  CHECK(serve.tide("node list -o json").out == list.out);
+
+  CHECK(serve.stop() == 0);
+  CliRun gone = serve.tide("node list");
+  CHECK(gone.code == 1);
+  CHECK(contains(gone.err, "(is `tide serve` running?)"));
+}
+
+TEST_CASE("cli: an unreachable server is reported with a hint") {
+  std::string url = "http://127.0.0.1:" + std::to_string(freePort());
+  CliRun run = runCli({"node", "list", "--server", url});
+  CHECK(run.code == 1);
+  CHECK(run.err == "error: cannot reach tide at " + url + " (is `tide serve` running?)\n");
+}
+
+TEST_CASE("cli: a request without a token gets the server's 401 message") {
+  LiveServer live;
+  ScopedEnv no_token("TIDE_TOKEN", nullptr);
+  CliRun run = runCli({"node", "list", "--server", live.url});
+  CHECK(run.code == 1);
+  CHECK(contains(run.err, "error: missing 'Authorization: Bearer <token>' header\n"));
+
+  CliRun wrong = runCli({"node", "list", "--server", live.url, "--token", "not-a-token"});
+  CHECK(wrong.code == 1);
+  CHECK(contains(wrong.err, "unknown or revoked token"));
+}
+
+TEST_CASE("cli: the token comes from the flag, then TIDE_TOKEN, then the local admin token file") {
+  TempDir dir;
+  std::ofstream(dir.path / "admin.token") << "file-token\n";
+  ScopedEnv data_dir("TIDE_DATA_DIR", dir.path.c_str());
+  ScopedEnv no_server("TIDE_SERVER", nullptr);
+  ScopedEnv no_token("TIDE_TOKEN", nullptr);
+
+  auto resolve = [](std::string server = "", std::string token = "") {
+    tide::cli::ClientFlags flags;
+    flags.server = std::move(server);
+    flags.token = std::move(token);
+    return tide::cli::resolveEndpoint(flags);
+  };
+  CHECK(resolve().server == "http://127.0.0.1:7700");
+  CHECK(resolve().token == "file-token");
+  CHECK(resolve("", "flag-token").token == "flag-token");
+  // The local admin token is never sent anywhere else.
+  CHECK(resolve("http://tide.example:7700").token.empty());
+  {
+    ScopedEnv env_token("TIDE_TOKEN", "env-token");
+    CHECK(resolve().token == "env-token");
+  }
+  {
+    ScopedEnv env_server("TIDE_SERVER", "http://10.1.2.3:7700");
+    CHECK(resolve().server == "http://10.1.2.3:7700");
+    CHECK(resolve().token.empty());
+  }
+}
