@@ -1,0 +1,139 @@
+#include "host/api/auth.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "host/core/sha256.h"
+
+namespace tide::api {
+namespace {
+
+Result<std::string> randomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t filled = 0;
+  while (filled < bytes) {
+    ssize_t n = ::getrandom(raw.data() + filled, bytes - filled, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::internal(std::string("getrandom: ") + std::strerror(errno));
+    filled += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 0xf];
+  }
+  return hex;
+}
+
+// Writes `text` to `path` with mode 0600 via a temporary file and rename, so a reader
+// never sees a partial token and an existing file's looser mode is not inherited.
+Status writePrivateFile(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path temp = path;
+  temp += ".tmp";
+  ::unlink(temp.c_str());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::internal("cannot create " + temp.string() + ": " + std::strerror(errno));
+  int failure = ::fchmod(fd, 0600) == 0 ? 0 : errno;
+  size_t written = 0;
+  while (failure == 0 && written < text.size()) {
+    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n >= 0) written += static_cast<size_t>(n);
+    else if (errno != EINTR) failure = errno;
+  }
+  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure == 0 && ::rename(temp.c_str(), path.c_str()) != 0) failure = errno;
+  if (failure == 0) return Status::ok();
+  ::unlink(temp.c_str());
+  return Status::internal("cannot write " + path.string() + ": " + std::strerror(failure));
+}
+
+}  // namespace
+
+Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled,
+                             const std::vector<std::pair<std::string, std::string>>& config_tokens)
+    : ledger_(ledger), enabled_(enabled) {
+  for (size_t i = 0; i < config_tokens.size(); ++i) {
+    const auto& [token, role] = config_tokens[i];
+    config_tokens_.push_back({sha256Hex(token), "config-token-" + std::to_string(i + 1), role});
+  }
+}
+
+Status Authenticator::checkConfig() const {
+  for (const ConfigToken& token : config_tokens_) {
+    if (token.sha256 == sha256Hex("")) {
+      return Status::invalidArgument(token.name + " is empty", {{token.name, "is empty", ""}});
+    }
+    if (!parseRole(token.role)) {
+      std::string message = "role '" + token.role + "' is not one of viewer, operator, approver, admin";
+      return Status::invalidArgument(token.name + ": " + message, {{token.name, message, ""}});
+    }
+  }
+  return Status::ok();
+}
+
+Status Authenticator::bootstrap(const std::string& data_dir) {
+  if (!enabled_ || !config_tokens_.empty() || ledger_.countTokens() > 0) return Status::ok();
+  if (data_dir.empty()) {
+    return Status::invalidArgument("auth is enabled and no token exists, but no data_dir is set to write "
+                                   "the bootstrap admin token to");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(data_dir, error);
+  if (error) return Status::internal("cannot create data dir " + data_dir + ": " + error.message());
+
+  TIDE_ASSIGN_OR_RETURN(std::string token, randomHex(32));
+  std::filesystem::path path = std::filesystem::path(data_dir) / kAdminTokenFile;
+  TIDE_RETURN_IF_ERROR(writePrivateFile(path, token));
+  Result<ledger::ApiToken> created =
+      ledger_.createToken(std::string(kBootstrapTokenName), sha256Hex(token), "admin", "system");
+  if (!created.isOk()) {
+    std::filesystem::remove(path, error);
+    return created.status().withPrefix("storing the bootstrap admin token");
+  }
+  return Status::ok();
+}
+
+Result<Principal> Authenticator::authenticate(std::string_view authorization) const {
+  if (!enabled_) return Principal{"anonymous", Role::kAdmin};
+  static constexpr std::string_view kScheme = "Bearer ";
+  if (authorization.empty()) return Status::unauthenticated("missing 'Authorization: Bearer <token>' header");
+  if (authorization.size() <= kScheme.size() ||
+      strncasecmp(authorization.data(), kScheme.data(), kScheme.size()) != 0) {
+    return Status::unauthenticated("the Authorization header must read 'Bearer <token>'");
+  }
+  std::string_view token = authorization.substr(kScheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  if (token.empty()) return Status::unauthenticated("the bearer token is empty");
+
+  std::string digest = sha256Hex(token);
+  for (const ConfigToken& config : config_tokens_) {
+    if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic)};
+  }
+  Result<ledger::ApiToken> found = ledger_.findToken(digest);
+  if (!found.isOk()) {
+    if (found.status().code() == Code::kNotFound) return Status::unauthenticated("unknown or revoked token");
+    return found.status();
+  }
+  std::optional<Role> role = parseRole(found->role);
+  if (!role) return Status::internal("token '" + found->name + "' has unknown role '" + found->role + "'");
+  return Principal{found->name, *role};
+}
+
+Status authorize(const Principal& principal, Role required) {
+  if (principal.role >= required) return Status::ok();
+  return Status::permissionDenied("this needs the " + std::string(roleName(required)) + " role; '" + principal.name +
+                                  "' has " + roleName(principal.role));
+}
+
+}  // namespace tide::api

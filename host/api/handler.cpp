@@ -1,0 +1,50 @@
+#include "host/api/handler.h"
+
+namespace tide::api {
+
+const char* roleName(Role role) {
+  switch (role) {
+    case Role::kPublic: return "public";
+    case Role::kViewer: return "viewer";
+    case Role::kOperator: return "operator";
+    case Role::kApprover: return "approver";
+    case Role::kAdmin: return "admin";
+  }
+  return "public";
+}
+
+std::optional<Role> parseRole(std::string_view name) {
+  for (Role role : {Role::kViewer, Role::kOperator, Role::kApprover, Role::kAdmin}) {
+    if (name == roleName(role)) return role;
+  }
+  return std::nullopt;
+}
+
+const std::string& ApiRequest::param(const std::string& name) const {
+  static const std::string kEmpty;
+  auto it = path_params.find(name);
+  return it == path_params.end() ? kEmpty : it->second;
+}
+
+std::shared_ptr<void> WaitSlots::tryAcquire() {
+  if (used_.fetch_add(1) >= capacity_) {
+    used_.fetch_sub(1);
+    return nullptr;
+  }
+  return std::shared_ptr<void>(this, [](void* slots) { static_cast<WaitSlots*>(slots)->used_.fetch_sub(1); });
+}
+
+std::string dumpJson(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+ApiResponse jsonReply(const Json& body, int status) {
+  ApiResponse response;
+  response.status = status;
+  response.body = dumpJson(body);
+  return response;
+}
+
+ApiResponse deletedReply(std::string_view kind, std::string_view name) {
+  return jsonReply(Json{{"deleted", true}, {"kind", kind}, {"name", name}});
+}
+
+}  // namespace tide::api

@@ -1,0 +1,123 @@
+#pragma once
+// What a route handler sees and returns. Handlers are plain functions
+// (ApiContext&, const ApiRequest&) → Result<ApiResponse>; they never see httplib, so the
+// transport stays in server.cpp. A non-OK Result becomes the error envelope through
+// errors.h: handlers never choose an HTTP error code themselves.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host/core/clock.h"
+#include "host/core/status.h"
+#include "host/ledger/ledger.h"
+#include "host/ledger/records.h"
+
+namespace tide::api {
+
+using Json = nlohmann::json;
+
+class HttpMetrics;
+
+// Ordered: a principal holding a role may do everything the lower roles may.
+// kPublic marks routes that need no token at all.
+enum class Role { kPublic, kViewer, kOperator, kApprover, kAdmin };
+
+const char* roleName(Role role);
+// "viewer" | "operator" | "approver" | "admin"; nullopt otherwise.
+std::optional<Role> parseRole(std::string_view name);
+
+// Who is calling. `name` is the actor recorded in ledger events.
+struct Principal {
+  std::string name;
+  Role role = Role::kPublic;
+};
+
+struct ApiRequest {
+  std::string method;
+  std::string path;
+  std::map<std::string, std::string> path_params;  // "{name}" in the pattern → "name"
+  std::map<std::string, std::string> query;        // each parameter at most once
+  std::string content_type;                       // without parameters, lower case
+  std::string if_match;
+  std::string last_event_id;
+  std::string body;
+  Principal principal;
+
+  const std::string& param(const std::string& name) const;  // REQUIRES: in the pattern
+};
+
+// Writes one piece of a streamed body; false once the client is gone.
+using StreamWriter = std::function<bool(std::string_view)>;
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body is streamed instead: called again and again until it returns
+  // false. Each call may block briefly (it runs on one of the server's threads).
+  std::function<bool(const StreamWriter&)> stream;
+};
+
+// Bounds how many requests may block at once (long polls, event streams), so waiting
+// clients cannot take every server thread. Thread-safe.
+class WaitSlots {
+ public:
+  explicit WaitSlots(int capacity) : capacity_(capacity) {}
+  // A held slot, released when the last copy is destroyed; nullptr when all are taken.
+  std::shared_ptr<void> tryAcquire();
+
+ private:
+  int capacity_;
+  std::atomic<int> used_{0};
+};
+
+// What handlers may use. Everything here outlives the server's threads.
+struct ApiContext {
+  ledger::Ledger& ledger;
+  const Clock& clock;
+  const HttpMetrics& metrics;
+  // Set when the server begins to stop; blocking handlers return promptly once it is.
+  const std::atomic<bool>& stopping;
+  WaitSlots& wait_slots;
+};
+
+using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);
+
+// --- replies ----------------------------------------------------------------------------
+
+// Serialized as UTF-8, replacing invalid sequences instead of throwing.
+std::string dumpJson(const Json& json);
+
+ApiResponse jsonReply(const Json& body, int status = 200);
+
+// One record, with `ETag: <generation>` for optimistic concurrency.
+template <class Record>
+ApiResponse recordReply(const Record& record, int status = 200) {
+  ApiResponse response = jsonReply(Json(record), status);
+  response.headers.emplace_back("ETag", std::to_string(record.meta.generation));
+  return response;
+}
+
+// {"items":[...], "next_after": N}; next_after only when there is more.
+template <class Record>
+ApiResponse pageReply(const ledger::Page<Record>& page) {
+  Json body = {{"items", Json(page.items)}};
+  if (page.next_after != 0) body["next_after"] = page.next_after;
+  return jsonReply(body);
+}
+
+// {"deleted": true, "kind": "node", "name": "..."}
+ApiResponse deletedReply(std::string_view kind, std::string_view name);
+
+}  // namespace tide::api

@@ -1,0 +1,43 @@
+#pragma once
+// Every route handler, by area. Each area lives in routes_<area>.cpp; the route table
+// (routes.cpp) is the only caller. See handler.h for the calling convention.
+
+#include "host/api/handler.h"
+
+namespace tide::api {
+
+// The function type every handler has: Result<ApiResponse>(ApiContext&, const ApiRequest&).
+using HandlerFunction = std::remove_pointer_t<Handler>;
+
+namespace system {
+HandlerFunction healthz, readyz, metrics, openapi;
+}
+namespace manifests {
+HandlerFunction apply;
+}
+namespace capabilities {
+HandlerFunction create, list, get, remove;
+}
+namespace clusters {
+HandlerFunction create, list, get, remove, activate, deactivate;
+}
+namespace nodes {
+HandlerFunction create, list, get, remove, cordon, uncordon, drain;
+}
+namespace plans {
+HandlerFunction create, list, show, remove;
+}
+namespace deployments {
+HandlerFunction create, list, get, cancel;
+}
+namespace instances {
+HandlerFunction list, get;
+}
+namespace operations {
+HandlerFunction list, get;
+}
+namespace events {
+HandlerFunction list, stream;
+}
+
+}  // namespace tide::api

@@ -1,0 +1,73 @@
+#include "host/api/metrics.h"
+
+#include <cstdio>
+
+namespace tide::api {
+namespace {
+
+std::string labelValue(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+}  // namespace
+
+void HttpMetrics::observe(std::string_view method, std::string_view route, int code,
+                          std::chrono::duration<double> elapsed) {
+  double seconds = elapsed.count();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[{std::string(method), std::string(route), code}];
+  Histogram& histogram = durations_[{std::string(method), std::string(route)}];
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) {
+      ++histogram.buckets[i];
+      break;
+    }
+  }
+  ++histogram.count;
+  histogram.sum += seconds;
+}
+
+std::string HttpMetrics::render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out;
+  out += "# HELP tide_http_requests_total HTTP requests served, by route pattern and status code.\n";
+  out += "# TYPE tide_http_requests_total counter\n";
+  for (const auto& [key, count] : requests_) {
+    const auto& [method, route, code] = key;
+    out += "tide_http_requests_total{method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) +
+           "\",code=\"" + std::to_string(code) + "\"} " + std::to_string(count) + "\n";
+  }
+  out += "# HELP tide_http_request_duration_seconds Time to serve an HTTP request, by route pattern.\n";
+  out += "# TYPE tide_http_request_duration_seconds histogram\n";
+  for (const auto& [key, histogram] : durations_) {
+    std::string labels = "method=\"" + labelValue(key.first) + "\",route=\"" + labelValue(key.second) + "\"";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kBuckets.size(); ++i) {
+      cumulative += histogram.buckets[i];
+      out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"" + number(kBuckets[i]) + "\"} " +
+             std::to_string(cumulative) + "\n";
+    }
+    out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
+           std::to_string(histogram.count) + "\n";
+    out += "tide_http_request_duration_seconds_sum{" + labels + "} " + number(histogram.sum) + "\n";
+    out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
+  }
+  return out;
+}
+
+}  // namespace tide::api

@@ -1,0 +1,43 @@
+#pragma once
+// Request counters and latency histograms in Prometheus text format. Series are keyed by
+// route pattern ("/v1/nodes/{name}"), never by raw path, so their number stays bounded.
+//
+// Thread-safety: all methods may be called concurrently.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+namespace tide::api {
+
+// Route label for requests that matched no route.
+inline constexpr std::string_view kUnmatchedRoute = "unmatched";
+
+class HttpMetrics {
+ public:
+  void observe(std::string_view method, std::string_view route, int code, std::chrono::duration<double> elapsed);
+
+  // tide_http_requests_total{method,route,code} and
+  // tide_http_request_duration_seconds{method,route} (buckets, sum, count).
+  std::string render() const;
+
+ private:
+  static constexpr std::array<double, 11> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                      0.5,   1,    2.5,   5,    10};
+  struct Histogram {
+    std::array<uint64_t, kBuckets.size()> buckets{};  // non-cumulative; summed on render
+    uint64_t count = 0;
+    double sum = 0;
+  };
+
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;  // REQUIRES: mu_
+  std::map<std::pair<std::string, std::string>, Histogram> durations_;     // REQUIRES: mu_
+};
+
+}  // namespace tide::api

@@ -1,0 +1,175 @@
+#include "host/api/request_inputs.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+
+namespace tide::api {
+namespace {
+
+Status badParam(const std::string& name, const std::string& message) {
+  return Status::invalidArgument("query parameter '" + name + "' " + message, {{name, message, ""}});
+}
+
+std::string joined(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& value : values) out += (out.empty() ? "" : ", ") + value;
+  return out;
+}
+
+std::optional<int64_t> parseInteger(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+bool isJsonType(std::string_view type) { return type == "application/json"; }
+bool isYamlType(std::string_view type) {
+  return type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml" || type == "text/x-yaml";
+}
+
+int lineOfOffset(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+}  // namespace
+
+Status acceptOnly(const ApiRequest& request, std::initializer_list<std::string_view> accepted) {
+  for (const auto& [name, value] : request.query) {
+    if (std::find(accepted.begin(), accepted.end(), name) != accepted.end()) continue;
+    std::string known;
+    for (std::string_view a : accepted) known += (known.empty() ? "" : ", ") + std::string(a);
+    return badParam(name, known.empty() ? "is not accepted here (this route takes no query parameters)"
+                                        : "is not accepted here; accepted: " + known);
+  }
+  return Status::ok();
+}
+
+Result<std::optional<int64_t>> readIntegerParam(const ApiRequest& request, const std::string& name, int64_t min,
+                                                int64_t max) {
+  auto it = request.query.find(name);
+  if (it == request.query.end()) return std::optional<int64_t>();
+  std::optional<int64_t> value = parseInteger(it->second);
+  if (!value) return badParam(name, "must be an integer, got '" + it->second + "'");
+  if (*value < min || *value > max) {
+    return badParam(name, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                              it->second);
+  }
+  return value;
+}
+
+Result<std::optional<int64_t>> readIntegerHeader(const std::string& name, const std::string& value, int64_t min,
+                                                 int64_t max) {
+  std::string_view text = trimmed(value);
+  if (text.empty()) return std::optional<int64_t>();
+  std::optional<int64_t> number = parseInteger(text);
+  if (!number || *number < min || *number > max) {
+    std::string message = "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
+                          ", got '" + value + "'";
+    return Status::invalidArgument("header '" + name + "' " + message, {{name, message, ""}});
+  }
+  return number;
+}
+
+Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std::vector<QueryFilter>& filters,
+                                            std::initializer_list<std::string_view> extra) {
+  for (const auto& [name, value] : request.query) {
+    bool known = name == "limit" || name == "after" ||
+                 std::any_of(filters.begin(), filters.end(), [&](const QueryFilter& f) { return f.name == name; }) ||
+                 std::find(extra.begin(), extra.end(), name) != extra.end();
+    if (known) continue;
+    std::vector<std::string> accepted = {"limit", "after"};
+    for (const QueryFilter& filter : filters) accepted.push_back(filter.name);
+    for (std::string_view e : extra) accepted.emplace_back(e);
+    return badParam(name, "is not accepted here; accepted: " + joined(accepted));
+  }
+
+  ledger::ListOptions options;
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> limit, readIntegerParam(request, "limit", 1, ledger::kMaxPageSize));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> after, readIntegerParam(request, "after", 0, INT64_MAX));
+  if (limit) options.limit = *limit;
+  if (after) options.after = *after;
+  for (const QueryFilter& filter : filters) {
+    auto it = request.query.find(filter.name);
+    if (it == request.query.end() || it->second.empty()) continue;
+    if (!filter.allowed.empty() &&
+        std::find(filter.allowed.begin(), filter.allowed.end(), it->second) == filter.allowed.end()) {
+      return badParam(filter.name, "must be one of " + joined(filter.allowed) + ", got '" + it->second + "'");
+    }
+    options.filters[filter.name] = it->second;
+  }
+  return options;
+}
+
+Result<int64_t> readIdParam(const ApiRequest& request, const std::string& name) {
+  const std::string& text = request.param(name);
+  std::optional<int64_t> id = parseInteger(text);
+  if (!id || *id <= 0) {
+    std::string message = "must be a positive integer, got '" + text + "'";
+    return Status::invalidArgument("path parameter '" + name + "' " + message, {{name, message, ""}});
+  }
+  return *id;
+}
+
+Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> from_query,
+                        readIntegerParam(request, "generation", 1, INT64_MAX));
+  ledger::Generation from_header;
+  std::string_view tag = trimmed(request.if_match);
+  if (tag.substr(0, 2) == "W/") tag.remove_prefix(2);
+  if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
+  if (!tag.empty() && tag != "*") {
+    std::optional<int64_t> value = parseInteger(tag);
+    if (!value || *value < 1) {
+      std::string message = "must be the record's generation (a positive integer), got '" + request.if_match + "'";
+      return Status::invalidArgument("header 'If-Match' " + message, {{"If-Match", message, ""}});
+    }
+    from_header = *value;
+  }
+  if (from_header && from_query && *from_header != *from_query) {
+    std::string message = "disagrees with the If-Match header";
+    return Status::invalidArgument("query parameter 'generation' " + message, {{"generation", message, ""}});
+  }
+  return from_header ? from_header : ledger::Generation(from_query);
+}
+
+Result<std::string_view> readBodyText(const ApiRequest& request) {
+  const std::string& type = request.content_type;
+  if (type.empty()) {
+    std::string message = "is required: application/json or application/yaml";
+    return Status::invalidArgument("header 'Content-Type' " + message, {{"Content-Type", message, ""}});
+  }
+  if (!isJsonType(type) && !isYamlType(type)) {
+    std::string message = "'" + type + "' is not supported; send application/json or application/yaml";
+    return Status::invalidArgument("header 'Content-Type' " + message, {{"Content-Type", message, ""}});
+  }
+  if (trimmed(request.body).empty()) {
+    return Status::invalidArgument("request body is empty", {{"body", "is empty", ""}});
+  }
+  if (isJsonType(type)) {
+    try {
+      nlohmann::json parsed = nlohmann::json::parse(request.body);
+      static_cast<void>(parsed);
+    } catch (const nlohmann::json::parse_error& error) {
+      int line = lineOfOffset(request.body, error.byte == 0 ? 0 : error.byte - 1);
+      std::string what = error.what();
+      if (size_t cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);
+      std::string location = kBodySource + ":" + std::to_string(line);
+      return Status::invalidArgument("malformed JSON at " + location + ": " + what, {{"body", what, location}});
+    } catch (const std::exception& error) {
+      return Status::invalidArgument(std::string("malformed JSON: ") + error.what(), {{"body", error.what(), ""}});
+    }
+  }
+  return std::string_view(request.body);
+}
+
+}  // namespace tide::api

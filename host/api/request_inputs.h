@@ -1,0 +1,57 @@
+#pragma once
+// Reading a request's query parameters, headers and body into typed values. Every failure
+// is kInvalidArgument with a detail whose `field` names the parameter, header or body.
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/api/handler.h"
+#include "host/core/status.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::api {
+
+// The `source` handed to the manifest parsers, so locations read "request body:3".
+inline const std::string kBodySource = "request body";
+
+// A filter a list route accepts: the query parameter, which is also the ledger's filter
+// key, and the values it may take (any when empty). An empty value means "no filter".
+struct QueryFilter {
+  std::string name;
+  std::vector<std::string> allowed = {};
+};
+
+// kInvalidArgument naming the first query parameter not in `accepted`.
+Status acceptOnly(const ApiRequest& request, std::initializer_list<std::string_view> accepted);
+
+// `limit` (1..1000, default 100), `after` (>= 0, default 0) and `filters`. Any other query
+// parameter is rejected unless listed in `extra` (the caller reads those itself).
+Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std::vector<QueryFilter>& filters,
+                                            std::initializer_list<std::string_view> extra = {});
+
+// An optional integer query parameter within [min, max]; nullopt when absent.
+Result<std::optional<int64_t>> readIntegerParam(const ApiRequest& request, const std::string& name, int64_t min,
+                                                int64_t max);
+
+// An optional integer header (empty `value`: absent) within [min, max].
+Result<std::optional<int64_t>> readIntegerHeader(const std::string& name, const std::string& value, int64_t min,
+                                                 int64_t max);
+
+// A positive integer path parameter, such as an operation's {id}.
+Result<int64_t> readIdParam(const ApiRequest& request, const std::string& name);
+
+// The generation the client last read, from `If-Match: <generation>` (quotes and W/
+// tolerated, "*" meaning any) or `?generation=`; nullopt when neither is given. Both
+// given and different is an error.
+Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request);
+
+// The body of a create request: Content-Type must be JSON (application/json) or YAML
+// (application/yaml, application/x-yaml, text/yaml); JSON is syntax-checked here so the
+// error names its line and column. YAML syntax is left to the manifest parsers.
+Result<std::string_view> readBodyText(const ApiRequest& request);
+
+}  // namespace tide::api

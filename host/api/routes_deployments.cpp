@@ -1,0 +1,95 @@
+// /v1/plans/{name}/deployments: the deployments (rollouts) of one plan.
+
+#include <algorithm>
+
+#include "host/api/handlers.h"
+#include "host/api/request_inputs.h"
+#include "host/config/manifest.h"
+#include "host/config/yaml_tree.h"
+#include "host/ledger/transitions.h"
+
+namespace tide::api::deployments {
+namespace {
+
+// The spellings manifests accept for a deployment's plan (host/config/manifest.cpp).
+const std::vector<std::string_view> kPlanKeys = {"deployment_plan_name", "deploymentPlanName", "plan"};
+
+// The body's top-level plan entry, when the body is one mapping that has one.
+const std::pair<config::YamlNode, config::YamlNode>* findPlanEntry(const std::vector<config::YamlNode>& documents) {
+  if (documents.size() != 1 || documents.front().kind != config::YamlNode::Kind::kMapping) return nullptr;
+  for (const auto& entry : documents.front().entries) {
+    if (std::find(kPlanKeys.begin(), kPlanKeys.end(), entry.first.scalar) != kPlanKeys.end()) return &entry;
+  }
+  return nullptr;
+}
+
+// `text` with `plan: <plan>` added, leaving every line the client sent on its line so
+// error locations still point at their text: inside the braces of a flow mapping (JSON),
+// appended to a block mapping. `plan` is a valid record name, so it needs no escaping.
+std::string withPlan(std::string_view text, const std::string& plan) {
+  size_t open = text.find_first_not_of(" \t\r\n");
+  if (open != std::string_view::npos && text[open] == '{') {
+    std::string_view rest = text.substr(open + 1);
+    size_t next = rest.find_first_not_of(" \t\r\n");
+    bool empty = next != std::string_view::npos && rest[next] == '}';
+    return std::string(text.substr(0, open + 1)) + "\"plan\": \"" + plan + "\"" + (empty ? "" : ", ") +
+           std::string(rest);
+  }
+  std::string out(text);
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out + "plan: \"" + plan + "\"\n";
+}
+
+}  // namespace
+
+Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  const std::string& plan = request.param("name");
+  TIDE_RETURN_IF_ERROR(context.ledger.getPlan(plan).status());
+  TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
+  TIDE_ASSIGN_OR_RETURN(std::vector<config::YamlNode> documents, config::parseYamlDocuments(text, kBodySource));
+
+  const auto* plan_entry = findPlanEntry(documents);
+  std::string patched;
+  if (plan_entry == nullptr) {
+    patched = withPlan(text, plan);
+    text = patched;
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment, config::parseDeployment(text, kBodySource));
+  if (plan_entry != nullptr && deployment.plan != plan) {
+    const std::string& key = plan_entry->first.scalar;
+    std::string message = "names plan '" + deployment.plan + "' but the URL names '" + plan + "'";
+    std::string location = kBodySource + ":" + std::to_string(plan_entry->second.line);
+    return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));
+  return recordReply(created, 201);
+}
+
+Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
+                        readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kDeployment)}}));
+  const std::string& plan = request.param("name");
+  TIDE_RETURN_IF_ERROR(context.ledger.getPlan(plan).status());
+  options.filters["plan"] = plan;
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Deployment> page, context.ledger.listDeployments(options));
+  return pageReply(page);
+}
+
+Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+                        context.ledger.getDeployment(request.param("name"), request.param("id")));
+  return recordReply(deployment);
+}
+
+Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
+  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+                        context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED",
+                                                          generation, request.principal.name, "cancelled through the API"));
+  return recordReply(deployment);
+}
+
+}  // namespace tide::api::deployments

@@ -1,0 +1,63 @@
+// /v1/nodes: machines (or logical nodes) instances are placed on.
+
+#include "host/api/handlers.h"
+#include "host/api/request_inputs.h"
+#include "host/config/manifest.h"
+#include "host/ledger/transitions.h"
+
+namespace tide::api::nodes {
+namespace {
+
+Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
+  TIDE_ASSIGN_OR_RETURN(ledger::Node node,
+                        context.ledger.setNodeState(request.param("name"), state, generation, request.principal.name));
+  return recordReply(node);
+}
+
+}  // namespace
+
+Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
+  TIDE_ASSIGN_OR_RETURN(ledger::Node node, config::parseNode(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(ledger::Node created, context.ledger.createNode(node, request.principal.name));
+  return recordReply(created, 201);
+}
+
+Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(
+      ledger::ListOptions options,
+      readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kNode)}, {"cluster"}, {"update_domain"}}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Node> page, context.ledger.listNodes(options));
+  return pageReply(page);
+}
+
+Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Node node, context.ledger.getNode(request.param("name")));
+  return recordReply(node);
+}
+
+Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
+  const std::string& name = request.param("name");
+  TIDE_RETURN_IF_ERROR(context.ledger.deleteNode(name, generation, request.principal.name));
+  return deletedReply("node", name);
+}
+
+Result<ApiResponse> cordon(ApiContext& context, const ApiRequest& request) {
+  return moveTo(context, request, "CORDONED");
+}
+
+Result<ApiResponse> uncordon(ApiContext& context, const ApiRequest& request) {
+  return moveTo(context, request, "ALLOCATED");
+}
+
+Result<ApiResponse> drain(ApiContext& context, const ApiRequest& request) {
+  return moveTo(context, request, "DRAINING");
+}
+
+}  // namespace tide::api::nodes

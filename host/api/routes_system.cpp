@@ -1,0 +1,41 @@
+// Liveness, readiness, metrics and the API's own description. No auth; query parameters
+// are ignored so probes and scrapers may add their own.
+
+#include "host/api/handlers.h"
+#include "host/api/metrics.h"
+#include "host/core/embedded.h"
+
+namespace tide::api::system {
+
+Result<ApiResponse> healthz(ApiContext&, const ApiRequest&) {
+  return jsonReply({{"status", "ok"}});
+}
+
+Result<ApiResponse> readyz(ApiContext& context, const ApiRequest&) {
+  if (context.stopping) return Status::unavailable("the server is stopping");
+  ledger::ListOptions probe;
+  probe.limit = 1;
+  Result<ledger::Page<ledger::Capability>> page = context.ledger.listCapabilities(probe);
+  if (!page.isOk()) return Status::unavailable("the ledger is not usable: " + page.status().message());
+  return jsonReply({{"status", "ready"}});
+}
+
+Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
+  ApiResponse response;
+  response.content_type = "text/plain; version=0.0.4";
+  response.body = context.metrics.render();
+  response.body += "# HELP tide_events_last_seq Sequence number of the newest ledger event.\n";
+  response.body += "# TYPE tide_events_last_seq gauge\n";
+  response.body += "tide_events_last_seq " + std::to_string(context.ledger.lastEventSeq()) + "\n";
+  return response;
+}
+
+Result<ApiResponse> openapi(ApiContext&, const ApiRequest&) {
+  const std::vector<embedded::File>& files = embedded::openapiDocument();
+  if (files.empty()) return Status::internal("the OpenAPI document is not embedded");
+  ApiResponse response;
+  response.body = std::string(files.front().text);
+  return response;
+}
+
+}  // namespace tide::api::system

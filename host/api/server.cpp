@@ -1,0 +1,344 @@
+// The adapter between cpp-httplib and tide's handlers: the only file that sees httplib
+// (and catches what it throws). It matches the route, authenticates, reads the body within
+// the limit, calls the handler and renders its Result; it also logs and counts requests.
+
+#include "host/api/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "host/api/auth.h"
+#include "host/api/errors.h"
+#include "host/api/handler.h"
+#include "host/api/metrics.h"
+#include "host/api/routes.h"
+
+namespace tide::api {
+namespace {
+
+using std::chrono::steady_clock;
+
+constexpr size_t kWorkerThreads = 32;
+// Long polls and event streams together; the rest of the pool stays free for requests.
+constexpr int kMaxWaitingRequests = 16;
+// How much of a body over the limit is still read (and dropped) to answer 413 cleanly.
+constexpr size_t kDrainAllowance = 1 << 20;
+
+// What the logger needs to know about the request being served. Set by the pre-routing
+// hook and the dispatcher, read by the logger: httplib runs all three on the thread that
+// serves the request, one request at a time.
+struct RequestTrace {
+  steady_clock::time_point start;
+  std::string_view route = kUnmatchedRoute;
+  std::string actor;
+  bool started = false;
+};
+thread_local RequestTrace t_trace;
+
+std::string lowerMediaType(const std::string& header) {
+  std::string type = header.substr(0, header.find(';'));
+  type.erase(std::remove_if(type.begin(), type.end(), [](unsigned char c) { return std::isspace(c); }), type.end());
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  return type;
+}
+
+// Request paths go to the log verbatim except for control characters.
+std::string printable(std::string_view text) {
+  std::string out(text.substr(0, 512));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string_view>& items) {
+  std::string out;
+  for (std::string_view item : items) out += (out.empty() ? "" : ", ") + std::string(item);
+  return out;
+}
+
+void renderError(const Status& status, httplib::Response& response) {
+  response.status = httpStatusOf(status.code());
+  response.set_content(errorEnvelope(status), "application/json");
+  if (status.code() == Code::kUnauthenticated) response.set_header("WWW-Authenticate", "Bearer realm=\"tide\"");
+}
+
+}  // namespace
+
+class ApiServer::Impl {
+ public:
+  Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
+      : options_(std::move(options)),
+        auth_(ledger, options_.auth_enabled, options_.config_tokens),
+        context_{ledger, clock, metrics_, stopping_, wait_slots_} {}
+
+  Status start();
+  void stop();
+  int port() const { return port_; }
+
+ private:
+  void configure(httplib::Server& http);
+  void serve(const httplib::Request& request, httplib::Response& response, const httplib::ContentReader* reader);
+  Result<ApiResponse> dispatch(const httplib::Request& request, const httplib::ContentReader* reader,
+                               bool& body_consumed);
+  Result<std::string> readBody(const httplib::Request& request, const httplib::ContentReader& reader,
+                               bool& body_consumed) const;
+  void render(Result<ApiResponse> result, httplib::Response& response) const;
+  void logRequest(const httplib::Request& request, const httplib::Response& response) const;
+
+  const ServerOptions options_;
+  Authenticator auth_;
+  HttpMetrics metrics_;
+  std::atomic<bool> stopping_{false};
+  WaitSlots wait_slots_{kMaxWaitingRequests};
+  ApiContext context_;
+
+  std::mutex lifecycle_mu_;                // serializes start() and stop()
+  std::unique_ptr<httplib::Server> http_;  // REQUIRES: lifecycle_mu_ is held
+  std::thread listener_;                   // REQUIRES: lifecycle_mu_ is held
+  std::atomic<int> port_{0};
+};
+
+Status ApiServer::Impl::start() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (http_) return Status::conflict("the API server is already running");
+  if (options_.max_body_bytes == 0) return Status::invalidArgument("max_body_bytes must be positive");
+  if (options_.port < 0 || options_.port > 65535) {
+    return Status::invalidArgument("port must be between 0 and 65535, got " + std::to_string(options_.port));
+  }
+  TIDE_RETURN_IF_ERROR(auth_.checkConfig());
+  TIDE_RETURN_IF_ERROR(auth_.bootstrap(options_.data_dir));
+
+  try {
+    auto http = std::make_unique<httplib::Server>();
+    configure(*http);
+    int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
+                                  : (http->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port <= 0) {
+      return Status::unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                                 " (address in use, not local, or not permitted)");
+    }
+    stopping_ = false;
+    auto listening = std::make_shared<std::atomic<bool>>(false);
+    listener_ = std::thread([server = http.get(), listening] {
+      server->listen_after_bind();
+      *listening = true;  // also when it returned early, so start() never waits forever
+    });
+    // httplib's stop() is lost if it comes before the accept loop runs; wait for it.
+    while (!http->is_running() && !*listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http_ = std::move(http);
+    port_ = port;
+    return Status::ok();
+  } catch (const std::exception& error) {
+    return Status::internal(std::string("starting the API server: ") + error.what());
+  }
+}
+
+void ApiServer::Impl::stop() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!http_) return;
+  stopping_ = true;
+  http_->stop();
+  if (listener_.joinable()) listener_.join();
+  http_.reset();
+  port_ = 0;
+}
+
+void ApiServer::Impl::configure(httplib::Server& http) {
+  http.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+  // readBody() enforces max_body_bytes; httplib only stops what is not worth draining.
+  http.set_payload_max_length(options_.max_body_bytes + kDrainAllowance);
+  http.set_keep_alive_timeout(2);
+
+  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true};
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  auto plain = [this](const httplib::Request& request, httplib::Response& response) {
+    serve(request, response, nullptr);
+  };
+  auto with_body = [this](const httplib::Request& request, httplib::Response& response,
+                          const httplib::ContentReader& reader) { serve(request, response, &reader); };
+  http.Get(".*", plain);
+  http.Options(".*", plain);
+  http.Delete(".*", plain);
+  http.Delete(".*", with_body);
+  http.Post(".*", with_body);
+  http.Put(".*", with_body);
+  http.Patch(".*", with_body);
+
+  // Responses httplib makes itself (unparsable requests, bodies over the limit) get the
+  // same envelope as everything else.
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request& request, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        renderError(statusForTransportError(response.status, request.method, request.path), response);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
+    renderError(Status::internal("unexpected error while serving the request"), response);
+  });
+  // Counted just before the response is written, so a client that has its response sees
+  // it in /metrics; logged once it is written (streams: when they end).
+  http.set_post_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
+    std::chrono::duration<double> elapsed{0};
+    if (t_trace.started) elapsed = steady_clock::now() - t_trace.start;
+    metrics_.observe(request.method, t_trace.route, response.status, elapsed);
+  });
+  http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    logRequest(request, response);
+  });
+}
+
+void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& response,
+                            const httplib::ContentReader* reader) {
+  bool body_consumed = reader == nullptr;
+  Result<ApiResponse> result = Status::internal("no response");
+  try {
+    result = dispatch(request, reader, body_consumed);
+  } catch (const std::exception& error) {
+    result = Status::internal(std::string("unexpected error: ") + error.what());
+  } catch (...) {
+    result = Status::internal("unexpected error");
+  }
+  // An unread body would be taken for the next request on this connection.
+  if (!body_consumed) response.set_header("Connection", "close");
+  render(std::move(result), response);
+}
+
+Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_request,
+                                              const httplib::ContentReader* reader, bool& body_consumed) {
+  RouteMatch match = matchRoute(http_request.method, http_request.path);
+  if (match.route == nullptr) {
+    if (match.allowed_methods.empty()) {
+      return Status::notFound("no route for " + http_request.method + " " + http_request.path);
+    }
+    return Status::notFound(http_request.method + " is not served on " + http_request.path +
+                            "; it serves " + joined(match.allowed_methods));
+  }
+  const Route& route = *match.route;
+  t_trace.route = route.pattern;
+
+  ApiRequest request;
+  request.method = http_request.method;
+  request.path = http_request.path;
+  request.path_params = std::move(match.params);
+  if (route.role != Role::kPublic) {
+    TIDE_ASSIGN_OR_RETURN(request.principal, auth_.authenticate(http_request.get_header_value("Authorization")));
+    t_trace.actor = request.principal.name;
+    TIDE_RETURN_IF_ERROR(authorize(request.principal, route.role));
+  }
+  for (const auto& [name, value] : http_request.params) {
+    if (!request.query.emplace(name, value).second) {
+      return Status::invalidArgument("query parameter '" + name + "' is given more than once",
+                                     {{name, "is given more than once", ""}});
+    }
+  }
+  request.content_type = lowerMediaType(http_request.get_header_value("Content-Type"));
+  request.if_match = http_request.get_header_value("If-Match");
+  request.last_event_id = http_request.get_header_value("Last-Event-ID");
+  if (reader != nullptr) {
+    TIDE_ASSIGN_OR_RETURN(request.body, readBody(http_request, *reader, body_consumed));
+  }
+  return route.handler(context_, request);
+}
+
+Result<std::string> ApiServer::Impl::readBody(const httplib::Request& request, const httplib::ContentReader& reader,
+                                              bool& body_consumed) const {
+  const size_t limit = options_.max_body_bytes;
+  const Status too_large = Status::payloadTooLarge("the request body is larger than the limit of " +
+                                                   std::to_string(limit) + " bytes");
+  bool chunked = request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+  if (!chunked) {
+    if (!request.has_header("Content-Length")) {
+      body_consumed = true;  // no body at all
+      return std::string();
+    }
+    const std::string declared = request.get_header_value("Content-Length");
+    uint64_t length = 0;
+    auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
+    if (error != std::errc() || end != declared.data() + declared.size()) {
+      return Status::invalidArgument("Content-Length '" + declared + "' is not a number");
+    }
+    if (length > limit + kDrainAllowance) return too_large;
+  }
+  // Bytes past the limit are read and dropped (up to kDrainAllowance) so the client, still
+  // sending, gets to read the 413 instead of a reset connection.
+  std::string body;
+  size_t received = 0;
+  bool complete = reader([&](const char* data, size_t size) {
+    received += size;
+    if (received <= limit) body.append(data, size);
+    return received <= limit + kDrainAllowance;
+  });
+  if (received > limit) {
+    body_consumed = complete;
+    return too_large;
+  }
+  if (!complete) return Status::invalidArgument("the request body could not be read completely");
+  body_consumed = true;
+  return body;
+}
+
+void ApiServer::Impl::render(Result<ApiResponse> result, httplib::Response& response) const {
+  if (!result.isOk()) {
+    renderError(result.status(), response);
+    return;
+  }
+  ApiResponse& reply = result.value();
+  response.status = reply.status;
+  for (const auto& [name, value] : reply.headers) response.set_header(name, value);
+  if (!reply.stream) {
+    response.set_content(std::move(reply.body), reply.content_type);
+    return;
+  }
+  response.set_chunked_content_provider(
+      reply.content_type, [stream = std::move(reply.stream)](size_t, httplib::DataSink& sink) {
+        StreamWriter write = [&sink](std::string_view piece) {
+          return piece.empty() || sink.write(piece.data(), piece.size());
+        };
+        bool more = false;
+        try {
+          more = stream(write);
+        } catch (...) {
+          more = false;
+        }
+        if (!more) sink.done();
+        return true;
+      });
+}
+
+void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib::Response& response) const {
+  RequestTrace trace = std::move(t_trace);
+  t_trace = RequestTrace{};
+  std::chrono::duration<double> elapsed{0};
+  if (trace.started) elapsed = steady_clock::now() - trace.start;
+  char millis[32];
+  std::snprintf(millis, sizeof millis, "%.1fms", elapsed.count() * 1000.0);
+  std::string line = "tide api: " + printable(request.method) + " " + printable(request.path) + " " +
+                     std::to_string(response.status) + " " + millis;
+  if (!trace.actor.empty()) line += " actor=" + trace.actor;
+  line += "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+ApiServer::ApiServer(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
+    : impl_(std::make_unique<Impl>(std::move(options), ledger, clock)) {}
+
+ApiServer::~ApiServer() { stop(); }
+
+Status ApiServer::start() { return impl_->start(); }
+
+void ApiServer::stop() { impl_->stop(); }
+
+int ApiServer::port() const { return impl_->port(); }
+
+}  // namespace tide::api

@@ -1,0 +1,61 @@
+#pragma once
+// The embedded HTTP API (DESIGN §9): JSON over cpp-httplib, one route table (routes.h),
+// bearer-token auth with roles (auth.h), Prometheus metrics (metrics.h).
+//
+//   ledger::Ledger& ledger = ...;
+//   ApiServer server({.port = 0, .data_dir = "/var/lib/tide"}, ledger, clock);
+//   if (Status s = server.start(); !s) ...;   // binds, then serves on its own threads
+//   int port = server.port();
+//   server.stop();                             // also done by the destructor
+//
+// Thread-safety: every method may be called from any thread. Requests are served on a
+// pool owned by the server; `ledger` and `clock` must outlive it.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/core/clock.h"
+#include "host/core/status.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 7700;  // 0 = ephemeral; see ApiServer::port()
+  size_t max_body_bytes = 1 << 20;
+  bool auth_enabled = true;
+  std::vector<std::pair<std::string, std::string>> config_tokens;  // {token, role}
+  // Where the bootstrap admin token is written (<data_dir>/admin.token, mode 0600).
+  std::string data_dir;
+};
+
+class ApiServer {
+ public:
+  ApiServer(ServerOptions options, ledger::Ledger& ledger, const Clock& clock);
+  ~ApiServer();  // stop()s
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Checks the options, writes the bootstrap admin token when auth is on and no token
+  // exists anywhere (see Authenticator::bootstrap), binds, and starts serving. When it
+  // returns OK the port accepts connections. Errors: kInvalidArgument for bad options,
+  // kUnavailable when the address cannot be bound, kConflict when already started.
+  Status start();
+
+  // Stops accepting, ends long polls and event streams, waits for requests in flight.
+  // Idempotent; start() may be called again afterwards.
+  void stop();
+
+  // The bound port while started (the real one when options.port was 0), else 0.
+  int port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tide::api

@@ -1,0 +1,45 @@
+#pragma once
+// Composite read views the API serves beyond single records: the plan "show" view and a
+// meta instance with its runtime instances (and operations). Each is assembled from a
+// few list calls, not one query per row; reads are not one snapshot, so a view taken
+// while the engine works may mix moments a few milliseconds apart.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/api/handler.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::api {
+
+// CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE (DESIGN §2).
+const std::vector<std::string>& operationTypes();
+
+// Every record a list call yields, following next_after through all pages.
+template <class Record>
+Result<std::vector<Record>> listAll(ledger::Ledger& ledger,
+                                    Result<ledger::Page<Record>> (ledger::Ledger::*list)(const ledger::ListOptions&),
+                                    std::map<std::string, std::string> filters) {
+  ledger::ListOptions options;
+  options.limit = ledger::kMaxPageSize;
+  options.filters = std::move(filters);
+  std::vector<Record> all;
+  while (true) {
+    TIDE_ASSIGN_OR_RETURN(ledger::Page<Record> page, (ledger.*list)(options));
+    all.insert(all.end(), std::make_move_iterator(page.items.begin()), std::make_move_iterator(page.items.end()));
+    if (page.next_after == 0) return all;
+    options.after = page.next_after;
+  }
+}
+
+// {"plan", "deployments" (oldest first), "instance_summary" {total, running, pending,
+// failed}, "operations_summary" {TYPE: {STATE: n}} with every type and state present,
+// "instances" [{"meta_instance", "runtime_instances", "operations"}]}. Meta instances in
+// state DELETED are left out of the summary and the instances.
+Result<Json> planShowView(ledger::Ledger& ledger, const ledger::Plan& plan);
+
+// {"meta_instance", "runtime_instances"} plus "operations" when `with_operations`.
+Result<Json> instanceView(ledger::Ledger& ledger, const ledger::MetaInstance& meta_instance, bool with_operations);
+
+}  // namespace tide::api
