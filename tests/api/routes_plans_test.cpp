@@ -1,0 +1,253 @@
+// Plans (and their show view), deployments, instances and operations over HTTP.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tests/api/api_test_support.h"
+
+using namespace tide;
+using namespace tide::testing;
+
+namespace {
+
+const std::string kPlan = "nginx-deployment-plan";
+const std::string kDeployments = "/v1/plans/" + kPlan + "/deployments";
+
+void addInventoryAndPlan(ApiHarness& h) {
+  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
+}
+
+ledger::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
+  ledger::RuntimeInstance r;
+  r.meta_instance = meta_instance;
+  r.node = node;
+  r.reservation = {4, 64};
+  return r;
+}
+
+void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
+  for (const char* state : states) REQUIRE(h.ledger->setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
+}
+
+}  // namespace
+
+TEST_CASE("api: plans round trip from the MRDS deployment-plan file") {
+  ApiHarness h;
+  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  Reply created = h.post("/v1/plans", kMrdsPlan, "application/yaml");
+  REQUIRE(created.status == 201);
+  Json plan = created.json();
+  CHECK(plan["name"] == kPlan);
+  CHECK(plan["namespace"] == "nginx-namespace");
+  CHECK(plan["service_name"] == "nginx-service");
+  CHECK(plan["matching_capabilities"][0] ==
+        Json{{"type", "GPU"}, {"comparator", "GTE"}, {"names", {"nvidia-v100", "nvidia-p100"}}});
+  CHECK(plan["applications"][0]["resources"] == Json{{"cores", 4.0}, {"memory_gib", 64.0}});
+  CHECK(created.header("ETag") == "1");
+
+  // The same plan as JSON in the wire's snake_case, under another name and namespace.
+  Json other = {{"name", "web"},
+                {"namespace", "web-ns"},
+                {"service_name", "web"},
+                {"applications", {{{"payload_name", "web"}, {"resources", {{"cores", 1}, {"memory_gib", 1}}}}}}};
+  REQUIRE(h.post("/v1/plans", other.dump()).status == 201);
+
+  Json all = h.get("/v1/plans").json();
+  REQUIRE(all["items"].size() == 2);
+  Json web_only = h.get("/v1/plans?namespace=web-ns").json();
+  REQUIRE(web_only["items"].size() == 1);
+  CHECK(web_only["items"][0]["name"] == "web");
+  CHECK(h.get("/v1/plans?state=INACTIVE").json()["items"].empty());
+
+  Json before = h.everything();
+  Reply unknown_capability = h.post("/v1/plans", R"({"name":"gpu","namespace":"n","service_name":"s",
+      "matching_capabilities":[{"type":"GPU","comparator":"IN","names":["tpu-v9"]}],
+      "applications":[{"payload_name":"p","resources":{"cores":1,"memory":1}}]})");
+  CHECK(unknown_capability.status == 422);
+  CHECK(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 409);
+  Reply missing = h.post("/v1/plans", R"({"name":"half"})");
+  CHECK(missing.status == 400);
+  CHECK(missing.detailNames("namespace"));
+  CHECK(h.everything() == before);
+
+  CHECK(h.del("/v1/plans/web").status == 200);
+  CHECK(h.get("/v1/plans/web").status == 404);
+}
+
+TEST_CASE("api: deployments are added to the plan named in the path") {
+  ApiHarness h;
+  addInventoryAndPlan(h);
+
+  Reply mrds = h.post(kDeployments, kMrdsDeployment, "application/yaml", kOperatorToken);
+  REQUIRE(mrds.status == 201);
+  Json d1 = mrds.json();
+  CHECK(d1["plan"] == kPlan);
+  CHECK(d1["deployment_id"] == "deployment-1");
+  CHECK(d1["state"] == "PENDING");
+  CHECK(d1["payload_coordinates"][0]["coordinates"] == Json{{"image", "nginx:latest"}});
+
+  // Without a plan in the body, the path names it; line numbers still point at the body.
+  Json no_plan = {{"deployment_id", "deployment-2"},
+                  {"payload_coordinates", {{{"payload_name", "nginx-payload"}, {"coordinates", {{"image", "nginx:1.27"}}}}}},
+                  {"instance_count", 2}};
+  Reply json = h.post(kDeployments, no_plan.dump(), "application/json", kOperatorToken);
+  REQUIRE(json.status == 201);
+  CHECK(json.json()["plan"] == kPlan);
+  Reply yaml = h.post(kDeployments, "deployment_id: deployment-3\npayload_coordinates:\n  - payload_name: nginx-payload\n"
+                                    "    coordinates: {image: \"nginx:1.28\"}\ninstance_count: 1",
+                      "application/yaml");
+  REQUIRE(yaml.status == 201);
+
+  Json before = h.everything();
+  std::string other_plan = std::string(kMrdsDeployment);
+  other_plan.replace(other_plan.find(kPlan), kPlan.size(), "some-other-plan");
+  Reply mismatch = h.post(kDeployments, other_plan, "application/yaml");
+  CHECK(mismatch.status == 400);
+  CHECK(mismatch.detailNames("deployment_plan_name"));
+  CHECK(mismatch.json()["error"]["details"][0]["location"] == "request body:1");
+  Reply mismatch_json = h.post(kDeployments, R"({"plan":"x","deployment_id":"d9","instance_count":1,
+      "payload_coordinates":[{"payload_name":"nginx-payload","coordinates":{"image":"a"}}]})");
+  CHECK(mismatch_json.status == 400);
+  CHECK(mismatch_json.detailNames("plan"));
+  Reply bad_field = h.post(kDeployments, "deployment_id: d9\npayload_coordinates: []\ninstance_count: many\n",
+                           "application/yaml");
+  CHECK(bad_field.status == 400);
+  CHECK(bad_field.detailNames("instance_count"));
+  CHECK(bad_field.json()["error"]["message"].get<std::string>().find("request body:") == 0);
+  CHECK(h.post(kDeployments, kMrdsDeployment, "application/yaml").status == 409);
+  CHECK(h.post("/v1/plans/no-such-plan/deployments", kMrdsDeployment, "application/yaml").status == 404);
+  CHECK(h.everything() == before);
+
+  Json listed = h.get(kDeployments).json();
+  REQUIRE(listed["items"].size() == 3);
+  CHECK(listed["items"][0]["deployment_id"] == "deployment-1");
+  Json page = h.get(kDeployments + "?limit=2").json();
+  CHECK(page["items"].size() == 2);
+  CHECK(page.contains("next_after"));
+  CHECK(h.get(kDeployments + "?state=PENDING").json()["items"].size() == 3);
+  CHECK(h.get("/v1/plans/no-such-plan/deployments").status == 404);
+
+  Reply got = h.get(kDeployments + "/deployment-2");
+  REQUIRE(got.status == 200);
+  CHECK(got.json()["instance_count"] == 2);
+  CHECK(h.get(kDeployments + "/deployment-9").status == 404);
+
+  Reply stale = h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", "7"}});
+  CHECK(stale.status == 409);
+  Reply cancelled =
+      h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", got.header("ETag")}});
+  REQUIRE(cancelled.status == 200);
+  CHECK(cancelled.json()["state"] == "CANCELLED");
+  CHECK(h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken).status == 409);
+  CHECK(h.get(kDeployments + "?state=CANCELLED").json()["items"].size() == 1);
+}
+
+TEST_CASE("api: the plan show view summarises deployments, instances and operations") {
+  ApiHarness h;
+  addInventoryAndPlan(h);
+  REQUIRE(h.post(kDeployments, kMrdsDeployment, "application/yaml").status == 201);
+
+  auto meta = [&] {
+    auto created = h.ledger->createMetaInstance(kPlan, "deployment-1", "test");
+    REQUIRE(created.isOk());
+    return created->name;
+  };
+  std::string running = meta(), failed = meta(), waiting = meta(), gone = meta();
+
+  auto r1 = h.ledger->createRuntimeInstance(runtimeOn(running, "kind-worker"), "test");
+  REQUIRE(r1.isOk());
+  moveRuntime(h, r1->meta.id, {"STARTING", "RUNNING"});
+  auto r2 = h.ledger->createRuntimeInstance(runtimeOn(failed, "kind-worker2"), "test");
+  REQUIRE(r2.isOk());
+  moveRuntime(h, r2->meta.id, {"STARTING", "FAILED"});
+  REQUIRE(h.ledger->setMetaInstanceState(gone, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->setMetaInstanceState(gone, "DELETED", std::nullopt, "test").isOk());
+
+  ledger::Operation create;
+  create.type = "CREATE";
+  create.intent = "deployment-1";
+  create.meta_instance = running;
+  auto op1 = h.ledger->createOperation(create, "test");
+  REQUIRE(op1.isOk());
+  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    REQUIRE(h.ledger->setOperationState(op1->meta.id, state, std::nullopt, "test").isOk());
+  }
+  create.meta_instance = waiting;
+  REQUIRE(h.ledger->createOperation(create, "test").isOk());
+  ledger::Operation restart = create;
+  restart.type = "RESTART";
+  restart.meta_instance = failed;
+  auto op3 = h.ledger->createOperation(restart, "test");
+  REQUIRE(op3.isOk());
+  REQUIRE(h.ledger->setOperationState(op3->meta.id, "PENDING_APPROVAL", std::nullopt, "test").isOk());
+
+  Reply shown = h.get("/v1/plans/" + kPlan, kViewerToken);
+  REQUIRE(shown.status == 200);
+  CHECK(shown.header("ETag") == "1");
+  Json view = shown.json();
+  CHECK(view["plan"]["name"] == kPlan);
+  REQUIRE(view["deployments"].size() == 1);
+  CHECK(view["deployments"][0]["deployment_id"] == "deployment-1");
+  CHECK(view["instance_summary"] == Json{{"total", 3}, {"running", 1}, {"pending", 1}, {"failed", 1}});
+
+  Json summary = view["operations_summary"];
+  for (const char* type : {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"}) {
+    REQUIRE_MESSAGE(summary.contains(type), type);
+    CHECK(summary[type].size() == 8);
+  }
+  CHECK(summary["CREATE"]["SUCCEEDED"] == 1);
+  CHECK(summary["CREATE"]["PENDING"] == 1);
+  CHECK(summary["RESTART"]["PENDING_APPROVAL"] == 1);
+  CHECK(summary["DELETE"]["PENDING"] == 0);
+
+  REQUIRE(view["instances"].size() == 3);
+  Json first = view["instances"][0];
+  CHECK(first["meta_instance"]["name"] == running);
+  REQUIRE(first["runtime_instances"].size() == 1);
+  CHECK(first["runtime_instances"][0]["state"] == "RUNNING");
+  REQUIRE(first["operations"].size() == 1);
+  CHECK(first["operations"][0]["type"] == "CREATE");
+  CHECK(view["instances"][2]["meta_instance"]["name"] == waiting);
+  CHECK(view["instances"][2]["runtime_instances"].empty());
+
+  CHECK(h.get("/v1/plans/nope").status == 404);
+
+  // Instances.
+  Json instances = h.get("/v1/instances?plan=" + kPlan).json();
+  REQUIRE(instances["items"].size() == 4);
+  CHECK(instances["items"][0]["meta_instance"]["name"] == running);
+  CHECK(instances["items"][0]["runtime_instances"].size() == 1);
+  CHECK(h.get("/v1/instances?state=DELETED").json()["items"].size() == 1);
+  CHECK(h.get("/v1/instances?limit=3").json()["next_after"].is_number());
+  Reply one = h.get("/v1/instances/" + failed);
+  REQUIRE(one.status == 200);
+  CHECK(one.json()["runtime_instances"][0]["state"] == "FAILED");
+  CHECK(one.json()["operations"][0]["type"] == "RESTART");
+  CHECK_FALSE(one.header("ETag").empty());
+  CHECK(h.get("/v1/instances/nope-123").status == 404);
+
+  // Operations.
+  CHECK(h.get("/v1/operations").json()["items"].size() == 3);
+  CHECK(h.get("/v1/operations?type=CREATE").json()["items"].size() == 2);
+  CHECK(h.get("/v1/operations?state=PENDING_APPROVAL").json()["items"][0]["meta_instance"] == failed);
+  CHECK(h.get("/v1/operations?meta_instance=" + waiting).json()["items"].size() == 1);
+  CHECK(h.get("/v1/operations?plan=" + kPlan + "&limit=1").json()["items"].size() == 1);
+  Reply bad_type = h.get("/v1/operations?type=EXPLODE");
+  CHECK(bad_type.status == 400);
+  CHECK(bad_type.detailNames("type"));
+  Reply op = h.get("/v1/operations/" + std::to_string(op1->meta.id));
+  REQUIRE(op.status == 200);
+  CHECK(op.json()["state"] == "SUCCEEDED");
+  CHECK(op.header("ETag") == std::to_string(op.json()["metadata"]["generation"].get<int64_t>()));
+  CHECK(h.get("/v1/operations/999").status == 404);
+  Reply bad_id = h.get("/v1/operations/abc");
+  CHECK(bad_id.status == 400);
+  CHECK(bad_id.detailNames("id"));
+
+  // A plan with live instances cannot be deleted.
+  Json before = h.everything();
+  CHECK(h.del("/v1/plans/" + kPlan).status == 409);
+  CHECK(h.everything() == before);
+}

@@ -1,0 +1,166 @@
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "host/api/routes.h"
+#include "host/core/embedded.h"
+#include "tests/api/api_test_support.h"
+
+using namespace tide;
+using namespace tide::testing;
+
+TEST_CASE("api: server binds an ephemeral port, stops, and starts again") {
+  ApiHarness h;
+  int first = h.server->port();
+  CHECK(first > 0);
+  CHECK(h.get("/healthz", "").status == 200);
+
+  h.server->stop();
+  CHECK(h.server->port() == 0);
+  h.server->stop();  // idempotent
+
+  REQUIRE(h.server->start().isOk());
+  CHECK(h.server->port() > 0);
+  CHECK(h.get("/healthz", "").json() == Json{{"status", "ok"}});
+  CHECK(h.server->start().code() == Code::kConflict);
+}
+
+TEST_CASE("api: healthz, readyz and openapi need no token") {
+  ApiHarness h;
+  Reply health = h.get("/healthz", "");
+  CHECK(health.status == 200);
+  CHECK(health.json() == Json{{"status", "ok"}});
+  Reply ready = h.get("/readyz", "");
+  CHECK(ready.status == 200);
+  CHECK(ready.json() == Json{{"status", "ready"}});
+  Reply openapi = h.get("/v1/openapi.json", "");
+  CHECK(openapi.status == 200);
+  CHECK(openapi.json()["openapi"] == "3.0.3");
+  CHECK(h.get("/metrics", "").status == 200);
+}
+
+TEST_CASE("api: openapi.json lists exactly the routes of the route table") {
+  Json document = Json::parse(embedded::openapiDocument().front().text);
+  std::set<std::pair<std::string, std::string>> documented;
+  for (const auto& [path, operations] : document["paths"].items()) {
+    for (const auto& [method, operation] : operations.items()) {
+      std::string upper = method;
+      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+      documented.emplace(upper, path);
+      CHECK_MESSAGE(operation.contains("summary"), method << " " << path);
+    }
+  }
+  std::set<std::pair<std::string, std::string>> served;
+  for (const api::Route& route : api::routeTable()) {
+    CHECK_MESSAGE(served.emplace(std::string(route.method), std::string(route.pattern)).second,
+                  "route listed twice: " << route.method << " " << route.pattern);
+  }
+  CHECK(documented == served);
+  CHECK(document["components"]["schemas"].contains("Error"));
+}
+
+TEST_CASE("api: unknown paths and methods get the error envelope") {
+  ApiHarness h;
+  Reply missing = h.get("/v1/nope");
+  CHECK(missing.status == 404);
+  CHECK(missing.errorCode() == "not_found");
+  Reply wrong_method = h.del("/v1/nodes");
+  CHECK(wrong_method.status == 404);
+  CHECK(wrong_method.json()["error"]["message"].get<std::string>().find("GET") != std::string::npos);
+  Reply trailing = h.get("/v1/nodes/");
+  CHECK(trailing.status == 404);
+}
+
+TEST_CASE("api: a body over max_body_bytes is 413 whether Content-Length says so or not") {
+  api::ServerOptions options = testServerOptions();
+  options.max_body_bytes = 4096;
+  ApiHarness h(options);
+  Json before = h.everything();
+  std::string big = R"({"name":"big","type":"GPU","score":1,"pad":")" + std::string(8192, 'x') + "\"}";
+
+  Reply declared = h.post("/v1/capabilities", big);
+  CHECK(declared.status == 413);
+  CHECK(declared.errorCode() == "payload_too_large");
+
+  // Chunked: no Content-Length, the server counts what arrives.
+  httplib::Client c = h.client();
+  size_t sent = 0;
+  auto chunked = c.Post(
+      "/v1/capabilities",
+      [&](size_t, httplib::DataSink& sink) {
+        size_t piece = std::min<size_t>(1024, big.size() - sent);
+        sink.write(big.data() + sent, piece);
+        sent += piece;
+        if (sent == big.size()) sink.done();
+        return true;
+      },
+      "application/json");
+  REQUIRE(chunked);
+  CHECK(chunked->status == 413);
+  CHECK(toReply(chunked).errorCode() == "payload_too_large");
+
+  CHECK(h.everything() == before);
+  // Small bodies still work afterwards.
+  CHECK(h.post("/v1/capabilities", R"({"name":"small","type":"GPU"})").status == 201);
+}
+
+TEST_CASE("api: bodies must be JSON or YAML, and malformed ones name the line") {
+  ApiHarness h;
+  Json before = h.everything();
+
+  Reply form = h.post("/v1/capabilities", "name=x", "application/x-www-form-urlencoded");
+  CHECK(form.status == 400);
+  CHECK(form.detailNames("Content-Type"));
+  Reply none = h.post("/v1/capabilities", R"({"name":"x","type":"GPU"})", "");
+  CHECK(none.status == 400);
+
+  Reply bad_json = h.post("/v1/capabilities", "{\n  \"name\": \"x\",\n  \"type\": GPU\n}");
+  CHECK(bad_json.status == 400);
+  CHECK(bad_json.errorCode() == "invalid_argument");
+  CHECK(bad_json.json()["error"]["details"][0]["location"] == "request body:3");
+
+  Reply bad_yaml = h.post("/v1/capabilities", "name: x\ntype: [GPU\n", "application/yaml");
+  CHECK(bad_yaml.status == 400);
+  CHECK(bad_yaml.json()["error"]["message"].get<std::string>().find("request body:") != std::string::npos);
+
+  Reply empty = h.post("/v1/capabilities", "", "application/json");
+  CHECK(empty.status == 400);
+
+  CHECK(h.everything() == before);
+}
+
+TEST_CASE("api: a query parameter given twice is 400") {
+  ApiHarness h;
+  Reply twice = h.get("/v1/nodes?limit=1&limit=2");
+  CHECK(twice.status == 400);
+  CHECK(twice.detailNames("limit"));
+}
+
+TEST_CASE("api: /metrics counts requests by route pattern and code") {
+  ApiHarness h;
+  REQUIRE(h.post("/v1/capabilities", R"({"name":"m1","type":"GPU"})").status == 201);
+  REQUIRE(h.get("/v1/capabilities/m1").status == 200);
+  REQUIRE(h.get("/v1/capabilities/zz").status == 404);
+  REQUIRE(h.get("/v1/nope").status == 404);
+
+  Reply metrics = h.get("/metrics", "");
+  REQUIRE(metrics.status == 200);
+  CHECK(metrics.header("Content-Type").find("text/plain") == 0);
+  const std::string& text = metrics.body;
+  CHECK(text.find(R"(tide_http_requests_total{method="POST",route="/v1/capabilities",code="201"} 1)") !=
+        std::string::npos);
+  CHECK(text.find(R"(tide_http_requests_total{method="GET",route="/v1/capabilities/{name}",code="200"} 1)") !=
+        std::string::npos);
+  CHECK(text.find(R"(tide_http_requests_total{method="GET",route="/v1/capabilities/{name}",code="404"} 1)") !=
+        std::string::npos);
+  CHECK(text.find(R"(tide_http_requests_total{method="GET",route="unmatched",code="404"} 1)") != std::string::npos);
+  CHECK(text.find(R"(tide_http_request_duration_seconds_bucket{method="GET",route="/v1/capabilities/{name}",le="+Inf"} 2)") !=
+        std::string::npos);
+  CHECK(text.find(R"(tide_http_request_duration_seconds_count{method="POST",route="/v1/capabilities"} 1)") !=
+        std::string::npos);
+  CHECK(text.find("tide_events_last_seq " + std::to_string(h.lastEventSeq()) + "\n") != std::string::npos);
+}
