@@ -1,0 +1,76 @@
+#pragma once
+// The runtime driver interface (DESIGN §8). A driver turns runtime instances of the
+// ledger into real workloads on one kind of runtime (local processes, SSH hosts, ...).
+//
+// Contracts every driver keeps:
+// - Idempotent by RuntimeSpec::id / VolumeSpec::id: ensure() of something that already
+//   exists returns its status instead of creating a second one; stop()/remove() of
+//   something already stopped/gone succeed. The host may crash between any two calls and
+//   repeat them after restart.
+// - Errors are Status values: kUnavailable for transient trouble worth retrying,
+//   kInvalidArgument / kUnprocessable for specs that can never work, kNotFound from
+//   status() when the runtime has no such object.
+// - Thread-safe: the executor calls one driver from several worker threads.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/core/status.h"
+#include "host/ledger/records.h"
+
+namespace tide::drivers {
+
+using Json = ledger::Json;
+
+struct VolumeSpec {
+  std::string id;  // stable: "<meta instance>-<index>", survives relocation of the instance
+  std::string node;
+  std::string storage_class;
+  double capacity_gib = 0;
+  std::string mount_path;  // as the application sees it
+};
+
+struct VolumeRef {
+  std::string id;
+  std::string node;
+};
+
+struct RuntimeSpec {
+  std::string id;             // the runtime instance id, as text
+  std::string meta_instance;  // for names and logs
+  std::string node;
+  std::string payload_name;
+  Json coordinates = Json::object();  // {image} | {command: [...], env: {...}}
+  std::vector<ledger::Port> ports;    // declared ports; the driver assigns host ports
+  std::vector<VolumeSpec> volumes;
+  ledger::Resources resources;
+};
+
+struct RuntimeRef {
+  std::string id;
+  std::string node;
+  std::string handle;  // the driver's own handle (e.g. "pid:start-time"), may be empty
+};
+
+struct RuntimeStatus {
+  std::string state;  // PENDING | STARTING | RUNNING | STOPPED | EXITED | UNKNOWN
+  std::string handle;
+  Json ports = Json::object();  // {"tcp/80": 31080}
+  int exit_code = 0;            // for EXITED
+  std::string message;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual Status ensureVolume(const VolumeSpec& volume) = 0;
+  virtual Status removeVolume(const VolumeRef& volume) = 0;
+  virtual Result<RuntimeStatus> ensure(const RuntimeSpec& spec) = 0;  // create + start
+  virtual Status stop(const RuntimeRef& ref) = 0;
+  virtual Status remove(const RuntimeRef& ref) = 0;
+  virtual Result<RuntimeStatus> status(const RuntimeRef& ref) = 0;
+  virtual Result<std::vector<RuntimeRef>> list() = 0;  // inventory, for the observer
+};
+
+}  // namespace tide::drivers

@@ -1,0 +1,118 @@
+#include "host/cli/serve.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include "host/api/server.h"
+#include "host/config/host_config.h"
+#include "host/core/clock.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::cli {
+namespace {
+
+// "127.0.0.1:7700" → {"127.0.0.1", 7700}; port 0 asks for an ephemeral one.
+Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::invalidArgument("listen address '" + listen + "' must be HOST:PORT", {{"listen", "not HOST:PORT", ""}});
+  }
+  const std::string port_text = listen.substr(colon + 1);
+  int port = -1;
+  try {
+    size_t used = 0;
+    port = std::stoi(port_text, &used);
+    if (used != port_text.size()) port = -1;
+  } catch (const std::exception&) {
+    port = -1;
+  }
+  if (port < 0 || port > 65535) {
+    return Status::invalidArgument("listen port '" + port_text + "' must be 0..65535", {{"listen", "bad port", ""}});
+  }
+  return std::make_pair(listen.substr(0, colon), port);
+}
+
+}  // namespace
+
+int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
+  auto loaded = config::loadHostConfig(options.config_path);
+  if (!loaded.isOk()) {
+    err << "tide serve: " << loaded.status().toString() << "\n";
+    return 2;
+  }
+  config::HostConfig config = std::move(loaded).value();
+  if (!options.listen.empty()) config.listen = options.listen;
+  if (!options.data_dir.empty()) config.data_dir = options.data_dir;
+  config::finalizeHostConfig(config);
+
+  auto address = splitListen(config.listen);
+  if (!address.isOk()) {
+    err << "tide serve: " << address.status().toString() << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) {
+    err << "tide serve: cannot create data dir " << config.data_dir << ": " << ec.message() << "\n";
+    return 1;
+  }
+  ::chmod(config.data_dir.c_str(), 0700);
+
+  // Block the stop signals before any thread starts so every thread inherits the mask
+  // and only sigwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  SystemClock clock;
+  auto opened = ledger::Ledger::open(config.database, clock);
+  if (!opened.isOk()) {
+    err << "tide serve: " << opened.status().toString() << "\n";
+    return 1;
+  }
+  auto& ledger = *opened.value();
+
+  // DESIGN §2: the host checks the ledger's rules on start. A violation is reported
+  // loudly (stderr and an alarm event); the API still serves so operators can inspect.
+  if (auto violations = ledger.checkInvariants(); !violations.isOk()) {
+    err << "tide serve: invariant check failed: " << violations.status().toString() << "\n";
+    return 1;
+  } else if (!violations->empty()) {
+    for (const auto& v : *violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
+    ledger.appendEvent("alarm.invariant", "ledger", ledger::Json{{"violations", *violations}}, "host");
+  }
+
+  api::ServerOptions server_options;
+  server_options.host = address->first;
+  server_options.port = address->second;
+  server_options.max_body_bytes = config.limits.max_body_bytes;
+  server_options.auth_enabled = config.auth.enabled;
+  for (const auto& token : config.auth.tokens) server_options.config_tokens.emplace_back(token.token, token.role);
+  server_options.data_dir = config.data_dir;
+  api::ApiServer server(server_options, ledger, clock);
+  if (Status started = server.start(); !started.isOk()) {
+    err << "tide serve: " << started.toString() << "\n";
+    return 1;
+  }
+  const std::string url = "http://" + address->first + ":" + std::to_string(server.port());
+  {
+    std::ofstream addr(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc);
+    addr << url << "\n";
+  }
+  out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion()
+      << ")" << std::endl;
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
+  server.stop();
+  return 0;
+}
+
+}  // namespace tide::cli
