@@ -6,35 +6,31 @@
 
 #include <httplib.h>
 
+#include "host/api/errors.h"
+
 namespace tide::cli {
 namespace {
 
 constexpr std::string_view kScheme = "http://";
 constexpr std::chrono::seconds kConnectTimeout{5};
 
-// The HTTP status the server's errors.cpp gives each code, read backwards: used only when
-// an error response carries no envelope (a proxy, or a server that is not tide).
-Code codeForHttpStatus(int http_status) {
-  switch (http_status) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 409: return Code::kConflict;
-    case 413: return Code::kPayloadTooLarge;
-    case 422: return Code::kUnprocessable;
-    case 429: return Code::kResourceExhausted;
-    case 503: return Code::kUnavailable;
-    case 504: return Code::kDeadlineExceeded;
-    default: return Code::kInternal;
-  }
-}
+constexpr int kFirstErrorCode = static_cast<int>(Code::kInvalidArgument);
+constexpr int kLastErrorCode = static_cast<int>(Code::kInternal);
 
 std::optional<Code> codeNamed(const std::string& name) {
-  for (int c = static_cast<int>(Code::kInvalidArgument); c <= static_cast<int>(Code::kInternal); ++c) {
+  for (int c = kFirstErrorCode; c <= kLastErrorCode; ++c) {
     if (name == codeName(static_cast<Code>(c))) return static_cast<Code>(c);
   }
   return std::nullopt;
+}
+
+// The server's own mapping read backwards (the first code for a shared status), for
+// error replies without an envelope: a proxy's, or a server's that is not tide.
+Code codeForHttpStatus(int http_status) {
+  for (int c = kFirstErrorCode; c <= kLastErrorCode; ++c) {
+    if (api::httpStatusOf(static_cast<Code>(c)) == http_status) return static_cast<Code>(c);
+  }
+  return Code::kInternal;
 }
 
 std::string percentEncode(std::string_view text) {
