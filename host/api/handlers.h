@@ -2,6 +2,8 @@
 // Every route handler, by area. Each area lives in routes_<area>.cpp; the route table
 // (routes.cpp) is the only caller. See handler.h for the calling convention.
 
+#include <type_traits>
+
 #include "host/api/handler.h"
 
 namespace tide::api {

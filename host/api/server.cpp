@@ -29,7 +29,8 @@ using std::chrono::steady_clock;
 constexpr size_t kWorkerThreads = 32;
 // Long polls and event streams together; the rest of the pool stays free for requests.
 constexpr int kMaxWaitingRequests = 16;
-// How much of a body over the limit is still read (and dropped) to answer 413 cleanly.
+// How much past max_body_bytes is still read (and dropped) so that a client that is still
+// sending gets to read the error response instead of a reset connection.
 constexpr size_t kDrainAllowance = 1 << 20;
 
 // What the logger needs to know about the request being served. Set by the pre-routing
@@ -42,6 +43,10 @@ struct RequestTrace {
   bool started = false;
 };
 thread_local RequestTrace t_trace;
+
+// What became of a request's body: left in the connection, read to the end, or cut off
+// midway (the connection cannot carry another request then).
+enum class BodyState { kUnread, kRead, kBroken };
 
 std::string lowerMediaType(const std::string& header) {
   std::string type = header.substr(0, header.find(';'));
@@ -88,9 +93,13 @@ class ApiServer::Impl {
   void configure(httplib::Server& http);
   void serve(const httplib::Request& request, httplib::Response& response, const httplib::ContentReader* reader);
   Result<ApiResponse> dispatch(const httplib::Request& request, const httplib::ContentReader* reader,
-                               bool& body_consumed);
+                               BodyState& body);
   Result<std::string> readBody(const httplib::Request& request, const httplib::ContentReader& reader,
-                               bool& body_consumed) const;
+                               BodyState& body) const;
+  // Reads and drops a body no handler wanted, so a keep-alive connection stays in step.
+  BodyState drainBody(const httplib::Request& request, const httplib::ContentReader& reader) const;
+  // The declared Content-Length; nullopt when there is none or the body is chunked.
+  Result<std::optional<uint64_t>> declaredLength(const httplib::Request& request) const;
   void render(Result<ApiResponse> result, httplib::Response& response) const;
   void logRequest(const httplib::Request& request, const httplib::Response& response) const;
 
@@ -134,6 +143,10 @@ Status ApiServer::Impl::start() {
     });
     // httplib's stop() is lost if it comes before the accept loop runs; wait for it.
     while (!http->is_running() && !*listening) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!http->is_running()) {
+      listener_.join();
+      return Status::unavailable("the API server stopped right after binding " + options_.host);
+    }
     http_ = std::move(http);
     port_ = port;
     return Status::ok();
@@ -200,22 +213,23 @@ void ApiServer::Impl::configure(httplib::Server& http) {
 
 void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& response,
                             const httplib::ContentReader* reader) {
-  bool body_consumed = reader == nullptr;
+  BodyState body = reader == nullptr ? BodyState::kRead : BodyState::kUnread;
   Result<ApiResponse> result = Status::internal("no response");
   try {
-    result = dispatch(request, reader, body_consumed);
+    result = dispatch(request, reader, body);
+    if (body == BodyState::kUnread) body = drainBody(request, *reader);
   } catch (const std::exception& error) {
     result = Status::internal(std::string("unexpected error: ") + error.what());
   } catch (...) {
     result = Status::internal("unexpected error");
   }
-  // An unread body would be taken for the next request on this connection.
-  if (!body_consumed) response.set_header("Connection", "close");
+  // Whatever is left of the body would be taken for the next request.
+  if (body != BodyState::kRead) response.set_header("Connection", "close");
   render(std::move(result), response);
 }
 
 Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_request,
-                                              const httplib::ContentReader* reader, bool& body_consumed) {
+                                              const httplib::ContentReader* reader, BodyState& body) {
   RouteMatch match = matchRoute(http_request.method, http_request.path);
   if (match.route == nullptr) {
     if (match.allowed_methods.empty()) {
@@ -246,46 +260,60 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
   request.if_match = http_request.get_header_value("If-Match");
   request.last_event_id = http_request.get_header_value("Last-Event-ID");
   if (reader != nullptr) {
-    TIDE_ASSIGN_OR_RETURN(request.body, readBody(http_request, *reader, body_consumed));
+    TIDE_ASSIGN_OR_RETURN(request.body, readBody(http_request, *reader, body));
   }
   return route.handler(context_, request);
 }
 
+Result<std::optional<uint64_t>> ApiServer::Impl::declaredLength(const httplib::Request& request) const {
+  if (request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
+    return std::optional<uint64_t>();
+  }
+  if (!request.has_header("Content-Length")) return std::optional<uint64_t>(0);
+  const std::string declared = request.get_header_value("Content-Length");
+  uint64_t length = 0;
+  auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
+  if (error != std::errc() || end != declared.data() + declared.size()) {
+    return Status::invalidArgument("Content-Length '" + declared + "' is not a number");
+  }
+  return std::optional<uint64_t>(length);
+}
+
 Result<std::string> ApiServer::Impl::readBody(const httplib::Request& request, const httplib::ContentReader& reader,
-                                              bool& body_consumed) const {
+                                              BodyState& body) const {
   const size_t limit = options_.max_body_bytes;
   const Status too_large = Status::payloadTooLarge("the request body is larger than the limit of " +
                                                    std::to_string(limit) + " bytes");
-  bool chunked = request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
-  if (!chunked) {
-    if (!request.has_header("Content-Length")) {
-      body_consumed = true;  // no body at all
-      return std::string();
-    }
-    const std::string declared = request.get_header_value("Content-Length");
-    uint64_t length = 0;
-    auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
-    if (error != std::errc() || end != declared.data() + declared.size()) {
-      return Status::invalidArgument("Content-Length '" + declared + "' is not a number");
-    }
-    if (length > limit + kDrainAllowance) return too_large;
+  TIDE_ASSIGN_OR_RETURN(std::optional<uint64_t> length, declaredLength(request));
+  if (length == 0) {
+    body = BodyState::kRead;
+    return std::string();
   }
-  // Bytes past the limit are read and dropped (up to kDrainAllowance) so the client, still
-  // sending, gets to read the 413 instead of a reset connection.
-  std::string body;
+  if (length && *length > limit) return too_large;  // serve() drains what is worth draining
+  std::string text;
   size_t received = 0;
   bool complete = reader([&](const char* data, size_t size) {
     received += size;
-    if (received <= limit) body.append(data, size);
+    if (received <= limit) text.append(data, size);
     return received <= limit + kDrainAllowance;
   });
-  if (received > limit) {
-    body_consumed = complete;
-    return too_large;
-  }
+  body = complete ? BodyState::kRead : BodyState::kBroken;
+  if (received > limit) return too_large;
   if (!complete) return Status::invalidArgument("the request body could not be read completely");
-  body_consumed = true;
-  return body;
+  return text;
+}
+
+BodyState ApiServer::Impl::drainBody(const httplib::Request& request, const httplib::ContentReader& reader) const {
+  const size_t most = options_.max_body_bytes + kDrainAllowance;
+  Result<std::optional<uint64_t>> length = declaredLength(request);
+  if (!length.isOk() || (*length && **length > most)) return BodyState::kBroken;
+  if (*length == 0) return BodyState::kRead;
+  size_t received = 0;
+  bool complete = reader([&](const char*, size_t size) {
+    received += size;
+    return received <= most;
+  });
+  return complete ? BodyState::kRead : BodyState::kBroken;
 }
 
 void ApiServer::Impl::render(Result<ApiResponse> result, httplib::Response& response) const {

@@ -48,6 +48,24 @@ TEST_CASE("api: requests without a valid token are 401 and change nothing") {
   CHECK(h.everything() == before);
 }
 
+TEST_CASE("api: a refused request's body is drained so the connection carries the next one") {
+  ApiHarness h;
+  httplib::Client c = h.client("wrong-token");
+  c.set_keep_alive(true);
+  std::string body = R"({"name":"x","type":"GPU","pad":")" + std::string(20000, 'x') + "\"}";
+  for (int i = 0; i < 3; ++i) {
+    auto refused = c.Post("/v1/capabilities", body, "application/json");
+    REQUIRE(refused);
+    CHECK(refused->status == 401);
+    auto missing = c.Post("/v1/nope", body, "application/json");
+    REQUIRE(missing);
+    CHECK(missing->status == 404);
+  }
+  auto health = c.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+}
+
 TEST_CASE("api: roles are ordered viewer < operator < approver < admin") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml", kOperatorToken).status == 201);
