@@ -1,0 +1,427 @@
+#include "drivers/process/process_driver.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "drivers/process/spawn.h"
+
+namespace tide::drivers {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+constexpr auto kKillTimeout = std::chrono::seconds(5);
+// How long status() waits for the waiter to write the exit code of a process that just died.
+constexpr auto kExitCodeWait = std::chrono::seconds(1);
+constexpr double kCapacityEpsilon = 1e-9;
+
+// Host variables a workload inherits; everything else (tokens, the host's own settings)
+// stays with the host.
+constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"};
+
+Status badName(const std::string& field, const std::string& value) {
+  return Status::invalidArgument("invalid " + field,
+                                 {{field, "\"" + value + "\" is not a usable name ([A-Za-z0-9._-], not starting with '.')", ""}});
+}
+
+template <class Pred>
+bool pollUntil(Pred done, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  return true;
+}
+
+// True when nothing is bound to `port` for `protocol` on any address.
+bool portIsFree(int port, const std::string& protocol) {
+  bool tcp = protocol == "tcp";
+  int fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  // As a server would bind it: a port whose last user left TIME_WAIT behind is reusable.
+  if (tcp) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return free;
+}
+
+bool isExecutableFile(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// argv[0] as execve needs it: a path as given, or the first match on PATH.
+Result<std::string> resolveExecutable(const std::string& name, const std::string& path_variable) {
+  if (name.find('/') != std::string::npos) {
+    std::error_code ec;
+    std::string absolute = fs::absolute(name, ec).string();
+    if (ec || !isExecutableFile(absolute)) return Status::unprocessable("cannot execute " + name + ": not an executable file");
+    return absolute;
+  }
+  std::stringstream dirs(path_variable);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return Status::unprocessable("cannot execute " + name + ": not found on PATH");
+}
+
+std::string handleOf(const ProcessIdentity& workload) {
+  return "pid:" + std::to_string(workload.pid) + ":" + std::to_string(workload.start_time);
+}
+
+Json portsJson(const std::map<std::string, int>& ports) {
+  Json out = Json::object();
+  for (const auto& [key, host_port] : ports) out[key] = host_port;
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOptions options) {
+  if (options.state_dir.empty()) return Status::invalidArgument("process driver: state_dir is empty");
+  if (options.volume_root.empty()) return Status::invalidArgument("process driver: volume_root is empty");
+  if (options.port_range_start < 1 || options.port_range_end > 65535 ||
+      options.port_range_start > options.port_range_end) {
+    return Status::invalidArgument("process driver: bad port range [" + std::to_string(options.port_range_start) + ", " +
+                                   std::to_string(options.port_range_end) + "]");
+  }
+  std::error_code ec;
+  options.volume_root = fs::absolute(options.volume_root, ec).lexically_normal().string();
+  if (ec) return Status::internal("bad volume root: " + ec.message());
+  TIDE_ASSIGN_OR_RETURN(StateStore store, StateStore::open(options.state_dir));
+  return std::unique_ptr<ProcessDriver>(new ProcessDriver(std::move(options), std::move(store)));
+}
+
+ProcessDriver::ProcessDriver(ProcessDriverOptions options, StateStore store)
+    : options_(std::move(options)), store_(std::move(store)) {}
+
+std::shared_ptr<std::mutex> ProcessDriver::instanceMutex(const std::string& id) {
+  std::lock_guard<std::mutex> lock(instance_mus_mu_);
+  std::shared_ptr<std::mutex>& mu = instance_mus_[id];
+  if (!mu) mu = std::make_shared<std::mutex>();
+  return mu;
+}
+
+// --- volumes ------------------------------------------------------------------------
+
+Status ProcessDriver::ensureVolume(const VolumeSpec& volume) {
+  if (!isSafeName(volume.id)) return badName("volume.id", volume.id);
+  if (!isSafeName(volume.node)) return badName("volume.node", volume.node);
+  if (!isSafeName(volume.storage_class)) return badName("volume.storage_class", volume.storage_class);
+  if (!(volume.capacity_gib >= 0)) return Status::invalidArgument("volume " + volume.id + ": capacity_gib must be >= 0");
+
+  std::lock_guard<std::mutex> lock(store_mu_);
+  StateStore::Lock file_lock = store_.lock();
+  TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> existing, store_.loadVolume(volume.node, volume.id));
+  std::error_code ec;
+  if (existing) {
+    if (existing->storage_class != volume.storage_class ||
+        std::fabs(existing->capacity_gib - volume.capacity_gib) > kCapacityEpsilon) {
+      return Status::conflict("volume " + volume.id + " on node " + volume.node + " exists as " +
+                              std::to_string(existing->capacity_gib) + " GiB of " + existing->storage_class);
+    }
+    fs::create_directories(existing->path, ec);
+    if (ec) return Status::internal("cannot create " + existing->path + ": " + ec.message());
+    return Status::ok();
+  }
+
+  if (options_.node_volumes) {
+    double declared = 0;
+    for (const ledger::LocalVolume& local : options_.node_volumes(volume.node)) {
+      if (local.storage_class == volume.storage_class) declared += local.capacity_gib;
+    }
+    TIDE_ASSIGN_OR_RETURN(std::vector<VolumeRecord> on_node, store_.volumesOn(volume.node));
+    double used = 0;
+    for (const VolumeRecord& other : on_node) {
+      if (other.storage_class == volume.storage_class) used += other.capacity_gib;
+    }
+    if (used + volume.capacity_gib > declared + kCapacityEpsilon) {
+      std::ostringstream message;
+      message << "node " << volume.node << " has " << (declared - used) << " GiB of storage class "
+              << volume.storage_class << " left (" << declared << " declared), volume " << volume.id << " needs "
+              << volume.capacity_gib;
+      return Status::unprocessable(message.str());
+    }
+  }
+
+  // The record first: a crash after it leaves accounted space without a directory, which
+  // the next ensureVolume creates, never a directory nobody accounts for.
+  VolumeRecord record{volume.id, volume.node, volume.storage_class, volume.capacity_gib,
+                      (fs::path(options_.volume_root) / volume.node / volume.storage_class / volume.id).string()};
+  TIDE_RETURN_IF_ERROR(store_.saveVolume(record));
+  fs::create_directories(record.path, ec);
+  if (ec) {
+    store_.removeVolume(volume.node, volume.id);
+    return Status::internal("cannot create " + record.path + ": " + ec.message());
+  }
+  return Status::ok();
+}
+
+Status ProcessDriver::removeVolume(const VolumeRef& volume) {
+  if (!isSafeName(volume.id)) return badName("volume.id", volume.id);
+  if (!isSafeName(volume.node)) return badName("volume.node", volume.node);
+  std::lock_guard<std::mutex> lock(store_mu_);
+  StateStore::Lock file_lock = store_.lock();
+  TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> record, store_.loadVolume(volume.node, volume.id));
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  if (record) {
+    dirs.emplace_back(record->path);
+  } else {
+    // No accounting (a crash between the two steps of ensureVolume): look in every class.
+    fs::path node_dir = fs::path(options_.volume_root) / volume.node;
+    for (fs::directory_iterator it(node_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      dirs.push_back(it->path() / volume.id);
+    }
+  }
+  for (const fs::path& dir : dirs) {
+    fs::remove_all(dir, ec);
+    if (ec) return Status::internal("cannot remove " + dir.string() + ": " + ec.message());
+  }
+  return store_.removeVolume(volume.node, volume.id);
+}
+
+Result<std::vector<MountedVolume>> ProcessDriver::mountVolumes(const RuntimeSpec& spec) {
+  std::vector<MountedVolume> mounted;
+  for (VolumeSpec volume : spec.volumes) {
+    if (volume.node.empty()) volume.node = spec.node;
+    TIDE_RETURN_IF_ERROR(ensureVolume(volume));
+    TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> record, store_.loadVolume(volume.node, volume.id));
+    if (!record) return Status::unavailable("volume " + volume.id + " vanished while starting " + spec.id);
+    mounted.push_back({volume.id, volume.mount_path, record->path});
+  }
+  return mounted;
+}
+
+// --- instances ----------------------------------------------------------------------
+
+Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec& spec,
+                                                              const std::map<std::string, int>& kept) const {
+  std::set<int> taken;
+  for (const std::string& id : store_.instanceIds()) {
+    if (id == spec.id) continue;
+    Result<std::optional<InstanceRecord>> other = store_.loadInstance(id);
+    if (!other.isOk() || !other.value()) continue;  // an unreadable record's ports still fail the bind test
+    for (const auto& [key, host_port] : (*other)->ports) taken.insert(host_port);
+  }
+  std::map<std::string, int> ports;
+  for (const ledger::Port& port : spec.ports) {
+    std::string key = portKey(port);
+    std::string protocol = key.substr(0, key.find('/'));
+    if ((protocol != "tcp" && protocol != "udp") || port.port < 1 || port.port > 65535) {
+      return Status::invalidArgument("invalid port", {{"ports", "bad declared port " + port.protocol + " " +
+                                                                    std::to_string(port.port), ""}});
+    }
+    if (ports.count(key) != 0) continue;
+    if (auto it = kept.find(key); it != kept.end()) {
+      ports[key] = it->second;
+      taken.insert(it->second);
+      continue;
+    }
+    int chosen = 0;
+    for (int candidate = options_.port_range_start; candidate <= options_.port_range_end; ++candidate) {
+      if (taken.count(candidate) == 0 && portIsFree(candidate, protocol)) {
+        chosen = candidate;
+        break;
+      }
+    }
+    if (chosen == 0) {
+      return Status::resourceExhausted("no free host port in [" + std::to_string(options_.port_range_start) + ", " +
+                                       std::to_string(options_.port_range_end) + "] for " + spec.id);
+    }
+    ports[key] = chosen;
+    taken.insert(chosen);
+  }
+  return ports;
+}
+
+Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
+  if (!isSafeName(spec.id)) return badName("id", spec.id);
+  if (!isSafeName(spec.node)) return badName("node", spec.node);
+  std::shared_ptr<std::mutex> instance_mu = instanceMutex(spec.id);
+  std::lock_guard<std::mutex> instance_lock(*instance_mu);
+
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> previous, store_.loadInstance(spec.id));
+  if (previous && isRunning(previous->workload)) {
+    if (previous->stop_requested) {
+      previous->stop_requested = false;
+      TIDE_RETURN_IF_ERROR(store_.saveInstance(*previous));
+    }
+    return describe(*previous);
+  }
+  if (previous) {
+    // Whatever the last run left in its process group must not hold its ports now.
+    TIDE_RETURN_IF_ERROR(terminate(previous->workload, std::chrono::milliseconds(0)));
+  }
+
+  TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, mountVolumes(spec));
+  InstanceRecord record = previous.value_or(InstanceRecord{});
+  record.id = spec.id;
+  record.node = spec.node;
+  record.cluster = options_.cluster;
+  record.meta_instance = spec.meta_instance;
+  record.volumes = volumes;
+
+  Launch launch;
+  {
+    // Assigning ports and saving the record that holds them is one step for every driver
+    // over this state dir.
+    std::lock_guard<std::mutex> lock(store_mu_);
+    StateStore::Lock file_lock = store_.lock();
+    TIDE_ASSIGN_OR_RETURN(record.ports, assignPorts(spec, previous ? previous->ports : std::map<std::string, int>{}));
+    LaunchContext context{options_.tide_binary, spec.meta_instance, spec.id, spec.node, record.ports, {}};
+    for (const MountedVolume& volume : volumes) context.volumes[volume.mount_path] = volume.host_path;
+    TIDE_ASSIGN_OR_RETURN(launch, buildLaunch(spec.coordinates, options_.image_catalog, context));
+    TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
+  }
+  auto forgetIfNew = [&](Status status) {
+    if (!previous) store_.removeInstance(spec.id);
+    return status;
+  };
+
+  std::map<std::string, std::string> env;
+  for (const char* name : kInheritedEnv) {
+    if (const char* value = std::getenv(name)) env[name] = value;
+  }
+  for (const auto& [name, value] : launch.env) env[name] = value;
+  auto path_variable = env.find("PATH");
+  Result<std::string> executable =
+      resolveExecutable(launch.argv.front(), path_variable != env.end() ? path_variable->second : "/usr/bin:/bin");
+  if (!executable.isOk()) return forgetIfNew(executable.status());
+
+  SpawnRequest request{*executable, launch.argv, {}, store_.logPath(spec.id), store_.exitPath(spec.id)};
+  for (const auto& [name, value] : env) request.env.push_back(name + "=" + value);
+  Result<SpawnedProcess> spawned = spawnDetached(request);
+  if (!spawned.isOk()) return forgetIfNew(spawned.status().withPrefix("starting " + spec.id));
+
+  record.workload = spawned->workload;
+  record.waiter = spawned->waiter;
+  record.argv = launch.argv;
+  record.env_names.clear();
+  for (const auto& [name, value] : launch.env) record.env_names.push_back(name);
+  record.stop_requested = false;
+  ++record.starts;
+  TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
+  return describe(record);
+}
+
+Status ProcessDriver::terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const {
+  if (workload.pid <= 0 || !ownsGroup(workload)) return Status::ok();
+  pid_t group = workload.pid;
+  auto gone = [group] { return !groupHasLiveMembers(group); };
+  if (gone()) return Status::ok();
+  kill(-group, SIGTERM);
+  if (grace.count() > 0 && pollUntil(gone, grace)) return Status::ok();
+  kill(-group, SIGKILL);
+  if (pollUntil(gone, kKillTimeout)) return Status::ok();
+  return Status::unavailable("process group " + std::to_string(group) + " survived SIGKILL");
+}
+
+Status ProcessDriver::stopLocked(const std::string& id) {
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, store_.loadInstance(id));
+  if (!record) return Status::ok();
+  if (!record->stop_requested) {
+    // Recorded before signalling, so an exit seen after a host crash mid-stop still reads STOPPED.
+    record->stop_requested = true;
+    TIDE_RETURN_IF_ERROR(store_.saveInstance(*record));
+  }
+  return terminate(record->workload, options_.stop_grace);
+}
+
+Status ProcessDriver::stop(const RuntimeRef& ref) {
+  if (!isSafeName(ref.id)) return badName("id", ref.id);
+  std::shared_ptr<std::mutex> instance_mu = instanceMutex(ref.id);
+  std::lock_guard<std::mutex> instance_lock(*instance_mu);
+  return stopLocked(ref.id);
+}
+
+Status ProcessDriver::remove(const RuntimeRef& ref) {
+  if (!isSafeName(ref.id)) return badName("id", ref.id);
+  std::shared_ptr<std::mutex> instance_mu = instanceMutex(ref.id);
+  std::lock_guard<std::mutex> instance_lock(*instance_mu);
+  TIDE_RETURN_IF_ERROR(stopLocked(ref.id));
+  std::lock_guard<std::mutex> lock(store_mu_);
+  StateStore::Lock file_lock = store_.lock();
+  return store_.removeInstance(ref.id);
+}
+
+Result<RuntimeStatus> ProcessDriver::status(const RuntimeRef& ref) {
+  if (!isSafeName(ref.id)) return badName("id", ref.id);
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, store_.loadInstance(ref.id));
+  if (!record) return Status::notFound("no process instance " + ref.id);
+  return describe(*record);
+}
+
+RuntimeStatus ProcessDriver::describe(const InstanceRecord& record) const {
+  RuntimeStatus status;
+  status.handle = handleOf(record.workload);
+  status.ports = portsJson(record.ports);
+  if (isRunning(record.workload)) {
+    status.state = "RUNNING";
+    status.message = "pid " + std::to_string(record.workload.pid);
+    return status;
+  }
+  std::optional<int> code = store_.readExitCode(record.id);
+  if (!code && isRunning(record.waiter)) {
+    pollUntil([&] { return (code = store_.readExitCode(record.id)).has_value() || !isRunning(record.waiter); },
+              kExitCodeWait);
+    if (!code) code = store_.readExitCode(record.id);
+  }
+  status.state = record.stop_requested ? "STOPPED" : "EXITED";
+  status.exit_code = code.value_or(-1);
+  if (record.workload.pid <= 0) {
+    status.message = "never started";
+  } else if (code) {
+    status.message = (record.stop_requested ? "stopped, exit code " : "exited with code ") + std::to_string(*code);
+  } else {
+    status.message = "exited, exit code unknown";
+  }
+  return status;
+}
+
+Result<std::vector<RuntimeRef>> ProcessDriver::list() {
+  std::vector<RuntimeRef> refs;
+  for (const std::string& id : store_.instanceIds()) {
+    Result<std::optional<InstanceRecord>> record = store_.loadInstance(id);
+    if (!record.isOk() || !record.value()) continue;  // vanished or unreadable meanwhile
+    const InstanceRecord& r = **record;
+    if (!options_.cluster.empty() && r.cluster != options_.cluster) continue;
+    refs.push_back({r.id, r.node, handleOf(r.workload)});
+  }
+  return refs;
+}
+
+Result<std::string> ProcessDriver::readLog(const std::string& runtime_id, size_t max_bytes) const {
+  if (!isSafeName(runtime_id)) return badName("id", runtime_id);
+  std::ifstream in(store_.logPath(runtime_id), std::ios::binary);
+  if (!in) return Status::notFound("no log for instance " + runtime_id);
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string text(size - start, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+}  // namespace tide::drivers

@@ -1,0 +1,102 @@
+#pragma once
+// The `process` driver (DESIGN §8): every node of a process cluster is a logical node on
+// this machine, and every runtime instance is a local process tree.
+//
+// - A process runs in a session and process group of its own, detached from the host
+//   (spawn.h), so it survives a host restart. stdout and stderr are appended to
+//   <state dir>/logs/<runtime id>.log.
+// - Each instance has a record under <state dir>/instances (state_store.h). A new driver
+//   over the same state dir re-adopts every instance; a pid counts as the instance's only
+//   while /proc/<pid>/stat shows the recorded start time, so a reused pid is never signalled.
+// - Declared ports get host ports from the configured range, unique among all records of
+//   the state dir, checked free by binding before first use, and kept across restarts.
+// - Volumes are directories <volume root>/<node>/<storage class>/<volume id>/ with
+//   capacity accounting against the node's declared local volumes.
+//
+// Status states: RUNNING; STOPPED (exited after stop()); EXITED (exited on its own, with
+// its exit code: the status it returned, 128 + signal when killed, -1 when unknown).
+// Thread-safe. Calls for one runtime id are serialised; stop() may block for the grace period.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "drivers/driver.h"
+#include "drivers/process/launch.h"
+#include "drivers/process/state_store.h"
+
+namespace tide::drivers {
+
+// The local volumes a node declares (ledger::Node::local_volumes), by node name.
+using NodeVolumesFn = std::function<std::vector<ledger::LocalVolume>(const std::string& node)>;
+
+struct ProcessDriverOptions {
+  std::string state_dir;    // e.g. <data_dir>/process
+  std::string volume_root;  // e.g. <data_dir>/volumes
+  int port_range_start = 30000;
+  int port_range_end = 32767;
+  ImageCatalog image_catalog;
+  std::string tide_binary;  // what {{tide}} stands for
+  std::chrono::milliseconds stop_grace{10000};  // SIGTERM → SIGKILL
+  NodeVolumesFn node_volumes;  // unset: volumes are not limited by capacity
+  // When set, records carry it and list() reports only this cluster's instances, so two
+  // process clusters sharing a state dir do not see each other's instances as orphans.
+  std::string cluster;
+};
+
+class ProcessDriver final : public Driver {
+ public:
+  // Creates the state directories. kInvalidArgument for a bad port range or empty dirs,
+  // kInternal when the directories cannot be created.
+  static Result<std::unique_ptr<ProcessDriver>> create(ProcessDriverOptions options);
+
+  // Idempotent by (node, id). kUnprocessable when the node's declared capacity of the
+  // storage class left over by its other volumes is smaller than requested; kConflict when
+  // the id exists with another storage class or capacity.
+  Status ensureVolume(const VolumeSpec& volume) override;
+  // Deletes the directory and its accounting. Idempotent.
+  Status removeVolume(const VolumeRef& volume) override;
+
+  // Running: its status. Recorded but exited: started again with the same host ports.
+  // Unknown: ports assigned, volumes ensured, started. Errors: kInvalidArgument for bad
+  // coordinates, kUnprocessable for an unknown image or a command that cannot be
+  // executed, kResourceExhausted when the port range is full.
+  Result<RuntimeStatus> ensure(const RuntimeSpec& spec) override;
+  // SIGTERM to the process group, SIGKILL after the grace period. Idempotent; kUnavailable
+  // when the group survives SIGKILL.
+  Status stop(const RuntimeRef& ref) override;
+  // stop(), then forget the instance and release its ports. The log stays. Idempotent.
+  Status remove(const RuntimeRef& ref) override;
+  // kNotFound for an id without a record.
+  Result<RuntimeStatus> status(const RuntimeRef& ref) override;
+  // Every recorded instance (of `cluster`, when set), sorted by id.
+  Result<std::vector<RuntimeRef>> list() override;
+
+  // The last `max_bytes` of the instance's log (kept after remove). kNotFound when there
+  // is no log.
+  Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes) const;
+
+ private:
+  ProcessDriver(ProcessDriverOptions options, StateStore store);
+
+  std::shared_ptr<std::mutex> instanceMutex(const std::string& id);
+  // REQUIRES: store_mu_ and the store's file lock are held.
+  Result<std::map<std::string, int>> assignPorts(const RuntimeSpec& spec, const std::map<std::string, int>& kept) const;
+  Result<std::vector<MountedVolume>> mountVolumes(const RuntimeSpec& spec);
+  Status stopLocked(const std::string& id);  // REQUIRES: the id's instance mutex is held
+  Status terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const;
+  RuntimeStatus describe(const InstanceRecord& record) const;
+
+  const ProcessDriverOptions options_;
+  const StateStore store_;
+  std::mutex store_mu_;  // with store_.lock(): read-modify-write of records across ids
+  std::mutex instance_mus_mu_;
+  std::map<std::string, std::shared_ptr<std::mutex>> instance_mus_;  // per runtime id
+};
+
+}  // namespace tide::drivers

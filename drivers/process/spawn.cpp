@@ -1,0 +1,284 @@
+#include "drivers/process/spawn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace tide::drivers {
+namespace {
+
+// What the waiter tells the host through a pipe, in one write (atomic: < PIPE_BUF).
+struct Report {
+  int64_t workload_pid = 0;
+  int64_t workload_start = 0;
+  int64_t waiter_pid = 0;
+  int64_t waiter_start = 0;
+  int64_t fork_errno = 0;
+};
+
+constexpr auto kExecReportTimeout = std::chrono::seconds(10);
+constexpr auto kWaiterExitTimeout = std::chrono::seconds(2);
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Moves `fd` above the standard streams so dup2 onto 0..2 in the workload cannot clobber it.
+int aboveStdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  return moved;
+}
+
+bool makePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;
+  read_end.reset(aboveStdio(fds[0]));
+  write_end.reset(aboveStdio(fds[1]));
+  return read_end.get() >= 0 && write_end.get() >= 0;
+}
+
+// --- async-signal-safe helpers, used between fork and exec/_exit ---------------------
+
+void writeAll(int fd, const void* data, size_t size) {
+  const char* at = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = write(fd, at, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    at += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+// Closes every descriptor from 3 up except those in `keep`.
+void closeAllExcept(std::array<int, 4> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned int next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned int>(fd) > next) close_range(next, static_cast<unsigned int>(fd) - 1, 0);
+    next = static_cast<unsigned int>(fd) + 1;
+  }
+  close_range(next, ~0U, 0);
+}
+
+// Default dispositions and an empty mask: the host's handlers and blocked signals must not
+// leak into the waiter or the workload.
+void resetSignals() {
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &fallback, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+size_t formatCode(int code, char* out) {
+  char digits[16];
+  size_t n = 0;
+  bool negative = code < 0;
+  unsigned int value = negative ? static_cast<unsigned int>(-static_cast<int64_t>(code)) : static_cast<unsigned int>(code);
+  do {
+    digits[n++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0);
+  size_t at = 0;
+  if (negative) out[at++] = '-';
+  while (n > 0) out[at++] = digits[--n];
+  out[at++] = '\n';
+  return at;
+}
+
+struct ChildPlan {
+  const char* executable;
+  char* const* argv;
+  char* const* envp;
+  const char* exit_path;
+  const char* exit_tmp_path;
+  int report_fd;
+  int exec_fd;
+  int log_fd;
+  int null_fd;
+};
+
+[[noreturn]] void runWorkload(const ChildPlan& plan) {
+  setsid();
+  resetSignals();
+  dup2(plan.null_fd, 0);
+  dup2(plan.log_fd, 1);
+  dup2(plan.log_fd, 2);
+  execve(plan.executable, plan.argv, plan.envp);
+  int error = errno;
+  writeAll(plan.exec_fd, &error, sizeof(error));
+  _exit(127);
+}
+
+[[noreturn]] void runWaiter(const ChildPlan& plan) {
+  setsid();
+  resetSignals();
+  Report report;
+  pid_t workload = fork();
+  if (workload == 0) runWorkload(plan);
+  if (workload < 0) {
+    report.fork_errno = errno;
+    writeAll(plan.report_fd, &report, sizeof(report));
+    _exit(1);
+  }
+  // The workload cannot vanish before we reap it, so its /proc entry is readable here.
+  std::optional<ProcStat> workload_stat = readProcStat(workload);
+  std::optional<ProcStat> own_stat = readProcStat(getpid());
+  report.workload_pid = workload;
+  report.workload_start = workload_stat ? static_cast<int64_t>(workload_stat->start_time) : 0;
+  report.waiter_pid = getpid();
+  report.waiter_start = own_stat ? static_cast<int64_t>(own_stat->start_time) : 0;
+  writeAll(plan.report_fd, &report, sizeof(report));
+  close(plan.report_fd);
+  close(plan.exec_fd);
+  close(plan.log_fd);
+  close(plan.null_fd);
+
+  int status = 0;
+  while (waitpid(workload, &status, 0) < 0) {
+    if (errno != EINTR) _exit(1);
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  char text[24];
+  size_t length = formatCode(code, text);
+  int fd = open(plan.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    writeAll(fd, text, length);
+    fsync(fd);
+    close(fd);
+    rename(plan.exit_tmp_path, plan.exit_path);
+  }
+  _exit(0);
+}
+
+[[noreturn]] void runIntermediate(const ChildPlan& plan) {
+  closeAllExcept({plan.report_fd, plan.exec_fd, plan.log_fd, plan.null_fd});
+  pid_t waiter = fork();
+  if (waiter == 0) runWaiter(plan);
+  if (waiter < 0) {
+    Report report;
+    report.fork_errno = errno;
+    writeAll(plan.report_fd, &report, sizeof(report));
+  }
+  _exit(0);
+}
+
+// --- host side ---------------------------------------------------------------------
+
+size_t readFully(int fd, void* data, size_t size) {
+  char* at = static_cast<char*>(data);
+  size_t got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, at + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+// The errno of a failed exec, 0 once exec succeeded (the pipe closed on exec). A workload
+// that neither execs nor exits within the timeout is taken as started.
+int awaitExec(int fd) {
+  auto deadline = std::chrono::steady_clock::now() + kExecReportTimeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return 0;
+    pollfd poll_fd{fd, POLLIN, 0};
+    int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return 0;
+    int error = 0;
+    return readFully(fd, &error, sizeof(error)) == sizeof(error) ? error : 0;
+  }
+}
+
+std::string errnoText(int error) { return std::strerror(error); }
+
+}  // namespace
+
+Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
+  if (request.argv.empty()) return Status::invalidArgument("empty argv");
+  Fd report_read, report_write, exec_read, exec_write;
+  if (!makePipe(report_read, report_write) || !makePipe(exec_read, exec_write)) {
+    return Status::unavailable("cannot create pipes: " + errnoText(errno));
+  }
+  Fd log(aboveStdio(open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)));
+  if (log.get() < 0) return Status::internal("cannot open log " + request.log_path + ": " + errnoText(errno));
+  Fd null(aboveStdio(open("/dev/null", O_RDWR | O_CLOEXEC)));
+  if (null.get() < 0) return Status::internal("cannot open /dev/null: " + errnoText(errno));
+
+  std::vector<char*> argv;
+  for (const std::string& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& entry : request.env) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+  std::string exit_tmp_path = request.exit_path + ".tmp";
+  unlink(request.exit_path.c_str());
+
+  ChildPlan plan{request.executable.c_str(), argv.data(), envp.data(), request.exit_path.c_str(),
+                 exit_tmp_path.c_str(), report_write.get(), exec_write.get(), log.get(), null.get()};
+  pid_t intermediate = fork();
+  if (intermediate < 0) return Status::unavailable("fork: " + errnoText(errno));
+  if (intermediate == 0) runIntermediate(plan);
+
+  report_write.reset();
+  exec_write.reset();
+  log.reset();
+  null.reset();
+  while (waitpid(intermediate, nullptr, 0) < 0 && errno == EINTR) {
+  }
+
+  Report report;
+  if (readFully(report_read.get(), &report, sizeof(report)) != sizeof(report)) {
+    return Status::unavailable("the process waiter exited before reporting");
+  }
+  if (report.fork_errno != 0) return Status::unavailable("fork: " + errnoText(static_cast<int>(report.fork_errno)));
+
+  SpawnedProcess spawned;
+  spawned.workload = {static_cast<pid_t>(report.workload_pid), static_cast<uint64_t>(report.workload_start)};
+  spawned.waiter = {static_cast<pid_t>(report.waiter_pid), static_cast<uint64_t>(report.waiter_start)};
+
+  if (int error = awaitExec(exec_read.get()); error != 0) {
+    // The waiter records the failed workload's exit; let it finish so no exit file
+    // appears after the caller has cleaned up.
+    auto deadline = std::chrono::steady_clock::now() + kWaiterExitTimeout;
+    while (isRunning(spawned.waiter) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    unlink(request.exit_path.c_str());
+    return Status::unprocessable("cannot execute " + request.executable + ": " + errnoText(error));
+  }
+  return spawned;
+}
+
+}  // namespace tide::drivers

@@ -1,0 +1,37 @@
+#pragma once
+// Starting a workload that outlives the host. The host forks a short-lived child that
+// forks the *waiter* and exits at once (so nothing becomes a zombie of the host); the
+// waiter starts a session of its own, forks the *workload* (which starts its own session
+// and process group too, then execs), waits for it, and writes its exit code to a file.
+// Neither process depends on the host, so both survive a host restart.
+//
+//   host ── fork ──> child (exits) ── fork ──> waiter (setsid) ── fork ──> workload (setsid, exec)
+
+#include <string>
+#include <vector>
+
+#include "drivers/process/proc_stat.h"
+#include "host/core/status.h"
+
+namespace tide::drivers {
+
+struct SpawnRequest {
+  std::string executable;         // absolute path, already resolved
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "NAME=value"
+  std::string log_path;           // stdout and stderr, appended
+  std::string exit_path;          // the waiter writes "<code>\n" here (via a temp file + rename)
+};
+
+struct SpawnedProcess {
+  ProcessIdentity workload;  // leads its own session and process group
+  ProcessIdentity waiter;
+};
+
+// Starts the workload. Exit code written to exit_path: the status it exited with, or
+// 128 + the signal that killed it. Errors: kUnprocessable when exec fails (the message
+// names the executable and errno), kUnavailable when fork or pipes fail, kInternal when
+// the log cannot be opened. Thread-safe; after fork only async-signal-safe calls are made.
+Result<SpawnedProcess> spawnDetached(const SpawnRequest& request);
+
+}  // namespace tide::drivers

@@ -1,0 +1,244 @@
+#include "drivers/process/state_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tide::drivers {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+Json toJson(const InstanceRecord& r) {
+  Json volumes = Json::array();
+  for (const MountedVolume& v : r.volumes) {
+    volumes.push_back({{"id", v.id}, {"mount_path", v.mount_path}, {"host_path", v.host_path}});
+  }
+  return Json{{"id", r.id},
+              {"node", r.node},
+              {"cluster", r.cluster},
+              {"meta_instance", r.meta_instance},
+              {"pid", r.workload.pid},
+              {"start_time", r.workload.start_time},
+              {"waiter_pid", r.waiter.pid},
+              {"waiter_start_time", r.waiter.start_time},
+              {"argv", r.argv},
+              {"env_names", r.env_names},
+              {"ports", r.ports},
+              {"volumes", volumes},
+              {"stop_requested", r.stop_requested},
+              {"starts", r.starts}};
+}
+
+// Throws nlohmann::json::exception on a malformed record; the callers catch it.
+InstanceRecord instanceFromJson(const Json& j) {
+  InstanceRecord r;
+  r.id = j.at("id").get<std::string>();
+  r.node = j.value("node", "");
+  r.cluster = j.value("cluster", "");
+  r.meta_instance = j.value("meta_instance", "");
+  r.workload = {j.value("pid", 0), j.value("start_time", uint64_t{0})};
+  r.waiter = {j.value("waiter_pid", 0), j.value("waiter_start_time", uint64_t{0})};
+  r.argv = j.value("argv", std::vector<std::string>{});
+  r.env_names = j.value("env_names", std::vector<std::string>{});
+  r.ports = j.value("ports", std::map<std::string, int>{});
+  for (const Json& v : j.value("volumes", Json::array())) {
+    r.volumes.push_back({v.value("id", ""), v.value("mount_path", ""), v.value("host_path", "")});
+  }
+  r.stop_requested = j.value("stop_requested", false);
+  r.starts = j.value("starts", 0);
+  return r;
+}
+
+Json toJson(const VolumeRecord& r) {
+  return Json{{"id", r.id},
+              {"node", r.node},
+              {"storage_class", r.storage_class},
+              {"capacity_gib", r.capacity_gib},
+              {"path", r.path}};
+}
+
+VolumeRecord volumeFromJson(const Json& j) {
+  return {j.at("id").get<std::string>(), j.value("node", ""), j.value("storage_class", ""),
+          j.value("capacity_gib", 0.0), j.value("path", "")};
+}
+
+Result<std::optional<Json>> readJson(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec) && !ec) return std::optional<Json>();
+  std::ifstream in(path);
+  if (!in) return Status::internal("cannot read " + path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  Json parsed = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return Status::internal("corrupt state file " + path.string());
+  return std::optional<Json>(std::move(parsed));
+}
+
+// Temp file + fsync + rename, so a reader sees the old or the new record, never half.
+Status writeAtomically(const fs::path& path, const std::string& text) {
+  static std::atomic<uint64_t> counter{0};
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::internal("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int error = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return Status::internal("cannot write " + tmp.string() + ": " + std::strerror(error));
+    }
+    done += static_cast<size_t>(n);
+  }
+  fsync(fd);
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    unlink(tmp.c_str());
+    return Status::internal("cannot rename " + tmp.string() + ": " + std::strerror(error));
+  }
+  return Status::ok();
+}
+
+Status removeFile(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+  if (ec) return Status::internal("cannot remove " + path.string() + ": " + ec.message());
+  return Status::ok();
+}
+
+std::vector<fs::path> filesWithExtension(const fs::path& dir, const std::string& extension) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == extension) out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+bool isSafeName(const std::string& name) {
+  if (name.empty() || name.front() == '.' || name.size() > 200) return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+Result<StateStore> StateStore::open(const std::string& state_dir) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(state_dir, ec);
+  if (ec) return Status::internal("bad state dir " + state_dir + ": " + ec.message());
+  for (const char* sub : {"instances", "logs", "volumes"}) {
+    fs::create_directories(dir / sub, ec);
+    if (ec) return Status::internal("cannot create " + (dir / sub).string() + ": " + ec.message());
+  }
+  return StateStore(dir.lexically_normal().string());
+}
+
+StateStore::Lock::~Lock() {
+  if (fd_ >= 0) close(fd_);  // closing the descriptor releases the flock
+}
+
+StateStore::Lock StateStore::lock() const {
+  // A descriptor of its own per call: flock excludes other open file descriptions, which
+  // covers other threads of this process as well as other processes.
+  int fd = ::open((fs::path(dir_) / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  return Lock(fd);
+}
+
+std::string StateStore::logPath(const std::string& id) const { return (fs::path(dir_) / "logs" / (id + ".log")).string(); }
+
+std::string StateStore::exitPath(const std::string& id) const {
+  return (fs::path(dir_) / "instances" / (id + ".exit")).string();
+}
+
+Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string& id) const {
+  fs::path path = fs::path(dir_) / "instances" / (id + ".json");
+  TIDE_ASSIGN_OR_RETURN(std::optional<Json> json, readJson(path));
+  if (!json) return std::optional<InstanceRecord>();
+  try {
+    return std::optional<InstanceRecord>(instanceFromJson(*json));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::internal("corrupt state file " + path.string() + ": " + e.what());
+  }
+}
+
+Status StateStore::saveInstance(const InstanceRecord& record) const {
+  return writeAtomically(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n");
+}
+
+Status StateStore::removeInstance(const std::string& id) const {
+  TIDE_RETURN_IF_ERROR(removeFile(exitPath(id)));
+  return removeFile(fs::path(dir_) / "instances" / (id + ".json"));
+}
+
+std::vector<std::string> StateStore::instanceIds() const {
+  std::vector<std::string> ids;
+  for (const fs::path& path : filesWithExtension(fs::path(dir_) / "instances", ".json")) {
+    ids.push_back(path.stem().string());
+  }
+  return ids;
+}
+
+std::optional<int> StateStore::readExitCode(const std::string& id) const {
+  std::ifstream in(exitPath(id));
+  int code = 0;
+  if (!(in >> code)) return std::nullopt;
+  return code;
+}
+
+Result<std::optional<VolumeRecord>> StateStore::loadVolume(const std::string& node, const std::string& id) const {
+  fs::path path = fs::path(dir_) / "volumes" / node / (id + ".json");
+  TIDE_ASSIGN_OR_RETURN(std::optional<Json> json, readJson(path));
+  if (!json) return std::optional<VolumeRecord>();
+  try {
+    return std::optional<VolumeRecord>(volumeFromJson(*json));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::internal("corrupt volume record " + path.string() + ": " + e.what());
+  }
+}
+
+Status StateStore::saveVolume(const VolumeRecord& record) const {
+  fs::path dir = fs::path(dir_) / "volumes" / record.node;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::internal("cannot create " + dir.string() + ": " + ec.message());
+  return writeAtomically(dir / (record.id + ".json"), toJson(record).dump(2) + "\n");
+}
+
+Status StateStore::removeVolume(const std::string& node, const std::string& id) const {
+  return removeFile(fs::path(dir_) / "volumes" / node / (id + ".json"));
+}
+
+Result<std::vector<VolumeRecord>> StateStore::volumesOn(const std::string& node) const {
+  std::vector<VolumeRecord> out;
+  for (const fs::path& path : filesWithExtension(fs::path(dir_) / "volumes" / node, ".json")) {
+    TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> record, loadVolume(node, path.stem().string()));
+    if (record) out.push_back(std::move(*record));
+  }
+  return out;
+}
+
+}  // namespace tide::drivers

@@ -1,0 +1,99 @@
+#pragma once
+// The process driver's memory on disk, under its state dir:
+//   instances/<runtime id>.json   one record per instance (written via temp file + rename)
+//   instances/<runtime id>.exit   the exit code, written by the instance's waiter
+//   logs/<runtime id>.log         stdout + stderr of the instance, kept after remove
+//   volumes/<node>/<volume id>.json  capacity accounting of each volume directory
+//   lock                          flock'ed around read-modify-write of the records, so
+//                                 several drivers (or hosts) over one state dir agree
+// Records are the only truth: a new driver over the same dir re-adopts everything.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drivers/process/proc_stat.h"
+#include "host/core/status.h"
+
+namespace tide::drivers {
+
+struct MountedVolume {
+  std::string id;
+  std::string mount_path;
+  std::string host_path;
+};
+
+struct InstanceRecord {
+  std::string id;
+  std::string node;
+  std::string cluster;  // the cluster whose driver created it; scopes list()
+  std::string meta_instance;
+  ProcessIdentity workload;  // pid 0 until the first start succeeded
+  ProcessIdentity waiter;
+  std::vector<std::string> argv;
+  std::vector<std::string> env_names;  // names only: values may be secrets
+  std::map<std::string, int> ports;    // "tcp/80" → host port
+  std::vector<MountedVolume> volumes;
+  bool stop_requested = false;  // stop()/remove() asked for the exit: STOPPED, not EXITED
+  int starts = 0;
+};
+
+struct VolumeRecord {
+  std::string id;
+  std::string node;
+  std::string storage_class;
+  double capacity_gib = 0;
+  std::string path;
+};
+
+// True for names usable as one path component: [A-Za-z0-9._-], not starting with '.'.
+bool isSafeName(const std::string& name);
+
+// Thread-safe: every call touches files only; callers serialise read-modify-write
+// sequences with lock().
+class StateStore {
+ public:
+  // Creates the directories. kInternal when that fails.
+  static Result<StateStore> open(const std::string& state_dir);
+
+  // An exclusive flock on <state dir>/lock, released by the destructor. Blocks.
+  class Lock {
+   public:
+    explicit Lock(int fd) : fd_(fd) {}
+    Lock(Lock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    Lock& operator=(Lock&&) = delete;
+    ~Lock();
+
+   private:
+    int fd_;
+  };
+  Lock lock() const;
+
+  const std::string& dir() const { return dir_; }
+  std::string logPath(const std::string& id) const;
+  std::string exitPath(const std::string& id) const;
+
+  // nullopt when there is no record; kInternal when it cannot be read or parsed.
+  Result<std::optional<InstanceRecord>> loadInstance(const std::string& id) const;
+  Status saveInstance(const InstanceRecord& record) const;
+  Status removeInstance(const std::string& id) const;  // record and exit file; the log stays
+  std::vector<std::string> instanceIds() const;         // sorted
+  // The code in the exit file, nullopt when the waiter has not written one.
+  std::optional<int> readExitCode(const std::string& id) const;
+
+  Result<std::optional<VolumeRecord>> loadVolume(const std::string& node, const std::string& id) const;
+  Status saveVolume(const VolumeRecord& record) const;
+  Status removeVolume(const std::string& node, const std::string& id) const;
+  // Every volume record of `node`; kInternal when one cannot be read (capacity accounting
+  // fails closed rather than ignore a volume).
+  Result<std::vector<VolumeRecord>> volumesOn(const std::string& node) const;
+
+ private:
+  explicit StateStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+};
+
+}  // namespace tide::drivers

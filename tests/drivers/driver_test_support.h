@@ -1,0 +1,160 @@
+#pragma once
+// Fixtures for driver tests: a temporary directory, a process driver over it that kills
+// every process group it started when the test ends, and polling helpers (tests wait for
+// outcomes with generous bounds instead of sleeping).
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "drivers/process/proc_stat.h"
+#include "drivers/process/process_driver.h"
+
+namespace tide::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tide-driver-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+template <class Pred>
+bool eventually(Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+inline std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The text of a file once it ends with a newline (written completely), or "" on timeout.
+inline std::string awaitLine(const std::string& path) {
+  std::string text;
+  eventually([&] {
+    text = readText(path);
+    return !text.empty() && text.back() == '\n';
+  });
+  return text;
+}
+
+// Alive and not a zombie (orphans may linger as zombies when pid 1 does not reap).
+inline bool processAlive(pid_t pid) {
+  std::optional<drivers::ProcStat> stat = drivers::readProcStat(pid);
+  return stat && stat->state != 'Z' && stat->state != 'X';
+}
+
+// "pid:<pid>:<start time>" → identity.
+inline drivers::ProcessIdentity parseHandle(const std::string& handle) {
+  drivers::ProcessIdentity identity;
+  unsigned long long start = 0;
+  int pid = 0;
+  if (std::sscanf(handle.c_str(), "pid:%d:%llu", &pid, &start) == 2) identity = {pid, start};
+  return identity;
+}
+
+// A TCP port that was free a moment ago.
+inline int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A process driver over a fresh state dir. The destructor SIGKILLs the process group of
+// every instance still recorded there, so no test leaves processes behind.
+struct ProcessDriverFixture {
+  TempDir dir;
+  drivers::ProcessDriverOptions options;
+  std::unique_ptr<drivers::ProcessDriver> driver;
+
+  explicit ProcessDriverFixture(int port_start = 0, int port_count = 50) {
+    if (port_start == 0) port_start = freePort();
+    options.state_dir = dir.file("process");
+    options.volume_root = dir.file("volumes");
+    options.port_range_start = port_start;
+    options.port_range_end = port_start + port_count - 1;
+    options.stop_grace = std::chrono::milliseconds(2000);
+    options.tide_binary = TIDE_BINARY;
+    reopen();
+  }
+
+  void reopen() {
+    auto created = drivers::ProcessDriver::create(options);
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    driver = std::move(created).value();
+  }
+
+  std::unique_ptr<drivers::ProcessDriver> another() const {
+    auto created = drivers::ProcessDriver::create(options);
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    return std::move(created).value();
+  }
+
+  ~ProcessDriverFixture() {
+    drivers::ProcessDriverOptions every_cluster = options;
+    every_cluster.cluster.clear();
+    auto all = drivers::ProcessDriver::create(every_cluster);
+    if (!all.isOk()) return;
+    auto refs = (*all)->list();
+    if (!refs.isOk()) return;
+    for (const drivers::RuntimeRef& ref : *refs) {
+      drivers::ProcessIdentity identity = parseHandle(ref.handle);
+      if (identity.pid > 0 && drivers::ownsGroup(identity)) kill(-identity.pid, SIGKILL);
+    }
+  }
+
+  drivers::RuntimeSpec command(const std::string& id, const std::string& shell_script) const {
+    drivers::RuntimeSpec spec;
+    spec.id = id;
+    spec.meta_instance = "web-" + id;
+    spec.node = "node-a";
+    spec.payload_name = "web";
+    spec.coordinates = {{"command", {"/bin/sh", "-c", shell_script}}};
+    return spec;
+  }
+
+  std::string stateOf(const std::string& id) const {
+    auto status = driver->status({id, "node-a", ""});
+    return status.isOk() ? status->state : std::string(codeName(status.status().code()));
+  }
+};
+
+}  // namespace tide::testing

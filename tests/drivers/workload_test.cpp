@@ -1,0 +1,188 @@
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "drivers/process/workload.h"
+#include "tests/drivers/driver_test_support.h"
+
+using namespace tide;
+using namespace tide::drivers;
+using namespace tide::testing;
+
+namespace {
+
+// Runs runWorkload in a forked child (until `tide workload` is a subcommand every test can
+// exec) and kills it when the test ends.
+class WorkloadProcess {
+ public:
+  explicit WorkloadProcess(WorkloadOptions options, const std::string& instance = "") : port_(freePort()) {
+    options.listen = "127.0.0.1:" + std::to_string(port_);
+    std::fflush(nullptr);  // or the child flushes a copy of the parent's buffered output
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      if (!instance.empty()) setenv("TIDE_INSTANCE", instance.c_str(), 1);
+      _exit(runWorkload(options));
+    }
+  }
+  ~WorkloadProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  WorkloadProcess(const WorkloadProcess&) = delete;
+  WorkloadProcess& operator=(const WorkloadProcess&) = delete;
+
+  httplib::Client client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(2);
+    client.set_read_timeout(5);
+    return client;
+  }
+
+  // The body of GET `path` once it answers, "" if it never does.
+  std::string await(const std::string& path, int* status = nullptr) {
+    std::string body;
+    eventually([&] {
+      httplib::Client c = client();
+      auto reply = c.Get(path.c_str());
+      if (!reply) return false;
+      body = reply->body;
+      if (status != nullptr) *status = reply->status;
+      return true;
+    });
+    return body;
+  }
+
+  // The exit status once the process ends, -1 if it does not within the bound.
+  int awaitExit() {
+    int status = 0;
+    bool ended = eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; });
+    if (!ended) return -1;
+    pid_ = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  int port_;
+  pid_t pid_ = 0;
+};
+
+// True once `tide workload` is a subcommand: a workload told to crash at once exits 3.
+bool tideHasWorkloadCommand() {
+  pid_t pid = 0;
+  char arg0[] = "tide";
+  char arg1[] = "workload";
+  char arg2[] = "--listen";
+  char arg3[] = "127.0.0.1:0";
+  char arg4[] = "--crash-after";
+  char arg5[] = "0";
+  char* argv[] = {arg0, arg1, arg2, arg3, arg4, arg5, nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  int spawned = posix_spawn(&pid, TIDE_BINARY, &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return false;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 3;
+}
+
+}  // namespace
+
+TEST_CASE("driver: workload serves /healthz, /version and / and exits 0 on SIGTERM") {
+  WorkloadOptions options;
+  options.version = "v2";
+  options.message = "hello";
+  WorkloadProcess workload(options, "web-1");
+  int status = 0;
+  CHECK(workload.await("/healthz", &status) == "ok");
+  CHECK(status == 200);
+  CHECK(workload.await("/version") == "v2");
+  CHECK(workload.await("/") == "tide-workload version=v2 instance=web-1 message=hello\n");
+
+  kill(workload.pid(), SIGTERM);
+  CHECK(workload.awaitExit() == 0);
+}
+
+TEST_CASE("driver: workload health follows --healthy-after and --fail-health-after") {
+  WorkloadOptions starting;
+  starting.healthy_after_seconds = 3600;
+  WorkloadProcess slow(starting);
+  int status = 0;
+  CHECK(slow.await("/healthz", &status) == "starting");
+  CHECK(status == 503);
+
+  WorkloadOptions failing;
+  failing.fail_health_after_seconds = 0;
+  WorkloadProcess sick(failing);
+  CHECK(sick.await("/healthz", &status) == "failing");
+  CHECK(status == 500);
+  CHECK(sick.await("/version") == "v1");
+}
+
+TEST_CASE("driver: workload exits 3 after --crash-after") {
+  WorkloadOptions options;
+  options.crash_after_seconds = 0.2;
+  WorkloadProcess workload(options);
+  CHECK(workload.awaitExit() == 3);
+}
+
+TEST_CASE("driver: workload command line refuses bad flags") {
+  char arg0[] = "workload";
+  char listen[] = "--listen";
+  char bad_address[] = "no-port-here";
+  char* missing_listen[] = {arg0, nullptr};
+  CHECK(runWorkloadCli(1, missing_listen) != 0);
+  char* malformed[] = {arg0, listen, bad_address, nullptr};
+  CHECK(runWorkloadCli(3, malformed) == 1);
+  char crash[] = "--crash-after";
+  char negative[] = "-1";
+  char address[] = "127.0.0.1:0";
+  char* negative_crash[] = {arg0, listen, address, crash, negative, nullptr};
+  CHECK(runWorkloadCli(5, negative_crash) != 0);
+}
+
+TEST_CASE("driver: process driver runs the built-in workload from the image catalog") {
+  if (!tideHasWorkloadCommand()) {
+    MESSAGE("`tide workload` is not wired into the CLI yet; skipping the end-to-end check");
+    return;
+  }
+  ProcessDriverFixture f;
+  f.options.image_catalog = {{"tide-workload:*",
+                              {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}", "--version",
+                               "{{image.tag}}"}}};
+  f.reopen();
+  RuntimeSpec spec = f.command("1", "");
+  spec.coordinates = {{"image", "tide-workload:v9"}};
+  spec.ports = {{"TCP", 80}};
+  auto started = f.driver->ensure(spec);
+  REQUIRE_MESSAGE(started.isOk(), started.status().toString());
+  httplib::Client client("127.0.0.1", started->ports.at("tcp/80").get<int>());
+  client.set_connection_timeout(2);
+  std::string version;
+  CHECK(eventually([&] {
+    auto reply = client.Get("/version");
+    if (reply) version = reply->body;
+    return reply && reply->status == 200;
+  }));
+  CHECK(version == "v9");
+  auto root = client.Get("/");
+  REQUIRE(root);
+  CHECK(root->body.find("instance=web-1") != std::string::npos);
+
+  REQUIRE(f.driver->stop({"1", "node-a", ""}).isOk());
+  auto stopped = f.driver->status({"1", "node-a", ""});
+  REQUIRE(stopped.isOk());
+  CHECK(stopped->state == "STOPPED");
+  CHECK(stopped->exit_code == 0);
+}
