@@ -1,0 +1,232 @@
+#include "drivers/fault/fault_driver.h"
+
+#include <array>
+#include <utility>
+
+namespace tide::drivers {
+namespace {
+
+constexpr std::array kCalls = {DriverCall::kEnsureVolume, DriverCall::kRemoveVolume, DriverCall::kEnsure,
+                               DriverCall::kStop,         DriverCall::kRemove,       DriverCall::kStatus,
+                               DriverCall::kList};
+
+// A double in [0, 1) from the top 53 bits: the same on every standard library, unlike
+// std::uniform_real_distribution.
+double unitInterval(std::mt19937_64& random) { return static_cast<double>(random() >> 11) * 0x1.0p-53; }
+
+class ConfigReader {
+ public:
+  explicit ConfigReader(const Json& config) : config_(config) {}
+
+  void problem(const std::string& key, const std::string& message) {
+    details_.push_back({"driver_config." + key, message, ""});
+  }
+
+  void rate(const char* key, double& out) {
+    if (!config_.contains(key)) return;
+    const Json& v = config_[key];
+    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1) return problem(key, "must be a number in [0, 1]");
+    out = v.get<double>();
+  }
+
+  std::optional<std::chrono::milliseconds> delay(const Json& v) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFaultDelay.count()) return std::nullopt;
+    return std::chrono::milliseconds(v.get<int64_t>());
+  }
+
+  const std::vector<ErrorDetail>& details() const { return details_; }
+
+ private:
+  const Json& config_;
+  std::vector<ErrorDetail> details_;
+};
+
+}  // namespace
+
+const char* driverCallName(DriverCall call) {
+  switch (call) {
+    case DriverCall::kEnsureVolume: return "ensure_volume";
+    case DriverCall::kRemoveVolume: return "remove_volume";
+    case DriverCall::kEnsure: return "ensure";
+    case DriverCall::kStop: return "stop";
+    case DriverCall::kRemove: return "remove";
+    case DriverCall::kStatus: return "status";
+    case DriverCall::kList: return "list";
+  }
+  return "unknown";
+}
+
+Result<FaultOptions> parseFaultOptions(const Json& config) {
+  FaultOptions options;
+  if (!config.is_object()) {
+    return Status::invalidArgument("fault driver: bad driver_config",
+                                   {{"driver_config", "must be an object naming the inner driver: {\"inner\": \"process\"}", ""}});
+  }
+  ConfigReader r(config);
+  const std::string bounds = "an integer of milliseconds in [0, " + std::to_string(kMaxFaultDelay.count()) + "]";
+
+  for (const auto& [key, value] : config.items()) {
+    static const std::set<std::string> kKnown = {"inner",    "inner_config", "seed",    "error_rate", "lost_reply_rate",
+                                                 "latency_ms", "hang_rate",  "hang_ms", "calls"};
+    if (kKnown.count(key) == 0) r.problem(key, "unknown key");
+  }
+  if (!config.contains("inner") || !config["inner"].is_string() || config["inner"].get<std::string>().empty()) {
+    r.problem("inner", "must name the wrapped driver kind, e.g. \"process\"");
+  } else {
+    options.inner = config["inner"].get<std::string>();
+  }
+  if (config.contains("inner_config")) {
+    if (config["inner_config"].is_object()) {
+      options.inner_config = config["inner_config"];
+    } else {
+      r.problem("inner_config", "must be an object");
+    }
+  }
+  if (config.contains("seed")) {
+    const Json& seed = config["seed"];
+    if (seed.is_number_unsigned() || (seed.is_number_integer() && seed.get<int64_t>() >= 0)) {
+      options.seed = seed.get<uint64_t>();
+    } else {
+      r.problem("seed", "must be a non-negative integer");
+    }
+  }
+  r.rate("error_rate", options.error_rate);
+  r.rate("lost_reply_rate", options.lost_reply_rate);
+  r.rate("hang_rate", options.hang_rate);
+  if (config.contains("latency_ms")) {
+    const Json& latency = config["latency_ms"];
+    if (auto single = r.delay(latency)) {
+      options.latency_min = options.latency_max = *single;
+    } else if (latency.is_array() && latency.size() == 2 && r.delay(latency[0]) && r.delay(latency[1]) &&
+               *r.delay(latency[0]) <= *r.delay(latency[1])) {
+      options.latency_min = *r.delay(latency[0]);
+      options.latency_max = *r.delay(latency[1]);
+    } else {
+      r.problem("latency_ms", "must be [min, max] (min <= max) or one value, each " + bounds);
+    }
+  }
+  if (config.contains("hang_ms")) {
+    if (auto hang = r.delay(config["hang_ms"])) {
+      options.hang = *hang;
+    } else {
+      r.problem("hang_ms", "must be " + bounds);
+    }
+  }
+  if (config.contains("calls")) {
+    const Json& calls = config["calls"];
+    if (!calls.is_array() || calls.empty()) {
+      r.problem("calls", "must be a non-empty list of call names (omit it for every call)");
+    } else {
+      for (size_t i = 0; i < calls.size(); ++i) {
+        bool known = false;
+        for (DriverCall call : kCalls) {
+          if (calls[i].is_string() && calls[i].get<std::string>() == driverCallName(call)) {
+            options.calls.insert(call);
+            known = true;
+          }
+        }
+        if (!known) {
+          r.problem("calls[" + std::to_string(i) + "]",
+                    "unknown call; known: ensure_volume, remove_volume, ensure, stop, remove, status, list");
+        }
+      }
+    }
+  }
+  if (!r.details().empty()) return Status::invalidArgument("fault driver: bad driver_config", r.details());
+  return options;
+}
+
+FaultDriver::FaultDriver(std::unique_ptr<Driver> inner, FaultOptions options)
+    : inner_(std::move(inner)), options_(std::move(options)), random_(options_.seed) {}
+
+FaultDriver::Draw FaultDriver::draw(DriverCall call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!options_.calls.empty() && options_.calls.count(call) == 0) return {};
+  // Every affected call consumes the same four numbers, whatever its fate, so the fate of
+  // the n-th call depends only on the seed and n.
+  double hang = unitInterval(random_);
+  double error = unitInterval(random_);
+  double lost = unitInterval(random_);
+  uint64_t spread = static_cast<uint64_t>((options_.latency_max - options_.latency_min).count()) + 1;
+  Draw d;
+  d.latency = options_.latency_min + std::chrono::milliseconds(random_() % spread);
+  d.fate = hang < options_.hang_rate     ? Fate::kHang
+           : error < options_.error_rate ? Fate::kError
+           : lost < options_.lost_reply_rate ? Fate::kLostReply
+                                             : Fate::kPass;
+  ++counts_.calls;
+  if (d.fate == Fate::kHang) ++counts_.hangs;
+  if (d.fate == Fate::kError) ++counts_.errors;
+  if (d.fate == Fate::kLostReply) ++counts_.lost_replies;
+  return d;
+}
+
+void FaultDriver::sleepFor(std::chrono::milliseconds duration) {
+  if (duration.count() <= 0) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t seen = interrupts_;
+  wake_.wait_for(lock, duration, [&] { return interrupts_ != seen; });
+}
+
+void FaultDriver::interrupt() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++interrupts_;
+  }
+  wake_.notify_all();
+}
+
+FaultCounts FaultDriver::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+template <class R, class Call>
+R FaultDriver::inject(DriverCall call, Call&& inner_call) {
+  Draw d = draw(call);
+  sleepFor(d.latency);
+  std::string name = driverCallName(call);
+  switch (d.fate) {
+    case Fate::kPass:
+      return inner_call();
+    case Fate::kError:
+      return Status::unavailable("fault: injected error in " + name);
+    case Fate::kLostReply:
+      inner_call();
+      return Status::unavailable("fault: reply of " + name + " lost");
+    case Fate::kHang:
+      sleepFor(options_.hang);
+      return Status::deadlineExceeded("fault: " + name + " hung for " + std::to_string(options_.hang.count()) + " ms");
+  }
+  return inner_call();
+}
+
+Status FaultDriver::ensureVolume(const VolumeSpec& volume) {
+  return inject<Status>(DriverCall::kEnsureVolume, [&] { return inner_->ensureVolume(volume); });
+}
+
+Status FaultDriver::removeVolume(const VolumeRef& volume) {
+  return inject<Status>(DriverCall::kRemoveVolume, [&] { return inner_->removeVolume(volume); });
+}
+
+Result<RuntimeStatus> FaultDriver::ensure(const RuntimeSpec& spec) {
+  return inject<Result<RuntimeStatus>>(DriverCall::kEnsure, [&] { return inner_->ensure(spec); });
+}
+
+Status FaultDriver::stop(const RuntimeRef& ref) {
+  return inject<Status>(DriverCall::kStop, [&] { return inner_->stop(ref); });
+}
+
+Status FaultDriver::remove(const RuntimeRef& ref) {
+  return inject<Status>(DriverCall::kRemove, [&] { return inner_->remove(ref); });
+}
+
+Result<RuntimeStatus> FaultDriver::status(const RuntimeRef& ref) {
+  return inject<Result<RuntimeStatus>>(DriverCall::kStatus, [&] { return inner_->status(ref); });
+}
+
+Result<std::vector<RuntimeRef>> FaultDriver::list() {
+  return inject<Result<std::vector<RuntimeRef>>>(DriverCall::kList, [&] { return inner_->list(); });
+}
+
+}  // namespace tide::drivers

@@ -1,0 +1,51 @@
+#pragma once
+// Which driver runs a cluster: one explicit table from driver kind ("process", "fault")
+// to a factory. Adding a driver means adding a row in registry.cpp, nothing else.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drivers/driver.h"
+#include "drivers/process/launch.h"
+#include "drivers/process/process_driver.h"
+
+namespace tide::drivers {
+
+// What the factories get from the host besides the cluster's own driver_config.
+struct DriverContext {
+  std::string data_dir;     // process state lives in <data_dir>/process
+  std::string volume_root;  // empty: <data_dir>/volumes
+  int port_range_start = 30000;
+  int port_range_end = 32767;
+  ImageCatalog image_catalog;
+  std::string tide_binary;
+  NodeVolumesFn node_volumes;
+  std::string cluster;  // the cluster being built, scopes list() of process drivers
+};
+
+using DriverFactory = Result<std::unique_ptr<Driver>> (*)(const Json& driver_config, const DriverContext& context);
+
+struct DriverKind {
+  std::string_view kind;
+  std::string_view summary;
+  DriverFactory factory;
+};
+
+// Every kind tide can build, in a fixed order.
+const std::vector<DriverKind>& driverKinds();
+
+// A driver of `kind` configured by `driver_config` (null or an object). kInvalidArgument
+// for an unknown kind (the message lists the known ones) or a bad driver_config (details
+// name the field); what the factory returns otherwise.
+Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& driver_config,
+                                           const DriverContext& context);
+
+// The last `max_bytes` of a runtime instance's log, for `tide logs`: looks through fault
+// drivers to the driver underneath. kUnprocessable when that driver keeps no logs.
+Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes);
+
+}  // namespace tide::drivers
