@@ -8,6 +8,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/serve.h"
+#include "drivers/process/workload.h"
 
 namespace tide::cli {
 namespace {
@@ -42,6 +43,12 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   serve_command->add_option("--listen", serve.listen, "HOST:PORT to serve the API on (default 127.0.0.1:7700)");
   serve_command->add_option("--data-dir", serve.data_dir, "where the ledger, logs and admin token live (default ./.tide)");
 
+  // `tide workload ...` is parsed by the workload itself (drivers/process/workload.h).
+  CLI::App* workload_command =
+      app.add_subcommand("workload", "Run the built-in demo HTTP service (/healthz, /version); see --help")
+          ->prefix_command();
+  workload_command->set_help_flag();
+
   Verbs verbs;
   addInventoryCommands(app, verbs);
   addDeploymentCommands(app, verbs);
@@ -54,6 +61,13 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }
   if (serve_command->parsed()) return runServe(serve, out, err);
+  if (workload_command->parsed()) {
+    std::vector<std::string> args = workload_command->remaining();
+    args.insert(args.begin(), "workload");
+    std::vector<char*> workload_argv;
+    for (auto& arg : args) workload_argv.push_back(arg.data());
+    return drivers::runWorkloadCli(static_cast<int>(workload_argv.size()), workload_argv.data());
+  }
   if (!verbs.chosen()) return 0;
 
   // Verbs return their errors as values; an exception here is a bug or an unexpected
