@@ -95,9 +95,8 @@ int osTime(lua_State* L) {
 
 int osDate(lua_State* L) {
   const char* format = luaL_optstring(L, 1, "%c");
-  const std::time_t t = lua_isnoneornil(L, 2)
-                            ? epochSeconds(LuaState::from(L).clock().now())
-                            : static_cast<std::time_t>(luaL_checknumber(L, 2));
+  const std::time_t t = lua_isnoneornil(L, 2) ? epochSeconds(LuaState::from(L).clock().now())
+                                              : static_cast<std::time_t>(luaL_checknumber(L, 2));
   if (*format == '!') ++format;  // always UTC
   if (format[0] == '*' && format[1] == 't') {
     pushTimeTable(L, TimePoint(std::chrono::seconds(t)));

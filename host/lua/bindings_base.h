@@ -2,7 +2,8 @@
 // The sandbox's own versions of base-library functions whose originals reach outside the
 // state or are not reproducible: print (to the state's log sink), os.time/os.date/os.clock
 // (UTC, from the state's injected Clock), math.random/math.randomseed (a per-call seeded
-// generator), xpcall (whose handler must stay under the deadline). sandbox.cpp decides which names scripts see; this file only implements them.
+// generator), xpcall (whose handler must stay under the deadline). sandbox.cpp decides
+// which names scripts see; this file only implements them.
 
 #include <lua.hpp>
 

@@ -14,7 +14,6 @@
 #include <string_view>
 
 #include <lua.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "host/core/status.h"

@@ -72,8 +72,8 @@ struct LuaLimits {
 
 // One line written by a script through print() or ctx.log.*.
 struct LogRecord {
-  std::string level;    // info | warn | error
-  std::string where;    // "policies/x.lua:12"
+  std::string level;  // info | warn | error
+  std::string where;  // "policies/x.lua:12"
   std::string message;
   Json fields = nullptr;
 };

@@ -33,7 +33,8 @@ bool matchesState(const Json& op, const Json& filter, TimePoint) {
            state == "RUNNING";
   }
   if (wanted->is_string()) return state == wanted->get<std::string>();
-  if (wanted->is_array()) return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
+  if (wanted->is_array())
+    return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
   return false;
 }
 
@@ -55,11 +56,14 @@ bool failedRecently(const Json& op, const Json& filter, TimePoint now) {
 SnapshotDataSource::SnapshotDataSource(Json fixture, const Clock& clock)
     : fixture_(fixture.is_object() ? std::move(fixture) : Json::object()), clock_(clock) {}
 
-Result<int64_t> SnapshotDataSource::countOperations(
-    const char* fixed_answer, const Json& filter,
-    bool (*state_matches)(const Json& op, const Json& filter, TimePoint now)) {
+Result<int64_t> SnapshotDataSource::countOperations(const char* fixed_answer, const Json& filter,
+                                                    bool (*state_matches)(const Json& op,
+                                                                          const Json& filter,
+                                                                          TimePoint now)) {
   if (auto it = fixture_.find(fixed_answer); it != fixture_.end()) {
-    if (!it->is_number()) return Status::invalidArgument(std::string("ctx fixture '") + fixed_answer + "' must be a number");
+    if (!it->is_number())
+      return Status::invalidArgument(std::string("ctx fixture '") + fixed_answer +
+                                     "' must be a number");
     return it->get<int64_t>();
   }
   int64_t n = 0;

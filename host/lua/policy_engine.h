@@ -42,7 +42,7 @@ struct PolicyDecision {
 struct Evaluation {
   Outcome outcome = Outcome::kPendingApproval;
   std::string summary;
-  bool overridable = false;  // REJECTED by soft denies only
+  bool overridable = false;               // REJECTED by soft denies only
   std::vector<PolicyDecision> decisions;  // applicable policies, by name
   std::vector<LogRecord> logs;            // what the policies logged
   uint64_t script_set_version = 0;
@@ -56,7 +56,8 @@ void to_json(Json& j, const Evaluation& evaluation);
 class PolicyEngine {
  public:
   // `scripts` and `clock` must outlive the engine.
-  PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock, PolicyEngineOptions options = {});
+  PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
+               PolicyEngineOptions options = {});
   ~PolicyEngine();
 
   // `op` is the snapshot documented in docs/lua.md; `data` answers ctx.* for this call.

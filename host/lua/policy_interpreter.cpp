@@ -57,17 +57,18 @@ Json normalizeOp(const Json& op) {
   return out;
 }
 
-PolicyInterpreter::PolicyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state)
+PolicyInterpreter::PolicyInterpreter(std::shared_ptr<const ScriptSet> set,
+                                     std::unique_ptr<LuaState> state)
     : set_(std::move(set)), state_(std::move(state)) {}
 
-Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared_ptr<const ScriptSet> set,
-                                                                     const LuaLimits& limits,
-                                                                     const Clock& clock) {
+Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(
+    std::shared_ptr<const ScriptSet> set, const LuaLimits& limits, const Clock& clock) {
   LuaStateOptions options;
   options.limits = limits;
   options.clock = &clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<LuaState> state, LuaState::create(std::move(options)));
-  std::unique_ptr<PolicyInterpreter> interpreter(new PolicyInterpreter(std::move(set), std::move(state)));
+  std::unique_ptr<PolicyInterpreter> interpreter(
+      new PolicyInterpreter(std::move(set), std::move(state)));
   PolicyInterpreter* self = interpreter.get();
   self->state_->setLogSink([self](const LogRecord& record) {
     if (!self->logs_) return;
@@ -114,8 +115,10 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     out.verdict = Verdict::kManual;
     out.error_class = e.error_class;
     // Name the file even when Lua could not (a refused allocation has no line).
-    const std::string where = e.message.find(policy.path) == std::string::npos ? policy.path + ": " : "";
-    out.reason = std::string(errorClassName(e.error_class)) + " error: " + where + validUtf8(e.message);
+    const std::string where =
+        e.message.find(policy.path) == std::string::npos ? policy.path + ": " : "";
+    out.reason =
+        std::string(errorClassName(e.error_class)) + " error: " + where + validUtf8(e.message);
   };
   if (auto it = load_errors_.find(policy.path); it != load_errors_.end()) {
     fail(it->second);
@@ -149,14 +152,16 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
     lua_call(L, 2, 1);
     if (lua_type(L, -1) != LUA_TTABLE && !isReadOnly(L, -1)) {
-      luaL_error(L, "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
+      luaL_error(L,
+                 "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
                  policy.path.c_str(), luaL_typename(L, -1));
     }
     verdict = fieldString(L, lua_gettop(L), "verdict");
     reason = fieldString(L, lua_gettop(L), "reason");
     if (!parseVerdict(verdict)) {
-      luaL_error(L, "%s: decide returned a table without a verdict; use approve, deny, manual or abstain",
-                 policy.path.c_str());
+      luaL_error(
+          L, "%s: decide returned a table without a verdict; use approve, deny, manual or abstain",
+          policy.path.c_str());
     }
   });
   setPolicyData(*state_, nullptr);
@@ -201,7 +206,9 @@ Result<std::vector<PolicyTestCase>> PolicyInterpreter::testCases(const ScriptFil
       lua_pushnil(L);
       while (lua_next(L, item)) {
         bool known = false;
-        for (const char* field : kCaseFields) known = known || (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
+        for (const char* field : kCaseFields)
+          known = known ||
+                  (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
         lua_pop(L, 1);
         if (!known) {
           problem = label + " has an unknown field (known: name, op, ctx, expect, reason)";
@@ -214,7 +221,8 @@ Result<std::vector<PolicyTestCase>> PolicyInterpreter::testCases(const ScriptFil
       c.expect = fieldString(L, item, "expect");
       c.reason = fieldString(L, item, "reason");
       if (c.expect != "not_applicable" && !parseVerdict(c.expect)) {
-        problem = label + " (" + c.name + "): expect must be approve, deny, manual, abstain or not_applicable";
+        problem = label + " (" + c.name +
+                  "): expect must be approve, deny, manual, abstain or not_applicable";
         return;
       }
       for (auto [field, target] : {std::pair{"op", &c.op}, std::pair{"ctx", &c.ctx}}) {

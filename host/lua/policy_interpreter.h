@@ -49,7 +49,8 @@ class PolicyInterpreter {
   // Loads every policy of `set`. A policy that fails to load does not fail creation: its
   // runs report the load error (fail closed). `clock` must outlive the interpreter.
   static Result<std::unique_ptr<PolicyInterpreter>> create(std::shared_ptr<const ScriptSet> set,
-                                                           const LuaLimits& limits, const Clock& clock);
+                                                           const LuaLimits& limits,
+                                                           const Clock& clock);
 
   const ScriptSet& scripts() const { return *set_; }
   LuaState& state() { return *state_; }
@@ -70,7 +71,7 @@ class PolicyInterpreter {
 
   std::shared_ptr<const ScriptSet> set_;
   std::unique_ptr<LuaState> state_;
-  std::map<std::string, LoadedScript> loaded_;  // by path
+  std::map<std::string, LoadedScript> loaded_;   // by path
   std::map<std::string, LuaError> load_errors_;  // by path
   int op_ref_ = -2;
   int ctx_ref_ = -2;

@@ -7,7 +7,8 @@
 
 namespace tide::lua {
 
-Result<std::vector<PolicyCaseResult>> runPolicyFileTests(const ScriptFile& policy, const ScriptSet& libs,
+Result<std::vector<PolicyCaseResult>> runPolicyFileTests(const ScriptFile& policy,
+                                                         const ScriptSet& libs,
                                                          const LuaLimits& limits) {
   auto set = std::make_shared<ScriptSet>();
   for (const ScriptFile* lib : libs.ofKind(ScriptKind::kLib)) set->files[lib->path] = *lib;

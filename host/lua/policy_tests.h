@@ -35,7 +35,8 @@ struct PolicyCaseResult {
 // Loads `policy` with the libs of `libs` in a fresh state (the production loader and
 // sandbox) and runs its cases. An error Status means the file or its tests table could not
 // be loaded; failing cases are results with passed == false.
-Result<std::vector<PolicyCaseResult>> runPolicyFileTests(const ScriptFile& policy, const ScriptSet& libs,
+Result<std::vector<PolicyCaseResult>> runPolicyFileTests(const ScriptFile& policy,
+                                                         const ScriptSet& libs,
                                                          const LuaLimits& limits);
 
 }  // namespace tide::lua

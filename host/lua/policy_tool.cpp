@@ -22,7 +22,8 @@ std::vector<fs::path> luaFilesIn(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".lua" && entry.is_regular_file(ec)) files.push_back(entry.path());
+    if (entry.path().extension() == ".lua" && entry.is_regular_file(ec))
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -148,12 +149,16 @@ int evalOpFile(const std::string& op_file, std::ostream& out, const PolicyToolOp
   out << "verdict: " << outcomeName(evaluation.outcome) << "\n";
   out << "reason:  " << evaluation.summary << "\n";
   if (evaluation.overridable) out << "         (soft denies only: an approver may override)\n";
-  out << "\n" << padded("POLICY", 24) << padded("LEVEL", 10) << padded("VERDICT", 9) << padded("TIME", 10)
+  out << "\n"
+      << padded("POLICY", 24) << padded("LEVEL", 10) << padded("VERDICT", 9) << padded("TIME", 10)
       << "REASON\n";
   for (const PolicyDecision& d : evaluation.decisions) {
     std::string reason = d.record.reasons.empty() ? "" : d.record.reasons[0].get<std::string>();
-    out << padded(d.record.policy, 24) << padded(d.level, 10) << padded(d.record.verdict, 9)
-        << padded(std::to_string(d.record.duration_us) + "us", 10) << reason << "\n";
+    std::string line = padded(d.record.policy, 24) + padded(d.level, 10) +
+                       padded(d.record.verdict, 9) +
+                       padded(std::to_string(d.record.duration_us) + "us", 10) + reason;
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
   }
   if (evaluation.decisions.empty()) out << "(no policy applies)\n";
   for (const LogRecord& log : evaluation.logs) {

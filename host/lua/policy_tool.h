@@ -32,6 +32,7 @@ int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& 
 // offline and prints the combined verdict and every decision. FILE holds an op snapshot,
 // or {"op": {...}, "ctx": {...}} where ctx is a fixture for ctx.* (policy_data.h) and may
 // set "now". Returns 0 when the op was evaluated (whatever the verdict), 2 on bad input.
-int evalOpFile(const std::string& op_file, std::ostream& out, const PolicyToolOptions& options = {});
+int evalOpFile(const std::string& op_file, std::ostream& out,
+               const PolicyToolOptions& options = {});
 
 }  // namespace tide::lua

@@ -42,11 +42,14 @@ bool validName(const std::string& name) {
 void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* out) {
   bool has_name = false;
   bool has_entry = false;  // decide / reconcile / on
-  const char* entry = file.kind == ScriptKind::kPolicy ? "decide" : file.kind == ScriptKind::kStrategy ? "reconcile" : "on";
+  const char* entry = file.kind == ScriptKind::kPolicy     ? "decide"
+                      : file.kind == ScriptKind::kStrategy ? "reconcile"
+                                                           : "on";
   out->level = file.kind == ScriptKind::kPolicy ? "hard" : "";
   lua_pushnil(L);
   while (lua_next(L, table)) {
-    if (lua_type(L, -2) != LUA_TSTRING) shapeError(L, file, "the returned table may only have named fields");
+    if (lua_type(L, -2) != LUA_TSTRING)
+      shapeError(L, file, "the returned table may only have named fields");
     const std::string key = lua_tostring(L, -2);
     const int type = lua_type(L, -1);
     if (key == "name") {
@@ -76,9 +79,15 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
         lua_pushnil(L);
         while (lua_next(L, -2)) {
           bool known = false;
-          for (const char* event : kHookEvents) known = known || (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == event);
-          if (!known) shapeError(L, file, "on has an unknown event (known: operation.before, operation.after, instance.state, deployment.state, route)");
-          if (lua_type(L, -1) != LUA_TFUNCTION) shapeError(L, file, "every handler in on must be a function");
+          for (const char* event : kHookEvents)
+            known = known ||
+                    (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == event);
+          if (!known)
+            shapeError(L, file,
+                       "on has an unknown event (known: operation.before, operation.after, "
+                       "instance.state, deployment.state, route)");
+          if (lua_type(L, -1) != LUA_TFUNCTION)
+            shapeError(L, file, "every handler in on must be a function");
           lua_pop(L, 1);
         }
       } else if (type != LUA_TFUNCTION) {
@@ -98,18 +107,20 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
 
 std::span<const Verb> verbsFor(ScriptKind kind) {
   switch (kind) {
-    case ScriptKind::kPolicy: return policyVerbs();
+    case ScriptKind::kPolicy:
+      return policyVerbs();
     case ScriptKind::kStrategy:
     case ScriptKind::kHook:
-    case ScriptKind::kLib: return {};
+    case ScriptKind::kLib:
+      return {};
   }
   return {};
 }
 
 std::span<const char* const> hookEvents() { return kHookEvents; }
 
-Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::string& display_path,
-                                  ScriptKind kind) {
+Result<ScriptFile> readScriptFile(const std::filesystem::path& file,
+                                  const std::string& display_path, ScriptKind kind) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return Status::notFound("cannot read " + file.string());
   std::ostringstream text;
@@ -127,7 +138,8 @@ Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::
 LuaError prepareScriptState(LuaState& state, const ScriptSet* set) {
   setLibraries(state, set);
   return state.call([](lua_State* L) {
-    for (ScriptKind kind : {ScriptKind::kPolicy, ScriptKind::kStrategy, ScriptKind::kHook, ScriptKind::kLib}) {
+    for (ScriptKind kind :
+         {ScriptKind::kPolicy, ScriptKind::kStrategy, ScriptKind::kHook, ScriptKind::kLib}) {
       lua_pushlightuserdata(L, environmentKey(kind));
       pushEnvironment(L, verbsFor(kind));
       lua_rawset(L, LUA_REGISTRYINDEX);

@@ -33,8 +33,11 @@ void to_json(Json& j, const ScriptStatus& s) {
            {"last_attempt_at", s.last_attempt_at}};
 }
 
-ScriptRegistry::ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder, const Clock& clock)
-    : options_(std::move(options)), recorder_(recorder), clock_(clock),
+ScriptRegistry::ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder,
+                               const Clock& clock)
+    : options_(std::move(options)),
+      recorder_(recorder),
+      clock_(clock),
       current_(std::make_shared<const ScriptSet>()) {}
 
 ScriptRegistry::~ScriptRegistry() { stopWatching(); }
@@ -87,7 +90,8 @@ std::vector<ScriptRegistry::Candidate> ScriptRegistry::scan(ReloadSummary& summa
   return out;
 }
 
-ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate, const ScriptSet& context,
+ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
+                                                    const ScriptSet& context,
                                                     bool check_duplicates) const {
   Validation v;
   auto trial = std::make_shared<ScriptSet>(context);
@@ -115,8 +119,9 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   if (check_duplicates && file.kind != ScriptKind::kLib) {
     for (const auto& [path, other] : context.files) {
       if (path != file.path && other.kind == file.kind && other.name == loaded.name) {
-        v.error = {LuaErrorClass::kLoad, file.path + ": duplicate " + scriptKindName(file.kind) + " name '" +
-                                             loaded.name + "' (already defined by " + path + ")"};
+        v.error = {LuaErrorClass::kLoad, file.path + ": duplicate " + scriptKindName(file.kind) +
+                                             " name '" + loaded.name + "' (already defined by " +
+                                             path + ")"};
         return v;
       }
     }
@@ -141,7 +146,8 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   return v;
 }
 
-ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candidate, const ScriptSet& context) const {
+ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candidate,
+                                                       const ScriptSet& context) const {
   Validation v = validate(candidate, context, false);
   if (!v.error.ok()) return v;
   ScriptSet trial = context;
@@ -150,7 +156,8 @@ ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candida
     if (file.kind == ScriptKind::kLib) continue;
     Validation dependent = validate(file, trial, false);
     if (!dependent.error.ok()) {
-      v.error = {dependent.error.error_class, candidate.path + " would break " + path + ": " + dependent.error.message};
+      v.error = {dependent.error.error_class,
+                 candidate.path + " would break " + path + ": " + dependent.error.message};
       return v;
     }
   }
@@ -187,8 +194,9 @@ ReloadSummary ScriptRegistry::reloadAll() {
     }
     const ScriptFile& gone = it->second;
     record(gone, gone.sha256, "unloaded", "");
-    recorder_.recordEvent("script.unloaded", "script/" + gone.path,
-                          {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
+    recorder_.recordEvent(
+        "script.unloaded", "script/" + gone.path,
+        {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
     ++summary.unloaded;
     changed = true;
     it = next.files.erase(it);
@@ -230,7 +238,8 @@ ReloadSummary ScriptRegistry::reloadAll() {
         continue;
       }
     }
-    const Validation v = c.file.kind == ScriptKind::kLib ? validateLib(c.file, next) : validate(c.file, next, true);
+    const Validation v =
+        c.file.kind == ScriptKind::kLib ? validateLib(c.file, next) : validate(c.file, next, true);
     const std::string attempted_at = formatTimestamp(clock_.now());
     if (v.error.ok()) {
       ScriptFile accepted = c.file;
@@ -301,7 +310,8 @@ Status ScriptRegistry::startWatching() {
   if (watcher_) return Status::ok();
   std::vector<std::filesystem::path> dirs;
   for (const auto& [dir, kind] : directories()) dirs.push_back(dir);
-  auto watcher = std::make_unique<DirectoryWatcher>(dirs, options_.debounce, [this] { reloadAll(); });
+  auto watcher =
+      std::make_unique<DirectoryWatcher>(dirs, options_.debounce, [this] { reloadAll(); });
   TIDE_RETURN_IF_ERROR(watcher->start());
   watcher_ = std::move(watcher);
   return Status::ok();

@@ -50,7 +50,8 @@ class ScriptRecorder {
   // superseded (a newer version replaced this one), unloaded (the file was deleted).
   virtual void recordScriptVersion(const ledger::ScriptVersion& version) = 0;
   // kind: script.loaded | script.failed | script.unloaded; subject "script/<path>".
-  virtual void recordEvent(const std::string& kind, const std::string& subject, const Json& data) = 0;
+  virtual void recordEvent(const std::string& kind, const std::string& subject,
+                           const Json& data) = 0;
 };
 
 class DiscardingScriptRecorder final : public ScriptRecorder {
@@ -61,10 +62,12 @@ class DiscardingScriptRecorder final : public ScriptRecorder {
 
 // One file as GET /v1/scripts shows it.
 struct ScriptStatus {
+  // active: the file's content is the version that runs; stale: an older version runs
+  // because the file's current content failed; failed: nothing runs.
+  std::string status;
   std::string path;
   std::string kind;
   std::string name;           // of the active version
-  std::string status;         // active | stale (an older version runs; the file's content failed) | failed (nothing runs)
   std::string active_sha256;  // empty when nothing is active
   std::string loaded_at;      // when the active version was loaded
   std::string last_error;     // of the latest failed attempt at the file's current content
@@ -78,7 +81,7 @@ struct ReloadSummary {
   uint64_t version = 0;  // the set published after this reload
   int loaded = 0;        // new or changed versions now active
   int unchanged = 0;
-  int failed = 0;        // files whose current content is refused
+  int failed = 0;  // files whose current content is refused
   int unloaded = 0;
   std::vector<std::string> errors;  // "path: message", one per failed file
 };
@@ -108,7 +111,8 @@ class ScriptRegistry final : public ScriptSetProvider {
  private:
   struct Candidate;
   struct Validation;
-  Validation validate(const ScriptFile& candidate, const ScriptSet& context, bool check_duplicates) const;
+  Validation validate(const ScriptFile& candidate, const ScriptSet& context,
+                      bool check_duplicates) const;
   Validation validateLib(const ScriptFile& candidate, const ScriptSet& context) const;
   std::vector<Candidate> scan(ReloadSummary& summary) const;
   std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;
@@ -117,7 +121,7 @@ class ScriptRegistry final : public ScriptSetProvider {
   ScriptRecorder& recorder_;
   const Clock& clock_;
 
-  std::mutex reload_mu_;  // serialises reloads
+  std::mutex reload_mu_;   // serialises reloads
   mutable std::mutex mu_;  // guards current_ and statuses_
   std::shared_ptr<const ScriptSet> current_;
   std::map<std::string, ScriptStatus> statuses_;  // by path

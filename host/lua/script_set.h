@@ -29,7 +29,7 @@ struct ScriptFile {
 };
 
 struct ScriptSet {
-  uint64_t version = 0;  // bumped by every published change; 0 is the empty set
+  uint64_t version = 0;                     // bumped by every published change; 0 is the empty set
   std::map<std::string, ScriptFile> files;  // by path
 
   // The files of one kind, ordered by name.
@@ -44,16 +44,6 @@ class ScriptSetProvider {
   virtual ~ScriptSetProvider() = default;
   // Thread-safe; never null.
   virtual std::shared_ptr<const ScriptSet> current() const = 0;
-};
-
-// A provider that always returns the same set (offline tools, tests).
-class FixedScriptSet final : public ScriptSetProvider {
- public:
-  explicit FixedScriptSet(std::shared_ptr<const ScriptSet> set) : set_(std::move(set)) {}
-  std::shared_ptr<const ScriptSet> current() const override { return set_; }
-
- private:
-  std::shared_ptr<const ScriptSet> set_;
 };
 
 }  // namespace tide::lua
