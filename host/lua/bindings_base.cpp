@@ -1,8 +1,10 @@
 #include "host/lua/bindings_base.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <string>
+#include <string_view>
 
 #include "host/lua/lua_state.h"
 
@@ -29,6 +31,45 @@ int tableField(lua_State* L, const char* key, int fallback) {
 void setIntField(lua_State* L, const char* key, long long value) {
   lua_pushnumber(L, static_cast<lua_Number>(value));
   lua_setfield(L, -2, key);
+}
+
+// log10 of the worst-case number of matcher steps of `pattern` over a subject of
+// `length` bytes: every `*`, `+` or `-` can multiply the work by the length, every `?` by
+// two, and an unanchored pattern is retried at every position.
+double patternCostLog10(std::string_view pattern, size_t length) {
+  const double per_repeat = std::log10(static_cast<double>(std::max<size_t>(length, 2)));
+  double cost = 0;
+  size_t i = 0;
+  if (!pattern.empty() && pattern[0] == '^') {
+    i = 1;
+  } else {
+    cost += per_repeat;
+  }
+  while (i < pattern.size()) {
+    const char c = pattern[i];
+    if (c == '%') {
+      i += (i + 1 < pattern.size() && pattern[i + 1] == 'b') ? 4 : 2;
+    } else if (c == '[') {
+      ++i;
+      if (i < pattern.size() && pattern[i] == '^') ++i;
+      if (i < pattern.size() && pattern[i] == ']') ++i;
+      while (i < pattern.size() && pattern[i] != ']') i += pattern[i] == '%' ? 2 : 1;
+      ++i;
+    } else {
+      ++i;
+    }
+    if (i < pattern.size()) {
+      const char q = pattern[i];
+      if (q == '*' || q == '+' || q == '-') {
+        cost += per_repeat;
+        ++i;
+      } else if (q == '?') {
+        cost += std::log10(2.0);
+        ++i;
+      }
+    }
+  }
+  return cost;
 }
 
 }  // namespace
@@ -74,6 +115,28 @@ int baseXpcall(lua_State* L) {
   lua_pushboolean(L, 0);
   lua_insert(L, -2);
   return 2;
+}
+
+int guardedPatternCall(lua_State* L) {
+  const bool plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);
+  if (lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TSTRING && !plain) {
+    size_t subject_length = 0;
+    size_t pattern_length = 0;
+    lua_tolstring(L, 1, &subject_length);
+    const char* pattern = lua_tolstring(L, 2, &pattern_length);
+    if (patternCostLog10({pattern, pattern_length}, subject_length) >
+        std::log10(kMaxPatternSteps)) {
+      return luaL_error(L,
+                        "pattern '%s' is too expensive for a %d-byte subject "
+                        "(fewer repetitions, an anchor, or a shorter subject)",
+                        pattern, static_cast<int>(subject_length));
+    }
+  }
+  const int nargs = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
 }
 
 int osTime(lua_State* L) {

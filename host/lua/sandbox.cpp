@@ -1,6 +1,7 @@
 #include "host/lua/sandbox.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <lua.hpp>
 
@@ -29,6 +30,8 @@ constexpr const char* kStringFunctions[] = {
     "byte",  "char",  "find", "format",  "gmatch", "gsub",  "len",
     "lower", "match", "rep",  "reverse", "sub",    "upper",
 };
+// ... of which these take patterns, and refuse ones too costly to run uninterrupted.
+constexpr const char* kStringPatternFunctions[] = {"find", "gmatch", "gsub", "match"};
 // table: concat and maxn read views; insert, remove and sort refuse them.
 constexpr const char* kTableFunctions[] = {"concat", "insert", "maxn", "remove", "sort"};
 // math: everything, with random/randomseed replaced by the per-call seeded generator.
@@ -156,6 +159,12 @@ void installSandbox(lua_State* L) {
   // ("x"):rep(3) works and ("x").dump is nil.
   lua_newtable(L);
   copyFields(L, real_string, kStringFunctions);
+  for (const char* name : kStringPatternFunctions) {
+    lua_getfield(L, real_string, name);
+    lua_pushboolean(L, std::string_view(name) == "find");  // find's 4th argument is `plain`
+    lua_pushcclosure(L, guarded<guardedPatternCall>, 2);
+    lua_setfield(L, -2, name);
+  }
   lua_pushliteral(L, "");
   lua_getmetatable(L, -1);
   lua_pushvalue(L, -3);

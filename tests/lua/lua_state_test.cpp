@@ -240,3 +240,39 @@ TEST_CASE("lua: print goes to the log sink with its source line") {
   CHECK(logs[0].where == "policies/talk.lua:2");
   CHECK(logs[0].level == "info");
 }
+
+TEST_CASE("lua: Lua code called back from C library functions is under the deadline too") {
+  auto state = newState(shortDeadline());
+  REQUIRE(state);
+  for (const char* code : {
+           "table.sort({3, 2, 1}, function(a, b) while true do end end)",
+           "string.gsub('aaa', 'a', function() while true do end end)",
+           "return setmetatable({}, { __index = function() while true do end end }).x",
+           "return tostring(setmetatable({}, { __tostring = function() while true do end end }))",
+       }) {
+    CAPTURE(code);
+    CHECK(runChunk(*state, code).error.error_class == LuaErrorClass::kTimeout);
+  }
+}
+
+TEST_CASE("lua: patterns too costly to run uninterrupted are refused") {
+  auto state = newState(shortDeadline());
+  REQUIRE(state);
+  ChunkResult r =
+      runChunk(*state, "return string.find(string.rep('a', 40), string.rep('.-', 12) .. 'b')");
+  CHECK(r.error.error_class == LuaErrorClass::kRuntime);
+  CHECK(r.error.message.find("too expensive") != std::string::npos);
+  r = runChunk(*state, "return (string.rep('a', 40)):match(string.rep('a*', 12) .. 'b')");
+  CHECK(r.error.message.find("too expensive") != std::string::npos);
+
+  // Everyday patterns, and plain searches, are fine.
+  r = runChunk(*state, R"(
+    local y, m, d = string.match("2026-12-21T00:00:00Z", "^(%d%d%d%d)%-(%d%d)%-(%d%d)T")
+    local words = 0
+    for _ in string.gmatch("a b c", "%a+") do words = words + 1 end
+    return { y, m, d, ("prod-web"):find("^prod%-") ~= nil, words,
+             string.find(string.rep("a", 100000), ".-.-.-b", 1, true) == nil,
+             (string.gsub("a-b-c", "%-", "+")) })");
+  REQUIRE(r.error.ok());
+  CHECK(r.value == nlohmann::json({"2026", "12", "21", true, 3, true, "a+b+c"}));
+}
