@@ -123,13 +123,18 @@ class ServeProcess {
  public:
   ServeProcess() {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
+    start();
+  }
+
+  // Starts (or restarts, after stop()) `tide serve` on the same port and data dir.
+  void start() {
     std::string listen = url_.substr(std::string("http://").size());
     std::string data_dir = data_dir_.path.string();
     std::string log = (data_dir_.path / "serve.log").string();
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
       ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), nullptr);
@@ -407,6 +412,28 @@ TEST_CASE("cli: the tide binary talks to tide serve, both as processes") {
   CliRun gone = serve.tide("node list");
   CHECK(gone.code == 1);
   CHECK(contains(gone.err, "(is `tide serve` running?)"));
+}
+
+TEST_CASE("cli: everything survives a restart of tide serve") {
+  ServeProcess serve;
+  REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
+  REQUIRE(serve.tide("deployment create -m " + example("nginx-plan.yaml")).code == 0);
+  REQUIRE(serve.tide("deployment add-deployment -m " + example("deployment-1.yaml")).code == 0);
+  const CliRun nodes = serve.tide("node list -o json");
+  const CliRun show = serve.tide("deployment show nginx-deployment-plan -o json");
+  const CliRun events = serve.tide("events -o json");
+  REQUIRE(nodes.code == 0);
+  REQUIRE(show.code == 0);
+
+  CHECK(serve.stop() == 0);
+  serve.start();
+
+  CHECK(serve.tide("node list -o json").out == nodes.out);
+  CHECK(serve.tide("deployment show nginx-deployment-plan -o json").out == show.out);
+  CHECK(serve.tide("events -o json").out == events.out);
+  const CliRun shown = serve.tide("deployment show nginx-deployment-plan");
+  CHECK(contains(shown.out, "| deployment-1  |       1        | PENDING |"));
+  CHECK(contains(shown.out, "No instances found"));
 }
 
 TEST_CASE("cli: an unreachable server is reported with a hint") {
