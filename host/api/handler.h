@@ -21,12 +21,21 @@
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
 #include "host/ledger/records.h"
+#include "host/lua/lua_state.h"
+#include "host/lua/policy_verdict.h"
 
 namespace tide::api {
 
 using Json = nlohmann::json;
 
 class HttpMetrics;
+}  // namespace tide::api
+
+namespace tide::lua {
+class ScriptRegistry;
+}
+
+namespace tide::api {
 
 // Ordered: a principal holding a role may do everything the lower roles may.
 // kPublic marks routes that need no token at all.
@@ -90,6 +99,10 @@ struct ApiContext {
   // Set when the server begins to stop; blocking handlers return promptly once it is.
   const std::atomic<bool>& stopping;
   WaitSlots& wait_slots;
+  // Null when the host runs without scripts (the script routes answer 503).
+  lua::ScriptRegistry* scripts = nullptr;
+  lua::LuaLimits lua_limits = {};
+  lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

@@ -41,5 +41,8 @@ HandlerFunction list, get;
 namespace events {
 HandlerFunction list, stream;
 }
+namespace scripts {
+HandlerFunction list, reload, evaluate;
+}
 
 }  // namespace tide::api

@@ -53,6 +53,10 @@ const std::vector<Route> kRoutes = {
 
     {"GET", "/v1/events", kViewer, events::list},
     {"GET", "/v1/events/stream", kViewer, events::stream},
+
+    {"GET", "/v1/scripts", kViewer, scripts::list},
+    {"POST", "/v1/scripts/reload", kAdmin, scripts::reload},
+    {"POST", "/v1/policies/evaluate", kOperator, scripts::evaluate},
 };
 
 // Splits "/a/b" into {"a", "b"}; a trailing slash yields a final empty segment.

@@ -83,7 +83,8 @@ class ApiServer::Impl {
   Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
       : options_(std::move(options)),
         auth_(ledger, options_.auth_enabled, options_.config_tokens),
-        context_{ledger, clock, metrics_, stopping_, wait_slots_} {}
+        context_{ledger, clock, metrics_, stopping_, wait_slots_, options_.scripts, options_.lua_limits,
+                 options_.default_outcome} {}
 
   Status start();
   void stop();

@@ -20,6 +20,12 @@
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
+#include "host/lua/policy_verdict.h"
+#include "host/lua/lua_state.h"
+
+namespace tide::lua {
+class ScriptRegistry;
+}
 
 namespace tide::api {
 
@@ -31,6 +37,11 @@ struct ServerOptions {
   std::vector<std::pair<std::string, std::string>> config_tokens;  // {token, role}
   // Where the bootstrap admin token is written (<data_dir>/admin.token, mode 0600).
   std::string data_dir;
+  // The scripts /v1/scripts and /v1/policies/evaluate serve; not owned, must outlive the
+  // server. Null: those routes answer 503.
+  lua::ScriptRegistry* scripts = nullptr;
+  lua::LuaLimits lua_limits;  // for dry-run evaluations
+  lua::Outcome default_outcome = lua::Outcome::kPendingApproval;  // when no policy approves
 };
 
 class ApiServer {

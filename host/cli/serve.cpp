@@ -10,7 +10,9 @@
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
+#include "host/engine/ledger_bridge.h"
 #include "host/ledger/ledger.h"
+#include "host/lua/script_registry.h"
 
 namespace tide::cli {
 namespace {
@@ -88,6 +90,23 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     ledger.appendEvent("alarm.invariant", "ledger", ledger::Json{{"violations", *violations}}, "host");
   }
 
+  // DESIGN §7: scripts load at start and on every change; a script that fails is reported
+  // and left out (or its previous version kept), and never stops the host.
+  engine::LedgerScriptRecorder recorder(ledger);
+  lua::ScriptRegistryOptions registry_options;
+  registry_options.policies_dir = config.policies_dir;
+  registry_options.scripts_dir = config.scripts_dir;
+  registry_options.limits.deadline = std::chrono::milliseconds(config.limits.lua_deadline_ms);
+  registry_options.limits.memory_bytes = static_cast<size_t>(config.limits.lua_memory_mib) << 20;
+  lua::ScriptRegistry scripts(registry_options, recorder, clock);
+  const lua::ReloadSummary loaded_scripts = scripts.reloadAll();
+  out << "tide: scripts: " << loaded_scripts.loaded << " loaded, " << loaded_scripts.failed << " failed ("
+      << config.policies_dir << ", " << config.scripts_dir << ")" << std::endl;
+  for (const std::string& error : loaded_scripts.errors) err << "tide serve: script not loaded: " << error << "\n";
+  if (Status watching = scripts.startWatching(); !watching.isOk()) {
+    err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";
+  }
+
   api::ServerOptions server_options;
   server_options.host = address->first;
   server_options.port = address->second;
@@ -95,6 +114,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.auth_enabled = config.auth.enabled;
   for (const auto& token : config.auth.tokens) server_options.config_tokens.emplace_back(token.token, token.role);
   server_options.data_dir = config.data_dir;
+  server_options.scripts = &scripts;
+  server_options.lua_limits = registry_options.limits;
+  server_options.default_outcome =
+      config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";
@@ -112,6 +135,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   sigwait(&stop_signals, &signal_number);
   out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
   server.stop();
+  scripts.stopWatching();
   return 0;
 }
 

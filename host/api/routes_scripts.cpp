@@ -1,0 +1,99 @@
+// /v1/scripts and /v1/policies/evaluate: the Lua scripts the host runs (DESIGN §7) and
+// dry runs of the approval policies (DESIGN §4). Without a ScriptRegistry they answer 503.
+
+#include <optional>
+#include <string>
+
+#include "host/api/handlers.h"
+#include "host/api/request_inputs.h"
+#include "host/engine/ledger_bridge.h"
+#include "host/lua/policy_data.h"
+#include "host/lua/policy_engine.h"
+#include "host/lua/script_registry.h"
+
+namespace tide::api::scripts {
+namespace {
+
+Result<lua::ScriptRegistry*> registryOf(const ApiContext& context) {
+  if (context.scripts == nullptr) return Status::unavailable("scripts are not loaded");
+  return context.scripts;
+}
+
+Status badField(const std::string& field, const std::string& problem) {
+  return Status::invalidArgument(field + " " + problem, {{field, problem, ""}});
+}
+
+Json summaryJson(const lua::ReloadSummary& summary) {
+  return Json{{"version", summary.version},     {"loaded", summary.loaded},
+              {"unchanged", summary.unchanged}, {"failed", summary.failed},
+              {"unloaded", summary.unloaded},   {"errors", summary.errors}};
+}
+
+// The op and the optional ctx fixture: {"op": {...}, "ctx": {...}} or the op itself.
+struct EvaluateInput {
+  Json op;
+  std::optional<Json> ctx;
+};
+
+Result<EvaluateInput> readEvaluateInput(const ApiRequest& request) {
+  Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return badField("body", "must be JSON");
+  if (!body.is_object()) return badField("body", "must be a JSON object");
+  EvaluateInput input;
+  input.op = body;
+  if (body.contains("op")) {
+    if (!body["op"].is_object()) return badField("op", "must be an object");
+    input.op = body["op"];
+    if (body.contains("ctx")) {
+      if (!body["ctx"].is_object()) return badField("ctx", "must be an object");
+      input.ctx = body["ctx"];
+    }
+  }
+  if (!input.op.contains("type") || !input.op["type"].is_string()) {
+    return badField("op.type", "must be a string (CREATE, UPDATE, ...)");
+  }
+  if (!input.op.contains("plan") || !input.op["plan"].is_object() || !input.op["plan"].contains("name") ||
+      !input.op["plan"]["name"].is_string()) {
+    return badField("op.plan", "must be an object with a name");
+  }
+  return input;
+}
+
+}  // namespace
+
+Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(lua::ScriptRegistry * registry, registryOf(context));
+  return jsonReply(Json{{"items", Json(registry->list())}});
+}
+
+Result<ApiResponse> reload(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(lua::ScriptRegistry * registry, registryOf(context));
+  return jsonReply(summaryJson(registry->reloadAll()));
+}
+
+// A dry run: one PolicyEngine per request (engines are single-threaded and cheap next to
+// a request), over the registry's current set; nothing is recorded.
+Result<ApiResponse> evaluate(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(lua::ScriptRegistry * registry, registryOf(context));
+  TIDE_ASSIGN_OR_RETURN(EvaluateInput input, readEvaluateInput(request));
+
+  lua::PolicyEngineOptions options;
+  options.limits = context.lua_limits;
+  options.default_outcome = context.default_outcome;
+  if (input.ctx) {
+    auto now = lua::fixtureNow(*input.ctx, context.clock.now());
+    if (!now.isOk()) return badField("ctx.now", now.status().message());
+    FakeClock clock(*now);
+    lua::SnapshotDataSource data(*input.ctx, clock);
+    lua::PolicyEngine engine(*registry, clock, options);
+    return jsonReply(Json(engine.evaluate(input.op, data)));
+  }
+  engine::LedgerPolicyDataSource data(context.ledger, context.clock);
+  lua::PolicyEngine engine(*registry, context.clock, options);
+  return jsonReply(Json(engine.evaluate(input.op, data)));
+}
+
+}  // namespace tide::api::scripts
