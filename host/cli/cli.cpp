@@ -53,6 +53,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addInventoryCommands(app, verbs);
   addDeploymentCommands(app, verbs);
   addActivityCommands(app, verbs);
+  OfflineAction offline;
+  addPolicyCommands(app, verbs, offline);
 
   try {
     app.parse(argc, argv);
@@ -68,6 +70,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     for (auto& arg : args) workload_argv.push_back(arg.data());
     return drivers::runWorkloadCli(static_cast<int>(workload_argv.size()), workload_argv.data());
   }
+  if (offline) return offline(out);
   if (!verbs.chosen()) return 0;
 
   // Verbs return their errors as values; an exception here is a bug or an unexpected

@@ -103,4 +103,9 @@ void addInventoryCommands(CLI::App& app, Verbs& verbs);   // node, capability, c
 void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
 void addActivityCommands(CLI::App& app, Verbs& verbs);    // instances, operations, events
 
+// A verb that runs without a server and chooses its own exit code (`tide policy test`).
+using OfflineAction = std::function<int(std::ostream& out)>;
+// policy, scripts; `offline` is set when the command line names an offline verb.
+void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline);
+
 }  // namespace tide::cli

@@ -1,0 +1,132 @@
+// `tide policy test|eval` and `tide scripts list|reload`: the approval policies and the
+// scripts the host runs (DESIGN §4, §7, §10). `policy test` and `policy eval --offline`
+// run here without a server (host/lua/policy_tool.h); the rest ask the running host.
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "host/cli/commands.h"
+#include "host/cli/table.h"
+#include "host/lua/policy_tool.h"
+
+namespace tide::cli {
+namespace {
+
+std::string shortSha(const Json& value) {
+  std::string sha = value.is_string() ? value.get<std::string>() : "";
+  return sha.substr(0, 12);
+}
+
+std::string reasonsText(const Json& reasons) {
+  std::string text;
+  if (!reasons.is_array()) return text;
+  for (const Json& reason : reasons) {
+    if (!text.empty()) text += "\n";
+    text += reason.is_string() ? reason.get<std::string>() : reason.dump();
+  }
+  return text;
+}
+
+void printEvaluation(std::ostream& out, const Json& evaluation) {
+  out << "verdict: " << evaluation.value("outcome", "") << "\n";
+  out << "reason:  " << evaluation.value("summary", "") << "\n";
+  Table table({"Policy", "Level", "Verdict", "Reasons", "SHA256", "Error"}, {.row_separator = true});
+  for (const Json& d : evaluation.value("decisions", Json::array())) {
+    table.addRow({d.value("policy", ""), d.value("level", ""), d.value("verdict", ""),
+                  reasonsText(d.value("reasons", Json::array())), shortSha(d.value("script_sha256", Json())),
+                  d.value("error_class", "")});
+  }
+  table.print(out);
+}
+
+void printScriptTable(std::ostream& out, const Json& items) {
+  Table table({"Path", "Kind", "Status", "SHA256", "Loaded At", "Error"}, {.align_left = true});
+  for (const Json& s : items) {
+    table.addRow({s.value("path", ""), s.value("kind", ""), s.value("status", ""),
+                  shortSha(s.value("active_sha256", Json())), s.value("loaded_at", ""), s.value("last_error", "")});
+  }
+  table.print(out);
+}
+
+void printReloadSummary(std::ostream& out, const Json& summary) {
+  out << "scripts reloaded (set version " << summary.value("version", 0) << "): " << summary.value("loaded", 0)
+      << " loaded, " << summary.value("unchanged", 0) << " unchanged, " << summary.value("failed", 0)
+      << " failed, " << summary.value("unloaded", 0) << " unloaded\n";
+  for (const Json& error : summary.value("errors", Json::array())) out << "  " << error.get<std::string>() << "\n";
+}
+
+struct PolicyFlags {
+  std::vector<std::string> files;
+  std::string op_file;
+  bool offline = false;
+  std::string policies_dir = "policies";
+  std::string scripts_dir = "scripts";
+};
+
+Result<Json> readOpFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::invalidArgument("cannot read " + path, {{"--op", "cannot read the file", path}});
+  std::stringstream text;
+  text << in.rdbuf();
+  Json document = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded() || !document.is_object()) {
+    return Status::invalidArgument(path + " is not a JSON object", {{"--op", "not a JSON object", path}});
+  }
+  return document;
+}
+
+}  // namespace
+
+void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline) {
+  auto flags = std::make_shared<PolicyFlags>();
+  CLI::App* policy = addNoun(app, "policy", "Approval policies: run their tests, evaluate an op");
+
+  CLI::App* test = policy->add_subcommand("test", "Run the tests of policy files offline (default: ./policies)");
+  test->add_option("files", flags->files, "policy files or directories");
+  test->add_option("--scripts", flags->scripts_dir, "where libs come from (<dir>/lib)")->capture_default_str();
+  test->callback([flags, &offline] {
+    offline = [flags](std::ostream& out) {
+      lua::PolicyToolOptions options;
+      options.scripts_dir = flags->scripts_dir;
+      return lua::runPolicyTests(flags->files, out, options);
+    };
+  });
+
+  CLI::App* eval = verbs.add(*policy, "eval", "Evaluate an op snapshot against the host's policies (dry run)",
+                             [flags](Session& session) -> Status {
+                               if (flags->offline) {
+                                 lua::PolicyToolOptions options;
+                                 options.policies_dir = flags->policies_dir;
+                                 options.scripts_dir = flags->scripts_dir;
+                                 options.json = session.json();
+                                 if (lua::evalOpFile(flags->op_file, session.out, options) != 0) {
+                                   return Status::invalidArgument("cannot evaluate " + flags->op_file);
+                                 }
+                                 return Status::ok();
+                               }
+                               TIDE_ASSIGN_OR_RETURN(Json document, readOpFile(flags->op_file));
+                               TIDE_ASSIGN_OR_RETURN(Json evaluation,
+                                                     session.client.post("/v1/policies/evaluate", document));
+                               session.print(evaluation, printEvaluation);
+                               return Status::ok();
+                             });
+  eval->add_option("--op", flags->op_file, "op snapshot (JSON): the op, or {\"op\": ..., \"ctx\": ...}")->required();
+  eval->add_flag("--offline", flags->offline, "evaluate here against --policies instead of asking the host");
+  eval->add_option("--policies", flags->policies_dir, "policies directory for --offline")->capture_default_str();
+  eval->add_option("--scripts", flags->scripts_dir, "scripts directory (libs) for --offline")->capture_default_str();
+
+  CLI::App* scripts = addNoun(app, "scripts", "The Lua scripts the host runs");
+  verbs.add(*scripts, "list", "Show every script file, its active version and last error", [](Session& session) {
+    TIDE_ASSIGN_OR_RETURN(Json list, session.client.get("/v1/scripts"));
+    session.print(list, [](std::ostream& out, const Json& list) { printScriptTable(out, list["items"]); });
+    return Status::ok();
+  });
+  verbs.add(*scripts, "reload", "Reload every script file now", [](Session& session) {
+    TIDE_ASSIGN_OR_RETURN(Json summary, session.client.post("/v1/scripts/reload"));
+    session.print(summary, printReloadSummary);
+    return Status::ok();
+  });
+}
+
+}  // namespace tide::cli
