@@ -1,0 +1,258 @@
+// The Lua host wired into the API and the CLI: /v1/scripts, /v1/policies/evaluate and
+// `tide policy ...` against a real server whose registry watches a temp policies dir.
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "host/cli/cli.h"
+#include "host/engine/ledger_bridge.h"
+#include "host/lua/script_registry.h"
+#include "tests/api/api_test_support.h"
+
+using namespace tide;
+using namespace tide::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSourceDir = TIDE_SOURCE_DIR;
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("tide-wire-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// An empty watched policies dir and a scripts dir holding the shipped libs, a registry
+// over them, and a server serving it.
+struct ScriptsHarness {
+  fs::path root = freshDir("scripts");
+  fs::path policies = root / "policies";
+  SystemClock system_clock;
+  std::unique_ptr<ledger::Ledger> recorder_ledger;
+  std::unique_ptr<engine::LedgerScriptRecorder> recorder;
+  std::unique_ptr<lua::ScriptRegistry> registry;
+  std::unique_ptr<ApiHarness> api;
+
+  ScriptsHarness() {
+    fs::create_directories(policies);
+    fs::create_directories(root / "scripts" / "lib");
+    fs::copy(kSourceDir / "scripts" / "lib", root / "scripts" / "lib", fs::copy_options::recursive);
+    auto opened = ledger::Ledger::open("sqlite://:memory:", system_clock);
+    REQUIRE(opened.isOk());
+    recorder_ledger = std::move(opened).value();
+    recorder = std::make_unique<engine::LedgerScriptRecorder>(*recorder_ledger);
+    lua::ScriptRegistryOptions options;
+    options.policies_dir = policies;
+    options.scripts_dir = root / "scripts";
+    options.debounce = std::chrono::milliseconds(50);
+    registry = std::make_unique<lua::ScriptRegistry>(options, *recorder, system_clock);
+    lua::ReloadSummary summary = registry->reloadAll();
+    REQUIRE(summary.failed == 0);
+    REQUIRE(registry->startWatching().isOk());
+    api::ServerOptions server = testServerOptions();
+    server.scripts = registry.get();
+    api = std::make_unique<ApiHarness>(server);
+  }
+  ~ScriptsHarness() {
+    api.reset();
+    registry->stopWatching();
+    fs::remove_all(root);
+  }
+
+  Json evaluate(const std::string& body) {
+    Reply reply = api->post("/v1/policies/evaluate", body, "application/json", kOperatorToken);
+    REQUIRE_MESSAGE(reply.status == 200, reply.body);
+    return reply.json();
+  }
+
+  // Polls `done` for up to 20 s (the watcher debounces and reloads on its own thread).
+  template <class Done>
+  bool eventually(Done done) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done();
+  }
+};
+
+Json scriptAt(const Json& list, const std::string& file) {
+  for (const Json& s : list["items"]) {
+    if (s.value("path", "").ends_with(file)) return s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("wire: a policy copied into the watched dir changes the verdict without a restart") {
+  ScriptsHarness h;
+  const std::string op_file = readFile(kSourceDir / "examples" / "op-dev-create.json");
+
+  Json none = h.evaluate(op_file);
+  CHECK(none["outcome"] == "PENDING_APPROVAL");
+  CHECK(none["decisions"].empty());
+  // Without a ctx fixture the ledger answers ctx.*; the op itself is enough.
+  CHECK(h.evaluate(Json::parse(op_file)["op"].dump())["outcome"] == "PENDING_APPROVAL");
+
+  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  REQUIRE(h.eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
+
+  Json list = h.api->get("/v1/scripts", kViewerToken).json();
+  Json script = scriptAt(list, "auto_approve_dev.lua");
+  REQUIRE(script.is_object());
+  CHECK(script["status"] == "active");
+  CHECK(script["kind"] == "policy");
+  const std::string sha = script["active_sha256"];
+  CHECK(sha.size() == 64);
+  CHECK(!script["loaded_at"].get<std::string>().empty());
+  Json approved = h.evaluate(op_file);
+  REQUIRE(approved["decisions"].size() == 1);
+  CHECK(approved["decisions"][0]["policy"] == "auto-approve-dev");
+  CHECK(approved["decisions"][0]["verdict"] == "approve");
+  CHECK(approved["decisions"][0]["script_sha256"] == sha);
+
+  // A broken edit is refused: the error shows, the previous version keeps deciding.
+  std::ofstream(h.policies / "auto_approve_dev.lua", std::ios::trunc) << "return { name = \n";
+  REQUIRE(h.eventually([&] {
+    Json s = scriptAt(h.api->get("/v1/scripts").json(), "auto_approve_dev.lua");
+    return s.is_object() && !s.value("last_error", "").empty();
+  }));
+  Json stale = scriptAt(h.api->get("/v1/scripts").json(), "auto_approve_dev.lua");
+  CHECK(stale["status"] == "stale");
+  CHECK(stale["active_sha256"] == sha);
+  Json still = h.evaluate(op_file);
+  CHECK(still["outcome"] == "APPROVED");
+  REQUIRE(still["decisions"].size() == 1);
+  CHECK(still["decisions"][0]["script_sha256"] == sha);
+
+  // Nothing of a dry run reaches the ledger's decisions.
+  CHECK(h.api->ledger->listDecisions(0)->empty());
+}
+
+TEST_CASE("wire: scripts reload is admin-only and returns the summary") {
+  ScriptsHarness h;
+  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  CHECK(h.api->post("/v1/scripts/reload", "", "application/json", kOperatorToken).status == 403);
+  Reply reply = h.api->post("/v1/scripts/reload", "");
+  REQUIRE(reply.status == 200);
+  Json summary = reply.json();
+  CHECK(summary["failed"] == 0);
+  CHECK(summary.contains("version"));
+  CHECK(summary["errors"].empty());
+}
+
+TEST_CASE("wire: a bad evaluate body is a 400 naming the field") {
+  ScriptsHarness h;
+  auto post = [&](const std::string& body) {
+    return h.api->post("/v1/policies/evaluate", body, "application/json", kOperatorToken);
+  };
+  Reply not_json = post("{nope");
+  CHECK(not_json.status == 400);
+  CHECK(not_json.detailNames("body"));
+  CHECK(post("[1]").detailNames("body"));
+  CHECK(post(R"({"op": 3})").detailNames("op"));
+  CHECK(post(R"({"op": {"type": "CREATE", "plan": {"name": "p"}}, "ctx": 1})").detailNames("ctx"));
+  CHECK(post(R"({"op": {"plan": {"name": "p"}}})").detailNames("op.type"));
+  CHECK(post(R"({"type": "CREATE"})").detailNames("op.plan"));
+  CHECK(h.api->post("/v1/policies/evaluate", "{}", "application/json", kViewerToken).status == 403);
+}
+
+TEST_CASE("wire: without a registry the script routes answer 503") {
+  ApiHarness h;
+  Reply list = h.get("/v1/scripts");
+  CHECK(list.status == 503);
+  CHECK(list.json()["error"]["message"].get<std::string>().find("scripts are not loaded") != std::string::npos);
+  CHECK(h.post("/v1/scripts/reload", "").status == 503);
+  CHECK(h.post("/v1/policies/evaluate", "{}").status == 503);
+}
+
+namespace {
+
+struct CliRun {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+CliRun runCli(std::vector<std::string> args) {
+  args.insert(args.begin(), "tide");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  std::ostringstream out, err;
+  CliRun run;
+  run.code = cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("wire: tide policy test passes every shipped policy and fails a failing case") {
+  const std::string scripts = (kSourceDir / "scripts").string();
+  CliRun shipped = runCli({"policy", "test", (kSourceDir / "policies").string(), "--scripts", scripts});
+  CHECK_MESSAGE(shipped.code == 0, shipped.out);
+  CHECK(shipped.out.find(" 0 failed") != std::string::npos);
+
+  fs::path dir = freshDir("failing-policy");
+  std::ofstream(dir / "always_deny.lua") << R"(return {
+  name = "always-deny",
+  decide = function(op, ctx) return deny("never") end,
+  tests = {
+    { name = "claims to approve", op = { type = "CREATE", plan = { name = "p", namespace = "n" } }, expect = "approve" },
+  },
+}
+)";
+  CliRun failing = runCli({"policy", "test", dir.string(), "--scripts", scripts});
+  CHECK_MESSAGE(failing.code != 0, failing.out);
+  CHECK(failing.out.find("FAIL") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("wire: tide policy eval and tide scripts list talk to the running host") {
+  ScriptsHarness h;
+  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  REQUIRE(h.api->post("/v1/scripts/reload", "").status == 200);
+  const std::string server = "http://127.0.0.1:" + std::to_string(h.api->server->port());
+  const std::string op = (kSourceDir / "examples" / "op-dev-create.json").string();
+
+  CliRun eval = runCli({"policy", "eval", "--op", op, "--server", server, "--token", kOperatorToken});
+  REQUIRE_MESSAGE(eval.code == 0, eval.err);
+  CHECK(eval.out.find("verdict: APPROVED") != std::string::npos);
+  CHECK(eval.out.find("auto-approve-dev") != std::string::npos);
+
+  CliRun json = runCli({"policy", "eval", "--op", op, "--server", server, "--token", kOperatorToken, "-o", "json"});
+  REQUIRE(json.code == 0);
+  CHECK(Json::parse(json.out)["outcome"] == "APPROVED");
+
+  CliRun offline = runCli({"policy", "eval", "--op", op, "--offline", "--policies", h.policies.string(), "--scripts",
+                           (h.root / "scripts").string()});
+  REQUIRE_MESSAGE(offline.code == 0, offline.out);
+  CHECK(offline.out.find("verdict: APPROVED") != std::string::npos);
+
+  CliRun list = runCli({"scripts", "list", "--server", server, "--token", kViewerToken});
+  REQUIRE_MESSAGE(list.code == 0, list.err);
+  CHECK(list.out.find("auto_approve_dev.lua") != std::string::npos);
+  const std::string sha = scriptAt(h.api->get("/v1/scripts").json(), "auto_approve_dev.lua")["active_sha256"];
+  CHECK(list.out.find(sha.substr(0, 12)) != std::string::npos);
+
+  CliRun reload = runCli({"scripts", "reload", "--server", server, "--token", kAdminToken, "-o", "json"});
+  REQUIRE(reload.code == 0);
+  CHECK(Json::parse(reload.out)["failed"] == 0);
+}
