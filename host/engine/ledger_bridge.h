@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -22,6 +24,9 @@ using Json = nlohmann::json;
 
 // script_versions rows and script.* events. A ledger error is dropped (the reload itself
 // already happened; the registry's list() still shows it); never throws.
+// A restart reloads every file; a version whose path's latest row already says the same
+// (same sha256, same status) is not recorded again, nor is its event, so the ledger holds
+// changes only and a restart leaves the event log as it was.
 class LedgerScriptRecorder final : public lua::ScriptRecorder {
  public:
   explicit LedgerScriptRecorder(ledger::Ledger& ledger) : ledger_(ledger) {}
@@ -30,6 +35,8 @@ class LedgerScriptRecorder final : public lua::ScriptRecorder {
 
  private:
   ledger::Ledger& ledger_;
+  std::mutex mu_;
+  std::set<std::string> repeated_;  // "path sha256" of versions skipped as already recorded
 };
 
 // ctx.* answered from the ledger's lists, paging through each. Filters (policy_data.h):

@@ -134,3 +134,27 @@ TEST_CASE("wire: ledger script recorder writes script versions and events") {
   CHECK(events->items[0].subject == "script/policies/a.lua");
   CHECK(events->items[0].actor == "host");
 }
+
+TEST_CASE("wire: ledger script recorder does not record an unchanged version again after a restart") {
+  LedgerFixture f;
+  engine::LedgerScriptRecorder recorder(*f.ledger);
+  ledger::ScriptVersion version;
+  version.path = "policies/a.lua";
+  version.kind = "policy";
+  version.sha256 = std::string(64, 'a');
+  version.status = "active";
+  const Json data = {{"path", version.path}, {"sha256", version.sha256}};
+  recorder.recordScriptVersion(version);
+  recorder.recordEvent("script.loaded", "script/policies/a.lua", data);
+  const int64_t events = f.eventCount();
+
+  engine::LedgerScriptRecorder after_restart(*f.ledger);
+  after_restart.recordScriptVersion(version);
+  after_restart.recordEvent("script.loaded", "script/policies/a.lua", data);
+  CHECK(f.eventCount() == events);
+  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 1);
+
+  version.sha256 = std::string(64, 'b');
+  after_restart.recordScriptVersion(version);
+  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 2);
+}
