@@ -78,11 +78,19 @@ Where& Where::greater(const std::string& column, int64_t value) {
   return *this;
 }
 
-Status checkFilters(const ListOptions& options, const std::vector<std::string>& allowed) {
+Where& Where::filters(const ListOptions& options, const FilterColumns& columns) {
+  for (const auto& [key, column] : columns) {
+    if (auto it = options.filters.find(key); it != options.filters.end()) eq(column, it->second);
+  }
+  return *this;
+}
+
+Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
   for (const auto& [key, value] : options.filters) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+    const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == key; });
+    if (!known_key) {
       std::string known;
-      for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+      for (const auto& c : columns) known += (known.empty() ? "" : ", ") + c.first;
       return Status::invalidArgument("unknown filter '" + key + "'",
                                      {{key, "unknown filter; known: " + (known.empty() ? "none" : known), ""}});
     }
@@ -182,7 +190,7 @@ Event eventFromRow(const soci::row& r) {
 }  // namespace
 
 Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"kind", "subject"}));
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {{"kind", "kind"}, {"subject", "subject"}}));
   return read("list events", [&]() -> Result<Page<Event>> {
     Where where(kEventColumns);
     where.greater("seq", options.after);

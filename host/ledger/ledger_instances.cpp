@@ -137,15 +137,11 @@ Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
 }
 
 Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"plan", "deployment_id", "state"}));
+  static const FilterColumns kMetaInstancesFilters = {{"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kMetaInstancesFilters));
   return read("list instances", [&]() -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
-    where.greater("m.id", options.after);
-    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
-    if (auto it = options.filters.find("deployment_id"); it != options.filters.end()) {
-      where.eq("d.deployment_id", it->second);
-    }
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("m.state", it->second);
+    where.greater("m.id", options.after).filters(options, kMetaInstancesFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<MetaInstance>(db_->session(),
                                    where.clause() + " ORDER BY m.id LIMIT " + std::to_string(limit + 1), where,
@@ -239,14 +235,11 @@ Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
 }
 
 Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"meta_instance", "node", "state", "plan"}));
+  static const FilterColumns kRuntimeInstancesFilters = {{"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kRuntimeInstancesFilters));
   return read("list runtime instances", [&]() -> Result<Page<RuntimeInstance>> {
     Where where(kRuntimeSelect);
-    where.greater("r.id", options.after);
-    if (auto it = options.filters.find("meta_instance"); it != options.filters.end()) where.eq("m.name", it->second);
-    if (auto it = options.filters.find("node"); it != options.filters.end()) where.eq("n.name", it->second);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("r.state", it->second);
-    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
+    where.greater("r.id", options.after).filters(options, kRuntimeInstancesFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<RuntimeInstance>(db_->session(),
                                       where.clause() + " ORDER BY r.id LIMIT " + std::to_string(limit + 1), where,
@@ -318,14 +311,11 @@ Result<Operation> Ledger::getOperation(int64_t id) {
 }
 
 Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state", "plan", "meta_instance", "type"}));
+  static const FilterColumns kOperationsFilters = {{"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
   return read("list operations", [&]() -> Result<Page<Operation>> {
     Where where(kOperationSelect);
-    where.greater("o.id", options.after);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("o.state", it->second);
-    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
-    if (auto it = options.filters.find("meta_instance"); it != options.filters.end()) where.eq("m.name", it->second);
-    if (auto it = options.filters.find("type"); it != options.filters.end()) where.eq("o.type", it->second);
+    where.greater("o.id", options.after).filters(options, kOperationsFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Operation>(db_->session(),
                                 where.clause() + " ORDER BY o.id LIMIT " + std::to_string(limit + 1), where, limit,

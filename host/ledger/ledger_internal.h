@@ -38,12 +38,17 @@ class Ledger::Tx {
   bool chain_loaded_ = false;
 };
 
+// The equality filters a list accepts: filter key → the column it compares.
+using FilterColumns = std::vector<std::pair<std::string, std::string>>;
+
 // Builds "WHERE ..." clauses from validated filters with bound parameters.
 class Where {
  public:
   explicit Where(std::string base) : clause_(std::move(base)) {}
   Where& eq(const std::string& column, const std::string& value);
   Where& greater(const std::string& column, int64_t value);
+  // `column = value` for every filter of `options` that `columns` names.
+  Where& filters(const ListOptions& options, const FilterColumns& columns);
   Where& raw(const std::string& condition) {
     add(condition);
     return *this;
@@ -59,8 +64,8 @@ class Where {
   int next_ = 0;
 };
 
-// kInvalidArgument naming the first filter key not in `allowed`.
-Status checkFilters(const ListOptions& options, const std::vector<std::string>& allowed);
+// kInvalidArgument naming the first filter key not in `columns`.
+Status checkFilters(const ListOptions& options, const FilterColumns& columns);
 int64_t pageLimit(const ListOptions& options);
 
 // Runs `sql` (with `where`'s bound values) and maps each row through `fromRow`,

@@ -141,11 +141,11 @@ Result<Capability> Ledger::getCapability(const std::string& name) {
 }
 
 Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"type"}));
+  static const FilterColumns kCapabilitiesFilters = {{"type", "type"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kCapabilitiesFilters));
   return read("list capabilities", [&]() -> Result<Page<Capability>> {
     Where where(kCapabilitySelect);
-    where.raw("deleted_at IS NULL").greater("id", options.after);
-    if (auto it = options.filters.find("type"); it != options.filters.end()) where.eq("type", it->second);
+    where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kCapabilitiesFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Capability>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
                                  where, limit, capabilityFromRow);
@@ -202,11 +202,11 @@ Result<Cluster> Ledger::getCluster(const std::string& name) {
 }
 
 Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state"}));
+  static const FilterColumns kClustersFilters = {{"state", "state"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kClustersFilters));
   return read("list clusters", [&]() -> Result<Page<Cluster>> {
     Where where(kClusterSelect);
-    where.raw("deleted_at IS NULL").greater("id", options.after);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("state", it->second);
+    where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kClustersFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Cluster>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
                               where, limit, clusterFromRow);
@@ -300,15 +300,11 @@ Result<Node> Ledger::getNode(const std::string& name) {
 }
 
 Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"state", "cluster", "update_domain"}));
+  static const FilterColumns kNodesFilters = {{"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
   return read("list nodes", [&]() -> Result<Page<Node>> {
     Where where(kNodeSelect);
-    where.greater("n.id", options.after);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("n.state", it->second);
-    if (auto it = options.filters.find("cluster"); it != options.filters.end()) where.eq("c.name", it->second);
-    if (auto it = options.filters.find("update_domain"); it != options.filters.end()) {
-      where.eq("n.update_domain", it->second);
-    }
+    where.greater("n.id", options.after).filters(options, kNodesFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Node>(db_->session(), where.clause() + " ORDER BY n.id LIMIT " + std::to_string(limit + 1),
                            where, limit, nodeFromRow);

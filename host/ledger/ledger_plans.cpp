@@ -132,12 +132,11 @@ Result<Plan> Ledger::getPlan(const std::string& name) {
 }
 
 Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"namespace", "state"}));
+  static const FilterColumns kPlansFilters = {{"namespace", "namespace"}, {"state", "state"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kPlansFilters));
   return read("list plans", [&]() -> Result<Page<Plan>> {
     Where where(kPlanSelect);
-    where.raw("deleted_at IS NULL").greater("id", options.after);
-    if (auto it = options.filters.find("namespace"); it != options.filters.end()) where.eq("namespace", it->second);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("state", it->second);
+    where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kPlansFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Plan>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1), where,
                            limit, planFromRow);
@@ -250,12 +249,11 @@ Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::str
 }
 
 Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {"plan", "state"}));
+  static const FilterColumns kDeploymentsFilters = {{"plan", "p.name"}, {"state", "d.state"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kDeploymentsFilters));
   return read("list deployments", [&]() -> Result<Page<Deployment>> {
     Where where(kDeploymentSelect);
-    where.raw("p.deleted_at IS NULL").greater("d.id", options.after);
-    if (auto it = options.filters.find("plan"); it != options.filters.end()) where.eq("p.name", it->second);
-    if (auto it = options.filters.find("state"); it != options.filters.end()) where.eq("d.state", it->second);
+    where.raw("p.deleted_at IS NULL").greater("d.id", options.after).filters(options, kDeploymentsFilters);
     const int64_t limit = pageLimit(options);
     return fetchPage<Deployment>(db_->session(),
                                  where.clause() + " ORDER BY d.id LIMIT " + std::to_string(limit + 1), where, limit,
