@@ -28,9 +28,7 @@ MetaInstance metaFromRow(const soci::row& r) {
 Result<MetaInstance> loadMeta(soci::session& sql, const std::string& name) {
   Where where(kMetaSelect);
   where.eq("m.name", name);
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return metaFromRow(row);
-  return Status::notFound("instance '" + name + "' not found");
+  return fetchOne(sql, where, "instance '" + name + "' not found", metaFromRow);
 }
 
 const char* kRuntimeSelect =
@@ -60,9 +58,7 @@ RuntimeInstance runtimeFromRow(const soci::row& r) {
 Result<RuntimeInstance> loadRuntime(soci::session& sql, int64_t id) {
   Where where(kRuntimeSelect);
   where.raw("r.id = " + where.bind(std::to_string(id)));
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return runtimeFromRow(row);
-  return Status::notFound("runtime instance " + std::to_string(id) + " not found");
+  return fetchOne(sql, where, "runtime instance " + std::to_string(id) + " not found", runtimeFromRow);
 }
 
 const char* kOperationSelect =
@@ -91,9 +87,7 @@ Operation operationFromRow(const soci::row& r) {
 Result<Operation> loadOperation(soci::session& sql, int64_t id) {
   Where where(kOperationSelect);
   where.raw("o.id = " + where.bind(std::to_string(id)));
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return operationFromRow(row);
-  return Status::notFound("operation " + std::to_string(id) + " not found");
+  return fetchOne(sql, where, "operation " + std::to_string(id) + " not found", operationFromRow);
 }
 
 const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
@@ -142,10 +136,7 @@ Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options)
   return read("list instances", [&]() -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
     where.greater("m.id", options.after).filters(options, kMetaInstancesFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<MetaInstance>(db_->session(),
-                                   where.clause() + " ORDER BY m.id LIMIT " + std::to_string(limit + 1), where,
-                                   limit, metaFromRow);
+    return fetchPage<MetaInstance>(db_->session(), where, "m.id", options, metaFromRow);
   });
 }
 
@@ -240,10 +231,7 @@ Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& op
   return read("list runtime instances", [&]() -> Result<Page<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.greater("r.id", options.after).filters(options, kRuntimeInstancesFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<RuntimeInstance>(db_->session(),
-                                      where.clause() + " ORDER BY r.id LIMIT " + std::to_string(limit + 1), where,
-                                      limit, runtimeFromRow);
+    return fetchPage<RuntimeInstance>(db_->session(), where, "r.id", options, runtimeFromRow);
   });
 }
 
@@ -316,10 +304,7 @@ Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   return read("list operations", [&]() -> Result<Page<Operation>> {
     Where where(kOperationSelect);
     where.greater("o.id", options.after).filters(options, kOperationsFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Operation>(db_->session(),
-                                where.clause() + " ORDER BY o.id LIMIT " + std::to_string(limit + 1), where, limit,
-                                operationFromRow);
+    return fetchPage<Operation>(db_->session(), where, "o.id", options, operationFromRow);
   });
 }
 

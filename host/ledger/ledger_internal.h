@@ -68,11 +68,13 @@ class Where {
 Status checkFilters(const ListOptions& options, const FilterColumns& columns);
 int64_t pageLimit(const ListOptions& options);
 
-// Runs `sql` (with `where`'s bound values) and maps each row through `fromRow`,
-// producing a page keyed by the first column.
+// One page of `where`'s rows in `order_column` order (the record id), mapped through
+// `fromRow`; fetches one row more than the limit to know whether another page follows.
 template <class T, class FromRow>
-Page<T> fetchPage(soci::session& sql, const std::string& query, Where& where, int64_t limit,
+Page<T> fetchPage(soci::session& sql, Where& where, const std::string& order_column, const ListOptions& options,
                   FromRow&& fromRow) {
+  const int64_t limit = pageLimit(options);
+  const std::string query = where.clause() + " ORDER BY " + order_column + " LIMIT " + std::to_string(limit + 1);
   Page<T> page;
   soci::rowset<soci::row> rows = (sql.prepare << query, soci::use(where.values()));
   for (const auto& row : rows) page.items.push_back(fromRow(row));
@@ -81,6 +83,15 @@ Page<T> fetchPage(soci::session& sql, const std::string& query, Where& where, in
     page.next_after = page.items.back().meta.id;
   }
   return page;
+}
+
+// The first row of `where` mapped through `fromRow`, or kNotFound with `not_found`.
+template <class FromRow>
+auto fetchOne(soci::session& sql, Where& where, const std::string& not_found, FromRow&& fromRow)
+    -> Result<decltype(fromRow(std::declval<const soci::row&>()))> {
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
+  for (const auto& row : rows) return fromRow(row);
+  return Status::notFound(not_found);
 }
 
 // Looks up a live record's id by name; 0 when there is none.

@@ -80,9 +80,7 @@ Node nodeFromRow(const soci::row& r) {
 Result<Node> loadNode(soci::session& sql, const std::string& name) {
   Where where(kNodeSelect);
   where.eq("n.name", name);
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return nodeFromRow(row);
-  return Status::notFound("node '" + name + "' not found");
+  return fetchOne(sql, where, "node '" + name + "' not found", nodeFromRow);
 }
 
 template <class T, class FromRow>
@@ -90,9 +88,7 @@ Result<T> loadOne(soci::session& sql, const std::string& select, const std::stri
                   FromRow&& fromRow) {
   Where where(select);
   where.eq("name", name).raw("deleted_at IS NULL");
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return fromRow(row);
-  return Status::notFound(std::string(what) + " '" + name + "' not found");
+  return fetchOne(sql, where, std::string(what) + " '" + name + "' not found", fromRow);
 }
 
 Status softDelete(Ledger::Tx& tx, const char* table, const char* kind, int64_t id, const std::string& name,
@@ -146,9 +142,7 @@ Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
   return read("list capabilities", [&]() -> Result<Page<Capability>> {
     Where where(kCapabilitySelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kCapabilitiesFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Capability>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
-                                 where, limit, capabilityFromRow);
+    return fetchPage<Capability>(db_->session(), where, "id", options, capabilityFromRow);
   });
 }
 
@@ -207,9 +201,7 @@ Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
   return read("list clusters", [&]() -> Result<Page<Cluster>> {
     Where where(kClusterSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kClustersFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Cluster>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1),
-                              where, limit, clusterFromRow);
+    return fetchPage<Cluster>(db_->session(), where, "id", options, clusterFromRow);
   });
 }
 
@@ -305,9 +297,7 @@ Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
   return read("list nodes", [&]() -> Result<Page<Node>> {
     Where where(kNodeSelect);
     where.greater("n.id", options.after).filters(options, kNodesFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Node>(db_->session(), where.clause() + " ORDER BY n.id LIMIT " + std::to_string(limit + 1),
-                           where, limit, nodeFromRow);
+    return fetchPage<Node>(db_->session(), where, "n.id", options, nodeFromRow);
   });
 }
 

@@ -30,9 +30,7 @@ Plan planFromRow(const soci::row& r) {
 Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
   Where where(kPlanSelect);
   where.eq("name", name).raw("deleted_at IS NULL");
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return planFromRow(row);
-  return Status::notFound("plan '" + name + "' not found");
+  return fetchOne(sql, where, "plan '" + name + "' not found", planFromRow);
 }
 
 const char* kDeploymentSelect =
@@ -57,9 +55,7 @@ Deployment deploymentFromRow(const soci::row& r) {
 Result<Deployment> loadDeployment(soci::session& sql, const std::string& plan, const std::string& deployment_id) {
   Where where(kDeploymentSelect);
   where.eq("p.name", plan).raw("p.deleted_at IS NULL").eq("d.deployment_id", deployment_id);
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return deploymentFromRow(row);
-  return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
+  return fetchOne(sql, where, "deployment '" + deployment_id + "' of plan '" + plan + "' not found", deploymentFromRow);
 }
 
 std::string subjectOf(const std::string& plan, const std::string& deployment_id) {
@@ -137,9 +133,7 @@ Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
   return read("list plans", [&]() -> Result<Page<Plan>> {
     Where where(kPlanSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kPlansFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Plan>(db_->session(), where.clause() + " ORDER BY id LIMIT " + std::to_string(limit + 1), where,
-                           limit, planFromRow);
+    return fetchPage<Plan>(db_->session(), where, "id", options, planFromRow);
   });
 }
 
@@ -254,10 +248,7 @@ Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
   return read("list deployments", [&]() -> Result<Page<Deployment>> {
     Where where(kDeploymentSelect);
     where.raw("p.deleted_at IS NULL").greater("d.id", options.after).filters(options, kDeploymentsFilters);
-    const int64_t limit = pageLimit(options);
-    return fetchPage<Deployment>(db_->session(),
-                                 where.clause() + " ORDER BY d.id LIMIT " + std::to_string(limit + 1), where, limit,
-                                 deploymentFromRow);
+    return fetchPage<Deployment>(db_->session(), where, "d.id", options, deploymentFromRow);
   });
 }
 
