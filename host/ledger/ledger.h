@@ -127,6 +127,14 @@ class Ledger {
   Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state,
                                             Generation generation, const std::string& actor,
                                             const std::string& message = "");
+  // Moves a meta instance to another deployment of its plan: one that wants exactly the
+  // coordinates it runs (adoption without an operation), or after an UPDATE installed them.
+  Result<MetaInstance> setMetaInstanceDeployment(const std::string& name, const std::string& deployment_id,
+                                                 const std::string& actor);
+  // A new meta instance of `deployment_id` and its first operation (`operation.meta_instance`
+  // is ignored), in one transaction, so a crash never leaves an instance nobody works on.
+  Result<Operation> createInstanceWithOperation(const std::string& plan, const std::string& deployment_id,
+                                                const Operation& operation, const std::string& actor);
 
   // --- runtime instances ---------------------------------------------------------------
   // Reserves `instance.reservation` on `instance.node` in the same transaction: refused
@@ -136,6 +144,30 @@ class Ledger {
   Result<RuntimeInstance> createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor);
   Result<RuntimeInstance> getRuntimeInstance(int64_t id);
   Result<Page<RuntimeInstance>> listRuntimeInstances(const ListOptions& options);  // filters: meta_instance, node, state, plan
+  // Creates `instance` (as createRuntimeInstance) and records it as the target runtime
+  // instance of operation `operation_id` in the same transaction: placement reserved at
+  // approval survives a crash, and is never reserved twice for one operation.
+  Result<RuntimeInstance> reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
+                                              const std::string& actor);
+  // Observed facts about a runtime instance; unset fields are left alone. A change of
+  // `healthy` or `coordinates` appends an event; the rest (ports, handle) do not.
+  struct RuntimeUpdate {
+    std::optional<std::string> driver_handle;
+    std::optional<Json> ports;
+    std::optional<Json> volumes;
+    std::optional<Json> coordinates;
+    std::optional<bool> healthy;
+    std::optional<std::string> ready_since;
+    std::optional<std::string> message;
+  };
+  Result<RuntimeInstance> updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, const std::string& actor);
+  // Runtime instances of meta instances that are not DELETED: every one that is not
+  // TERMINATED/FAILED, and the newest of each meta instance whatever its state. What the
+  // control loop looks at every pass, without the history.
+  Result<std::vector<RuntimeInstance>> currentRuntimeInstances();
+  // Makes runtime instance `id` the active one of its meta instance and the previously
+  // active one passive, in one transaction (the switch of a make-before-break RELOCATE).
+  Result<RuntimeInstance> activateRuntimeInstance(int64_t id, const std::string& actor);
   // Moving to TERMINATED or FAILED releases the reservation in the same transaction.
   Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
                                                   const std::string& actor, const std::string& message = "");
@@ -150,6 +182,20 @@ class Ledger {
   Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
                                       const std::string& actor, const std::string& message = "",
                                       const std::string& approved_by = "");
+
+  // The newest operation of every meta instance that is not DELETED: the unfinished one
+  // when there is one (a new operation is only created when none is, or supersedes it).
+  Result<std::vector<Operation>> latestOperations();
+  // Bookkeeping of the executor; unset fields are left alone; no event (state changes
+  // carry the story).
+  struct OperationUpdate {
+    std::optional<int64_t> attempts;
+    std::optional<std::string> next_attempt_at;
+    std::optional<Json> target;
+    std::optional<Json> decision;
+    std::optional<std::string> message;
+  };
+  Result<Operation> updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor);
 
   // --- manifests -----------------------------------------------------------------------
   // Creates every record of the manifest in one transaction, in dependency order

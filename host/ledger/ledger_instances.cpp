@@ -63,7 +63,7 @@ Result<RuntimeInstance> loadRuntime(soci::session& sql, int64_t id) {
 
 const char* kOperationSelect =
     "SELECT o.id, o.generation, o.created_at, o.updated_at, m.name, p.name, o.type, o.intent, o.requested_by, "
-    "o.approved_by, o.decision, o.attempts, o.next_attempt_at, o.priority, o.state, o.message "
+    "o.approved_by, o.decision, o.attempts, o.next_attempt_at, o.priority, o.state, o.message, o.target "
     "FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id JOIN plans p ON p.id = m.plan_id";
 
 Operation operationFromRow(const soci::row& r) {
@@ -81,6 +81,7 @@ Operation operationFromRow(const soci::row& r) {
   o.priority = rowInt(r, 13);
   o.state = rowString(r, 14);
   o.message = rowString(r, 15);
+  o.target = rowJson(r, 16);
   return o;
 }
 
@@ -94,34 +95,162 @@ const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE"
 
 std::string operationSubject(const Operation& o) { return "operation/" + std::to_string(o.meta.id); }
 
+// The body of createRuntimeInstance, shared with reserveForOperation.
+Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& instance) {
+  if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
+    return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
+  }
+  TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), instance.meta_instance));
+  if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
+    return Status::conflict("instance '" + meta.name + "' is " + meta.state);
+  }
+  long long node_id = 0;
+  double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
+  std::string node_state;
+  tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state FROM nodes "
+              "WHERE name = :n AND deleted_at IS NULL",
+      soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
+      soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state);
+  if (!tx.sql().got_data()) return Status::notFound("node '" + instance.node + "' not found");
+
+  // Capacity is checked against the derivation, inside this transaction, so two
+  // placements racing for the last core cannot both win.
+  soci::row used;
+  tx.sql() << "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
+              "runtime_instances WHERE node_id = :id AND state NOT IN ('TERMINATED', 'FAILED')",
+      soci::use(node_id), soci::into(used);
+  const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
+  const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
+  if (instance.reservation.cores > free_cores + 1e-9 || instance.reservation.memory_gib > free_memory + 1e-9) {
+    return Status(Code::kUnprocessable,
+                  "node '" + instance.node + "' cannot hold " + std::to_string(instance.reservation.cores) +
+                      " cores / " + std::to_string(instance.reservation.memory_gib) + " GiB (remaining " +
+                      std::to_string(free_cores) + " cores / " + std::to_string(free_memory) + " GiB)");
+  }
+  const long long meta_id = meta.meta.id;
+  if (instance.is_active) {
+    long long active = 0;
+    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
+                "NOT IN ('TERMINATED', 'FAILED')",
+        soci::use(meta_id), soci::into(active);
+    if (active > 0) {
+      return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
+    }
+  }
+  const int is_active = instance.is_active ? 1 : 0;
+  const std::string coordinates = instance.coordinates.dump(), ports = instance.ports.dump(),
+                    volumes = instance.volumes.dump(), state = "PENDING";
+  long long id = 0;
+  tx.sql() << "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
+              "reserved_memory_gib, ports, volumes, driver_handle, state, created_at, updated_at) VALUES (:m, :n, "
+              ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
+      soci::use(meta_id), soci::use(node_id), soci::use(is_active), soci::use(coordinates),
+      soci::use(instance.reservation.cores), soci::use(instance.reservation.memory_gib), soci::use(ports),
+      soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()),
+      soci::use(tx.now()), soci::into(id);
+  tx.event("runtime_instance.created", "runtime/" + std::to_string(id),
+           Json{{"instance", meta.name},
+                {"node", instance.node},
+                {"is_active", instance.is_active},
+                {"reservation", instance.reservation}});
+  return loadRuntime(tx.sql(), id);
+}
+
+// The body of createOperation, shared with createInstanceWithOperation.
+Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, const Operation& operation) {
+  if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
+    return Status::invalidArgument("operation type '" + operation.type +
+                                       "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
+                                   {{"type", "unknown operation type", ""}});
+  }
+  if (meta.state == "DELETED") return Status::conflict("instance '" + meta.name + "' is DELETED");
+  Where open(kOperationSelect);
+  open.eq("m.name", meta.name).raw("o.state NOT IN ('SUCCEEDED', 'FAILED', 'REJECTED', 'CANCELLED')");
+  std::vector<Operation> unfinished;
+  {
+    soci::rowset<soci::row> rows = (tx.sql().prepare << open.clause(), soci::use(open.values()));
+    for (const auto& row : rows) unfinished.push_back(operationFromRow(row));
+  }
+  for (const auto& existing : unfinished) {
+    const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
+    if (!replaceable || existing.priority >= operation.priority) {
+      return Status::conflict("instance '" + meta.name + "' already has operation " +
+                              std::to_string(existing.meta.id) + " (" + existing.type + ", " + existing.state +
+                              ")");
+    }
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
+                                     operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
+                                     "superseded by a " + operation.type + " of higher priority"));
+  }
+  const long long meta_id = meta.meta.id, priority = operation.priority;
+  const std::string intent = operation.intent.empty() ? "user" : operation.intent;
+  const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
+  const std::string state = "PENDING", decision = operation.decision.dump();
+  long long id = 0;
+  tx.sql() << "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
+              "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
+      soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by),
+      soci::use(decision), soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
+      soci::into(id);
+  tx.event("operation.created", "operation/" + std::to_string(id),
+           Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
+  return loadOperation(tx.sql(), id);
+}
+
+// The body of createMetaInstance, shared with createInstanceWithOperation.
+Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const std::string& deployment_id) {
+  long long plan_id = 0, deployment_ref = 0;
+  std::string service, plan_state;
+  soci::indicator ind = soci::i_null;
+  tx.sql() << "SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
+              "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
+      soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service),
+      soci::into(plan_state), soci::into(deployment_ref);
+  if (!tx.sql().got_data()) {
+    return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
+  }
+  std::string name;
+  do {
+    name = randomName(service, 10);
+  } while (liveIdByName(tx.sql(), "meta_instances", name) != 0);
+  const std::string state = "ACTIVE";
+  long long id = 0;
+  tx.sql() << "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
+              "VALUES (:n, :p, :d, :s, :c, :u) RETURNING id",
+      soci::use(name), soci::use(plan_id), soci::use(deployment_ref), soci::use(state), soci::use(tx.now()),
+      soci::use(tx.now()), soci::into(id);
+  tx.event("meta_instance.created", "instance/" + name, Json{{"plan", plan}, {"deployment_id", deployment_id}});
+  return loadMeta(tx.sql(), name);
+}
+
 }  // namespace
 
 // --- meta instances ------------------------------------------------------------------------------------
 
 Result<MetaInstance> Ledger::createMetaInstance(const std::string& plan, const std::string& deployment_id,
                                                 const std::string& actor) {
-  return write("create meta instance", actor, [&](Tx& tx) -> Result<MetaInstance> {
-    long long plan_id = 0, deployment_ref = 0;
-    std::string service, plan_state;
-    soci::indicator ind = soci::i_null;
-    tx.sql() << "SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
-                "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
-        soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service),
-        soci::into(plan_state), soci::into(deployment_ref);
+  return write("create meta instance", actor,
+               [&](Tx& tx) -> Result<MetaInstance> { return insertMeta(tx, plan, deployment_id); });
+}
+
+Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, const std::string& deployment_id,
+                                                       const std::string& actor) {
+  return write("set instance deployment", actor, [&](Tx& tx) -> Result<MetaInstance> {
+    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.sql(), name));
+    if (m.deployment_id == deployment_id) return m;
+    long long deployment_ref = 0;
+    tx.sql() << "SELECT d.id FROM deployments d JOIN plans p ON p.id = d.plan_id WHERE p.name = :p AND "
+                "p.deleted_at IS NULL AND d.deployment_id = :d",
+        soci::use(m.plan), soci::use(deployment_id), soci::into(deployment_ref);
     if (!tx.sql().got_data()) {
-      return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
+      return Status::notFound("deployment '" + deployment_id + "' of plan '" + m.plan + "' not found");
     }
-    std::string name;
-    do {
-      name = randomName(service, 10);
-    } while (liveIdByName(tx.sql(), "meta_instances", name) != 0);
-    const std::string state = "ACTIVE";
-    long long id = 0;
-    tx.sql() << "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
-                "VALUES (:n, :p, :d, :s, :c, :u) RETURNING id",
-        soci::use(name), soci::use(plan_id), soci::use(deployment_ref), soci::use(state), soci::use(tx.now()),
-        soci::use(tx.now()), soci::into(id);
-    tx.event("meta_instance.created", "instance/" + name, Json{{"plan", plan}, {"deployment_id", deployment_id}});
+    soci::values values;
+    values.set("deployment_ref", deployment_ref);
+    TIDE_RETURN_IF_ERROR(
+        updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deployment_ref = :deployment_ref", values));
+    tx.event("meta_instance.deployment", "instance/" + name,
+             Json{{"from", m.deployment_id}, {"to", deployment_id}});
     return loadMeta(tx.sql(), name);
   });
 }
@@ -160,64 +289,30 @@ Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const
 // --- runtime instances -------------------------------------------------------------------------------
 
 Result<RuntimeInstance> Ledger::createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor) {
-  if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
-    return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
-  }
-  return write("create runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
-    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), instance.meta_instance));
-    if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
-      return Status::conflict("instance '" + meta.name + "' is " + meta.state);
-    }
-    long long node_id = 0;
-    double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
-    std::string node_state;
-    tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state FROM nodes "
-                "WHERE name = :n AND deleted_at IS NULL",
-        soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
-        soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state);
-    if (!tx.sql().got_data()) return Status::notFound("node '" + instance.node + "' not found");
+  return write("create runtime instance", actor,
+               [&](Tx& tx) -> Result<RuntimeInstance> { return insertRuntime(tx, instance); });
+}
 
-    // Capacity is checked against the derivation, inside this transaction, so two
-    // placements racing for the last core cannot both win.
-    soci::row used;
-    tx.sql() << "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
-                "runtime_instances WHERE node_id = :id AND state NOT IN ('TERMINATED', 'FAILED')",
-        soci::use(node_id), soci::into(used);
-    const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
-    const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
-    if (instance.reservation.cores > free_cores + 1e-9 || instance.reservation.memory_gib > free_memory + 1e-9) {
-      return Status(Code::kUnprocessable,
-                    "node '" + instance.node + "' cannot hold " + std::to_string(instance.reservation.cores) +
-                        " cores / " + std::to_string(instance.reservation.memory_gib) + " GiB (remaining " +
-                        std::to_string(free_cores) + " cores / " + std::to_string(free_memory) + " GiB)");
+Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
+                                                    const std::string& actor) {
+  return write("reserve for operation", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), operation_id));
+    if (o.meta_instance != instance.meta_instance) {
+      return Status::invalidArgument("operation " + std::to_string(operation_id) + " is for instance '" +
+                                     o.meta_instance + "', not '" + instance.meta_instance + "'");
     }
-    const long long meta_id = meta.meta.id;
-    if (instance.is_active) {
-      long long active = 0;
-      tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
-                  "NOT IN ('TERMINATED', 'FAILED')",
-          soci::use(meta_id), soci::into(active);
-      if (active > 0) {
-        return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
-      }
+    if (o.target.contains("runtime_instance")) {
+      return Status::conflict("operation " + std::to_string(operation_id) + " already reserved runtime instance " +
+                              o.target["runtime_instance"].dump());
     }
-    const int is_active = instance.is_active ? 1 : 0;
-    const std::string coordinates = instance.coordinates.dump(), ports = instance.ports.dump(),
-                      volumes = instance.volumes.dump(), state = "PENDING";
-    long long id = 0;
-    tx.sql() << "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
-                "reserved_memory_gib, ports, volumes, driver_handle, state, created_at, updated_at) VALUES (:m, :n, "
-                ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
-        soci::use(meta_id), soci::use(node_id), soci::use(is_active), soci::use(coordinates),
-        soci::use(instance.reservation.cores), soci::use(instance.reservation.memory_gib), soci::use(ports),
-        soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()),
-        soci::use(tx.now()), soci::into(id);
-    tx.event("runtime_instance.created", "runtime/" + std::to_string(id),
-             Json{{"instance", meta.name},
-                  {"node", instance.node},
-                  {"is_active", instance.is_active},
-                  {"reservation", instance.reservation}});
-    return loadRuntime(tx.sql(), id);
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance created, insertRuntime(tx, instance));
+    Json target = o.target.is_object() ? o.target : Json::object();
+    target["runtime_instance"] = created.meta.id;
+    target["node"] = created.node;
+    soci::values values;
+    values.set("target", target.dump());
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, "target = :target", values));
+    return created;
   });
 }
 
@@ -232,6 +327,80 @@ Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& op
     Where where(kRuntimeSelect);
     where.greater("r.id", options.after).filters(options, kRuntimeInstancesFilters);
     return fetchPage<RuntimeInstance>(db_->session(), where, "r.id", options, runtimeFromRow);
+  });
+}
+
+Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update,
+                                                      const std::string& actor) {
+  return write("update runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    std::string assignments;
+    soci::values values;
+    auto assign = [&](const char* column, const auto& value) {
+      if (!assignments.empty()) assignments += ", ";
+      assignments += std::string(column) + " = :" + column;
+      values.set(column, value);
+    };
+    if (update.driver_handle) assign("driver_handle", *update.driver_handle);
+    if (update.ports) assign("ports", update.ports->dump());
+    if (update.volumes) assign("volumes", update.volumes->dump());
+    if (update.coordinates) assign("coordinates", update.coordinates->dump());
+    if (update.healthy) assign("healthy", *update.healthy ? 1 : 0);
+    if (update.ready_since) assign("ready_since", *update.ready_since);
+    if (update.message) assign("message", *update.message);
+    if (assignments.empty()) return ri;
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, assignments, values));
+    const std::string subject = "runtime/" + std::to_string(id);
+    if (update.healthy && *update.healthy != ri.healthy) {
+      Json data{{"instance", ri.meta_instance}, {"node", ri.node}, {"healthy", *update.healthy}};
+      if (update.message) data["message"] = *update.message;
+      tx.event("runtime_instance.health", subject, data);
+    }
+    if (update.coordinates && *update.coordinates != ri.coordinates) {
+      tx.event("runtime_instance.coordinates", subject,
+               Json{{"instance", ri.meta_instance}, {"from", ri.coordinates}, {"to", *update.coordinates}});
+    }
+    return loadRuntime(tx.sql(), id);
+  });
+}
+
+Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
+  return read("current runtime instances", [&]() -> Result<std::vector<RuntimeInstance>> {
+    Where where(kRuntimeSelect);
+    where.raw("m.deleted_at IS NULL")
+        .raw("(r.state NOT IN ('TERMINATED', 'FAILED') OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
+             "GROUP BY r2.meta_instance_id))");
+    std::vector<RuntimeInstance> out;
+    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY r.id",
+                                    soci::use(where.values()));
+    for (const auto& row : rows) out.push_back(runtimeFromRow(row));
+    return out;
+  });
+}
+
+Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::string& actor) {
+  return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    if (ri.state == "TERMINATED" || ri.state == "FAILED") {
+      return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state);
+    }
+    if (ri.is_active) return ri;
+    long long previous = 0;
+    soci::indicator ind = soci::i_null;
+    tx.sql() << "SELECT r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id WHERE "
+                "m.name = :m AND r.is_active = 1 AND r.state NOT IN ('TERMINATED', 'FAILED')",
+        soci::use(ri.meta_instance), soci::into(previous, ind);
+    soci::values passive, active;
+    passive.set("is_active", 0);
+    active.set("is_active", 1);
+    if (tx.sql().got_data() && ind == soci::i_ok) {
+      TIDE_RETURN_IF_ERROR(
+          updateGuarded(tx, "runtime_instances", previous, std::nullopt, "is_active = :is_active", passive));
+    }
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, "is_active = :is_active", active));
+    tx.event("runtime_instance.activated", "runtime/" + std::to_string(id),
+             Json{{"instance", ri.meta_instance}, {"node", ri.node}, {"previous", previous}});
+    return loadRuntime(tx.sql(), id);
   });
 }
 
@@ -252,44 +421,51 @@ Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::s
 // --- operations --------------------------------------------------------------------------------------------
 
 Result<Operation> Ledger::createOperation(const Operation& operation, const std::string& actor) {
-  if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
-    return Status::invalidArgument("operation type '" + operation.type +
-                                       "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
-                                   {{"type", "unknown operation type", ""}});
-  }
   return write("create operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), operation.meta_instance));
-    if (meta.state == "DELETED") return Status::conflict("instance '" + meta.name + "' is DELETED");
-    Where open(kOperationSelect);
-    open.eq("m.name", meta.name).raw("o.state NOT IN ('SUCCEEDED', 'FAILED', 'REJECTED', 'CANCELLED')");
-    std::vector<Operation> unfinished;
-    {
-      soci::rowset<soci::row> rows = (tx.sql().prepare << open.clause(), soci::use(open.values()));
-      for (const auto& row : rows) unfinished.push_back(operationFromRow(row));
+    return insertOperation(tx, meta, operation);
+  });
+}
+
+Result<Operation> Ledger::createInstanceWithOperation(const std::string& plan, const std::string& deployment_id,
+                                                      const Operation& operation, const std::string& actor) {
+  return write("create instance with operation", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, insertMeta(tx, plan, deployment_id));
+    return insertOperation(tx, meta, operation);
+  });
+}
+
+Result<std::vector<Operation>> Ledger::latestOperations() {
+  return read("latest operations", [&]() -> Result<std::vector<Operation>> {
+    Where where(kOperationSelect);
+    where.raw("m.deleted_at IS NULL")
+        .raw("o.id IN (SELECT MAX(o2.id) FROM operations o2 GROUP BY o2.meta_instance_id)");
+    std::vector<Operation> out;
+    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY o.id",
+                                    soci::use(where.values()));
+    for (const auto& row : rows) out.push_back(operationFromRow(row));
+    return out;
+  });
+}
+
+Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor) {
+  return write("update operation", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
+    std::string assignments;
+    soci::values values;
+    auto assign = [&](const char* column, const auto& value) {
+      if (!assignments.empty()) assignments += ", ";
+      assignments += std::string(column) + " = :" + column;
+      values.set(column, value);
+    };
+    if (update.attempts) assign("attempts", static_cast<long long>(*update.attempts));
+    if (update.next_attempt_at) assign("next_attempt_at", *update.next_attempt_at);
+    if (update.target) assign("target", update.target->dump());
+    if (update.decision) assign("decision", update.decision->dump());
+    if (update.message) assign("message", *update.message);
+    if (!assignments.empty()) {
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, assignments, values));
     }
-    for (const auto& existing : unfinished) {
-      const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
-      if (!replaceable || existing.priority >= operation.priority) {
-        return Status::conflict("instance '" + meta.name + "' already has operation " +
-                                std::to_string(existing.meta.id) + " (" + existing.type + ", " + existing.state +
-                                ")");
-      }
-      TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
-                                       operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
-                                       "superseded by a " + operation.type + " of higher priority"));
-    }
-    const long long meta_id = meta.meta.id, priority = operation.priority;
-    const std::string intent = operation.intent.empty() ? "user" : operation.intent;
-    const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
-    const std::string state = "PENDING", decision = operation.decision.dump();
-    long long id = 0;
-    tx.sql() << "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
-                "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
-        soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by),
-        soci::use(decision), soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
-        soci::into(id);
-    tx.event("operation.created", "operation/" + std::to_string(id),
-             Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
     return loadOperation(tx.sql(), id);
   });
 }

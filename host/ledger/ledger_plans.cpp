@@ -35,7 +35,7 @@ Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
 
 const char* kDeploymentSelect =
     "SELECT d.id, d.generation, d.created_at, d.updated_at, p.name, d.deployment_id, d.spec, d.instance_count, "
-    "d.rollout_state, d.state, d.message FROM deployments d JOIN plans p ON p.id = d.plan_id";
+    "d.rollout_state, d.state, d.message, d.signals FROM deployments d JOIN plans p ON p.id = d.plan_id";
 
 Deployment deploymentFromRow(const soci::row& r) {
   Deployment d;
@@ -49,6 +49,7 @@ Deployment deploymentFromRow(const soci::row& r) {
   d.rollout_state = rowJson(r, 8);
   d.state = rowString(r, 9);
   d.message = rowString(r, 10);
+  d.signals = rowJson(r, 11);
   return d;
 }
 

@@ -152,6 +152,7 @@ void to_json(Json& j, const Deployment& v) {
            {"instance_count", v.instance_count},
            {"strategy", v.strategy},
            {"rollout_state", v.rollout_state},
+           {"signals", v.signals},
            {"state", v.state},
            {"message", v.message}};
 }
@@ -188,6 +189,7 @@ void to_json(Json& j, const Operation& v) {
            {"attempts", v.attempts},
            {"next_attempt_at", v.next_attempt_at},
            {"priority", v.priority},
+           {"target", v.target},
            {"state", v.state},
            {"message", v.message}};
 }

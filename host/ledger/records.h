@@ -140,6 +140,7 @@ struct Deployment {
   int64_t instance_count = 0;
   Json strategy = nullptr;            // optional override: {script?, params?}
   Json rollout_state = Json::object();  // owned by the strategy script
+  Json signals = Json::object();        // controls not yet consumed: {"promote": true, ...}
   std::string state = "PENDING";
   std::string message;
 };
@@ -181,6 +182,9 @@ struct Operation {
   int64_t attempts = 0;
   std::string next_attempt_at;
   int64_t priority = 0;
+  // What the control loop keeps between steps: {"runtime_instance": id reserved at
+  // approval, "from_runtime_instance": id it replaces, "node", "coordinates"}.
+  Json target = Json::object();
   std::string state = "PENDING";
   std::string message;
 };

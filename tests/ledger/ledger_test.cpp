@@ -27,7 +27,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 1);
+  CHECK(f.ledger->schemaVersion() == 2);
   CHECK(f.eventCount() == 0);
 }
 
@@ -246,7 +246,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 1);
+  CHECK(again.ledger->schemaVersion() == 2);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
@@ -348,4 +348,91 @@ TEST_CASE("ledger: script versions and decisions are recorded") {
   REQUIRE(decisions->size() == 1);
   CHECK(decisions->front().script_sha256 == "deadbeef");
   CHECK(decisions->front().reasons[0] == "ok");
+}
+
+TEST_CASE("ledger: a reservation made for an operation is recorded on it, once") {
+  LedgerFixture f;
+  const std::string name = f.addInstance();
+  ledger::Operation op;
+  op.meta_instance = name;
+  op.type = "CREATE";
+  op.intent = "d1";
+  auto created = f.ledger->createOperation(op, "test");
+  REQUIRE(created.isOk());
+  ledger::RuntimeInstance ri;
+  ri.meta_instance = name;
+  ri.node = "node-a";
+  ri.reservation = {4, 64};
+  auto reserved = f.ledger->reserveForOperation(created->meta.id, ri, "test");
+  REQUIRE(reserved.isOk());
+  auto reloaded = f.ledger->getOperation(created->meta.id);
+  REQUIRE(reloaded.isOk());
+  CHECK(reloaded->target["runtime_instance"] == reserved->meta.id);
+  CHECK(reloaded->target["node"] == "node-a");
+  CHECK(f.ledger->reserveForOperation(created->meta.id, ri, "test").status().code() == Code::kConflict);
+  auto node = f.ledger->getNode("node-a");
+  CHECK(node->remaining.cores == doctest::Approx(64 - 4 - 4));
+}
+
+TEST_CASE("ledger: an instance and its first operation are created together") {
+  LedgerFixture f;
+  f.addInventory();
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
+  ledger::Operation op;
+  op.type = "CREATE";
+  op.intent = "d1";
+  auto created = f.ledger->createInstanceWithOperation("web", "d1", op, "controller");
+  REQUIRE(created.isOk());
+  CHECK(f.ledger->getMetaInstance(created->meta_instance)->deployment_id == "d1");
+  op.type = "EXPLODE";
+  const int64_t before = f.eventCount();
+  CHECK(f.ledger->createInstanceWithOperation("web", "d1", op, "controller").status().code() ==
+        Code::kInvalidArgument);
+  CHECK(f.eventCount() == before);  // no meta instance without its operation
+  auto latest = f.ledger->latestOperations();
+  REQUIRE(latest.isOk());
+  REQUIRE(latest->size() == 1);
+  CHECK(latest->front().meta.id == created->meta.id);
+}
+
+TEST_CASE("ledger: runtime facts, activation and deployment moves") {
+  LedgerFixture f;
+  const std::string name = f.addInstance();
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d2", 1), "test").isOk());
+  ledger::RuntimeInstance ri;
+  ri.meta_instance = name;
+  ri.node = "node-a";
+  auto first = f.ledger->createRuntimeInstance(ri, "test");
+  REQUIRE(first.isOk());
+  ri.node = "node-b";
+  ri.is_active = false;
+  auto second = f.ledger->createRuntimeInstance(ri, "test");
+  REQUIRE(second.isOk());
+
+  ledger::Ledger::RuntimeUpdate update;
+  update.healthy = true;
+  update.ports = Json{{"tcp/80", 31000}};
+  update.driver_handle = "pid:1:2";
+  auto updated = f.ledger->updateRuntimeInstance(second->meta.id, update, "observer");
+  REQUIRE(updated.isOk());
+  CHECK(updated->healthy);
+  CHECK(updated->ports["tcp/80"] == 31000);
+  CHECK(updated->driver_handle == "pid:1:2");
+
+  auto activated = f.ledger->activateRuntimeInstance(second->meta.id, "executor");
+  REQUIRE(activated.isOk());
+  CHECK(activated->is_active);
+  CHECK_FALSE(f.ledger->getRuntimeInstance(first->meta.id)->is_active);
+  auto current = f.ledger->currentRuntimeInstances();
+  REQUIRE(current.isOk());
+  CHECK(current->size() == 2);
+
+  auto moved = f.ledger->setMetaInstanceDeployment(name, "d2", "controller");
+  REQUIRE(moved.isOk());
+  CHECK(moved->deployment_id == "d2");
+  CHECK(f.ledger->setMetaInstanceDeployment(name, "nope", "controller").status().code() == Code::kNotFound);
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
 }
