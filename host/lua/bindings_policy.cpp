@@ -5,6 +5,7 @@
 #include "host/lua/bindings_base.h"
 #include "host/lua/bindings_json.h"
 #include "host/lua/bindings_readonly.h"
+#include "host/lua/bindings_tide.h"
 #include "host/lua/guard.h"
 #include "host/lua/lua_state.h"
 #include "host/lua/policy_data.h"
@@ -132,21 +133,6 @@ int ctxNode(lua_State* L) {
   return pushData(L, "node", data.node(name));
 }
 
-// upvalue 1: the level name.
-int ctxLog(lua_State* L) {
-  LogRecord record;
-  record.level = lua_tostring(L, lua_upvalueindex(1));
-  record.where = callerWhere(L);
-  record.message = luaL_checkstring(L, 1);
-  if (!lua_isnoneornil(L, 2)) {
-    auto fields = toJson(L, 2);
-    record.fields = fields.isOk() ? std::move(fields).value()
-                                  : Json{{"unconvertible", fields.status().message()}};
-  }
-  LuaState::from(L).log(std::move(record));
-  return 0;
-}
-
 void setFunction(lua_State* L, const char* name, lua_CFunction fn) {
   lua_pushcfunction(L, fn);
   lua_setfield(L, -2, name);
@@ -164,12 +150,7 @@ void pushPolicyContext(lua_State* L) {
   setFunction(L, "recent_failures", guarded<ctxRecentFailures>);
   setFunction(L, "instances", guarded<ctxInstances>);
   setFunction(L, "node", guarded<ctxNode>);
-  lua_createtable(L, 0, 3);
-  for (const char* level : {"info", "warn", "error"}) {
-    lua_pushstring(L, level);
-    lua_pushcclosure(L, guarded<ctxLog>, 1);
-    lua_setfield(L, -2, level);
-  }
+  pushLogTable(L);
   lua_setfield(L, -2, "log");
   pushReadOnly(L, -1);
   lua_replace(L, -2);

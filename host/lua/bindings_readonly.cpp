@@ -9,6 +9,7 @@ namespace {
 
 char kViewMetatableKey;  // registry: the metatable shared by all views
 char kViewCacheKey;      // registry: table -> view, weak in keys and values
+char kWritableKey;       // registry: table -> true for tables views hand out unwrapped
 
 void raiseReadOnly(lua_State* L, int key_index) {
   if (lua_type(L, key_index) == LUA_TSTRING || lua_type(L, key_index) == LUA_TNUMBER) {
@@ -17,11 +18,45 @@ void raiseReadOnly(lua_State* L, int key_index) {
   luaL_error(L, "attempt to modify a read-only table");
 }
 
+void pushWeakRegistryTable(lua_State* L, const void* key) {
+  lua_pushlightuserdata(L, const_cast<void*>(key));
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (!lua_isnil(L, -1)) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "kv");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_pushlightuserdata(L, const_cast<void*>(key));
+  lua_pushvalue(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+bool isWritable(lua_State* L, int index) {
+  index = index < 0 ? lua_gettop(L) + index + 1 : index;
+  pushWeakRegistryTable(L, &kWritableKey);
+  lua_pushvalue(L, index);
+  lua_rawget(L, -2);
+  const bool writable = lua_toboolean(L, -1) != 0;
+  lua_pop(L, 2);
+  return writable;
+}
+
+// Replaces the table on top of the stack by its view when `wrap` is set, unless the
+// table was marked writable.
+void wrapTop(lua_State* L, bool wrap) {
+  if (wrap && lua_type(L, -1) == LUA_TTABLE && !isWritable(L, -1)) {
+    pushReadOnly(L, -1);
+    lua_replace(L, -2);
+  }
+}
+
 int viewIndex(lua_State* L) {
   lua_getfenv(L, 1);
   lua_pushvalue(L, 2);
   lua_rawget(L, -2);
-  if (lua_type(L, -1) == LUA_TTABLE) pushReadOnly(L, -1);
+  wrapTop(L, true);
   return 1;
 }
 
@@ -63,28 +98,7 @@ void pushViewMetatable(lua_State* L) {
   lua_rawset(L, LUA_REGISTRYINDEX);
 }
 
-void pushViewCache(lua_State* L) {
-  lua_pushlightuserdata(L, &kViewCacheKey);
-  lua_rawget(L, LUA_REGISTRYINDEX);
-  if (!lua_isnil(L, -1)) return;
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "kv");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_pushlightuserdata(L, &kViewCacheKey);
-  lua_pushvalue(L, -2);
-  lua_rawset(L, LUA_REGISTRYINDEX);
-}
-
-// Replaces the table on top of the stack by its view when `wrap` is set.
-void wrapTop(lua_State* L, bool wrap) {
-  if (wrap && lua_type(L, -1) == LUA_TTABLE) {
-    pushReadOnly(L, -1);
-    lua_replace(L, -2);
-  }
-}
+void pushViewCache(lua_State* L) { pushWeakRegistryTable(L, &kViewCacheKey); }
 
 // Pushes the table argument at `index` (the viewed table for a view); returns whether
 // it was a view. Raises the usual "table expected" error for anything else.
@@ -143,6 +157,15 @@ void pushReadOnly(lua_State* L, int index) {
   lua_pushvalue(L, -2);
   lua_rawset(L, -4);
   lua_remove(L, -2);
+}
+
+void markWritable(lua_State* L, int index) {
+  index = index < 0 ? lua_gettop(L) + index + 1 : index;
+  pushWeakRegistryTable(L, &kWritableKey);
+  lua_pushvalue(L, index);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
 }
 
 bool isReadOnly(lua_State* L, int index) {

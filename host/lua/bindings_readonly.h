@@ -23,6 +23,10 @@ bool isReadOnly(lua_State* L, int index);
 // Host code only: handing the result to a script would make the data writable.
 void pushUnderlying(lua_State* L, int index);
 
+// Marks the table at `index` as one that views hand out as itself instead of wrapping it:
+// a writable hole in a read-only snapshot (a strategy's r.state). Marks are weak.
+void markWritable(lua_State* L, int index);
+
 // View-aware replacements the sandbox installs under the standard names.
 int readOnlyAwarePairs(lua_State* L);   // upvalue 1: readOnlyAwareNext
 int readOnlyAwareIpairs(lua_State* L);  // upvalue 1: readOnlyAwareIpairsStep

@@ -1,5 +1,7 @@
 #include "host/lua/bindings_tide.h"
 
+#include "host/lua/bindings_base.h"
+#include "host/lua/bindings_json.h"
 #include "host/lua/bindings_readonly.h"
 #include "host/lua/guard.h"
 #include "host/lua/lua_state.h"
@@ -89,10 +91,36 @@ int libNewindex(lua_State* L) {
   return luaL_error(L, "attempt to modify read-only field '%s'", luaL_checkstring(L, 2));
 }
 
+// upvalue 1: the level name.
+int logAtLevel(lua_State* L) {
+  LogRecord record;
+  record.level = lua_tostring(L, lua_upvalueindex(1));
+  record.where = callerWhere(L);
+  record.message = luaL_checkstring(L, 1);
+  if (!lua_isnoneornil(L, 2)) {
+    auto fields = toJson(L, 2);
+    record.fields = fields.isOk() ? std::move(fields).value()
+                                  : Json{{"unconvertible", fields.status().message()}};
+  }
+  LuaState::from(L).log(std::move(record));
+  return 0;
+}
+
 }  // namespace
 
+void pushLogTable(lua_State* L) {
+  lua_createtable(L, 0, 3);
+  for (const char* level : {"info", "warn", "error"}) {
+    lua_pushstring(L, level);
+    lua_pushcclosure(L, guarded<logAtLevel>, 1);
+    lua_setfield(L, -2, level);
+  }
+  pushReadOnly(L, -1);
+  lua_replace(L, -2);
+}
+
 void pushTideTable(lua_State* L) {
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
   lua_pushliteral(L, TIDE_VERSION);
   lua_setfield(L, -2, "version");
 
@@ -106,6 +134,9 @@ void pushTideTable(lua_State* L) {
   lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
   lua_setfield(L, -2, "lib");
+
+  pushLogTable(L);
+  lua_setfield(L, -2, "log");
 
   pushReadOnly(L, -1);
   lua_replace(L, -2);

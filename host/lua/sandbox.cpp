@@ -43,7 +43,7 @@ constexpr const char* kMathMembers[] = {
 // os: time, date and clock only, reading the injected clock, always UTC.
 constexpr const char* kOsFunctions[] = {"clock", "date", "time"};
 // tide: the host's table (bindings_tide.cpp).
-constexpr const char* kTideMembers[] = {"lib", "version"};
+constexpr const char* kTideMembers[] = {"lib", "log", "version"};
 
 // Removed from the real globals so that no path (a missed reference, a future binding)
 // can hand them to a script.

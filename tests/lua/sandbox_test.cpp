@@ -58,9 +58,9 @@ TEST_CASE("lua: the sandbox's global set equals the allow-list exactly") {
       "string.sub",   "string.upper",  "table",
       "table.concat", "table.insert",  "table.maxn",
       "table.remove", "table.sort",    "tide",
-      "tide.lib",     "tide.version",  "tonumber",
-      "tostring",     "type",          "unpack",
-      "xpcall",
+      "tide.lib",     "tide.log",      "tide.version",
+      "tonumber",     "tostring",      "type",
+      "unpack",       "xpcall",
   };
   CHECK(allowList() == expected);
   CHECK(namesOf(*state, {}) == allowList());
@@ -198,4 +198,53 @@ TEST_CASE("lua: tide.lib loads libs through the host's loader") {
   CHECK(r.error.message.find("unknown lib 'nothing'") != std::string::npos);
   r = runChunk(*state, "return type(tide.version)");
   CHECK(r.value == "string");
+}
+
+TEST_CASE("lua: tide.log writes to the log sink with level, source line and fields") {
+  std::vector<LogRecord> logs;
+  LuaStateOptions options;
+  options.log = [&logs](const LogRecord& record) { logs.push_back(record); };
+  auto state = newState(options);
+  REQUIRE(state);
+  REQUIRE(runChunk(*state, "tide.log.warn('slow', { ms = 7 })\ntide.log.info('x')",
+                   "scripts/rollout/x.lua")
+              .error.ok());
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].level == "warn");
+  CHECK(logs[0].where == "scripts/rollout/x.lua:1");
+  CHECK(logs[0].fields == nlohmann::json{{"ms", 7}});
+  CHECK(logs[1].level == "info");
+  CHECK(runChunk(*state, "tide.log.info = print").error.message.find("read-only") !=
+        std::string::npos);
+}
+
+TEST_CASE("lua: a table marked writable is handed out as itself by the view around it") {
+  auto state = newState();
+  REQUIRE(state);
+  bool ok = false;
+  LuaError e = state->call([&ok](lua_State* L) {
+    lua_createtable(L, 0, 2);
+    lua_newtable(L);
+    markWritable(L, -1);
+    lua_setfield(L, -2, "state");
+    lua_newtable(L);
+    lua_setfield(L, -2, "fixed");
+    pushReadOnly(L, -1);
+    const int r = lua_gettop(L);
+    const char* code =
+        "local r = ...\n"
+        "r.state.phase = 'x'\n"
+        "local seen = 0\n"
+        "for k, v in pairs(r) do if k == 'state' and v.phase == 'x' then seen = seen + 1 end end\n"
+        "return seen == 1 and not pcall(function() r.fixed.y = 1 end)\n"
+        "  and not pcall(function() r.state = {} end)";
+    loadTextChunk(L, code, "test.lua");
+    pushEnvironment(L, {});
+    lua_setfenv(L, -2);
+    lua_pushvalue(L, r);
+    lua_call(L, 1, 1);
+    ok = lua_toboolean(L, -1) != 0;
+  });
+  CHECK(e.ok());
+  CHECK(ok);
 }
