@@ -12,6 +12,7 @@
 #include "host/lua/policy_tests.h"
 #include "host/lua/script_loader.h"
 #include "host/lua/script_registry.h"
+#include "host/lua/strategy_tests.h"
 
 namespace tide::lua {
 namespace {
@@ -42,6 +43,29 @@ ScriptSet loadLibs(const fs::path& scripts_dir, std::ostream& out) {
   return libs;
 }
 
+// Files in a directory named "rollout" are strategies; everything else is a policy.
+ScriptKind testedKindOf(const fs::path& file) {
+  return file.parent_path().filename() == "rollout" ? ScriptKind::kStrategy : ScriptKind::kPolicy;
+}
+
+// Prints PASS/FAIL per case, counting them; the error when the file did not load.
+template <class CaseResult>
+Status printCases(const Result<std::vector<CaseResult>>& results, std::ostream& out, int& passed,
+                  int& failed) {
+  if (!results.isOk()) return results.status();
+  if (results->empty()) out << "  (no tests)\n";
+  for (const CaseResult& r : *results) {
+    if (r.passed) {
+      out << "  PASS  " << r.name << "\n";
+      ++passed;
+    } else {
+      out << "  FAIL  " << r.name << ": expected " << r.expected << ", got " << r.actual << "\n";
+      ++failed;
+    }
+  }
+  return Status::ok();
+}
+
 std::string padded(std::string text, size_t width) {
   if (text.size() < width) text.resize(width, ' ');
   return text;
@@ -53,7 +77,12 @@ int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& 
                    const PolicyToolOptions& options) {
   std::vector<fs::path> files;
   std::vector<std::string> targets = files_or_dirs;
-  if (targets.empty()) targets.push_back(options.policies_dir.string());
+  if (targets.empty()) {
+    targets.push_back(options.policies_dir.string());
+    std::error_code ec;
+    const fs::path strategies = options.scripts_dir / "rollout";
+    if (fs::is_directory(strategies, ec)) targets.push_back(strategies.string());
+  }
   for (const std::string& target : targets) {
     std::error_code ec;
     if (fs::is_directory(target, ec)) {
@@ -71,28 +100,21 @@ int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& 
   int passed = 0;
   int failed = 0;
   for (const fs::path& path : files) {
-    auto file = readScriptFile(path, path.lexically_normal().string(), ScriptKind::kPolicy);
+    const ScriptKind kind = testedKindOf(path);
+    auto file = readScriptFile(path, path.lexically_normal().string(), kind);
     if (!file.isOk()) {
       out << path.string() << "\n  FAIL  " << file.status().message() << "\n";
       ++failed;
       continue;
     }
     out << file->path << "\n";
-    auto results = runPolicyFileTests(*file, libs, options.limits);
-    if (!results.isOk()) {
-      out << "  FAIL  does not load: " << results.status().message() << "\n";
+    const Status loaded =
+        kind == ScriptKind::kStrategy
+            ? printCases(runStrategyFileTests(*file, libs, options.limits), out, passed, failed)
+            : printCases(runPolicyFileTests(*file, libs, options.limits), out, passed, failed);
+    if (!loaded.isOk()) {
+      out << "  FAIL  does not load: " << loaded.message() << "\n";
       ++failed;
-      continue;
-    }
-    if (results->empty()) out << "  (no tests)\n";
-    for (const PolicyCaseResult& r : *results) {
-      if (r.passed) {
-        out << "  PASS  " << r.name << "\n";
-        ++passed;
-      } else {
-        out << "  FAIL  " << r.name << ": expected " << r.expected << ", got " << r.actual << "\n";
-        ++failed;
-      }
     }
   }
   out << passed << " passed, " << failed << " failed\n";

@@ -14,17 +14,18 @@ namespace tide::lua {
 
 struct PolicyToolOptions {
   std::filesystem::path policies_dir = "policies";  // eval: the policies to run
-  std::filesystem::path scripts_dir = "scripts";    // both: libs come from <scripts_dir>/lib
+  std::filesystem::path scripts_dir = "scripts";    // libs (<dir>/lib), strategies (<dir>/rollout)
   LuaLimits limits;
   Outcome default_outcome = Outcome::kPendingApproval;
   bool json = false;  // eval: print the Evaluation as JSON instead of a table
 };
 
-// `tide policy test [FILES]`: runs the tests table of each policy file given (a directory
-// means its *.lua files; no arguments means options.policies_dir) through the production
-// loader and sandbox. Prints PASS/FAIL per case and "N passed, M failed" last. Returns 0
-// when every case passed, 1 when any failed or a file did not load, 2 when no policy file
-// was found.
+// `tide policy test [FILES]`: runs the tests table of each policy or strategy file given (a
+// directory means its *.lua files; files in a directory named "rollout" are strategies; no
+// arguments means options.policies_dir and <options.scripts_dir>/rollout) through the
+// production loader and sandbox. Prints PASS/FAIL per case and "N passed, M failed" last.
+// Returns 0 when every case passed, 1 when any failed or a file did not load, 2 when no
+// file was found.
 int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& out,
                    const PolicyToolOptions& options = {});
 

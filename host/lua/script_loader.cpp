@@ -7,6 +7,7 @@
 
 #include "host/core/sha256.h"
 #include "host/lua/bindings_policy.h"
+#include "host/lua/bindings_strategy.h"
 #include "host/lua/bindings_tide.h"
 
 namespace tide::lua {
@@ -110,6 +111,7 @@ std::span<const Verb> verbsFor(ScriptKind kind) {
     case ScriptKind::kPolicy:
       return policyVerbs();
     case ScriptKind::kStrategy:
+      return strategyVerbs();
     case ScriptKind::kHook:
     case ScriptKind::kLib:
       return {};

@@ -22,8 +22,7 @@
 
 namespace tide::lua {
 
-// The verbs scripts of `kind` see, in one table: the rollout and hook bindings add theirs
-// here when they land.
+// The verbs scripts of `kind` see: policyVerbs(), strategyVerbs(); hooks and libs have none.
 std::span<const Verb> verbsFor(ScriptKind kind);
 
 // The events a hook's `on` table may name.

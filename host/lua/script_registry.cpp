@@ -6,6 +6,7 @@
 #include "host/lua/directory_watcher.h"
 #include "host/lua/policy_tests.h"
 #include "host/lua/script_loader.h"
+#include "host/lua/strategy_tests.h"
 
 namespace tide::lua {
 
@@ -90,6 +91,24 @@ std::vector<ScriptRegistry::Candidate> ScriptRegistry::scan(ReloadSummary& summa
   return out;
 }
 
+namespace {
+
+// The error for a script whose tests did not load or did not all pass, or none.
+template <class CaseResult>
+LuaError testFailures(const std::string& path, const Result<std::vector<CaseResult>>& results) {
+  if (!results.isOk()) return {LuaErrorClass::kLoad, results.status().message()};
+  std::string failures;
+  for (const CaseResult& r : *results) {
+    if (r.passed) continue;
+    failures += failures.empty() ? "" : "; ";
+    failures += "test '" + r.name + "' expected " + r.expected + ", got " + r.actual;
+  }
+  if (failures.empty()) return {};
+  return {LuaErrorClass::kRuntime, path + ": " + failures};
+}
+
+}  // namespace
+
 ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
                                                     const ScriptSet& context,
                                                     bool check_duplicates) const {
@@ -126,22 +145,14 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
       }
     }
   }
+  ScriptFile named = file;
+  named.name = loaded.name;
+  named.level = loaded.level;
   if (file.kind == ScriptKind::kPolicy && loaded.has_tests) {
-    ScriptFile named = file;
-    named.name = loaded.name;
-    named.level = loaded.level;
-    auto results = runPolicyFileTests(named, *trial, options_.limits);
-    if (!results.isOk()) {
-      v.error = {LuaErrorClass::kLoad, results.status().message()};
-      return v;
-    }
-    std::string failures;
-    for (const PolicyCaseResult& r : *results) {
-      if (r.passed) continue;
-      failures += failures.empty() ? "" : "; ";
-      failures += "test '" + r.name + "' expected " + r.expected + ", got " + r.actual;
-    }
-    if (!failures.empty()) v.error = {LuaErrorClass::kRuntime, file.path + ": " + failures};
+    v.error = testFailures(file.path, runPolicyFileTests(named, *trial, options_.limits));
+  } else if (file.kind == ScriptKind::kStrategy) {
+    // Also when it has no tests: loading it this way checks its params declaration.
+    v.error = testFailures(file.path, runStrategyFileTests(named, *trial, options_.limits));
   }
   return v;
 }

@@ -10,7 +10,8 @@
 // A reload looks at every file. An unchanged file (same sha256 as its active version) is
 // left alone. A new or changed file is validated in a scratch state: it must compile as
 // text, define no globals, return a table of its kind's shape (script_loader.h), not reuse
-// another active file's name, and pass its own tests. A changed lib must also keep every
+// another active file's name, and pass its own tests (a strategy's params declaration
+// must also be valid, strategy_params.h). A changed lib must also keep every
 // active script loading and passing its tests. A version that passes replaces the old one;
 // one that fails leaves the old one active (or nothing, for a new file). A deleted file is
 // unloaded. Every attempt is reported to the ScriptRecorder and visible in list().
