@@ -1,7 +1,11 @@
 #include "host/lua/strategy_engine.h"
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "host/core/sha256.h"
+#include "host/lua/policy_tool.h"
+#include "host/lua/script_loader.h"
 #include "host/lua/strategy_tests.h"
 #include "tests/lua/lua_test_util.h"
 
@@ -11,6 +15,8 @@ using namespace tide::lua::testing;
 using namespace std::chrono_literals;
 
 namespace {
+
+const std::filesystem::path kSource = TIDE_SOURCE_DIR;
 
 // A ScriptSetProvider whose set the test replaces.
 class FixedScripts final : public ScriptSetProvider {
@@ -403,4 +409,59 @@ TEST_CASE("lua: strategy test cases report expectations, checks, state and expec
   CHECK((*results)[4].actual == "create(1); check returned false: no");
   CHECK((*results)[6].actual.find("scripts/rollout/cases.lua:6: aborted") != std::string::npos);
   CHECK((*results)[7].actual.find("unknown deployment param 'm'") != std::string::npos);
+}
+
+TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
+  ScriptSet libs;
+  auto lib = readScriptFile(kSource / "scripts" / "lib" / "rollout.lua", "scripts/lib/rollout.lua",
+                            ScriptKind::kLib);
+  REQUIRE(lib.isOk());
+  libs.files[lib->path] = *lib;
+  auto rolling = readScriptFile(kSource / "scripts" / "rollout" / "rolling.lua",
+                                "scripts/rollout/rolling.lua", ScriptKind::kStrategy);
+  REQUIRE(rolling.isOk());
+  auto results = runStrategyFileTests(*rolling, libs, LuaLimits{});
+  REQUIRE(results.isOk());
+  CHECK(results->size() >= 15);
+  for (const StrategyCaseResult& r : *results) {
+    CAPTURE(r.name);
+    CAPTURE(r.expected);
+    CAPTURE(r.actual);
+    CHECK(r.passed);
+  }
+
+  std::ostringstream out;
+  PolicyToolOptions options;
+  options.policies_dir = kSource / "policies";
+  options.scripts_dir = kSource / "scripts";
+  CHECK(runPolicyTests({}, out, options) == 0);
+  CHECK(out.str().find("scripts/rollout/rolling.lua\n  PASS  the first deployment creates every "
+                       "instance\n") != std::string::npos);
+  CHECK(out.str().find("policies/business_hours.lua") != std::string::npos);
+}
+
+TEST_CASE("lua: the rolling strategy through the registry and the engine") {
+  MemoryRecorder recorder;
+  FakeClock clock = testClock();
+  ScriptRegistryOptions options;
+  options.policies_dir = kSource / "policies";
+  options.scripts_dir = kSource / "scripts";
+  ScriptRegistry registry(options, recorder, clock);
+  const ReloadSummary summary = registry.reloadAll();
+  for (const std::string& error : summary.errors) MESSAGE(error);
+  REQUIRE(summary.failed == 0);
+  StrategyEngine engine(registry, clock);
+
+  CHECK(engine.resolveParams("rolling", nullptr, Json{{"max_surge", "25%"}}).isOk());
+  auto refused = engine.resolveParams("rolling", Json{{"max_unavailable", "x"}}, nullptr);
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+
+  Json snapshot = {{"deployment", {{"id", "deployment-2"}, {"count", 2}}},
+                   {"instances", {readyInstance("web-a", "old"), readyInstance("web-b", "old")}}};
+  auto result = engine.reconcile("rolling", snapshot);
+  REQUIRE(result.isOk());
+  CHECK(describeActions(result->actions) == "update(web-a)");
+  CHECK(result->state["phase"] == "replacing");
+  CHECK(result->state["domain"] == "ud-1");
+  CHECK(result->params == Json{{"max_surge", 0}, {"max_unavailable", 1}});
 }

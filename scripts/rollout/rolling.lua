@@ -1,0 +1,360 @@
+-- Rolling update, the default strategy: bring the deployment to `count` instances of the new
+-- version, replacing old instances one update domain at a time, with at most `max_surge`
+-- instances above the count and at most `max_unavailable` below it out of service.
+--
+-- Every pass looks at the rollout afresh (r is a snapshot) and asks for the next steps:
+--   1. an operation of this rollout that FAILED or was REJECTED fails the rollout;
+--   2. missing new instances are created, as far as the surge allows;
+--   3. in the first update domain (by name) that still has old instances, and only while
+--      no other domain has an operation in flight, old instances are deleted where there
+--      are too many and updated in place otherwise, unhealthiest first, as far as the
+--      availability budget allows (instances not serving cost nothing);
+--   4. extra new instances are deleted by number (the host's scheduler picks which);
+--   5. when exactly `count` new instances are ready and nothing else is left, complete.
+
+local rollout = tide.lib.rollout
+
+local function deleting(inst)
+  return inst.operation ~= nil and inst.operation.type == "DELETE"
+end
+
+-- Whether the instance's last operation was part of this rollout.
+local function ours(r, inst)
+  local op = inst.last_operation
+  if op.intent then
+    return op.intent == r.deployment.id
+  end
+  return inst.version == "new" or inst.deployment_id == r.deployment.id
+end
+
+-- "UPDATE of web-a FAILED: image not found" for the first operation of this rollout that
+-- failed or was refused, or nil.
+local function failed_operation(r)
+  for _, inst in ipairs(r.instances) do
+    local op = inst.last_operation
+    if op and (op.state == "FAILED" or op.state == "REJECTED") and not rollout.in_flight(inst)
+        and ours(r, inst) then
+      return string.format("%s of %s %s: %s", op.type, inst.name, op.state, op.message or "")
+    end
+  end
+  return nil
+end
+
+-- max_surge rounds up and max_unavailable down; with no surge at least one instance may be
+-- out of service, or nothing could ever be replaced in place.
+local function limits(r)
+  local surge = rollout.resolve_count(r.params.max_surge, r.count, "up")
+  local unavailable = rollout.resolve_count(r.params.max_unavailable, r.count, "down")
+  if surge == 0 and unavailable == 0 then
+    unavailable = 1
+  end
+  return surge, unavailable
+end
+
+local function busy_outside(r, domain)
+  for _, inst in ipairs(r.instances) do
+    if rollout.in_flight(inst) and inst.update_domain ~= domain then
+      return true
+    end
+  end
+  return false
+end
+
+-- In one update domain, the idle old instances are taken unhealthiest first, as far as the
+-- availability budget allows (one that serves nothing costs nothing): deleted while there
+-- are more instances than desired, updated in place after that.
+local function replace(domain, excess, budget)
+  local idle = rollout.filter(domain.instances, function(inst)
+    return not rollout.in_flight(inst)
+  end)
+  local doomed, updated = {}, {}
+  for _, inst in ipairs(rollout.unhealthiest_first(idle)) do
+    local free = not rollout.ready(inst)
+    if free or budget > 0 then
+      if not free then
+        budget = budget - 1
+      end
+      if excess > 0 then
+        excess = excess - 1
+        doomed[#doomed + 1] = inst
+      else
+        updated[#updated + 1] = inst
+      end
+    end
+  end
+  return delete(doomed), update(updated)
+end
+
+local function reconcile(r)
+  local failure = failed_operation(r)
+  if failure then
+    r.state.phase, r.state.domain, r.state.message = "failed", nil, failure
+    return { fail(failure) }
+  end
+
+  local desired = r.count
+  local surge, unavailable = limits(r)
+  local staying_new = #rollout.filter(r.new, function(inst) return not deleting(inst) end)
+  local total = #r.new + #r.old
+  local excess = total - #rollout.filter(r.instances, deleting) - desired
+  local budget = r.counts.ready - (desired - unavailable)  -- how many more may stop serving
+  local actions = {}
+
+  local missing = math.min(desired - staying_new, desired + surge - total)
+  if missing > 0 then
+    actions[#actions + 1] = create(missing)
+  end
+
+  if #r.old > 0 then
+    local domain = rollout.group_by_domain(r.old)[1]
+    r.state.phase, r.state.domain = "replacing", domain.domain
+    r.state.message = string.format("%d of %d instances run the new version; replacing '%s'",
+      r.counts.new, desired, domain.domain)
+    if busy_outside(r, domain.domain) then
+      r.state.message = r.state.message .. " once operations in other domains finish"
+      return actions
+    end
+    local deletes, updates = replace(domain, excess, budget)
+    actions[#actions + 1] = deletes
+    actions[#actions + 1] = updates
+    return actions
+  end
+
+  r.state.domain = nil
+  if excess > 0 then
+    r.state.phase = "scaling down"
+    r.state.message = string.format("removing %d of %d instances", excess, total)
+    actions[#actions + 1] = delete(excess)
+  elseif staying_new < desired then
+    r.state.phase = "scaling up"
+    r.state.message = string.format("%d of %d instances exist", staying_new, desired)
+  elseif r.counts.new_ready < desired or r.counts.in_flight > 0 then
+    r.state.phase = "waiting"
+    r.state.message = string.format("%d of %d instances ready", r.counts.new_ready, desired)
+  else
+    r.state.phase = "complete"
+    r.state.message = string.format("%d instances run the new version", desired)
+    actions[#actions + 1] = complete(r.state.message)
+  end
+  return actions
+end
+
+-- ---- Test fixtures ----
+
+-- A ready instance named web-<id> in update domain `domain`; `extra` overrides fields.
+local function inst(id, domain, extra)
+  local t = { name = "web-" .. id, node = "node-" .. id, update_domain = domain,
+              state = "RUNNING", healthy = true }
+  for k, v in pairs(extra or {}) do
+    t[k] = v
+  end
+  return t
+end
+
+-- Fields of an instance with an operation of `type` under way.
+local function busy(type)
+  return { operation = { id = 7, type = type, state = "RUNNING" } }
+end
+
+return {
+  name = "rolling",
+  description = "Replace old instances one update domain at a time, within max_surge and "
+    .. "max_unavailable.",
+  params = {
+    max_surge = {
+      type = "count", default = 0,
+      description = "instances above count while rolling: an integer, or a percentage of count "
+        .. "rounded up",
+    },
+    max_unavailable = {
+      type = "count", default = 1,
+      description = "instances below count out of service: an integer, or a percentage of count "
+        .. "rounded down; at least 1 when max_surge is 0",
+    },
+  },
+  reconcile = reconcile,
+
+  tests = {
+    {
+      name = "the first deployment creates every instance",
+      r = { count = 3 },
+      expect = { create(3) },
+      expect_state = { phase = "scaling up" },
+    },
+    {
+      name = "scale-up creates the difference",
+      r = { count = 5, new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") } },
+      expect = { create(2) },
+    },
+    {
+      name = "scale-down deletes the difference by number, the host picks",
+      r = { count = 2, new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") } },
+      expect = { delete(1) },
+      expect_state = { phase = "scaling down" },
+    },
+    {
+      name = "scale-down does not delete again while a delete is in flight",
+      r = {
+        count = 2,
+        new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3", busy("DELETE")) },
+      },
+      expect = {},
+    },
+    {
+      name = "new coordinates with no surge update one instance in place",
+      r = { count = 3, old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-2") } },
+      expect = { update({ "web-a" }) },
+      expect_state = { phase = "replacing", domain = "ud-1" },
+    },
+    {
+      name = "the next in-place update waits for the one in flight",
+      r = {
+        count = 3,
+        old = { inst("a", "ud-1", busy("UPDATE")), inst("b", "ud-1"), inst("c", "ud-2") },
+      },
+      expect = {},
+    },
+    {
+      name = "update domains go in name order",
+      r = {
+        count = 3,
+        old = { inst("c", "ud-2"), inst("b", "ud-1") },
+        new = { inst("a", "ud-3") },
+      },
+      expect = { update({ "web-b" }) },
+      expect_state = { domain = "ud-1" },
+    },
+    {
+      name = "the next domain waits while another domain has an operation in flight",
+      r = {
+        count = 3, params = { max_unavailable = 2 },
+        new = { inst("a", "ud-1", busy("UPDATE")) },
+        old = { inst("b", "ud-2"), inst("c", "ud-2") },
+      },
+      expect = {},
+      expect_state = { phase = "replacing", domain = "ud-2" },
+    },
+    {
+      name = "a whole domain is updated at once when the budget allows",
+      r = {
+        count = 3, params = { max_unavailable = 2 },
+        new = { inst("a", "ud-1") },
+        old = { inst("b", "ud-2"), inst("c", "ud-2") },
+      },
+      expect = { update({ "web-b", "web-c" }) },
+    },
+    {
+      name = "surge 1 creates one extra instance first",
+      r = {
+        count = 3, params = { max_surge = 1, max_unavailable = 0 },
+        old = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") },
+      },
+      expect = { create(1) },
+    },
+    {
+      name = "surge 1 waits while the extra instance starts",
+      r = {
+        count = 3, params = { max_surge = 1, max_unavailable = 0 },
+        old = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") },
+        new = { inst("x", "ud-2", { state = "STARTING", healthy = false,
+                                    operation = { id = 9, type = "CREATE", state = "RUNNING" } }) },
+      },
+      expect = {},
+    },
+    {
+      name = "surge 1 deletes an old instance once the extra one is ready",
+      r = {
+        count = 3, params = { max_surge = 1, max_unavailable = 0 },
+        old = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") },
+        new = { inst("x", "ud-2") },
+      },
+      expect = { delete({ "web-a" }) },
+    },
+    {
+      name = "instances that serve nothing go first and cost no availability",
+      r = {
+        count = 2,
+        old = { inst("a", "ud-1"), inst("b", "ud-1", { state = "FAILED", healthy = false }),
+                inst("c", "ud-1") },
+      },
+      expect = { delete({ "web-b" }), update({ "web-a" }) },
+    },
+    {
+      name = "complete when exactly count new instances are ready",
+      r = { count = 3, new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") } },
+      expect = { complete("3 instances run the new version") },
+      expect_state = { phase = "complete" },
+    },
+    {
+      name = "not complete while a new instance is unhealthy",
+      r = { count = 2, new = { inst("a", "ud-1"), inst("b", "ud-2", { healthy = false }) } },
+      expect = {},
+      expect_state = { phase = "waiting" },
+    },
+    {
+      name = "a rejected create fails the rollout",
+      r = {
+        count = 2, deployment = { id = "deployment-2" },
+        new = {
+          inst("a", "ud-1"),
+          inst("b", "", { state = "PENDING", healthy = false, deployment_id = "deployment-2",
+                          last_operation = { id = 4, type = "CREATE", state = "REJECTED",
+                                             message = "denied by prod-guard" } }),
+        },
+      },
+      expect = { fail("CREATE of web-b REJECTED: denied by prod-guard") },
+      expect_state = { phase = "failed" },
+    },
+    {
+      name = "a failed in-place update of this rollout fails it",
+      r = {
+        count = 2, deployment = { id = "deployment-2" },
+        old = {
+          inst("a", "ud-1", { last_operation = { id = 5, type = "UPDATE", state = "FAILED",
+                                                 message = "image not found",
+                                                 intent = "deployment-2" } }),
+          inst("b", "ud-1"),
+        },
+      },
+      expect = { fail("UPDATE of web-a FAILED: image not found") },
+    },
+    {
+      name = "a failure from an earlier deployment does not fail this one",
+      r = {
+        count = 1, deployment = { id = "deployment-2" },
+        old = { inst("a", "ud-1", { deployment_id = "deployment-1",
+          last_operation = { id = 2, type = "RESTART", state = "FAILED", message = "crashed" } }) },
+      },
+      expect = { update({ "web-a" }) },
+    },
+    {
+      name = "percentages: surge rounds up, unavailable rounds down",
+      r = {
+        count = 4, params = { max_surge = "25%", max_unavailable = "50%" },
+        old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-1"), inst("d", "ud-1") },
+      },
+      expect = { create(1), update({ "web-a", "web-b" }) },
+    },
+    {
+      name = "percentages: a surge lets unavailable round down to zero",
+      r = {
+        count = 3, params = { max_surge = "10%", max_unavailable = "10%" },
+        old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-1") },
+      },
+      expect = { create(1) },
+    },
+    {
+      name = "percentages: without surge at least one instance may be unavailable",
+      r = {
+        count = 3, params = { max_unavailable = "10%" },
+        old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-1") },
+      },
+      expect = { update({ "web-a" }) },
+    },
+    {
+      name = "a param that is neither a count nor a percentage is refused",
+      r = { count = 1, params = { max_surge = "lots" } },
+      expect_error = "param 'max_surge' must be an integer >= 0 or a percentage",
+    },
+  },
+}
