@@ -68,7 +68,7 @@ void to_json(Json& j, const StrategyAction& action);
 
 // Reads actions in to_json's shape (what the verbs return, a list of them) into `out`. No-op
 // actions (create(0), delete(0), update({}), delete({})) are left out. Errors name the
-// offending item: "actions[2]: update needs instances".
+// offending item: "actions[2] update needs instances".
 Status parseStrategyActions(const Json& actions, std::vector<StrategyAction>* out);
 
 // "create(2), update(web-a, web-b), pause(\"waiting for promotion\")"; "nothing" when empty.
