@@ -211,7 +211,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   deployment.payload_coordinates = {{"app", Json{{"command", {"sleep", "10"}}, {"env", {{"A", "1"}}}}}};
   deployment.instance_count = 2;
   Json deploymentJson = deployment;
-  for (const char* key : {"state", "message", "rollout_state"}) deploymentJson.erase(key);
+  for (const char* key : {"state", "message", "rollout_state", "signals"}) deploymentJson.erase(key);
 
   Json capabilityJson = ledger::Capability{{}, "nvidia-t4", "GPU", 50};
   Json clusterJson = ledger::Cluster{{}, "local", "fault", Json{{"seed", 7}}, "ACTIVE", ""};

@@ -1,0 +1,195 @@
+#include "host/engine/approval.h"
+
+#include "host/engine/ledger_bridge.h"
+#include "host/sched/scheduler.h"
+
+namespace tide::engine {
+namespace {
+
+bool needsPlacement(const InstanceView& view, const ledger::Operation& op) {
+  if (op.type == "CREATE" || op.type == "RELOCATE") return true;
+  return op.type == "RESTART" && !view.active;
+}
+
+Json coordinatesList(const Json& by_payload) {
+  Json out = Json::array();
+  if (!by_payload.is_object()) return out;
+  for (const auto& [payload, coordinates] : by_payload.items()) {
+    out.push_back(Json{{"payload_name", payload}, {"coordinates", coordinates}});
+  }
+  return out;
+}
+
+}  // namespace
+
+Json targetCoordinates(const World& world, const InstanceView& view, const ledger::Operation& op) {
+  if (op.type == "CREATE" || op.type == "UPDATE") {
+    if (const auto* d = world.deployment(op.plan, op.intent)) return coordinatesOf(*d);
+  }
+  if (view.active && op.type != "CREATE") return view.active->coordinates;
+  if (view.newest && op.type != "CREATE" && op.type != "UPDATE") return view.newest->coordinates;
+  if (const auto* d = world.deployment(op.plan, view.meta.deployment_id)) return coordinatesOf(*d);
+  return Json::object();
+}
+
+ApprovalStage::ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies, const Clock& clock,
+                             ApprovalOptions options)
+    : ledger_(ledger), policies_(policies), clock_(clock), options_(std::move(options)) {}
+
+Json ApprovalStage::opSnapshot(const World& world, const ledger::Operation& op, const std::string& node) {
+  Json plan = Json::object();
+  if (auto it = world.plan_by_name.find(op.plan); it != world.plan_by_name.end()) {
+    const ledger::Plan& p = *it->second;
+    plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
+    if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
+  }
+  Json deployment{{"id", op.intent == "user" ? "" : op.intent}, {"old_coordinates", Json::array()},
+                  {"new_coordinates", Json::array()}};
+  if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
+    const InstanceView& view = v->second;
+    if (view.active) deployment["old_coordinates"] = coordinatesList(view.active->coordinates);
+    deployment["new_coordinates"] = coordinatesList(op.target.value("coordinates", targetCoordinates(world, view, op)));
+  }
+  Json node_json{{"name", node}, {"update_domain", ""}, {"labels", Json::object()}};
+  if (auto n = world.node_by_name.find(node); n != world.node_by_name.end()) {
+    node_json["update_domain"] = n->second->update_domain;
+    node_json["labels"] = n->second->labels;
+  }
+  return Json{{"id", op.meta.id},
+              {"type", op.type},
+              {"intent", op.intent},
+              {"requested_by", op.requested_by},
+              {"meta_instance", op.meta_instance},
+              {"attempt", op.attempts + 1},
+              {"plan", plan},
+              {"deployment", deployment},
+              {"node", node_json}};
+}
+
+int ApprovalStage::pass(const World& world) {
+  releaseUnused(world);
+  int changed = 0;
+  std::optional<sched::ClusterSnapshot> snapshot;
+  for (const auto& [name, view] : world.instances) {
+    if (!view.unfinished || view.unfinished->state != "PENDING") continue;
+    if (!snapshot) snapshot = world.schedulerSnapshot();
+    if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
+  }
+  return changed;
+}
+
+Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSnapshot& snapshot,
+                                           const InstanceView& view, ledger::Operation& op) {
+  const Json coordinates = targetCoordinates(world, view, op);
+  if (!op.target.contains("coordinates") || (view.active && !op.target.contains("from_runtime_instance"))) {
+    ledger::Ledger::OperationUpdate update;
+    Json target = op.target.is_object() ? op.target : Json::object();
+    target["coordinates"] = coordinates;
+    if (view.active && op.type == "RELOCATE") target["from_runtime_instance"] = view.active->meta.id;
+    update.target = target;
+    TIDE_ASSIGN_OR_RETURN(op, ledger_.updateOperation(op.meta.id, update, options_.actor));
+  }
+  if (!needsPlacement(view, op)) return view.active ? view.active->node : std::string();
+  if (op.target.contains("runtime_instance")) return op.target.value("node", "");
+
+  auto plan_it = world.plan_by_name.find(op.plan);
+  if (plan_it == world.plan_by_name.end()) return Status::notFound("plan '" + op.plan + "' not found");
+  const ledger::Plan& plan = *plan_it->second;
+  sched::PlacementOptions placement_options;
+  placement_options.max_per_node = options_.max_per_node;
+  placement_options.bin_pack = options_.bin_pack;
+  if (op.type == "RELOCATE" && view.active) placement_options.exclude_nodes.push_back(view.active->node);
+  TIDE_ASSIGN_OR_RETURN(auto placements, sched::Scheduler(snapshot).place(plan, 1, placement_options));
+  const sched::Placement& placement = placements.front();
+
+  ledger::RuntimeInstance instance;
+  instance.meta_instance = view.meta.name;
+  instance.node = placement.node;
+  instance.is_active = op.type != "RELOCATE" || !view.active;  // a relocation starts passive
+  instance.coordinates = coordinates;
+  instance.reservation = placement.reservation;
+  instance.volumes = Json::array();
+  int index = 0;
+  for (const auto& v : placement.volumes) {
+    instance.volumes.push_back(Json{{"id", view.meta.name + "-" + std::to_string(index++)},
+                                    {"payload_name", v.payload_name},
+                                    {"mount_path", v.mount_path},
+                                    {"storage_class", v.storage_class},
+                                    {"capacity_gib", v.capacity_gib},
+                                    {"local_volume", v.local_volume}});
+  }
+  TIDE_ASSIGN_OR_RETURN(auto reserved, ledger_.reserveForOperation(op.meta.id, instance, options_.actor));
+  (void)snapshot.commit(plan.name, view.meta.name, placement);
+  op.target["runtime_instance"] = reserved.meta.id;
+  op.target["node"] = reserved.node;
+  return reserved.node;
+}
+
+Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
+                             const ledger::Operation& pending) {
+  ledger::Operation op = pending;
+  auto node = reserve(world, snapshot, view, op);
+  if (!node.isOk()) {
+    // Not placeable now: say why on the operation (once per change) and try next pass.
+    const std::string message = "waiting for placement: " + node.status().message();
+    if (op.message != message) {
+      ledger::Ledger::OperationUpdate update;
+      update.message = message;
+      (void)ledger_.updateOperation(op.meta.id, update, options_.actor);
+      (void)ledger_.appendEvent("operation.unschedulable", "operation/" + std::to_string(op.meta.id),
+                                Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
+                                options_.actor);
+    }
+    return node.status();
+  }
+
+  LedgerPolicyDataSource data(ledger_, clock_, op.meta.id);
+  lua::Evaluation evaluation = policies_.evaluate(opSnapshot(world, op, node.value()), data);
+  std::vector<ledger::Decision> decisions;
+  std::vector<std::string> approvers;
+  for (auto& d : evaluation.decisions) {
+    d.record.operation_id = op.meta.id;
+    if (d.record.verdict == "approve" && d.level != "advisory") approvers.push_back("policy:" + d.record.policy);
+    decisions.push_back(d.record);
+  }
+  (void)ledger_.recordDecisions(decisions);
+  ledger::Ledger::OperationUpdate update;
+  update.decision = Json{{"outcome", lua::outcomeName(evaluation.outcome)},
+                         {"summary", evaluation.summary},
+                         {"overridable", evaluation.overridable},
+                         {"script_set_version", evaluation.script_set_version}};
+  (void)ledger_.updateOperation(op.meta.id, update, options_.actor);
+
+  const std::string state = lua::outcomeName(evaluation.outcome);
+  std::string approved_by;
+  if (evaluation.outcome == lua::Outcome::kApproved) {
+    for (const auto& a : approvers) approved_by += (approved_by.empty() ? "" : ",") + a;
+  } else if (evaluation.outcome == lua::Outcome::kRejected) {
+    approved_by = "policy";
+  }
+  auto moved = ledger_.setOperationState(op.meta.id, state, std::nullopt,
+                                         options_.actor, evaluation.summary, approved_by);
+  if (!moved.isOk()) return moved.status();
+  return Status::ok();
+}
+
+void ApprovalStage::releaseUnused(const World& world) {
+  // A PENDING runtime instance is a reservation held for the unfinished operation whose
+  // target names it. One that no unfinished operation names (its operation was rejected,
+  // cancelled or superseded) will never be used: give the resources back.
+  for (const auto& [name, view] : world.instances) {
+    int64_t wanted = 0;
+    if (view.unfinished && view.unfinished->target.contains("runtime_instance")) {
+      wanted = view.unfinished->target["runtime_instance"].get<int64_t>();
+    }
+    auto release = [&](const ledger::RuntimeInstance& r) {
+      if (r.state != "PENDING" || r.meta.id == wanted) return;
+      (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", std::nullopt, options_.actor,
+                                            "reservation released: no operation will use it");
+    };
+    if (view.active) release(*view.active);
+    for (const auto& p : view.passive) release(p);
+  }
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,59 @@
+#pragma once
+// The approval stage (DESIGN §3 step 2, §4): every PENDING operation first gets its
+// placement reserved (CREATE, RELOCATE, and RESTART of an instance that runs nowhere),
+// then the approval policies decide. Decisions are recorded with the operation; the
+// verdict moves it to APPROVED, REJECTED (reservation released) or PENDING_APPROVAL, where
+// it waits for a person (POST /v1/operations/{id}/approve|reject).
+//
+// An operation that cannot be placed stays PENDING with the scheduler's explanation as
+// its message and is tried again on the next pass.
+//
+// Thread-safety: none; the control loop's thread owns it.
+
+#include <string>
+
+#include "host/core/clock.h"
+#include "host/engine/world.h"
+#include "host/ledger/ledger.h"
+#include "host/lua/policy_engine.h"
+
+namespace tide::engine {
+
+struct ApprovalOptions {
+  std::string actor = "approval";
+  int max_per_node = 1;  // plan anti-affinity
+  bool bin_pack = false;
+};
+
+class ApprovalStage {
+ public:
+  // Everything must outlive the stage.
+  ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies, const Clock& clock, ApprovalOptions options);
+
+  // Decides every PENDING operation of `world`; releases reservations of operations that
+  // ended without using them. Returns how many operations changed state.
+  int pass(const World& world);
+
+  // The op snapshot policies see (docs/lua.md), for the operation as `world` shows it.
+  static Json opSnapshot(const World& world, const ledger::Operation& op, const std::string& node);
+
+ private:
+  Status decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
+                const ledger::Operation& op);
+  // Reserves placement for `op` if it needs one it does not have; returns the node it
+  // runs on (empty when it runs nowhere).
+  Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
+                              ledger::Operation& op);
+  void releaseUnused(const World& world);
+
+  ledger::Ledger& ledger_;
+  lua::PolicyEngine& policies_;
+  const Clock& clock_;
+  ApprovalOptions options_;
+};
+
+// What an operation installs: the coordinates of its deployment (intent), else of the
+// meta instance's deployment, else what it runs now.
+Json targetCoordinates(const World& world, const InstanceView& view, const ledger::Operation& op);
+
+}  // namespace tide::engine

@@ -1,0 +1,327 @@
+#include "host/engine/controller.h"
+
+#include <algorithm>
+
+#include "host/sched/scheduler.h"
+
+namespace tide::engine {
+namespace {
+
+bool unfinishedDeployment(const std::string& state) {
+  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
+}
+
+Json operationJson(const ledger::Operation& o) {
+  Json j{{"id", o.meta.id}, {"type", o.type}, {"state", o.state}, {"intent", o.intent}};
+  if (!o.message.empty()) j["message"] = o.message;
+  return j;
+}
+
+double unixSeconds(const TimePoint& t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies,
+                                           const Clock& clock, ControllerOptions options)
+    : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)) {}
+
+int DeploymentController::pass(const World& world) {
+  int changes = repair(world);
+  for (const auto& plan : world.plans) {
+    if (plan.state != "ACTIVE") continue;
+    auto it = world.deployments.find(plan.name);
+    if (it == world.deployments.end()) continue;
+    std::vector<ledger::Deployment> unfinished;
+    for (const auto& d : it->second) {
+      if (unfinishedDeployment(d.state)) unfinished.push_back(d);
+    }
+    if (unfinished.empty()) continue;
+    changes += supersede(world, unfinished);
+    changes += reconcile(world, unfinished.back());
+  }
+  return changes;
+}
+
+int DeploymentController::supersede(const World& world, const std::vector<ledger::Deployment>& deployments) {
+  int changes = 0;
+  const std::string& newest = deployments.back().deployment_id;
+  for (size_t i = 0; i + 1 < deployments.size(); ++i) {
+    const ledger::Deployment& old = deployments[i];
+    for (const auto* view : world.instancesOf(old.plan)) {
+      const auto& op = view->unfinished;
+      if (!op || op->intent != old.deployment_id) continue;
+      if (op->state != "PENDING" && op->state != "PENDING_APPROVAL") continue;
+      if (ledger_.setOperationState(op->meta.id, "CANCELLED", std::nullopt, options_.actor,
+                                    "deployment " + old.deployment_id + " superseded by " + newest)
+              .isOk()) {
+        ++changes;
+      }
+    }
+    if (ledger_.setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt, options_.actor,
+                                   "superseded by " + newest)
+            .isOk()) {
+      ++changes;
+    }
+  }
+  return changes;
+}
+
+int DeploymentController::adopt(const World& world, const ledger::Deployment& deployment) {
+  int changes = 0;
+  const Json wanted = coordinatesOf(deployment);
+  for (const auto* view : world.instancesOf(deployment.plan)) {
+    if (view->meta.deployment_id == deployment.deployment_id || view->meta.state != "ACTIVE") continue;
+    if (view->unfinished && view->unfinished->type == "DELETE") continue;
+    const ledger::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
+    const Json runs = view->coordinates(own ? coordinatesOf(*own) : Json::object());
+    if (runs != wanted) continue;
+    if (ledger_.setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
+      ++changes;
+    }
+  }
+  return changes;
+}
+
+int DeploymentController::repair(const World& world) {
+  int changes = 0;
+  for (const auto& [name, view] : world.instances) {
+    if (view.meta.state != "ACTIVE" || view.active || view.unfinished) continue;
+    if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) continue;
+    if (!view.newest) {
+      // Never ran: only worth creating for a deployment that still wants it; one of a
+      // superseded deployment is left to the current strategy (usually removed).
+      const auto* own = world.deployment(view.meta.plan, view.meta.deployment_id);
+      if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
+    }
+    // Nothing runs it and nobody works on it: its process died (the observer marked the
+    // runtime FAILED) or its CREATE was cancelled before it ran.
+    const std::string type = view.newest ? "RESTART" : "CREATE";
+    ledger::Operation op;
+    op.meta_instance = name;
+    op.type = type;
+    op.intent = view.meta.deployment_id;
+    op.requested_by = options_.actor;
+    if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+  }
+  return changes;
+}
+
+Json DeploymentController::snapshot(const World& world, const ledger::Deployment& deployment) const {
+  const TimePoint now = clock_.now();
+  Json instances = Json::array();
+  for (const auto* view : world.instancesOf(deployment.plan)) {
+    // Instances on their way out stay visible with their DELETE as `operation`, so a
+    // strategy counting them does not ask for a second deletion.
+    const ledger::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
+    Json inst{{"name", view->meta.name},
+              {"deployment_id", view->meta.deployment_id},
+              {"version", view->meta.deployment_id == deployment.deployment_id ? "new" : "old"},
+              {"state", view->effectiveState()},
+              {"healthy", view->healthy()},
+              {"node", ""},
+              {"update_domain", ""},
+              {"ready_since", ""},
+              {"ready_seconds", 0.0},
+              {"coordinates", view->coordinates(own ? coordinatesOf(*own) : Json::object())},
+              {"operation", view->unfinished ? operationJson(*view->unfinished) : Json(nullptr)},
+              {"last_operation", view->last ? operationJson(*view->last) : Json(nullptr)}};
+    if (view->active) {
+      inst["node"] = view->active->node;
+      if (auto n = world.node_by_name.find(view->active->node); n != world.node_by_name.end()) {
+        inst["update_domain"] = n->second->update_domain;
+      }
+      if (view->active->healthy && !view->active->ready_since.empty()) {
+        inst["ready_since"] = view->active->ready_since;
+        if (auto since = parseTimestamp(view->active->ready_since)) {
+          inst["ready_seconds"] = std::chrono::duration<double>(now - *since).count();
+        }
+      }
+    }
+    instances.push_back(std::move(inst));
+  }
+  Json previous = nullptr;
+  if (const auto* p = world.lastCompleted(deployment.plan, deployment.deployment_id)) {
+    previous = Json{{"id", p->deployment_id}, {"count", p->instance_count}, {"coordinates", coordinatesOf(*p)}};
+  }
+  Json plan_params = Json::object();
+  Json plan_json = Json::object();
+  if (auto it = world.plan_by_name.find(deployment.plan); it != world.plan_by_name.end()) {
+    plan_params = it->second->strategy.params;
+    plan_json = Json{{"name", it->second->name}, {"namespace", it->second->ns},
+                     {"service_name", it->second->service_name}};
+  }
+  Json deployment_params = Json::object();
+  if (deployment.strategy.is_object() && deployment.strategy.contains("params")) {
+    deployment_params = deployment.strategy["params"];
+  }
+  Json signals{{"promote", false}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}};
+  if (deployment.signals.is_object()) {
+    for (const auto& [k, v] : deployment.signals.items()) signals[k] = v;
+  }
+  return Json{{"deployment",
+               {{"id", deployment.deployment_id},
+                {"count", deployment.instance_count},
+                {"state", deployment.state},
+                {"created_at", deployment.meta.created_at},
+                {"coordinates", coordinatesOf(deployment)}}},
+              {"previous", previous},
+              {"plan", plan_json},
+              {"instances", instances},
+              {"plan_params", plan_params},
+              {"deployment_params", deployment_params},
+              {"now", formatTimestamp(now)},
+              {"now_unix", unixSeconds(now)},
+              {"signals", signals},
+              {"state", deployment.rollout_state.is_object() ? deployment.rollout_state : Json::object()}};
+}
+
+void DeploymentController::reportError(const ledger::Deployment& deployment, const std::string& message) {
+  const std::string key = deployment.plan + "/" + deployment.deployment_id;
+  if (last_error_[key] == message) return;
+  last_error_[key] = message;
+  (void)ledger_.appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}},
+                            options_.actor);
+}
+
+int DeploymentController::reconcile(const World& world, const ledger::Deployment& d) {
+  int changes = 0;
+  ledger::Deployment deployment = d;
+  if (deployment.state == "PENDING") {
+    auto started = ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS", std::nullopt,
+                                              options_.actor, "rolling out");
+    if (!started.isOk()) return changes;
+    deployment = std::move(started).value();
+    ++changes;
+  }
+  const int adopted = adopt(world, deployment);
+  if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass
+
+  std::string script = options_.default_strategy;
+  if (auto it = world.plan_by_name.find(deployment.plan); it != world.plan_by_name.end()) {
+    if (!it->second->strategy.script.empty()) script = it->second->strategy.script;
+  }
+  if (deployment.strategy.is_object() && deployment.strategy.contains("script") &&
+      deployment.strategy["script"].is_string()) {
+    script = deployment.strategy["script"].get<std::string>();
+  }
+  auto result = strategies_.reconcile(script, snapshot(world, deployment));
+  if (!result.isOk()) {
+    reportError(deployment, "strategy '" + script + "': " + result.status().message());
+    return changes;
+  }
+  last_error_.erase(deployment.plan + "/" + deployment.deployment_id);
+  return changes + apply(world, deployment, result.value());
+}
+
+Status DeploymentController::requestOperation(const std::string& meta_instance, const std::string& type,
+                                              const std::string& intent) {
+  ledger::Operation op;
+  op.meta_instance = meta_instance;
+  op.type = type;
+  op.intent = intent;
+  op.requested_by = options_.actor;
+  return ledger_.createOperation(op, options_.actor).status();
+}
+
+int DeploymentController::apply(const World& world, const ledger::Deployment& deployment,
+                                const lua::StrategyResult& result) {
+  using Kind = lua::StrategyAction::Kind;
+  int changes = 0;
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
+  bool paused = false;
+  auto busy = [&](const std::string& name) {
+    auto it = world.instances.find(name);
+    return it == world.instances.end() || it->second.unfinished.has_value();
+  };
+  for (const auto& action : result.actions) {
+    switch (action.kind) {
+      case Kind::kCreate:
+        for (int64_t i = 0; i < action.count; ++i) {
+          ledger::Operation op;
+          op.type = "CREATE";
+          op.intent = id;
+          op.requested_by = options_.actor;
+          if (ledger_.createInstanceWithOperation(plan, id, op, options_.actor).isOk()) ++changes;
+        }
+        break;
+      case Kind::kUpdate:
+      case Kind::kDelete:
+      case Kind::kRelocate: {
+        const std::string type = action.kind == Kind::kUpdate ? "UPDATE"
+                                 : action.kind == Kind::kDelete ? "DELETE"
+                                                                : "RELOCATE";
+        std::vector<std::string> names = action.instances;
+        if (action.kind == Kind::kDelete && names.empty() && action.count > 0) {
+          // The host chooses victims: unhealthy first, then from the most crowded update
+          // domain (DESIGN §11); old versions before new ones.
+          std::vector<sched::InstanceFact> old_facts, new_facts;
+          for (const auto* view : world.instancesOf(plan)) {
+            if (view->unfinished || view->meta.state != "ACTIVE") continue;
+            sched::InstanceFact fact;
+            fact.meta_instance = view->meta.name;
+            fact.plan = plan;
+            fact.node = view->active ? view->active->node : "";
+            fact.healthy = view->healthy();
+            fact.created_at = view->meta.meta.created_at;
+            (view->meta.deployment_id == id ? new_facts : old_facts).push_back(fact);
+          }
+          const auto snapshot = world.schedulerSnapshot();
+          sched::Scheduler scheduler(snapshot);
+          names = scheduler.chooseScaleDown(old_facts, static_cast<int>(action.count));
+          if (static_cast<int64_t>(names.size()) < action.count) {
+            auto more = scheduler.chooseScaleDown(new_facts, static_cast<int>(action.count - names.size()));
+            names.insert(names.end(), more.begin(), more.end());
+          }
+        }
+        for (const auto& name : names) {
+          if (busy(name)) continue;  // its operation exists (or it is gone): nothing to ask
+          if (requestOperation(name, type, id).isOk()) ++changes;
+        }
+        break;
+      }
+      case Kind::kPause:
+        paused = true;
+        if (deployment.state == "IN_PROGRESS" &&
+            ledger_.setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, action.reason).isOk()) {
+          ++changes;
+        }
+        break;
+      case Kind::kRoute:
+        (void)ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id,
+                                  Json{{"weights", action.weights}}, options_.actor);
+        break;
+      case Kind::kComplete:
+        if (ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
+                                       action.reason.empty() ? "promoted" : action.reason)
+                .isOk()) {
+          ++changes;
+        }
+        break;
+      case Kind::kFail:
+        if (ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor, action.reason).isOk()) {
+          ++changes;
+        }
+        break;
+      case Kind::kRollback:
+        if (ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
+                                       "rollback requested: " + action.reason)
+                .isOk()) {
+          ++changes;
+        }
+        break;
+    }
+  }
+  if (!paused && deployment.state == "PAUSED" &&
+      ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, "resumed").isOk()) {
+    ++changes;
+  }
+  if (result.state != deployment.rollout_state) {
+    if (ledger_.setRolloutState(plan, id, result.state, std::nullopt, options_.actor).isOk()) ++changes;
+  }
+  return changes;
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,62 @@
+#pragma once
+// The deployment controller (DESIGN §3 step 1, §5). Level-triggered: each pass looks at
+// every plan's newest unfinished deployment, builds the rollout snapshot, runs the plan's
+// strategy script and turns its actions into operations. An action whose operation
+// already exists is a no-op, so running a pass twice asks for nothing twice.
+//
+// Rules the host keeps whatever the strategy says:
+// - A newer deployment supersedes an unfinished older one: the older one is CANCELLED
+//   ("superseded by <id>") and its operations that were not approved yet are CANCELLED.
+// - An instance already running the new deployment's coordinates is adopted by it
+//   without an operation (UPDATE only when coordinates change).
+// - An ACTIVE instance that runs nowhere (its instance FAILED, or its CREATE was
+//   cancelled) and has no operation gets a RESTART (or CREATE) through the policies,
+//   unless its last operation FAILED or was REJECTED (then it waits for a person).
+//
+// Thread-safety: none; the control loop's thread owns it.
+
+#include <map>
+#include <string>
+
+#include "host/core/clock.h"
+#include "host/engine/world.h"
+#include "host/ledger/ledger.h"
+#include "host/lua/strategy_engine.h"
+
+namespace tide::engine {
+
+struct ControllerOptions {
+  std::string actor = "controller";
+  std::string default_strategy = "rolling";
+};
+
+class DeploymentController {
+ public:
+  // Everything must outlive the controller.
+  DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
+                       ControllerOptions options);
+
+  // One pass over `world`; returns how many ledger changes it made.
+  int pass(const World& world);
+
+  // The rollout snapshot of `deployment` (docs/lua.md), as the strategy sees it.
+  Json snapshot(const World& world, const ledger::Deployment& deployment) const;
+
+ private:
+  int reconcile(const World& world, const ledger::Deployment& deployment);
+  int supersede(const World& world, const std::vector<ledger::Deployment>& deployments);
+  int adopt(const World& world, const ledger::Deployment& deployment);
+  int repair(const World& world);
+  int apply(const World& world, const ledger::Deployment& deployment, const lua::StrategyResult& result);
+  Status requestOperation(const std::string& meta_instance, const std::string& type, const std::string& intent);
+  // Records a strategy error once per distinct message (not on every pass).
+  void reportError(const ledger::Deployment& deployment, const std::string& message);
+
+  ledger::Ledger& ledger_;
+  lua::StrategyEngine& strategies_;
+  const Clock& clock_;
+  ControllerOptions options_;
+  std::map<std::string, std::string> last_error_;  // "plan/deployment" → message
+};
+
+}  // namespace tide::engine

@@ -1,0 +1,56 @@
+#include "host/engine/driver_set.h"
+
+namespace tide::engine {
+
+DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
+    : ledger_(ledger), context_(std::move(context)) {
+  if (!context_.node_volumes) {
+    context_.node_volumes = [&ledger](const std::string& node) {
+      auto n = ledger.getNode(node);
+      return n.isOk() ? n.value().local_volumes : std::vector<ledger::LocalVolume>{};
+    };
+  }
+}
+
+Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {
+  std::string cluster;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cluster_of_.find(node); it != cluster_of_.end()) cluster = it->second;
+  }
+  if (cluster.empty()) {
+    TIDE_ASSIGN_OR_RETURN(ledger::Node n, ledger_.getNode(node));
+    if (n.cluster.empty()) return Status(Code::kUnprocessable, "node '" + node + "' belongs to no cluster");
+    cluster = n.cluster;
+    std::lock_guard<std::mutex> lock(mu_);
+    cluster_of_[node] = cluster;
+  }
+  return forCluster(cluster);
+}
+
+Result<drivers::Driver*> DriverSet::forCluster(const std::string& cluster) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = drivers_.find(cluster); it != drivers_.end()) return it->second.get();
+  TIDE_ASSIGN_OR_RETURN(ledger::Cluster c, ledger_.getCluster(cluster));
+  drivers::DriverContext context = context_;
+  context.cluster = cluster;
+  auto made = drivers::makeDriver(c.driver_kind, c.driver_config, context);
+  if (!made.isOk()) return made.status().withPrefix("cluster '" + cluster + "'");
+  drivers::Driver* driver = made.value().get();
+  drivers_[cluster] = std::move(made).value();
+  return driver;
+}
+
+std::map<std::string, drivers::Driver*> DriverSet::built() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, drivers::Driver*> out;
+  for (auto& [cluster, driver] : drivers_) out[cluster] = driver.get();
+  return out;
+}
+
+void DriverSet::install(const std::string& cluster, std::unique_ptr<drivers::Driver> driver) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drivers_[cluster] = std::move(driver);
+}
+
+}  // namespace tide::engine

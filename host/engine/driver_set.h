@@ -1,0 +1,44 @@
+#pragma once
+// The drivers of the clusters the engine acts on: one Driver per cluster, built on first
+// use from the cluster's ledger record through drivers::makeDriver (DESIGN §8).
+//
+// Thread-safety: all methods are thread-safe; a returned Driver is itself thread-safe and
+// lives as long as the DriverSet.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "drivers/driver.h"
+#include "drivers/registry.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::engine {
+
+class DriverSet {
+ public:
+  // `context` is the host's part of every driver's configuration; its node_volumes is
+  // filled from the ledger when empty. `ledger` must outlive the set.
+  DriverSet(ledger::Ledger& ledger, drivers::DriverContext context);
+
+  // The driver of `node`'s cluster. kNotFound for an unknown node, kUnprocessable for a
+  // node without a cluster, what makeDriver returns for a bad driver configuration.
+  Result<drivers::Driver*> forNode(const std::string& node);
+  Result<drivers::Driver*> forCluster(const std::string& cluster);
+
+  // Every driver built so far, by cluster name.
+  std::map<std::string, drivers::Driver*> built();
+
+  // For tests: use `driver` for `cluster` instead of building one.
+  void install(const std::string& cluster, std::unique_ptr<drivers::Driver> driver);
+
+ private:
+  ledger::Ledger& ledger_;
+  drivers::DriverContext context_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<drivers::Driver>> drivers_;  // by cluster
+  std::map<std::string, std::string> cluster_of_;                   // node → cluster
+};
+
+}  // namespace tide::engine

@@ -1,0 +1,147 @@
+#include "host/engine/engine.h"
+
+#include <algorithm>
+
+namespace tide::engine {
+
+Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, DriverSet& drivers, const Clock& clock,
+               EngineOptions options)
+    : ledger_(ledger),
+      clock_(clock),
+      options_(std::move(options)),
+      policies_(scripts, clock, lua::PolicyEngineOptions{options_.lua_limits, options_.default_outcome}),
+      strategies_(scripts, clock, options_.lua_limits),
+      controller_(ledger, strategies_, clock, options_.controller),
+      approval_(ledger, policies_, clock, options_.approval),
+      executor_(ledger, drivers, clock, metrics_, options_.executor),
+      observer_(ledger, drivers, clock, metrics_, options_.observer) {
+  executor_.onFinished([this] { poke(); });
+  tokens_ = std::max(1.0, options_.rate_per_second);
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  executor_.start();
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  stopping_ = true;
+  poke();
+  if (thread_.joinable()) thread_.join();
+  executor_.stop();
+}
+
+void Engine::poke() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    poked_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Engine::loop() {
+  int64_t seen = ledger_.lastEventSeq();
+  while (!stopping_) {
+    const auto started = std::chrono::steady_clock::now();
+    runPass();
+    // Sleep until the interval passes, the ledger changes, or an attempt ends, but never
+    // less than min_interval, so a busy ledger cannot spin the loop.
+    std::this_thread::sleep_for(options_.min_interval);
+    const auto deadline = started + options_.interval;
+    while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (poked_) {
+          poked_ = false;
+          break;
+        }
+      }
+      const int64_t last = ledger_.lastEventSeq();
+      if (last > seen) {
+        seen = last;
+        break;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(25), [&] { return poked_ || stopping_.load(); });
+    }
+    seen = std::max(seen, ledger_.lastEventSeq());
+  }
+}
+
+PassReport Engine::runPass() {
+  const auto t0 = std::chrono::steady_clock::now();
+  PassReport report;
+  auto world = World::load(ledger_);
+  if (!world.isOk()) {
+    report.error = world.status().toString();
+    return report;
+  }
+  report.controller_changes = controller_.pass(world.value());
+  // The approval stage and dispatch act on what the controller just asked for.
+  if (report.controller_changes > 0) world = World::load(ledger_);
+  if (!world.isOk()) return report;
+  report.approval_changes = approval_.pass(world.value());
+  if (report.approval_changes > 0) world = World::load(ledger_);
+  if (!world.isOk()) return report;
+  if (!observer_.halted()) report.dispatched = dispatch(world.value());
+  report.observer_changes = observer_.pass(world.value(), executor_.busyInstances());
+  metrics_.observePass(std::chrono::steady_clock::now() - t0);
+  return report;
+}
+
+int Engine::dispatch(const World& world) {
+  const auto now_steady = std::chrono::steady_clock::now();
+  const double rate = std::max(0.1, options_.rate_per_second);
+  tokens_ = std::min(std::max(1.0, rate),
+                     tokens_ + rate * std::chrono::duration<double>(now_steady - refilled_).count());
+  refilled_ = now_steady;
+  const TimePoint now = clock_.now();
+  // Operations a previous host left RUNNING resume first, then approved ones, oldest first.
+  std::vector<const ledger::Operation*> ready;
+  for (const auto& [name, view] : world.instances) {
+    const auto& op = view.unfinished;
+    if (!op || (op->state != "APPROVED" && op->state != "RUNNING")) continue;
+    if (executor_.busy(op->meta.id)) continue;
+    if (op->state == "APPROVED" && !op->next_attempt_at.empty()) {
+      auto at = parseTimestamp(op->next_attempt_at);
+      if (at && *at > now) continue;
+    }
+    ready.push_back(&*op);
+  }
+  std::sort(ready.begin(), ready.end(), [](auto* a, auto* b) {
+    if ((a->state == "RUNNING") != (b->state == "RUNNING")) return a->state == "RUNNING";
+    return a->meta.id < b->meta.id;
+  });
+  int dispatched = 0;
+  for (const auto* op : ready) {
+    if (dispatched >= options_.chunk || tokens_ < 1.0) break;
+    if (executor_.submit(op->meta.id)) {
+      ++dispatched;
+      tokens_ -= 1.0;
+    }
+  }
+  return dispatched;
+}
+
+int Engine::settle(int max_passes) {
+  executor_.start();
+  int passes = 0;
+  int quiet = 0;
+  while (passes < max_passes) {
+    PassReport report = runPass();
+    ++passes;
+    executor_.waitIdle();
+    if (report.total() == 0 && executor_.inFlight() == 0) {
+      if (++quiet >= 2) break;
+    } else {
+      quiet = 0;
+    }
+  }
+  return passes;
+}
+
+}  // namespace tide::engine

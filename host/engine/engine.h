@@ -1,0 +1,103 @@
+#pragma once
+// The control loop (DESIGN §3): one thread runs passes — deployment controller, approval,
+// dispatch to the executor, observer — every `interval`, or at once when the ledger
+// changes (a new deployment, an approval) or an operation attempt ends. Nothing depends
+// on remembering an event: every pass starts from the ledger.
+//
+// Crash safety comes from the ledger, not from this class: operations left RUNNING by a
+// host that died are dispatched again on the first pass and resume from their recorded
+// steps (executor.h); reservations are rows; processes are re-adopted by the drivers.
+//
+// Thread-safety: start()/stop()/runPass() from one thread; metrics() from any.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "host/core/clock.h"
+#include "host/engine/approval.h"
+#include "host/engine/controller.h"
+#include "host/engine/driver_set.h"
+#include "host/engine/engine_metrics.h"
+#include "host/engine/executor.h"
+#include "host/engine/observer.h"
+#include "host/ledger/ledger.h"
+#include "host/lua/policy_engine.h"
+#include "host/lua/script_set.h"
+#include "host/lua/strategy_engine.h"
+
+namespace tide::engine {
+
+struct EngineOptions {
+  std::chrono::milliseconds interval{1000};       // between passes when nothing happens
+  std::chrono::milliseconds min_interval{50};     // between passes however busy the ledger is
+  int chunk = 16;                                 // operations dispatched per pass at most
+  double rate_per_second = 20;                    // operations started per second, globally
+  ExecutorOptions executor;
+  ObserverOptions observer;
+  ApprovalOptions approval;
+  ControllerOptions controller;
+  lua::LuaLimits lua_limits;
+  lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
+};
+
+// What one pass did, for tests and logs.
+struct PassReport {
+  int controller_changes = 0;
+  int approval_changes = 0;
+  int dispatched = 0;
+  int observer_changes = 0;
+  std::string error;  // the ledger could not be read
+  int total() const { return controller_changes + approval_changes + dispatched + observer_changes; }
+};
+
+class Engine {
+ public:
+  // Everything must outlive the engine.
+  Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, DriverSet& drivers, const Clock& clock,
+         EngineOptions options);
+  ~Engine();  // stop()s
+
+  void start();
+  void stop();
+
+  // One pass on the calling thread (the loop's own thread must not be running).
+  PassReport runPass();
+  // Passes until nothing changes and no operation is in flight, at most `max_passes`;
+  // for tests and tools. Returns the number of passes run.
+  int settle(int max_passes = 200);
+
+  Executor& executor() { return executor_; }
+  EngineMetrics& metrics() { return metrics_; }
+  bool halted() const { return observer_.halted(); }
+  // Wakes the loop for a pass now.
+  void poke();
+
+ private:
+  void loop();
+  int dispatch(const World& world);
+
+  ledger::Ledger& ledger_;
+  const Clock& clock_;
+  EngineOptions options_;
+  EngineMetrics metrics_;
+  lua::PolicyEngine policies_;
+  lua::StrategyEngine strategies_;
+  DeploymentController controller_;
+  ApprovalStage approval_;
+  Executor executor_;
+  Observer observer_;
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool poked_ = false;           // REQUIRES: mu_
+  std::atomic<bool> stopping_{false};
+  double tokens_ = 0;            // rate limiter bucket (loop thread only)
+  std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace tide::engine

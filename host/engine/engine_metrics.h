@@ -1,0 +1,44 @@
+#pragma once
+// What the control loop reports on /metrics: reconcile pass durations, driver call
+// latency by call, and operation attempts by type and outcome (operation counts by
+// type × state come from the ledger at render time).
+//
+// Thread-safety: all methods may be called concurrently.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace tide::engine {
+
+class EngineMetrics {
+ public:
+  void observePass(std::chrono::duration<double> elapsed);
+  void observeDriverCall(const std::string& call, bool ok, std::chrono::duration<double> elapsed);
+  void countAttempt(const std::string& type, const std::string& outcome);  // succeeded|retry|failed
+
+  // tide_reconcile_pass_duration_seconds, tide_driver_call_duration_seconds{call},
+  // tide_driver_call_errors_total{call}, tide_operation_attempts_total{type,outcome}.
+  std::string render() const;
+
+ private:
+  static constexpr std::array<double, 12> kBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                      0.25,  0.5,   1,    2.5,   5,    10};
+  struct Histogram {
+    std::array<uint64_t, kBuckets.size()> buckets{};
+    uint64_t count = 0;
+    double sum = 0;
+    void observe(double seconds);
+  };
+
+  mutable std::mutex mu_;
+  Histogram passes_;                                           // REQUIRES: mu_
+  std::map<std::string, Histogram> driver_calls_;              // REQUIRES: mu_
+  std::map<std::string, uint64_t> driver_errors_;              // REQUIRES: mu_
+  std::map<std::pair<std::string, std::string>, uint64_t> attempts_;  // REQUIRES: mu_
+};
+
+}  // namespace tide::engine

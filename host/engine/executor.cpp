@@ -1,0 +1,482 @@
+#include "host/engine/executor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "host/engine/health_probe.h"
+#include "host/engine/world.h"
+
+namespace tide::engine {
+namespace {
+
+bool transient(Code code) {
+  return code == Code::kUnavailable || code == Code::kDeadlineExceeded || code == Code::kResourceExhausted ||
+         code == Code::kInternal;
+}
+
+}  // namespace
+
+// What one attempt at one operation works with.
+struct Executor::Attempt {
+  ledger::Operation op;
+  ledger::MetaInstance meta;
+  ledger::Plan plan;
+  TimePoint deadline;
+
+  bool expired(const Clock& clock) const { return clock.now() >= deadline; }
+  const ledger::Application* app() const { return plan.applications.empty() ? nullptr : &plan.applications[0]; }
+};
+
+Executor::Executor(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
+                   ExecutorOptions options)
+    : ledger_(ledger), drivers_(drivers), clock_(clock), metrics_(metrics), options_(std::move(options)) {}
+
+Executor::~Executor() { stop(); }
+
+void Executor::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!workers_.empty()) return;
+  stopping_ = false;
+  for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { workerLoop(); });
+}
+
+void Executor::stop() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    workers.swap(workers_);
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers) t.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int64_t id : queue_) {
+    busy_.erase(id);
+    busy_meta_.erase(id);
+  }
+  queue_.clear();
+  idle_cv_.notify_all();
+}
+
+bool Executor::submit(int64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (busy_.count(id)) return false;
+    busy_.insert(id);
+    queue_.push_back(id);
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
+bool Executor::busy(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_.count(id) > 0;
+}
+
+std::set<std::string> Executor::busyInstances() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [id, meta] : busy_meta_) out.insert(meta);
+  return out;
+}
+
+size_t Executor::inFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_.size();
+}
+
+void Executor::waitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return busy_.empty(); });
+}
+
+void Executor::onFinished(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_finished_ = std::move(fn);
+}
+
+void Executor::workerLoop() {
+  while (true) {
+    int64_t id = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      id = queue_.front();
+      queue_.pop_front();
+    }
+    execute(id);
+    std::function<void()> notify;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      busy_.erase(id);
+      busy_meta_.erase(id);
+      notify = on_finished_;
+      if (busy_.empty()) idle_cv_.notify_all();
+    }
+    if (notify) notify();
+  }
+}
+
+std::chrono::milliseconds Executor::backoff(int64_t attempts) {
+  const double base = static_cast<double>(options_.backoff_base.count());
+  const double raw = std::min(base * std::pow(2.0, static_cast<double>(std::max<int64_t>(0, attempts - 1))),
+                              static_cast<double>(options_.backoff_max.count()));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  return std::chrono::milliseconds(static_cast<int64_t>(raw * jitter(rng_)));
+}
+
+void Executor::execute(int64_t id) {
+  auto loaded = ledger_.getOperation(id);
+  if (!loaded.isOk()) return;
+  Attempt a;
+  a.op = std::move(loaded).value();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_meta_[id] = a.op.meta_instance;
+  }
+  if (a.op.state == "APPROVED") {
+    ledger::Ledger::OperationUpdate count;
+    count.attempts = a.op.attempts + 1;
+    if (!ledger_.updateOperation(id, count, options_.actor).isOk()) return;
+    auto started = ledger_.setOperationState(id, "RUNNING", std::nullopt, options_.actor,
+                                             "attempt " + std::to_string(a.op.attempts + 1));
+    if (!started.isOk()) return;
+    a.op = std::move(started).value();
+  } else if (a.op.state != "RUNNING") {
+    return;  // finished or cancelled since it was queued
+  }
+  a.deadline = clock_.now() + options_.operation_deadline;
+
+  Status status = [&]() -> Status {
+    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.getMetaInstance(a.op.meta_instance));
+    TIDE_ASSIGN_OR_RETURN(a.plan, ledger_.getPlan(a.op.plan));
+    return run(a);
+  }();
+
+  if (stopping_ && !status.isOk()) return;  // shutting down: the next start runs it again
+  if (status.isOk()) {
+    metrics_.countAttempt(a.op.type, "succeeded");
+    (void)ledger_.setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
+    return;
+  }
+  if (transient(status.code()) && a.op.attempts < options_.max_attempts) {
+    metrics_.countAttempt(a.op.type, "retry");
+    const auto delay = backoff(a.op.attempts);
+    ledger::Ledger::OperationUpdate retry;
+    retry.next_attempt_at = formatTimestamp(clock_.now() + delay);
+    (void)ledger_.updateOperation(id, retry, options_.actor);
+    (void)ledger_.setOperationState(id, "APPROVED", std::nullopt, options_.actor,
+                                    "attempt " + std::to_string(a.op.attempts) + " failed: " + status.message() +
+                                        "; retrying in " + std::to_string(delay.count() / 1000.0).substr(0, 4) +
+                                        " s");
+    return;
+  }
+  metrics_.countAttempt(a.op.type, "failed");
+  cleanUpAfterFailure(a);
+  (void)ledger_.setOperationState(id, "FAILED", std::nullopt, options_.actor,
+                                  "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
+}
+
+Status Executor::run(Attempt& a) {
+  if (a.op.type == "CREATE") return runCreate(a);
+  if (a.op.type == "UPDATE") return runUpdate(a);
+  if (a.op.type == "RELOCATE") return runRelocate(a);
+  if (a.op.type == "STOP") return runStop(a);
+  if (a.op.type == "RESTART") return runRestart(a);
+  if (a.op.type == "DELETE") return runDelete(a);
+  return Status::invalidArgument("unknown operation type " + a.op.type);
+}
+
+Result<ledger::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.getRuntimeInstance(id); }
+
+Status Executor::setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message) {
+  if (r.state == state) return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(r, ledger_.setRuntimeInstanceState(r.meta.id, state, std::nullopt, options_.actor, message));
+  return Status::ok();
+}
+
+namespace {
+
+// The runtime instance the operation reserved at approval.
+Result<int64_t> targetRuntime(const ledger::Operation& op) {
+  if (!op.target.contains("runtime_instance")) {
+    return Status(Code::kUnprocessable, "operation " + std::to_string(op.meta.id) + " has no reserved placement");
+  }
+  return op.target["runtime_instance"].get<int64_t>();
+}
+
+// The live runtime instances of a meta instance.
+Result<std::vector<ledger::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
+  ledger::ListOptions options;
+  options.filters["meta_instance"] = meta;
+  TIDE_ASSIGN_OR_RETURN(auto all, listAll<ledger::RuntimeInstance>(
+                                      [&](auto& o) { return ledger.listRuntimeInstances(o); }, options));
+  std::vector<ledger::RuntimeInstance> live;
+  for (auto& r : all) {
+    if (isLiveRuntime(r.state)) live.push_back(std::move(r));
+  }
+  return live;
+}
+
+Result<ledger::RuntimeInstance> activeRuntime(ledger::Ledger& ledger, const std::string& meta) {
+  TIDE_ASSIGN_OR_RETURN(auto live, liveRuntimes(ledger, meta));
+  for (auto& r : live) {
+    if (r.is_active) return r;
+  }
+  return Status::notFound("instance '" + meta + "' runs nowhere");
+}
+
+// The driver's view of the runtime instance's volumes (ledger `volumes` entries).
+std::vector<drivers::VolumeSpec> volumeSpecs(const ledger::RuntimeInstance& r) {
+  std::vector<drivers::VolumeSpec> out;
+  for (const auto& v : r.volumes) {
+    drivers::VolumeSpec spec;
+    spec.id = v.value("id", "");
+    spec.node = r.node;
+    spec.storage_class = v.value("storage_class", "");
+    spec.capacity_gib = v.value("capacity_gib", 0.0);
+    spec.mount_path = v.value("mount_path", "");
+    out.push_back(spec);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
+  TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
+  auto timed = [&](const char* call, auto&& fn) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto result = fn();
+    metrics_.observeDriverCall(call, result.isOk(), std::chrono::steady_clock::now() - t0);
+    return result;
+  };
+  if (r.state == "PENDING" || r.state == "STOPPED") {
+    for (const auto& volume : volumeSpecs(r)) {
+      TIDE_RETURN_IF_ERROR(timed("ensure_volume", [&] { return driver->ensureVolume(volume); })
+                               .withPrefix("volume " + volume.id));
+    }
+    TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STARTING"));
+  }
+  if (r.state != "STARTING" && r.state != "RUNNING") {
+    return Status::conflict("runtime instance " + std::to_string(r.meta.id) + " is " + r.state);
+  }
+  const ledger::Application* app = a.app();
+  drivers::RuntimeSpec spec;
+  spec.id = std::to_string(r.meta.id);
+  spec.meta_instance = r.meta_instance;
+  spec.node = r.node;
+  if (app) {
+    spec.payload_name = app->payload_name;
+    spec.ports = app->ports;
+    spec.resources = app->resources;
+    spec.coordinates = r.coordinates.value(app->payload_name, Json::object());
+  }
+  spec.volumes = volumeSpecs(r);
+  TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status,
+                        timed("ensure", [&] { return driver->ensure(spec); }));
+  ledger::Ledger::RuntimeUpdate facts;
+  facts.driver_handle = status.handle;
+  facts.ports = status.ports;
+  TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, facts, options_.actor));
+
+  drivers::RuntimeRef ref{spec.id, r.node, status.handle};
+  while (status.state != "RUNNING") {
+    if (status.state == "EXITED" || status.state == "STOPPED") {
+      return Status::unavailable("instance exited with code " + std::to_string(status.exit_code) +
+                                 (status.message.empty() ? "" : ": " + status.message));
+    }
+    if (a.expired(clock_) || stopping_) return Status(Code::kDeadlineExceeded, "instance did not start in time");
+    std::this_thread::sleep_for(options_.poll_interval);
+    TIDE_ASSIGN_OR_RETURN(status, timed("status", [&] { return driver->status(ref); }));
+  }
+  TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));
+
+  if (app && app->health_check) {
+    ProbeTarget target;
+    target.ports = r.ports;
+    for (const auto& [declared, host_port] : r.ports.items()) {
+      std::string name = "TIDE_PORT_" + declared;
+      std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c == '/' ? '_' : std::toupper(c); });
+      target.env[name] = std::to_string(host_port.get<int>());
+    }
+    ProbeResult probe = waitHealthy(*app->health_check, target, clock_, a.deadline, [&] { return stopping_.load(); });
+    if (!probe.ok) {
+      ledger::Ledger::RuntimeUpdate unhealthy;
+      unhealthy.healthy = false;
+      unhealthy.message = probe.message;
+      (void)ledger_.updateRuntimeInstance(r.meta.id, unhealthy, options_.actor);
+      return Status(Code::kDeadlineExceeded, "not healthy in time: " + probe.message);
+    }
+  }
+  ledger::Ledger::RuntimeUpdate healthy;
+  healthy.healthy = true;
+  if (!r.healthy || r.ready_since.empty()) healthy.ready_since = formatTimestamp(clock_.now());
+  healthy.message = "";
+  TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, healthy, options_.actor));
+  return Status::ok();
+}
+
+Status Executor::stopRuntime(Attempt&, ledger::RuntimeInstance& r, bool remove) {
+  const std::string goal = remove ? "TERMINATED" : "STOPPED";
+  if (r.state == goal || !isLiveRuntime(r.state)) return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
+  if (r.state == "STARTING" || r.state == "RUNNING") TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STOPPING"));
+  const drivers::RuntimeRef ref{std::to_string(r.meta.id), r.node, r.driver_handle};
+  const auto t0 = std::chrono::steady_clock::now();
+  Status stopped = remove ? driver->remove(ref) : driver->stop(ref);
+  metrics_.observeDriverCall(remove ? "remove" : "stop", stopped.isOk(), std::chrono::steady_clock::now() - t0);
+  TIDE_RETURN_IF_ERROR(stopped);
+  if (r.state == "PENDING" && !remove) return setRuntimeState(r, "TERMINATED");  // never started
+  return setRuntimeState(r, goal);
+}
+
+Status Executor::removeVolumes(Attempt&, const ledger::RuntimeInstance& r) {
+  if (r.volumes.empty()) return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
+  for (const auto& volume : volumeSpecs(r)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status removed = driver->removeVolume({volume.id, volume.node});
+    metrics_.observeDriverCall("remove_volume", removed.isOk(), std::chrono::steady_clock::now() - t0);
+    TIDE_RETURN_IF_ERROR(removed.withPrefix("volume " + volume.id));
+  }
+  return Status::ok();
+}
+
+Status Executor::runCreate(Attempt& a) {
+  TIDE_ASSIGN_OR_RETURN(int64_t id, targetRuntime(a.op));
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(id));
+  if (!isLiveRuntime(r.state)) {
+    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(id) + " is " + r.state);
+  }
+  return startRuntime(a, r);
+}
+
+Status Executor::runUpdate(Attempt& a) {
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
+  const Json coordinates = a.op.target.value("coordinates", Json());
+  if (!coordinates.is_object()) return Status(Code::kUnprocessable, "the operation names no coordinates");
+  if (r.coordinates != coordinates) {
+    TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
+    // The old process is stopped; remove it so the driver starts the new coordinates
+    // rather than the recorded ones. Its runtime record (and volumes) stay.
+    TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
+    TIDE_RETURN_IF_ERROR(driver->remove({std::to_string(r.meta.id), r.node, r.driver_handle}));
+    ledger::Ledger::RuntimeUpdate update;
+    update.coordinates = coordinates;
+    update.healthy = false;
+    update.ready_since = "";
+    TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, update, options_.actor));
+  }
+  TIDE_RETURN_IF_ERROR(startRuntime(a, r));
+  if (a.op.intent != "user" && a.op.intent != a.meta.deployment_id) {
+    TIDE_RETURN_IF_ERROR(ledger_.setMetaInstanceDeployment(a.meta.name, a.op.intent, options_.actor).status());
+  }
+  return Status::ok();
+}
+
+Status Executor::runRelocate(Attempt& a) {
+  TIDE_ASSIGN_OR_RETURN(int64_t id, targetRuntime(a.op));
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance fresh, runtime(id));
+  if (!isLiveRuntime(fresh.state)) {
+    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(id) + " is " + fresh.state);
+  }
+  if (!fresh.is_active) {
+    TIDE_RETURN_IF_ERROR(startRuntime(a, fresh));
+    // Make before break: the new one serves before the old one is touched.
+    TIDE_ASSIGN_OR_RETURN(fresh, ledger_.activateRuntimeInstance(fresh.meta.id, options_.actor));
+  }
+  if (a.op.target.contains("from_runtime_instance")) {
+    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance old, runtime(a.op.target["from_runtime_instance"].get<int64_t>()));
+    TIDE_RETURN_IF_ERROR(stopRuntime(a, old, /*remove=*/true));
+    TIDE_RETURN_IF_ERROR(removeVolumes(a, old));
+  }
+  return Status::ok();
+}
+
+Status Executor::runStop(Attempt& a) {
+  TIDE_ASSIGN_OR_RETURN(auto live, liveRuntimes(ledger_, a.meta.name));
+  for (auto& r : live) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
+  if (a.meta.state == "ACTIVE") {
+    TIDE_RETURN_IF_ERROR(
+        ledger_.setMetaInstanceState(a.meta.name, "STOPPED", std::nullopt, options_.actor, "stopped").status());
+  }
+  return Status::ok();
+}
+
+Status Executor::runRestart(Attempt& a) {
+  if (a.op.target.contains("runtime_instance")) {
+    // Placed again at approval: the meta instance was stopped or had nothing running.
+    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(a.op.target["runtime_instance"].get<int64_t>()));
+    if (!isLiveRuntime(r.state)) {
+      return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(r.meta.id) + " is " +
+                                              r.state);
+    }
+    TIDE_RETURN_IF_ERROR(startRuntime(a, r));
+    if (a.meta.state == "STOPPED") {
+      TIDE_RETURN_IF_ERROR(
+          ledger_.setMetaInstanceState(a.meta.name, "ACTIVE", std::nullopt, options_.actor, "restarted").status());
+    }
+    return Status::ok();
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
+  if (!a.op.target.value("stopped", false)) {
+    TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
+    ledger::Ledger::OperationUpdate progress;
+    Json target = a.op.target;
+    target["stopped"] = true;
+    progress.target = target;
+    TIDE_ASSIGN_OR_RETURN(a.op, ledger_.updateOperation(a.op.meta.id, progress, options_.actor));
+  }
+  return startRuntime(a, r);
+}
+
+Status Executor::runDelete(Attempt& a) {
+  if (a.meta.state == "ACTIVE" || a.meta.state == "STOPPED") {
+    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION", std::nullopt,
+                                                               options_.actor, "deleting"));
+  }
+  ledger::ListOptions options;
+  options.filters["meta_instance"] = a.meta.name;
+  TIDE_ASSIGN_OR_RETURN(auto all, listAll<ledger::RuntimeInstance>(
+                                      [&](auto& o) { return ledger_.listRuntimeInstances(o); }, options));
+  // Instances first, then their volumes (never a volume under a running instance).
+  for (auto& r : all) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
+  std::set<std::pair<std::string, std::string>> removed;
+  for (const auto& r : all) {
+    for (const auto& volume : volumeSpecs(r)) {
+      if (!removed.insert({volume.id, volume.node}).second) continue;
+      TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(volume.node));
+      TIDE_RETURN_IF_ERROR(driver->removeVolume({volume.id, volume.node}).withPrefix("volume " + volume.id));
+    }
+  }
+  return ledger_.setMetaInstanceState(a.meta.name, "DELETED", std::nullopt, options_.actor, "deleted").status();
+}
+
+void Executor::cleanUpAfterFailure(Attempt& a) {
+  // What a failed operation started must not keep running or hold resources. The instance
+  // the operation was working on is removed; for RELOCATE that is the new one, and the
+  // old one stays active.
+  std::optional<int64_t> id;
+  if (a.op.type == "CREATE" || a.op.type == "RELOCATE" || (a.op.type == "RESTART" && a.op.target.contains("runtime_instance"))) {
+    if (a.op.target.contains("runtime_instance")) id = a.op.target["runtime_instance"].get<int64_t>();
+  } else if (a.op.type == "UPDATE" || a.op.type == "RESTART") {
+    auto active = activeRuntime(ledger_, a.op.meta_instance);
+    if (active.isOk()) id = active.value().meta.id;
+  }
+  if (!id) return;
+  auto r = runtime(*id);
+  if (!r.isOk() || !isLiveRuntime(r.value().state)) return;
+  auto driver = drivers_.forNode(r.value().node);
+  if (driver.isOk()) {
+    (void)driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});
+  }
+  if (a.op.type == "RELOCATE" && r.value().is_active) return;  // already switched: keep serving
+  (void)ledger_.setRuntimeInstanceState(*id, "FAILED", std::nullopt, options_.actor,
+                                        "removed after " + a.op.type + " failed");
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,124 @@
+#pragma once
+// The executor (DESIGN §3): runs APPROVED operations through the drivers on a bounded
+// pool of worker threads.
+//
+// Each operation type is a sequence of idempotent steps driven by what the ledger says
+// has happened (runtime instance states, the operation's target), so an operation that
+// was RUNNING when the host died is simply run again after restart and picks up where it
+// stopped, without starting anything twice:
+//   CREATE    ensure volumes → ensure instance → RUNNING → healthy
+//   UPDATE    in place: stop and remove the old process → new coordinates → start → healthy;
+//             the meta instance then belongs to the operation's deployment
+//   RELOCATE  make-before-break: start the passive instance reserved on another node, wait
+//             healthy, make it active, then stop and remove the old one and its volumes;
+//             if the new one never gets healthy it is removed and the old one stays
+//   STOP      stop and remove the active instance (TERMINATED: resources released);
+//             the meta instance becomes STOPPED; volumes are kept
+//   RESTART   STOPPED meta instance: start the instance reserved at approval; running:
+//             stop and start it in place
+//   DELETE    stop and remove every instance, then their volumes; the meta instance is DELETED
+//
+// An attempt that fails with a transient error (kUnavailable, kDeadlineExceeded,
+// kResourceExhausted, kInternal) goes back to APPROVED with next_attempt_at set by
+// exponential backoff with jitter, until max_attempts; any other error, or the last
+// attempt, fails the operation and cleans up what it started.
+//
+// Thread-safety: all public methods are thread-safe.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "host/core/clock.h"
+#include "host/engine/driver_set.h"
+#include "host/engine/engine_metrics.h"
+#include "host/ledger/ledger.h"
+
+namespace tide::engine {
+
+struct ExecutorOptions {
+  int workers = 4;
+  std::chrono::milliseconds operation_deadline{std::chrono::seconds(120)};  // per attempt
+  int max_attempts = 5;
+  std::chrono::milliseconds backoff_base{1000};
+  std::chrono::milliseconds backoff_max{std::chrono::seconds(60)};
+  std::chrono::milliseconds poll_interval{100};  // while waiting for a driver to report RUNNING
+  std::string actor = "executor";
+};
+
+class Executor {
+ public:
+  // `ledger`, `drivers`, `clock` and `metrics` must outlive the executor.
+  Executor(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
+           ExecutorOptions options);
+  ~Executor();  // stop()s
+
+  void start();
+  // Asks running operations to stop at their next step and joins the workers; queued
+  // operations stay APPROVED/RUNNING in the ledger for the next start.
+  void stop();
+
+  // Queues operation `id` unless it is already queued or running. Returns false when it was.
+  bool submit(int64_t id);
+  // Queued or running here.
+  bool busy(int64_t id) const;
+  // The meta instances of queued or running operations.
+  std::set<std::string> busyInstances() const;
+  size_t inFlight() const;
+  // Blocks until nothing is queued or running.
+  void waitIdle();
+
+  // Runs operation `id` (APPROVED or RUNNING) on the calling thread: one attempt, ending
+  // in SUCCEEDED, FAILED or back in APPROVED for a retry.
+  void execute(int64_t id);
+
+  // Called after every attempt ends (on the worker thread), e.g. to wake the control loop.
+  void onFinished(std::function<void()> fn);
+
+ private:
+  struct Attempt;
+  void workerLoop();
+  Status run(Attempt& a);
+  Status runCreate(Attempt& a);
+  Status runUpdate(Attempt& a);
+  Status runRelocate(Attempt& a);
+  Status runStop(Attempt& a);
+  Status runRestart(Attempt& a);
+  Status runDelete(Attempt& a);
+  void cleanUpAfterFailure(Attempt& a);
+
+  // Brings `r` from PENDING/STARTING/STOPPED/RUNNING to RUNNING and healthy.
+  Status startRuntime(Attempt& a, ledger::RuntimeInstance& r);
+  // Brings `r` to STOPPED (remove = false) or TERMINATED (remove = true, the driver forgets it).
+  Status stopRuntime(Attempt& a, ledger::RuntimeInstance& r, bool remove);
+  Status removeVolumes(Attempt& a, const ledger::RuntimeInstance& r);
+  Result<ledger::RuntimeInstance> runtime(int64_t id);
+  Status setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message = "");
+  std::chrono::milliseconds backoff(int64_t attempts);
+
+  ledger::Ledger& ledger_;
+  DriverSet& drivers_;
+  const Clock& clock_;
+  EngineMetrics& metrics_;
+  const ExecutorOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable idle_cv_;
+  std::deque<int64_t> queue_;
+  std::set<int64_t> busy_;                  // queued or running
+  std::map<int64_t, std::string> busy_meta_;  // operation → meta instance
+  std::vector<std::thread> workers_;
+  std::atomic<bool> stopping_{false};
+  std::function<void()> on_finished_;
+  std::mt19937_64 rng_{std::random_device{}()};  // REQUIRES: mu_ for use
+};
+
+}  // namespace tide::engine

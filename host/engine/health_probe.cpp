@@ -1,0 +1,443 @@
+#include "host/engine/health_probe.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+namespace tide::engine {
+namespace {
+
+using Micros = std::chrono::microseconds;
+using Steady = std::chrono::steady_clock;
+
+constexpr size_t kMaxOutput = 4096;         // exec output kept for the message
+constexpr size_t kMaxBodyKept = 256;        // http reply body read for the message
+constexpr size_t kMaxMessageLine = 200;
+constexpr Micros kMinTimeout{1000};
+constexpr Micros kMaxTimeout = std::chrono::hours(24);
+constexpr auto kMinInterval = std::chrono::milliseconds(10);  // a zero interval must not spin
+constexpr auto kSleepSlice = std::chrono::milliseconds(20);   // how often waitHealthy looks up from sleeping
+constexpr auto kReapPoll = std::chrono::milliseconds(10);     // exec without a pidfd: how often to look for the exit
+constexpr const char* kDefaultPath = "/usr/bin:/bin";
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// strerror is not thread-safe; strerrordesc_np is.
+std::string errnoText(int error) {
+  const char* text = strerrordesc_np(error);
+  return text != nullptr ? text : "error " + std::to_string(error);
+}
+
+std::string secondsText(Micros duration) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%gs", std::chrono::duration<double>(duration).count());
+  return text;
+}
+
+Micros toMicros(double seconds) {
+  if (!(seconds > 0)) return kMinTimeout;  // also NaN
+  if (seconds >= std::chrono::duration<double>(kMaxTimeout).count()) return kMaxTimeout;
+  return std::max(kMinTimeout, std::chrono::duration_cast<Micros>(std::chrono::duration<double>(seconds)));
+}
+
+// Milliseconds until `deadline`, rounded up so a poll does not wake just short of it.
+int millisUntil(Steady::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Steady::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+}
+
+std::string firstLine(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.size() > kMaxMessageLine) line = line.substr(0, kMaxMessageLine) + "...";
+  return line;
+}
+
+std::string withOutput(std::string message, const std::string& output) {
+  std::string line = firstLine(output);
+  return line.empty() ? message : message + ": " + line;
+}
+
+ProbeResult failure(std::string message) { return {false, std::move(message), 0}; }
+
+std::string hostPortText(const std::string& host, int port) {
+  bool ipv6 = host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// The host port the target gives the declared TCP port `declared`.
+Result<int> hostPort(int declared, const ledger::Json& ports) {
+  if (declared <= 0) return Status::invalidArgument("the health check names no port");
+  std::string key = "tcp/" + std::to_string(declared);
+  if (ports.is_object()) {
+    auto it = ports.find(key);
+    if (it != ports.end() && it->is_number_integer() && it->get<int64_t>() > 0 && it->get<int64_t>() <= 65535) {
+      return it->get<int>();
+    }
+  }
+  std::string has;
+  if (ports.is_object()) {
+    for (const auto& [name, value] : ports.items()) has += (has.empty() ? "" : ", ") + name;
+  }
+  return Status::notFound("the instance has no port " + key + (has.empty() ? " (it has none)" : " (it has " + has + ")"));
+}
+
+// --- http ------------------------------------------------------------------------------
+
+std::string httpErrorText(httplib::Error error, Micros timeout) {
+  switch (error) {
+    case httplib::Error::Connection: return "cannot connect (refused or unreachable)";
+    case httplib::Error::ConnectionTimeout: return "connecting timed out after " + secondsText(timeout);
+    case httplib::Error::Read: return "no complete reply (timed out after " + secondsText(timeout) + " or closed)";
+    case httplib::Error::Write: return "cannot send the request";
+    default: return httplib::to_string(error);
+  }
+}
+
+ProbeResult probeHttp(const ledger::HealthCheck& check, const std::string& host, int port, Micros timeout) {
+  std::string url = "http://" + hostPortText(host, port) + check.path;
+  httplib::Client client(host, port);
+  time_t seconds = static_cast<time_t>(timeout.count() / 1'000'000);
+  time_t micros = static_cast<time_t>(timeout.count() % 1'000'000);
+  client.set_connection_timeout(seconds, micros);
+  client.set_read_timeout(seconds, micros);
+  client.set_write_timeout(seconds, micros);
+
+  // The status decides; of the body only the start is read, for the message.
+  int status = 0;
+  std::string body;
+  httplib::Result result = client.Get(
+      check.path, httplib::Headers{},
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, size_t length) {
+        body.append(data, std::min(length, kMaxBodyKept - body.size()));
+        return body.size() < kMaxBodyKept;
+      });
+  if (status == 0) return failure("GET " + url + ": " + httpErrorText(result.error(), timeout));
+  bool ok = status >= 200 && status < 400;
+  return {ok, withOutput("HTTP " + std::to_string(status), body), 0};
+}
+
+// --- tcp -------------------------------------------------------------------------------
+
+// "" once connected, else why not.
+std::string connectOne(const addrinfo& address, Steady::time_point deadline, Micros timeout) {
+  Fd fd(socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol));
+  if (!fd.valid()) return errnoText(errno);
+  if (connect(fd.get(), address.ai_addr, address.ai_addrlen) == 0) return "";
+  if (errno != EINPROGRESS) return errnoText(errno);
+  while (true) {
+    int left = millisUntil(deadline);
+    if (left == 0) return "timed out after " + secondsText(timeout);
+    pollfd writable{fd.get(), POLLOUT, 0};
+    int ready = poll(&writable, 1, left);
+    if (ready < 0 && errno != EINTR) return errnoText(errno);
+    if (ready <= 0) continue;
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errnoText(errno);
+    return error == 0 ? "" : errnoText(error);
+  }
+}
+
+ProbeResult probeTcp(const std::string& host, int port, Micros timeout) {
+  std::string where = hostPortText(host, port);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    return failure("connect to " + where + ": cannot resolve the host: " + gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, freeaddrinfo);
+  Steady::time_point deadline = Steady::now() + timeout;
+  std::string why;
+  for (const addrinfo* address = found; address != nullptr; address = address->ai_next) {
+    why = connectOne(*address, deadline, timeout);
+    if (why.empty()) return {true, "connected to " + where, 0};
+  }
+  return failure("connect to " + where + ": " + why);
+}
+
+// --- exec ------------------------------------------------------------------------------
+
+std::map<std::string, std::string> probeEnvironment(const std::map<std::string, std::string>& overrides) {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    size_t equals = text.find('=');
+    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
+  }
+  for (const auto& [name, value] : overrides) env[name] = value;
+  return env;
+}
+
+// `name` itself when it holds a '/', else the first executable regular file of that name
+// in `path_variable`; "" when there is none.
+std::string findExecutable(const std::string& name, const std::string& path_variable) {
+  if (name.find('/') != std::string::npos) return name;
+  size_t start = 0;
+  while (start <= path_variable.size()) {
+    size_t end = std::min(path_variable.find(':', start), path_variable.size());
+    std::string dir = path_variable.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat info {};
+    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+// Appends what `fd` has now to `output` (beyond kMaxOutput it is read and dropped, so the
+// child never blocks on a full pipe). Returns false at end of file.
+bool drain(int fd, std::string& output) {
+  char buffer[4096];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      output.append(buffer, std::min(static_cast<size_t>(n), kMaxOutput - std::min(kMaxOutput, output.size())));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);  // else end of file or a broken pipe
+  }
+}
+
+struct SpawnSetup {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attributes);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+};
+
+std::string exitText(int status) {
+  if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "killed by " + (name != nullptr ? "SIG" + std::string(name) : "signal " + std::to_string(WTERMSIG(status)));
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget& target, Micros timeout) {
+  if (command.empty() || command.front().empty()) return failure("the exec health check has no command");
+  std::map<std::string, std::string> env = probeEnvironment(target.env);
+  auto path_variable = env.find("PATH");
+  std::string executable =
+      findExecutable(command.front(), path_variable != env.end() ? path_variable->second : kDefaultPath);
+  if (executable.empty()) return failure("cannot run \"" + command.front() + "\": not found in PATH");
+
+  std::vector<std::string> env_entries;
+  for (const auto& [name, value] : env) env_entries.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& entry : env_entries) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return failure("cannot create a pipe: " + errnoText(errno));
+  Fd output_read(fds[0]);
+  Fd output_write(fds[1]);
+
+  // Own process group (killed as one on timeout), default signal dispositions and an
+  // empty mask: the host's ignored SIGPIPE and blocked signals must not leak into the check.
+  SpawnSetup setup;
+  posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&setup.actions, output_write.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&setup.actions, output_write.get(), STDERR_FILENO);
+  if (!target.cwd.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, target.cwd.c_str());
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setflags(&setup.attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&setup.attributes, 0);
+  posix_spawnattr_setsigmask(&setup.attributes, &none);
+  posix_spawnattr_setsigdefault(&setup.attributes, &all);
+
+  Steady::time_point deadline = Steady::now() + timeout;
+  pid_t pid = 0;
+  int spawned = posix_spawn(&pid, executable.c_str(), &setup.actions, &setup.attributes, argv.data(), envp.data());
+  output_write.reset();
+  if (spawned != 0) {
+    std::string where = target.cwd.empty() ? "" : " in " + target.cwd;
+    return failure("cannot run " + executable + where + ": " + errnoText(spawned));
+  }
+  fcntl(output_read.get(), F_SETFL, O_NONBLOCK);
+  // Wakes poll when the child exits. Without one (old kernels), poll in short slices.
+  Fd exited_fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+
+  std::string output;
+  int status = 0;
+  bool reaped = false;
+  while (true) {
+    pid_t waited = waitpid(pid, &status, WNOHANG);
+    if (waited == pid) {
+      reaped = true;
+      break;
+    }
+    if (waited < 0 && errno == ECHILD) return failure(withOutput("the check's exit status was lost (reaped elsewhere)", output));
+    int left = millisUntil(deadline);
+    if (left == 0) break;
+    pollfd watched[2];
+    nfds_t count = 0;
+    if (output_read.valid()) watched[count++] = {output_read.get(), POLLIN, 0};
+    if (exited_fd.valid()) watched[count++] = {exited_fd.get(), POLLIN, 0};
+    int wait_ms = exited_fd.valid() ? left : std::min(left, static_cast<int>(kReapPoll.count()));
+    poll(watched, count, wait_ms);
+    if (output_read.valid() && !drain(output_read.get(), output)) output_read.reset();
+  }
+  if (!reaped) {
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (output_read.valid()) drain(output_read.get(), output);
+  if (!reaped) return failure(withOutput("timed out after " + secondsText(timeout) + "; killed", output));
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return {ok, withOutput(exitText(status), output), 0};
+}
+
+// ---------------------------------------------------------------------------------------
+
+ProbeResult probeWithin(const ledger::HealthCheck& check, const ProbeTarget& target, Micros timeout) {
+  Steady::time_point started = Steady::now();
+  ProbeResult result;
+  try {
+    if (check.type == "http" || check.type == "tcp") {
+      Result<int> port = hostPort(check.port, target.ports);
+      if (!port.isOk()) {
+        result = failure(port.status().message());
+      } else if (check.type == "http") {
+        result = probeHttp(check, target.host, *port, timeout);
+      } else {
+        result = probeTcp(target.host, *port, timeout);
+      }
+    } else if (check.type == "exec") {
+      result = probeExec(check.command, target, timeout);
+    } else {
+      result = failure("unknown health check type \"" + check.type + "\"");
+    }
+  } catch (const std::exception& e) {
+    result = failure(std::string("the probe failed: ") + e.what());
+  } catch (...) {
+    result = failure("the probe failed");
+  }
+  result.duration_us = std::chrono::duration_cast<Micros>(Steady::now() - started).count();
+  return result;
+}
+
+std::string givingUp(const std::string& why, const HealthTracker& tracker, bool probed, int healthy_threshold) {
+  if (!probed) return why + " before the first probe";
+  std::string message = why + "; last probe: " + tracker.last().message;
+  if (tracker.last().ok) {
+    message += " (" + std::to_string(tracker.consecutiveSuccesses()) + " of " + std::to_string(healthy_threshold) +
+               " successes in a row)";
+  }
+  return message;
+}
+
+}  // namespace
+
+ProbeResult probeOnce(const ledger::HealthCheck& check, const ProbeTarget& target) {
+  return probeWithin(check, target, toMicros(check.timeout_seconds));
+}
+
+HealthTracker::HealthTracker(const ledger::HealthCheck& check, bool initially_healthy)
+    : healthy_threshold_(std::max(1, check.healthy_threshold)),
+      unhealthy_threshold_(std::max(1, check.unhealthy_threshold)),
+      healthy_(initially_healthy),
+      last_{false, "not probed yet", 0} {}
+
+bool HealthTracker::record(const ProbeResult& result) {
+  last_ = result;
+  if (result.ok) {
+    ++successes_;
+    failures_ = 0;
+  } else {
+    ++failures_;
+    successes_ = 0;
+  }
+  bool next = healthy_ ? failures_ < unhealthy_threshold_ : successes_ >= healthy_threshold_;
+  bool changed = next != healthy_;
+  healthy_ = next;
+  return changed;
+}
+
+ProbeResult waitHealthy(const ledger::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
+                        TimePoint deadline, const std::function<bool()>& cancelled) {
+  HealthTracker tracker(check);
+  const Micros timeout = toMicros(check.timeout_seconds);
+  const auto interval = std::max<Steady::duration>(toMicros(check.interval_seconds), kMinInterval);
+  const int healthy_threshold = std::max(1, check.healthy_threshold);
+  bool probed = false;
+  while (true) {
+    if (cancelled()) return failure(givingUp("cancelled", tracker, probed, healthy_threshold));
+    Micros left = std::chrono::duration_cast<Micros>(deadline - clock.now());
+    if (left.count() <= 0) return failure(givingUp("not healthy by the deadline", tracker, probed, healthy_threshold));
+
+    ProbeResult result = probeWithin(check, target, std::max(kMinTimeout, std::min(timeout, left)));
+    probed = true;
+    if (tracker.record(result)) return result;  // it starts unhealthy: a change is to healthy
+
+    Steady::time_point wake = Steady::now() + interval;
+    while (Steady::now() < wake && !cancelled() && clock.now() < deadline) {
+      std::this_thread::sleep_for(std::min<Steady::duration>(kSleepSlice, wake - Steady::now()));
+    }
+  }
+}
+
+}  // namespace tide::engine

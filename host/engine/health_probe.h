@@ -1,0 +1,86 @@
+#pragma once
+// Health probes (DESIGN §3): the executor waits for a new instance to turn healthy before
+// an operation succeeds, and the observer probes running instances on every pass. A probe
+// is one http, tcp or exec check of one instance; HealthTracker turns a run of probe
+// results into a healthy/unhealthy verdict with Kubernetes-style consecutive thresholds.
+//
+// Thread-safety: probeOnce and waitHealthy share no state and may run on any number of
+// threads at once. A HealthTracker is a plain value: one owner, or external locking.
+// No probe starts a thread.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "host/core/clock.h"
+#include "host/ledger/records.h"
+
+namespace tide::engine {
+
+// Where an instance can be reached.
+struct ProbeTarget {
+  std::string host = "127.0.0.1";  // numeric address or a name (a name's lookup is not bounded by the timeout)
+  ledger::Json ports = ledger::Json::object();  // {"tcp/80": 31080}: declared "proto/port" → host port
+  std::map<std::string, std::string> env;       // exec: layered over the host's environment (TIDE_PORT_TCP_80, ...)
+  std::string cwd;                              // exec: working directory; empty = the host's
+};
+
+struct ProbeResult {
+  bool ok = false;
+  std::string message;  // "HTTP 200", "HTTP 503: starting", "exited 1: <first output line>", ...
+  int64_t duration_us = 0;
+};
+
+// Runs one probe of `check` against `target`. Never throws; every failure is a result
+// that is not ok, with a message an operator can act on.
+//   http  GET http://<host>:<host port of tcp/<check.port>><check.path>; ok on 2xx and 3xx
+//         (redirects are not followed). Connecting and each read are bounded by
+//         timeout_seconds separately, so a slow server can hold a probe for about twice that.
+//   tcp   ok when a connection to the host port of tcp/<check.port> is established within
+//         timeout_seconds; it is closed at once.
+//   exec  check.command (argv; a bare name is looked up in PATH, no shell) with stdin from
+//         /dev/null and stdout+stderr captured (the first 4 KiB are kept), in a process
+//         group of its own; ok when it exits 0 within timeout_seconds. On timeout the whole
+//         group is SIGKILLed and reaped before this returns. The message carries the exit
+//         code or signal and the first line of output.
+//         REQUIRES: SIGCHLD is not ignored and nothing else reaps with waitpid(-1).
+// A check naming a port the target does not have is not ok, and says so.
+ProbeResult probeOnce(const ledger::HealthCheck& check, const ProbeTarget& target);
+
+// Consecutive-result thresholds, like Kubernetes and Nomad: healthy after
+// check.healthy_threshold successes in a row, unhealthy after check.unhealthy_threshold
+// failures in a row (thresholds below 1 count as 1). Starts unhealthy unless told
+// otherwise (an observer resuming after a restart passes the ledger's healthy flag).
+class HealthTracker {
+ public:
+  explicit HealthTracker(const ledger::HealthCheck& check, bool initially_healthy = false);
+
+  // Returns true exactly when this result changed healthy().
+  bool record(const ProbeResult& result);
+
+  bool healthy() const { return healthy_; }
+  const ProbeResult& last() const { return last_; }  // message "not probed yet" before the first record
+  int consecutiveSuccesses() const { return successes_; }
+  int consecutiveFailures() const { return failures_; }
+
+ private:
+  int healthy_threshold_;
+  int unhealthy_threshold_;
+  bool healthy_;
+  int successes_ = 0;
+  int failures_ = 0;
+  ProbeResult last_;
+};
+
+// Probes at once and then every check.interval_seconds (real time, from the end of one
+// probe to the start of the next) until a HealthTracker over the results turns healthy:
+// returns that last probe's result (ok). Returns not ok, with a message that quotes the
+// last probe's, once `clock` reaches `deadline` or `cancelled()` returns true. Each probe's
+// timeout is cut to the time left before the deadline. Cancellation and the deadline are
+// checked between probes and every few milliseconds while sleeping, so either is noticed
+// within one probe's timeout. `cancelled` is called on this thread and must not throw.
+ProbeResult waitHealthy(const ledger::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
+                        TimePoint deadline, const std::function<bool()>& cancelled);
+
+}  // namespace tide::engine

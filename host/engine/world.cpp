@@ -1,0 +1,122 @@
+#include "host/engine/world.h"
+
+#include <algorithm>
+
+namespace tide::engine {
+
+bool isTerminalOperation(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "REJECTED" || state == "CANCELLED";
+}
+
+bool isLiveRuntime(const std::string& state) { return state != "TERMINATED" && state != "FAILED"; }
+
+std::string InstanceView::effectiveState() const {
+  if (meta.state != "ACTIVE") return meta.state;
+  if (active) return active->state;
+  if (newest && newest->state == "FAILED") return "FAILED";
+  return "PENDING";
+}
+
+Json InstanceView::coordinates(const Json& fallback) const {
+  if (active) return active->coordinates;
+  return fallback;
+}
+
+Json coordinatesOf(const ledger::Deployment& deployment) {
+  Json out = Json::object();
+  for (const auto& p : deployment.payload_coordinates) out[p.payload_name] = p.coordinates;
+  return out;
+}
+
+Result<World> World::load(ledger::Ledger& ledger) {
+  World w;
+  TIDE_ASSIGN_OR_RETURN(w.plans, listAll<ledger::Plan>([&](auto& o) { return ledger.listPlans(o); }));
+  TIDE_ASSIGN_OR_RETURN(auto deployments,
+                        listAll<ledger::Deployment>([&](auto& o) { return ledger.listDeployments(o); }));
+  TIDE_ASSIGN_OR_RETURN(w.nodes, listAll<ledger::Node>([&](auto& o) { return ledger.listNodes(o); }));
+  TIDE_ASSIGN_OR_RETURN(w.clusters, listAll<ledger::Cluster>([&](auto& o) { return ledger.listClusters(o); }));
+  TIDE_ASSIGN_OR_RETURN(w.capabilities,
+                        listAll<ledger::Capability>([&](auto& o) { return ledger.listCapabilities(o); }));
+  TIDE_ASSIGN_OR_RETURN(auto metas,
+                        listAll<ledger::MetaInstance>([&](auto& o) { return ledger.listMetaInstances(o); }));
+  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
+  TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
+
+  for (const auto& p : w.plans) w.plan_by_name[p.name] = &p;
+  for (auto& d : deployments) w.deployments[d.plan].push_back(std::move(d));
+  for (const auto& n : w.nodes) w.node_by_name[n.name] = &n;
+  for (auto& m : metas) {
+    if (m.state == "DELETED") continue;
+    InstanceView view;
+    view.meta = std::move(m);
+    w.instances.emplace(view.meta.name, std::move(view));
+  }
+  for (auto& r : runtimes) {
+    auto it = w.instances.find(r.meta_instance);
+    if (it == w.instances.end()) continue;
+    InstanceView& view = it->second;
+    if (!view.newest || view.newest->meta.id < r.meta.id) view.newest = r;
+    if (!isLiveRuntime(r.state)) continue;
+    if (r.is_active) {
+      view.active = std::move(r);
+    } else {
+      view.passive.push_back(std::move(r));
+    }
+  }
+  for (auto& o : operations) {
+    auto it = w.instances.find(o.meta_instance);
+    if (it == w.instances.end()) continue;
+    if (!isTerminalOperation(o.state)) it->second.unfinished = o;
+    it->second.last = std::move(o);
+  }
+  return w;
+}
+
+const ledger::Deployment* World::deployment(const std::string& plan, const std::string& id) const {
+  auto it = deployments.find(plan);
+  if (it == deployments.end()) return nullptr;
+  for (const auto& d : it->second) {
+    if (d.deployment_id == id) return &d;
+  }
+  return nullptr;
+}
+
+const ledger::Deployment* World::lastCompleted(const std::string& plan, const std::string& except) const {
+  auto it = deployments.find(plan);
+  if (it == deployments.end()) return nullptr;
+  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
+    if (d->state == "COMPLETED" && d->deployment_id != except) return &*d;
+  }
+  return nullptr;
+}
+
+std::vector<const InstanceView*> World::instancesOf(const std::string& plan) const {
+  std::vector<const InstanceView*> out;
+  for (const auto& [name, view] : instances) {
+    if (view.meta.plan == plan) out.push_back(&view);
+  }
+  return out;
+}
+
+sched::ClusterSnapshot World::schedulerSnapshot() const {
+  std::vector<sched::InstanceFact> facts;
+  for (const auto& [name, view] : instances) {
+    auto add = [&](const ledger::RuntimeInstance& r) {
+      sched::InstanceFact fact;
+      fact.meta_instance = name;
+      fact.plan = view.meta.plan;
+      fact.node = r.node;
+      fact.healthy = r.healthy;
+      fact.created_at = view.meta.meta.created_at;
+      for (const auto& v : r.volumes) {
+        fact.volumes.push_back({v.value("storage_class", ""), v.value("capacity_gib", 0.0), v.value("local_volume", "")});
+      }
+      facts.push_back(std::move(fact));
+    };
+    if (view.active) add(*view.active);
+    for (const auto& p : view.passive) add(p);
+  }
+  return sched::ClusterSnapshot::build(nodes, clusters, capabilities, std::move(facts));
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,80 @@
+#pragma once
+// What one pass of the control loop sees (DESIGN §3): the ledger's plans, deployments,
+// inventory and live instances, read once and indexed, so every decision of the pass is
+// made over one consistent-enough picture without per-record queries.
+//
+// The picture may be stale by the time it is acted on; every write the engine makes is
+// checked again by the ledger (transitions, one unfinished operation, reservations), so a
+// stale decision fails instead of corrupting anything, and the next pass sees the truth.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host/core/status.h"
+#include "host/ledger/ledger.h"
+#include "host/sched/snapshot.h"
+
+namespace tide::engine {
+
+using Json = nlohmann::json;
+
+bool isTerminalOperation(const std::string& state);
+bool isLiveRuntime(const std::string& state);  // not TERMINATED / FAILED
+
+// One meta instance with what the loop needs to know about it.
+struct InstanceView {
+  ledger::MetaInstance meta;
+  std::optional<ledger::RuntimeInstance> active;   // live and active
+  std::vector<ledger::RuntimeInstance> passive;    // live and passive (RELOCATE in progress)
+  std::optional<ledger::RuntimeInstance> newest;   // newest runtime instance, any state
+  std::optional<ledger::Operation> unfinished;     // the one non-terminal operation
+  std::optional<ledger::Operation> last;           // the newest operation, finished or not
+
+  // PENDING when nothing runs yet, the active runtime's state, or the meta instance's
+  // STOPPED; FAILED when the newest runtime failed and nothing replaced it.
+  std::string effectiveState() const;
+  bool healthy() const { return active && active->state == "RUNNING" && active->healthy; }
+  // The coordinates it runs, or would run: the active runtime's, else `fallback`.
+  Json coordinates(const Json& fallback) const;
+};
+
+struct World {
+  std::vector<ledger::Plan> plans;
+  std::map<std::string, const ledger::Plan*> plan_by_name;
+  std::map<std::string, std::vector<ledger::Deployment>> deployments;  // by plan, oldest first
+  std::vector<ledger::Node> nodes;
+  std::map<std::string, const ledger::Node*> node_by_name;
+  std::vector<ledger::Cluster> clusters;
+  std::vector<ledger::Capability> capabilities;
+  std::map<std::string, InstanceView> instances;  // live (not DELETED) meta instances, by name
+
+  static Result<World> load(ledger::Ledger& ledger);
+
+  const ledger::Deployment* deployment(const std::string& plan, const std::string& id) const;
+  // The newest COMPLETED deployment of `plan` other than `except`, or null.
+  const ledger::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
+  std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
+  // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.
+  sched::ClusterSnapshot schedulerSnapshot() const;
+};
+
+// {"<payload_name>": coordinates, ...}: the deployment's coordinates as a runtime carries them.
+Json coordinatesOf(const ledger::Deployment& deployment);
+
+// Lists every page of a ledger list call.
+template <class T, class ListFn>
+Result<std::vector<T>> listAll(ListFn&& list, ledger::ListOptions options = {}) {
+  std::vector<T> out;
+  options.limit = ledger::kMaxPageSize;
+  while (true) {
+    auto page = list(options);
+    if (!page.isOk()) return page.status();
+    for (auto& item : page.value().items) out.push_back(std::move(item));
+    if (page.value().next_after == 0) return out;
+    options.after = page.value().next_after;
+  }
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,222 @@
+// The control loop end to end over real parts (engine_test_support.h): deployments become
+// `tide workload` processes answering HTTP, scale across update domains, change version
+// in place, relocate make-before-break, stop and restart, recover from a crash of the
+// workload, and run without manual approvals when a policy approves.
+
+#include <atomic>
+#include <signal.h>
+#include <thread>
+
+#include "tests/engine/engine_test_support.h"
+
+namespace tide {
+namespace {
+
+using testing::EngineFixture;
+using testing::engineDeployment;
+using testing::enginePlan;
+using testing::hostPort;
+using testing::httpGet;
+using testing::kEngineNodes;
+
+std::vector<ledger::RuntimeInstance> activeRunning(EngineFixture& f) {
+  std::vector<ledger::RuntimeInstance> out;
+  for (auto& r : f.running()) {
+    if (r.is_active) out.push_back(r);
+  }
+  return out;
+}
+
+TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0].type == "CREATE");
+  CHECK(waiting[0].target.contains("runtime_instance"));  // placement reserved before approval
+  CHECK(f.running().empty());
+  CHECK(f.deployment("d1").state == "IN_PROGRESS");
+
+  f.settleApproving();
+  auto running = activeRunning(f);
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].healthy);
+  CHECK(httpGet(hostPort(running[0]), "/version").find("1.0") != std::string::npos);
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  auto done = f.operations("SUCCEEDED");
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].approved_by == "alice");
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
+TEST_CASE("engine: scale out across update domains, new version in place, scale back in") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.settleApproving();
+  REQUIRE(activeRunning(f).size() == 1);
+
+  f.apply(engineDeployment("d2", 3, "1.0"));
+  f.settleApproving();
+  CHECK(f.deployment("d2").state == "COMPLETED");
+  auto three = activeRunning(f);
+  REQUIRE(three.size() == 3);
+  std::set<std::string> domains, nodes;
+  for (const auto& r : three) {
+    nodes.insert(r.node);
+    domains.insert(f.ledger->getNode(r.node)->update_domain);
+  }
+  CHECK(nodes.size() == 3);    // anti-affinity
+  CHECK(domains.size() == 2);  // spread over both update domains
+  // Same coordinates: the first instance was adopted, not updated.
+  for (const auto& op : f.operations()) CHECK(op.type != "UPDATE");
+
+  f.apply(engineDeployment("d3", 1, "2.0"));
+  f.settleApproving();
+  CHECK(f.deployment("d3").state == "COMPLETED");
+  auto one = activeRunning(f);
+  REQUIRE(one.size() == 1);
+  CHECK(httpGet(hostPort(one[0]), "/version").find("2.0") != std::string::npos);
+  CHECK(f.driverInventory() == 1);  // the other processes are gone
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
+TEST_CASE("engine: relocate is make-before-break; stop frees the node; restart brings it back") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  auto before = activeRunning(f);
+  REQUIRE(before.size() == 1);
+  CHECK(f.operations("PENDING_APPROVAL").empty());  // the policy approved
+  const std::string meta = before[0].meta_instance;
+  const std::string old_node = before[0].node;
+
+  // Watch, while the relocation runs, that some active instance is always healthy.
+  std::atomic<bool> done{false};
+  std::atomic<int> gaps{0};
+  std::thread watcher([&] {
+    while (!done) {
+      ledger::ListOptions o;
+      o.filters["meta_instance"] = meta;
+      auto page = f.ledger->listRuntimeInstances(o);
+      bool serving = false;
+      if (page.isOk()) {
+        for (const auto& r : page->items) serving |= r.is_active && r.state == "RUNNING" && r.healthy;
+      }
+      if (!serving) ++gaps;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  ledger::Operation relocate;
+  relocate.meta_instance = meta;
+  relocate.type = "RELOCATE";
+  relocate.intent = "user";
+  relocate.requested_by = "bob";
+  REQUIRE(f.ledger->createOperation(relocate, "bob").isOk());
+  f.engine->settle();
+  done = true;
+  watcher.join();
+  CHECK(gaps == 0);
+  auto after = activeRunning(f);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].meta_instance == meta);
+  CHECK(after[0].node != old_node);
+  CHECK(f.driverInventory() == 1);
+  CHECK_FALSE(httpGet(hostPort(after[0]), "/healthz").empty());
+
+  const double free_before_stop = f.ledger->getNode(after[0].node)->remaining.cores;
+  ledger::Operation stop;
+  stop.meta_instance = meta;
+  stop.type = "STOP";
+  stop.requested_by = "bob";
+  REQUIRE(f.ledger->createOperation(stop, "bob").isOk());
+  f.engine->settle();
+  CHECK(activeRunning(f).empty());
+  CHECK(f.driverInventory() == 0);
+  CHECK(f.ledger->getMetaInstance(meta)->state == "STOPPED");
+  CHECK(f.ledger->getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
+
+  ledger::Operation restart;
+  restart.meta_instance = meta;
+  restart.type = "RESTART";
+  restart.requested_by = "bob";
+  REQUIRE(f.ledger->createOperation(restart, "bob").isOk());
+  f.engine->settle();
+  auto back = activeRunning(f);
+  REQUIRE(back.size() == 1);
+  CHECK(f.ledger->getMetaInstance(meta)->state == "ACTIVE");
+  CHECK_FALSE(httpGet(hostPort(back[0]), "/healthz").empty());
+}
+
+TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted through the policies") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  auto before = activeRunning(f);
+  REQUIRE(before.size() == 1);
+  const auto identity = testing::parseHandle(before[0].driver_handle);
+  REQUIRE(::kill(-identity.pid, SIGKILL) == 0);
+  REQUIRE(testing::eventually([&] { return !testing::processAlive(identity.pid); }));
+
+  f.engine->settle();
+  auto failed = f.ledger->getRuntimeInstance(before[0].meta.id);
+  CHECK(failed->state == "FAILED");
+  auto after = activeRunning(f);
+  REQUIRE(after.size() == 1);
+  CHECK(after[0].meta_instance == before[0].meta_instance);
+  CHECK(after[0].meta.id != before[0].meta.id);
+  bool restarted = false;
+  for (const auto& op : f.operations("SUCCEEDED")) restarted |= op.type == "RESTART" && op.requested_by == "controller";
+  CHECK(restarted);
+}
+
+TEST_CASE("engine: a rejected operation releases its reservation and fails the rollout") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  const std::string node = waiting[0].target["node"];
+  const double reserved = f.ledger->getNode(node)->remaining.cores;
+  REQUIRE(f.ledger->setOperationState(waiting[0].meta.id, "REJECTED", std::nullopt, "alice", "no", "alice").isOk());
+  f.engine->settle();
+  CHECK(f.ledger->getNode(node)->remaining.cores == doctest::Approx(reserved + 2));
+  CHECK(f.deployment("d1").state == "FAILED");
+  CHECK(f.driverInventory() == 0);
+}
+
+TEST_CASE("engine: a new deployment supersedes one that waits for approval") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 2, "1.0"));
+  f.engine->settle();
+  REQUIRE(f.operations("PENDING_APPROVAL").size() == 2);
+  f.apply(engineDeployment("d2", 1, "1.0"));
+  f.settleApproving();
+  CHECK(f.deployment("d1").state == "CANCELLED");
+  CHECK(f.deployment("d1").message == "superseded by d2");
+  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(activeRunning(f).size() == 1);
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
+}  // namespace
+}  // namespace tide

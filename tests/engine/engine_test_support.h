@@ -1,0 +1,193 @@
+#pragma once
+// A whole control loop over real parts for engine tests: a SQLite ledger in a temp dir,
+// the shipped scripts (rolling.lua), a policies dir of the test's choosing, and the
+// process driver running `tide workload` through the default image catalog.
+
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "drivers/registry.h"
+#include "host/config/host_config.h"
+#include "host/config/manifest.h"
+#include "host/core/clock.h"
+#include "host/engine/driver_set.h"
+#include "host/engine/engine.h"
+#include "host/ledger/ledger.h"
+#include "host/lua/script_registry.h"
+#include "tests/drivers/driver_test_support.h"
+
+namespace tide::testing {
+
+inline const char* kEngineNodes = R"(
+capabilities:
+  - {name: intel-xeon, type: CPU, score: 10}
+clusters:
+  - {name: local, driver: process}
+nodes:
+  - {name: worker-1, cluster: local, update_domain: ud-1, total: {cores: 8, memory_gib: 16},
+     capabilities: [intel-xeon], local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+  - {name: worker-2, cluster: local, update_domain: ud-1, total: {cores: 8, memory_gib: 16},
+     capabilities: [intel-xeon], local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+  - {name: worker-3, cluster: local, update_domain: ud-2, total: {cores: 8, memory_gib: 16},
+     capabilities: [intel-xeon], local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+  - {name: worker-4, cluster: local, update_domain: ud-2, total: {cores: 8, memory_gib: 16},
+     capabilities: [intel-xeon], local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+)";
+
+// A plan in namespace `ns` running `tide workload` (image nginx:<tag>) with an http health check.
+inline std::string enginePlan(const std::string& ns = "web-prod") {
+  return R"(
+plans:
+  - name: web
+    namespace: )" + ns + R"(
+    service_name: web
+    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
+    applications:
+      - payload_name: web
+        resources: {cores: 2, memory_gib: 4}
+        ports: [{protocol: TCP, port: 80}]
+        persistent_volumes: [{storage_class: SSD, capacity_gib: 10, mount_path: /data}]
+        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}
+)";
+}
+
+inline std::string engineDeployment(const std::string& id, int count, const std::string& tag) {
+  return "deployments:\n  - plan: web\n    deployment_id: " + id + "\n    instance_count: " + std::to_string(count) +
+         "\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"nginx:" + tag + "\"}}]\n";
+}
+
+struct EngineFixture {
+  TempDir dir;
+  SystemClock clock;
+  std::unique_ptr<ledger::Ledger> ledger;
+  lua::DiscardingScriptRecorder recorder;
+  std::unique_ptr<lua::ScriptRegistry> scripts;
+  std::unique_ptr<engine::DriverSet> drivers;
+  std::unique_ptr<engine::Engine> engine;
+
+  // `policies`: file names under policies/ to use (copied into a private policies dir).
+  explicit EngineFixture(std::vector<std::string> policies = {}, engine::EngineOptions options = fastOptions()) {
+    auto opened = ledger::Ledger::open("sqlite://" + dir.file("tide.db"), clock);
+    REQUIRE_MESSAGE(opened.isOk(), opened.status().toString());
+    ledger = std::move(opened).value();
+    const auto policies_dir = dir.path() / "policies";
+    std::filesystem::create_directories(policies_dir);
+    for (const auto& p : policies) {
+      std::filesystem::copy_file(std::filesystem::path(TIDE_SOURCE_DIR) / "policies" / p, policies_dir / p);
+    }
+    lua::ScriptRegistryOptions script_options;
+    script_options.policies_dir = policies_dir;
+    script_options.scripts_dir = std::filesystem::path(TIDE_SOURCE_DIR) / "scripts";
+    scripts = std::make_unique<lua::ScriptRegistry>(script_options, recorder, clock);
+    auto summary = scripts->reloadAll();
+    REQUIRE_MESSAGE(summary.failed == 0, (summary.errors.empty() ? "" : summary.errors.front()));
+
+    drivers::DriverContext context;
+    context.data_dir = dir.path().string();
+    context.port_range_start = 41000;
+    context.port_range_end = 41999;
+    context.image_catalog = config::HostConfig{}.process.image_catalog;
+    context.tide_binary = TIDE_BINARY;
+    drivers = std::make_unique<engine::DriverSet>(*ledger, context);
+    engine = std::make_unique<engine::Engine>(*ledger, *scripts, *drivers, clock, options);
+  }
+
+  ~EngineFixture() {
+    engine.reset();
+    // Leave no process behind, whatever the test did.
+    for (auto& [cluster, driver] : drivers->built()) {
+      auto listed = driver->list();
+      if (!listed.isOk()) continue;
+      for (const auto& ref : listed.value()) (void)driver->remove(ref);
+    }
+  }
+
+  static engine::EngineOptions fastOptions() {
+    engine::EngineOptions o;
+    o.interval = std::chrono::milliseconds(100);
+    o.min_interval = std::chrono::milliseconds(5);
+    o.rate_per_second = 1000;
+    o.executor.backoff_base = std::chrono::milliseconds(50);
+    o.executor.backoff_max = std::chrono::milliseconds(200);
+    o.executor.operation_deadline = std::chrono::seconds(20);
+    o.executor.poll_interval = std::chrono::milliseconds(20);
+    o.observer.orphan_grace = std::chrono::seconds(0);
+    return o;
+  }
+
+  void apply(const std::string& yaml) {
+    auto manifest = config::parseManifest(yaml, "test.yaml");
+    REQUIRE_MESSAGE(manifest.isOk(), manifest.status().toString());
+    auto applied = ledger->applyManifest(manifest.value(), "test");
+    REQUIRE_MESSAGE(applied.isOk(), applied.status().toString());
+  }
+
+  std::vector<ledger::Operation> operations(const std::string& state = "") {
+    ledger::ListOptions o;
+    o.limit = ledger::kMaxPageSize;
+    if (!state.empty()) o.filters["state"] = state;
+    auto page = ledger->listOperations(o);
+    REQUIRE(page.isOk());
+    return page->items;
+  }
+
+  // Approves every operation waiting for a person, as "alice".
+  int approveAll() {
+    int n = 0;
+    for (const auto& op : operations("PENDING_APPROVAL")) {
+      REQUIRE(ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
+      ++n;
+    }
+    return n;
+  }
+
+  // Settles, approving what waits, until nothing waits.
+  void settleApproving(int rounds = 10) {
+    for (int i = 0; i < rounds; ++i) {
+      engine->settle();
+      if (approveAll() == 0) return;
+    }
+  }
+
+  std::vector<ledger::RuntimeInstance> running() {
+    ledger::ListOptions o;
+    o.limit = ledger::kMaxPageSize;
+    o.filters["state"] = "RUNNING";
+    auto page = ledger->listRuntimeInstances(o);
+    REQUIRE(page.isOk());
+    return page->items;
+  }
+
+  ledger::Deployment deployment(const std::string& id) {
+    auto d = ledger->getDeployment("web", id);
+    REQUIRE(d.isOk());
+    return d.value();
+  }
+
+  // Processes the process driver knows about.
+  size_t driverInventory() {
+    auto driver = drivers->forCluster("local");
+    REQUIRE(driver.isOk());
+    auto listed = driver.value()->list();
+    REQUIRE(listed.isOk());
+    return listed->size();
+  }
+};
+
+// GET http://127.0.0.1:<port><path>; "" when it does not answer 200.
+inline std::string httpGet(int port, const std::string& path) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2);
+  auto res = client.Get(path);
+  if (!res || res->status != 200) return "";
+  return res->body;
+}
+
+inline int hostPort(const ledger::RuntimeInstance& r) { return r.ports.value("tcp/80", 0); }
+
+}  // namespace tide::testing
