@@ -94,6 +94,36 @@ Json portsJson(const std::map<std::string, int>& ports) {
   return out;
 }
 
+
+// The environment entry every process this driver starts carries, naming its state dir,
+// so processes can be found again without a record.
+constexpr const char* kStateEnv = "TIDE_DRIVER_STATE";
+
+// Kills processes started for runtime `id` from `state_dir` that no record names: what a
+// host killed between spawning a process and recording its pid leaves behind. They are
+// found by their environment (TIDE_RUNTIME_ID and TIDE_DRIVER_STATE), which their own
+// children inherit too.
+void killStrays(const std::string& state_dir, const std::string& id) {
+  const std::string want_id = std::string("TIDE_RUNTIME_ID=") + id;
+  const std::string want_dir = std::string(kStateEnv) + "=" + state_dir;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "environ", std::ios::binary);
+    std::string entry;
+    bool has_id = false, has_dir = false;
+    while (std::getline(in, entry, '\0')) {
+      has_id |= entry == want_id;
+      has_dir |= entry == want_dir;
+    }
+    if (!has_id || !has_dir) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOptions options) {
@@ -269,8 +299,11 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     return describe(*previous);
   }
   if (previous) {
-    // Whatever the last run left in its process group must not hold its ports now.
+    // Whatever the last run left in its process group must not hold its ports now; and
+    // a record without a pid means the host died while starting it: the process it may
+    // have started is found by its environment.
     TIDE_RETURN_IF_ERROR(terminate(previous->workload, std::chrono::milliseconds(0)));
+    if (previous->workload.pid <= 0) killStrays(options_.state_dir, spec.id);
   }
 
   TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, mountVolumes(spec));
@@ -303,6 +336,7 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     if (const char* value = std::getenv(name)) env[name] = value;
   }
   for (const auto& [name, value] : launch.env) env[name] = value;
+  env[kStateEnv] = options_.state_dir;
   auto path_variable = env.find("PATH");
   Result<std::string> executable =
       resolveExecutable(launch.argv.front(), path_variable != env.end() ? path_variable->second : "/usr/bin:/bin");
@@ -344,6 +378,7 @@ Status ProcessDriver::stopLocked(const std::string& id) {
     record->stop_requested = true;
     TIDE_RETURN_IF_ERROR(store_.saveInstance(*record));
   }
+  if (record->workload.pid <= 0) killStrays(options_.state_dir, id);  // started, never recorded
   return terminate(record->workload, options_.stop_grace);
 }
 

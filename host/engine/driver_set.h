@@ -41,4 +41,9 @@ class DriverSet {
   std::map<std::string, std::string> cluster_of_;                   // node → cluster
 };
 
+// The last `tail_bytes` of the log of `meta_instance`'s newest runtime instance, for
+// `tide logs`. kNotFound when the instance never ran.
+Result<std::string> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers, const std::string& meta_instance,
+                                        size_t tail_bytes);
+
 }  // namespace tide::engine
