@@ -103,6 +103,11 @@ struct ApiContext {
   lua::ScriptRegistry* scripts = nullptr;
   lua::LuaLimits lua_limits = {};
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
+  // Whether a person may approve or reject only operations someone else requested.
+  bool approver_must_differ = true;
+  // The last `tail_bytes` of a meta instance's log; null when the host cannot read logs
+  // (the logs route answers 503).
+  std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

@@ -83,8 +83,16 @@ class ApiServer::Impl {
   Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
       : options_(std::move(options)),
         auth_(ledger, options_.auth_enabled, options_.config_tokens),
-        context_{ledger, clock, metrics_, stopping_, wait_slots_, options_.scripts, options_.lua_limits,
-                 options_.default_outcome} {}
+        context_{ledger,
+                 clock,
+                 metrics_,
+                 stopping_,
+                 wait_slots_,
+                 options_.scripts,
+                 options_.lua_limits,
+                 options_.default_outcome,
+                 options_.approver_must_differ && options_.auth_enabled,
+                 options_.read_logs} {}
 
   Status start();
   void stop();

@@ -12,6 +12,7 @@
 // pool owned by the server; `ledger` and `clock` must outlive it.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,6 +43,14 @@ struct ServerOptions {
   lua::ScriptRegistry* scripts = nullptr;
   lua::LuaLimits lua_limits;  // for dry-run evaluations
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;  // when no policy approves
+  // DESIGN §4: a person may approve or reject only operations someone else requested
+  // (config `auth.approver_must_differ`). With auth disabled every caller is the same
+  // "anonymous" principal, so the rule is not applied.
+  bool approver_must_differ = true;
+  // Reads the last `tail_bytes` of a meta instance's log (through the drivers; the server
+  // cannot). kNotFound when there is no log. Called on the server's threads, so it must be
+  // thread-safe. Null: GET /v1/instances/{name}/logs answers 503.
+  std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
 };
 
 class ApiServer {

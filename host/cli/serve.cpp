@@ -113,6 +113,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.max_body_bytes = config.limits.max_body_bytes;
   server_options.auth_enabled = config.auth.enabled;
   for (const auto& token : config.auth.tokens) server_options.config_tokens.emplace_back(token.token, token.role);
+  server_options.approver_must_differ = config.auth.approver_must_differ;
   server_options.data_dir = config.data_dir;
   server_options.scripts = &scripts;
   server_options.lua_limits = registry_options.limits;
