@@ -33,10 +33,10 @@ namespace deployments {
 HandlerFunction create, list, get, cancel;
 }
 namespace instances {
-HandlerFunction list, get;
+HandlerFunction list, get, operate, logs;
 }
 namespace operations {
-HandlerFunction list, get;
+HandlerFunction list, get, approve, reject;
 }
 namespace events {
 HandlerFunction list, stream;

@@ -36,6 +36,10 @@ bool isYamlType(std::string_view type) {
   return type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml" || type == "text/x-yaml";
 }
 
+Status badField(const std::string& field, const std::string& message) {
+  return Status::invalidArgument("body field '" + field + "' " + message, {{field, message, ""}});
+}
+
 int lineOfOffset(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
@@ -170,6 +174,47 @@ Result<std::string_view> readBodyText(const ApiRequest& request) {
     }
   }
   return std::string_view(request.body);
+}
+
+Result<Json> readOptionalJsonObject(const ApiRequest& request, std::initializer_list<std::string_view> accepted) {
+  if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) return Json::object();
+  if (!isJsonType(request.content_type)) {
+    std::string message = "must be application/json, got '" + request.content_type + "'";
+    return Status::invalidArgument("header 'Content-Type' " + message, {{"Content-Type", message, ""}});
+  }
+  TIDE_RETURN_IF_ERROR(readBodyText(request).status());
+  Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) {
+    return Status::invalidArgument("request body must be a JSON object", {{"body", "must be a JSON object", ""}});
+  }
+  for (const auto& item : body.items()) {
+    if (std::find(accepted.begin(), accepted.end(), item.key()) != accepted.end()) continue;
+    std::string known;
+    for (std::string_view a : accepted) known += (known.empty() ? "" : ", ") + std::string(a);
+    return badField(item.key(), "is not accepted here; accepted: " + known);
+  }
+  return body;
+}
+
+Result<std::optional<std::string>> readStringField(const Json& body, const std::string& key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) return badField(key, "must be a string");
+  return std::optional<std::string>(it->get<std::string>());
+}
+
+Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::optional<int64_t>();
+  std::string range = "between " + std::to_string(min) + " and " + std::to_string(max);
+  if (!it->is_number_integer()) return badField(key, "must be an integer " + range);
+  // Unsigned values past INT64_MAX are out of range whatever `max` is.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return badField(key, "must be " + range);
+  }
+  int64_t value = it->get<int64_t>();
+  if (value < min || value > max) return badField(key, "must be " + range + ", got " + std::to_string(value));
+  return std::optional<int64_t>(value);
 }
 
 }  // namespace tide::api

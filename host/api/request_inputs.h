@@ -54,4 +54,14 @@ Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request);
 // error names its line and column. YAML syntax is left to the manifest parsers.
 Result<std::string_view> readBodyText(const ApiRequest& request);
 
+// An optional JSON object body: a blank body reads as {}; otherwise Content-Type must be
+// application/json and the object may hold only the `accepted` keys.
+Result<Json> readOptionalJsonObject(const ApiRequest& request, std::initializer_list<std::string_view> accepted);
+
+// body[key] as a string; nullopt when absent or null.
+Result<std::optional<std::string>> readStringField(const Json& body, const std::string& key);
+
+// body[key] as an integer within [min, max]; nullopt when absent or null.
+Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max);
+
 }  // namespace tide::api

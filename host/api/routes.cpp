@@ -47,9 +47,13 @@ const std::vector<Route> kRoutes = {
 
     {"GET", "/v1/instances", kViewer, instances::list},
     {"GET", "/v1/instances/{name}", kViewer, instances::get},
+    {"POST", "/v1/instances/{name}/operations", kOperator, instances::operate},
+    {"GET", "/v1/instances/{name}/logs", kViewer, instances::logs},
 
     {"GET", "/v1/operations", kViewer, operations::list},
     {"GET", "/v1/operations/{id}", kViewer, operations::get},
+    {"POST", "/v1/operations/{id}/approve", kApprover, operations::approve},
+    {"POST", "/v1/operations/{id}/reject", kApprover, operations::reject},
 
     {"GET", "/v1/events", kViewer, events::list},
     {"GET", "/v1/events/stream", kViewer, events::stream},

@@ -1,4 +1,7 @@
-// /v1/instances: meta instances, each with its runtime instances.
+// /v1/instances: meta instances, each with its runtime instances; the operations people
+// ask for on one; its log.
+
+#include <algorithm>
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
@@ -6,6 +9,31 @@
 #include "host/ledger/transitions.h"
 
 namespace tide::api::instances {
+namespace {
+
+// Operations people ask for outrank the controller's (priority 0), so a user's operation
+// supersedes a controller operation that is not approved yet (DESIGN §2).
+constexpr int64_t kUserOperationPriority = 10;
+
+constexpr int64_t kDefaultLogTailBytes = int64_t{64} << 10;
+constexpr int64_t kMaxLogTailBytes = int64_t{8} << 20;
+
+std::string typeList() {
+  std::string out;
+  for (const std::string& type : operationTypes()) out += (out.empty() ? "" : ", ") + type;
+  return out;
+}
+
+Result<std::string> readOperationType(const Json& body) {
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> type, readStringField(body, "type"));
+  const std::vector<std::string>& types = operationTypes();
+  if (type && std::find(types.begin(), types.end(), *type) != types.end()) return *type;
+  std::string message = type ? "must be one of " + typeList() + ", got '" + *type + "'"
+                             : "is required: one of " + typeList();
+  return Status::invalidArgument("body field 'type' " + message, {{"type", message, ""}});
+}
+
+}  // namespace
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
@@ -28,6 +56,43 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(Json view, instanceView(context.ledger, meta, /*with_operations=*/true));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(meta.meta.generation));
+  return response;
+}
+
+// A user operation: intent "user", requested by the caller. The ledger refuses it (409)
+// while an operation of equal or higher priority is unfinished on the instance.
+Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"type", "reason"}));
+  TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  TIDE_ASSIGN_OR_RETURN(ledger::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
+    return Status::conflict("instance '" + meta.name + "' is " + meta.state + " and takes no more operations");
+  }
+  ledger::Operation operation;
+  operation.meta_instance = meta.name;
+  operation.type = type;
+  operation.intent = "user";
+  operation.requested_by = request.principal.name;
+  operation.priority = kUserOperationPriority;
+  operation.message = reason.value_or("");
+  TIDE_ASSIGN_OR_RETURN(ledger::Operation created, context.ledger.createOperation(operation, request.principal.name));
+  return recordReply(created, 201);
+}
+
+Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> tail_bytes,
+                        readIntegerParam(request, "tail_bytes", 1, kMaxLogTailBytes));
+  TIDE_ASSIGN_OR_RETURN(ledger::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  if (!context.read_logs) return Status::unavailable("logs are not available on this host");
+  const size_t tail = static_cast<size_t>(tail_bytes.value_or(kDefaultLogTailBytes));
+  TIDE_ASSIGN_OR_RETURN(std::string text, context.read_logs(meta.name, tail));
+  if (text.size() > tail) text.erase(0, text.size() - tail);
+  ApiResponse response;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = std::move(text);
   return response;
 }
 

@@ -1,4 +1,6 @@
-// /v1/operations: what the engine is asked to do to meta instances.
+// /v1/operations: what the engine is asked to do to meta instances, and the human half of
+// their approval (DESIGN §4): an approver approves or rejects what the policies left in
+// PENDING_APPROVAL.
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
@@ -6,6 +8,61 @@
 #include "host/ledger/transitions.h"
 
 namespace tide::api::operations {
+namespace {
+
+// The operation with the policy decisions recorded for it, and its generation as ETag.
+Result<ApiResponse> operationReply(ledger::Ledger& ledger, const ledger::Operation& operation) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<ledger::Decision> decisions, ledger.listDecisions(operation.meta.id));
+  Json view = operation;
+  view["decisions"] = decisions;
+  ApiResponse response = jsonReply(view);
+  response.headers.emplace_back("ETag", std::to_string(operation.meta.generation));
+  return response;
+}
+
+// The generation the client read, from If-Match, ?generation= or the body's "generation";
+// nullopt when none is given. Two that disagree are an error.
+Result<ledger::Generation> readDecisionGeneration(const ApiRequest& request, const Json& body) {
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation from_request, readExpectedGeneration(request));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> from_body, readIntegerField(body, "generation", 1, INT64_MAX));
+  if (from_request && from_body && *from_request != *from_body) {
+    std::string message = "disagrees with the If-Match header or the generation query parameter";
+    return Status::invalidArgument("body field 'generation' " + message, {{"generation", message, ""}});
+  }
+  return from_body ? ledger::Generation(from_body) : from_request;
+}
+
+// Moves a PENDING_APPROVAL operation to `state` (APPROVED or REJECTED) on behalf of the
+// caller, who is recorded as approved_by. `verb` is "approved" or "rejected".
+Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const std::string& state,
+                           const std::string& verb) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_ASSIGN_OR_RETURN(int64_t id, readIdParam(request, "id"));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason", "generation"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readDecisionGeneration(request, body));
+  TIDE_ASSIGN_OR_RETURN(ledger::Operation operation, context.ledger.getOperation(id));
+
+  const std::string& actor = request.principal.name;
+  const std::string subject = "operation " + std::to_string(id);
+  if (operation.state != "PENDING_APPROVAL") {
+    return Status::conflict(subject + " is " + operation.state + "; only an operation in PENDING_APPROVAL can be " +
+                            verb);
+  }
+  if (context.approver_must_differ && operation.requested_by == actor) {
+    return Status::permissionDenied(subject + " was requested by " + actor +
+                                    "; it must be " + verb + " by someone else (auth.approver_must_differ)");
+  }
+  // Without a generation from the client, the one read here: what is decided is exactly
+  // the operation checked above, or nothing (409) if it changed meanwhile.
+  if (!generation) generation = operation.meta.generation;
+  std::string message = reason && !reason->empty() ? *reason : verb + " by " + actor;
+  TIDE_ASSIGN_OR_RETURN(ledger::Operation decided,
+                        context.ledger.setOperationState(id, state, generation, actor, message, actor));
+  return operationReply(context.ledger, decided);
+}
+
+}  // namespace
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
@@ -21,7 +78,15 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(int64_t id, readIdParam(request, "id"));
   TIDE_ASSIGN_OR_RETURN(ledger::Operation operation, context.ledger.getOperation(id));
-  return recordReply(operation);
+  return operationReply(context.ledger, operation);
+}
+
+Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
+  return decide(context, request, "APPROVED", "approved");
+}
+
+Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
+  return decide(context, request, "REJECTED", "rejected");
 }
 
 }  // namespace tide::api::operations

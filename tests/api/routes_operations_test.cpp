@@ -1,0 +1,335 @@
+// Human approval (POST /v1/operations/{id}/approve|reject), user operations
+// (POST /v1/instances/{name}/operations) and instance logs over HTTP. The approval stage
+// is simulated by moving operations to PENDING_APPROVAL through the ledger.
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/api/api_test_support.h"
+
+using namespace tide;
+using namespace tide::testing;
+
+namespace {
+
+const std::string kPlan = "nginx-deployment-plan";
+// The names the server gives the test tokens (config tokens are named by position).
+const std::string kOperatorName = "config-token-2";
+const std::string kApproverName = "config-token-3";
+const std::string kAdminName = "config-token-4";
+
+// Inventory, the MRDS plan and its first deployment, and one meta instance of it.
+struct Fixture {
+  ApiHarness h;
+  std::string instance;
+
+  explicit Fixture(api::ServerOptions options = testServerOptions()) : h(std::move(options)) {
+    REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+    REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
+    REQUIRE(h.post("/v1/plans/" + kPlan + "/deployments", kMrdsDeployment, "application/yaml").status == 201);
+    instance = newInstance();
+  }
+
+  std::string newInstance() {
+    auto created = h.ledger->createMetaInstance(kPlan, "deployment-1", "test");
+    REQUIRE(created.isOk());
+    return created->name;
+  }
+
+  // An operation as the controller makes it (priority 0), left PENDING.
+  ledger::Operation pending(const std::string& meta_instance, const std::string& type = "CREATE",
+                            const std::string& requested_by = "controller") {
+    ledger::Operation operation;
+    operation.meta_instance = meta_instance;
+    operation.type = type;
+    operation.intent = "deployment-1";
+    operation.requested_by = requested_by;
+    auto created = h.ledger->createOperation(operation, "controller");
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    return *created;
+  }
+
+  // The same, moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
+  ledger::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
+    ledger::Operation operation = pending(meta_instance, "CREATE", requested_by);
+    auto moved = h.ledger->setOperationState(operation.meta.id, "PENDING_APPROVAL", std::nullopt, "engine",
+                                             "a policy asked for a person");
+    REQUIRE(moved.isOk());
+    return *moved;
+  }
+
+  ledger::Operation operation(int64_t id) {
+    auto got = h.ledger->getOperation(id);
+    REQUIRE(got.isOk());
+    return *got;
+  }
+};
+
+std::string operationPath(const ledger::Operation& operation, const std::string& action = "") {
+  return "/v1/operations/" + std::to_string(operation.meta.id) + (action.empty() ? "" : "/" + action);
+}
+
+std::string errorMessage(const Reply& reply) { return reply.json()["error"].value("message", ""); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A log reader that remembers what it was asked and returns the whole log whatever the
+// tail: the server keeps only the tail.
+struct FakeLogs {
+  std::mutex mu;
+  std::vector<std::pair<std::string, size_t>> calls;
+
+  Result<std::string> read(const std::string& meta_instance, size_t tail_bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    calls.emplace_back(meta_instance, tail_bytes);
+    std::string log;
+    for (int line = 1; line <= 100; ++line) log += meta_instance + " log line " + std::to_string(line) + "\n";
+    return log;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("api: an approver approves an operation waiting for approval") {
+  Fixture f;
+  ledger::Operation op = f.waiting(f.instance);
+  REQUIRE(f.h.ledger->recordDecisions({{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}),
+                                        40, "", ""}})
+              .isOk());
+
+  Reply got = f.h.get(operationPath(op), kViewerToken);
+  REQUIRE(got.status == 200);
+  REQUIRE(got.json()["decisions"].size() == 1);
+  CHECK(got.json()["decisions"][0]["policy"] == "prod-guard");
+  CHECK(got.json()["decisions"][0]["verdict"] == "manual");
+
+  Reply approved = f.h.post(operationPath(op, "approve"), R"({"reason": "checked the change window"})",
+                            "application/json", kApproverToken);
+  REQUIRE_MESSAGE(approved.status == 200, approved.body);
+  Json body = approved.json();
+  CHECK(body["state"] == "APPROVED");
+  CHECK(body["approved_by"] == kApproverName);
+  CHECK(body["message"] == "checked the change window");
+  CHECK(body["decisions"].size() == 1);
+  CHECK(approved.header("ETag") == std::to_string(body["metadata"]["generation"].get<int64_t>()));
+
+  Json events = f.h.get("/v1/events?subject=operation/" + std::to_string(op.meta.id)).json()["items"];
+  REQUIRE(!events.empty());
+  CHECK(events.back()["actor"] == kApproverName);
+  CHECK(events.back()["data"]["approved_by"] == kApproverName);
+
+  // Once decided, neither decision applies any more; the error names the state.
+  Json before = f.h.everything();
+  Reply again = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+  CHECK(again.status == 409);
+  CHECK(contains(errorMessage(again), "is APPROVED"));
+  CHECK(f.h.post(operationPath(op, "reject"), "", "", kApproverToken).status == 409);
+  CHECK(f.h.everything() == before);
+}
+
+TEST_CASE("api: reject records the approver, and a default message without a reason") {
+  Fixture f;
+  ledger::Operation op = f.waiting(f.instance);
+  Reply rejected = f.h.post(operationPath(op, "reject"), "", "", kApproverToken);
+  REQUIRE_MESSAGE(rejected.status == 200, rejected.body);
+  CHECK(rejected.json()["state"] == "REJECTED");
+  CHECK(rejected.json()["approved_by"] == kApproverName);
+  CHECK(rejected.json()["message"] == "rejected by " + kApproverName);
+  CHECK(f.operation(op.meta.id).state == "REJECTED");
+}
+
+TEST_CASE("api: approving and rejecting need the approver role") {
+  Fixture f;
+  ledger::Operation op = f.waiting(f.instance);
+  Json before = f.h.everything();
+  for (const std::string& token : {kViewerToken, kOperatorToken}) {
+    CHECK(f.h.post(operationPath(op, "approve"), "", "", token).status == 403);
+    CHECK(f.h.post(operationPath(op, "reject"), "", "", token).status == 403);
+  }
+  CHECK(f.h.post(operationPath(op, "approve"), "", "", "").status == 401);
+  CHECK(f.h.everything() == before);
+  CHECK(f.h.post(operationPath(op, "approve"), "", "", kAdminToken).status == 200);
+}
+
+TEST_CASE("api: the requester of an operation cannot approve it unless approver_must_differ is off") {
+  SUBCASE("by default someone else must decide") {
+    Fixture f;
+    ledger::Operation op = f.waiting(f.instance, kApproverName);
+    Json before = f.h.everything();
+    Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+    CHECK(own.status == 403);
+    CHECK(contains(errorMessage(own), "requested by " + kApproverName));
+    CHECK(contains(errorMessage(own), "approver_must_differ"));
+    CHECK(f.h.post(operationPath(op, "reject"), "", "", kApproverToken).status == 403);
+    CHECK(f.h.everything() == before);
+
+    Reply other = f.h.post(operationPath(op, "approve"), "", "", kAdminToken);
+    REQUIRE(other.status == 200);
+    CHECK(other.json()["approved_by"] == kAdminName);
+  }
+  SUBCASE("auth.approver_must_differ: false lets the requester decide") {
+    api::ServerOptions options = testServerOptions();
+    options.approver_must_differ = false;
+    Fixture f(options);
+    ledger::Operation op = f.waiting(f.instance, kApproverName);
+    Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+    REQUIRE(own.status == 200);
+    CHECK(own.json()["approved_by"] == kApproverName);
+  }
+}
+
+TEST_CASE("api: approve checks its inputs and the generation the client read") {
+  Fixture f;
+  ledger::Operation op = f.waiting(f.instance);
+  const std::string approve = operationPath(op, "approve");
+  Json before = f.h.everything();
+
+  CHECK(f.h.post("/v1/operations/999/approve", "", "", kApproverToken).status == 404);
+  Reply bad_id = f.h.post("/v1/operations/seven/approve", "", "", kApproverToken);
+  CHECK(bad_id.status == 400);
+  CHECK(bad_id.detailNames("id"));
+  Reply unknown_key = f.h.post(approve, R"({"because": "yes"})", "application/json", kApproverToken);
+  CHECK(unknown_key.status == 400);
+  CHECK(unknown_key.detailNames("because"));
+  Reply bad_reason = f.h.post(approve, R"({"reason": 42})", "application/json", kApproverToken);
+  CHECK(bad_reason.status == 400);
+  CHECK(bad_reason.detailNames("reason"));
+  Reply not_object = f.h.post(approve, R"(["approve"])", "application/json", kApproverToken);
+  CHECK(not_object.status == 400);
+  CHECK(not_object.detailNames("body"));
+  Reply malformed = f.h.post(approve, R"({"reason": )", "application/json", kApproverToken);
+  CHECK(malformed.status == 400);
+  CHECK(malformed.detailNames("body"));
+  Reply yaml = f.h.post(approve, "reason: yes", "application/yaml", kApproverToken);
+  CHECK(yaml.status == 400);
+  CHECK(yaml.detailNames("Content-Type"));
+  Reply disagree = f.h.post(approve, R"({"generation": 2})", "application/json", kApproverToken, {{"If-Match", "3"}});
+  CHECK(disagree.status == 400);
+  CHECK(disagree.detailNames("generation"));
+
+  const std::string current = std::to_string(op.meta.generation);
+  CHECK(f.h.post(approve, R"({"generation": 99})", "application/json", kApproverToken).status == 409);
+  CHECK(f.h.post(approve, "", "", kApproverToken, {{"If-Match", "99"}}).status == 409);
+  CHECK(f.h.everything() == before);
+
+  Reply approved = f.h.post(approve, R"({"generation": )" + current + "}", "application/json", kApproverToken,
+                            {{"If-Match", current}});
+  CHECK(approved.status == 200);
+}
+
+TEST_CASE("api: a user operation supersedes a pending controller operation and is refused behind an unfinished one") {
+  Fixture f;
+  ledger::Operation controller = f.pending(f.instance, "UPDATE");
+  CHECK(controller.priority == 0);
+
+  Reply created = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "RESTART", "reason": "stuck"})",
+                           "application/json", kOperatorToken);
+  REQUIRE_MESSAGE(created.status == 201, created.body);
+  Json operation = created.json();
+  CHECK(operation["type"] == "RESTART");
+  CHECK(operation["intent"] == "user");
+  CHECK(operation["priority"] == 10);
+  CHECK(operation["requested_by"] == kOperatorName);
+  CHECK(operation["state"] == "PENDING");
+  CHECK(operation["meta_instance"] == f.instance);
+  CHECK(f.operation(controller.meta.id).state == "CANCELLED");
+
+  // An equal-priority operation is unfinished now: the next one is refused.
+  Json before = f.h.everything();
+  Reply behind_user = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "STOP"})",
+                               "application/json", kOperatorToken);
+  CHECK(behind_user.status == 409);
+  CHECK(f.h.everything() == before);
+
+  // So is one behind an approved controller operation, whatever its priority.
+  std::string other = f.newInstance();
+  ledger::Operation approved = f.pending(other);
+  REQUIRE(f.h.ledger->setOperationState(approved.meta.id, "APPROVED", std::nullopt, "engine").isOk());
+  Reply behind_approved =
+      f.h.post("/v1/instances/" + other + "/operations", R"({"type": "DELETE"})", "application/json", kOperatorToken);
+  CHECK(behind_approved.status == 409);
+  CHECK(f.operation(approved.meta.id).state == "APPROVED");
+}
+
+TEST_CASE("api: a user operation names a known type on a live instance") {
+  Fixture f;
+  const std::string path = "/v1/instances/" + f.instance + "/operations";
+  Json before = f.h.everything();
+
+  Reply missing = f.h.post(path, "", "", kOperatorToken);
+  CHECK(missing.status == 400);
+  CHECK(missing.detailNames("type"));
+  Reply unknown = f.h.post(path, R"({"type": "EXPLODE"})", "application/json", kOperatorToken);
+  CHECK(unknown.status == 400);
+  CHECK(unknown.detailNames("type"));
+  CHECK(contains(errorMessage(unknown), "RELOCATE"));
+  Reply lower_case = f.h.post(path, R"({"type": "stop"})", "application/json", kOperatorToken);
+  CHECK(lower_case.status == 400);
+  CHECK(lower_case.detailNames("type"));
+  Reply number = f.h.post(path, R"({"type": 3})", "application/json", kOperatorToken);
+  CHECK(number.status == 400);
+  CHECK(number.detailNames("type"));
+  Reply extra = f.h.post(path, R"({"type": "STOP", "priority": 99})", "application/json", kOperatorToken);
+  CHECK(extra.status == 400);
+  CHECK(extra.detailNames("priority"));
+  CHECK(f.h.post(path, R"({"type": "STOP"})", "application/json", kViewerToken).status == 403);
+  CHECK(f.h.post("/v1/instances/nginx-service-nope/operations", R"({"type": "STOP"})", "application/json",
+                 kOperatorToken)
+            .status == 404);
+  CHECK(f.h.everything() == before);
+
+  REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  Reply marked = f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken);
+  CHECK(marked.status == 409);
+  CHECK(contains(errorMessage(marked), "MARKED_FOR_DELETION"));
+  REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "DELETED", std::nullopt, "test").isOk());
+  CHECK(f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken).status == 409);
+}
+
+TEST_CASE("api: instance logs come from the host's log reader") {
+  auto logs = std::make_shared<FakeLogs>();
+  api::ServerOptions options = testServerOptions();
+  options.read_logs = [logs](const std::string& meta_instance, size_t tail_bytes) {
+    return logs->read(meta_instance, tail_bytes);
+  };
+  Fixture f(options);
+  const std::string path = "/v1/instances/" + f.instance + "/logs";
+
+  Reply whole = f.h.get(path, kViewerToken);
+  REQUIRE_MESSAGE(whole.status == 200, whole.body);
+  CHECK(whole.header("Content-Type").starts_with("text/plain"));
+  CHECK(whole.body.ends_with(f.instance + " log line 100\n"));
+  Reply tail = f.h.get(path + "?tail_bytes=4", kViewerToken);
+  REQUIRE(tail.status == 200);
+  CHECK(tail.body == "100\n");
+  {
+    std::lock_guard<std::mutex> lock(logs->mu);
+    REQUIRE(logs->calls.size() == 2);
+    CHECK(logs->calls[0] == std::make_pair(f.instance, size_t{65536}));
+    CHECK(logs->calls[1] == std::make_pair(f.instance, size_t{4}));
+  }
+
+  for (const char* bad : {"0", "-1", "lots", "8388609"}) {
+    Reply refused = f.h.get(path + "?tail_bytes=" + bad, kViewerToken);
+    CHECK_MESSAGE(refused.status == 400, bad);
+    CHECK(refused.detailNames("tail_bytes"));
+  }
+  CHECK(f.h.get(path + "?tail_bytes=8388608", kViewerToken).status == 200);
+  CHECK(f.h.get(path + "?lines=10", kViewerToken).status == 400);
+  CHECK(f.h.get("/v1/instances/nginx-service-nope/logs", kViewerToken).status == 404);
+  CHECK(f.h.get(path, "").status == 401);
+}
+
+TEST_CASE("api: instance logs are 503 when the host has no log reader") {
+  Fixture f;
+  Reply reply = f.h.get("/v1/instances/" + f.instance + "/logs", kViewerToken);
+  CHECK(reply.status == 503);
+  CHECK(reply.errorCode() == "unavailable");
+  CHECK(contains(errorMessage(reply), "logs are not available"));
+}
