@@ -1,5 +1,5 @@
-// `tide instances ...`, `tide operations ...`, `tide events`: what the control loop is
-// doing, across plans.
+// `tide instances ...`, `tide operations ...`, `tide events`, `tide logs`: what the control
+// loop and the instances are doing, across plans.
 
 #include <memory>
 
@@ -49,6 +49,27 @@ void addEventsVerb(CLI::App& app, Verbs& verbs) {
   events->add_flag("-f,--follow", options->follow, "wait for new events and print them as they happen");
 }
 
+// `tide logs INSTANCE`: the end of a meta instance's log, as the host's driver kept it.
+void addLogsVerb(CLI::App& app, Verbs& verbs) {
+  auto tail_bytes = std::make_shared<std::string>();
+  addNamedVerb(app, verbs, "logs", "Print the end of a meta instance's log", "meta instance name",
+               [tail_bytes](Session& session, const std::string& name) -> Status {
+                 Query query;
+                 if (!tail_bytes->empty()) query.emplace_back("tail_bytes", *tail_bytes);
+                 TIDE_ASSIGN_OR_RETURN(std::string log,
+                                       session.client.getText("/v1/instances/" + pathSegment(name) + "/logs", query));
+                 if (session.json()) {
+                   // A log is whatever the process wrote; bytes that are not UTF-8 become U+FFFD.
+                   Json reply = {{"meta_instance", name}, {"log", log}};
+                   session.out << reply.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+                 } else {
+                   session.out << log;
+                 }
+                 return Status::ok();
+               })
+      ->add_option("--tail-bytes", *tail_bytes, "how many bytes from the end (default 65536, at most 8 MiB)");
+}
+
 }  // namespace
 
 void addActivityCommands(CLI::App& app, Verbs& verbs) {
@@ -64,6 +85,7 @@ void addActivityCommands(CLI::App& app, Verbs& verbs) {
                {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"}});
 
   addEventsVerb(app, verbs);
+  addLogsVerb(app, verbs);
 }
 
 }  // namespace tide::cli

@@ -108,6 +108,10 @@ Client::Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {
 
 Result<Json> Client::get(const std::string& path, const Query& query) { return send("GET", path, query, "", ""); }
 
+Result<std::string> Client::getText(const std::string& path, const Query& query) {
+  return sendRaw("GET", path, query, "", "");
+}
+
 Result<Json> Client::getAll(const std::string& path, Query query, int64_t after) {
   Json items = Json::array();
   query.emplace_back("after", "");
@@ -139,6 +143,12 @@ Result<Json> Client::del(const std::string& path) { return send("DELETE", path, 
 
 Result<Json> Client::send(const std::string& method, const std::string& path, const Query& query,
                           const std::string& body, const std::string& content_type) {
+  TIDE_ASSIGN_OR_RETURN(std::string reply, sendRaw(method, path, query, body, content_type));
+  return parseBody(reply);
+}
+
+Result<std::string> Client::sendRaw(const std::string& method, const std::string& path, const Query& query,
+                                    const std::string& body, const std::string& content_type) {
   if (!endpoint_.server.starts_with(kScheme)) {
     return Status::invalidArgument("server URL must start with http:// (got \"" + endpoint_.server + "\")");
   }
@@ -163,7 +173,7 @@ Result<Json> Client::send(const std::string& method, const std::string& path, co
                                  httplib::to_string(result.error()));
     }
     if (result->status < 200 || result->status >= 300) return statusFromErrorResponse(result->status, result->body);
-    return parseBody(result->body);
+    return std::move(result->body);
   } catch (const std::exception& e) {
     return Status::internal(method + " " + target + ": " + e.what());
   }

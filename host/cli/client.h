@@ -41,6 +41,8 @@ class Client {
   const std::string& server() const { return endpoint_.server; }
 
   Result<Json> get(const std::string& path, const Query& query = {});
+  // A reply that is not JSON, e.g. an instance's log (text/plain), as the bytes sent.
+  Result<std::string> getText(const std::string& path, const Query& query = {});
   // Every item of a paginated list ({"items":[...],"next_after":N}) past `after`, following
   // next_after until the server says there is no more: {"items":[...all pages...]}.
   Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0);
@@ -52,6 +54,9 @@ class Client {
  private:
   Result<Json> send(const std::string& method, const std::string& path, const Query& query,
                     const std::string& body, const std::string& content_type);
+  // The reply's body, unparsed.
+  Result<std::string> sendRaw(const std::string& method, const std::string& path, const Query& query,
+                              const std::string& body, const std::string& content_type);
 
   Endpoint endpoint_;
 };

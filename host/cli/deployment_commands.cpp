@@ -69,6 +69,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
                "deployment plan name", showPlan);
   addAddDeploymentVerb(*deployment, verbs);
   addDeploymentActionVerb(*deployment, verbs, "cancel", "cancel-deployment", "Cancel a deployment of a plan");
+  addOperationVerbs(*deployment, verbs);
 }
 
 }  // namespace tide::cli

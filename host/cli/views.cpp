@@ -68,6 +68,16 @@ std::string blocks(const std::vector<std::vector<std::string>>& entries) {
   return joinLines(lines);
 }
 
+// {"tcp/80": 31080, ...} → "tcp/80 -> 31080, ...": declared port → the host's.
+std::string hostPorts(const Json& ports) {
+  std::string out;
+  if (!ports.is_object()) return out;
+  for (const auto& item : ports.items()) {
+    out += (out.empty() ? "" : ", ") + item.key() + " -> " + text(item.value());
+  }
+  return out;
+}
+
 void printResources(std::ostream& out, std::string_view heading, const Json& resources) {
   printHeading(out, heading);
   printField(out, "Cores", text(resources, {"cores"}), true);
@@ -195,14 +205,26 @@ void printInstanceTable(std::ostream& out, const Json& instances) {
     const Json& meta = at(entry, {"meta_instance"});
     std::vector<std::vector<std::string>> runtimes, operations;
     for (const Json& runtime : items(at(entry, {"runtime_instances"}))) {
-      runtimes.push_back({"Node Name: " + text(runtime, {"node"}), "Is Active: " + text(runtime, {"is_active"}),
-                          "ID: " + text(runtime, {"metadata", "id"}), "State: " + text(runtime, {"state"}),
-                          "Message: " + text(runtime, {"message"})});
+      std::vector<std::string> lines = {"Node Name: " + text(runtime, {"node"}),
+                                        "Is Active: " + text(runtime, {"is_active"}),
+                                        "ID: " + text(runtime, {"metadata", "id"}),
+                                        "State: " + text(runtime, {"state"}),
+                                        "Host Ports: " + hostPorts(at(runtime, {"ports"})),
+                                        "Healthy: " + text(runtime, {"health", "healthy"}),
+                                        "Ready Since: " + text(runtime, {"health", "ready_since"})};
+      const Json& image = at(runtime, {"coordinates", "image"});
+      const Json& command = at(runtime, {"coordinates", "command"});
+      if (!image.is_null()) lines.push_back("Image: " + text(image));
+      if (!command.is_null()) lines.push_back("Command: " + (command.is_array() ? join(command, " ") : text(command)));
+      lines.push_back("Message: " + text(runtime, {"message"}));
+      runtimes.push_back(std::move(lines));
     }
     for (const Json& operation : items(at(entry, {"operations"}))) {
       operations.push_back({"ID: " + text(operation, {"metadata", "id"}), "Type: " + text(operation, {"type"}),
                             "Intent ID: " + text(operation, {"intent"}), "State: " + text(operation, {"state"}),
-                            "Message: " + text(operation, {"message"})});
+                            "Requested By: " + text(operation, {"requested_by"}),
+                            "Approved By: " + text(operation, {"approved_by"}),
+                            "Attempts: " + text(operation, {"attempts"}), "Message: " + text(operation, {"message"})});
     }
     table.addRow({text(meta, {"name"}), text(meta, {"plan"}), text(meta, {"deployment_id"}), blocks(runtimes),
                   blocks(operations)});

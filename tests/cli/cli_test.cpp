@@ -33,31 +33,19 @@
 #include "host/cli/commands.h"
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/cli/cli_test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using tide::testing::CliRun;
+using tide::testing::contains;
+using tide::testing::LiveServer;
+using tide::testing::runCli;
+using tide::testing::TempDir;
 
 const std::string kSourceDir = TIDE_SOURCE_DIR;
-
-struct CliRun {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-CliRun runCli(std::vector<std::string> args, std::ostream* out_stream = nullptr) {
-  args.insert(args.begin(), "tide");
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  std::ostringstream out, err;
-  CliRun result;
-  result.code = tide::cli::run(static_cast<int>(argv.size()), argv.data(), out_stream ? *out_stream : out, err);
-  result.out = out.str();
-  result.err = err.str();
-  return result;
-}
 
 // A port nothing listens on: bound once by the kernel's choice, then released.
 int freePort() {
@@ -72,51 +60,6 @@ int freePort() {
   ::close(fd);
   return ntohs(address.sin_port);
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tide-cli-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-// An API server over an in-memory ledger, with the admin token it bootstrapped.
-struct LiveServer {
-  TempDir data_dir;
-  tide::SystemClock clock;
-  std::unique_ptr<tide::ledger::Ledger> ledger;
-  std::unique_ptr<tide::api::ApiServer> server;
-  std::string url;
-  std::string token;
-
-  LiveServer() {
-    auto opened = tide::ledger::Ledger::open("sqlite://:memory:", clock);
-    REQUIRE_MESSAGE(opened.isOk(), opened.status().toString());
-    ledger = std::move(opened).value();
-    tide::api::ServerOptions options;
-    options.port = 0;
-    options.data_dir = data_dir.path.string();
-    server = std::make_unique<tide::api::ApiServer>(options, *ledger, clock);
-    tide::Status started = server->start();
-    REQUIRE_MESSAGE(started.isOk(), started.toString());
-    url = "http://127.0.0.1:" + std::to_string(server->port());
-    std::ifstream file(data_dir.path / "admin.token");
-    std::getline(file, token);
-    REQUIRE(!token.empty());
-  }
-
-  // `tide <args> --server URL --token T`.
-  CliRun run(std::vector<std::string> args, std::ostream* out = nullptr) const {
-    args.insert(args.end(), {"--server", url, "--token", token});
-    return runCli(std::move(args), out);
-  }
-};
 
 // `tide serve` as a child process on a free port with its own data dir.
 class ServeProcess {
@@ -193,8 +136,6 @@ class ServeProcess {
 
 std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
 std::string fixture(const std::string& name) { return kSourceDir + "/tests/cli/fixtures/" + name; }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // An output that takes `lines` lines and then fails, like stdout closed by `| head`. It
 // has no buffer, so every character reaches overflow().

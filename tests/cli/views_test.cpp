@@ -98,12 +98,16 @@ TEST_CASE("cli: deployment show lists instances with their runtime instances and
     "meta_instance": {"name": "nginx-service-a1b2c3", "plan": "nginx-deployment-plan",
                       "deployment_id": "deployment-1", "state": "ACTIVE"},
     "runtime_instances": [
-      {"metadata": {"id": 3}, "node": "kind-worker", "is_active": true, "state": "PENDING", "message": ""},
-      {"metadata": {"id": 4}, "node": "kind-worker3", "is_active": false, "state": "PENDING", "message": "passive"}
+      {"metadata": {"id": 3}, "node": "kind-worker", "is_active": true, "state": "RUNNING", "message": "",
+       "ports": {"tcp/80": 31080, "udp/53": 31081}, "health": {"healthy": true, "ready_since": "2026-11-21T12:00:05Z"},
+       "coordinates": {"image": "nginx:latest"}},
+      {"metadata": {"id": 4}, "node": "kind-worker3", "is_active": false, "state": "PENDING", "message": "passive",
+       "ports": {}, "health": {"healthy": false, "ready_since": ""},
+       "coordinates": {"command": ["tide", "workload", "--listen", ":8080"]}}
     ],
     "operations": [
       {"metadata": {"id": 9}, "type": "CREATE", "intent": "deployment-1", "state": "PENDING_APPROVAL",
-       "message": "waiting for a human"}
+       "requested_by": "controller", "approved_by": "", "attempts": 0, "message": "waiting for a human"}
     ]
   }])");
 
@@ -125,21 +129,29 @@ TEST_CASE("cli: deployment show lists instances with their runtime instances and
                   "\n"
                   "Instances\n") != std::string::npos);
   CHECK(text.ends_with(
-      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
-      "|  Meta Instance Name  | Deployment Plan Name  | Deployment ID |    Runtime Instances    |          Operations          |\n"
-      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
-      "| nginx-service-a1b2c3 | nginx-deployment-plan | deployment-1  | Node Name: kind-worker  | ID: 9                        |\n"
-      "|                      |                       |               | Is Active: true         | Type: CREATE                 |\n"
-      "|                      |                       |               | ID: 3                   | Intent ID: deployment-1      |\n"
-      "|                      |                       |               | State: PENDING          | State: PENDING_APPROVAL      |\n"
-      "|                      |                       |               | Message:                | Message: waiting for a human |\n"
-      "|                      |                       |               | ----------------        |                              |\n"
-      "|                      |                       |               | Node Name: kind-worker3 |                              |\n"
-      "|                      |                       |               | Is Active: false        |                              |\n"
-      "|                      |                       |               | ID: 4                   |                              |\n"
-      "|                      |                       |               | State: PENDING          |                              |\n"
-      "|                      |                       |               | Message: passive        |                              |\n"
-      "+----------------------+-----------------------+---------------+-------------------------+------------------------------+\n"
+      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
+      "|  Meta Instance Name  | Deployment Plan Name  | Deployment ID |              Runtime Instances               |          Operations          |\n"
+      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
+      "| nginx-service-a1b2c3 | nginx-deployment-plan | deployment-1  | Node Name: kind-worker                       | ID: 9                        |\n"
+      "|                      |                       |               | Is Active: true                              | Type: CREATE                 |\n"
+      "|                      |                       |               | ID: 3                                        | Intent ID: deployment-1      |\n"
+      "|                      |                       |               | State: RUNNING                               | State: PENDING_APPROVAL      |\n"
+      "|                      |                       |               | Host Ports: tcp/80 -> 31080, udp/53 -> 31081 | Requested By: controller     |\n"
+      "|                      |                       |               | Healthy: true                                | Approved By:                 |\n"
+      "|                      |                       |               | Ready Since: 2026-11-21T12:00:05Z            | Attempts: 0                  |\n"
+      "|                      |                       |               | Image: nginx:latest                          | Message: waiting for a human |\n"
+      "|                      |                       |               | Message:                                     |                              |\n"
+      "|                      |                       |               | ----------------                             |                              |\n"
+      "|                      |                       |               | Node Name: kind-worker3                      |                              |\n"
+      "|                      |                       |               | Is Active: false                             |                              |\n"
+      "|                      |                       |               | ID: 4                                        |                              |\n"
+      "|                      |                       |               | State: PENDING                               |                              |\n"
+      "|                      |                       |               | Host Ports:                                  |                              |\n"
+      "|                      |                       |               | Healthy: false                               |                              |\n"
+      "|                      |                       |               | Ready Since:                                 |                              |\n"
+      "|                      |                       |               | Command: tide workload --listen :8080        |                              |\n"
+      "|                      |                       |               | Message: passive                             |                              |\n"
+      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
       "Total: 1\n"));
 }
 
