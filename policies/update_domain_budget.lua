@@ -1,7 +1,10 @@
 -- One operation at a time per update domain. Update domains are the failure units of a
 -- plan's placement; touching two instances of the same plan in one domain at once could
 -- take the plan down there. So while another operation of the same plan is in flight in
--- this operation's update domain, this one waits for a human.
+-- this operation's update domain, this one waits for a human. Development and test
+-- namespaces have no budget: they roll out as fast as their other policies allow.
+
+local namespaces = tide.lib.namespaces
 
 return {
   name = "update-domain-budget",
@@ -9,7 +12,7 @@ return {
   level = "hard",
 
   applies = function(op)
-    return op.node.update_domain ~= ""
+    return op.node.update_domain ~= "" and not namespaces.is_dev(op.plan.namespace)
   end,
 
   decide = function(op, ctx)
@@ -22,6 +25,12 @@ return {
   end,
 
   tests = {
+    {
+      name = "a dev namespace has no budget",
+      op = { type = "CREATE", plan = { name = "web", namespace = "web-dev" }, node = { name = "n2", update_domain = "ud-1" } },
+      ctx = { operations = { { plan = "web", update_domain = "ud-1", state = "RUNNING" } } },
+      expect = "not_applicable",
+    },
     {
       name = "the first operation in a domain goes ahead",
       op = { type = "UPDATE", plan = { name = "web" }, node = { name = "n1", update_domain = "ud-1" } },

@@ -27,6 +27,14 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
   response.body += "# HELP tide_events_last_seq Sequence number of the newest ledger event.\n";
   response.body += "# TYPE tide_events_last_seq gauge\n";
   response.body += "tide_events_last_seq " + std::to_string(context.ledger.lastEventSeq()) + "\n";
+  if (auto counts = context.ledger.operationCounts(); counts.isOk()) {
+    response.body += "# HELP tide_operations Operations in the ledger by type and state.\n";
+    response.body += "# TYPE tide_operations gauge\n";
+    for (const auto& [key, n] : counts.value()) {
+      response.body += "tide_operations{type=\"" + key.first + "\",state=\"" + key.second + "\"} " +
+                       std::to_string(n) + "\n";
+    }
+  }
   return response;
 }
 

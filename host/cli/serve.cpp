@@ -10,6 +10,8 @@
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
+#include "host/engine/driver_set.h"
+#include "host/engine/engine.h"
 #include "host/engine/ledger_bridge.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/script_registry.h"
@@ -81,13 +83,16 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   auto& ledger = *opened.value();
 
   // DESIGN §2: the host checks the ledger's rules on start. A violation is reported
-  // loudly (stderr and an alarm event); the API still serves so operators can inspect.
+  // loudly (stderr and an alarm event); the API still serves so operators can inspect,
+  // but the control loop does not act on a ledger it cannot trust.
+  bool ledger_sound = true;
   if (auto violations = ledger.checkInvariants(); !violations.isOk()) {
     err << "tide serve: invariant check failed: " << violations.status().toString() << "\n";
     return 1;
   } else if (!violations->empty()) {
     for (const auto& v : *violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
     ledger.appendEvent("alarm.invariant", "ledger", ledger::Json{{"violations", *violations}}, "host");
+    ledger_sound = false;
   }
 
   // DESIGN §7: scripts load at start and on every change; a script that fails is reported
@@ -107,6 +112,27 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";
   }
 
+  // DESIGN §3, §8: the control loop and the drivers it runs workloads through.
+  drivers::DriverContext driver_context;
+  driver_context.data_dir = config.data_dir;
+  driver_context.volume_root = config.process.volume_root;
+  driver_context.port_range_start = config.process.port_range_start;
+  driver_context.port_range_end = config.process.port_range_end;
+  driver_context.image_catalog = config.process.image_catalog;
+  std::error_code self_ec;
+  driver_context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
+  engine::DriverSet driver_set(ledger, driver_context);
+  engine::EngineOptions engine_options;
+  engine_options.interval = std::chrono::milliseconds(config.limits.reconcile_interval_ms);
+  engine_options.chunk = config.limits.executor_chunk;
+  engine_options.executor.workers = config.limits.executor_workers;
+  engine_options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);
+  engine_options.executor.max_attempts = config.limits.max_attempts;
+  engine_options.lua_limits = registry_options.limits;
+  engine_options.default_outcome =
+      config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
+  engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
+
   api::ServerOptions server_options;
   server_options.host = address->first;
   server_options.port = address->second;
@@ -117,8 +143,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.data_dir = config.data_dir;
   server_options.scripts = &scripts;
   server_options.lua_limits = registry_options.limits;
-  server_options.default_outcome =
-      config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
+  server_options.default_outcome = engine_options.default_outcome;
+  server_options.read_logs = [&](const std::string& meta_instance, size_t tail_bytes) {
+    return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
+  };
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";
@@ -129,12 +157,18 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     std::ofstream addr(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc);
     addr << url << "\n";
   }
+  if (ledger_sound) {
+    control_loop.start();
+  } else {
+    err << "tide serve: the control loop is not started until the ledger's invariants hold\n";
+  }
   out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion()
       << ")" << std::endl;
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
+  control_loop.stop();
   server.stop();
   scripts.stopWatching();
   return 0;

@@ -303,7 +303,11 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
       std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c == '/' ? '_' : std::toupper(c); });
       target.env[name] = std::to_string(host_port.get<int>());
     }
-    ProbeResult probe = waitHealthy(*app->health_check, target, clock_, a.deadline, [&] { return stopping_.load(); });
+    // While starting, probe at least twice a second: an instance that is up should not
+    // wait a whole steady-state interval to be declared ready.
+    ledger::HealthCheck startup = *app->health_check;
+    startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
+    ProbeResult probe = waitHealthy(startup, target, clock_, a.deadline, [&] { return stopping_.load(); });
     if (!probe.ok) {
       ledger::Ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;

@@ -183,6 +183,8 @@ class Ledger {
                                       const std::string& actor, const std::string& message = "",
                                       const std::string& approved_by = "");
 
+  // How many operations there are of each (type, state), for /metrics.
+  Result<std::map<std::pair<std::string, std::string>, int64_t>> operationCounts();
   // The newest operation of every meta instance that is not DELETED: the unfinished one
   // when there is one (a new operation is only created when none is, or supersedes it).
   Result<std::vector<Operation>> latestOperations();

@@ -435,6 +435,16 @@ Result<Operation> Ledger::createInstanceWithOperation(const std::string& plan, c
   });
 }
 
+Result<std::map<std::pair<std::string, std::string>, int64_t>> Ledger::operationCounts() {
+  return read("count operations", [&]() -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
+    std::map<std::pair<std::string, std::string>, int64_t> out;
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << "SELECT type, state, COUNT(*) FROM operations GROUP BY type, state");
+    for (const auto& row : rows) out[{rowString(row, 0), rowString(row, 1)}] = rowInt(row, 2);
+    return out;
+  });
+}
+
 Result<std::vector<Operation>> Ledger::latestOperations() {
   return read("latest operations", [&]() -> Result<std::vector<Operation>> {
     Where where(kOperationSelect);
