@@ -115,7 +115,7 @@ Result<int> hostPort(int declared, const ledger::Json& ports) {
   if (ports.is_object()) {
     for (const auto& [name, value] : ports.items()) has += (has.empty() ? "" : ", ") + name;
   }
-  return Status::notFound("the instance has no port " + key + (has.empty() ? " (it has none)" : " (it has " + has + ")"));
+  return Status::notFound("the instance has no port " + key + " (it has " + (has.empty() ? "none" : has) + ")");
 }
 
 // --- http ------------------------------------------------------------------------------
@@ -329,7 +329,9 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
       reaped = true;
       break;
     }
-    if (waited < 0 && errno == ECHILD) return failure(withOutput("the check's exit status was lost (reaped elsewhere)", output));
+    if (waited < 0 && errno == ECHILD) {
+      return failure(withOutput("the check's exit status was lost (reaped elsewhere)", output));
+    }
     int left = millisUntil(deadline);
     if (left == 0) break;
     pollfd watched[2];

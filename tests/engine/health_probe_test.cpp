@@ -151,7 +151,7 @@ TEST_CASE("engine: health probes run concurrently from several threads without i
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
-        ProbeResult result = t % 2 == 0 ? probeOnce(execCheck({"/bin/sh", "-c", "echo $0; exit 0", std::to_string(i)}), {})
+        ProbeResult result = t % 2 == 0 ? probeOnce(execCheck({"/bin/sh", "-c", "echo $0", std::to_string(i)}), {})
                                         : probeOnce(httpCheck(), workload.target());
         if (!result.ok) ++failures;
       }
@@ -204,10 +204,8 @@ TEST_CASE("engine: health probe exec runs with the target's environment and work
   ProbeTarget target;
   target.env = {{"TIDE_PORT_TCP_80", "31080"}};
   target.cwd = dir.path().string();
-  ProbeResult result = probeOnce(
-      execCheck({"/bin/sh", "-c", "test \"$TIDE_PORT_TCP_80\" = 31080 && test \"$(pwd -P)\" = \"$(cd \"$1\" && pwd -P)\"",
-                 "sh", target.cwd}),
-      target);
+  std::string script = "test \"$TIDE_PORT_TCP_80\" = 31080 && test \"$(pwd -P)\" = \"$(cd \"$1\" && pwd -P)\"";
+  ProbeResult result = probeOnce(execCheck({"/bin/sh", "-c", script, "sh", target.cwd}), target);
   CHECK_MESSAGE(result.ok, result.message);
 }
 
