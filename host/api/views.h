@@ -16,22 +16,7 @@ namespace tide::api {
 // CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE (DESIGN §2).
 const std::vector<std::string>& operationTypes();
 
-// Every record a list call yields, following next_after through all pages.
-template <class Record>
-Result<std::vector<Record>> listAll(ledger::Ledger& ledger,
-                                    Result<ledger::Page<Record>> (ledger::Ledger::*list)(const ledger::ListOptions&),
-                                    std::map<std::string, std::string> filters) {
-  ledger::ListOptions options;
-  options.limit = ledger::kMaxPageSize;
-  options.filters = std::move(filters);
-  std::vector<Record> all;
-  while (true) {
-    TIDE_ASSIGN_OR_RETURN(ledger::Page<Record> page, (ledger.*list)(options));
-    all.insert(all.end(), std::make_move_iterator(page.items.begin()), std::make_move_iterator(page.items.end()));
-    if (page.next_after == 0) return all;
-    options.after = page.next_after;
-  }
-}
+using ledger::listAll;
 
 // {"plan", "deployments" (oldest first), "instance_summary" {total, running, pending,
 // failed}, "operations_summary" {TYPE: {STATE: n}} with every type and state present,

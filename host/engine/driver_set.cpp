@@ -56,19 +56,12 @@ void DriverSet::install(const std::string& cluster, std::unique_ptr<drivers::Dri
 Result<std::string> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers, const std::string& meta_instance,
                                         size_t tail_bytes) {
   TIDE_RETURN_IF_ERROR(ledger.getMetaInstance(meta_instance).status());
-  ledger::ListOptions options;
-  options.limit = ledger::kMaxPageSize;
-  options.filters["meta_instance"] = meta_instance;
-  std::optional<ledger::RuntimeInstance> newest;
-  while (true) {
-    TIDE_ASSIGN_OR_RETURN(auto page, ledger.listRuntimeInstances(options));
-    if (!page.items.empty()) newest = page.items.back();
-    if (page.next_after == 0) break;
-    options.after = page.next_after;
-  }
-  if (!newest) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
-  TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest->node));
-  return drivers::readInstanceLog(*driver, std::to_string(newest->meta.id), tail_bytes);
+  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
+                                                       {{"meta_instance", meta_instance}}));
+  if (runtimes.empty()) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
+  const ledger::RuntimeInstance& newest = runtimes.back();  // lists are in id order
+  TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest.node));
+  return drivers::readInstanceLog(*driver, std::to_string(newest.meta.id), tail_bytes);
 }
 
 }  // namespace tide::engine

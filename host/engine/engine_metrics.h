@@ -18,6 +18,15 @@ class EngineMetrics {
  public:
   void observePass(std::chrono::duration<double> elapsed);
   void observeDriverCall(const std::string& call, bool ok, std::chrono::duration<double> elapsed);
+  // Runs `fn` (a driver call returning Status or Result<T>), observes it under `call`, and
+  // returns what it returned.
+  template <class Fn>
+  auto timeDriverCall(const std::string& call, Fn&& fn) -> decltype(fn()) {
+    const auto started = std::chrono::steady_clock::now();
+    auto result = fn();
+    observeDriverCall(call, result.isOk(), std::chrono::steady_clock::now() - started);
+    return result;
+  }
   void countAttempt(const std::string& type, const std::string& outcome);  // succeeded|retry|failed
 
   // tide_reconcile_pass_duration_seconds, tide_driver_call_duration_seconds{call},

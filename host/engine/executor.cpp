@@ -192,6 +192,18 @@ Status Executor::run(Attempt& a) {
 
 Result<ledger::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.getRuntimeInstance(id); }
 
+Result<ledger::RuntimeInstance> Executor::reservedRuntime(const ledger::Operation& op) {
+  if (!op.target.contains("runtime_instance")) {
+    return Status(Code::kUnprocessable, "operation " + std::to_string(op.meta.id) + " has no reserved placement");
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(op.target["runtime_instance"].get<int64_t>()));
+  if (!isLiveRuntime(r.state)) {
+    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(r.meta.id) + " is " +
+                                            r.state);
+  }
+  return r;
+}
+
 Status Executor::setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message) {
   if (r.state == state) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(r, ledger_.setRuntimeInstanceState(r.meta.id, state, std::nullopt, options_.actor, message));
@@ -200,20 +212,10 @@ Status Executor::setRuntimeState(ledger::RuntimeInstance& r, const std::string& 
 
 namespace {
 
-// The runtime instance the operation reserved at approval.
-Result<int64_t> targetRuntime(const ledger::Operation& op) {
-  if (!op.target.contains("runtime_instance")) {
-    return Status(Code::kUnprocessable, "operation " + std::to_string(op.meta.id) + " has no reserved placement");
-  }
-  return op.target["runtime_instance"].get<int64_t>();
-}
-
 // The live runtime instances of a meta instance.
 Result<std::vector<ledger::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
-  ledger::ListOptions options;
-  options.filters["meta_instance"] = meta;
-  TIDE_ASSIGN_OR_RETURN(auto all, listAll<ledger::RuntimeInstance>(
-                                      [&](auto& o) { return ledger.listRuntimeInstances(o); }, options));
+  TIDE_ASSIGN_OR_RETURN(auto all,
+                        ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta}}));
   std::vector<ledger::RuntimeInstance> live;
   for (auto& r : all) {
     if (isLiveRuntime(r.state)) live.push_back(std::move(r));
@@ -248,15 +250,9 @@ std::vector<drivers::VolumeSpec> volumeSpecs(const ledger::RuntimeInstance& r) {
 
 Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
-  auto timed = [&](const char* call, auto&& fn) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto result = fn();
-    metrics_.observeDriverCall(call, result.isOk(), std::chrono::steady_clock::now() - t0);
-    return result;
-  };
   if (r.state == "PENDING" || r.state == "STOPPED") {
     for (const auto& volume : volumeSpecs(r)) {
-      TIDE_RETURN_IF_ERROR(timed("ensure_volume", [&] { return driver->ensureVolume(volume); })
+      TIDE_RETURN_IF_ERROR(metrics_.timeDriverCall("ensure_volume", [&] { return driver->ensureVolume(volume); })
                                .withPrefix("volume " + volume.id));
     }
     TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STARTING"));
@@ -277,7 +273,7 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
   }
   spec.volumes = volumeSpecs(r);
   TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status,
-                        timed("ensure", [&] { return driver->ensure(spec); }));
+                        metrics_.timeDriverCall("ensure", [&] { return driver->ensure(spec); }));
   ledger::Ledger::RuntimeUpdate facts;
   facts.driver_handle = status.handle;
   facts.ports = status.ports;
@@ -291,7 +287,7 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
     }
     if (a.expired(clock_) || stopping_) return Status(Code::kDeadlineExceeded, "instance did not start in time");
     std::this_thread::sleep_for(options_.poll_interval);
-    TIDE_ASSIGN_OR_RETURN(status, timed("status", [&] { return driver->status(ref); }));
+    TIDE_ASSIGN_OR_RETURN(status, metrics_.timeDriverCall("status", [&] { return driver->status(ref); }));
   }
   TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));
 
@@ -330,10 +326,8 @@ Status Executor::stopRuntime(Attempt&, ledger::RuntimeInstance& r, bool remove) 
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   if (r.state == "STARTING" || r.state == "RUNNING") TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STOPPING"));
   const drivers::RuntimeRef ref{std::to_string(r.meta.id), r.node, r.driver_handle};
-  const auto t0 = std::chrono::steady_clock::now();
-  Status stopped = remove ? driver->remove(ref) : driver->stop(ref);
-  metrics_.observeDriverCall(remove ? "remove" : "stop", stopped.isOk(), std::chrono::steady_clock::now() - t0);
-  TIDE_RETURN_IF_ERROR(stopped);
+  TIDE_RETURN_IF_ERROR(metrics_.timeDriverCall(remove ? "remove" : "stop",
+                                               [&] { return remove ? driver->remove(ref) : driver->stop(ref); }));
   if (r.state == "PENDING" && !remove) return setRuntimeState(r, "TERMINATED");  // never started
   return setRuntimeState(r, goal);
 }
@@ -342,20 +336,15 @@ Status Executor::removeVolumes(Attempt&, const ledger::RuntimeInstance& r) {
   if (r.volumes.empty()) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   for (const auto& volume : volumeSpecs(r)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Status removed = driver->removeVolume({volume.id, volume.node});
-    metrics_.observeDriverCall("remove_volume", removed.isOk(), std::chrono::steady_clock::now() - t0);
-    TIDE_RETURN_IF_ERROR(removed.withPrefix("volume " + volume.id));
+    TIDE_RETURN_IF_ERROR(
+        metrics_.timeDriverCall("remove_volume", [&] { return driver->removeVolume({volume.id, volume.node}); })
+            .withPrefix("volume " + volume.id));
   }
   return Status::ok();
 }
 
 Status Executor::runCreate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(int64_t id, targetRuntime(a.op));
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(id));
-  if (!isLiveRuntime(r.state)) {
-    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(id) + " is " + r.state);
-  }
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, reservedRuntime(a.op));
   return startRuntime(a, r);
 }
 
@@ -383,11 +372,7 @@ Status Executor::runUpdate(Attempt& a) {
 }
 
 Status Executor::runRelocate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(int64_t id, targetRuntime(a.op));
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance fresh, runtime(id));
-  if (!isLiveRuntime(fresh.state)) {
-    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(id) + " is " + fresh.state);
-  }
+  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance fresh, reservedRuntime(a.op));
   if (!fresh.is_active) {
     TIDE_RETURN_IF_ERROR(startRuntime(a, fresh));
     // Make before break: the new one serves before the old one is touched.
@@ -414,11 +399,7 @@ Status Executor::runStop(Attempt& a) {
 Status Executor::runRestart(Attempt& a) {
   if (a.op.target.contains("runtime_instance")) {
     // Placed again at approval: the meta instance was stopped or had nothing running.
-    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(a.op.target["runtime_instance"].get<int64_t>()));
-    if (!isLiveRuntime(r.state)) {
-      return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(r.meta.id) + " is " +
-                                              r.state);
-    }
+    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, reservedRuntime(a.op));
     TIDE_RETURN_IF_ERROR(startRuntime(a, r));
     if (a.meta.state == "STOPPED") {
       TIDE_RETURN_IF_ERROR(
@@ -443,10 +424,8 @@ Status Executor::runDelete(Attempt& a) {
     TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION", std::nullopt,
                                                                options_.actor, "deleting"));
   }
-  ledger::ListOptions options;
-  options.filters["meta_instance"] = a.meta.name;
-  TIDE_ASSIGN_OR_RETURN(auto all, listAll<ledger::RuntimeInstance>(
-                                      [&](auto& o) { return ledger_.listRuntimeInstances(o); }, options));
+  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances,
+                                                  {{"meta_instance", a.meta.name}}));
   // Instances first, then their volumes (never a volume under a running instance).
   for (auto& r : all) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
   std::set<std::pair<std::string, std::string>> removed;

@@ -100,6 +100,8 @@ class Executor {
   Status stopRuntime(Attempt& a, ledger::RuntimeInstance& r, bool remove);
   Status removeVolumes(Attempt& a, const ledger::RuntimeInstance& r);
   Result<ledger::RuntimeInstance> runtime(int64_t id);
+  // The live runtime instance `op` reserved at approval; kUnprocessable when there is none.
+  Result<ledger::RuntimeInstance> reservedRuntime(const ledger::Operation& op);
   Status setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message = "");
   std::chrono::milliseconds backoff(int64_t attempts);
 

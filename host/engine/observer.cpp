@@ -21,9 +21,7 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
   for (const auto& cluster : clusters) {
     auto driver = drivers_.forCluster(cluster);
     if (!driver.isOk()) continue;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto listed = driver.value()->list();
-    metrics_.observeDriverCall("list", listed.isOk(), std::chrono::steady_clock::now() - t0);
+    auto listed = metrics_.timeDriverCall("list", [&] { return driver.value()->list(); });
     if (!listed.isOk()) continue;
     auto& ids = inventories[cluster];
     for (const auto& ref : listed.value()) ids.insert(ref.id);

@@ -30,15 +30,15 @@ Json coordinatesOf(const ledger::Deployment& deployment) {
 
 Result<World> World::load(ledger::Ledger& ledger) {
   World w;
-  TIDE_ASSIGN_OR_RETURN(w.plans, listAll<ledger::Plan>([&](auto& o) { return ledger.listPlans(o); }));
+  TIDE_ASSIGN_OR_RETURN(w.plans, ledger::listAll(ledger, &ledger::Ledger::listPlans));
   TIDE_ASSIGN_OR_RETURN(auto deployments,
-                        listAll<ledger::Deployment>([&](auto& o) { return ledger.listDeployments(o); }));
-  TIDE_ASSIGN_OR_RETURN(w.nodes, listAll<ledger::Node>([&](auto& o) { return ledger.listNodes(o); }));
-  TIDE_ASSIGN_OR_RETURN(w.clusters, listAll<ledger::Cluster>([&](auto& o) { return ledger.listClusters(o); }));
+                        ledger::listAll(ledger, &ledger::Ledger::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(w.nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
+  TIDE_ASSIGN_OR_RETURN(w.clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
   TIDE_ASSIGN_OR_RETURN(w.capabilities,
-                        listAll<ledger::Capability>([&](auto& o) { return ledger.listCapabilities(o); }));
+                        ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
   TIDE_ASSIGN_OR_RETURN(auto metas,
-                        listAll<ledger::MetaInstance>([&](auto& o) { return ledger.listMetaInstances(o); }));
+                        ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
   TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
 

@@ -63,18 +63,4 @@ struct World {
 // {"<payload_name>": coordinates, ...}: the deployment's coordinates as a runtime carries them.
 Json coordinatesOf(const ledger::Deployment& deployment);
 
-// Lists every page of a ledger list call.
-template <class T, class ListFn>
-Result<std::vector<T>> listAll(ListFn&& list, ledger::ListOptions options = {}) {
-  std::vector<T> out;
-  options.limit = ledger::kMaxPageSize;
-  while (true) {
-    auto page = list(options);
-    if (!page.isOk()) return page.status();
-    for (auto& item : page.value().items) out.push_back(std::move(item));
-    if (page.value().next_after == 0) return out;
-    options.after = page.value().next_after;
-  }
-}
-
 }  // namespace tide::engine

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -258,5 +259,21 @@ class Ledger {
   std::condition_variable events_cv_;
   int64_t last_seq_ = 0;  // REQUIRES: events_mu_ is held
 };
+
+// Every record a list call yields, following next_after through all pages.
+template <class Record>
+Result<std::vector<Record>> listAll(Ledger& ledger, Result<Page<Record>> (Ledger::*list)(const ListOptions&),
+                                    std::map<std::string, std::string> filters = {}) {
+  ListOptions options;
+  options.limit = kMaxPageSize;
+  options.filters = std::move(filters);
+  std::vector<Record> all;
+  while (true) {
+    TIDE_ASSIGN_OR_RETURN(Page<Record> page, (ledger.*list)(options));
+    all.insert(all.end(), std::make_move_iterator(page.items.begin()), std::make_move_iterator(page.items.end()));
+    if (page.next_after == 0) return all;
+    options.after = page.next_after;
+  }
+}
 
 }  // namespace tide::ledger

@@ -334,22 +334,16 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
                                                       const std::string& actor) {
   return write("update runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
-    std::string assignments;
-    soci::values values;
-    auto assign = [&](const char* column, const auto& value) {
-      if (!assignments.empty()) assignments += ", ";
-      assignments += std::string(column) + " = :" + column;
-      values.set(column, value);
-    };
-    if (update.driver_handle) assign("driver_handle", *update.driver_handle);
-    if (update.ports) assign("ports", update.ports->dump());
-    if (update.volumes) assign("volumes", update.volumes->dump());
-    if (update.coordinates) assign("coordinates", update.coordinates->dump());
-    if (update.healthy) assign("healthy", *update.healthy ? 1 : 0);
-    if (update.ready_since) assign("ready_since", *update.ready_since);
-    if (update.message) assign("message", *update.message);
-    if (assignments.empty()) return ri;
-    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, assignments, values));
+    Assignments assign;
+    if (update.driver_handle) assign.set("driver_handle", *update.driver_handle);
+    if (update.ports) assign.set("ports", update.ports->dump());
+    if (update.volumes) assign.set("volumes", update.volumes->dump());
+    if (update.coordinates) assign.set("coordinates", update.coordinates->dump());
+    if (update.healthy) assign.set("healthy", *update.healthy ? 1 : 0);
+    if (update.ready_since) assign.set("ready_since", *update.ready_since);
+    if (update.message) assign.set("message", *update.message);
+    if (assign.empty()) return ri;
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, assign.sql(), assign.values()));
     const std::string subject = "runtime/" + std::to_string(id);
     if (update.healthy && *update.healthy != ri.healthy) {
       Json data{{"instance", ri.meta_instance}, {"node", ri.node}, {"healthy", *update.healthy}};
@@ -461,20 +455,15 @@ Result<std::vector<Operation>> Ledger::latestOperations() {
 Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor) {
   return write("update operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
-    std::string assignments;
-    soci::values values;
-    auto assign = [&](const char* column, const auto& value) {
-      if (!assignments.empty()) assignments += ", ";
-      assignments += std::string(column) + " = :" + column;
-      values.set(column, value);
-    };
-    if (update.attempts) assign("attempts", static_cast<long long>(*update.attempts));
-    if (update.next_attempt_at) assign("next_attempt_at", *update.next_attempt_at);
-    if (update.target) assign("target", update.target->dump());
-    if (update.decision) assign("decision", update.decision->dump());
-    if (update.message) assign("message", *update.message);
-    if (!assignments.empty()) {
-      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, assignments, values));
+    Assignments assign;
+    if (update.attempts) assign.set("attempts", static_cast<long long>(*update.attempts));
+    if (update.next_attempt_at) assign.set("next_attempt_at", *update.next_attempt_at);
+    if (update.target) assign.set("target", update.target->dump());
+    if (update.decision) assign.set("decision", update.decision->dump());
+    if (update.message) assign.set("message", *update.message);
+    if (!assign.empty()) {
+      TIDE_RETURN_IF_ERROR(
+          updateGuarded(tx, "operations", o.meta.id, std::nullopt, assign.sql(), assign.values()));
     }
     return loadOperation(tx.sql(), id);
   });

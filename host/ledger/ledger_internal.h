@@ -64,6 +64,25 @@ class Where {
   int next_ = 0;
 };
 
+// The "col = :col, ..." list of an UPDATE that sets only some columns, with their values
+// bound, for updateGuarded.
+class Assignments {
+ public:
+  template <class T>
+  void set(const char* column, const T& value) {
+    if (!sql_.empty()) sql_ += ", ";
+    sql_ += std::string(column) + " = :" + column;
+    values_.set(column, value);
+  }
+  bool empty() const { return sql_.empty(); }
+  const std::string& sql() const { return sql_; }
+  soci::values& values() { return values_; }
+
+ private:
+  std::string sql_;
+  soci::values values_;
+};
+
 // kInvalidArgument naming the first filter key not in `columns`.
 Status checkFilters(const ListOptions& options, const FilterColumns& columns);
 int64_t pageLimit(const ListOptions& options);

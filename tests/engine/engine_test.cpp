@@ -27,6 +27,16 @@ std::vector<ledger::RuntimeInstance> activeRunning(EngineFixture& f) {
   return out;
 }
 
+// Bob asks for an operation on `meta`, as `tide deployment operate` does.
+void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
+  ledger::Operation op;
+  op.meta_instance = meta;
+  op.type = type;
+  op.intent = "user";
+  op.requested_by = "bob";
+  REQUIRE(f.ledger->createOperation(op, "bob").isOk());
+}
+
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
   EngineFixture f;
   f.apply(kEngineNodes);
@@ -118,12 +128,7 @@ TEST_CASE("engine: relocate is make-before-break; stop frees the node; restart b
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   });
-  ledger::Operation relocate;
-  relocate.meta_instance = meta;
-  relocate.type = "RELOCATE";
-  relocate.intent = "user";
-  relocate.requested_by = "bob";
-  REQUIRE(f.ledger->createOperation(relocate, "bob").isOk());
+  requestOperation(f, meta, "RELOCATE");
   f.engine->settle();
   done = true;
   watcher.join();
@@ -136,22 +141,14 @@ TEST_CASE("engine: relocate is make-before-break; stop frees the node; restart b
   CHECK_FALSE(httpGet(hostPort(after[0]), "/healthz").empty());
 
   const double free_before_stop = f.ledger->getNode(after[0].node)->remaining.cores;
-  ledger::Operation stop;
-  stop.meta_instance = meta;
-  stop.type = "STOP";
-  stop.requested_by = "bob";
-  REQUIRE(f.ledger->createOperation(stop, "bob").isOk());
+  requestOperation(f, meta, "STOP");
   f.engine->settle();
   CHECK(activeRunning(f).empty());
   CHECK(f.driverInventory() == 0);
   CHECK(f.ledger->getMetaInstance(meta)->state == "STOPPED");
   CHECK(f.ledger->getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
 
-  ledger::Operation restart;
-  restart.meta_instance = meta;
-  restart.type = "RESTART";
-  restart.requested_by = "bob";
-  REQUIRE(f.ledger->createOperation(restart, "bob").isOk());
+  requestOperation(f, meta, "RESTART");
   f.engine->settle();
   auto back = activeRunning(f);
   REQUIRE(back.size() == 1);
