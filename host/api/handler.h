@@ -108,6 +108,8 @@ struct ApiContext {
   // The last `tail_bytes` of a meta instance's log; null when the host cannot read logs
   // (the logs route answers 503).
   std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
+  // Appended to /metrics when set.
+  std::function<std::string()> extra_metrics;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

@@ -35,6 +35,7 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
                        std::to_string(n) + "\n";
     }
   }
+  if (context.extra_metrics) response.body += context.extra_metrics();
   return response;
 }
 

@@ -92,7 +92,8 @@ class ApiServer::Impl {
                  options_.lua_limits,
                  options_.default_outcome,
                  options_.approver_must_differ && options_.auth_enabled,
-                 options_.read_logs} {}
+                 options_.read_logs,
+                 options_.extra_metrics} {}
 
   Status start();
   void stop();

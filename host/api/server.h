@@ -51,6 +51,9 @@ struct ServerOptions {
   // cannot). kNotFound when there is no log. Called on the server's threads, so it must be
   // thread-safe. Null: GET /v1/instances/{name}/logs answers 503.
   std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
+  // More Prometheus text appended to /metrics (the control loop's pass, driver-call and
+  // attempt series). Called on the server's threads, so it must be thread-safe.
+  std::function<std::string()> extra_metrics;
 };
 
 class ApiServer {

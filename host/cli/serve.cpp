@@ -125,6 +125,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   engine::EngineOptions engine_options;
   engine_options.interval = std::chrono::milliseconds(config.limits.reconcile_interval_ms);
   engine_options.chunk = config.limits.executor_chunk;
+  engine_options.rate_per_second = config.limits.executor_rate_per_second;
   engine_options.executor.workers = config.limits.executor_workers;
   engine_options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);
   engine_options.executor.max_attempts = config.limits.max_attempts;
@@ -147,6 +148,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.read_logs = [&](const std::string& meta_instance, size_t tail_bytes) {
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };
+  server_options.extra_metrics = [&] { return control_loop.metrics().render(); };
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";

@@ -3,6 +3,7 @@
 // one unfinished operation per meta instance).
 
 #include <algorithm>
+#include <map>
 
 #include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
@@ -95,6 +96,43 @@ const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE"
 
 std::string operationSubject(const Operation& o) { return "operation/" + std::to_string(o.meta.id); }
 
+// Every volume the instance asks for must fit the node's local volume it names, counting
+// the volumes of the node's live runtime instances; checked inside the reservation's
+// transaction so two placements racing for the last GiB cannot both win.
+Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance& instance,
+                       const std::string& node_spec) {
+  if (!instance.volumes.is_array() || instance.volumes.empty()) return Status::ok();
+  std::map<std::string, double> capacity;  // local volume mount path -> GiB
+  const Json spec = Json::parse(node_spec, nullptr, false);
+  if (spec.is_object() && spec.contains("local_volumes") && spec["local_volumes"].is_array()) {
+    for (const Json& v : spec["local_volumes"]) capacity[v.value("mount_path", "")] += v.value("capacity_gib", 0.0);
+  }
+  std::map<std::string, double> asked;
+  for (const Json& v : instance.volumes) asked[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
+  std::map<std::string, double> used;
+  soci::rowset<std::string> rows = (tx.sql().prepare << "SELECT volumes FROM runtime_instances WHERE node_id = :id "
+                                                         "AND state NOT IN ('TERMINATED', 'FAILED')",
+                                    soci::use(node_id));
+  for (const std::string& text : rows) {
+    const Json volumes = Json::parse(text, nullptr, false);
+    if (!volumes.is_array()) continue;
+    for (const Json& v : volumes) used[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
+  }
+  for (const auto& [local, gib] : asked) {
+    auto found = capacity.find(local);
+    if (found == capacity.end()) {
+      return Status(Code::kUnprocessable, "node '" + instance.node + "' has no local volume '" + local + "'");
+    }
+    const double room = found->second - used[local];
+    if (gib > room + 1e-9) {
+      return Status(Code::kUnprocessable, "local volume '" + local + "' of node '" + instance.node + "' cannot hold " +
+                                              std::to_string(gib) + " GiB (remaining " + std::to_string(room) +
+                                              " GiB)");
+    }
+  }
+  return Status::ok();
+}
+
 // The body of createRuntimeInstance, shared with reserveForOperation.
 Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& instance) {
   if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
@@ -106,12 +144,13 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   }
   long long node_id = 0;
   double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
-  std::string node_state;
-  tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state FROM nodes "
+  std::string node_state, node_spec;
+  tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state, spec FROM nodes "
               "WHERE name = :n AND deleted_at IS NULL",
       soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
-      soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state);
+      soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state), soci::into(node_spec);
   if (!tx.sql().got_data()) return Status::notFound("node '" + instance.node + "' not found");
+  TIDE_RETURN_IF_ERROR(checkVolumeRoom(tx, node_id, instance, node_spec));
 
   // Capacity is checked against the derivation, inside this transaction, so two
   // placements racing for the last core cannot both win.

@@ -101,6 +101,8 @@ class ServeProcess {
 
   ~ServeProcess() { stop(); }
 
+  const std::string& url() const { return url_; }
+
   // Stops the server (SIGTERM) and returns its exit status; -1 when it was not running.
   int stop() {
     if (pid_ <= 0) return -1;
@@ -369,6 +371,12 @@ TEST_CASE("cli: everything survives a restart of tide serve") {
   };
   for (int i = 0; i < 300 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   REQUIRE(waiting());
+  // /metrics carries the control loop's own series beside the ledger's counts.
+  auto metrics = httplib::Client(serve.url()).Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(contains(metrics->body, "tide_operations{type=\"CREATE\",state=\"PENDING_APPROVAL\"} 1\n"));
+  CHECK(contains(metrics->body, "tide_reconcile_pass_duration_seconds_count "));
+  CHECK(contains(metrics->body, "tide_driver_call_duration_seconds_count{call=\"list\"} "));
   const CliRun nodes = serve.tide("node list -o json");
   const CliRun show = serve.tide("deployment show nginx-deployment-plan -o json");
   const CliRun events = serve.tide("events -o json");

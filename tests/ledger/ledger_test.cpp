@@ -74,6 +74,35 @@ TEST_CASE("ledger: a reservation that does not fit is refused and nothing is wri
   CHECK(f.ledger->listRuntimeInstances({})->items.empty());
 }
 
+TEST_CASE("ledger: a reservation whose volume does not fit its local volume is refused") {
+  LedgerFixture f;
+  f.addInventory();
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 3), "test").isOk());
+  auto reserve = [&](double gib, const std::string& local) {
+    RuntimeInstance ri;
+    ri.meta_instance = f.ledger->createMetaInstance("web", "d1", "t")->name;
+    ri.node = "node-a";
+    ri.reservation = {1, 1};
+    ri.volumes = Json::array({Json{{"id", ri.meta_instance + "-0"},
+                                   {"storage_class", "SSD"},
+                                   {"capacity_gib", gib},
+                                   {"local_volume", local}}});
+    return f.ledger->createRuntimeInstance(ri, "t");
+  };
+  REQUIRE(reserve(1000, "/mnt/u001").isOk());  // node-a's /mnt/u001 holds 1024 GiB
+  const int64_t events = f.eventCount();
+  auto full = reserve(100, "/mnt/u001");
+  CHECK(full.status().code() == Code::kUnprocessable);
+  CHECK(full.status().message().find("local volume '/mnt/u001' of node 'node-a' cannot hold 100") !=
+        std::string::npos);
+  auto missing = reserve(1, "/mnt/nope");
+  CHECK(missing.status().code() == Code::kUnprocessable);
+  CHECK(missing.status().message().find("no local volume '/mnt/nope'") != std::string::npos);
+  CHECK(f.eventCount() == events + 2);  // only the two meta instances' own events
+  CHECK(reserve(24, "/mnt/u001").isOk());
+}
+
 TEST_CASE("ledger: a meta instance has at most one active runtime instance") {
   LedgerFixture f;
   const std::string meta = f.addInstance();
