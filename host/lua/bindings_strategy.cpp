@@ -205,7 +205,7 @@ void pushRollout(lua_State* L, const Json& snapshot) {
   lua_createtable(L, 0, 14);
   const int r = lua_gettop(L);
   for (const char* key :
-       {"deployment", "previous", "plan", "instances", "count", "counts", "params", "signals"}) {
+       {"deployment", "previous", "plan", "instances", "count", "counts", "params", "signals", "restore"}) {
     setJsonField(L, r, snapshot, key);
   }
   pushJson(L, snapshot.value("now_unix", Json(0)));

@@ -156,6 +156,10 @@ Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params,
   if (!out["previous"].is_null() && !out["previous"].is_object()) {
     return Status::invalidArgument("rollout snapshot: previous must be an object or null");
   }
+  if (!out.contains("restore")) out["restore"] = nullptr;
+  if (!out["restore"].is_null() && !out["restore"].is_object()) {
+    return Status::invalidArgument("rollout snapshot: restore must be an object or null");
+  }
   TIDE_RETURN_IF_ERROR(objectField(out, "plan", ""));
   TIDE_RETURN_IF_ERROR(stringFields(out["plan"], {"name", "namespace", "service_name"}, "plan."));
 
