@@ -11,6 +11,21 @@
 --   rollout.percent_of(count, pct[, round])    --> pct% of count, rounded "down" (default) or
 --                                                  "up"; pct is a number (25) or "25%"
 --   rollout.resolve_count(value, total, round) --> an integer as is, "N%" as N% of total
+--   rollout.healthiest_first(list)      --> a new list in the reverse order of unhealthiest_first
+--   rollout.take_unhealthiest(list, n)  --> the n unhealthiest items; take_healthiest likewise
+--   rollout.deleting(inst)              --> true when a DELETE is under way for it
+--   rollout.ready_for(list, seconds)    --> the ready items, ready for at least `seconds`
+--   rollout.concat(a, b)                --> a new list of a's items, then b's
+--   rollout.ours(r, inst)               --> whether inst's last operation belongs to this rollout
+--   rollout.failure(r)                  --> why this rollout failed ("CREATE of web-b FAILED:
+--                                           ...", "web-b FAILED"), or nil
+--   rollout.converge(r[, opts])         --> the fast way to exactly r.count ready new instances
+--                                           and no old ones: { create, update, delete, ready,
+--                                           done }, see below
+--   rollout.check_analysis(param, name) --> nil, or why `name` is not in tide.lib.analysis
+--   rollout.analyze(r, name, ctx)       --> "pass" | "fail" | "inconclusive", reason: runs
+--                                           tide.lib.analysis[name]; an error or another
+--                                           answer is inconclusive
 --
 -- Lists handed in are never changed (r's lists are read-only); results are new plain lists
 -- holding the same instance tables, so they can go straight to update(...) or delete(...).
@@ -101,6 +116,140 @@ local function resolve_count(value, total, round)
   return percent_of(total, value, round)
 end
 
+local function healthiest_first(list)
+  local out = take(list, #list)
+  table.sort(out, function(a, b)
+    local ra, rb = health_rank(a), health_rank(b)
+    if ra ~= rb then return ra > rb end
+    return a.name < b.name
+  end)
+  return out
+end
+
+local function take_unhealthiest(list, n)
+  return take(unhealthiest_first(list), n)
+end
+
+local function take_healthiest(list, n)
+  return take(healthiest_first(list), n)
+end
+
+local function deleting(inst)
+  return inst.operation ~= nil and inst.operation.type == "DELETE"
+end
+
+local function ready_for(list, seconds)
+  return filter(list, function(inst)
+    return ready(inst) and (inst.ready_seconds or 0) >= seconds
+  end)
+end
+
+local function concat(a, b)
+  local out = take(a, #a)
+  for _, item in ipairs(b) do
+    out[#out + 1] = item
+  end
+  return out
+end
+
+-- The operation's intent names the deployment that asked for it. Without one, an operation
+-- on a new instance or one of this deployment is taken to be this rollout's, except in a
+-- restore: there it may as well be the undone rollout's, and only the restore's own failures
+-- may stop it.
+local function ours(r, inst)
+  local op = inst.last_operation
+  if op == nil then return false end
+  if op.intent then return op.intent == r.deployment.id end
+  if r.restore then return false end
+  return inst.version == "new" or inst.deployment_id == r.deployment.id
+end
+
+local function failure(r)
+  for _, inst in ipairs(r.instances) do
+    local op = inst.last_operation
+    if op and (op.state == "FAILED" or op.state == "REJECTED") and not in_flight(inst)
+        and ours(r, inst) then
+      return string.format("%s of %s %s: %s", op.type, inst.name, op.state, op.message or "")
+    end
+  end
+  if not r.restore then
+    for _, inst in ipairs(r.new) do
+      if inst.state == "FAILED" and not in_flight(inst) then
+        return inst.name .. " FAILED"
+      end
+    end
+  end
+  return nil
+end
+
+-- The shortest way to exactly r.count ready new instances and no old ones (a restore, a full
+-- promotion), as a plan the strategy turns into actions:
+--   create = n        new instances to create
+--   update = {...}    idle old instances to update in place (only with opts.in_place)
+--   delete = {...}    new instances that FAILED or are beyond count; and the idle old ones
+--                     not updated, once count new instances are ready (make before break)
+--                     and unless opts.keep_old
+--   ready  = k        how many new instances are ready
+--   done   = bool     exactly count new instances, all ready, no old, nothing in flight
+-- With opts.in_place, missing new instances come from old ones updated in place
+-- (unhealthiest first) rather than from new ones created beside them.
+local function converge(r, opts)
+  opts = opts or {}
+  local staying = filter(r.new, function(inst)
+    return not deleting(inst) and inst.state ~= "FAILED"
+  end)
+  local doomed = filter(r.new, function(inst)
+    return inst.state == "FAILED" and not in_flight(inst)
+  end)
+  local excess = #staying - r.count
+  if excess > 0 then
+    local idle = filter(staying, function(inst) return not in_flight(inst) end)
+    doomed = concat(doomed, take_unhealthiest(idle, excess))
+  end
+  local plan = { create = 0, update = {}, ready = #filter(staying, ready) }
+  local missing = r.count - #staying
+  local idle_old = filter(r.old, function(inst) return not in_flight(inst) end)
+  for _, inst in ipairs(unhealthiest_first(idle_old)) do
+    if opts.keep_old then
+      break
+    elseif opts.in_place and missing > 0 then
+      missing = missing - 1
+      plan.update[#plan.update + 1] = inst
+    elseif plan.ready >= r.count then
+      doomed[#doomed + 1] = inst
+    end
+  end
+  plan.create = math.max(missing, 0)
+  plan.delete = doomed
+  plan.done = #r.old == 0 and #r.new == r.count and plan.ready == r.count
+    and r.counts.in_flight == 0
+  return plan
+end
+
+local function check_analysis(param, name)
+  if tide.lib.analysis[name] ~= nil then return nil end
+  local known = {}
+  for key in pairs(tide.lib.analysis) do
+    known[#known + 1] = key
+  end
+  table.sort(known)
+  return string.format("params.%s: unknown analysis '%s' (tide.lib.analysis has %s)", param,
+    tostring(name), table.concat(known, ", "))
+end
+
+local verdicts = { pass = true, fail = true, inconclusive = true }
+
+local function analyze(r, name, ctx)
+  local ok, verdict, reason = pcall(tide.lib.analysis[name], r, ctx)
+  if not ok then
+    return "inconclusive", "analysis '" .. name .. "' raised an error: " .. tostring(verdict)
+  end
+  if not verdicts[verdict] then
+    return "inconclusive", "analysis '" .. name .. "' answered " .. tostring(verdict)
+  end
+  return verdict, tostring(reason or verdict)
+end
+
 return {
   ready = ready,
   in_flight = in_flight,
@@ -110,4 +259,15 @@ return {
   unhealthiest_first = unhealthiest_first,
   percent_of = percent_of,
   resolve_count = resolve_count,
+  healthiest_first = healthiest_first,
+  take_unhealthiest = take_unhealthiest,
+  take_healthiest = take_healthiest,
+  deleting = deleting,
+  ready_for = ready_for,
+  concat = concat,
+  ours = ours,
+  failure = failure,
+  converge = converge,
+  check_analysis = check_analysis,
+  analyze = analyze,
 }
