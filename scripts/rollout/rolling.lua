@@ -11,20 +11,15 @@
 --      availability budget allows (instances not serving cost nothing);
 --   4. extra new instances are deleted by number (the host's scheduler picks which);
 --   5. when exactly `count` new instances are ready and nothing else is left, complete.
+--
+-- A restore (r.restore: a newer rollout was rolled back or aborted, and this deployment is
+-- re-opened to undo it) goes the same way, the newer version's instances being the old ones
+-- now; only the restore's own failed operations fail it, not those of the undone rollout.
 
 local rollout = tide.lib.rollout
 
 local function deleting(inst)
   return inst.operation ~= nil and inst.operation.type == "DELETE"
-end
-
--- Whether the instance's last operation was part of this rollout.
-local function ours(r, inst)
-  local op = inst.last_operation
-  if op.intent then
-    return op.intent == r.deployment.id
-  end
-  return inst.version == "new" or inst.deployment_id == r.deployment.id
 end
 
 -- "UPDATE of web-a FAILED: image not found" for the first operation of this rollout that
@@ -33,7 +28,7 @@ local function failed_operation(r)
   for _, inst in ipairs(r.instances) do
     local op = inst.last_operation
     if op and (op.state == "FAILED" or op.state == "REJECTED") and not rollout.in_flight(inst)
-        and ours(r, inst) then
+        and rollout.ours(r, inst) then
       return string.format("%s of %s %s: %s", op.type, inst.name, op.state, op.message or "")
     end
   end
@@ -326,6 +321,44 @@ return {
           last_operation = { id = 2, type = "RESTART", state = "FAILED", message = "crashed" } }) },
       },
       expect = { update({ "web-a" }) },
+    },
+    {
+      name = "a restore replaces the undone version's instances like any old ones",
+      r = {
+        count = 2, deployment = { id = "deployment-1" },
+        restore = { from = "deployment-2", kind = "rollback", reason = "bad", at = 1767614400 },
+        new = { inst("a", "ud-1", { deployment_id = "deployment-1" }) },
+        old = { inst("b", "ud-2", { deployment_id = "deployment-2" }) },
+      },
+      expect = { update({ "web-b" }) },
+      expect_state = { phase = "replacing", domain = "ud-2" },
+    },
+    {
+      name = "a failed operation of the undone rollout does not fail the restore",
+      r = {
+        count = 2, deployment = { id = "deployment-1" },
+        restore = { from = "deployment-2", kind = "abort", at = 1767614400 },
+        new = {
+          inst("a", "ud-1", { deployment_id = "deployment-1",
+            last_operation = { id = 5, type = "UPDATE", state = "FAILED",
+                               message = "bad image" } }),
+        },
+        old = { inst("b", "ud-1", { deployment_id = "deployment-2", state = "FAILED",
+          healthy = false, last_operation = { id = 6, type = "CREATE", state = "FAILED",
+                                              message = "crashed", intent = "deployment-2" } }) },
+      },
+      expect = { update({ "web-b" }) },
+    },
+    {
+      name = "a failed operation of the restore itself fails it",
+      r = {
+        count = 1, deployment = { id = "deployment-1" },
+        restore = { from = "deployment-2", kind = "rollback", at = 1767614400 },
+        new = { inst("a", "ud-1", { deployment_id = "deployment-1",
+          last_operation = { id = 7, type = "UPDATE", state = "FAILED", message = "no node",
+                             intent = "deployment-1" } }) },
+      },
+      expect = { fail("UPDATE of web-a FAILED: no node") },
     },
     {
       name = "percentages: surge rounds up, unavailable rounds down",
