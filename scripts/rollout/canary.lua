@@ -1,0 +1,632 @@
+-- Canary: move traffic to the new version in percentage steps, without doubling capacity.
+--
+-- At a step of p%, the rollout wants ceil(count * p / 100) new instances (at least one):
+--   1. it creates them beside the old ones (a surge; old instances are not touched yet);
+--   2. health gate: it waits until each has been ready for min_ready_seconds, and gives up
+--      when that takes more than health_timeout_seconds of progress;
+--   3. it deletes old instances, unhealthiest first, down to count minus the new ones, and
+--      routes p% of the traffic to the new version;
+--   4. analysis gate: it asks tide.lib.analysis[analysis] until it passes, giving up after
+--      more than analysis_failure_limit failures and pausing for a human after more than
+--      analysis_inconclusive_limit inconclusive answers;
+--   5. it pauses: for pause_seconds, or, with 0, until promoted; then the next step begins.
+-- The last step (100%) completes once count new instances are ready and no old ones remain.
+--
+-- A promote signal ends the current step's analysis and pause (it is remembered, so one given
+-- while the health gate is still closed takes effect once it opens); promote_full skips every
+-- remaining step, creating all new instances, switching the traffic once they are ready and
+-- deleting the old ones. A failed instance or operation of this rollout, a health timeout, a
+-- failed analysis and the progress deadline (progress_seconds, which leaves paused time out)
+-- roll the deployment back, or fail it without auto_rollback.
+--
+-- A restore (r.restore: a newer rollout was rolled back or aborted and this deployment is
+-- re-opened) and the first deployment of a plan skip the steps: all traffic to the new version,
+-- missing instances created, old ones updated in place or deleted, then complete.
+--
+-- r.state: step, steps, weights (the last routed), waiting_for (for people), and the step's
+-- bookkeeping: step_started (progress_seconds), pause_until, promoted_step, promoted_full,
+-- analysis ("passed" | "inconclusive"), analysis_failures, analysis_inconclusive,
+-- analysis_reason; restored_from (the rollout a restore undoes, once routed back).
+
+local rollout = tide.lib.rollout
+
+local ALL_NEW = { new = 100, old = 0 }
+
+local function progress(r)
+  return r.deployment.progress_seconds or 0
+end
+
+local function plural(n, noun)
+  return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
+end
+
+local function seconds(x)
+  return math.floor(x)
+end
+
+local function clock(unix)
+  return os.date("%H:%M:%S", math.floor(unix))
+end
+
+-- The steps as percentages, ending with 100 (added when the list stops short), or nil and why.
+local function parse_steps(steps)
+  if type(steps) ~= "table" or #steps == 0 then
+    return nil, "params.steps: expected a non-empty list of percentages, like { 10, 50, 100 }"
+  end
+  local out = {}
+  for i, pct in ipairs(steps) do
+    if type(pct) ~= "number" or pct <= 0 or pct > 100 or (i > 1 and pct <= out[i - 1]) then
+      return nil, "params.steps: expected increasing percentages in (0, 100], got "
+        .. tostring(pct) .. " at position " .. i
+    end
+    out[i] = pct
+  end
+  if out[#out] < 100 then
+    out[#out + 1] = 100
+  end
+  return out
+end
+
+local function same_weights(a, b)
+  return a ~= nil and a.new == b.new and a.old == b.old
+end
+
+-- route(weights) unless they are the ones routed last.
+local function route_to(r, actions, weights)
+  if not same_weights(r.state.weights, weights) then
+    r.state.weights = { new = weights.new, old = weights.old }
+    actions[#actions + 1] = route(weights)
+  end
+end
+
+local function failed(r, reason)
+  r.state.waiting_for = nil
+  if r.params.auto_rollback then
+    return { rollback(reason) }
+  end
+  return { fail(reason) }
+end
+
+-- A restore, a first deployment, a full promotion: the converge plan's actions; all traffic
+-- to the new version once count new instances are ready (when the old ones are deleted) or
+-- at once in a restore; `message` completes.
+local function converge(r, opts, message)
+  local plan = rollout.converge(r, opts)
+  local actions = { create(plan.create), update(plan.update), delete(plan.delete) }
+  if r.restore or plan.ready == r.count then
+    route_to(r, actions, ALL_NEW)
+  end
+  if plan.done then
+    r.state.waiting_for = nil
+    actions[#actions + 1] = complete(message)
+  elseif #r.old > 0 and plan.ready == r.count then
+    r.state.waiting_for = string.format("%s to be removed", plural(#r.old, "old instance"))
+  else
+    r.state.waiting_for = string.format("%d of %d new instances to be ready", plan.ready, r.count)
+  end
+  return actions
+end
+
+local function restore(r)
+  if r.state.restored_from ~= r.restore.from then
+    r.state.restored_from = r.restore.from
+    r.state.weights = nil    -- the router serves the undone rollout: route again
+  end
+  r.state.step, r.state.steps = nil, nil
+  local failure = rollout.failure(r)
+  if failure then
+    local actions = {}
+    route_to(r, actions, ALL_NEW)
+    actions[#actions + 1] = fail(failure)
+    return actions
+  end
+  return converge(r, { in_place = true })
+end
+
+local function begin_step(r, step)
+  local s = r.state
+  s.step, s.step_started = step, progress(r)
+  s.pause_until, s.analysis, s.analysis_failures, s.analysis_inconclusive = nil, nil, 0, 0
+end
+
+-- "step 2 of 3 (50% new)"
+local function step_name(r, pct)
+  return string.format("step %d of %d (%s%% new)", r.state.step, r.state.steps, pct)
+end
+
+-- The analysis gate: true when it is open; otherwise sets waiting_for and may add a pause or
+-- return the failure's actions as its second result.
+local function analysis_gate(r, pct, actions)
+  local s, name = r.state, r.params.analysis
+  if name == "none" or s.analysis == "passed" then
+    return true
+  end
+  if s.analysis ~= "inconclusive" then
+    local verdict, reason = rollout.analyze(r, name, {
+      phase = "canary", step = s.step, min_ready_seconds = r.params.min_ready_seconds,
+    })
+    if verdict == "pass" then
+      s.analysis = "passed"
+      return true
+    elseif verdict == "fail" then
+      s.analysis_failures = (s.analysis_failures or 0) + 1
+      if s.analysis_failures > r.params.analysis_failure_limit then
+        return false, failed(r, string.format("%s: analysis '%s' failed: %s",
+          step_name(r, pct), name, reason))
+      end
+    else
+      s.analysis_inconclusive = (s.analysis_inconclusive or 0) + 1
+      if s.analysis_inconclusive > r.params.analysis_inconclusive_limit then
+        s.analysis = "inconclusive"
+      end
+    end
+    s.analysis_reason = reason
+  end
+  if s.analysis == "inconclusive" then
+    s.waiting_for = "promotion (analysis inconclusive)"
+    actions[#actions + 1] = pause(string.format("%s: analysis inconclusive (%s); promote to "
+      .. "continue", step_name(r, pct), s.analysis_reason))
+  else
+    s.waiting_for = "analysis"
+  end
+  return false
+end
+
+-- One step at `pct`. Returns "next" when the step is over, or the failure's actions.
+local function run_step(r, pct, actions)
+  local s, params = r.state, r.params
+  local wanted = math.min(math.max(math.ceil(r.count * pct / 100), 1), r.count)
+  local staying_new = rollout.filter(r.new, function(inst) return not rollout.deleting(inst) end)
+  if #staying_new < wanted then
+    actions[#actions + 1] = create(wanted - #staying_new)
+  end
+
+  local ready = #rollout.ready_for(staying_new, params.min_ready_seconds)
+  if ready < wanted then
+    local spent = progress(r) - s.step_started
+    if spent > params.health_timeout_seconds then
+      return failed(r, string.format("%s: %d of %d new instances ready after %d s "
+        .. "(health_timeout_seconds = %d)", step_name(r, pct), ready, wanted, seconds(spent),
+        seconds(params.health_timeout_seconds)))
+    end
+    s.waiting_for = string.format("%s to be ready for %d s",
+      plural(wanted - ready, "new instance"), seconds(params.min_ready_seconds))
+    return nil
+  end
+
+  -- While the old version gets traffic, at least one old instance serves it.
+  local keep_old = r.count - wanted
+  if pct < 100 then
+    keep_old = math.max(keep_old, 1)
+  end
+  local staying_old = rollout.filter(r.old, function(inst) return not rollout.deleting(inst) end)
+  local idle_old = rollout.filter(staying_old, function(inst)
+    return not rollout.in_flight(inst)
+  end)
+  local doomed = rollout.take_unhealthiest(idle_old, #staying_old - keep_old)
+  if #doomed > 0 then
+    actions[#actions + 1] = delete(doomed)
+  end
+  route_to(r, actions, { new = pct, old = 100 - pct })
+  if #r.old > keep_old then
+    s.waiting_for = string.format("%s to be removed", plural(#r.old - keep_old, "old instance"))
+    return nil
+  end
+
+  if pct >= 100 then
+    if #r.new == r.count and r.counts.in_flight == 0 then
+      s.waiting_for = nil
+      actions[#actions + 1] = complete("promoted")
+    else
+      s.waiting_for = string.format("%d of %d new instances to be ready", r.counts.new_ready,
+        r.count)
+    end
+    return nil
+  end
+  if s.promoted_step == s.step then
+    return "next"
+  end
+
+  local open, failure = analysis_gate(r, pct, actions)
+  if failure then
+    return failure
+  elseif not open then
+    return nil
+  end
+
+  if params.pause_seconds > 0 then
+    s.pause_until = s.pause_until or r.now + params.pause_seconds
+    if r.now >= s.pause_until then
+      return "next"
+    end
+    s.waiting_for = "pause until " .. clock(s.pause_until)
+    actions[#actions + 1] = pause(string.format("%s: paused until %s", step_name(r, pct),
+      clock(s.pause_until)), s.pause_until)
+    return nil
+  end
+  s.waiting_for = "promotion"
+  actions[#actions + 1] = pause(step_name(r, pct) .. ": waiting for promotion")
+  return nil
+end
+
+local function reconcile(r)
+  if r.restore then
+    return restore(r)
+  end
+  local steps, problem = parse_steps(r.params.steps)
+  problem = problem or rollout.check_analysis("analysis", r.params.analysis)
+  if problem then
+    return { fail(problem) }
+  end
+  if r.previous == nil and #r.old == 0 then
+    local failure = rollout.failure(r)
+    if failure then
+      return { fail(failure) }    -- there is nothing to roll back to
+    end
+    return converge(r, nil, "promoted")
+  end
+
+  local s = r.state
+  s.steps = #steps
+  if s.step == nil or s.step > #steps then
+    begin_step(r, 1)
+  end
+  s.step_started = s.step_started or progress(r)
+  if r.signals.promote_full then
+    s.promoted_full = true
+  end
+  if r.signals.promote then
+    s.promoted_step = s.step
+  end
+
+  local failure = rollout.failure(r)
+  if failure then
+    return failed(r, failure)
+  end
+  if progress(r) > r.params.progress_deadline_seconds then
+    return failed(r, string.format("progress deadline exceeded: %d s in progress at %s "
+      .. "(progress_deadline_seconds = %d)", seconds(progress(r)), step_name(r, steps[s.step]),
+      seconds(r.params.progress_deadline_seconds)))
+  end
+  if s.promoted_full then
+    return converge(r, nil, "fast-promoted")
+  end
+
+  -- A step that ends without having asked for anything lets the next one begin in the same
+  -- pass; otherwise the next pass sees what this one's actions did.
+  local actions = {}
+  while true do
+    local outcome = run_step(r, steps[s.step], actions)
+    if outcome ~= "next" then
+      return type(outcome) == "table" and outcome or actions
+    end
+    begin_step(r, s.step + 1)
+    if #actions > 0 then
+      s.waiting_for = nil
+      return actions
+    end
+  end
+end
+
+-- ---- Test fixtures ----
+
+local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
+
+-- A ready instance of `deployment` named `name`; `extra` overrides fields.
+local function instance(name, deployment, extra)
+  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
+              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
+  for k, v in pairs(extra or {}) do
+    t[k] = v
+  end
+  return t
+end
+
+-- web-n<id> of the rolling-out deployment-2, web-o<id> of deployment-1.
+local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
+local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
+
+local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
+                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
+
+local DELETING = { operation = { id = 8, type = "DELETE", state = "RUNNING" } }
+
+-- A rollout of deployment-2 over deployment-1 with 4 instances; `fields` are added to it.
+local function rollout_of(fields)
+  local t = { count = 4, deployment = { id = "deployment-2", count = 4, progress_seconds = 30 },
+              previous = { id = "deployment-1", count = 4 } }
+  for k, v in pairs(fields) do
+    t[k] = v
+  end
+  return t
+end
+
+local OLD4 = { old(1), old(2), old(3), old(4) }
+local OLD3 = { old(2), old(3), old(4) }
+
+return {
+  name = "canary",
+  description = "Shift traffic to the new version in percentage steps, behind health and "
+    .. "analysis gates, with timed or manual pauses and automatic rollback.",
+  params = {
+    steps = {
+      type = "list", default = { 10, 50, 100 },
+      description = "traffic percentages for the new version, increasing; 100 is implied last",
+    },
+    pause_seconds = {
+      type = "number", default = 0, min = 0,
+      description = "pause after each step but the last; 0 waits for a promote signal",
+    },
+    min_ready_seconds = {
+      type = "number", default = 5, min = 0,
+      description = "how long a new instance must be ready before the health gate opens",
+    },
+    health_timeout_seconds = {
+      type = "number", default = 120, min = 1,
+      description = "progress seconds a step may wait for its health gate before it fails",
+    },
+    analysis = {
+      type = "string", default = "none",
+      description = "the tide.lib.analysis function asked after each step's traffic shift",
+    },
+    analysis_failure_limit = {
+      type = "integer", default = 0, min = 0,
+      description = "failed analysis answers a step tolerates; one more fails the rollout",
+    },
+    analysis_inconclusive_limit = {
+      type = "integer", default = 0, min = 0,
+      description = "inconclusive answers a step tolerates; one more pauses until promoted",
+    },
+    progress_deadline_seconds = {
+      type = "number", default = 600, min = 1,
+      description = "seconds in progress (pauses excluded) before the rollout fails",
+    },
+    auto_rollback = {
+      type = "boolean", default = true,
+      description = "on failure, roll back to the previous deployment (false: stop as failed)",
+    },
+  },
+  reconcile = reconcile,
+
+  tests = {
+    {
+      name = "the first deployment creates every instance, no steps",
+      r = { count = 4, deployment = { id = "deployment-1" } },
+      expect = { create(4) },
+    },
+    {
+      name = "the first deployment completes once every instance is ready",
+      r = { count = 2, deployment = { id = "deployment-1" }, new = { new(1), new(2) } },
+      expect = { route(ALL_NEW), complete("promoted") },
+    },
+    {
+      name = "step 1 creates its canary beside the old instances",
+      r = rollout_of({ old = OLD4 }),
+      expect = { create(1) },
+      expect_state = { step = 1, steps = 3, waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "the health gate waits while the canary starts",
+      r = rollout_of({ old = OLD4, new = { new(1, STARTING) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = {},
+      expect_state = { waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "the health gate waits for min_ready_seconds",
+      r = rollout_of({ old = OLD4, new = { new(1, { ready_seconds = 2 }) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = {},
+    },
+    {
+      name = "once the canary is ready, an old instance goes (unhealthiest first), 10% is routed",
+      r = rollout_of({ old = { old(1), old(2, { healthy = false }), old(3), old(4) },
+                       new = { new(1) }, state = { step = 1, step_started = 0 } }),
+      expect = { delete({ "web-o2" }), route({ new = 10, old = 90 }) },
+      expect_state = { weights = { new = 10, old = 90 },
+                       waiting_for = "1 old instance to be removed" },
+    },
+    {
+      name = "with the old instance gone, step 1 waits for promotion",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { pause("step 1 of 3 (10% new): waiting for promotion") },
+      expect_state = { waiting_for = "promotion" },
+    },
+    {
+      name = "promote moves on to step 2, which creates its instances",
+      r = rollout_of({ old = OLD3, new = { new(1) }, signals = { promote = true },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { create(1) },
+      expect_state = { step = 2, waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "a promote during the health gate is remembered until the gate opens",
+      r = rollout_of({ old = OLD4, new = { new(1, STARTING) }, signals = { promote = true },
+                       state = { step = 1, step_started = 0 } }),
+      expect = {},
+      expect_state = { promoted_step = 1 },
+    },
+    {
+      name = "pause_seconds pauses each step until a time",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { pause_seconds = 60 },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { pause("step 1 of 3 (10% new): paused until 12:01:00", NOW + 60) },
+      expect_state = { pause_until = NOW + 60, waiting_for = "pause until 12:01:00" },
+    },
+    {
+      name = "when the timed pause is over the next step begins",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { pause_seconds = 60 },
+                       state = { step = 1, step_started = 0, pause_until = NOW - 1,
+                                 weights = { new = 10, old = 90 } } }),
+      expect = { create(1) },
+      expect_state = { step = 2 },
+    },
+    {
+      name = "step 2 routes 50% once half the instances are new",
+      r = rollout_of({ old = OLD3, new = { new(1), new(2) },
+                       state = { step = 2, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { delete({ "web-o2" }), route({ new = 50, old = 50 }) },
+    },
+    {
+      name = "the last step removes the old instances once every new one is ready",
+      r = rollout_of({ old = { old(3), old(4) }, new = { new(1), new(2), new(3), new(4) },
+                       state = { step = 3, step_started = 0, weights = { new = 50, old = 50 } } }),
+      expect = { delete({ "web-o3", "web-o4" }), route(ALL_NEW) },
+    },
+    {
+      name = "the last step completes with only new instances",
+      r = rollout_of({ new = { new(1), new(2), new(3), new(4) },
+                       state = { step = 3, step_started = 0, weights = ALL_NEW } }),
+      expect = { complete("promoted") },
+    },
+    {
+      name = "promote_full creates every new instance at once",
+      r = rollout_of({ old = OLD3, new = { new(1) }, signals = { promote_full = true },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { create(3) },
+      expect_state = { promoted_full = true },
+    },
+    {
+      name = "after promote_full, traffic switches and the old instances go once all are ready",
+      r = rollout_of({ old = OLD3, new = { new(1), new(2), new(3), new(4) },
+                       state = { step = 1, promoted_full = true,
+                                 weights = { new = 10, old = 90 } } }),
+      expect = { route(ALL_NEW), delete({ "web-o2", "web-o3", "web-o4" }) },
+    },
+    {
+      name = "promote_full completes as fast-promoted",
+      r = rollout_of({ new = { new(1), new(2), new(3), new(4) },
+                       state = { step = 1, promoted_full = true, weights = ALL_NEW } }),
+      expect = { complete("fast-promoted") },
+    },
+    {
+      name = "a canary not ready within health_timeout_seconds rolls back",
+      r = rollout_of({ old = OLD4, new = { new(1, STARTING) },
+                       deployment = { id = "deployment-2", progress_seconds = 130 },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { rollback("step 1 of 3 (10% new): 0 of 1 new instances ready after 130 s "
+        .. "(health_timeout_seconds = 120)") },
+    },
+    {
+      name = "without auto_rollback a health timeout fails the rollout",
+      r = rollout_of({ old = OLD4, new = { new(1, STARTING) }, params = { auto_rollback = false },
+                       deployment = { id = "deployment-2", progress_seconds = 130 },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { fail("step 1 of 3 (10% new): 0 of 1 new instances ready after 130 s "
+        .. "(health_timeout_seconds = 120)") },
+    },
+    {
+      name = "a failed create rolls back",
+      r = rollout_of({ old = OLD4, state = { step = 1, step_started = 0 },
+                       new = { new(1, { state = "PENDING", healthy = false,
+                         last_operation = { id = 4, type = "CREATE", state = "FAILED",
+                                            message = "no capacity" } }) } }),
+      expect = { rollback("CREATE of web-n1 FAILED: no capacity") },
+    },
+    {
+      name = "a canary that crashed rolls back",
+      r = rollout_of({ old = OLD4, new = { new(1, { state = "FAILED", healthy = false }) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { rollback("web-n1 FAILED") },
+    },
+    {
+      name = "a passing analysis opens the gate to the pause",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "healthy" },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { pause("step 1 of 3 (10% new): waiting for promotion") },
+      expect_state = { analysis = "passed" },
+    },
+    {
+      name = "a failing analysis rolls back",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "always_fail" },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { rollback("step 1 of 3 (10% new): analysis 'always_fail' failed: "
+        .. "always_fail (a drill)") },
+    },
+    {
+      name = "failures within analysis_failure_limit are asked again",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       params = { analysis = "always_fail", analysis_failure_limit = 2 },
+                       state = { step = 1, step_started = 0, analysis_failures = 1,
+                                 weights = { new = 10, old = 90 } } }),
+      expect = {},
+      expect_state = { analysis_failures = 2, waiting_for = "analysis" },
+    },
+    {
+      name = "inconclusive answers within the limit are asked again",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       params = { analysis = "always_inconclusive",
+                                  analysis_inconclusive_limit = 3 },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = {},
+      expect_state = { analysis_inconclusive = 1, waiting_for = "analysis" },
+    },
+    {
+      name = "beyond the limit, an inconclusive analysis pauses until promoted",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "always_inconclusive" },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { pause("step 1 of 3 (10% new): analysis inconclusive (always_inconclusive "
+        .. "(a drill)); promote to continue") },
+      expect_state = { analysis = "inconclusive",
+                       waiting_for = "promotion (analysis inconclusive)" },
+    },
+    {
+      name = "promote continues past an inconclusive analysis",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "always_inconclusive" },
+                       signals = { promote = true },
+                       state = { step = 1, step_started = 0, analysis = "inconclusive",
+                                 weights = { new = 10, old = 90 } } }),
+      expect = { create(1) },
+      expect_state = { step = 2 },
+    },
+    {
+      name = "the progress deadline, paused time left out, rolls back",
+      r = rollout_of({ old = OLD3, new = { new(1), new(2, STARTING) },
+                       deployment = { id = "deployment-2", progress_seconds = 601 },
+                       state = { step = 2, step_started = 590 } }),
+      expect = { rollback("progress deadline exceeded: 601 s in progress at step 2 of 3 (50% new) "
+        .. "(progress_deadline_seconds = 600)") },
+    },
+    {
+      name = "an unknown analysis fails, naming the param",
+      r = rollout_of({ old = OLD4, params = { analysis = "vibes" } }),
+      expect = { fail("params.analysis: unknown analysis 'vibes' (tide.lib.analysis has "
+        .. "always_fail, always_inconclusive, healthy, none)") },
+    },
+    {
+      name = "steps that do not increase fail, naming the param",
+      r = rollout_of({ old = OLD4, params = { steps = { 50, 20 } } }),
+      expect = { fail("params.steps: expected increasing percentages in (0, 100], got 20 at "
+        .. "position 2") },
+    },
+    {
+      name = "a restore after a rollback routes back at once and updates the undone instances",
+      r = rollout_of({ restore = { from = "deployment-3", kind = "rollback", reason = "analysis",
+                                   at = NOW },
+                       new = { new(1), new(2) },
+                       old = { old(3, { deployment_id = "deployment-3" }),
+                               old(4, { deployment_id = "deployment-3" }) },
+                       state = { step = 3, steps = 3, weights = ALL_NEW } }),
+      expect = { route(ALL_NEW), update({ "web-o3", "web-o4" }) },
+      expect_state = { restored_from = "deployment-3" },
+    },
+    {
+      name = "a failed operation of the undone rollout does not stop a restore",
+      r = rollout_of({ restore = { from = "deployment-3", kind = "abort", at = NOW },
+                       new = { new(1), new(2), new(3) },
+                       old = { old(4, { deployment_id = "deployment-3", state = "FAILED",
+                         healthy = false, last_operation = { id = 6, type = "CREATE",
+                           state = "FAILED", message = "crashed", intent = "deployment-3" } }) },
+                       state = { restored_from = "deployment-3", weights = ALL_NEW } }),
+      expect = { update({ "web-o4" }) },
+    },
+    {
+      name = "a restore completes with count new instances ready, the host names it",
+      r = rollout_of({ restore = { from = "deployment-3", kind = "rollback", at = NOW },
+                       new = { new(1), new(2), new(3), new(4) },
+                       state = { restored_from = "deployment-3", weights = ALL_NEW } }),
+      expect = { complete() },
+    },
+  },
+}
