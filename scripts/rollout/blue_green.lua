@@ -1,0 +1,601 @@
+-- Blue-green: bring up a full preview set of the new version beside the active old one, then
+-- switch all traffic at once, keeping the old set warm for a while so that switching back is
+-- instant.
+--
+--   1. preview: traffic stays on the old set (routed there once at the start); count new
+--      instances are created; health gate: each must be ready for min_ready_seconds, within
+--      health_timeout_seconds of progress; then the pre-promotion analysis must pass;
+--   2. promotion, as auto_promotion says: "never" pauses until a promote signal, "immediate"
+--      goes on at once, "after N s" pauses until N seconds after the preview became ready
+--      (a promote signal goes on sooner);
+--   3. switch: all traffic to the new set. For post_promotion_analysis_seconds the
+--      post-promotion analysis is asked on every pass; a failure switches the traffic back
+--      and rolls back. The old set is deleted once scale_down_delay_seconds have passed since
+--      the switch (and the post-promotion analysis is over), then the rollout completes.
+--
+-- promote_full skips the analyses, the promotion and the delays: switch as soon as the preview
+-- is ready, delete the old set, complete as "fast-promoted". A failed instance or operation of
+-- this rollout, a health timeout, a failed analysis and, before the switch, the progress
+-- deadline (progress_seconds, which leaves paused time out) roll the deployment back (or fail
+-- it without auto_rollback); after the switch, traffic goes back to the old set first.
+--
+-- A restore (r.restore: a newer rollout was rolled back or aborted and this deployment is
+-- re-opened) routes all traffic to this version at once and removes the newer version's
+-- instances; after an abort, only once abort_scale_down_delay_seconds have passed since it.
+-- The first deployment of a plan just creates its instances, routes to them and completes.
+--
+-- r.state: step (1 preview, 2 promotion, 3 switched), steps (3), weights (the last routed),
+-- waiting_for (for people), and the bookkeeping: started (progress_seconds), preview_ready_at,
+-- pre_analysis ("passed" | "inconclusive"), analysis_reason, promoted, promoted_full,
+-- switched_at, restored_from (the rollout a restore undoes, once routed back).
+
+local rollout = tide.lib.rollout
+
+local ALL_NEW = { new = 100, old = 0 }
+local ALL_OLD = { new = 0, old = 100 }
+
+local function progress(r)
+  return r.deployment.progress_seconds or 0
+end
+
+local function seconds(x)
+  return math.floor(x)
+end
+
+local function clock(unix)
+  return os.date("%H:%M:%S", math.floor(unix))
+end
+
+local function plural(n, noun)
+  return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
+end
+
+-- "never" | "immediate" | "after", seconds; or nil, nil, why not.
+local function parse_auto_promotion(text)
+  if text == "never" or text == "immediate" then
+    return text
+  end
+  local n = type(text) == "string" and string.match(text, "^after%s+(%d+)%s*s$")
+  if n then
+    return "after", tonumber(n)
+  end
+  return nil, nil, string.format("params.auto_promotion: expected \"never\", \"immediate\" or "
+    .. "\"after N s\" (like \"after 30s\"), got \"%s\"", tostring(text))
+end
+
+local function same_weights(a, b)
+  return a ~= nil and a.new == b.new and a.old == b.old
+end
+
+-- route(weights) unless they are the ones routed last.
+local function route_to(r, actions, weights)
+  if not same_weights(r.state.weights, weights) then
+    r.state.weights = { new = weights.new, old = weights.old }
+    actions[#actions + 1] = route(weights)
+  end
+end
+
+-- After the switch, the old set (while it is there) takes the traffic back first.
+local function failed(r, reason)
+  local actions = {}
+  if r.state.switched_at and #r.old > 0 then
+    route_to(r, actions, ALL_OLD)
+  end
+  r.state.waiting_for = nil
+  actions[#actions + 1] = r.params.auto_rollback and rollback(reason) or fail(reason)
+  return actions
+end
+
+-- The converge plan's actions; all traffic to the new set once count new instances are
+-- ready (when the old set is deleted); `message` completes.
+local function converge(r, opts, message)
+  local plan = rollout.converge(r, opts)
+  local actions = { create(plan.create), update(plan.update), delete(plan.delete) }
+  if r.restore or plan.ready == r.count then
+    route_to(r, actions, ALL_NEW)
+  end
+  if plan.done then
+    r.state.waiting_for = nil
+    actions[#actions + 1] = complete(message)
+  elseif #r.old > 0 and plan.ready == r.count then
+    r.state.waiting_for = string.format("%s to be removed", plural(#r.old, "old instance"))
+  else
+    r.state.waiting_for = string.format("%d of %d new instances to be ready", plan.ready, r.count)
+  end
+  return actions
+end
+
+local function restore(r)
+  local s = r.state
+  if s.restored_from ~= r.restore.from then
+    s.restored_from = r.restore.from
+    s.weights = nil    -- the router serves the undone rollout: route again
+  end
+  s.step, s.steps = nil, nil
+  local failure = rollout.failure(r)
+  if failure then
+    local actions = {}
+    route_to(r, actions, ALL_NEW)
+    actions[#actions + 1] = fail(failure)
+    return actions
+  end
+  local keep_until = (r.restore.at or r.now) + r.params.abort_scale_down_delay_seconds
+  if r.restore.kind == "abort" and r.now < keep_until then
+    local actions = converge(r, { keep_old = true })
+    if #r.old > 0 then
+      s.waiting_for = "the aborted preview to be removed at " .. clock(keep_until)
+    end
+    return actions
+  end
+  return converge(r)
+end
+
+local function switch(r, actions)
+  local s = r.state
+  route_to(r, actions, ALL_NEW)
+  s.step, s.switched_at = 3, r.now
+  s.waiting_for = r.params.post_promotion_analysis ~= "none" and "post-promotion analysis"
+    or "the old set to be removed at " .. clock(r.now + r.params.scale_down_delay_seconds)
+  return actions
+end
+
+-- Steps 1 and 2: the preview comes up, passes its gates and waits for promotion.
+local function before_switch(r, mode, wait)
+  local s, params = r.state, r.params
+  local actions = {}
+  if s.weights == nil and #r.old > 0 then
+    route_to(r, actions, ALL_OLD)
+  end
+  s.step = 1
+  local staying = rollout.filter(r.new, function(inst) return not rollout.deleting(inst) end)
+  if #staying < r.count then
+    actions[#actions + 1] = create(r.count - #staying)
+  end
+  local ready = #rollout.ready_for(staying, params.min_ready_seconds)
+  if ready < r.count then
+    local spent = progress(r) - s.started
+    if spent > params.health_timeout_seconds then
+      return failed(r, string.format("preview: %d of %d new instances ready after %d s "
+        .. "(health_timeout_seconds = %d)", ready, r.count, seconds(spent),
+        seconds(params.health_timeout_seconds)))
+    end
+    s.waiting_for = string.format("%s to be ready for %d s",
+      plural(r.count - ready, "new instance"), seconds(params.min_ready_seconds))
+    return actions
+  end
+  s.preview_ready_at = s.preview_ready_at or r.now
+
+  local name = params.pre_promotion_analysis
+  if name ~= "none" and s.pre_analysis == nil then
+    local verdict, reason = rollout.analyze(r, name, {
+      phase = "pre_promotion", min_ready_seconds = params.min_ready_seconds,
+    })
+    if verdict == "fail" then
+      return failed(r, string.format("pre-promotion analysis '%s' failed: %s", name, reason))
+    end
+    s.pre_analysis = verdict == "pass" and "passed" or "inconclusive"
+    s.analysis_reason = reason
+  end
+  if s.pre_analysis == "inconclusive" and not s.promoted then
+    s.waiting_for = "promotion (pre-promotion analysis inconclusive)"
+    actions[#actions + 1] = pause(string.format("preview ready: pre-promotion analysis "
+      .. "inconclusive (%s); promote to continue", s.analysis_reason))
+    return actions
+  end
+
+  s.step = 2
+  if not s.promoted and mode == "never" then
+    s.waiting_for = "promotion"
+    actions[#actions + 1] = pause("preview ready: waiting for promotion")
+    return actions
+  end
+  if not s.promoted and mode == "after" and r.now < s.preview_ready_at + wait then
+    local at = s.preview_ready_at + wait
+    s.waiting_for = "promotion at " .. clock(at)
+    actions[#actions + 1] = pause("preview ready: promotion at " .. clock(at), at)
+    return actions
+  end
+  return switch(r, actions)
+end
+
+-- Step 3: the post-promotion analysis runs its course, the old set stays warm for the
+-- scale-down delay, then goes.
+local function after_switch(r)
+  local s, params = r.state, r.params
+  local actions = {}
+  local name = params.post_promotion_analysis
+  local analysis_until = s.switched_at
+  if name ~= "none" then
+    analysis_until = s.switched_at + params.post_promotion_analysis_seconds
+  end
+  if r.now < analysis_until then
+    local verdict, reason = rollout.analyze(r, name, {
+      phase = "post_promotion", min_ready_seconds = params.min_ready_seconds,
+    })
+    if verdict == "fail" then
+      return failed(r, string.format("post-promotion analysis '%s' failed: %s", name, reason))
+    end
+    s.waiting_for = "post-promotion analysis until " .. clock(analysis_until)
+    return actions
+  end
+  local scale_down_at = math.max(analysis_until, s.switched_at + params.scale_down_delay_seconds)
+  if r.now < scale_down_at then
+    s.waiting_for = "the old set to be removed at " .. clock(scale_down_at)
+    return actions
+  end
+  return converge(r, nil, "promoted")
+end
+
+local function reconcile(r)
+  if r.restore then
+    return restore(r)
+  end
+  local mode, wait, problem = parse_auto_promotion(r.params.auto_promotion)
+  problem = problem or rollout.check_analysis("pre_promotion_analysis",
+                                              r.params.pre_promotion_analysis)
+    or rollout.check_analysis("post_promotion_analysis", r.params.post_promotion_analysis)
+  if problem then
+    return { fail(problem) }
+  end
+  if r.previous == nil and #r.old == 0 then
+    local failure = rollout.failure(r)
+    if failure then
+      return { fail(failure) }    -- there is nothing to roll back to
+    end
+    return converge(r, nil, "promoted")
+  end
+
+  local s = r.state
+  s.steps, s.step = 3, s.step or 1
+  s.started = s.started or progress(r)
+  if r.signals.promote_full then
+    s.promoted_full = true
+  end
+  if r.signals.promote then
+    s.promoted = true
+  end
+
+  local failure = rollout.failure(r)
+  if failure then
+    return failed(r, failure)
+  end
+  if not s.switched_at and progress(r) > r.params.progress_deadline_seconds then
+    return failed(r, string.format("progress deadline exceeded: %d s in progress before the "
+      .. "switch (progress_deadline_seconds = %d)", seconds(progress(r)),
+      seconds(r.params.progress_deadline_seconds)))
+  end
+  if s.promoted_full then
+    local actions = converge(r, nil, "fast-promoted")
+    if s.weights and s.weights.new == 100 then
+      s.step, s.switched_at = 3, s.switched_at or r.now
+    end
+    return actions
+  end
+  if s.switched_at then
+    return after_switch(r)
+  end
+  return before_switch(r, mode, wait)
+end
+
+-- ---- Test fixtures ----
+
+local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
+
+-- A ready instance of `deployment` named `name`; `extra` overrides fields.
+local function instance(name, deployment, extra)
+  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
+              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
+  for k, v in pairs(extra or {}) do
+    t[k] = v
+  end
+  return t
+end
+
+-- web-n<id> of the rolling-out deployment-2 (the preview), web-o<id> of deployment-1.
+local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
+local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
+
+local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
+                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
+
+local OLD = { old(1), old(2), old(3) }
+local PREVIEW = { new(1), new(2), new(3) }
+
+-- A rollout of deployment-2 over deployment-1 with 3 instances; `fields` are added to it.
+local function rollout_of(fields)
+  local t = { count = 3, deployment = { id = "deployment-2", count = 3, progress_seconds = 30 },
+              previous = { id = "deployment-1", count = 3 } }
+  for k, v in pairs(fields) do
+    t[k] = v
+  end
+  return t
+end
+
+-- The state of a rollout bringing up its preview, of one whose preview is ready, and of one
+-- switched `ago` seconds ago.
+local function previewing(extra)
+  local t = { step = 1, started = 0, weights = ALL_OLD }
+  for k, v in pairs(extra or {}) do
+    t[k] = v
+  end
+  return t
+end
+
+local function previewed(extra)
+  local t = previewing({ step = 2, preview_ready_at = NOW })
+  for k, v in pairs(extra or {}) do
+    t[k] = v
+  end
+  return t
+end
+
+-- deployment-1 (the blue web-o*) re-opened after deployment-2 (the green web-n*) was undone.
+local function restore_of(restore, state)
+  return { count = 3, deployment = { id = "deployment-1", count = 3 }, restore = restore,
+           new = OLD, old = PREVIEW, state = state }
+end
+
+local function switched(ago)
+  return { step = 3, started = 0, weights = ALL_NEW, preview_ready_at = NOW - ago - 10,
+           switched_at = NOW - ago }
+end
+
+return {
+  name = "blue_green",
+  description = "Bring up a full preview set beside the active one, switch all traffic at "
+    .. "once, keep the old set warm for a while.",
+  params = {
+    auto_promotion = {
+      type = "string", default = "never",
+      description = "\"never\" (wait for a promote signal), \"immediate\", or \"after N s\" "
+        .. "after the preview became ready",
+    },
+    min_ready_seconds = {
+      type = "number", default = 5, min = 0,
+      description = "how long each preview instance must be ready before the health gate opens",
+    },
+    pre_promotion_analysis = {
+      type = "string", default = "none",
+      description = "the tide.lib.analysis function that must pass before the switch",
+    },
+    post_promotion_analysis = {
+      type = "string", default = "none",
+      description = "the tide.lib.analysis function asked after the switch; a failure switches "
+        .. "back and rolls back",
+    },
+    post_promotion_analysis_seconds = {
+      type = "number", default = 30, min = 0,
+      description = "how long after the switch the post-promotion analysis runs before it "
+        .. "counts as passed",
+    },
+    scale_down_delay_seconds = {
+      type = "number", default = 30, min = 0,
+      description = "how long the old set stays after the switch",
+    },
+    abort_scale_down_delay_seconds = {
+      type = "number", default = 30, min = 0,
+      description = "after an abort, how long the preview stays before it is removed",
+    },
+    health_timeout_seconds = {
+      type = "number", default = 120, min = 1,
+      description = "progress seconds the preview may take to pass its health gate",
+    },
+    progress_deadline_seconds = {
+      type = "number", default = 600, min = 1,
+      description = "seconds in progress (pauses excluded) before the switch, or the rollout fails",
+    },
+    auto_rollback = {
+      type = "boolean", default = true,
+      description = "on failure, roll back to the previous deployment (false: stop as failed)",
+    },
+  },
+  reconcile = reconcile,
+
+  tests = {
+    {
+      name = "the first deployment creates every instance",
+      r = { count = 3, deployment = { id = "deployment-1" } },
+      expect = { create(3) },
+    },
+    {
+      name = "the first deployment routes to its instances and completes once they are ready",
+      r = { count = 3, deployment = { id = "deployment-1" }, new = PREVIEW },
+      expect = { route(ALL_NEW), complete("promoted") },
+    },
+    {
+      name = "the preview is created beside the old set, which keeps all traffic",
+      r = rollout_of({ old = OLD }),
+      expect = { route(ALL_OLD), create(3) },
+      expect_state = { step = 1, steps = 3, weights = ALL_OLD,
+                       waiting_for = "3 new instances to be ready for 5 s" },
+    },
+    {
+      name = "the health gate waits for the whole preview",
+      r = rollout_of({ old = OLD, new = { new(1), new(2), new(3, STARTING) },
+                       state = previewing() }),
+      expect = {},
+      expect_state = { waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "a preview not ready within health_timeout_seconds rolls back",
+      r = rollout_of({ old = OLD, new = { new(1), new(2), new(3, STARTING) },
+                       deployment = { id = "deployment-2", progress_seconds = 121 },
+                       state = previewing() }),
+      expect = { rollback("preview: 2 of 3 new instances ready after 121 s "
+        .. "(health_timeout_seconds = 120)") },
+    },
+    {
+      name = "with auto_promotion never, a ready preview waits for promotion",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing() }),
+      expect = { pause("preview ready: waiting for promotion") },
+      expect_state = { step = 2, waiting_for = "promotion", preview_ready_at = NOW },
+    },
+    {
+      name = "promote switches the traffic",
+      r = rollout_of({ old = OLD, new = PREVIEW, signals = { promote = true },
+                       state = previewed() }),
+      expect = { route(ALL_NEW) },
+      expect_state = { step = 3, switched_at = NOW, weights = ALL_NEW,
+                       waiting_for = "the old set to be removed at 12:00:30" },
+    },
+    {
+      name = "auto_promotion immediate switches as soon as the preview is ready",
+      r = rollout_of({ old = OLD, new = PREVIEW, params = { auto_promotion = "immediate" },
+                       state = previewing() }),
+      expect = { route(ALL_NEW) },
+      expect_state = { switched_at = NOW },
+    },
+    {
+      name = "auto_promotion after 30s pauses until 30 s after the preview became ready",
+      r = rollout_of({ old = OLD, new = PREVIEW, params = { auto_promotion = "after 30s" },
+                       state = previewed({ preview_ready_at = NOW - 10 }) }),
+      expect = { pause("preview ready: promotion at 12:00:20", NOW + 20) },
+      expect_state = { waiting_for = "promotion at 12:00:20" },
+    },
+    {
+      name = "auto_promotion after 30s switches when the time comes",
+      r = rollout_of({ old = OLD, new = PREVIEW, params = { auto_promotion = "after 30 s" },
+                       state = previewed({ preview_ready_at = NOW - 30 }) }),
+      expect = { route(ALL_NEW) },
+    },
+    {
+      name = "a promote signal switches before the auto-promotion time",
+      r = rollout_of({ old = OLD, new = PREVIEW, params = { auto_promotion = "after 30s" },
+                       signals = { promote = true }, state = previewed() }),
+      expect = { route(ALL_NEW) },
+    },
+    {
+      name = "a failing pre-promotion analysis rolls back before any switch",
+      r = rollout_of({ old = OLD, new = PREVIEW,
+                       params = { pre_promotion_analysis = "always_fail" },
+                       state = previewing() }),
+      expect = { rollback("pre-promotion analysis 'always_fail' failed: always_fail (a drill)") },
+    },
+    {
+      name = "an inconclusive pre-promotion analysis pauses until promoted",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing(),
+                       params = { pre_promotion_analysis = "always_inconclusive",
+                                  auto_promotion = "immediate" } }),
+      expect = { pause("preview ready: pre-promotion analysis inconclusive "
+        .. "(always_inconclusive (a drill)); promote to continue") },
+      expect_state = { pre_analysis = "inconclusive" },
+    },
+    {
+      name = "a passing pre-promotion analysis lets auto-promotion go on",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing(),
+                       params = { pre_promotion_analysis = "healthy",
+                                  auto_promotion = "immediate" } }),
+      expect = { route(ALL_NEW) },
+      expect_state = { pre_analysis = "passed" },
+    },
+    {
+      name = "a failing post-promotion analysis switches back to the warm old set, then rolls back",
+      r = rollout_of({ old = OLD, new = PREVIEW,
+                       params = { post_promotion_analysis = "always_fail" },
+                       state = switched(10) }),
+      expect = { route(ALL_OLD), rollback("post-promotion analysis 'always_fail' failed: "
+        .. "always_fail (a drill)") },
+    },
+    {
+      name = "a passing post-promotion analysis runs its whole window",
+      r = rollout_of({ old = OLD, new = PREVIEW, params = { post_promotion_analysis = "healthy" },
+                       state = switched(10) }),
+      expect = {},
+      expect_state = { waiting_for = "post-promotion analysis until 12:00:20" },
+    },
+    {
+      name = "the old set stays for the scale-down delay",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = switched(10) }),
+      expect = {},
+      expect_state = { waiting_for = "the old set to be removed at 12:00:20" },
+    },
+    {
+      name = "after the scale-down delay the old set is deleted",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = switched(30) }),
+      expect = { delete({ "web-o1", "web-o2", "web-o3" }) },
+      expect_state = { waiting_for = "3 old instances to be removed" },
+    },
+    {
+      name = "with the old set gone the rollout completes",
+      r = rollout_of({ new = PREVIEW, state = switched(60) }),
+      expect = { complete("promoted") },
+    },
+    {
+      name = "a new instance failing after the switch sends traffic back before rolling back",
+      r = rollout_of({ old = OLD,
+                       new = { new(1), new(2), new(3, { state = "FAILED", healthy = false }) },
+                       state = switched(10) }),
+      expect = { route(ALL_OLD), rollback("web-n3 FAILED") },
+    },
+    {
+      name = "promote_full waits for the preview, skipping analyses and delays",
+      r = rollout_of({ old = OLD, new = { new(1), new(2, STARTING) },
+                       signals = { promote_full = true },
+                       params = { pre_promotion_analysis = "always_fail" },
+                       state = previewing() }),
+      expect = { create(1) },
+      expect_state = { promoted_full = true },
+    },
+    {
+      name = "promote_full switches and deletes the old set once the preview is ready",
+      r = rollout_of({ old = OLD, new = PREVIEW,
+                       state = previewing({ promoted_full = true }) }),
+      expect = { route(ALL_NEW), delete({ "web-o1", "web-o2", "web-o3" }) },
+      expect_state = { step = 3, switched_at = NOW },
+    },
+    {
+      name = "promote_full completes as fast-promoted",
+      r = rollout_of({ new = PREVIEW, state = { step = 3, started = 0, weights = ALL_NEW,
+                                                 promoted_full = true, switched_at = NOW - 5 } }),
+      expect = { complete("fast-promoted") },
+    },
+    {
+      name = "the progress deadline before the switch rolls back",
+      r = rollout_of({ old = OLD, new = PREVIEW,
+                       params = { pre_promotion_analysis = "always_inconclusive" },
+                       deployment = { id = "deployment-2", progress_seconds = 601 },
+                       state = previewed({ pre_analysis = "inconclusive" }) }),
+      expect = { rollback("progress deadline exceeded: 601 s in progress before the switch "
+        .. "(progress_deadline_seconds = 600)") },
+    },
+    {
+      name = "without auto_rollback a failure stops the rollout as failed",
+      r = rollout_of({ old = OLD, new = PREVIEW,
+                       params = { auto_rollback = false, pre_promotion_analysis = "always_fail" },
+                       state = previewing() }),
+      expect = { fail("pre-promotion analysis 'always_fail' failed: always_fail (a drill)") },
+    },
+    {
+      name = "a restore after an abort routes back at once and keeps the preview for the delay",
+      r = restore_of({ from = "deployment-2", kind = "abort", reason = "aborted", at = NOW - 10 },
+                     { step = 2, weights = ALL_NEW }),
+      expect = { route(ALL_NEW) },
+      expect_state = { restored_from = "deployment-2",
+                       waiting_for = "the aborted preview to be removed at 12:00:20" },
+    },
+    {
+      name = "after the abort delay the restore removes the preview",
+      r = restore_of({ from = "deployment-2", kind = "abort", at = NOW - 30 },
+                     { restored_from = "deployment-2", weights = ALL_NEW }),
+      expect = { delete({ "web-n1", "web-n2", "web-n3" }) },
+    },
+    {
+      name = "a restore after a rollback removes the newer set at once",
+      r = restore_of({ from = "deployment-2", kind = "rollback", at = NOW }, {}),
+      expect = { route(ALL_NEW), delete({ "web-n1", "web-n2", "web-n3" }) },
+    },
+    {
+      name = "a restore completes once only its own instances are left",
+      r = { count = 3, deployment = { id = "deployment-1", count = 3 }, new = OLD,
+            restore = { from = "deployment-2", kind = "abort", at = NOW - 60 },
+            state = { restored_from = "deployment-2", weights = ALL_NEW } },
+      expect = { complete() },
+    },
+    {
+      name = "a bad auto_promotion fails, naming the param",
+      r = rollout_of({ old = OLD, params = { auto_promotion = "soon" } }),
+      expect = { fail("params.auto_promotion: expected \"never\", \"immediate\" or \"after N s\" "
+        .. "(like \"after 30s\"), got \"soon\"") },
+    },
+  },
+}
