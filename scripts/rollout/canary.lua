@@ -302,7 +302,7 @@ local function reconcile(r)
     end
     begin_step(r, s.step + 1)
     if #actions > 0 then
-      s.waiting_for = nil
+      s.waiting_for = string.format("step %d to begin", s.step)
       return actions
     end
   end
