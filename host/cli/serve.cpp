@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <ostream>
 
 #include "host/api/server.h"
@@ -132,6 +133,15 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   engine_options.lua_limits = registry_options.limits;
   engine_options.default_outcome =
       config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
+  engine_options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";
+  std::mutex hook_log_mu;
+  engine_options.hook_log = [&out, &hook_log_mu](const lua::LogRecord& r) {
+    const std::string fields =
+        r.fields.is_null() ? "" : " " + r.fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string line = "tide: hook " + r.where + ": " + r.level + " " + r.message + fields;
+    std::lock_guard<std::mutex> lock(hook_log_mu);
+    out << line << std::endl;
+  };
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
 
   api::ServerOptions server_options;

@@ -3,6 +3,25 @@
 #include <algorithm>
 
 namespace tide::engine {
+namespace {
+
+HookRunnerOptions hookOptions(const EngineOptions& options) {
+  HookRunnerOptions out;
+  out.limits = options.lua_limits;
+  out.output_dir = options.hooks_output_dir;
+  out.log = options.hook_log;
+  return out;
+}
+
+// `options` with operation.before asked of `hooks`, unless the caller set its own gate.
+ExecutorOptions withHookGate(ExecutorOptions options, HookRunner& hooks) {
+  if (!options.before_operation) {
+    options.before_operation = [&hooks](const ledger::Operation& op) { return hooks.before(op); };
+  }
+  return options;
+}
+
+}  // namespace
 
 Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, DriverSet& drivers, const Clock& clock,
                EngineOptions options)
@@ -13,7 +32,8 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
       strategies_(scripts, clock, options_.lua_limits),
       controller_(ledger, strategies_, clock, options_.controller),
       approval_(ledger, policies_, clock, options_.approval),
-      executor_(ledger, drivers, clock, metrics_, options_.executor),
+      hooks_(ledger, scripts, clock, hookOptions(options_)),
+      executor_(ledger, drivers, clock, metrics_, withHookGate(options_.executor, hooks_)),
       observer_(ledger, drivers, clock, metrics_, options_.observer) {
   executor_.onFinished([this] { poke(); });
   tokens_ = std::max(1.0, options_.rate_per_second);
@@ -24,6 +44,7 @@ Engine::~Engine() { stop(); }
 void Engine::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
+  hooks_.start();
   executor_.start();
   thread_ = std::thread([this] { loop(); });
 }
@@ -33,6 +54,7 @@ void Engine::stop() {
   poke();
   if (thread_.joinable()) thread_.join();
   executor_.stop();
+  hooks_.stop();
 }
 
 void Engine::poke() {
@@ -128,6 +150,7 @@ int Engine::dispatch(const World& world) {
 }
 
 int Engine::settle(int max_passes) {
+  hooks_.start();
   executor_.start();
   int passes = 0;
   int quiet = 0;

@@ -23,6 +23,7 @@
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
 #include "host/engine/executor.h"
+#include "host/engine/hook_runner.h"
 #include "host/engine/observer.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/policy_engine.h"
@@ -42,6 +43,8 @@ struct EngineOptions {
   ControllerOptions controller;
   lua::LuaLimits lua_limits;
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
+  std::filesystem::path hooks_output_dir;  // runtime hooks' ctx.emit_file; tide serve: <data_dir>/hooks
+  lua::LogSink hook_log;                   // what hooks log; must be thread-safe; empty: discarded
 };
 
 // What one pass did, for tests and logs.
@@ -88,6 +91,7 @@ class Engine {
   lua::StrategyEngine strategies_;
   DeploymentController controller_;
   ApprovalStage approval_;
+  HookRunner hooks_;  // before executor_, whose gate it is
   Executor executor_;
   Observer observer_;
 

@@ -128,6 +128,40 @@ std::chrono::milliseconds Executor::backoff(int64_t attempts) {
   return std::chrono::milliseconds(static_cast<int64_t>(raw * jitter(rng_)));
 }
 
+bool Executor::holdForHooks(const ledger::Operation& op) {
+  if (!options_.before_operation) return false;
+  const HookGate gate = options_.before_operation(op);
+  const int64_t attempt = op.attempts + 1;
+  const bool veto = gate.kind == HookGate::Kind::kVeto;
+  if (gate.kind == HookGate::Kind::kProceed) return false;
+  if (!veto && op.target.is_object() && op.target.contains("hook_delay_done") &&
+      op.target["hook_delay_done"] == attempt) {
+    return false;  // this attempt was delayed once already
+  }
+  const std::chrono::seconds delay = std::clamp(gate.delay, std::chrono::seconds(1), kMaxHookDelay);
+  const std::chrono::milliseconds wait = veto ? options_.hook_veto_recheck : std::chrono::milliseconds(delay);
+  const std::string reason = gate.reason.empty() ? std::to_string(delay.count()) + " s" : gate.reason;
+  const std::string message = std::string(veto ? "held" : "delayed") + " by hook " + gate.hook + ": " + reason;
+  ledger::Ledger::OperationUpdate hold;
+  hold.next_attempt_at = formatTimestamp(clock_.now() + wait);
+  hold.message = message;
+  if (!veto) {
+    Json target = op.target.is_object() ? op.target : Json::object();
+    target["hook_delay_done"] = attempt;
+    hold.target = std::move(target);
+  }
+  if (!ledger_.updateOperation(op.meta.id, hold, options_.actor).isOk()) return true;  // asked again next pass
+  if (message != op.message) {
+    (void)ledger_.appendEvent("operation.held", "operation/" + std::to_string(op.meta.id),
+                              Json{{"hook", gate.hook},
+                                   {"reason", reason},
+                                   {"kind", veto ? "veto" : "delay"},
+                                   {"until", *hold.next_attempt_at}},
+                              options_.actor);
+  }
+  return true;
+}
+
 void Executor::execute(int64_t id) {
   auto loaded = ledger_.getOperation(id);
   if (!loaded.isOk()) return;
@@ -138,6 +172,7 @@ void Executor::execute(int64_t id) {
     busy_meta_[id] = a.op.meta_instance;
   }
   if (a.op.state == "APPROVED") {
+    if (holdForHooks(a.op)) return;
     ledger::Ledger::OperationUpdate count;
     count.attempts = a.op.attempts + 1;
     if (!ledger_.updateOperation(id, count, options_.actor).isOk()) return;

@@ -43,6 +43,19 @@
 
 namespace tide::engine {
 
+// What the runtime hooks' operation.before said about an operation about to start
+// (DESIGN §6); see Executor::execute.
+struct HookGate {
+  enum class Kind { kProceed, kVeto, kDelay };
+  Kind kind = Kind::kProceed;
+  std::string hook;  // who vetoed or delayed
+  std::string reason;
+  std::chrono::seconds delay{0};  // kDelay
+};
+
+// The longest delay a hook may impose.
+inline constexpr std::chrono::seconds kMaxHookDelay{std::chrono::hours(24)};
+
 struct ExecutorOptions {
   int workers = 4;
   std::chrono::milliseconds operation_deadline{std::chrono::seconds(120)};  // per attempt
@@ -51,6 +64,16 @@ struct ExecutorOptions {
   std::chrono::milliseconds backoff_max{std::chrono::seconds(60)};
   std::chrono::milliseconds poll_interval{100};  // while waiting for a driver to report RUNNING
   std::string actor = "executor";
+  // Asked before every attempt of an APPROVED operation starts, on the worker thread (so
+  // it must be thread-safe); empty: nothing to ask. A veto keeps the operation APPROVED
+  // with message "held by hook <name>: <reason>" and asks again after hook_veto_recheck
+  // (an `operation.held` event {hook, reason, kind, until} is written when the message
+  // changes); no attempt is counted. A delay does the same with "delayed by hook <name>:
+  // <reason>" for the delay (at most kMaxHookDelay), and records target["hook_delay_done"]
+  // = the attempt number, so when that attempt is dispatched again further delays are
+  // ignored (vetoes are not).
+  std::function<HookGate(const ledger::Operation&)> before_operation;
+  std::chrono::milliseconds hook_veto_recheck{std::chrono::seconds(10)};
 };
 
 class Executor {
@@ -93,6 +116,9 @@ class Executor {
   Status runRestart(Attempt& a);
   Status runDelete(Attempt& a);
   void cleanUpAfterFailure(Attempt& a);
+  // Asks options_.before_operation about `op` (APPROVED, about to start attempt
+  // attempts + 1); true when the hooks hold it back and it was put off in the ledger.
+  bool holdForHooks(const ledger::Operation& op);
 
   // Brings `r` from PENDING/STARTING/STOPPED/RUNNING to RUNNING and healthy.
   Status startRuntime(Attempt& a, ledger::RuntimeInstance& r);

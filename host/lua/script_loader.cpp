@@ -62,6 +62,8 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
     } else if (key == "description") {
       if (type != LUA_TSTRING) shapeError(L, file, "description must be a string");
     } else if (key == "tests") {
+      if (file.kind == ScriptKind::kHook)
+        shapeError(L, file, "hooks have no tests table (they are tested from the host side)");
       if (type != LUA_TTABLE) shapeError(L, file, "tests must be a table of cases");
       out->has_tests = true;
     } else if (file.kind == ScriptKind::kPolicy && key == "level") {
@@ -83,12 +85,16 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
           for (const char* event : kHookEvents)
             known = known ||
                     (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == event);
+          const std::string field =
+              lua_type(L, -2) == LUA_TSTRING
+                  ? "on[\"" + std::string(lua_tostring(L, -2)).substr(0, 64) + "\"]"
+                  : std::string("on[") + luaL_typename(L, -2) + "]";
           if (!known)
             shapeError(L, file,
-                       "on has an unknown event (known: operation.before, operation.after, "
-                       "instance.state, deployment.state, route)");
+                       field + " is not an event (known: operation.before, operation.after, "
+                               "instance.state, deployment.state, route)");
           if (lua_type(L, -1) != LUA_TFUNCTION)
-            shapeError(L, file, "every handler in on must be a function");
+            shapeError(L, file, field + " must be a function(arg, ctx)");
           lua_pop(L, 1);
         }
       } else if (type != LUA_TFUNCTION) {

@@ -8,7 +8,7 @@
 //   policy    name, decide(op, ctx); optional level (advisory|soft|hard, default hard),
 //             applies(op), tests, description
 //   strategy  name, reconcile(r); optional params, tests, description
-//   hook      name, on = { ["operation.before"] = fn, ... }; optional tests, description
+//   hook      name, on = { ["operation.before"] = fn, ... }; optional description (no tests)
 //   lib       any value; reached as tide.lib.<file stem>
 
 #include <filesystem>

@@ -1,14 +1,17 @@
 #pragma once
 // A whole control loop over real parts for engine tests: a SQLite ledger in a temp dir,
-// the shipped scripts (rolling.lua), a policies dir of the test's choosing, and the
-// process driver running `tide workload` through the default image catalog.
+// a copy of the shipped scripts (rolling.lua, the hooks) to which a test may add hooks,
+// a policies dir of the test's choosing, and the process driver running `tide workload`
+// through the default image catalog. Hooks emit files into <temp dir>/hooks.
 
 #include <doctest/doctest.h>
 #include <httplib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "drivers/registry.h"
@@ -80,9 +83,11 @@ struct EngineFixture {
     for (const auto& p : policies) {
       std::filesystem::copy_file(std::filesystem::path(TIDE_SOURCE_DIR) / "policies" / p, policies_dir / p);
     }
+    std::filesystem::copy(std::filesystem::path(TIDE_SOURCE_DIR) / "scripts", scriptsDir(),
+                          std::filesystem::copy_options::recursive);
     lua::ScriptRegistryOptions script_options;
     script_options.policies_dir = policies_dir;
-    script_options.scripts_dir = std::filesystem::path(TIDE_SOURCE_DIR) / "scripts";
+    script_options.scripts_dir = scriptsDir();
     scripts = std::make_unique<lua::ScriptRegistry>(script_options, recorder, clock);
     auto summary = scripts->reloadAll();
     REQUIRE_MESSAGE(summary.failed == 0, (summary.errors.empty() ? "" : summary.errors.front()));
@@ -94,6 +99,7 @@ struct EngineFixture {
     context.image_catalog = config::HostConfig{}.process.image_catalog;
     context.tide_binary = TIDE_BINARY;
     drivers = std::make_unique<engine::DriverSet>(*ledger, context);
+    if (options.hooks_output_dir.empty()) options.hooks_output_dir = hooksOutputDir();
     engine = std::make_unique<engine::Engine>(*ledger, *scripts, *drivers, clock, options);
   }
 
@@ -118,6 +124,29 @@ struct EngineFixture {
     o.executor.poll_interval = std::chrono::milliseconds(20);
     o.observer.orphan_grace = std::chrono::seconds(0);
     return o;
+  }
+
+  std::filesystem::path scriptsDir() const { return dir.path() / "scripts"; }
+  std::filesystem::path hooksOutputDir() const { return dir.path() / "hooks"; }
+
+  // Writes (or, with nullopt, removes) scripts/<relative> and reloads the scripts, which
+  // must all load; the engine's next hook call sees the change.
+  void writeScript(const std::string& relative, const std::optional<std::string>& text) {
+    const auto path = scriptsDir() / relative;
+    if (text) {
+      std::filesystem::create_directories(path.parent_path());
+      std::ofstream(path, std::ios::trunc) << *text;
+    } else {
+      std::filesystem::remove(path);
+    }
+    auto summary = scripts->reloadAll();
+    REQUIRE_MESSAGE(summary.failed == 0, (summary.errors.empty() ? "" : summary.errors.front()));
+  }
+
+  // The content of <hooks output dir>/<name>; "" when there is no such file.
+  std::string hookOutput(const std::string& name) const {
+    std::ifstream in(hooksOutputDir() / name);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
   void apply(const std::string& yaml) {

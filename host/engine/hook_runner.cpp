@@ -1,0 +1,248 @@
+#include "host/engine/hook_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+namespace tide::engine {
+namespace {
+
+bool terminalOperationState(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "REJECTED" || state == "CANCELLED";
+}
+
+std::string text(const Json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The number after `prefix` in `subject` ("operation/12"), or 0.
+int64_t idAfter(const std::string& subject, const std::string& prefix) {
+  if (subject.rfind(prefix, 0) != 0) return 0;
+  const std::string rest = subject.substr(prefix.size());
+  if (rest.empty() || rest.size() > 18 || !std::all_of(rest.begin(), rest.end(), ::isdigit)) return 0;
+  return std::stoll(rest);
+}
+
+// {plan, deployment} from "deployment/<plan>/<id>"; empty strings when it is not one.
+std::pair<std::string, std::string> deploymentOf(const std::string& subject) {
+  const std::string prefix = "deployment/";
+  if (subject.rfind(prefix, 0) != 0) return {};
+  const std::string rest = subject.substr(prefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) return {};
+  return {rest.substr(0, slash), rest.substr(slash + 1)};
+}
+
+double weight(const Json& weights, const char* key) {
+  if (!weights.is_object()) return 0;
+  auto it = weights.find(key);
+  return it != weights.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+}  // namespace
+
+Json operationHookArgument(const ledger::Operation& op) {
+  const bool started = op.state != "PENDING" && op.state != "PENDING_APPROVAL" && op.state != "APPROVED";
+  return Json{{"id", op.meta.id},
+              {"type", op.type},
+              {"state", op.state},
+              {"meta_instance", op.meta_instance},
+              {"plan", op.plan},
+              {"intent", op.intent},
+              {"message", op.message},
+              {"requested_by", op.requested_by},
+              {"approved_by", op.approved_by},
+              {"attempt", started ? op.attempts : op.attempts + 1},
+              {"node", text(op.target, "node")}};
+}
+
+std::optional<HookNotification> hookNotificationFor(const ledger::Event& event,
+                                                    const std::optional<ledger::Operation>& operation,
+                                                    const Json& previous) {
+  const Json& data = event.data;
+  if (event.kind == "operation.state") {
+    const std::string to = text(data, "to");
+    if (!terminalOperationState(to)) return std::nullopt;
+    Json arg;
+    if (operation) {
+      arg = operationHookArgument(*operation);
+    } else {
+      arg = Json{{"id", idAfter(event.subject, "operation/")}, {"type", text(data, "type")},
+                 {"meta_instance", text(data, "instance")}, {"plan", ""}, {"intent", ""},
+                 {"requested_by", ""}, {"approved_by", ""}, {"attempt", 0}, {"node", ""}};
+    }
+    // The event, not the record, says what happened: the record may have moved on since.
+    arg["state"] = to;
+    arg["from"] = text(data, "from");
+    arg["message"] = text(data, "message");
+    return HookNotification{"operation.after", std::move(arg)};
+  }
+  if (event.kind == "runtime_instance.state") {
+    return HookNotification{"instance.state", Json{{"id", idAfter(event.subject, "runtime/")},
+                                                   {"meta_instance", text(data, "instance")},
+                                                   {"node", text(data, "node")},
+                                                   {"state", text(data, "to")},
+                                                   {"from", text(data, "from")},
+                                                   {"message", text(data, "message")}}};
+  }
+  if (event.kind == "deployment.state") {
+    const auto [plan, deployment] = deploymentOf(event.subject);
+    return HookNotification{"deployment.state", Json{{"plan", plan},
+                                                     {"deployment", deployment},
+                                                     {"state", text(data, "to")},
+                                                     {"from", text(data, "from")},
+                                                     {"message", text(data, "message")}}};
+  }
+  if (event.kind == "deployment.route") {
+    const auto [subject_plan, subject_deployment] = deploymentOf(event.subject);
+    const Json weights = data.is_object() && data.contains("weights") ? data["weights"] : Json::object();
+    const std::string plan = text(data, "plan");
+    const std::string deployment = text(data, "deployment");
+    Json arg{{"new", weight(weights, "new")},
+             {"old", weight(weights, "old")},
+             {"weights", weights},
+             {"plan", plan.empty() ? subject_plan : plan},
+             {"deployment", deployment.empty() ? subject_deployment : deployment},
+             {"previous", data.is_object() && data.contains("previous") ? data["previous"] : previous}};
+    return HookNotification{"route", std::move(arg)};
+  }
+  return std::nullopt;
+}
+
+HookRunner::HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock,
+                       HookRunnerOptions options)
+    : ledger_(ledger),
+      options_(std::move(options)),
+      notifier_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}),
+      gate_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}) {}
+
+HookRunner::~HookRunner() { stop(); }
+
+void HookRunner::start() {
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  const int64_t after = ledger_.lastEventSeq();
+  thread_ = std::thread([this, after] { loop(after); });
+}
+
+void HookRunner::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+HookGate HookRunner::before(const ledger::Operation& op) {
+  lua::HookVerdict verdict;
+  {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    verdict = gate_.before(operationHookArgument(op));
+  }
+  recordFailures(verdict.failures);
+  HookGate gate;
+  gate.hook = verdict.hook;
+  gate.reason = verdict.reason;
+  switch (verdict.kind) {
+    case lua::HookVerdict::Kind::kProceed:
+      break;
+    case lua::HookVerdict::Kind::kVeto:
+      gate.kind = HookGate::Kind::kVeto;
+      break;
+    case lua::HookVerdict::Kind::kDelay:
+      gate.kind = HookGate::Kind::kDelay;
+      gate.delay = std::chrono::seconds(static_cast<int64_t>(
+          std::ceil(std::min(verdict.delay_seconds, static_cast<double>(kMaxHookDelay.count())))));
+      break;
+  }
+  return gate;
+}
+
+void HookRunner::loop(int64_t after) {
+  while (!stopping_) {
+    if (!ledger_.waitForEvents(after, options_.poll)) continue;
+    ledger::ListOptions page;
+    page.after = after;
+    page.limit = 200;
+    auto events = ledger_.listEvents(page);
+    if (!events.isOk() || events->items.empty()) {
+      std::this_thread::sleep_for(options_.poll);  // the ledger is unwell; never spin
+      continue;
+    }
+    for (const ledger::Event& event : events->items) {
+      if (stopping_) return;
+      handle(event);
+      after = event.seq;
+      processed_ = after;
+    }
+  }
+}
+
+Json HookRunner::previousDeployment(const ledger::Event& event) {
+  const auto [plan, deployment] = deploymentOf(event.subject);
+  auto completed = ledger::listAll(ledger_, &ledger::Ledger::listDeployments, {{"plan", plan}, {"state", "COMPLETED"}});
+  if (!completed.isOk()) return nullptr;
+  const ledger::Deployment* newest = nullptr;
+  for (const ledger::Deployment& d : *completed) {
+    if (d.deployment_id != deployment && (!newest || d.meta.id > newest->meta.id)) newest = &d;
+  }
+  return newest ? Json(newest->deployment_id) : Json(nullptr);
+}
+
+void HookRunner::handle(const ledger::Event& event) {
+  try {
+    std::optional<ledger::Operation> operation;
+    Json previous = nullptr;
+    if (event.kind == "operation.state") {
+      if (!terminalOperationState(text(event.data, "to"))) return;
+      auto loaded = ledger_.getOperation(idAfter(event.subject, "operation/"));
+      if (loaded.isOk()) operation = std::move(loaded).value();
+    } else if (event.kind == "deployment.route" && !(event.data.is_object() && event.data.contains("previous"))) {
+      previous = previousDeployment(event);
+    }
+    const std::optional<HookNotification> notification = hookNotificationFor(event, operation, previous);
+    if (!notification) return;
+    recordFailures(notifier_.notify(notification->event, notification->arg));
+  } catch (const std::exception& e) {
+    recordFailures({{"", event.kind, std::string("internal error handling event ") + std::to_string(event.seq) +
+                                         ": " + e.what(),
+                     lua::LuaErrorClass::kRuntime}});
+  }
+}
+
+void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
+  for (const lua::HookFailure& failure : failures) {
+    if (options_.log) {
+      options_.log(lua::LogRecord{"error", failure.hook, failure.event + " failed: " + failure.error, nullptr});
+    }
+    int64_t suppressed = 0;
+    {
+      std::lock_guard<std::mutex> lock(failures_mu_);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - window_start_ >= options_.failure_repeat_window) {
+        window_start_ = now;
+        window_count_ = 0;
+      }
+      if (failures_seen_.size() > 1000) failures_seen_.clear();
+      const std::string key = failure.hook + '\n' + failure.event + '\n' + failure.error;
+      auto [it, fresh] = failures_seen_.try_emplace(key);
+      if ((!fresh && now - it->second.last < options_.failure_repeat_window) ||
+          window_count_ >= kMaxFailureEventsPerWindow) {
+        ++it->second.suppressed;
+        continue;
+      }
+      it->second.last = now;
+      suppressed = it->second.suppressed;
+      it->second.suppressed = 0;
+      ++window_count_;
+    }
+    Json data{{"hook", failure.hook},
+              {"event", failure.event},
+              {"error", failure.error},
+              {"error_class", lua::errorClassName(failure.error_class)}};
+    if (suppressed > 0) data["suppressed"] = suppressed;
+    (void)ledger_.appendEvent("hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook),
+                              data, options_.actor);
+  }
+}
+
+}  // namespace tide::engine

@@ -1,0 +1,199 @@
+// Runtime hooks in the running control loop (DESIGN §6): operation.before holds or lets
+// operations run, the other events reach hooks from the ledger's events, and a broken hook
+// is recorded without stopping anything.
+
+#include <thread>
+
+#include "tests/engine/engine_test_support.h"
+
+namespace tide {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::EngineFixture;
+using testing::engineDeployment;
+using testing::enginePlan;
+using testing::eventually;
+using testing::kEngineNodes;
+using tide::ledger::Json;
+
+engine::EngineOptions quickRecheck() {
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.executor.hook_veto_recheck = 300ms;
+  return options;
+}
+
+std::vector<ledger::Event> events(EngineFixture& f, const std::string& kind) {
+  auto all = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
+  REQUIRE(all.isOk());
+  return all.value();
+}
+
+std::string vetoHook(const std::string& reason) {
+  return "return { name = 'freeze', on = { ['operation.before'] = function(op, ctx)\n"
+         "  if op.type == 'CREATE' and op.plan == 'web' then return { veto = '" + reason + "' } end\n"
+         "end } }\n";
+}
+
+}  // namespace
+
+TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until the hook changes its mind") {
+  EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
+  f.writeScript("hooks/freeze.lua", vetoHook("change freeze"));
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+
+  f.engine->settle();
+  std::this_thread::sleep_for(400ms);  // past the recheck: the hook is asked again
+  f.engine->settle();
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].message == "held by hook freeze: change freeze");
+  CHECK(held[0].attempts == 0);
+  CHECK(f.driverInventory() == 0);
+  CHECK(f.running().empty());
+  auto held_events = events(f, "operation.held");
+  REQUIRE(held_events.size() == 1);  // asked twice, the same reason: one event
+  CHECK(held_events[0].data["hook"] == "freeze");
+  CHECK(held_events[0].data["reason"] == "change freeze");
+
+  f.writeScript("hooks/freeze.lua", vetoHook("maintenance"));
+  std::this_thread::sleep_for(400ms);
+  f.engine->settle();
+  CHECK(f.operations("APPROVED").at(0).message == "held by hook freeze: maintenance");
+  CHECK(events(f, "operation.held").size() == 2);
+
+  f.writeScript("hooks/freeze.lua", std::nullopt);
+  std::this_thread::sleep_for(400ms);
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.running().size() == 1);
+  auto done = f.operations("SUCCEEDED");
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].attempts == 1);
+}
+
+TEST_CASE("engine hooks: a delay puts the attempt off once, then it runs") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.writeScript("hooks/later.lua",
+                "return { name = 'later', on = { ['operation.before'] = function(op, ctx)\n"
+                "  return { delay = 1, reason = 'let the caches warm' } end } }\n");
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+
+  f.engine->settle();
+  auto delayed = f.operations("APPROVED");
+  REQUIRE(delayed.size() == 1);
+  CHECK(delayed[0].message == "delayed by hook later: let the caches warm");
+  CHECK(delayed[0].target["hook_delay_done"] == 1);
+  CHECK(f.running().empty());
+
+  std::this_thread::sleep_for(1100ms);
+  f.engine->settle();  // the hook still says "delay", but this attempt was delayed already
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(events(f, "operation.held").size() == 1);
+}
+
+TEST_CASE("engine hooks: operation.after, instance.state and deployment.state hooks hear the rollout") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.writeScript("hooks/record.lua", R"(
+return {
+  name = "record",
+  on = {
+    ["operation.after"] = function(op, ctx)
+      ctx.emit_file("op-" .. op.id, table.concat({ op.type, op.state, op.meta_instance, op.plan, op.intent }, " "))
+    end,
+    ["instance.state"] = function(inst, ctx)
+      ctx.emit_file("instance-" .. inst.id .. "-" .. inst.state, inst.meta_instance .. " " .. inst.node .. " " .. inst.from)
+    end,
+    ["deployment.state"] = function(dep, ctx)
+      ctx.emit_file("deployment-" .. dep.plan .. "-" .. dep.deployment .. "-" .. dep.state, dep.from .. " " .. dep.message)
+    end,
+  },
+}
+)");
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  auto done = f.operations("SUCCEEDED");
+  REQUIRE(done.size() == 1);
+  auto running = f.running();
+  REQUIRE(running.size() == 1);
+
+  const std::string op_file = "op-" + std::to_string(done[0].meta.id);
+  CHECK(eventually([&] { return !f.hookOutput(op_file).empty(); }));
+  CHECK(f.hookOutput(op_file) == "CREATE SUCCEEDED " + done[0].meta_instance + " web d1");
+  CHECK(eventually([&] { return !f.hookOutput("deployment-web-d1-COMPLETED").empty(); }));
+  CHECK(f.hookOutput("deployment-web-d1-IN_PROGRESS").rfind("PENDING", 0) == 0);
+  CHECK(f.hookOutput("deployment-web-d1-COMPLETED").rfind("IN_PROGRESS ", 0) == 0);
+  const std::string instance_file = "instance-" + std::to_string(running[0].meta.id) + "-RUNNING";
+  CHECK(eventually([&] { return !f.hookOutput(instance_file).empty(); }));
+  CHECK(f.hookOutput(instance_file) == running[0].meta_instance + " " + running[0].node + " STARTING");
+  CHECK(events(f, "hook.failed").empty());
+}
+
+TEST_CASE("engine hooks: a route action reaches route_file.lua, which writes route-<plan>.json") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.writeScript("rollout/switch.lua", R"(
+return {
+  name = "switch",
+  reconcile = function(r)
+    if #r.new < r.count then return { create(r.count - #r.new) } end
+    if r.counts.new_ready < r.count then return {} end
+    return { route({ new = 100, old = 0 }), complete("switched") }
+  end,
+}
+)");
+  std::string plan = enginePlan("web-dev");
+  plan += "    strategy: {script: switch}\n";
+  f.apply(kEngineNodes);
+  f.apply(plan);
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  CHECK(eventually([&] { return !f.hookOutput("route-web.json").empty(); }));
+  const Json route = Json::parse(f.hookOutput("route-web.json"));
+  CHECK(route == Json{{"deployment", "d1"}, {"previous", nullptr}, {"new", 100}, {"old", 0}});
+}
+
+TEST_CASE("engine hooks: a failing hook writes hook.failed, once per error, and the rollout still completes") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.writeScript("hooks/broken.lua", R"(
+return {
+  name = "broken",
+  on = {
+    ["operation.before"] = function(op) error("before broke") end,
+    ["operation.after"] = function(op) error("after broke") end,
+    ["deployment.state"] = function(dep) while true do end end,
+  },
+}
+)");
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 2, "1.0"));
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.running().size() == 2);
+
+  auto failedFor = [&](const std::string& event) {
+    std::vector<ledger::Event> out;
+    for (auto& e : events(f, "hook.failed")) {
+      if (e.data["event"] == event) out.push_back(e);
+    }
+    return out;
+  };
+  CHECK(eventually([&] { return failedFor("operation.after").size() == 1; }));
+  CHECK(eventually([&] { return !failedFor("deployment.state").empty(); }));
+  // Two operations failed the same way before running; the second was not written again.
+  auto before = failedFor("operation.before");
+  REQUIRE(before.size() == 1);
+  CHECK(before[0].subject == "hook/broken");
+  CHECK(before[0].data["error"].get<std::string>().find("before broke") != std::string::npos);
+  CHECK(failedFor("deployment.state")[0].data["error_class"] == "timeout");
+}
+
+}  // namespace tide
