@@ -91,7 +91,7 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
                   : std::string("on[") + luaL_typename(L, -2) + "]";
           if (!known)
             shapeError(L, file,
-                       field + " is not an event (known: operation.before, operation.after, "
+                       field + " is an unknown event (known: operation.before, operation.after, "
                                "instance.state, deployment.state, route)");
           if (lua_type(L, -1) != LUA_TFUNCTION)
             shapeError(L, file, field + " must be a function(arg, ctx)");

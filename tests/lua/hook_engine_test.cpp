@@ -81,7 +81,7 @@ TEST_CASE("hooks: a hook file with an unknown event or field is refused, naming 
     }
     return std::string("<no error for " + file + ">");
   };
-  CHECK(errorFor("typo.lua").find("on[\"operation.befor\"] is not an event") != std::string::npos);
+  CHECK(errorFor("typo.lua").find("on[\"operation.befor\"] is an unknown event") != std::string::npos);
   CHECK(errorFor("extra.lua").find("unknown field 'when'") != std::string::npos);
   CHECK(errorFor("handler.lua").find("on[\"route\"] must be a function") != std::string::npos);
   CHECK(errorFor("tests.lua").find("hooks have no tests table") != std::string::npos);
