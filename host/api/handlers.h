@@ -30,7 +30,7 @@ namespace plans {
 HandlerFunction create, list, show, remove;
 }
 namespace deployments {
-HandlerFunction create, list, get, cancel;
+HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollback, retry;
 }
 namespace instances {
 HandlerFunction list, get, operate, logs;

@@ -44,6 +44,12 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/plans/{name}/deployments", kViewer, deployments::list},
     {"GET", "/v1/plans/{name}/deployments/{id}", kViewer, deployments::get},
     {"POST", "/v1/plans/{name}/deployments/{id}/cancel", kOperator, deployments::cancel},
+    {"POST", "/v1/plans/{name}/deployments/{id}/promote", kOperator, deployments::promote},
+    {"POST", "/v1/plans/{name}/deployments/{id}/abort", kOperator, deployments::abort},
+    {"POST", "/v1/plans/{name}/deployments/{id}/pause", kOperator, deployments::pause},
+    {"POST", "/v1/plans/{name}/deployments/{id}/resume", kOperator, deployments::resume},
+    {"POST", "/v1/plans/{name}/deployments/{id}/rollback", kOperator, deployments::rollback},
+    {"POST", "/v1/plans/{name}/deployments/{id}/retry", kOperator, deployments::retry},
 
     {"GET", "/v1/instances", kViewer, instances::list},
     {"GET", "/v1/instances/{name}", kViewer, instances::get},

@@ -92,4 +92,43 @@ Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   return recordReply(deployment);
 }
 
+namespace {
+
+// A rollout control (DESIGN §5) on behalf of the caller, recorded as a
+// `deployment.control` event naming them. Body: optional {"reason"} (and {"full"} for
+// promote).
+Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, const std::string& name) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  const bool promote = name == "promote";
+  TIDE_ASSIGN_OR_RETURN(Json body, promote ? readOptionalJsonObject(request, {"reason", "full"})
+                                           : readOptionalJsonObject(request, {"reason"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  if (reason && reason->size() > 1024) {
+    return Status::invalidArgument("body field 'reason' is longer than 1024 bytes",
+                                   {{"reason", "longer than 1024 bytes", ""}});
+  }
+  std::string what = name;
+  if (promote && body.contains("full") && !body["full"].is_null()) {
+    if (!body["full"].is_boolean()) {
+      return Status::invalidArgument("body field 'full' must be true or false", {{"full", "must be a boolean", ""}});
+    }
+    if (body["full"].get<bool>()) what = "promote_full";
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+                        context.ledger.controlDeployment(request.param("name"), request.param("id"), what,
+                                                         reason.value_or(""), request.principal.name));
+  return recordReply(deployment);
+}
+
+}  // namespace
+
+Result<ApiResponse> promote(ApiContext& context, const ApiRequest& request) { return control(context, request, "promote"); }
+Result<ApiResponse> abort(ApiContext& context, const ApiRequest& request) { return control(context, request, "abort"); }
+Result<ApiResponse> pause(ApiContext& context, const ApiRequest& request) { return control(context, request, "pause"); }
+Result<ApiResponse> resume(ApiContext& context, const ApiRequest& request) { return control(context, request, "resume"); }
+Result<ApiResponse> rollback(ApiContext& context, const ApiRequest& request) {
+  return control(context, request, "rollback");
+}
+Result<ApiResponse> retry(ApiContext& context, const ApiRequest& request) { return control(context, request, "retry"); }
+
 }  // namespace tide::api::deployments

@@ -99,6 +99,13 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   placement_options.max_per_node = options_.max_per_node;
   placement_options.bin_pack = options_.bin_pack;
   if (op.type == "RELOCATE" && view.active) placement_options.exclude_nodes.push_back(view.active->node);
+  if (op.type == "CREATE" && op.intent != "user") {
+    // Anti-affinity between versions where possible: a canary lands away from the nodes
+    // of the version it is compared with, so a bad node does not look like a bad version.
+    for (const auto* other : world.instancesOf(op.plan)) {
+      if (other->meta.deployment_id != op.intent) placement_options.avoid_nodes_of.push_back(other->meta.name);
+    }
+  }
   TIDE_ASSIGN_OR_RETURN(auto placements, sched::Scheduler(snapshot).place(plan, 1, placement_options));
   const sched::Placement& placement = placements.front();
 

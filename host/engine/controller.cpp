@@ -21,6 +21,17 @@ double unixSeconds(const TimePoint& t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+bool restoring(const ledger::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
+
+bool held(const ledger::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
+
+// Seconds between two instants, 0 when either is missing.
+double secondsSince(const std::string& from, const TimePoint& now) {
+  if (from.empty()) return 0;
+  auto at = parseTimestamp(from);
+  return at.isOk() ? std::max(0.0, std::chrono::duration<double>(now - *at).count()) : 0;
+}
+
 }  // namespace
 
 DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies,
@@ -59,11 +70,12 @@ int DeploymentController::supersede(const World& world, const std::vector<ledger
         ++changes;
       }
     }
-    if (ledger_.setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt, options_.actor,
-                                   "superseded by " + newest)
-            .isOk()) {
-      ++changes;
-    }
+    // One being restored had completed before: it stays a rollback target.
+    auto ended = restoring(old) ? ledger_.finishRestore(old.plan, old.deployment_id,
+                                                        "restored; superseded by " + newest, options_.actor)
+                                : ledger_.setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt,
+                                                             options_.actor, "superseded by " + newest);
+    if (ended.isOk()) ++changes;
   }
   return changes;
 }
@@ -89,12 +101,10 @@ int DeploymentController::repair(const World& world) {
   for (const auto& [name, view] : world.instances) {
     if (view.meta.state != "ACTIVE" || view.active || view.unfinished) continue;
     if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) continue;
-    if (!view.newest) {
-      // Never ran: only worth creating for a deployment that still wants it; one of a
-      // superseded deployment is left to the current strategy (usually removed).
-      const auto* own = world.deployment(view.meta.plan, view.meta.deployment_id);
-      if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
-    }
+    // Only for a deployment that still wants it: an instance of a superseded, aborted or
+    // rolled-back deployment is left to the current strategy (usually removed).
+    const auto* own = world.deployment(view.meta.plan, view.meta.deployment_id);
+    if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
     const std::string type = view.newest ? "RESTART" : "CREATE";
@@ -158,15 +168,31 @@ Json DeploymentController::snapshot(const World& world, const ledger::Deployment
   }
   Json signals{{"promote", false}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}};
   if (deployment.signals.is_object()) {
-    for (const auto& [k, v] : deployment.signals.items()) signals[k] = v;
+    for (const auto& [k, v] : deployment.signals.items()) {
+      if (signals.contains(k)) signals[k] = !v.is_null() && v != false;
+    }
   }
+  Json restore = nullptr;
+  if (restoring(deployment)) {
+    const Json& r = deployment.signals["restore"];
+    restore = Json{{"from", r.value("from", "")}, {"kind", r.value("kind", "rollback")},
+                   {"reason", r.value("reason", "")}, {"at", 0.0}};
+    if (auto at = parseTimestamp(r.value("at", "")); at.isOk()) restore["at"] = unixSeconds(*at);
+  }
+  // Progress counts rolling-out time only: never the time the rollout was PAUSED.
+  const double paused = deployment.paused_seconds + secondsSince(deployment.paused_since, now);
+  const double progress = std::max(0.0, secondsSince(deployment.started_at, now) - paused);
   return Json{{"deployment",
                {{"id", deployment.deployment_id},
                 {"count", deployment.instance_count},
                 {"state", deployment.state},
                 {"created_at", deployment.meta.created_at},
+                {"started_at", deployment.started_at},
+                {"progress_seconds", progress},
+                {"paused_seconds", paused},
                 {"coordinates", coordinatesOf(deployment)}}},
               {"previous", previous},
+              {"restore", restore},
               {"plan", plan_json},
               {"instances", instances},
               {"plan_params", plan_params},
@@ -195,6 +221,17 @@ int DeploymentController::reconcile(const World& world, const ledger::Deployment
     deployment = std::move(started).value();
     ++changes;
   }
+  if (held(deployment)) {
+    // A person paused the rollout: no new steps until resume (or promote). Operations
+    // already asked for run on; the time does not count toward the progress deadline.
+    if (deployment.state == "IN_PROGRESS" &&
+        ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "PAUSED", std::nullopt,
+                                   options_.actor, "paused by " + deployment.signals["hold"].value("by", "someone"))
+            .isOk()) {
+      ++changes;
+    }
+    return changes;
+  }
   const int adopted = adopt(world, deployment);
   if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass
 
@@ -212,7 +249,15 @@ int DeploymentController::reconcile(const World& world, const ledger::Deployment
     return changes;
   }
   last_error_.erase(deployment.plan + "/" + deployment.deployment_id);
-  return changes + apply(world, deployment, result.value());
+  changes += apply(world, deployment, result.value());
+  // The strategy saw the one-shot signals (promote, promote_full): they are used up.
+  Json seen = deployment.signals.is_object() ? deployment.signals : Json::object();
+  seen.erase("hold");
+  seen.erase("restore");
+  if (!seen.empty() && ledger_.consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
+    ++changes;
+  }
+  return changes;
 }
 
 Status DeploymentController::requestOperation(const std::string& meta_instance, const std::string& type,
@@ -287,31 +332,58 @@ int DeploymentController::apply(const World& world, const ledger::Deployment& de
         if (deployment.state == "IN_PROGRESS" &&
             ledger_.setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, action.reason).isOk()) {
           ++changes;
-        }
-        break;
-      case Kind::kRoute:
-        (void)ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id,
-                                  Json{{"weights", action.weights}}, options_.actor);
-        break;
-      case Kind::kComplete:
-        if (ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
-                                       action.reason.empty() ? "promoted" : action.reason)
-                .isOk()) {
+        } else if (deployment.state == "PAUSED" && deployment.message != action.reason &&
+                   ledger_.setDeploymentMessage(plan, id, action.reason, options_.actor).isOk()) {
           ++changes;
         }
         break;
+      case Kind::kRoute: {
+        // Routes once per change of the plan's route (the route hook sees each switch once).
+        const Json route{{"deployment", id}, {"weights", action.weights}};
+        if (last_route_[plan] == route) break;
+        const auto* previous = world.lastCompleted(plan, id);
+        Json data{{"weights", action.weights},
+                  {"plan", plan},
+                  {"deployment", id},
+                  {"previous", previous ? Json(previous->deployment_id) : Json(nullptr)}};
+        if (ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
+          last_route_[plan] = route;
+        }
+        break;
+      }
+      case Kind::kComplete: {
+        auto done = restoring(deployment)
+                        ? ledger_.finishRestore(plan, id,
+                                                "restored after the " +
+                                                    deployment.signals["restore"].value("kind", "rollback") + " of " +
+                                                    deployment.signals["restore"].value("from", "?"),
+                                                options_.actor)
+                        : ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
+                                                     action.reason.empty() ? "promoted" : action.reason);
+        if (done.isOk()) ++changes;
+        break;
+      }
       case Kind::kFail:
         if (ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor, action.reason).isOk()) {
           ++changes;
         }
         break;
-      case Kind::kRollback:
-        if (ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
-                                       "rollback requested: " + action.reason)
-                .isOk()) {
+      case Kind::kRollback: {
+        // Back to the last completed deployment: it is re-opened and its own strategy
+        // brings the instances back (DESIGN §5); with none, the rollout just fails.
+        auto rolled = ledger_.restoreDeployment(
+            plan, id, {"ROLLED_BACK", "rolled back: " + action.reason, "rollback", action.reason}, options_.actor);
+        if (rolled.isOk()) {
+          ++changes;
+        } else if (rolled.status().code() == Code::kUnprocessable &&
+                   ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
+                                              "rollback requested, but no earlier deployment completed: " +
+                                                  action.reason)
+                       .isOk()) {
           ++changes;
         }
         break;
+      }
     }
   }
   if (!paused && deployment.state == "PAUSED" &&

@@ -57,6 +57,7 @@ class DeploymentController {
   const Clock& clock_;
   ControllerOptions options_;
   std::map<std::string, std::string> last_error_;  // "plan/deployment" → message
+  std::map<std::string, Json> last_route_;         // plan → {deployment, weights} last routed
 };
 
 }  // namespace tide::engine

@@ -24,6 +24,19 @@ struct Executor::Attempt {
   TimePoint deadline;
 
   bool expired(const Clock& clock) const { return clock.now() >= deadline; }
+  // Whether someone cancelled the operation while it ran (a rollback or abort of its
+  // deployment). Reads the ledger at most twice a second.
+  bool cancelled(ledger::Ledger& ledger, const Clock& clock) {
+    const TimePoint now = clock.now();
+    if (!was_cancelled && now >= next_cancel_check) {
+      next_cancel_check = now + std::chrono::milliseconds(500);
+      auto current = ledger.getOperation(op.meta.id);
+      was_cancelled = current.isOk() && current->state == "CANCELLED";
+    }
+    return was_cancelled;
+  }
+  TimePoint next_cancel_check{};
+  bool was_cancelled = false;
   const ledger::Application* app() const { return plan.applications.empty() ? nullptr : &plan.applications[0]; }
 };
 
@@ -192,6 +205,12 @@ void Executor::execute(int64_t id) {
   }();
 
   if (stopping_ && !status.isOk()) return;  // shutting down: the next start runs it again
+  if (a.was_cancelled || a.cancelled(ledger_, clock_)) {
+    // Cancelled while it ran: what it started must not keep running or hold resources.
+    metrics_.countAttempt(a.op.type, "cancelled");
+    if (a.op.type == "CREATE" || a.op.type == "RELOCATE" || a.op.type == "RESTART") cleanUpAfterFailure(a);
+    return;
+  }
   if (status.isOk()) {
     metrics_.countAttempt(a.op.type, "succeeded");
     (void)ledger_.setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
@@ -320,6 +339,7 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
       return Status::unavailable("instance exited with code " + std::to_string(status.exit_code) +
                                  (status.message.empty() ? "" : ": " + status.message));
     }
+    if (a.cancelled(ledger_, clock_)) return Status(Code::kConflict, "cancelled while starting");
     if (a.expired(clock_) || stopping_) return Status(Code::kDeadlineExceeded, "instance did not start in time");
     std::this_thread::sleep_for(options_.poll_interval);
     TIDE_ASSIGN_OR_RETURN(status, metrics_.timeDriverCall("status", [&] { return driver->status(ref); }));
@@ -338,7 +358,8 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
     // wait a whole steady-state interval to be declared ready.
     ledger::HealthCheck startup = *app->health_check;
     startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
-    ProbeResult probe = waitHealthy(startup, target, clock_, a.deadline, [&] { return stopping_.load(); });
+    ProbeResult probe = waitHealthy(startup, target, clock_, a.deadline,
+                                    [&] { return stopping_.load() || a.cancelled(ledger_, clock_); });
     if (!probe.ok) {
       ledger::Ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;

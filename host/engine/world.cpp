@@ -1,5 +1,7 @@
 #include "host/engine/world.h"
 
+#include <cstdint>
+
 #include <algorithm>
 
 namespace tide::engine {
@@ -84,8 +86,15 @@ const ledger::Deployment* World::deployment(const std::string& plan, const std::
 const ledger::Deployment* World::lastCompleted(const std::string& plan, const std::string& except) const {
   auto it = deployments.find(plan);
   if (it == deployments.end()) return nullptr;
+  // Only deployments older than `except` count (a restore re-opens an earlier one; it is
+  // still the rollback target of the newer ones). One being restored completed before.
+  int64_t before = INT64_MAX;
+  for (const auto& d : it->second) {
+    if (d.deployment_id == except) before = d.meta.id;
+  }
   for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->state == "COMPLETED" && d->deployment_id != except) return &*d;
+    if (d->meta.id >= before || d->completed_at.empty() || d->state == "ROLLED_BACK") continue;
+    if (d->state == "COMPLETED" || d->state == "IN_PROGRESS" || d->state == "PAUSED") return &*d;
   }
   return nullptr;
 }

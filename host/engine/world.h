@@ -54,6 +54,8 @@ struct World {
 
   const ledger::Deployment* deployment(const std::string& plan, const std::string& id) const;
   // The newest COMPLETED deployment of `plan` other than `except`, or null.
+  // The rollback target of `except` (DESIGN §5): the newest earlier deployment that
+  // completed and was not rolled back since.
   const ledger::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
   std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
   // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.

@@ -119,6 +119,41 @@ class Ledger {
                                      const Json& rollout_state, Generation generation,
                                      const std::string& actor);
 
+  // Rollout controls (DESIGN §5), each one transaction with a `deployment.control` event
+  // naming the actor. `control`: promote | promote_full (one-shot signals for the
+  // strategy; also lift a hold), pause (a hold: PAUSED "paused by <actor>", the strategy is
+  // not called until resume), resume, retry (a FAILED newest deployment → IN_PROGRESS
+  // with its rollout state reset), abort and rollback (restoreDeployment). kConflict when
+  // the deployment's state does not allow the control, naming the state.
+  Result<Deployment> controlDeployment(const std::string& plan, const std::string& deployment_id,
+                                       const std::string& control, const std::string& reason,
+                                       const std::string& actor);
+  struct RestoreRequest {
+    std::string final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
+    std::string message;      // the deployment's terminal message
+    std::string kind;         // rollback | abort
+    std::string reason;
+  };
+  // Ends the deployment in `final_state`, cancels its unfinished operations (RUNNING ones
+  // too), and re-opens the newest earlier deployment that completed (IN_PROGRESS, rollout
+  // state reset, signals {"restore": {from, kind, reason, at}}) so its strategy brings the
+  // instances back. kUnprocessable for a rollback with nothing to roll back to (an abort
+  // without one just ends the deployment).
+  Result<Deployment> restoreDeployment(const std::string& plan, const std::string& deployment_id,
+                                       const RestoreRequest& request, const std::string& actor);
+  // Removes the one-shot signals the strategy saw (`seen`: the deployment's signals when
+  // the snapshot was taken); ones sent again since, and hold/restore, stay.
+  Result<Deployment> consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
+                                    const std::string& actor);
+  // Changes the message of a deployment that stays in its state (a paused rollout waiting
+  // for something else now), with a `deployment.message` event.
+  Result<Deployment> setDeploymentMessage(const std::string& plan, const std::string& deployment_id,
+                                          const std::string& message, const std::string& actor);
+  // A deployment being restored (or superseded while restoring) → COMPLETED with `message`,
+  // its "restore" signal removed.
+  Result<Deployment> finishRestore(const std::string& plan, const std::string& deployment_id,
+                                   const std::string& message, const std::string& actor);
+
   // --- meta instances ------------------------------------------------------------------
   // Creates `<service_name>-<random>` for the plan, belonging to `deployment_id`.
   Result<MetaInstance> createMetaInstance(const std::string& plan, const std::string& deployment_id,

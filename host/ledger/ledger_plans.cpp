@@ -5,6 +5,9 @@
 #include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
 
+#include <optional>
+#include <tuple>
+
 namespace tide::ledger {
 namespace {
 
@@ -35,7 +38,8 @@ Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
 
 const char* kDeploymentSelect =
     "SELECT d.id, d.generation, d.created_at, d.updated_at, p.name, d.deployment_id, d.spec, d.instance_count, "
-    "d.rollout_state, d.state, d.message, d.signals FROM deployments d JOIN plans p ON p.id = d.plan_id";
+    "d.rollout_state, d.state, d.message, d.signals, d.started_at, d.completed_at, d.paused_seconds, d.paused_since "
+    "FROM deployments d JOIN plans p ON p.id = d.plan_id";
 
 Deployment deploymentFromRow(const soci::row& r) {
   Deployment d;
@@ -50,6 +54,10 @@ Deployment deploymentFromRow(const soci::row& r) {
   d.state = rowString(r, 9);
   d.message = rowString(r, 10);
   d.signals = rowJson(r, 11);
+  d.started_at = rowString(r, 12);
+  d.completed_at = rowString(r, 13);
+  d.paused_seconds = rowDouble(r, 14);
+  d.paused_since = rowString(r, 15);
   return d;
 }
 
@@ -61,6 +69,51 @@ Result<Deployment> loadDeployment(soci::session& sql, const std::string& plan, c
 
 std::string subjectOf(const std::string& plan, const std::string& deployment_id) {
   return "deployment/" + plan + "/" + deployment_id;
+}
+
+double secondsBetween(const std::string& from, const std::string& to) {
+  auto a = parseTimestamp(from);
+  auto b = parseTimestamp(to);
+  if (!a.isOk() || !b.isOk()) return 0;
+  return std::max(0.0, std::chrono::duration<double>(*b - *a).count());
+}
+
+// Moves deployment `d` to `to` and keeps the host's rollout timing in the same transaction:
+// started_at on the first IN_PROGRESS (and again when a restore or retry re-opens it),
+// paused_since while PAUSED, paused_seconds summing closed pauses, completed_at.
+Status changeDeploymentState(Ledger::Tx& tx, const Deployment& d, const std::string& to, Generation generation,
+                             const std::string& message) {
+  TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kDeployment, "deployments", d.meta.id,
+                                   subjectOf(d.plan, d.deployment_id), d.state, to, generation, message));
+  Assignments timing;
+  const bool reopened = to == "IN_PROGRESS" && (d.state == "COMPLETED" || d.state == "FAILED");
+  if (to == "IN_PROGRESS" && (d.started_at.empty() || reopened)) timing.set("started_at", tx.now());
+  if (reopened) timing.set("paused_seconds", 0.0);
+  if (d.state == "PAUSED" && to != "PAUSED") {
+    if (!reopened) timing.set("paused_seconds", d.paused_seconds + secondsBetween(d.paused_since, tx.now()));
+    timing.set("paused_since", std::string());
+  }
+  if (to == "PAUSED" && d.state != "PAUSED") timing.set("paused_since", tx.now());
+  if (to == "COMPLETED") timing.set("completed_at", tx.now());
+  if (timing.empty()) return Status::ok();
+  timing.values().set("id", static_cast<long long>(d.meta.id));
+  tx.sql() << "UPDATE deployments SET " + timing.sql() + " WHERE id = :id", soci::use(timing.values());
+  return Status::ok();
+}
+
+// Replaces the deployment's signals (and, when given, its rollout state) without a
+// generation check: controls and the controller's consumption are merges the callers
+// computed inside this transaction.
+void writeSignals(Ledger::Tx& tx, const Deployment& d, const Json& signals,
+                  const std::optional<Json>& rollout_state = std::nullopt) {
+  Assignments set;
+  set.set("signals", signals.dump());
+  if (rollout_state) set.set("rollout_state", rollout_state->dump());
+  (void)updateGuarded(tx, "deployments", d.meta.id, std::nullopt, set.sql(), set.values());
+}
+
+bool unfinishedDeploymentState(const std::string& state) {
+  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
 }
 
 }  // namespace
@@ -258,8 +311,7 @@ Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std
                                               const std::string& actor, const std::string& message) {
   return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kDeployment, "deployments", d.meta.id,
-                                     subjectOf(plan, deployment_id), d.state, state, generation, message));
+    TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, state, generation, message));
     return loadDeployment(tx.sql(), plan, deployment_id);
   });
 }
@@ -274,6 +326,213 @@ Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::s
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, generation, "rollout_state = :rollout_state",
                                        values)
                              .withPrefix(subjectOf(plan, deployment_id)));
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+// --- rollout controls (DESIGN §5) ------------------------------------------------------------
+
+namespace {
+
+// Every deployment of `plan`, oldest first.
+std::vector<Deployment> deploymentsOf(soci::session& sql, const std::string& plan) {
+  Where where(kDeploymentSelect);
+  where.eq("p.name", plan).raw("p.deleted_at IS NULL");
+  std::vector<Deployment> out;
+  soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY d.id", soci::use(where.values()));
+  for (const auto& row : rows) out.push_back(deploymentFromRow(row));
+  return out;
+}
+
+// Cancels every unfinished operation the deployment asked for, RUNNING ones included (the
+// executor stops working on an operation once it sees it CANCELLED).
+Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string& message) {
+  std::vector<std::pair<long long, std::string>> ops;
+  soci::rowset<soci::row> rows =
+      (tx.sql().prepare << "SELECT o.id, o.state, m.name, o.type FROM operations o JOIN meta_instances m ON "
+                           "m.id = o.meta_instance_id WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id "
+                           "= :d) AND o.intent = :intent AND o.state IN ('PENDING', 'PENDING_APPROVAL', "
+                           "'APPROVED', 'RUNNING')",
+       soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
+  std::vector<std::tuple<long long, std::string, std::string, std::string>> found;
+  for (const auto& r : rows) found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3));
+  for (const auto& [id, state, instance, type] : found) {
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, "operation/" + std::to_string(id),
+                                     state, "CANCELLED", std::nullopt, message,
+                                     Json{{"instance", instance}, {"type", type}}));
+  }
+  return Status::ok();
+}
+
+Json stamp(const Ledger::Tx& tx, const std::string& reason = "") {
+  Json j{{"by", tx.actor()}, {"at", tx.now()}};
+  if (!reason.empty()) j["reason"] = reason;
+  return j;
+}
+
+}  // namespace
+
+Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std::string& deployment_id,
+                                             const RestoreRequest& request, const std::string& actor) {
+  return write("restore deployment", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_RETURN_IF_ERROR(checkTransition(RecordKind::kDeployment, d.state, request.final_state)
+                             .withPrefix(subjectOf(plan, deployment_id)));
+    // The target: the newest earlier deployment that completed and was not rolled back
+    // since (one already being restored counts: it completed before).
+    const Deployment* target = nullptr;
+    const std::vector<Deployment> all = deploymentsOf(tx.sql(), plan);
+    for (const auto& other : all) {
+      if (other.meta.id >= d.meta.id || other.completed_at.empty() || other.state == "ROLLED_BACK") continue;
+      if (other.state != "COMPLETED" && !unfinishedDeploymentState(other.state)) continue;
+      target = &other;
+    }
+    if (target == nullptr && request.kind == "rollback") {
+      return Status(Code::kUnprocessable, "deployment '" + deployment_id + "' of plan '" + plan +
+                                              "' has nothing to roll back to: no earlier deployment completed");
+    }
+    TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, request.final_state, std::nullopt, request.message));
+    Json signals = d.signals.is_object() ? d.signals : Json::object();
+    signals.erase("hold");
+    for (const char* once : {"promote", "promote_full"}) signals.erase(once);
+    writeSignals(tx, d, signals);
+    TIDE_RETURN_IF_ERROR(cancelOperationsOf(tx, d, "deployment " + deployment_id + " " + request.message));
+    tx.event("deployment.control", subjectOf(plan, deployment_id),
+             Json{{"control", request.kind}, {"by", actor}, {"reason", request.reason},
+                  {"target", target ? Json(target->deployment_id) : Json(nullptr)}});
+    if (target != nullptr) {
+      TIDE_ASSIGN_OR_RETURN(Deployment t, loadDeployment(tx.sql(), plan, target->deployment_id));
+      Json restore{{"from", deployment_id}, {"kind", request.kind}, {"reason", request.reason}, {"at", tx.now()}};
+      Json target_signals = Json::object();
+      target_signals["restore"] = restore;
+      if (t.state == "COMPLETED") {
+        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, t, "IN_PROGRESS", std::nullopt,
+                                                   "restoring after the " + request.kind + " of " + deployment_id));
+        TIDE_ASSIGN_OR_RETURN(t, loadDeployment(tx.sql(), plan, target->deployment_id));
+      }
+      writeSignals(tx, t, target_signals, Json::object());
+    }
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std::string& deployment_id,
+                                             const std::string& control, const std::string& reason,
+                                             const std::string& actor) {
+  const std::string by = actor + (reason.empty() ? "" : ": " + reason);
+  if (control == "abort" || control == "rollback") {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, getDeployment(plan, deployment_id));
+    const bool allowed = control == "abort" ? unfinishedDeploymentState(d.state)
+                                            : d.state != "ROLLED_BACK" && d.state != "CANCELLED" && d.state != "PENDING";
+    if (!allowed) {
+      return Status::conflict("deployment '" + deployment_id + "' is " + d.state + "; " +
+                              (control == "abort" ? "only a rollout in progress can be aborted"
+                                                  : "only a rollout in progress, completed or failed can be rolled back"));
+    }
+  }
+  if (control == "abort") {
+    return restoreDeployment(plan, deployment_id, {"FAILED", "aborted by " + by, "abort", reason}, actor);
+  }
+  if (control == "rollback") {
+    return restoreDeployment(plan, deployment_id, {"ROLLED_BACK", "rolled back by " + by, "rollback", reason},
+                             actor);
+  }
+  return write("control deployment", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    const std::string subject = subjectOf(plan, deployment_id);
+    Json signals = d.signals.is_object() ? d.signals : Json::object();
+    auto refuse = [&](const std::string& what) {
+      return Status::conflict("deployment '" + deployment_id + "' is " + d.state + "; " + what);
+    };
+    const bool running = d.state == "IN_PROGRESS" || d.state == "PAUSED" || d.state == "PENDING";
+    if (control == "promote" || control == "promote_full") {
+      if (!running) return refuse("only a rollout in progress can be promoted");
+      signals[control] = stamp(tx, reason);
+      signals.erase("hold");  // promoting a rollout a person paused resumes it
+    } else if (control == "pause") {
+      if (d.state != "IN_PROGRESS" && d.state != "PAUSED") return refuse("only a rollout in progress can be paused");
+      signals["hold"] = stamp(tx, reason);
+      const std::string message = "paused by " + by;
+      if (d.state == "IN_PROGRESS") {
+        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "PAUSED", std::nullopt, message));
+      } else {
+        soci::values values;
+        values.set("message", message);
+        TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
+      }
+    } else if (control == "resume") {
+      if (!running) return refuse("only a paused rollout can be resumed");
+      if (!signals.contains("hold") && d.state != "PAUSED") return refuse("it is not paused");
+      signals.erase("hold");
+      if (d.state == "PAUSED") {
+        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "IN_PROGRESS", std::nullopt, "resumed by " + actor));
+      }
+    } else if (control == "retry") {
+      if (d.state != "FAILED") return refuse("only a FAILED (aborted) rollout can be retried");
+      for (const auto& other : deploymentsOf(tx.sql(), plan)) {
+        if (other.meta.id > d.meta.id) {
+          return Status::conflict("deployment '" + deployment_id + "' has been followed by '" + other.deployment_id +
+                                  "'; only the newest deployment can be retried");
+        }
+      }
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "IN_PROGRESS", std::nullopt, "retried by " + by));
+      TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+      writeSignals(tx, d, Json::object(), Json::object());
+      tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
+      return loadDeployment(tx.sql(), plan, deployment_id);
+    } else {
+      return Status::invalidArgument("unknown rollout control '" + control + "'",
+                                     {{"control", "one of promote, promote_full, pause, resume, abort, rollback, retry", ""}});
+    }
+    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+    writeSignals(tx, d, signals);
+    tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id,
+                                          const Json& seen, const std::string& actor) {
+  return write("consume signals", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    if (!d.signals.is_object() || !seen.is_object()) return d;
+    Json signals = d.signals;
+    bool changed = false;
+    for (const auto& [key, value] : seen.items()) {
+      if (key == "hold" || key == "restore") continue;  // persistent, not one-shot
+      if (signals.contains(key) && signals[key] == value) {
+        signals.erase(key);
+        changed = true;
+      }
+    }
+    if (!changed) return d;
+    writeSignals(tx, d, signals);
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::setDeploymentMessage(const std::string& plan, const std::string& deployment_id,
+                                                const std::string& message, const std::string& actor) {
+  return write("set deployment message", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    if (d.message == message) return d;
+    soci::values values;
+    values.set("message", message);
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
+    tx.event("deployment.message", subjectOf(plan, deployment_id), Json{{"state", d.state}, {"message", message}});
+    return loadDeployment(tx.sql(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::string& deployment_id,
+                                         const std::string& message, const std::string& actor) {
+  return write("finish restore", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "COMPLETED", std::nullopt, message));
+    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+    Json signals = d.signals.is_object() ? d.signals : Json::object();
+    signals.erase("restore");
+    writeSignals(tx, d, signals);
     return loadDeployment(tx.sql(), plan, deployment_id);
   });
 }

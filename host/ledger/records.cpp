@@ -154,7 +154,11 @@ void to_json(Json& j, const Deployment& v) {
            {"rollout_state", v.rollout_state},
            {"signals", v.signals},
            {"state", v.state},
-           {"message", v.message}};
+           {"message", v.message},
+           {"started_at", v.started_at},
+           {"completed_at", v.completed_at},
+           {"paused_seconds", v.paused_seconds},
+           {"paused_since", v.paused_since}};
 }
 
 void to_json(Json& j, const MetaInstance& v) {

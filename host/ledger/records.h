@@ -140,9 +140,16 @@ struct Deployment {
   int64_t instance_count = 0;
   Json strategy = nullptr;            // optional override: {script?, params?}
   Json rollout_state = Json::object();  // owned by the strategy script
-  Json signals = Json::object();        // controls not yet consumed: {"promote": true, ...}
+  // Controls (host/engine/rollout_controls.h): one-shot signals not yet consumed by the
+  // strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause) and
+  // "restore" (this deployment was re-opened after a newer one was rolled back or aborted).
+  Json signals = Json::object();
   std::string state = "PENDING";
   std::string message;
+  std::string started_at;     // first IN_PROGRESS; "" before
+  std::string completed_at;   // last COMPLETED; "" if it never completed
+  double paused_seconds = 0;  // closed PAUSED intervals
+  std::string paused_since;   // "" unless PAUSED now
 };
 
 struct MetaInstance {

@@ -32,9 +32,11 @@ Table makeTable(RecordKind kind) {
       return {{"PENDING", "IN_PROGRESS", "PAUSED", "COMPLETED", "FAILED", "CANCELLED", "ROLLED_BACK"},
               {{"PENDING", {"IN_PROGRESS", "CANCELLED", "FAILED"}},
                {"IN_PROGRESS", {"PAUSED", "COMPLETED", "FAILED", "CANCELLED", "ROLLED_BACK"}},
-               {"PAUSED", {"IN_PROGRESS", "FAILED", "CANCELLED", "ROLLED_BACK"}},
-               {"COMPLETED", {}},
-               {"FAILED", {}},
+               {"PAUSED", {"IN_PROGRESS", "COMPLETED", "FAILED", "CANCELLED", "ROLLED_BACK"}},
+               // A completed deployment is re-opened when a newer one is rolled back or
+               // aborted (restore), and may itself be rolled back; a FAILED one is retried.
+               {"COMPLETED", {"IN_PROGRESS", "ROLLED_BACK"}},
+               {"FAILED", {"IN_PROGRESS", "ROLLED_BACK"}},
                {"CANCELLED", {}},
                {"ROLLED_BACK", {}}}};
     case RecordKind::kMetaInstance:
@@ -61,7 +63,7 @@ Table makeTable(RecordKind kind) {
               {{"PENDING", {"PENDING_APPROVAL", "APPROVED", "REJECTED", "CANCELLED", "FAILED"}},
                {"PENDING_APPROVAL", {"APPROVED", "REJECTED", "CANCELLED"}},
                {"APPROVED", {"RUNNING", "CANCELLED", "FAILED"}},
-               {"RUNNING", {"SUCCEEDED", "FAILED", "APPROVED"}},
+               {"RUNNING", {"SUCCEEDED", "FAILED", "APPROVED", "CANCELLED"}},
                {"SUCCEEDED", {}},
                {"FAILED", {}},
                {"REJECTED", {}},

@@ -27,7 +27,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 2);
+  CHECK(f.ledger->schemaVersion() == 3);
   CHECK(f.eventCount() == 0);
 }
 
@@ -275,7 +275,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 2);
+  CHECK(again.ledger->schemaVersion() == 3);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);

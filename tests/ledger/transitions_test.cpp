@@ -30,7 +30,8 @@ TEST_CASE("ledger: transition checks name both states and what is allowed") {
   CHECK(bad.message().find("UNALLOCATED to CORDONED") != std::string::npos);
   CHECK(bad.message().find("ALLOCATED, EVICTED") != std::string::npos);
   CHECK(checkTransition(RecordKind::kOperation, "PENDING", "BOGUS").code() == Code::kInvalidArgument);
-  CHECK(checkTransition(RecordKind::kDeployment, "COMPLETED", "IN_PROGRESS").code() == Code::kConflict);
+  CHECK(checkTransition(RecordKind::kDeployment, "CANCELLED", "IN_PROGRESS").code() == Code::kConflict);
+  CHECK(checkTransition(RecordKind::kDeployment, "COMPLETED", "IN_PROGRESS").isOk());  // a restore
   CHECK(checkTransition(RecordKind::kRuntimeInstance, "FAILED", "STARTING").code() == Code::kConflict);
   CHECK(isTerminalState(RecordKind::kOperation, "SUCCEEDED"));
   CHECK_FALSE(isTerminalState(RecordKind::kOperation, "RUNNING"));

@@ -1,0 +1,327 @@
+// Canary and blue-green rollouts, end to end (issue 5): the control loop runs on its own
+// thread over a real SQLite ledger and the process driver, the shipped strategies decide,
+// auto_approve_dev.lua approves, and versions are told apart by the workloads' /version.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "tests/engine/engine_test_support.h"
+
+using namespace tide;
+using namespace tide::testing;
+using tide::ledger::Json;
+
+namespace {
+
+// A dev-namespace plan (auto-approved) rolled out by `script` with `params` (YAML flow map).
+std::string rolloutPlan(const std::string& script, const std::string& params) {
+  return R"(
+plans:
+  - name: web
+    namespace: web-dev
+    service_name: web
+    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
+    strategy: {script: )" + script + ", params: " + params + R"(}
+    applications:
+      - payload_name: web
+        resources: {cores: 2, memory_gib: 4}
+        ports: [{protocol: TCP, port: 80}]
+        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1,
+                       unhealthy_threshold: 1}
+)";
+}
+
+// A version whose /healthz fails from the start.
+std::string unhealthyDeployment(const std::string& id, int count, const std::string& version) {
+  return "deployments:\n  - plan: web\n    deployment_id: " + id + "\n    instance_count: " + std::to_string(count) +
+         "\n    payload_coordinates: [{payload_name: web, coordinates: {command: [\"{{tide}}\", workload, --listen, "
+         "\"127.0.0.1:{{port.tcp.80}}\", --version, " +
+         version + ", --fail-health-after, \"0\"]}}]\n";
+}
+
+struct RolloutFixture : EngineFixture {
+  explicit RolloutFixture(const std::string& plan) : EngineFixture({"auto_approve_dev.lua"}) {
+    apply(kEngineNodes);
+    apply(plan);
+    engine->start();
+  }
+
+  // Polls `done` every 50 ms for up to `seconds` (a liveness bound, not a timing check).
+  bool waitFor(const std::function<bool()>& done, int seconds = 90) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done();
+  }
+
+  bool waitState(const std::string& id, const std::string& state, int seconds = 90) {
+    return waitFor([&] { return deployment(id).state == state; }, seconds);
+  }
+
+  // What the RUNNING instances answer on /version, counted by version.
+  std::map<std::string, int> versions() {
+    std::map<std::string, int> out;
+    for (const auto& r : running()) {
+      std::string v = httpGet(hostPort(r), "/version");
+      while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
+      ++out[v.empty() ? "(none)" : v];
+    }
+    return out;
+  }
+
+  void control(const std::string& id, const std::string& what, const std::string& reason = "") {
+    auto done = ledger->controlDeployment("web", id, what, reason, "alice");
+    REQUIRE_MESSAGE(done.isOk(), done.status().toString());
+  }
+
+  // Adds deployment `id` running nginx:<tag> and promotes it fully until it completes.
+  void rollOut(const std::string& id, int count, const std::string& tag) {
+    apply(engineDeployment(id, count, tag));
+    REQUIRE(waitFor([&] {
+      auto d = deployment(id);
+      if (d.state == "PAUSED" && !d.signals.contains("promote_full")) control(id, "promote_full");
+      return d.state == "COMPLETED";
+    }));
+    REQUIRE(waitFor([&] { return versions() == std::map<std::string, int>{{tag, count}}; }));
+  }
+
+  // The weights the route_file hook wrote last for plan web.
+  Json route() {
+    const std::string text = hookOutput("route-web.json");
+    return text.empty() ? Json() : Json::parse(text, nullptr, false);
+  }
+
+  int controlEvents(const std::string& id, const std::string& control) {
+    ledger::ListOptions o;
+    o.limit = ledger::kMaxPageSize;
+    o.filters["kind"] = "deployment.control";
+    o.filters["subject"] = "deployment/web/" + id;
+    auto page = ledger->listEvents(o);
+    REQUIRE(page.isOk());
+    int n = 0;
+    for (const auto& e : page->items) {
+      if (e.data.value("control", "") == control && e.actor == "alice" && e.data.value("by", "") == "alice") ++n;
+    }
+    return n;
+  }
+};
+
+// Counts moments (polled every 50 ms) when no instance of `version` answered.
+class ServingWatch {
+ public:
+  ServingWatch(RolloutFixture& f, std::string version) : f_(f), version_(std::move(version)) {
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        if (f_.versions()[version_] == 0) ++gaps_;
+        ++samples_;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
+  ~ServingWatch() { finish(); }
+  void finish() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int gaps() const { return gaps_; }
+  int samples() const { return samples_; }
+
+ private:
+  RolloutFixture& f_;
+  std::string version_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> gaps_{0}, samples_{0};
+  std::thread thread_;
+};
+
+const char* kCanaryParams = "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 4}";
+
+}  // namespace
+
+TEST_CASE("rollout: canary v1→v2 pauses at the first step; promote completes it") {
+  RolloutFixture f(rolloutPlan("canary", kCanaryParams));
+  f.apply(engineDeployment("d1", 2, "v1"));
+  REQUIRE(f.waitState("d1", "COMPLETED"));  // the first deployment has nothing to compare with
+  CHECK(f.versions() == std::map<std::string, int>{{"v1", 2}});
+
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  // Step 1 of 2 (50 %): one instance of each version, and it stays that way while paused.
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}}; }));
+  ledger::Deployment paused = f.deployment("d2");
+  CHECK(paused.rollout_state.value("step", 0) == 1);
+  CHECK(paused.rollout_state.value("steps", 0) == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  CHECK(f.deployment("d2").state == "PAUSED");
+  CHECK(f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}});
+
+  f.control("d2", "promote");
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  CHECK(f.deployment("d2").message == "promoted");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
+  REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));
+  CHECK(f.controlEvents("d2", "promote") == 1);
+  CHECK(f.deployment("d2").signals.empty());  // the strategy consumed the promotion
+}
+
+TEST_CASE("rollout: a canary whose new version fails its health check rolls back, the old one serving throughout") {
+  RolloutFixture f(rolloutPlan("canary", kCanaryParams));
+  f.rollOut("d1", 2, "v1");
+  f.rollOut("d2", 2, "v2");
+
+  ServingWatch watch(f, "v2");
+  f.apply(unhealthyDeployment("d3", 2, "v3"));
+  REQUIRE(f.waitState("d3", "ROLLED_BACK"));
+  CHECK(f.deployment("d3").message.rfind("rolled back: ", 0) == 0);
+  // d2 is the rollback target: re-opened, its own strategy brings the instances back.
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  CHECK(f.deployment("d2").message == "restored after the rollback of d3");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
+  REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));  // no v3 process left
+  watch.finish();
+  CHECK(watch.samples() > 10);
+  CHECK(watch.gaps() == 0);
+  for (const auto& op : f.operations()) {
+    if (op.intent == "d3") CHECK_MESSAGE(op.state != "RUNNING", "operation " << op.meta.id << " still running");
+  }
+  CHECK(f.ledger->checkInvariants()->empty());
+}
+
+TEST_CASE("rollout: promote --full skips the remaining steps") {
+  RolloutFixture f(rolloutPlan("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  CHECK(f.deployment("d2").rollout_state.value("step", 0) == 1);
+  f.control("d2", "promote_full");
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  CHECK(f.deployment("d2").message == "fast-promoted");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
+  CHECK(f.controlEvents("d2", "promote_full") == 1);
+}
+
+TEST_CASE("rollout: a new deployment in the middle of a canary supersedes it; the rollback target stays the last completed one") {
+  RolloutFixture f(rolloutPlan("canary", kCanaryParams));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+
+  f.apply(engineDeployment("d3", 2, "v3"));
+  REQUIRE(f.waitState("d2", "CANCELLED"));
+  CHECK(f.deployment("d2").message == "superseded by d3");
+  REQUIRE(f.waitState("d3", "PAUSED"));
+  REQUIRE(f.waitFor([&] { return f.versions()["v3"] == 1 && f.versions()["v2"] == 0; }));
+
+  // d2 never completed, so rolling d3 back goes to d1.
+  f.control("d3", "rollback", "wrong build");
+  CHECK(f.deployment("d3").state == "ROLLED_BACK");
+  CHECK(f.deployment("d3").message == "rolled back by alice: wrong build");
+  REQUIRE(f.waitState("d1", "COMPLETED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
+  CHECK(f.controlEvents("d3", "rollback") == 1);
+}
+
+TEST_CASE("rollout: pause and resume do not consume the progress deadline") {
+  RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0, progress_deadline_seconds: 6}"));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));  // the strategy's own pause: waiting for promotion
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // A person pauses too; the strategy is not even asked while the hold lasts.
+  f.control("d2", "pause", "checking dashboards");
+  CHECK(f.deployment("d2").message == "paused by alice: checking dashboards");
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  CHECK(f.deployment("d2").state == "PAUSED");
+  f.control("d2", "resume");
+  REQUIRE(f.waitState("d2", "PAUSED"));  // back in the strategy's pause
+  const ledger::Deployment d = f.deployment("d2");
+  CHECK(d.paused_seconds >= 7.5);  // both pauses were counted as paused time
+  f.control("d2", "promote");
+  REQUIRE(f.waitState("d2", "COMPLETED"));  // 8 s paused, more than the 6 s deadline: no rollback
+  CHECK(f.deployment("d2").message == "promoted");
+  CHECK(f.controlEvents("d2", "pause") == 1);
+  CHECK(f.controlEvents("d2", "resume") == 1);
+}
+
+TEST_CASE("rollout: editing canary.lua while a rollout is paused takes effect at the next reconcile") {
+  RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0}"));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  // The operator replaces the strategy: no more pauses, straight to the end.
+  f.writeScript("rollout/canary.lua", R"(
+return {
+  name = "canary",
+  params = { steps = { 10, 50, 100 }, min_ready_seconds = 5 },
+  reconcile = function(r)
+    if #r.new < r.count then return { create(r.count - #r.new) } end
+    local ready = 0
+    for _, inst in ipairs(r.new) do if inst.ready then ready = ready + 1 end end
+    if ready < r.count then return {} end
+    if #r.old > 0 then return { delete(r.old) } end
+    return { complete("edited strategy") }
+  end,
+}
+)");
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  CHECK(f.deployment("d2").message == "edited strategy");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
+}
+
+TEST_CASE("rollout: blue-green switches the route only after promote and keeps blue warm for the delay") {
+  RolloutFixture f(rolloutPlan("blue_green", "{auto_promotion: never, min_ready_seconds: 0, scale_down_delay_seconds: 3}"));
+  f.rollOut("d1", 2, "v1");
+  REQUIRE(f.waitFor([&] { return f.route().value("deployment", "") == "d1"; }));
+  CHECK(f.route().value("new", -1) == 100);
+
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // The preview is up and healthy, but nothing routes to it before promotion.
+  const Json before = f.route();
+  CHECK((before.value("deployment", "") == "d1" || before.value("new", -1) == 0));
+
+  f.control("d2", "promote");
+  REQUIRE(f.waitFor([&] { return f.route().value("deployment", "") == "d2" && f.route().value("new", -1) == 100; }));
+  // Switched; blue stays up for the scale-down delay, so switching back would be instant.
+  CHECK(f.versions()["v1"] == 2);
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  CHECK(f.deployment("d2").message == "promoted");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
+}
+
+TEST_CASE("rollout: abort during blue-green leaves blue serving and removes green") {
+  RolloutFixture f(rolloutPlan("blue_green",
+                               "{auto_promotion: never, min_ready_seconds: 0, abort_scale_down_delay_seconds: 1}"));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitFor([&] { return f.versions()["v2"] == 2; }));
+
+  ServingWatch watch(f, "v1");
+  f.control("d2", "abort", "latency");
+  CHECK(f.deployment("d2").state == "FAILED");
+  CHECK(f.deployment("d2").message == "aborted by alice: latency");
+  REQUIRE(f.waitState("d1", "COMPLETED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
+  REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));
+  CHECK(f.route().value("deployment", "") == "d1");
+  CHECK(f.route().value("new", -1) == 100);
+  watch.finish();
+  CHECK(watch.gaps() == 0);
+  CHECK(f.controlEvents("d2", "abort") == 1);
+
+  // Retry starts the aborted rollout again from the beginning.
+  f.control("d2", "retry");
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
+  CHECK(f.deployment("d1").state == "COMPLETED");
+}
