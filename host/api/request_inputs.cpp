@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/lua/script_registry.h"
+#include "host/lua/strategy_engine.h"
+
 namespace tide::api {
 namespace {
 
@@ -215,6 +218,19 @@ Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::str
   int64_t value = it->get<int64_t>();
   if (value < min || value > max) return badField(key, "must be " + range + ", got " + std::to_string(value));
   return std::optional<int64_t>(value);
+}
+
+Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,
+                           const Json& deployment_params) {
+  if (context.scripts == nullptr) return Status::ok();
+  lua::StrategyEngine strategies(*context.scripts, context.clock, context.lua_limits);
+  Result<Json> params = strategies.resolveParams(script.empty() ? "rolling" : script, plan_params, deployment_params);
+  if (params.isOk()) return Status::ok();
+  if (params.status().code() == Code::kNotFound) {
+    return Status::invalidArgument("strategy.script: " + params.status().message(),
+                                   {{"strategy.script", params.status().message(), ""}});
+  }
+  return params.status();
 }
 
 }  // namespace tide::api

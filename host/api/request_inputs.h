@@ -64,4 +64,10 @@ Result<std::optional<std::string>> readStringField(const Json& body, const std::
 // body[key] as an integer within [min, max]; nullopt when absent or null.
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max);
 
+// The strategy `script` ("" = rolling) must be loaded and accept the params (script
+// defaults ← plan ← deployment, DESIGN §5): kInvalidArgument naming `params.<name>` or
+// `strategy.script`. OK when the host runs without scripts.
+Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,
+                           const Json& deployment_params);
+
 }  // namespace tide::api

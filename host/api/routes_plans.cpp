@@ -12,6 +12,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(ledger::Plan plan, config::parsePlan(text, kBodySource));
+  TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));
   TIDE_ASSIGN_OR_RETURN(ledger::Plan created, context.ledger.createPlan(plan, request.principal.name));
   return recordReply(created, 201);
 }

@@ -256,3 +256,39 @@ TEST_CASE("wire: tide policy eval and tide scripts list talk to the running host
   REQUIRE(reload.code == 0);
   CHECK(Json::parse(reload.out)["failed"] == 0);
 }
+
+TEST_CASE("wire: a deployment whose strategy params the script does not accept is refused, naming the param") {
+  ScriptsHarness h;
+  fs::copy(kSourceDir / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
+  REQUIRE(h.registry->reloadAll().failed == 0);
+  for (const char* gpu : {"nvidia-v100", "nvidia-p100"}) {
+    REQUIRE(h.api->post("/v1/capabilities", Json{{"name", gpu}, {"type", "GPU"}}.dump()).status == 201);
+  }
+  Reply bad_plan = h.api->post("/v1/plans", std::string(kMrdsPlan) + "strategy: {script: canary, params: {steps: 5}}\n",
+                               "application/yaml");
+  CHECK(bad_plan.status == 400);
+  CHECK_MESSAGE(bad_plan.body.find("params.steps") != std::string::npos, bad_plan.body);
+  const std::string plan = std::string(kMrdsPlan) + "strategy: {script: canary, params: {steps: [20, 100]}}\n";
+  Reply created = h.api->post("/v1/plans", plan, "application/yaml");
+  REQUIRE_MESSAGE(created.status == 201, created.body);
+  const std::string url = "/v1/plans/nginx-deployment-plan/deployments";
+  auto submit = [&](const std::string& id, const std::string& strategy) {
+    std::string body = kMrdsDeployment;
+    body.replace(body.find("deployment-1"), 12, id);
+    return h.api->post(url, body + strategy, "application/yaml");
+  };
+
+  Reply unknown = submit("d1", "strategy: {params: {stepz: [50]}}\n");
+  CHECK(unknown.status == 400);
+  CHECK_MESSAGE(unknown.body.find("params.stepz") != std::string::npos, unknown.body);
+  Reply mistyped = submit("d2", "strategy: {params: {pause_seconds: soon}}\n");
+  CHECK(mistyped.status == 400);
+  CHECK_MESSAGE(mistyped.body.find("params.pause_seconds") != std::string::npos, mistyped.body);
+  Reply missing = submit("d3", "strategy: {script: no-such-strategy}\n");
+  CHECK(missing.status == 400);
+  CHECK(missing.detailNames("strategy.script"));
+  // Nothing half-written: none of them is in the ledger.
+  CHECK(h.api->get(url).json()["items"].empty());
+
+  CHECK(submit("d4", "strategy: {params: {pause_seconds: 30}}\n").status == 201);
+}
