@@ -1,9 +1,9 @@
 #pragma once
 // The client verbs of the `tide` CLI and what they share. Each noun has one file that adds
-// its verbs (inventory_commands.cpp, deployment_commands.cpp and operation_commands.cpp,
-// activity_commands.cpp); a new verb is one `verbs.add(...)` call with an action
-// `Status(Session&)` that talks to the API through session.client and prints a table or,
-// with `-o json`, the server's JSON.
+// its verbs (inventory_commands.cpp, deployment_commands.cpp with operation_commands.cpp and
+// rollout_commands.cpp, activity_commands.cpp); a new verb is one `verbs.add(...)` call
+// with an action `Status(Session&)` that talks to the API through session.client and
+// prints a table or, with `-o json`, the server's JSON.
 
 #include <functional>
 #include <list>
@@ -104,6 +104,8 @@ void addInventoryCommands(CLI::App& app, Verbs& verbs);   // node, capability, c
 void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
 // approve-operation, reject-operation, operate: under the `deployment` noun.
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
+// promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
+void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);    // instances, operations, events, logs
 
 // A verb that runs without a server and chooses its own exit code (`tide policy test`).

@@ -1,6 +1,7 @@
 // `tide deployment ...`: deployment plans and the deployments rolled out under them, with
 // mrds-ctl's verbs and output.
 
+#include <chrono>
 #include <memory>
 
 #include "host/cli/commands.h"
@@ -15,7 +16,9 @@ std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegmen
 
 Status showPlan(Session& session, const std::string& plan) {
   TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan)));
-  session.print(view, printPlanShow);
+  session.print(view, [](std::ostream& out, const Json& view) {
+    printPlanShow(out, view, std::chrono::system_clock::now());
+  });
   return Status::ok();
 }
 
@@ -70,6 +73,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
   addAddDeploymentVerb(*deployment, verbs);
   addDeploymentActionVerb(*deployment, verbs, "cancel", "cancel-deployment", "Cancel a deployment of a plan");
   addOperationVerbs(*deployment, verbs);
+  addRolloutVerbs(*deployment, verbs);
 }
 
 }  // namespace tide::cli

@@ -1,47 +1,16 @@
 #include "host/cli/views.h"
 
-#include <initializer_list>
 #include <string_view>
 #include <vector>
+
+#include "host/cli/json_fields.h"
+#include "host/cli/rollout_view.h"
 
 namespace tide::cli {
 namespace {
 
 constexpr std::string_view kEntrySeparator = "----------------";
 constexpr const char* kOperationTypes[] = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
-
-// The value at `path` inside nested objects, or null when any step is missing.
-const Json& at(const Json& json, std::initializer_list<const char*> path) {
-  static const Json kNull;
-  const Json* current = &json;
-  for (const char* key : path) {
-    if (!current->is_object()) return kNull;
-    auto it = current->find(key);
-    if (it == current->end()) return kNull;
-    current = &*it;
-  }
-  return *current;
-}
-
-// Arrays iterate as themselves; anything else as an empty array.
-const Json& items(const Json& json) {
-  static const Json kEmpty = Json::array();
-  return json.is_array() ? json : kEmpty;
-}
-
-std::string text(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::null: return "";
-    case Json::value_t::string: return value.get<std::string>();
-    case Json::value_t::boolean: return value.get<bool>() ? "true" : "false";
-    case Json::value_t::number_integer: return std::to_string(value.get<int64_t>());
-    case Json::value_t::number_unsigned: return std::to_string(value.get<uint64_t>());
-    case Json::value_t::number_float: return formatNumber(value.get<double>());
-    default: return value.dump();
-  }
-}
-
-std::string text(const Json& json, std::initializer_list<const char*> path) { return text(at(json, path)); }
 
 std::string join(const Json& values, std::string_view separator) {
   std::string out;
@@ -298,7 +267,7 @@ void printNodeInfo(std::ostream& out, const Json& node) {
   }
 }
 
-void printPlanShow(std::ostream& out, const Json& view) {
+void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   const Json& plan = at(view, {"plan"});
   printHeading(out, "Deployment Plan Info");
   printField(out, "Name", text(plan, {"name"}));
@@ -320,6 +289,10 @@ void printPlanShow(std::ostream& out, const Json& view) {
   out << '\n';
   printDeployments(out, at(view, {"deployments"}));
   out << '\n';
+  if (const Json* newest = newestDeployment(at(view, {"deployments"}))) {
+    printRolloutSection(out, plan, *newest, now);
+    out << '\n';
+  }
 
   printHeading(out, "Instance Summary");
   const Json& summary = at(view, {"instance_summary"});

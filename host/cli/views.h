@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/cli/table.h"
+#include "host/core/clock.h"
 
 namespace tide::cli {
 
@@ -31,7 +32,8 @@ void printEventTable(std::ostream& out, const Json& events, TableStyle style = {
 // `tide node show`: one node record.
 void printNodeInfo(std::ostream& out, const Json& node);
 // `tide deployment show`: the GET /v1/plans/{name} view
-// {plan, deployments, instance_summary, operations_summary, instances}.
-void printPlanShow(std::ostream& out, const Json& view);
+// {plan, deployments, instance_summary, operations_summary, instances}, with the Rollout
+// section (host/cli/rollout_view.h) of the newest deployment, its times measured to `now`.
+void printPlanShow(std::ostream& out, const Json& view, TimePoint now);
 
 }  // namespace tide::cli

@@ -3,18 +3,7 @@
 // as processes. The in-process server has no control loop, so what the CLI shows after a
 // deployment is added is exactly what the API recorded.
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
-#include <thread>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -34,6 +24,7 @@
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
 #include "tests/cli/cli_test_support.h"
+#include "tests/cli/serve_process.h"
 
 namespace {
 
@@ -41,126 +32,17 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using tide::testing::CliRun;
 using tide::testing::contains;
+using tide::testing::freePort;
+using tide::testing::LineLimitedBuffer;
 using tide::testing::LiveServer;
 using tide::testing::runCli;
+using tide::testing::ServeProcess;
 using tide::testing::TempDir;
 
 const std::string kSourceDir = TIDE_SOURCE_DIR;
 
-// A port nothing listens on: bound once by the kernel's choice, then released.
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-// `tide serve` as a child process on a free port with its own data dir.
-class ServeProcess {
- public:
-  ServeProcess() {
-    url_ = "http://127.0.0.1:" + std::to_string(freePort());
-    start();
-  }
-
-  // Starts (or restarts, after stop()) `tide serve` on the same port and data dir.
-  void start() {
-    std::string listen = url_.substr(std::string("http://").size());
-    std::string data_dir = data_dir_.path.string();
-    std::string log = (data_dir_.path / "serve.log").string();
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      // The shipped policies and scripts (./policies, ./scripts) are the defaults.
-      if (::chdir(kSourceDir.c_str()) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), nullptr);
-      ::_exit(127);
-    }
-    httplib::Client health(url_);
-    health.set_connection_timeout(std::chrono::milliseconds(200));
-    bool healthy = false;
-    for (int attempt = 0; attempt < 300 && !healthy; ++attempt) {
-      auto reply = health.Get("/healthz");
-      healthy = reply && reply->status == 200;
-      if (!healthy) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!healthy) stop();  // a failed constructor runs no destructor
-    REQUIRE_MESSAGE(healthy, "tide serve did not become healthy; see " << log);
-    std::ifstream(data_dir_.path / "admin.token") >> token_;
-    REQUIRE(!token_.empty());
-  }
-
-  ~ServeProcess() { stop(); }
-
-  const std::string& url() const { return url_; }
-
-  // Stops the server (SIGTERM) and returns its exit status; -1 when it was not running.
-  int stop() {
-    if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  // `TIDE_BINARY <args> --server URL --token T` as a process.
-  CliRun tide(const std::string& args) const {
-    std::string err_file = (data_dir_.path / "cli.err").string();
-    std::string command = std::string(TIDE_BINARY) + " " + args + " --server " + url_ + " --token " + token_ +
-                          " 2>" + err_file;
-    CliRun result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
-    int status = ::pclose(pipe);
-    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::stringstream err;
-    err << std::ifstream(err_file).rdbuf();
-    result.err = err.str();
-    return result;
-  }
-
- private:
-  TempDir data_dir_;
-  std::string url_;
-  std::string token_;
-  pid_t pid_ = -1;
-};
-
 std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
 std::string fixture(const std::string& name) { return kSourceDir + "/tests/cli/fixtures/" + name; }
-
-// An output that takes `lines` lines and then fails, like stdout closed by `| head`. It
-// has no buffer, so every character reaches overflow().
-class LineLimitedBuffer : public std::streambuf {
- public:
-  explicit LineLimitedBuffer(int lines) : lines_left_(lines) {}
-  const std::string& text() const { return text_; }
-
- protected:
-  int overflow(int c) override {
-    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
-    if (lines_left_ <= 0) return traits_type::eof();
-    text_ += traits_type::to_char_type(c);
-    if (c == '\n') --lines_left_;
-    return c;
-  }
-
- private:
-  int lines_left_;
-  std::string text_;
-};
 
 // Sets an environment variable for one scope.
 class ScopedEnv {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -44,6 +45,27 @@ inline CliRun runCli(std::vector<std::string> args, std::ostream* out_stream = n
 }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An output that takes `lines` lines and then fails, like stdout closed by `| head`. It
+// has no buffer, so every character reaches overflow().
+class LineLimitedBuffer : public std::streambuf {
+ public:
+  explicit LineLimitedBuffer(int lines) : lines_left_(lines) {}
+  const std::string& text() const { return text_; }
+
+ protected:
+  int overflow(int c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (lines_left_ <= 0) return traits_type::eof();
+    text_ += traits_type::to_char_type(c);
+    if (c == '\n') --lines_left_;
+    return c;
+  }
+
+ private:
+  int lines_left_;
+  std::string text_;
+};
 
 struct TempDir {
   std::filesystem::path path;

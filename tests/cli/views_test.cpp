@@ -40,7 +40,7 @@ Json planView() {
 
 std::string show(const Json& view) {
   std::ostringstream out;
-  printPlanShow(out, view);
+  printPlanShow(out, view, tide::parseTimestamp("2026-11-21T12:00:00Z").value());
   return out.str();
 }
 
@@ -84,6 +84,13 @@ TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instan
         "| deployment-1  |       1        | PENDING |         | Payload Name: nginx-payload, Coordinates: {\"image\":\"nginx:latest\"} |\n"
         "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
         "Total: 1\n"
+        "\n"
+        "Rollout\n"
+        "    Deployment ID:        deployment-1\n"
+        "    Strategy:             rolling\n"
+        "    State:                PENDING\n"
+        "    Message:              <unset>\n"
+        "    Progress Time:        not started\n"
         "\n"
         "Instance Summary\n"
         "No instances found\n");

@@ -1,0 +1,138 @@
+#pragma once
+// `tide serve` and the `tide` binary as real processes, for tests that need the control
+// loop: a server on a free port with its own data dir, started from the source tree so the
+// shipped policies and scripts are the defaults.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include "tests/cli/cli_test_support.h"
+
+namespace tide::testing {
+
+// A port nothing listens on: bound once by the kernel's choice, then released.
+inline int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// `tide serve` as a child process on a free port with its own data dir.
+class ServeProcess {
+ public:
+  ServeProcess() {
+    url_ = "http://127.0.0.1:" + std::to_string(freePort());
+    start();
+  }
+
+  // Starts (or restarts, after stop()) `tide serve` on the same port and data dir.
+  void start() {
+    std::string listen = url_.substr(std::string("http://").size());
+    std::string data_dir = data_dir_.path.string();
+    std::string log = (data_dir_.path / "serve.log").string();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      // The shipped policies and scripts (./policies, ./scripts) are the defaults.
+      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), nullptr);
+      ::_exit(127);
+    }
+    httplib::Client health(url_);
+    health.set_connection_timeout(std::chrono::milliseconds(200));
+    bool healthy = false;
+    for (int attempt = 0; attempt < 300 && !healthy; ++attempt) {
+      auto reply = health.Get("/healthz");
+      healthy = reply && reply->status == 200;
+      if (!healthy) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!healthy) stop();  // a failed constructor runs no destructor
+    REQUIRE_MESSAGE(healthy, "tide serve did not become healthy; see " << log);
+    std::ifstream(data_dir_.path / "admin.token") >> token_;
+    REQUIRE(!token_.empty());
+  }
+
+  // Stops the server and ends the workloads it started, which outlive it by design (DESIGN
+  // §8): the processes whose environment names a runtime instance under this data dir.
+  ~ServeProcess() {
+    stop();
+    const std::string data_dir = data_dir_.path.string();
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::stringstream environment;
+      environment << std::ifstream(entry.path() / "environ").rdbuf();
+      const std::string text = environment.str();
+      if (text.find("TIDE_RUNTIME_ID=") == std::string::npos || text.find(data_dir) == std::string::npos) continue;
+      const pid_t pid = std::stoi(name);
+      ::kill(-pid, SIGKILL);  // each workload leads its own session
+      ::kill(pid, SIGKILL);
+    }
+  }
+
+  const std::string& url() const { return url_; }
+
+  // Stops the server (SIGTERM) and returns its exit status; -1 when it was not running.
+  int stop() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // `TIDE_BINARY <args> --server URL --token T` as a process, killed after `limit` when
+  // one is given (exit code 124, as timeout(1) reports it).
+  CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0)) const {
+    std::string err_file = (data_dir_.path / "cli.err").string();
+    std::string timeout = limit.count() > 0 ? "timeout " + std::to_string(limit.count()) + " " : "";
+    std::string command = timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + token_ +
+                          " 2>" + err_file;
+    CliRun result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
+    int status = ::pclose(pipe);
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::stringstream err;
+    err << std::ifstream(err_file).rdbuf();
+    result.err = err.str();
+    return result;
+  }
+
+ private:
+  TempDir data_dir_;
+  std::string url_;
+  std::string token_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace tide::testing
