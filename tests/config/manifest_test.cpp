@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <string>
 
@@ -211,7 +213,10 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   deployment.payload_coordinates = {{"app", Json{{"command", {"sleep", "10"}}, {"env", {{"A", "1"}}}}}};
   deployment.instance_count = 2;
   Json deploymentJson = deployment;
-  for (const char* key : {"state", "message", "rollout_state", "signals"}) deploymentJson.erase(key);
+  for (const char* key : {"state", "message", "rollout_state", "signals", "started_at", "completed_at", "paused_seconds",
+                          "paused_since"}) {
+    deploymentJson.erase(key);
+  }
 
   Json capabilityJson = ledger::Capability{{}, "nvidia-t4", "GPU", 50};
   Json clusterJson = ledger::Cluster{{}, "local", "fault", Json{{"seed", 7}}, "ACTIVE", ""};
@@ -466,6 +471,17 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
     CHECK(d->deployments[0].value.instance_count == e.count);
     CHECK(d->deployments[0].value.payload_coordinates[0].coordinates["image"] == e.image);
   }
+
+  // And every other manifest the README uses (the host configs, tide*.yaml, are not manifests).
+  int manifests = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".yaml" || name.rfind("tide", 0) == 0) continue;
+    auto loaded = loadManifestFile(entry.path().string());
+    CHECK_MESSAGE(loaded.isOk(), name << ": " << loaded.status().toString());
+    ++manifests;
+  }
+  CHECK(manifests >= 14);
 }
 
 TEST_CASE("manifest: a file that cannot be read is not found") {
