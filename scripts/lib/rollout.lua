@@ -226,6 +226,14 @@ local function converge(r, opts)
   return plan
 end
 
+-- Whether the instance's CREATE (or RESTART) waits because the scheduler found no node
+-- for it (the approval stage says "waiting for placement: ..." on the operation).
+local function waiting_for_placement(inst)
+  local op = inst.operation
+  return op ~= nil and op.state == "PENDING" and (op.type == "CREATE" or op.type == "RESTART")
+    and string.find(op.message or "", "waiting for placement", 1, true) == 1
+end
+
 local function check_analysis(param, name)
   if tide.lib.analysis[name] ~= nil then return nil end
   local known = {}
@@ -270,4 +278,5 @@ return {
   converge = converge,
   check_analysis = check_analysis,
   analyze = analyze,
+  waiting_for_placement = waiting_for_placement,
 }

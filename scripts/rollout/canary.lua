@@ -183,6 +183,19 @@ local function run_step(r, pct, actions)
 
   local ready = #rollout.ready_for(staying_new, params.min_ready_seconds)
   if ready < wanted then
+    -- No room for the surge (the scheduler found no node: anti-affinity, capacity): replace
+    -- instead, removing now an old instance this step would remove anyway, never below
+    -- what the step keeps.
+    local unplaced = #rollout.filter(staying_new, rollout.waiting_for_placement)
+    if unplaced > 0 then
+      local floor = math.max(r.count - wanted, pct < 100 and 1 or 0)
+      local staying_old = rollout.filter(r.old, function(inst) return not rollout.deleting(inst) end)
+      local idle_old = rollout.filter(staying_old, function(inst) return not rollout.in_flight(inst) end)
+      local room = math.min(unplaced, #staying_old - floor)
+      if room > 0 then
+        actions[#actions + 1] = delete(rollout.take_unhealthiest(idle_old, room))
+      end
+    end
     local spent = progress(r) - s.step_started
     if spent > params.health_timeout_seconds then
       return failed(r, string.format("%s: %d of %d new instances ready after %d s "
@@ -411,6 +424,25 @@ return {
                        state = { step = 1, step_started = 0 } }),
       expect = {},
       expect_state = { waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "a canary with no node to go to makes room by replacing an old instance",
+      r = rollout_of({ old = { old(1), old(2, { healthy = false }), old(3), old(4) },
+                       new = { new(1, { state = "PENDING", healthy = false, ready_seconds = 0,
+                                        operation = { id = 9, type = "CREATE", state = "PENDING",
+                                                      message = "waiting for placement: no node fits" } }) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { delete({ "web-o2" }) },
+    },
+    {
+      name = "replacing for room never leaves the old version without an instance",
+      r = rollout_of({ count = 1, deployment = { id = "deployment-2", count = 1, progress_seconds = 30 },
+                       old = { old(1) },
+                       new = { new(1, { state = "PENDING", healthy = false, ready_seconds = 0,
+                                        operation = { id = 9, type = "CREATE", state = "PENDING",
+                                                      message = "waiting for placement: no node fits" } }) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = {},
     },
     {
       name = "the health gate waits for min_ready_seconds",
