@@ -325,3 +325,15 @@ TEST_CASE("rollout: abort during blue-green leaves blue serving and removes gree
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
   CHECK(f.deployment("d1").state == "COMPLETED");
 }
+
+TEST_CASE("rollout: a canary with no node left for its surge replaces an old instance instead") {
+  // Four nodes, one instance of the plan per node: 3 old + 2 new do not fit.
+  RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0}"));
+  f.rollOut("d1", 3, "v1");
+  f.apply(engineDeployment("d2", 3, "v2"));
+  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 2}}; }));
+  f.control("d2", "promote");
+  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 3}}; }));
+}
