@@ -226,6 +226,37 @@ local function converge(r, opts)
   return plan
 end
 
+-- r.deployment.progress_seconds: rolling-out time, paused time left out.
+local function progress(r)
+  return r.deployment.progress_seconds or 0
+end
+
+-- Whole seconds, for messages.
+local function seconds(x)
+  return math.floor(x)
+end
+
+-- "12:00:05" (UTC) for a unix time.
+local function clock(unix)
+  return os.date("%H:%M:%S", math.floor(unix))
+end
+
+-- "1 new instance", "2 new instances".
+local function plural(n, noun)
+  return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
+end
+
+-- Records `weights` as the ones routed (r.state.weights) and says whether they differ from
+-- the last ones, i.e. whether to route(weights) now.
+local function note_weights(r, weights)
+  local last = r.state.weights
+  if last ~= nil and last.new == weights.new and last.old == weights.old then
+    return false
+  end
+  r.state.weights = { new = weights.new, old = weights.old }
+  return true
+end
+
 -- Whether the instance's CREATE (or RESTART) waits because the scheduler found no node
 -- for it (the approval stage says "waiting for placement: ..." on the operation).
 local function waiting_for_placement(inst)
@@ -279,4 +310,9 @@ return {
   check_analysis = check_analysis,
   analyze = analyze,
   waiting_for_placement = waiting_for_placement,
+  progress = progress,
+  seconds = seconds,
+  clock = clock,
+  plural = plural,
+  note_weights = note_weights,
 }

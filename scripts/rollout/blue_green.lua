@@ -30,25 +30,10 @@
 -- switched_at, restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
+local progress, seconds, clock, plural = rollout.progress, rollout.seconds, rollout.clock, rollout.plural
 
 local ALL_NEW = { new = 100, old = 0 }
 local ALL_OLD = { new = 0, old = 100 }
-
-local function progress(r)
-  return r.deployment.progress_seconds or 0
-end
-
-local function seconds(x)
-  return math.floor(x)
-end
-
-local function clock(unix)
-  return os.date("%H:%M:%S", math.floor(unix))
-end
-
-local function plural(n, noun)
-  return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
-end
 
 -- "never" | "immediate" | "after", seconds; or nil, nil, why not.
 local function parse_auto_promotion(text)
@@ -63,14 +48,9 @@ local function parse_auto_promotion(text)
     .. "\"after N s\" (like \"after 30s\"), got \"%s\"", tostring(text))
 end
 
-local function same_weights(a, b)
-  return a ~= nil and a.new == b.new and a.old == b.old
-end
-
 -- route(weights) unless they are the ones routed last.
 local function route_to(r, actions, weights)
-  if not same_weights(r.state.weights, weights) then
-    r.state.weights = { new = weights.new, old = weights.old }
+  if rollout.note_weights(r, weights) then
     actions[#actions + 1] = route(weights)
   end
 end

@@ -29,24 +29,9 @@
 -- analysis_reason; restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
+local progress, seconds, clock, plural = rollout.progress, rollout.seconds, rollout.clock, rollout.plural
 
 local ALL_NEW = { new = 100, old = 0 }
-
-local function progress(r)
-  return r.deployment.progress_seconds or 0
-end
-
-local function plural(n, noun)
-  return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
-end
-
-local function seconds(x)
-  return math.floor(x)
-end
-
-local function clock(unix)
-  return os.date("%H:%M:%S", math.floor(unix))
-end
 
 -- The steps as percentages, ending with 100 (added when the list stops short), or nil and why.
 local function parse_steps(steps)
@@ -67,14 +52,9 @@ local function parse_steps(steps)
   return out
 end
 
-local function same_weights(a, b)
-  return a ~= nil and a.new == b.new and a.old == b.old
-end
-
 -- route(weights) unless they are the ones routed last.
 local function route_to(r, actions, weights)
-  if not same_weights(r.state.weights, weights) then
-    r.state.weights = { new = weights.new, old = weights.old }
+  if rollout.note_weights(r, weights) then
     actions[#actions + 1] = route(weights)
   end
 end
