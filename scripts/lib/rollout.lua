@@ -226,6 +226,31 @@ local function converge(r, opts)
   return plan
 end
 
+-- The steps as percentages, ending with 100 (added when the list stops short), or nil and why.
+local function parse_steps(steps)
+  if type(steps) ~= "table" or #steps == 0 then
+    return nil, "params.steps: expected a non-empty list of percentages, like { 10, 50, 100 }"
+  end
+  local out = {}
+  for i, pct in ipairs(steps) do
+    if type(pct) ~= "number" or pct <= 0 or pct > 100 or (i > 1 and pct <= out[i - 1]) then
+      return nil, "params.steps: expected increasing percentages in (0, 100], got "
+        .. tostring(pct) .. " at position " .. i
+    end
+    out[i] = pct
+  end
+  if out[#out] < 100 then
+    out[#out + 1] = 100
+  end
+  return out
+end
+
+-- How many of `count` instances run the new version at a step of `pct` percent: rounded
+-- up, at least 1, at most count.
+local function step_count(count, pct)
+  return math.min(math.max(math.ceil(count * pct / 100), 1), count)
+end
+
 -- r.deployment.progress_seconds: rolling-out time, paused time left out.
 local function progress(r)
   return r.deployment.progress_seconds or 0
@@ -315,4 +340,6 @@ return {
   clock = clock,
   plural = plural,
   note_weights = note_weights,
+  parse_steps = parse_steps,
+  step_count = step_count,
 }

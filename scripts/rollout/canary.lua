@@ -33,25 +33,6 @@ local progress, seconds, clock, plural = rollout.progress, rollout.seconds, roll
 
 local ALL_NEW = { new = 100, old = 0 }
 
--- The steps as percentages, ending with 100 (added when the list stops short), or nil and why.
-local function parse_steps(steps)
-  if type(steps) ~= "table" or #steps == 0 then
-    return nil, "params.steps: expected a non-empty list of percentages, like { 10, 50, 100 }"
-  end
-  local out = {}
-  for i, pct in ipairs(steps) do
-    if type(pct) ~= "number" or pct <= 0 or pct > 100 or (i > 1 and pct <= out[i - 1]) then
-      return nil, "params.steps: expected increasing percentages in (0, 100], got "
-        .. tostring(pct) .. " at position " .. i
-    end
-    out[i] = pct
-  end
-  if out[#out] < 100 then
-    out[#out + 1] = 100
-  end
-  return out
-end
-
 -- route(weights) unless they are the ones routed last.
 local function route_to(r, actions, weights)
   if rollout.note_weights(r, weights) then
@@ -155,7 +136,7 @@ end
 -- One step at `pct`. Returns "next" when the step is over, or the failure's actions.
 local function run_step(r, pct, actions)
   local s, params = r.state, r.params
-  local wanted = math.min(math.max(math.ceil(r.count * pct / 100), 1), r.count)
+  local wanted = rollout.step_count(r.count, pct)
   local staying_new = rollout.filter(r.new, function(inst) return not rollout.deleting(inst) end)
   if #staying_new < wanted then
     actions[#actions + 1] = create(wanted - #staying_new)
@@ -246,7 +227,7 @@ local function reconcile(r)
   if r.restore then
     return restore(r)
   end
-  local steps, problem = parse_steps(r.params.steps)
+  local steps, problem = rollout.parse_steps(r.params.steps)
   problem = problem or rollout.check_analysis("analysis", r.params.analysis)
   if problem then
     return { fail(problem) }
