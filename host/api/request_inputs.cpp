@@ -233,4 +233,16 @@ Status checkStrategyParams(ApiContext& context, const std::string& script, const
   return params.status();
 }
 
+Status checkDeploymentStrategy(ApiContext& context, const ledger::Plan& plan, const ledger::Deployment& deployment) {
+  std::string script = plan.strategy.script;
+  Json deployment_params = Json::object();
+  if (deployment.strategy.is_object()) {
+    if (deployment.strategy.contains("script") && deployment.strategy["script"].is_string()) {
+      script = deployment.strategy["script"].get<std::string>();
+    }
+    if (deployment.strategy.contains("params")) deployment_params = deployment.strategy["params"];
+  }
+  return checkStrategyParams(context, script, plan.strategy.params, deployment_params);
+}
+
 }  // namespace tide::api

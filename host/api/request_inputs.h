@@ -70,4 +70,8 @@ Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::str
 Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,
                            const Json& deployment_params);
 
+// checkStrategyParams for a deployment of `plan`: its own strategy override (script,
+// params) over the plan's.
+Status checkDeploymentStrategy(ApiContext& context, const ledger::Plan& plan, const ledger::Deployment& deployment);
+
 }  // namespace tide::api

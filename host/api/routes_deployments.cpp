@@ -63,15 +63,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
   TIDE_ASSIGN_OR_RETURN(ledger::Plan owner, context.ledger.getPlan(deployment.plan));
-  std::string script = owner.strategy.script;
-  Json deployment_params = Json::object();
-  if (deployment.strategy.is_object()) {
-    if (deployment.strategy.contains("script") && deployment.strategy["script"].is_string()) {
-      script = deployment.strategy["script"].get<std::string>();
-    }
-    if (deployment.strategy.contains("params")) deployment_params = deployment.strategy["params"];
-  }
-  TIDE_RETURN_IF_ERROR(checkStrategyParams(context, script, owner.strategy.params, deployment_params));
+  TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
   TIDE_ASSIGN_OR_RETURN(ledger::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));
   return recordReply(created, 201);
 }

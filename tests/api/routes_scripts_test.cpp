@@ -291,4 +291,12 @@ TEST_CASE("wire: a deployment whose strategy params the script does not accept i
   CHECK(h.api->get(url).json()["items"].empty());
 
   CHECK(submit("d4", "strategy: {params: {pause_seconds: 30}}\n").status == 201);
+  // A whole manifest is checked the same way.
+  Reply manifest = h.api->post("/v1/manifests",
+                               "deployments:\n  - deployment_plan_name: nginx-deployment-plan\n    deployment_id: d5\n"
+                               "    instance_count: 1\n    payload_coordinates: [{payload_name: nginx-payload, "
+                               "coordinates: {image: \"nginx:1\"}}]\n    strategy: {params: {stepz: [1]}}\n",
+                               "application/yaml");
+  CHECK(manifest.status == 400);
+  CHECK_MESSAGE(manifest.body.find("params.stepz") != std::string::npos, manifest.body);
 }
