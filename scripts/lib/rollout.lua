@@ -130,6 +130,25 @@ local function take_unhealthiest(list, n)
   return take(unhealthiest_first(list), n)
 end
 
+-- The first n of `list` to remove in a rollout: instances of versions that never completed
+-- (a superseded or aborted rollout's) before those of the last completed deployment
+-- (r.previous), which still serves; unhealthiest first within each.
+local function take_for_removal(r, list, n)
+  local stable = r.previous and r.previous.id
+  local strangers, previous = {}, {}
+  for _, inst in ipairs(unhealthiest_first(list)) do
+    if stable ~= nil and inst.deployment_id == stable then
+      previous[#previous + 1] = inst
+    else
+      strangers[#strangers + 1] = inst
+    end
+  end
+  for _, inst in ipairs(previous) do
+    strangers[#strangers + 1] = inst
+  end
+  return take(strangers, n)
+end
+
 local function take_healthiest(list, n)
   return take(healthiest_first(list), n)
 end
@@ -326,6 +345,7 @@ return {
   healthiest_first = healthiest_first,
   take_unhealthiest = take_unhealthiest,
   take_healthiest = take_healthiest,
+  take_for_removal = take_for_removal,
   deleting = deleting,
   ready_for = ready_for,
   concat = concat,

@@ -154,7 +154,7 @@ local function run_step(r, pct, actions)
       local idle_old = rollout.filter(staying_old, function(inst) return not rollout.in_flight(inst) end)
       local room = math.min(unplaced, #staying_old - floor)
       if room > 0 then
-        actions[#actions + 1] = delete(rollout.take_unhealthiest(idle_old, room))
+        actions[#actions + 1] = delete(rollout.take_for_removal(r, idle_old, room))
       end
     end
     local spent = progress(r) - s.step_started
@@ -177,7 +177,7 @@ local function run_step(r, pct, actions)
   local idle_old = rollout.filter(staying_old, function(inst)
     return not rollout.in_flight(inst)
   end)
-  local doomed = rollout.take_unhealthiest(idle_old, #staying_old - keep_old)
+  local doomed = rollout.take_for_removal(r, idle_old, #staying_old - keep_old)
   if #doomed > 0 then
     actions[#actions + 1] = delete(doomed)
   end
@@ -418,6 +418,12 @@ return {
       expect = { delete({ "web-o2" }), route({ new = 10, old = 90 }) },
       expect_state = { weights = { new = 10, old = 90 },
                        waiting_for = "1 old instance to be removed" },
+    },
+    {
+      name = "instances of a superseded rollout go before those of the last completed one",
+      r = rollout_of({ old = { old(1), old(2), instance("web-x1", "deployment-1b"), old(4) },
+                       new = { new(1) }, state = { step = 1, step_started = 0 } }),
+      expect = { delete({ "web-x1" }), route({ new = 10, old = 90 }) },
     },
     {
       name = "with the old instance gone, step 1 waits for promotion",
