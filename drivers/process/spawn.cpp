@@ -13,6 +13,8 @@
 #include <cstring>
 #include <thread>
 
+#include "host/core/fd.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -27,23 +29,6 @@ struct Report {
 
 constexpr auto kExecReportTimeout = std::chrono::seconds(10);
 constexpr auto kWaiterExitTimeout = std::chrono::seconds(2);
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // Moves `fd` above the standard streams so dup2 onto 0..2 in the workload cannot clobber it.
 int aboveStdio(int fd) {

@@ -24,6 +24,8 @@
 
 #include <httplib.h>
 
+#include "host/core/fd.h"
+
 namespace tide::engine {
 namespace {
 
@@ -39,24 +41,6 @@ constexpr auto kMinInterval = std::chrono::milliseconds(10);  // a zero interval
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);   // how often waitHealthy looks up from sleeping
 constexpr auto kReapPoll = std::chrono::milliseconds(10);     // exec without a pidfd: how often to look for the exit
 constexpr const char* kDefaultPath = "/usr/bin:/bin";
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // strerror is not thread-safe; strerrordesc_np is.
 std::string errnoText(int error) {
