@@ -1,5 +1,5 @@
 #pragma once
-// The runtime driver interface (DESIGN §8). A driver turns runtime instances of the
+// The runtime driver interface (docs/architecture.md#drivers). A driver turns runtime instances of the
 // ledger into real workloads on one kind of runtime (local processes, SSH hosts, ...).
 //
 // Contracts every driver keeps:
@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 
 namespace tide::drivers {
 
-using Json = ledger::Json;
+using Json = model::Json;
 
 struct VolumeSpec {
   std::string id;  // stable: "<meta instance>-<index>", survives relocation of the instance
@@ -42,9 +42,9 @@ struct RuntimeSpec {
   std::string node;
   std::string payload_name;
   Json coordinates = Json::object();  // {image} | {command: [...], env: {...}}
-  std::vector<ledger::Port> ports;    // declared ports; the driver assigns host ports
+  std::vector<model::Port> ports;    // declared ports; the driver assigns host ports
   std::vector<VolumeSpec> volumes;
-  ledger::Resources resources;
+  model::Resources resources;
 };
 
 struct RuntimeRef {

@@ -1,5 +1,5 @@
 #pragma once
-// The `fault` driver (DESIGN §8): wraps another driver and, for reliability tests, makes
+// The `fault` driver (docs/architecture.md#drivers): wraps another driver and, for reliability tests, makes
 // its calls fail the ways remote runtimes fail. Each affected call draws its fate from a
 // seeded std::mt19937_64, so a seed and a sequence of calls give the same faults every run:
 //   error       kUnavailable, the inner call is not made

@@ -5,7 +5,7 @@
 namespace tide::drivers {
 namespace {
 
-using ledger::Json;
+using model::Json;
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -122,7 +122,7 @@ std::string imageTag(std::string_view image) {
   return std::string(image.substr(colon + 1));
 }
 
-std::string portKey(const ledger::Port& port) { return lower(port.protocol) + "/" + std::to_string(port.port); }
+std::string portKey(const model::Port& port) { return lower(port.protocol) + "/" + std::to_string(port.port); }
 
 std::string volumeEnvName(std::string_view mount_path) {
   while (!mount_path.empty() && mount_path.front() == '/') mount_path.remove_prefix(1);

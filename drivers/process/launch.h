@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 
 namespace tide::drivers {
 
@@ -52,10 +52,10 @@ struct Launch {
 // kInvalidArgument for malformed coordinates, an unknown placeholder or one that refers to
 // nothing (an undeclared port, an unmounted volume); kUnprocessable for an image the
 // catalog does not know (the message names it).
-Result<Launch> buildLaunch(const ledger::Json& coordinates, const ImageCatalog& catalog, const LaunchContext& context);
+Result<Launch> buildLaunch(const model::Json& coordinates, const ImageCatalog& catalog, const LaunchContext& context);
 
 // "tcp/80" for protocol "TCP" and port 80: the key of RuntimeStatus::ports.
-std::string portKey(const ledger::Port& port);
+std::string portKey(const model::Port& port);
 
 // "TIDE_VOLUME_VAR_LIB_DB" for "/var/lib/db".
 std::string volumeEnvName(std::string_view mount_path);

@@ -176,7 +176,7 @@ Status ProcessDriver::ensureVolume(const VolumeSpec& volume) {
 
   if (options_.node_volumes) {
     double declared = 0;
-    for (const ledger::LocalVolume& local : options_.node_volumes(volume.node)) {
+    for (const model::LocalVolume& local : options_.node_volumes(volume.node)) {
       if (local.storage_class == volume.storage_class) declared += local.capacity_gib;
     }
     TIDE_ASSIGN_OR_RETURN(std::vector<VolumeRecord> on_node, store_.volumesOn(volume.node));
@@ -254,7 +254,7 @@ Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec&
     for (const auto& [key, host_port] : (*other)->ports) taken.insert(host_port);
   }
   std::map<std::string, int> ports;
-  for (const ledger::Port& port : spec.ports) {
+  for (const model::Port& port : spec.ports) {
     std::string key = portKey(port);
     std::string protocol = key.substr(0, key.find('/'));
     if ((protocol != "tcp" && protocol != "udp") || port.port < 1 || port.port > 65535) {

@@ -1,5 +1,5 @@
 #pragma once
-// The `process` driver (DESIGN §8): every node of a process cluster is a logical node on
+// The `process` driver (docs/architecture.md#drivers): every node of a process cluster is a logical node on
 // this machine, and every runtime instance is a local process tree.
 //
 // - A process runs in a session and process group of its own, detached from the host
@@ -32,8 +32,8 @@
 
 namespace tide::drivers {
 
-// The local volumes a node declares (ledger::Node::local_volumes), by node name.
-using NodeVolumesFn = std::function<std::vector<ledger::LocalVolume>(const std::string& node)>;
+// The local volumes a node declares (model::Node::local_volumes), by node name.
+using NodeVolumesFn = std::function<std::vector<model::LocalVolume>(const std::string& node)>;
 
 struct ProcessDriverOptions {
   std::string state_dir;    // e.g. <data_dir>/process

@@ -1,6 +1,6 @@
 #pragma once
 // `tide workload`: a tiny HTTP service built into the binary so demos and tests need
-// nothing else installed (DESIGN §8). Routes:
+// nothing else installed (docs/architecture.md#drivers). Routes:
 //   GET /healthz  200 "ok"; 503 "starting" before --healthy-after, 500 "failing" after --fail-health-after
 //   GET /version  the version text
 //   GET /         "tide-workload version=<v> instance=<$TIDE_INSTANCE> message=<text>\n"

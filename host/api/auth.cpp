@@ -94,7 +94,7 @@ Status Authenticator::bootstrap(const std::string& data_dir) {
   TIDE_ASSIGN_OR_RETURN(std::string token, randomHex(32));
   std::filesystem::path path = std::filesystem::path(data_dir) / kAdminTokenFile;
   TIDE_RETURN_IF_ERROR(writePrivateFile(path, token));
-  Result<ledger::ApiToken> created =
+  Result<model::ApiToken> created =
       ledger_.createToken(std::string(kBootstrapTokenName), sha256Hex(token), "admin", "system");
   if (!created.isOk()) {
     std::filesystem::remove(path, error);
@@ -120,7 +120,7 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   for (const ConfigToken& config : config_tokens_) {
     if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic)};
   }
-  Result<ledger::ApiToken> found = ledger_.findToken(digest);
+  Result<model::ApiToken> found = ledger_.findToken(digest);
   if (!found.isOk()) {
     if (found.status().code() == Code::kNotFound) return Status::unauthenticated("unknown or revoked token");
     return found.status();

@@ -1,5 +1,5 @@
 #pragma once
-// Bearer-token authentication and role checks (DESIGN §9). Tokens come from the ledger's
+// Bearer-token authentication and role checks (docs/architecture.md#http-api-and-auth). Tokens come from the ledger's
 // tokens table (which stores only sha256 digests) and from the host configuration.
 //
 // Thread-safety: authenticate() may be called from any number of threads; bootstrap()

@@ -20,9 +20,9 @@
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
-#include "host/ledger/records.h"
-#include "host/lua/lua_state.h"
-#include "host/lua/policy_verdict.h"
+#include "host/model/records.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/lua/policy/policy_verdict.h"
 
 namespace tide::api {
 

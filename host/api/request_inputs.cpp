@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "host/lua/script_registry.h"
-#include "host/lua/strategy_engine.h"
+#include "host/lua/registry/script_registry.h"
+#include "host/lua/strategy/strategy_engine.h"
 
 namespace tide::api {
 namespace {
@@ -224,7 +224,7 @@ Status checkStrategyParams(ApiContext& context, const std::string& script, const
                            const Json& deployment_params) {
   if (context.scripts == nullptr) return Status::ok();
   lua::StrategyEngine strategies(*context.scripts, context.clock, context.lua_limits);
-  Result<Json> params = strategies.resolveParams(script.empty() ? "rolling" : script, plan_params, deployment_params);
+  Result<Json> params = strategies.resolveParams(script.empty() ? model::kDefaultStrategy : script, plan_params, deployment_params);
   if (params.isOk()) return Status::ok();
   if (params.status().code() == Code::kNotFound) {
     return Status::invalidArgument("strategy.script: " + params.status().message(),
@@ -233,16 +233,9 @@ Status checkStrategyParams(ApiContext& context, const std::string& script, const
   return params.status();
 }
 
-Status checkDeploymentStrategy(ApiContext& context, const ledger::Plan& plan, const ledger::Deployment& deployment) {
-  std::string script = plan.strategy.script;
-  Json deployment_params = Json::object();
-  if (deployment.strategy.is_object()) {
-    if (deployment.strategy.contains("script") && deployment.strategy["script"].is_string()) {
-      script = deployment.strategy["script"].get<std::string>();
-    }
-    if (deployment.strategy.contains("params")) deployment_params = deployment.strategy["params"];
-  }
-  return checkStrategyParams(context, script, plan.strategy.params, deployment_params);
+Status checkDeploymentStrategy(ApiContext& context, const model::Plan& plan, const model::Deployment& deployment) {
+  const model::EffectiveStrategy strategy = model::effectiveStrategy(&plan, deployment);
+  return checkStrategyParams(context, strategy.script, strategy.plan_params, strategy.deployment_params);
 }
 
 }  // namespace tide::api

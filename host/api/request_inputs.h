@@ -65,13 +65,13 @@ Result<std::optional<std::string>> readStringField(const Json& body, const std::
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max);
 
 // The strategy `script` ("" = rolling) must be loaded and accept the params (script
-// defaults ← plan ← deployment, DESIGN §5): kInvalidArgument naming `params.<name>` or
+// defaults ← plan ← deployment, docs/architecture.md#rollouts): kInvalidArgument naming `params.<name>` or
 // `strategy.script`. OK when the host runs without scripts.
 Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,
                            const Json& deployment_params);
 
 // checkStrategyParams for a deployment of `plan`: its own strategy override (script,
 // params) over the plan's.
-Status checkDeploymentStrategy(ApiContext& context, const ledger::Plan& plan, const ledger::Deployment& deployment);
+Status checkDeploymentStrategy(ApiContext& context, const model::Plan& plan, const model::Deployment& deployment);
 
 }  // namespace tide::api

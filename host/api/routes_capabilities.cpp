@@ -12,8 +12,8 @@ namespace tide::api::capabilities {
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Capability capability, config::parseCapability(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(ledger::Capability created,
+  TIDE_ASSIGN_OR_RETURN(model::Capability capability, config::parseCapability(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Capability created,
                         context.ledger.createCapability(capability, request.principal.name));
   return recordReply(created, 201);
 }
@@ -25,13 +25,13 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
     std::transform(it->second.begin(), it->second.end(), it->second.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Capability> page, context.ledger.listCapabilities(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Capability> page, context.ledger.listCapabilities(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Capability capability, context.ledger.getCapability(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Capability capability, context.ledger.getCapability(request.param("name")));
   return recordReply(capability);
 }
 

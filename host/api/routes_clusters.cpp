@@ -3,7 +3,7 @@
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::clusters {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Cluster cluster, context.ledger.setClusterState(request.param("name"), state, generation,
+  TIDE_ASSIGN_OR_RETURN(model::Cluster cluster, context.ledger.setClusterState(request.param("name"), state, generation,
                                                                                 request.principal.name));
   return recordReply(cluster);
 }
@@ -21,21 +21,21 @@ Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Cluster cluster, config::parseCluster(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(ledger::Cluster created, context.ledger.createCluster(cluster, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Cluster cluster, config::parseCluster(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Cluster created, context.ledger.createCluster(cluster, request.principal.name));
   return recordReply(created, 201);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
-                        readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kCluster)}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Cluster> page, context.ledger.listClusters(options));
+                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kCluster)}}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Cluster> page, context.ledger.listClusters(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Cluster cluster, context.ledger.getCluster(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Cluster cluster, context.ledger.getCluster(request.param("name")));
   return recordReply(cluster);
 }
 

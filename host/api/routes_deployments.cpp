@@ -6,7 +6,7 @@
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
 #include "host/config/yaml_tree.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::deployments {
 namespace {
@@ -55,32 +55,32 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     patched = withPlan(text, plan);
     text = patched;
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment, config::parseDeployment(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment, config::parseDeployment(text, kBodySource));
   if (plan_entry != nullptr && deployment.plan != plan) {
     const std::string& key = plan_entry->first.scalar;
     std::string message = "names plan '" + deployment.plan + "' but the URL names '" + plan + "'";
     std::string location = kBodySource + ":" + std::to_string(plan_entry->second.line);
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::Plan owner, context.ledger.getPlan(deployment.plan));
+  TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.getPlan(deployment.plan));
   TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
-  TIDE_ASSIGN_OR_RETURN(ledger::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));
   return recordReply(created, 201);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
-                        readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kDeployment)}}));
+                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kDeployment)}}));
   const std::string& plan = request.param("name");
   TIDE_RETURN_IF_ERROR(context.ledger.getPlan(plan).status());
   options.filters["plan"] = plan;
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Deployment> page, context.ledger.listDeployments(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Deployment> page, context.ledger.listDeployments(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
                         context.ledger.getDeployment(request.param("name"), request.param("id")));
   return recordReply(deployment);
 }
@@ -88,7 +88,7 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
                         context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED",
                                                           generation, request.principal.name, "cancelled through the API"));
   return recordReply(deployment);
@@ -96,7 +96,7 @@ Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
 
 namespace {
 
-// A rollout control (DESIGN §5) on behalf of the caller, recorded as a
+// A rollout control (docs/architecture.md#rollouts) on behalf of the caller, recorded as a
 // `deployment.control` event naming them. Body: optional {"reason"} (and {"full"} for
 // promote).
 Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, const std::string& name) {
@@ -116,7 +116,7 @@ Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, cons
     }
     if (body["full"].get<bool>()) what = "promote_full";
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::Deployment deployment,
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
                         context.ledger.controlDeployment(request.param("name"), request.param("id"), what,
                                                          reason.value_or(""), request.principal.name));
   return recordReply(deployment);

@@ -35,7 +35,7 @@ Status tooManyWaiting() {
   return Status::resourceExhausted("too many clients are waiting for events right now; retry shortly");
 }
 
-std::string sseMessage(const ledger::Event& event) {
+std::string sseMessage(const model::Event& event) {
   return "id: " + std::to_string(event.seq) + "\nevent: " + event.kind + "\ndata: " + dumpJson(Json(event)) + "\n\n";
 }
 
@@ -54,7 +54,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   // `seen` is read before listing, so an event appended in between is either in the page
   // or wakes the wait below.
   int64_t seen = context.ledger.lastEventSeq();
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Event> page, context.ledger.listEvents(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Event> page, context.ledger.listEvents(options));
   if (page.items.empty() && wait.value_or(0) > 0) {
     std::shared_ptr<void> slot = context.wait_slots.tryAcquire();
     if (!slot) return tooManyWaiting();
@@ -86,12 +86,12 @@ Result<ApiResponse> stream(ApiContext& context, const ApiRequest& request) {
   response.stream = [&context, state](const StreamWriter& write) -> bool {
     if (context.stopping) return false;
     int64_t seen = context.ledger.lastEventSeq();
-    Result<ledger::Page<ledger::Event>> page = context.ledger.listEvents(state->options);
+    Result<ledger::Page<model::Event>> page = context.ledger.listEvents(state->options);
     if (!page.isOk()) {
       write(": " + page.status().toString() + "\n\n");
       return false;
     }
-    for (const ledger::Event& event : page->items) {
+    for (const model::Event& event : page->items) {
       if (!write(sseMessage(event))) return false;
       state->options.after = event.seq;
       state->last_write = steady_clock::now();

@@ -6,13 +6,13 @@
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::instances {
 namespace {
 
 // Operations people ask for outrank the controller's (priority 0), so a user's operation
-// supersedes a controller operation that is not approved yet (DESIGN §2).
+// supersedes a controller operation that is not approved yet (docs/architecture.md#records-and-states).
 constexpr int64_t kUserOperationPriority = 10;
 
 constexpr int64_t kDefaultLogTailBytes = int64_t{64} << 10;
@@ -38,10 +38,10 @@ Result<std::string> readOperationType(const Json& body) {
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
-      readListOptions(request, {{"plan"}, {"state", ledger::statesOf(ledger::RecordKind::kMetaInstance)}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::MetaInstance> page, context.ledger.listMetaInstances(options));
+      readListOptions(request, {{"plan"}, {"state", model::statesOf(model::RecordKind::kMetaInstance)}}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> page, context.ledger.listMetaInstances(options));
   Json items = Json::array();
-  for (const ledger::MetaInstance& meta : page.items) {
+  for (const model::MetaInstance& meta : page.items) {
     TIDE_ASSIGN_OR_RETURN(Json view, instanceView(context.ledger, meta, /*with_operations=*/false));
     items.push_back(std::move(view));
   }
@@ -52,7 +52,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, instanceView(context.ledger, meta, /*with_operations=*/true));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(meta.meta.generation));
@@ -66,18 +66,18 @@ Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"type", "reason"}));
   TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
-  TIDE_ASSIGN_OR_RETURN(ledger::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
   if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
     return Status::conflict("instance '" + meta.name + "' is " + meta.state + " and takes no more operations");
   }
-  ledger::Operation operation;
+  model::Operation operation;
   operation.meta_instance = meta.name;
   operation.type = type;
   operation.intent = "user";
   operation.requested_by = request.principal.name;
   operation.priority = kUserOperationPriority;
   operation.message = reason.value_or("");
-  TIDE_ASSIGN_OR_RETURN(ledger::Operation created, context.ledger.createOperation(operation, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Operation created, context.ledger.createOperation(operation, request.principal.name));
   return recordReply(created, 201);
 }
 
@@ -85,7 +85,7 @@ Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> tail_bytes,
                         readIntegerParam(request, "tail_bytes", 1, kMaxLogTailBytes));
-  TIDE_ASSIGN_OR_RETURN(ledger::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
   if (!context.read_logs) return Status::unavailable("logs are not available on this host");
   const size_t tail = static_cast<size_t>(tail_bytes.value_or(kDefaultLogTailBytes));
   TIDE_ASSIGN_OR_RETURN(std::string text, context.read_logs(meta.name, tail));

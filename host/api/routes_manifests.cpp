@@ -11,7 +11,7 @@ namespace tide::api::manifests {
 Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
-  TIDE_ASSIGN_OR_RETURN(config::Manifest manifest, config::parseManifest(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Manifest manifest, config::parseManifest(text, kBodySource));
   // Strategies and their params, as POST /v1/plans and deployments check them.
   for (const auto& plan : manifest.plans) {
     TIDE_RETURN_IF_ERROR(
@@ -19,7 +19,7 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
             .withPrefix(plan.location));
   }
   for (const auto& deployment : manifest.deployments) {
-    std::optional<ledger::Plan> owner;
+    std::optional<model::Plan> owner;
     for (const auto& plan : manifest.plans) {
       if (plan.value.name == deployment.value.plan) owner = plan.value;
     }

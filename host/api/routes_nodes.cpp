@@ -3,7 +3,7 @@
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::nodes {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Node node,
+  TIDE_ASSIGN_OR_RETURN(model::Node node,
                         context.ledger.setNodeState(request.param("name"), state, generation, request.principal.name));
   return recordReply(node);
 }
@@ -21,22 +21,22 @@ Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Node node, config::parseNode(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(ledger::Node created, context.ledger.createNode(node, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Node node, config::parseNode(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Node created, context.ledger.createNode(node, request.principal.name));
   return recordReply(created, 201);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
-      readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kNode)}, {"cluster"}, {"update_domain"}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Node> page, context.ledger.listNodes(options));
+      readListOptions(request, {{"state", model::statesOf(model::RecordKind::kNode)}, {"cluster"}, {"update_domain"}}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Node> page, context.ledger.listNodes(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Node node, context.ledger.getNode(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(request.param("name")));
   return recordReply(node);
 }
 

@@ -1,18 +1,18 @@
 // /v1/operations: what the engine is asked to do to meta instances, and the human half of
-// their approval (DESIGN §4): an approver approves or rejects what the policies left in
+// their approval (docs/architecture.md#approval): an approver approves or rejects what the policies left in
 // PENDING_APPROVAL.
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::operations {
 namespace {
 
 // The operation with the policy decisions recorded for it, and its generation as ETag.
-Result<ApiResponse> operationReply(ledger::Ledger& ledger, const ledger::Operation& operation) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<ledger::Decision> decisions, ledger.listDecisions(operation.meta.id));
+Result<ApiResponse> operationReply(ledger::Ledger& ledger, const model::Operation& operation) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Decision> decisions, ledger.listDecisions(operation.meta.id));
   Json view = operation;
   view["decisions"] = decisions;
   ApiResponse response = jsonReply(view);
@@ -41,7 +41,7 @@ Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason", "generation"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readDecisionGeneration(request, body));
-  TIDE_ASSIGN_OR_RETURN(ledger::Operation operation, context.ledger.getOperation(id));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(id));
 
   const std::string& actor = request.principal.name;
   const std::string subject = "operation " + std::to_string(id);
@@ -57,7 +57,7 @@ Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const
   // the operation checked above, or nothing (409) if it changed meanwhile.
   if (!generation) generation = operation.meta.generation;
   std::string message = reason && !reason->empty() ? *reason : verb + " by " + actor;
-  TIDE_ASSIGN_OR_RETURN(ledger::Operation decided,
+  TIDE_ASSIGN_OR_RETURN(model::Operation decided,
                         context.ledger.setOperationState(id, state, generation, actor, message, actor));
   return operationReply(context.ledger, decided);
 }
@@ -66,18 +66,18 @@ Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
-                        readListOptions(request, {{"state", ledger::statesOf(ledger::RecordKind::kOperation)},
+                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kOperation)},
                                                   {"plan"},
                                                   {"type", operationTypes()},
                                                   {"meta_instance"}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Operation> page, context.ledger.listOperations(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> page, context.ledger.listOperations(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(int64_t id, readIdParam(request, "id"));
-  TIDE_ASSIGN_OR_RETURN(ledger::Operation operation, context.ledger.getOperation(id));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(id));
   return operationReply(context.ledger, operation);
 }
 

@@ -4,30 +4,30 @@
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
 #include "host/config/manifest.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::plans {
 
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
-  TIDE_ASSIGN_OR_RETURN(ledger::Plan plan, config::parsePlan(text, kBodySource));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, config::parsePlan(text, kBodySource));
   TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));
-  TIDE_ASSIGN_OR_RETURN(ledger::Plan created, context.ledger.createPlan(plan, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.createPlan(plan, request.principal.name));
   return recordReply(created, 201);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
-      readListOptions(request, {{"namespace"}, {"state", ledger::statesOf(ledger::RecordKind::kPlan)}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<ledger::Plan> page, context.ledger.listPlans(options));
+      readListOptions(request, {{"namespace"}, {"state", model::statesOf(model::RecordKind::kPlan)}}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Plan> page, context.ledger.listPlans(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Plan plan, context.ledger.getPlan(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.getPlan(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(plan.meta.generation));

@@ -1,15 +1,15 @@
-// /v1/scripts and /v1/policies/evaluate: the Lua scripts the host runs (DESIGN §7) and
-// dry runs of the approval policies (DESIGN §4). Without a ScriptRegistry they answer 503.
+// /v1/scripts and /v1/policies/evaluate: the Lua scripts the host runs (docs/architecture.md#the-lua-host) and
+// dry runs of the approval policies (docs/architecture.md#approval). Without a ScriptRegistry they answer 503.
 
 #include <optional>
 #include <string>
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
-#include "host/engine/ledger_bridge.h"
-#include "host/lua/policy_data.h"
-#include "host/lua/policy_engine.h"
-#include "host/lua/script_registry.h"
+#include "host/engine/policy_data_source.h"
+#include "host/lua/policy/policy_data.h"
+#include "host/lua/policy/policy_engine.h"
+#include "host/lua/registry/script_registry.h"
 
 namespace tide::api::scripts {
 namespace {

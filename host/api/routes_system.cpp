@@ -15,7 +15,7 @@ Result<ApiResponse> readyz(ApiContext& context, const ApiRequest&) {
   if (context.stopping) return Status::unavailable("the server is stopping");
   ledger::ListOptions probe;
   probe.limit = 1;
-  Result<ledger::Page<ledger::Capability>> page = context.ledger.listCapabilities(probe);
+  Result<ledger::Page<model::Capability>> page = context.ledger.listCapabilities(probe);
   if (!page.isOk()) return Status::unavailable("the ledger is not usable: " + page.status().message());
   return jsonReply({{"status", "ready"}});
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The embedded HTTP API (DESIGN §9): JSON over cpp-httplib, one route table (routes.h),
+// The embedded HTTP API (docs/architecture.md#http-api-and-auth): JSON over cpp-httplib, one route table (routes.h),
 // bearer-token auth with roles (auth.h), Prometheus metrics (metrics.h).
 //
 //   ledger::Ledger& ledger = ...;
@@ -21,8 +21,8 @@
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/policy_verdict.h"
-#include "host/lua/lua_state.h"
+#include "host/lua/policy/policy_verdict.h"
+#include "host/lua/runtime/lua_state.h"
 
 namespace tide::lua {
 class ScriptRegistry;
@@ -43,7 +43,7 @@ struct ServerOptions {
   lua::ScriptRegistry* scripts = nullptr;
   lua::LuaLimits lua_limits;  // for dry-run evaluations
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;  // when no policy approves
-  // DESIGN §4: a person may approve or reject only operations someone else requested
+  // docs/architecture.md#human-approval: a person may approve or reject only operations someone else requested
   // (config `auth.approver_must_differ`). With auth disabled every caller is the same
   // "anonymous" principal, so the rule is not applied.
   bool approver_must_differ = true;

@@ -13,7 +13,7 @@
 
 namespace tide::api {
 
-// CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE (DESIGN §2).
+// CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE (docs/architecture.md#records-and-states).
 const std::vector<std::string>& operationTypes();
 
 using ledger::listAll;
@@ -22,9 +22,9 @@ using ledger::listAll;
 // failed}, "operations_summary" {TYPE: {STATE: n}} with every type and state present,
 // "instances" [{"meta_instance", "runtime_instances", "operations"}]}. Meta instances in
 // state DELETED are left out of the summary and the instances.
-Result<Json> planShowView(ledger::Ledger& ledger, const ledger::Plan& plan);
+Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan);
 
 // {"meta_instance", "runtime_instances"} plus "operations" when `with_operations`.
-Result<Json> instanceView(ledger::Ledger& ledger, const ledger::MetaInstance& meta_instance, bool with_operations);
+Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations);
 
 }  // namespace tide::api

@@ -1,5 +1,5 @@
 #pragma once
-// The `tide` command line (DESIGN §10): `tide serve` runs the host; every other verb is a
+// The `tide` command line (docs/architecture.md#cli-and-host-configuration): `tide serve` runs the host; every other verb is a
 // client of the HTTP API (commands.h). Exit status: 0 on success, 1 when the server or
 // the input refused the request, 2 for a malformed command line.
 

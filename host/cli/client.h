@@ -1,5 +1,5 @@
 #pragma once
-// The CLI's side of the HTTP API (DESIGN §9): one request in, one Result<Json> out. This is
+// The CLI's side of the HTTP API (docs/architecture.md#http-api-and-auth): one request in, one Result<Json> out. This is
 // the adapter for cpp-httplib on the client side; nothing it calls throws past it.
 //
 // Errors: a response outside 2xx becomes the Status carried by the server's envelope

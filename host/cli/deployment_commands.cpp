@@ -27,7 +27,7 @@ void addAddDeploymentVerb(CLI::App& deployment, Verbs& verbs) {
   verbs.add(deployment, "add-deployment", "Roll out a new deployment under its plan (deployment_plan_name)",
             [file](Session& session) -> Status {
               TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
-              TIDE_ASSIGN_OR_RETURN(ledger::Deployment parsed, config::parseDeployment(text, *file));
+              TIDE_ASSIGN_OR_RETURN(model::Deployment parsed, config::parseDeployment(text, *file));
               TIDE_RETURN_IF_ERROR(
                   session.client.postText(planPath(parsed.plan) + "/deployments", text, "application/yaml").status());
               if (!session.json()) session.out << "Deployment added successfully: " << parsed.deployment_id << "\n\n";

@@ -1,5 +1,5 @@
 // `tide deployment approve-operation | reject-operation | operate`: what a person does to
-// the operations and instances of one plan (DESIGN §4, §10). Each verb finds its target
+// the operations and instances of one plan (docs/architecture.md#approval, docs/architecture.md#cli-and-host-configuration). Each verb finds its target
 // itself when there is exactly one, and otherwise names the candidates.
 
 #include <memory>

@@ -1,6 +1,6 @@
 // `tide policy test|eval` and `tide scripts list|reload`: the approval policies and the
-// scripts the host runs (DESIGN §4, §7, §10). `policy test` and `policy eval --offline`
-// run here without a server (host/lua/policy_tool.h); the rest ask the running host.
+// scripts the host runs (docs/architecture.md#approval, docs/architecture.md#the-lua-host, docs/architecture.md#cli-and-host-configuration). `policy test` and `policy eval --offline`
+// run here without a server (host/lua/registry/policy_tool.h); the rest ask the running host.
 
 #include <fstream>
 #include <memory>
@@ -8,7 +8,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/table.h"
-#include "host/lua/policy_tool.h"
+#include "host/lua/registry/policy_tool.h"
 
 namespace tide::cli {
 namespace {

@@ -1,5 +1,5 @@
 // `tide deployment promote | abort | pause | resume | rollback | retry | watch`: steering a
-// rollout and following it (DESIGN §5, §10). Every verb acts on the deployment named by -D,
+// rollout and following it (docs/architecture.md#rollouts, docs/architecture.md#cli-and-host-configuration). Every verb acts on the deployment named by -D,
 // else on the plan's newest, and says which one.
 
 #include <chrono>
@@ -10,6 +10,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/rollout_view.h"
+#include "host/model/transitions.h"
 
 namespace tide::cli {
 namespace {
@@ -166,7 +167,7 @@ Status watchRollout(Session& session, const std::string& plan, const WatchFlags&
       session.out.flush();
       shown = sample;
     }
-    if (isTerminalDeploymentState(sample.state)) {
+    if (model::isRolloutOver(sample.state)) {
       if (sample.state == "COMPLETED") return Status::ok();
       return Status::conflict("deployment " + target.id + " of plan " + plan + " ended " + sample.state +
                               (sample.message.empty() ? "" : ": " + sample.message));

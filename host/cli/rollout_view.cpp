@@ -8,11 +8,12 @@
 
 #include "host/cli/json_fields.h"
 #include "host/cli/table.h"
+#include "host/model/records.h"
+#include "host/model/transitions.h"
 
 namespace tide::cli {
 namespace {
 
-constexpr const char* kDefaultStrategy = "rolling";
 // Signals that stay while they hold rather than waiting to be consumed.
 constexpr const char* kHoldSignal = "hold";
 constexpr const char* kRestoreSignal = "restore";
@@ -92,7 +93,7 @@ std::string byAt(const Json& signal) {
 std::string strategyScript(const Json& plan, const Json& deployment) {
   std::string script = text(deployment, {"strategy", "script"});
   if (script.empty()) script = text(plan, {"strategy", "script"});
-  return script.empty() ? kDefaultStrategy : script;
+  return script.empty() ? model::kDefaultStrategy : script;
 }
 
 Json strategyParams(const Json& plan, const Json& deployment) {
@@ -108,7 +109,7 @@ Json strategyParams(const Json& plan, const Json& deployment) {
 // it completed or, failing that, when its record last changed.
 TimePoint endOf(const Json& deployment, TimePoint now) {
   std::string state = text(deployment, {"state"});
-  if (!isTerminalDeploymentState(state)) return now;
+  if (!model::isRolloutOver(state)) return now;
   if (state == "COMPLETED") {
     if (auto completed = timeOf(at(deployment, {"completed_at"}))) return *completed;
   }
@@ -167,10 +168,6 @@ const Json* newestDeployment(const Json& deployments) {
   return newest;
 }
 
-bool isTerminalDeploymentState(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "ROLLED_BACK";
-}
-
 std::string formatDuration(double seconds) {
   auto total = static_cast<int64_t>(std::max(0.0, std::floor(seconds)));
   int64_t hours = total / 3600, minutes = total / 60 % 60, secs = total % 60;
@@ -199,7 +196,7 @@ RolloutSample sampleRollout(const Json& plan_view, const Json& deployment) {
   const Json& weights = at(rollout, {"weights"});
   if (weights.is_object()) sample.weights = weights;
   // A strategy's last word on what it waits for outlives an abort or a cancel.
-  if (!isTerminalDeploymentState(sample.state)) sample.waiting_for = text(rollout, {"waiting_for"});
+  if (!model::isRolloutOver(sample.state)) sample.waiting_for = text(rollout, {"waiting_for"});
 
   for (const Json& entry : items(at(plan_view, {"instances"}))) {
     const Json& meta = at(entry, {"meta_instance"});

@@ -24,9 +24,6 @@ using Json = nlohmann::json;
 // created_at); nullptr when there is none.
 const Json* newestDeployment(const Json& deployments);
 
-// COMPLETED, FAILED, CANCELLED and ROLLED_BACK: nothing moves a deployment on from these.
-bool isTerminalDeploymentState(const std::string& state);
-
 // "45s", "2m05s", "1h02m03s"; negative durations count as 0.
 std::string formatDuration(double seconds);
 

@@ -13,9 +13,9 @@
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
-#include "host/engine/ledger_bridge.h"
+#include "host/engine/script_recorder.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/script_registry.h"
+#include "host/lua/registry/script_registry.h"
 
 namespace tide::cli {
 namespace {
@@ -83,7 +83,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   }
   auto& ledger = *opened.value();
 
-  // DESIGN §2: the host checks the ledger's rules on start. A violation is reported
+  // docs/architecture.md#invariants: the host checks the ledger's rules on start. A violation is reported
   // loudly (stderr and an alarm event); the API still serves so operators can inspect,
   // but the control loop does not act on a ledger it cannot trust.
   bool ledger_sound = true;
@@ -92,11 +92,11 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return 1;
   } else if (!violations->empty()) {
     for (const auto& v : *violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
-    ledger.appendEvent("alarm.invariant", "ledger", ledger::Json{{"violations", *violations}}, "host");
+    ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", *violations}}, "host");
     ledger_sound = false;
   }
 
-  // DESIGN §7: scripts load at start and on every change; a script that fails is reported
+  // docs/architecture.md#the-lua-host: scripts load at start and on every change; a script that fails is reported
   // and left out (or its previous version kept), and never stops the host.
   engine::LedgerScriptRecorder recorder(ledger);
   lua::ScriptRegistryOptions registry_options;
@@ -113,7 +113,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";
   }
 
-  // DESIGN §3, §8: the control loop and the drivers it runs workloads through.
+  // docs/architecture.md#the-control-loop, docs/architecture.md#drivers: the control loop and the drivers it runs workloads through.
   drivers::DriverContext driver_context;
   driver_context.data_dir = config.data_dir;
   driver_context.volume_root = config.process.volume_root;

@@ -1,6 +1,6 @@
 #pragma once
 // How the CLI shows each kind of record in table mode, as pure functions of the server's
-// JSON (the wire shapes of host/ledger/records.cpp and the API's views). Missing keys print
+// JSON (the wire shapes of host/model/records.cpp and the API's views). Missing keys print
 // as empty cells rather than failing, so an older or newer server still gets a readable
 // table; `-o json` is the exact answer.
 

@@ -213,7 +213,7 @@ std::optional<std::string> readNonEmpty(MapReader& m, std::string_view key, Need
 // Each reads one mapping at `path`, records every problem, and returns what it could read;
 // callers discard the result when any problem was recorded.
 
-void readMeta(MapReader& m, ledger::Meta& meta) {
+void readMeta(MapReader& m, model::Meta& meta) {
   const YamlNode* node = m.get("metadata");
   if (node == nullptr) return;
   MapReader r(*node, m.field("metadata"), kMetaKeys, m.problems());
@@ -223,9 +223,9 @@ void readMeta(MapReader& m, ledger::Meta& meta) {
   r.string("updated_at", Need::kOptional);
 }
 
-ledger::Capability readCapability(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Capability readCapability(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kCapabilityKeys, problems);
-  ledger::Capability out;
+  model::Capability out;
   readMeta(m, out.meta);
   if (auto v = m.name("name", Need::kRequired)) out.name = *v;
   if (auto v = readNonEmpty(m, "type", Need::kRequired)) out.type = upper(*v);
@@ -233,9 +233,9 @@ ledger::Capability readCapability(const YamlNode& node, const std::string& path,
   return out;
 }
 
-ledger::Cluster readCluster(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Cluster readCluster(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kClusterKeys, problems);
-  ledger::Cluster out;
+  model::Cluster out;
   readMeta(m, out.meta);
   if (auto v = m.name("name", Need::kRequired)) out.name = *v;
   if (auto v = readNonEmpty(m, "driver", Need::kOptional)) out.driver_kind = *v;
@@ -245,17 +245,17 @@ ledger::Cluster readCluster(const YamlNode& node, const std::string& path, Probl
   return out;
 }
 
-std::optional<ledger::Resources> readResources(const YamlNode& node, const std::string& path, Problems& problems) {
+std::optional<model::Resources> readResources(const YamlNode& node, const std::string& path, Problems& problems) {
   size_t before = problems.count();
   MapReader m(node, path, kResourceKeys, problems);
-  ledger::Resources out;
+  model::Resources out;
   if (auto v = m.number("cores", Need::kRequired, kCores)) out.cores = *v;
   if (auto v = m.number("memory", Need::kRequired, kMemoryGib)) out.memory_gib = *v;
   if (problems.count() != before) return std::nullopt;
   return out;
 }
 
-void checkReservedWithinTotal(const ledger::Resources& reserved, const ledger::Resources& total,
+void checkReservedWithinTotal(const model::Resources& reserved, const model::Resources& total,
                               const YamlNode& reservedNode, const std::string& reservedField,
                               const std::string& totalField, Problems& problems) {
   auto check = [&](double r, double t, std::string_view key, std::string_view totalKey) {
@@ -271,9 +271,9 @@ void checkReservedWithinTotal(const ledger::Resources& reserved, const ledger::R
   check(reserved.memory_gib, total.memory_gib, "memory", "memory");
 }
 
-ledger::LocalVolume readLocalVolume(const YamlNode& node, const std::string& path, Problems& problems) {
+model::LocalVolume readLocalVolume(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kLocalVolumeKeys, problems);
-  ledger::LocalVolume out;
+  model::LocalVolume out;
   if (auto v = readAbsolutePath(m, "mount_path")) out.mount_path = *v;
   if (auto v = readNonEmpty(m, "storage_class", Need::kRequired)) out.storage_class = *v;
   if (auto v = m.number("capacity", Need::kRequired, kCapacityGib)) out.capacity_gib = *v;
@@ -298,9 +298,9 @@ std::map<std::string, std::string> readLabels(const YamlNode& node, const std::s
   return out;
 }
 
-ledger::Node readNode(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Node readNode(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kNodeKeys, problems);
-  ledger::Node out;
+  model::Node out;
   readMeta(m, out.meta);
   if (auto v = m.name("name", Need::kRequired)) out.name = *v;
   // "" is how the wire shape says "no cluster".
@@ -308,7 +308,7 @@ ledger::Node readNode(const YamlNode& node, const std::string& path, Problems& p
     if (readName(*m.get("cluster"), m.field("cluster"), problems)) out.cluster = *v;
   }
   if (auto v = m.name("update_domain", Need::kRequired)) out.update_domain = *v;
-  std::optional<ledger::Resources> total;
+  std::optional<model::Resources> total;
   if (const YamlNode* v = m.get("total", Need::kRequired)) {
     total = readResources(*v, m.field("total"), problems);
     if (total) out.total = *total;
@@ -342,9 +342,9 @@ ledger::Node readNode(const YamlNode& node, const std::string& path, Problems& p
   return out;
 }
 
-ledger::CapabilityMatch readCapabilityMatch(const YamlNode& node, const std::string& path, Problems& problems) {
+model::CapabilityMatch readCapabilityMatch(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kCapabilityMatchKeys, problems);
-  ledger::CapabilityMatch out;
+  model::CapabilityMatch out;
   if (auto v = readNonEmpty(m, "type", Need::kRequired)) out.type = upper(*v);
   if (auto v = m.string("comparator", Need::kRequired)) {
     if (auto c = canonicalComparator(*v)) {
@@ -363,9 +363,9 @@ ledger::CapabilityMatch readCapabilityMatch(const YamlNode& node, const std::str
   return out;
 }
 
-ledger::Port readPort(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Port readPort(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPortKeys, problems);
-  ledger::Port out;
+  model::Port out;
   out.protocol = "TCP";
   if (auto v = m.string("protocol", Need::kOptional)) {
     std::string p = upper(*v);
@@ -379,19 +379,19 @@ ledger::Port readPort(const YamlNode& node, const std::string& path, Problems& p
   return out;
 }
 
-ledger::PersistentVolume readPersistentVolume(const YamlNode& node, const std::string& path, Problems& problems) {
+model::PersistentVolume readPersistentVolume(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPersistentVolumeKeys, problems);
-  ledger::PersistentVolume out;
+  model::PersistentVolume out;
   if (auto v = readNonEmpty(m, "storage_class", Need::kRequired)) out.storage_class = *v;
   if (auto v = m.number("capacity", Need::kRequired, kCapacityGib)) out.capacity_gib = *v;
   if (auto v = readAbsolutePath(m, "mount_path")) out.mount_path = *v;
   return out;
 }
 
-ledger::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path,
-                                    const std::vector<ledger::Port>& declared, Problems& problems) {
+model::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path,
+                                    const std::vector<model::Port>& declared, Problems& problems) {
   MapReader m(node, path, kHealthCheckKeys, problems);
-  ledger::HealthCheck out;
+  model::HealthCheck out;
   if (auto v = m.string("type", Need::kRequired)) {
     if (*v == "http" || *v == "tcp" || *v == "exec") {
       out.type = *v;
@@ -403,7 +403,7 @@ ledger::HealthCheck readHealthCheck(const YamlNode& node, const std::string& pat
   if (auto v = m.integer("port", probesPort ? Need::kRequired : Need::kOptional, kPort)) {
     out.port = static_cast<int>(*v);
     bool isDeclared = std::any_of(declared.begin(), declared.end(),
-                                  [&](const ledger::Port& p) { return p.protocol == "TCP" && p.port == out.port; });
+                                  [&](const model::Port& p) { return p.protocol == "TCP" && p.port == out.port; });
     if (probesPort && !isDeclared) {
       problems.add(*m.get("port"), m.field("port"), "must be one of the application's declared TCP ports");
     }
@@ -427,17 +427,17 @@ ledger::HealthCheck readHealthCheck(const YamlNode& node, const std::string& pat
   return out;
 }
 
-ledger::Application readApplication(const YamlNode& node, const std::string& path, DuplicateCheck& ports,
+model::Application readApplication(const YamlNode& node, const std::string& path, DuplicateCheck& ports,
                                     Problems& problems) {
   MapReader m(node, path, kApplicationKeys, problems);
-  ledger::Application out;
+  model::Application out;
   if (auto v = m.name("payload_name", Need::kRequired)) out.payload_name = *v;
   if (const YamlNode* v = m.get("resources", Need::kRequired)) {
     if (auto r = readResources(*v, m.field("resources"), problems)) out.resources = *r;
   }
   forEachItem(m.sequence("ports", Need::kOptional), m.field("ports"), [&](const YamlNode& item, const std::string& field) {
     out.ports.push_back(readPort(item, field, problems));
-    const ledger::Port& p = out.ports.back();
+    const model::Port& p = out.ports.back();
     if (p.port != 0) ports.see(p.protocol + "/" + std::to_string(p.port), item, field);
   });
   DuplicateCheck mountPaths(problems, "mount path");
@@ -455,9 +455,9 @@ ledger::Application readApplication(const YamlNode& node, const std::string& pat
   return out;
 }
 
-ledger::StrategyRef readPlanStrategy(const YamlNode& node, const std::string& path, Problems& problems) {
+model::StrategyRef readPlanStrategy(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kStrategyKeys, problems);
-  ledger::StrategyRef out;
+  model::StrategyRef out;
   if (auto v = m.name("script", Need::kOptional)) out.script = *v;
   if (m.mapping("params", Need::kOptional) != nullptr) {
     if (auto v = m.json("params", Need::kOptional)) out.params = std::move(*v);
@@ -465,9 +465,9 @@ ledger::StrategyRef readPlanStrategy(const YamlNode& node, const std::string& pa
   return out;
 }
 
-ledger::Plan readPlan(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPlanKeys, problems);
-  ledger::Plan out;
+  model::Plan out;
   readMeta(m, out.meta);
   if (auto v = m.name("name", Need::kRequired)) out.name = *v;
   if (auto v = m.name("namespace", Need::kRequired)) out.ns = *v;
@@ -499,9 +499,9 @@ ledger::Plan readPlan(const YamlNode& node, const std::string& path, Problems& p
   return out;
 }
 
-ledger::PayloadCoordinates readPayloadCoordinates(const YamlNode& node, const std::string& path, Problems& problems) {
+model::PayloadCoordinates readPayloadCoordinates(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPayloadCoordinatesKeys, problems);
-  ledger::PayloadCoordinates out;
+  model::PayloadCoordinates out;
   if (auto v = m.name("payload_name", Need::kRequired)) out.payload_name = *v;
   if (const YamlNode* v = m.mapping("coordinates", Need::kRequired)) {
     if (v->entries.empty()) problems.add(*v, m.field("coordinates"), "must not be empty");
@@ -522,10 +522,10 @@ Json readDeploymentStrategy(const YamlNode& node, const std::string& path, Probl
 
 // `impliedPlan`, when given, is the plan the request is addressed to: the plan key may
 // then be left out, and must name that plan when present.
-ledger::Deployment readDeployment(const YamlNode& node, const std::string& path, Problems& problems,
+model::Deployment readDeployment(const YamlNode& node, const std::string& path, Problems& problems,
                                   const std::string* impliedPlan) {
   MapReader m(node, path, kDeploymentKeys, problems);
-  ledger::Deployment out;
+  model::Deployment out;
   readMeta(m, out.meta);
   if (auto v = m.name("plan", impliedPlan != nullptr ? Need::kOptional : Need::kRequired)) {
     out.plan = *v;
@@ -551,7 +551,7 @@ ledger::Deployment readDeployment(const YamlNode& node, const std::string& path,
   return out;
 }
 
-ledger::Deployment readListedDeployment(const YamlNode& node, const std::string& path, Problems& problems) {
+model::Deployment readListedDeployment(const YamlNode& node, const std::string& path, Problems& problems) {
   return readDeployment(node, path, problems, nullptr);
 }
 
@@ -570,7 +570,7 @@ void readList(const YamlNode* list, const std::string& field, const KeyTable& ke
 }
 
 std::string nameOf(const auto& record) { return record.name; }
-std::string deploymentKey(const ledger::Deployment& d) {
+std::string deploymentKey(const model::Deployment& d) {
   return d.plan.empty() || d.deployment_id.empty() ? "" : d.plan + "/" + d.deployment_id;
 }
 
@@ -587,22 +587,22 @@ struct ManifestBuilder {
     if (doc.kind == Kind::kMapping && mentionsAny(doc, kManifestKeys)) {
       MapReader m(doc, "", kManifestKeys, problems);
       readList(m.sequence("capabilities", Need::kOptional), m.field("capabilities"), kCapabilityKeys, "name",
-               readCapability, nameOf<ledger::Capability>, capabilityNames, manifest.capabilities, problems);
+               readCapability, nameOf<model::Capability>, capabilityNames, manifest.capabilities, problems);
       readList(m.sequence("clusters", Need::kOptional), m.field("clusters"), kClusterKeys, "name", readCluster,
-               nameOf<ledger::Cluster>, clusterNames, manifest.clusters, problems);
+               nameOf<model::Cluster>, clusterNames, manifest.clusters, problems);
       readList(m.sequence("nodes", Need::kOptional), m.field("nodes"), kNodeKeys, "name", readNode,
-               nameOf<ledger::Node>, nodeNames, manifest.nodes, problems);
+               nameOf<model::Node>, nodeNames, manifest.nodes, problems);
       readList(m.sequence("plans", Need::kOptional), m.field("plans"), kPlanKeys, "name", readPlan,
-               nameOf<ledger::Plan>, planNames, manifest.plans, problems);
+               nameOf<model::Plan>, planNames, manifest.plans, problems);
       readList(m.sequence("deployments", Need::kOptional), m.field("deployments"), kDeploymentKeys,
                "deployment_id", readListedDeployment, deploymentKey, deploymentIds, manifest.deployments, problems);
     } else if (doc.kind == Kind::kMapping &&
                mentionsAny(doc, kDeploymentKeys, {"plan", "deployment_id", "payload_coordinates", "instance_count"})) {
-      readOne<ledger::Deployment>(doc, kDeploymentKeys, "deployment_id", readListedDeployment, deploymentKey, deploymentIds,
+      readOne<model::Deployment>(doc, kDeploymentKeys, "deployment_id", readListedDeployment, deploymentKey, deploymentIds,
                                   manifest.deployments);
     } else if (doc.kind == Kind::kMapping &&
                mentionsAny(doc, kPlanKeys, {"namespace", "service_name", "matching_capabilities", "applications"})) {
-      readOne<ledger::Plan>(doc, kPlanKeys, "name", readPlan, nameOf<ledger::Plan>, planNames, manifest.plans);
+      readOne<model::Plan>(doc, kPlanKeys, "name", readPlan, nameOf<model::Plan>, planNames, manifest.plans);
     } else {
       problems.add(doc, "",
                    "expected a mapping with capabilities, clusters, nodes, plans or deployments lists, a plan "
@@ -646,10 +646,6 @@ Result<Record> parseOne(std::string_view text, const std::string& source, ReadFn
 
 }  // namespace
 
-bool Manifest::empty() const {
-  return capabilities.empty() && clusters.empty() && nodes.empty() && plans.empty() && deployments.empty();
-}
-
 Result<Manifest> parseManifest(std::string_view text, const std::string& source) {
   TIDE_ASSIGN_OR_RETURN(std::vector<YamlNode> docs, parseYamlDocuments(text, source));
   Problems problems(source);
@@ -671,24 +667,24 @@ Result<Manifest> loadManifestFile(const std::string& path) {
   return parseManifest(text, path);
 }
 
-Result<ledger::Capability> parseCapability(std::string_view text, const std::string& source) {
-  return parseOne<ledger::Capability>(text, source, readCapability);
+Result<model::Capability> parseCapability(std::string_view text, const std::string& source) {
+  return parseOne<model::Capability>(text, source, readCapability);
 }
-Result<ledger::Cluster> parseCluster(std::string_view text, const std::string& source) {
-  return parseOne<ledger::Cluster>(text, source, readCluster);
+Result<model::Cluster> parseCluster(std::string_view text, const std::string& source) {
+  return parseOne<model::Cluster>(text, source, readCluster);
 }
-Result<ledger::Node> parseNode(std::string_view text, const std::string& source) {
-  return parseOne<ledger::Node>(text, source, readNode);
+Result<model::Node> parseNode(std::string_view text, const std::string& source) {
+  return parseOne<model::Node>(text, source, readNode);
 }
-Result<ledger::Plan> parsePlan(std::string_view text, const std::string& source) {
-  return parseOne<ledger::Plan>(text, source, readPlan);
+Result<model::Plan> parsePlan(std::string_view text, const std::string& source) {
+  return parseOne<model::Plan>(text, source, readPlan);
 }
-Result<ledger::Deployment> parseDeployment(std::string_view text, const std::string& source) {
-  return parseOne<ledger::Deployment>(text, source, readListedDeployment);
+Result<model::Deployment> parseDeployment(std::string_view text, const std::string& source) {
+  return parseOne<model::Deployment>(text, source, readListedDeployment);
 }
-Result<ledger::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
+Result<model::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
                                                   const std::string& plan) {
-  return parseOne<ledger::Deployment>(text, source, [&](const YamlNode& doc, const std::string& path, Problems& problems) {
+  return parseOne<model::Deployment>(text, source, [&](const YamlNode& doc, const std::string& path, Problems& problems) {
     return readDeployment(doc, path, problems, &plan);
   });
 }

@@ -7,7 +7,7 @@
 //   - a single plan document (MRDS deployment-plan file: name, namespace, serviceName, ...);
 //   - a single deployment document (MRDS file: deployment_plan_name, deployment_id, ...).
 // MRDS's camelCase / snake_case spellings and the snake_case JSON wire shape of
-// host/ledger/records.cpp are accepted alike; each record kind has one alias table in
+// host/model/records.cpp are accepted alike; each record kind has one alias table in
 // manifest.cpp. Capability types are case-insensitive and stored upper-case ("GPU");
 // comparators are stored as IN/NOT_IN/EQ/GTE/LTE and protocols as TCP/UDP.
 //
@@ -26,26 +26,13 @@
 #include <vector>
 
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/manifest.h"
+#include "host/model/records.h"
 
 namespace tide::config {
 
-// A record and where it was defined, "<source>:<line>" (1-based).
-template <class T>
-struct Sourced {
-  T value;
-  std::string location;
-};
-
-struct Manifest {
-  std::vector<Sourced<ledger::Capability>> capabilities;
-  std::vector<Sourced<ledger::Cluster>> clusters;
-  std::vector<Sourced<ledger::Node>> nodes;
-  std::vector<Sourced<ledger::Plan>> plans;
-  std::vector<Sourced<ledger::Deployment>> deployments;
-
-  bool empty() const;
-};
+using model::Manifest;
+using model::Sourced;
 
 // `source` names the input in error locations: a file path, or "request body".
 // An input without any record (empty text, only comments, `nodes: []`) is an error.
@@ -55,14 +42,14 @@ Result<Manifest> loadManifestFile(const std::string& path);
 
 // One record from one document holding exactly one object (HTTP bodies), with the same
 // keys and checks as inside the lists above. Field paths have no list prefix ("name").
-Result<ledger::Capability> parseCapability(std::string_view text, const std::string& source);
-Result<ledger::Cluster> parseCluster(std::string_view text, const std::string& source);
-Result<ledger::Node> parseNode(std::string_view text, const std::string& source);
-Result<ledger::Plan> parsePlan(std::string_view text, const std::string& source);
-Result<ledger::Deployment> parseDeployment(std::string_view text, const std::string& source);
+Result<model::Capability> parseCapability(std::string_view text, const std::string& source);
+Result<model::Cluster> parseCluster(std::string_view text, const std::string& source);
+Result<model::Node> parseNode(std::string_view text, const std::string& source);
+Result<model::Plan> parsePlan(std::string_view text, const std::string& source);
+Result<model::Deployment> parseDeployment(std::string_view text, const std::string& source);
 // A deployment posted to a plan's URL: the plan key may be left out (it is then `plan`),
 // and when present it must name `plan` (an error at that key otherwise).
-Result<ledger::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
+Result<model::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
                                                   const std::string& plan);
 
 }  // namespace tide::config

@@ -42,7 +42,7 @@ struct ErrorDetail {
   bool operator==(const ErrorDetail&) const = default;
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
 
@@ -86,7 +86,7 @@ class Status {
 // A value or the Status explaining why there is none. Constructing a Result from an OK
 // Status is a programming error.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).isOk()); }  // NOLINT

@@ -1,12 +1,12 @@
 #include "host/engine/approval.h"
 
-#include "host/engine/ledger_bridge.h"
+#include "host/engine/policy_data_source.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
 namespace {
 
-bool needsPlacement(const InstanceView& view, const ledger::Operation& op) {
+bool needsPlacement(const InstanceView& view, const model::Operation& op) {
   if (op.type == "CREATE" || op.type == "RELOCATE") return true;
   return op.type == "RESTART" && !view.active;
 }
@@ -22,7 +22,7 @@ Json coordinatesList(const Json& by_payload) {
 
 }  // namespace
 
-Json targetCoordinates(const World& world, const InstanceView& view, const ledger::Operation& op) {
+Json targetCoordinates(const World& world, const InstanceView& view, const model::Operation& op) {
   if (op.type == "CREATE" || op.type == "UPDATE") {
     if (const auto* d = world.deployment(op.plan, op.intent)) return coordinatesOf(*d);
   }
@@ -36,10 +36,10 @@ ApprovalStage::ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies
                              ApprovalOptions options)
     : ledger_(ledger), policies_(policies), clock_(clock), options_(std::move(options)) {}
 
-Json ApprovalStage::opSnapshot(const World& world, const ledger::Operation& op, const std::string& node) {
+Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, const std::string& node) {
   Json plan = Json::object();
   if (auto it = world.plan_by_name.find(op.plan); it != world.plan_by_name.end()) {
-    const ledger::Plan& p = *it->second;
+    const model::Plan& p = *it->second;
     plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
     if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
   }
@@ -79,7 +79,7 @@ int ApprovalStage::pass(const World& world) {
 }
 
 Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSnapshot& snapshot,
-                                           const InstanceView& view, ledger::Operation& op) {
+                                           const InstanceView& view, model::Operation& op) {
   const Json coordinates = targetCoordinates(world, view, op);
   if (!op.target.contains("coordinates") || (view.active && !op.target.contains("from_runtime_instance"))) {
     ledger::Ledger::OperationUpdate update;
@@ -94,7 +94,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
 
   auto plan_it = world.plan_by_name.find(op.plan);
   if (plan_it == world.plan_by_name.end()) return Status::notFound("plan '" + op.plan + "' not found");
-  const ledger::Plan& plan = *plan_it->second;
+  const model::Plan& plan = *plan_it->second;
   sched::PlacementOptions placement_options;
   placement_options.max_per_node = options_.max_per_node;
   placement_options.bin_pack = options_.bin_pack;
@@ -109,7 +109,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   TIDE_ASSIGN_OR_RETURN(auto placements, sched::Scheduler(snapshot).place(plan, 1, placement_options));
   const sched::Placement& placement = placements.front();
 
-  ledger::RuntimeInstance instance;
+  model::RuntimeInstance instance;
   instance.meta_instance = view.meta.name;
   instance.node = placement.node;
   instance.is_active = op.type != "RELOCATE" || !view.active;  // a relocation starts passive
@@ -133,8 +133,8 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
 }
 
 Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
-                             const ledger::Operation& pending) {
-  ledger::Operation op = pending;
+                             const model::Operation& pending) {
+  model::Operation op = pending;
   auto node = reserve(world, snapshot, view, op);
   if (!node.isOk()) {
     // Not placeable now: say why on the operation (once per change) and try next pass.
@@ -152,7 +152,7 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
 
   LedgerPolicyDataSource data(ledger_, clock_, op.meta.id);
   lua::Evaluation evaluation = policies_.evaluate(opSnapshot(world, op, node.value()), data);
-  std::vector<ledger::Decision> decisions;
+  std::vector<model::Decision> decisions;
   std::vector<std::string> approvers;
   for (auto& d : evaluation.decisions) {
     d.record.operation_id = op.meta.id;
@@ -189,7 +189,7 @@ void ApprovalStage::releaseUnused(const World& world) {
     if (view.unfinished && view.unfinished->target.contains("runtime_instance")) {
       wanted = view.unfinished->target["runtime_instance"].get<int64_t>();
     }
-    auto release = [&](const ledger::RuntimeInstance& r) {
+    auto release = [&](const model::RuntimeInstance& r) {
       if (r.state != "PENDING" || r.meta.id == wanted) return;
       (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", std::nullopt, options_.actor,
                                             "reservation released: no operation will use it");

@@ -1,5 +1,5 @@
 #pragma once
-// The approval stage (DESIGN §3 step 2, §4): every PENDING operation first gets its
+// The approval stage (docs/architecture.md#approval-stage, docs/architecture.md#approval): every PENDING operation first gets its
 // placement reserved (CREATE, RELOCATE, and RESTART of an instance that runs nowhere),
 // then the approval policies decide. Decisions are recorded with the operation; the
 // verdict moves it to APPROVED, REJECTED (reservation released) or PENDING_APPROVAL, where
@@ -15,7 +15,7 @@
 #include "host/core/clock.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/policy_engine.h"
+#include "host/lua/policy/policy_engine.h"
 
 namespace tide::engine {
 
@@ -35,15 +35,15 @@ class ApprovalStage {
   int pass(const World& world);
 
   // The op snapshot policies see (docs/lua.md), for the operation as `world` shows it.
-  static Json opSnapshot(const World& world, const ledger::Operation& op, const std::string& node);
+  static Json opSnapshot(const World& world, const model::Operation& op, const std::string& node);
 
  private:
   Status decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
-                const ledger::Operation& op);
+                const model::Operation& op);
   // Reserves placement for `op` if it needs one it does not have; returns the node it
   // runs on (empty when it runs nowhere).
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
-                              ledger::Operation& op);
+                              model::Operation& op);
   void releaseUnused(const World& world);
 
   ledger::Ledger& ledger_;
@@ -54,6 +54,6 @@ class ApprovalStage {
 
 // What an operation installs: the coordinates of its deployment (intent), else of the
 // meta instance's deployment, else what it runs now.
-Json targetCoordinates(const World& world, const InstanceView& view, const ledger::Operation& op);
+Json targetCoordinates(const World& world, const InstanceView& view, const model::Operation& op);
 
 }  // namespace tide::engine

@@ -11,7 +11,7 @@ bool unfinishedDeployment(const std::string& state) {
   return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
 }
 
-Json operationJson(const ledger::Operation& o) {
+Json operationJson(const model::Operation& o) {
   Json j{{"id", o.meta.id}, {"type", o.type}, {"state", o.state}, {"intent", o.intent}};
   if (!o.message.empty()) j["message"] = o.message;
   return j;
@@ -21,9 +21,9 @@ double unixSeconds(const TimePoint& t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-bool restoring(const ledger::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
+bool restoring(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
 
-bool held(const ledger::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
+bool held(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
 
 // Seconds between two instants, 0 when either is missing.
 double secondsSince(const std::string& from, const TimePoint& now) {
@@ -44,7 +44,7 @@ int DeploymentController::pass(const World& world) {
     if (plan.state != "ACTIVE") continue;
     auto it = world.deployments.find(plan.name);
     if (it == world.deployments.end()) continue;
-    std::vector<ledger::Deployment> unfinished;
+    std::vector<model::Deployment> unfinished;
     for (const auto& d : it->second) {
       if (unfinishedDeployment(d.state)) unfinished.push_back(d);
     }
@@ -55,11 +55,11 @@ int DeploymentController::pass(const World& world) {
   return changes;
 }
 
-int DeploymentController::supersede(const World& world, const std::vector<ledger::Deployment>& deployments) {
+int DeploymentController::supersede(const World& world, const std::vector<model::Deployment>& deployments) {
   int changes = 0;
   const std::string& newest = deployments.back().deployment_id;
   for (size_t i = 0; i + 1 < deployments.size(); ++i) {
-    const ledger::Deployment& old = deployments[i];
+    const model::Deployment& old = deployments[i];
     for (const auto* view : world.instancesOf(old.plan)) {
       const auto& op = view->unfinished;
       if (!op || op->intent != old.deployment_id) continue;
@@ -80,13 +80,13 @@ int DeploymentController::supersede(const World& world, const std::vector<ledger
   return changes;
 }
 
-int DeploymentController::adopt(const World& world, const ledger::Deployment& deployment) {
+int DeploymentController::adopt(const World& world, const model::Deployment& deployment) {
   int changes = 0;
   const Json wanted = coordinatesOf(deployment);
   for (const auto* view : world.instancesOf(deployment.plan)) {
     if (view->meta.deployment_id == deployment.deployment_id || view->meta.state != "ACTIVE") continue;
     if (view->unfinished && view->unfinished->type == "DELETE") continue;
-    const ledger::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
+    const model::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
     const Json runs = view->coordinates(own ? coordinatesOf(*own) : Json::object());
     if (runs != wanted) continue;
     if (ledger_.setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
@@ -108,7 +108,7 @@ int DeploymentController::repair(const World& world) {
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
     const std::string type = view.newest ? "RESTART" : "CREATE";
-    ledger::Operation op;
+    model::Operation op;
     op.meta_instance = name;
     op.type = type;
     op.intent = view.meta.deployment_id;
@@ -118,13 +118,13 @@ int DeploymentController::repair(const World& world) {
   return changes;
 }
 
-Json DeploymentController::snapshot(const World& world, const ledger::Deployment& deployment) const {
+Json DeploymentController::snapshot(const World& world, const model::Deployment& deployment) const {
   const TimePoint now = clock_.now();
   Json instances = Json::array();
   for (const auto* view : world.instancesOf(deployment.plan)) {
     // Instances on their way out stay visible with their DELETE as `operation`, so a
     // strategy counting them does not ask for a second deletion.
-    const ledger::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
+    const model::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
     Json inst{{"name", view->meta.name},
               {"deployment_id", view->meta.deployment_id},
               {"version", view->meta.deployment_id == deployment.deployment_id ? "new" : "old"},
@@ -155,17 +155,12 @@ Json DeploymentController::snapshot(const World& world, const ledger::Deployment
   if (const auto* p = world.lastCompleted(deployment.plan, deployment.deployment_id)) {
     previous = Json{{"id", p->deployment_id}, {"count", p->instance_count}, {"coordinates", coordinatesOf(*p)}};
   }
-  Json plan_params = Json::object();
+  const model::Plan* plan = world.planOf(deployment);
+  const model::EffectiveStrategy strategy = model::effectiveStrategy(plan, deployment);
+  const Json& plan_params = strategy.plan_params;
+  const Json& deployment_params = strategy.deployment_params;
   Json plan_json = Json::object();
-  if (auto it = world.plan_by_name.find(deployment.plan); it != world.plan_by_name.end()) {
-    plan_params = it->second->strategy.params;
-    plan_json = Json{{"name", it->second->name}, {"namespace", it->second->ns},
-                     {"service_name", it->second->service_name}};
-  }
-  Json deployment_params = Json::object();
-  if (deployment.strategy.is_object() && deployment.strategy.contains("params")) {
-    deployment_params = deployment.strategy["params"];
-  }
+  if (plan != nullptr) plan_json = Json{{"name", plan->name}, {"namespace", plan->ns}, {"service_name", plan->service_name}};
   Json signals{{"promote", false}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}};
   if (deployment.signals.is_object()) {
     for (const auto& [k, v] : deployment.signals.items()) {
@@ -203,7 +198,7 @@ Json DeploymentController::snapshot(const World& world, const ledger::Deployment
               {"state", deployment.rollout_state.is_object() ? deployment.rollout_state : Json::object()}};
 }
 
-void DeploymentController::reportError(const ledger::Deployment& deployment, const std::string& message) {
+void DeploymentController::reportError(const model::Deployment& deployment, const std::string& message) {
   const std::string key = deployment.plan + "/" + deployment.deployment_id;
   if (last_error_[key] == message) return;
   last_error_[key] = message;
@@ -211,9 +206,9 @@ void DeploymentController::reportError(const ledger::Deployment& deployment, con
                             options_.actor);
 }
 
-int DeploymentController::reconcile(const World& world, const ledger::Deployment& d) {
+int DeploymentController::reconcile(const World& world, const model::Deployment& d) {
   int changes = 0;
-  ledger::Deployment deployment = d;
+  model::Deployment deployment = d;
   if (deployment.state == "PENDING") {
     auto started = ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS", std::nullopt,
                                               options_.actor, "rolling out");
@@ -235,14 +230,7 @@ int DeploymentController::reconcile(const World& world, const ledger::Deployment
   const int adopted = adopt(world, deployment);
   if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass
 
-  std::string script = options_.default_strategy;
-  if (auto it = world.plan_by_name.find(deployment.plan); it != world.plan_by_name.end()) {
-    if (!it->second->strategy.script.empty()) script = it->second->strategy.script;
-  }
-  if (deployment.strategy.is_object() && deployment.strategy.contains("script") &&
-      deployment.strategy["script"].is_string()) {
-    script = deployment.strategy["script"].get<std::string>();
-  }
+  const std::string script = model::effectiveStrategy(world.planOf(deployment), deployment).script;
   auto result = strategies_.reconcile(script, snapshot(world, deployment));
   if (!result.isOk()) {
     reportError(deployment, "strategy '" + script + "': " + result.status().message());
@@ -262,7 +250,7 @@ int DeploymentController::reconcile(const World& world, const ledger::Deployment
 
 Status DeploymentController::requestOperation(const std::string& meta_instance, const std::string& type,
                                               const std::string& intent) {
-  ledger::Operation op;
+  model::Operation op;
   op.meta_instance = meta_instance;
   op.type = type;
   op.intent = intent;
@@ -270,7 +258,7 @@ Status DeploymentController::requestOperation(const std::string& meta_instance, 
   return ledger_.createOperation(op, options_.actor).status();
 }
 
-int DeploymentController::apply(const World& world, const ledger::Deployment& deployment,
+int DeploymentController::apply(const World& world, const model::Deployment& deployment,
                                 const lua::StrategyResult& result) {
   using Kind = lua::StrategyAction::Kind;
   int changes = 0;
@@ -285,7 +273,7 @@ int DeploymentController::apply(const World& world, const ledger::Deployment& de
     switch (action.kind) {
       case Kind::kCreate:
         for (int64_t i = 0; i < action.count; ++i) {
-          ledger::Operation op;
+          model::Operation op;
           op.type = "CREATE";
           op.intent = id;
           op.requested_by = options_.actor;
@@ -301,7 +289,7 @@ int DeploymentController::apply(const World& world, const ledger::Deployment& de
         std::vector<std::string> names = action.instances;
         if (action.kind == Kind::kDelete && names.empty() && action.count > 0) {
           // The host chooses victims: unhealthy first, then from the most crowded update
-          // domain (DESIGN §11); old versions before new ones.
+          // domain (docs/architecture.md#scheduling); old versions before new ones.
           std::vector<sched::InstanceFact> old_facts, new_facts;
           for (const auto* view : world.instancesOf(plan)) {
             if (view->unfinished || view->meta.state != "ACTIVE") continue;
@@ -370,7 +358,7 @@ int DeploymentController::apply(const World& world, const ledger::Deployment& de
         break;
       case Kind::kRollback: {
         // Back to the last completed deployment: it is re-opened and its own strategy
-        // brings the instances back (DESIGN §5); with none, the rollout just fails.
+        // brings the instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
         auto rolled = ledger_.restoreDeployment(
             plan, id, {"ROLLED_BACK", "rolled back: " + action.reason, "rollback", action.reason}, options_.actor);
         if (rolled.isOk()) {

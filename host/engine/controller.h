@@ -1,5 +1,5 @@
 #pragma once
-// The deployment controller (DESIGN §3 step 1, §5). Level-triggered: each pass looks at
+// The deployment controller (docs/architecture.md#deployment-controller, docs/architecture.md#rollouts). Level-triggered: each pass looks at
 // every plan's newest unfinished deployment, builds the rollout snapshot, runs the plan's
 // strategy script and turns its actions into operations. An action whose operation
 // already exists is a no-op, so running a pass twice asks for nothing twice.
@@ -21,13 +21,12 @@
 #include "host/core/clock.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/strategy_engine.h"
+#include "host/lua/strategy/strategy_engine.h"
 
 namespace tide::engine {
 
 struct ControllerOptions {
   std::string actor = "controller";
-  std::string default_strategy = "rolling";
 };
 
 class DeploymentController {
@@ -40,17 +39,17 @@ class DeploymentController {
   int pass(const World& world);
 
   // The rollout snapshot of `deployment` (docs/lua.md), as the strategy sees it.
-  Json snapshot(const World& world, const ledger::Deployment& deployment) const;
+  Json snapshot(const World& world, const model::Deployment& deployment) const;
 
  private:
-  int reconcile(const World& world, const ledger::Deployment& deployment);
-  int supersede(const World& world, const std::vector<ledger::Deployment>& deployments);
-  int adopt(const World& world, const ledger::Deployment& deployment);
+  int reconcile(const World& world, const model::Deployment& deployment);
+  int supersede(const World& world, const std::vector<model::Deployment>& deployments);
+  int adopt(const World& world, const model::Deployment& deployment);
   int repair(const World& world);
-  int apply(const World& world, const ledger::Deployment& deployment, const lua::StrategyResult& result);
+  int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
   Status requestOperation(const std::string& meta_instance, const std::string& type, const std::string& intent);
   // Records a strategy error once per distinct message (not on every pass).
-  void reportError(const ledger::Deployment& deployment, const std::string& message);
+  void reportError(const model::Deployment& deployment, const std::string& message);
 
   ledger::Ledger& ledger_;
   lua::StrategyEngine& strategies_;

@@ -7,7 +7,7 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
   if (!context_.node_volumes) {
     context_.node_volumes = [&ledger](const std::string& node) {
       auto n = ledger.getNode(node);
-      return n.isOk() ? n.value().local_volumes : std::vector<ledger::LocalVolume>{};
+      return n.isOk() ? n.value().local_volumes : std::vector<model::LocalVolume>{};
     };
   }
 }
@@ -19,7 +19,7 @@ Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {
     if (auto it = cluster_of_.find(node); it != cluster_of_.end()) cluster = it->second;
   }
   if (cluster.empty()) {
-    TIDE_ASSIGN_OR_RETURN(ledger::Node n, ledger_.getNode(node));
+    TIDE_ASSIGN_OR_RETURN(model::Node n, ledger_.getNode(node));
     if (n.cluster.empty()) return Status(Code::kUnprocessable, "node '" + node + "' belongs to no cluster");
     cluster = n.cluster;
     std::lock_guard<std::mutex> lock(mu_);
@@ -31,7 +31,7 @@ Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {
 Result<drivers::Driver*> DriverSet::forCluster(const std::string& cluster) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = drivers_.find(cluster); it != drivers_.end()) return it->second.get();
-  TIDE_ASSIGN_OR_RETURN(ledger::Cluster c, ledger_.getCluster(cluster));
+  TIDE_ASSIGN_OR_RETURN(model::Cluster c, ledger_.getCluster(cluster));
   drivers::DriverContext context = context_;
   context.cluster = cluster;
   auto made = drivers::makeDriver(c.driver_kind, c.driver_config, context);
@@ -59,7 +59,7 @@ Result<std::string> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drive
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
                                                        {{"meta_instance", meta_instance}}));
   if (runtimes.empty()) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
-  const ledger::RuntimeInstance& newest = runtimes.back();  // lists are in id order
+  const model::RuntimeInstance& newest = runtimes.back();  // lists are in id order
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest.node));
   return drivers::readInstanceLog(*driver, std::to_string(newest.meta.id), tail_bytes);
 }

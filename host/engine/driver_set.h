@@ -1,6 +1,6 @@
 #pragma once
 // The drivers of the clusters the engine acts on: one Driver per cluster, built on first
-// use from the cluster's ledger record through drivers::makeDriver (DESIGN §8).
+// use from the cluster's ledger record through drivers::makeDriver (docs/architecture.md#drivers).
 //
 // Thread-safety: all methods are thread-safe; a returned Driver is itself thread-safe and
 // lives as long as the DriverSet.

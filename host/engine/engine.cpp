@@ -16,7 +16,7 @@ HookRunnerOptions hookOptions(const EngineOptions& options) {
 // `options` with operation.before asked of `hooks`, unless the caller set its own gate.
 ExecutorOptions withHookGate(ExecutorOptions options, HookRunner& hooks) {
   if (!options.before_operation) {
-    options.before_operation = [&hooks](const ledger::Operation& op) { return hooks.before(op); };
+    options.before_operation = [&hooks](const model::Operation& op) { return hooks.before(op); };
   }
   return options;
 }
@@ -123,7 +123,7 @@ int Engine::dispatch(const World& world) {
   refilled_ = now_steady;
   const TimePoint now = clock_.now();
   // Operations a previous host left RUNNING resume first, then approved ones, oldest first.
-  std::vector<const ledger::Operation*> ready;
+  std::vector<const model::Operation*> ready;
   for (const auto& [name, view] : world.instances) {
     const auto& op = view.unfinished;
     if (!op || (op->state != "APPROVED" && op->state != "RUNNING")) continue;

@@ -1,5 +1,5 @@
 #pragma once
-// The control loop (DESIGN §3): one thread runs passes — deployment controller, approval,
+// The control loop (docs/architecture.md#the-control-loop): one thread runs passes — deployment controller, approval,
 // dispatch to the executor, observer — every `interval`, or at once when the ledger
 // changes (a new deployment, an approval) or an operation attempt ends. Nothing depends
 // on remembering an event: every pass starts from the ledger.
@@ -26,9 +26,9 @@
 #include "host/engine/hook_runner.h"
 #include "host/engine/observer.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/policy_engine.h"
-#include "host/lua/script_set.h"
-#include "host/lua/strategy_engine.h"
+#include "host/lua/policy/policy_engine.h"
+#include "host/lua/runtime/script_set.h"
+#include "host/lua/strategy/strategy_engine.h"
 
 namespace tide::engine {
 

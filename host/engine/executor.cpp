@@ -18,9 +18,9 @@ bool transient(Code code) {
 
 // What one attempt at one operation works with.
 struct Executor::Attempt {
-  ledger::Operation op;
-  ledger::MetaInstance meta;
-  ledger::Plan plan;
+  model::Operation op;
+  model::MetaInstance meta;
+  model::Plan plan;
   TimePoint deadline;
 
   bool expired(const Clock& clock) const { return clock.now() >= deadline; }
@@ -37,7 +37,7 @@ struct Executor::Attempt {
   }
   TimePoint next_cancel_check{};
   bool was_cancelled = false;
-  const ledger::Application* app() const { return plan.applications.empty() ? nullptr : &plan.applications[0]; }
+  const model::Application* app() const { return plan.applications.empty() ? nullptr : &plan.applications[0]; }
 };
 
 Executor::Executor(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
@@ -141,7 +141,7 @@ std::chrono::milliseconds Executor::backoff(int64_t attempts) {
   return std::chrono::milliseconds(static_cast<int64_t>(raw * jitter(rng_)));
 }
 
-bool Executor::holdForHooks(const ledger::Operation& op) {
+bool Executor::holdForHooks(const model::Operation& op) {
   if (!options_.before_operation) return false;
   const HookGate gate = options_.before_operation(op);
   const int64_t attempt = op.attempts + 1;
@@ -244,21 +244,21 @@ Status Executor::run(Attempt& a) {
   return Status::invalidArgument("unknown operation type " + a.op.type);
 }
 
-Result<ledger::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.getRuntimeInstance(id); }
+Result<model::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.getRuntimeInstance(id); }
 
-Result<ledger::RuntimeInstance> Executor::reservedRuntime(const ledger::Operation& op) {
+Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation& op) {
   if (!op.target.contains("runtime_instance")) {
     return Status(Code::kUnprocessable, "operation " + std::to_string(op.meta.id) + " has no reserved placement");
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, runtime(op.target["runtime_instance"].get<int64_t>()));
-  if (!isLiveRuntime(r.state)) {
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, runtime(op.target["runtime_instance"].get<int64_t>()));
+  if (!model::holdsResources(r.state)) {
     return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(r.meta.id) + " is " +
                                             r.state);
   }
   return r;
 }
 
-Status Executor::setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message) {
+Status Executor::setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message) {
   if (r.state == state) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(r, ledger_.setRuntimeInstanceState(r.meta.id, state, std::nullopt, options_.actor, message));
   return Status::ok();
@@ -267,17 +267,17 @@ Status Executor::setRuntimeState(ledger::RuntimeInstance& r, const std::string& 
 namespace {
 
 // The live runtime instances of a meta instance.
-Result<std::vector<ledger::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
+Result<std::vector<model::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
   TIDE_ASSIGN_OR_RETURN(auto all,
                         ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta}}));
-  std::vector<ledger::RuntimeInstance> live;
+  std::vector<model::RuntimeInstance> live;
   for (auto& r : all) {
-    if (isLiveRuntime(r.state)) live.push_back(std::move(r));
+    if (model::holdsResources(r.state)) live.push_back(std::move(r));
   }
   return live;
 }
 
-Result<ledger::RuntimeInstance> activeRuntime(ledger::Ledger& ledger, const std::string& meta) {
+Result<model::RuntimeInstance> activeRuntime(ledger::Ledger& ledger, const std::string& meta) {
   TIDE_ASSIGN_OR_RETURN(auto live, liveRuntimes(ledger, meta));
   for (auto& r : live) {
     if (r.is_active) return r;
@@ -286,7 +286,7 @@ Result<ledger::RuntimeInstance> activeRuntime(ledger::Ledger& ledger, const std:
 }
 
 // The driver's view of the runtime instance's volumes (ledger `volumes` entries).
-std::vector<drivers::VolumeSpec> volumeSpecs(const ledger::RuntimeInstance& r) {
+std::vector<drivers::VolumeSpec> volumeSpecs(const model::RuntimeInstance& r) {
   std::vector<drivers::VolumeSpec> out;
   for (const auto& v : r.volumes) {
     drivers::VolumeSpec spec;
@@ -302,7 +302,7 @@ std::vector<drivers::VolumeSpec> volumeSpecs(const ledger::RuntimeInstance& r) {
 
 }  // namespace
 
-Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
+Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   if (r.state == "PENDING" || r.state == "STOPPED") {
     for (const auto& volume : volumeSpecs(r)) {
@@ -314,7 +314,7 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
   if (r.state != "STARTING" && r.state != "RUNNING") {
     return Status::conflict("runtime instance " + std::to_string(r.meta.id) + " is " + r.state);
   }
-  const ledger::Application* app = a.app();
+  const model::Application* app = a.app();
   drivers::RuntimeSpec spec;
   spec.id = std::to_string(r.meta.id);
   spec.meta_instance = r.meta_instance;
@@ -356,7 +356,7 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
     }
     // While starting, probe at least twice a second: an instance that is up should not
     // wait a whole steady-state interval to be declared ready.
-    ledger::HealthCheck startup = *app->health_check;
+    model::HealthCheck startup = *app->health_check;
     startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
     ProbeResult probe = waitHealthy(startup, target, clock_, a.deadline,
                                     [&] { return stopping_.load() || a.cancelled(ledger_, clock_); });
@@ -376,9 +376,9 @@ Status Executor::startRuntime(Attempt& a, ledger::RuntimeInstance& r) {
   return Status::ok();
 }
 
-Status Executor::stopRuntime(Attempt&, ledger::RuntimeInstance& r, bool remove) {
+Status Executor::stopRuntime(Attempt&, model::RuntimeInstance& r, bool remove) {
   const std::string goal = remove ? "TERMINATED" : "STOPPED";
-  if (r.state == goal || !isLiveRuntime(r.state)) return Status::ok();
+  if (r.state == goal || !model::holdsResources(r.state)) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   if (r.state == "STARTING" || r.state == "RUNNING") TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STOPPING"));
   const drivers::RuntimeRef ref{std::to_string(r.meta.id), r.node, r.driver_handle};
@@ -388,7 +388,7 @@ Status Executor::stopRuntime(Attempt&, ledger::RuntimeInstance& r, bool remove) 
   return setRuntimeState(r, goal);
 }
 
-Status Executor::removeVolumes(Attempt&, const ledger::RuntimeInstance& r) {
+Status Executor::removeVolumes(Attempt&, const model::RuntimeInstance& r) {
   if (r.volumes.empty()) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   for (const auto& volume : volumeSpecs(r)) {
@@ -400,12 +400,12 @@ Status Executor::removeVolumes(Attempt&, const ledger::RuntimeInstance& r) {
 }
 
 Status Executor::runCreate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, reservedRuntime(a.op));
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, reservedRuntime(a.op));
   return startRuntime(a, r);
 }
 
 Status Executor::runUpdate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
   const Json coordinates = a.op.target.value("coordinates", Json());
   if (!coordinates.is_object()) return Status(Code::kUnprocessable, "the operation names no coordinates");
   if (r.coordinates != coordinates) {
@@ -428,14 +428,14 @@ Status Executor::runUpdate(Attempt& a) {
 }
 
 Status Executor::runRelocate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance fresh, reservedRuntime(a.op));
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance fresh, reservedRuntime(a.op));
   if (!fresh.is_active) {
     TIDE_RETURN_IF_ERROR(startRuntime(a, fresh));
     // Make before break: the new one serves before the old one is touched.
     TIDE_ASSIGN_OR_RETURN(fresh, ledger_.activateRuntimeInstance(fresh.meta.id, options_.actor));
   }
   if (a.op.target.contains("from_runtime_instance")) {
-    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance old, runtime(a.op.target["from_runtime_instance"].get<int64_t>()));
+    TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance old, runtime(a.op.target["from_runtime_instance"].get<int64_t>()));
     TIDE_RETURN_IF_ERROR(stopRuntime(a, old, /*remove=*/true));
     TIDE_RETURN_IF_ERROR(removeVolumes(a, old));
   }
@@ -455,7 +455,7 @@ Status Executor::runStop(Attempt& a) {
 Status Executor::runRestart(Attempt& a) {
   if (a.op.target.contains("runtime_instance")) {
     // Placed again at approval: the meta instance was stopped or had nothing running.
-    TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, reservedRuntime(a.op));
+    TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, reservedRuntime(a.op));
     TIDE_RETURN_IF_ERROR(startRuntime(a, r));
     if (a.meta.state == "STOPPED") {
       TIDE_RETURN_IF_ERROR(
@@ -463,7 +463,7 @@ Status Executor::runRestart(Attempt& a) {
     }
     return Status::ok();
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
   if (!a.op.target.value("stopped", false)) {
     TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
     ledger::Ledger::OperationUpdate progress;
@@ -508,7 +508,7 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   }
   if (!id) return;
   auto r = runtime(*id);
-  if (!r.isOk() || !isLiveRuntime(r.value().state)) return;
+  if (!r.isOk() || !model::holdsResources(r.value().state)) return;
   auto driver = drivers_.forNode(r.value().node);
   if (driver.isOk()) {
     (void)driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});

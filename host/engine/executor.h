@@ -1,5 +1,5 @@
 #pragma once
-// The executor (DESIGN §3): runs APPROVED operations through the drivers on a bounded
+// The executor (docs/architecture.md#the-control-loop): runs APPROVED operations through the drivers on a bounded
 // pool of worker threads.
 //
 // Each operation type is a sequence of idempotent steps driven by what the ledger says
@@ -44,7 +44,7 @@
 namespace tide::engine {
 
 // What the runtime hooks' operation.before said about an operation about to start
-// (DESIGN §6); see Executor::execute.
+// (docs/architecture.md#runtime-hooks); see Executor::execute.
 struct HookGate {
   enum class Kind { kProceed, kVeto, kDelay };
   Kind kind = Kind::kProceed;
@@ -72,7 +72,7 @@ struct ExecutorOptions {
   // <reason>" for the delay (at most kMaxHookDelay), and records target["hook_delay_done"]
   // = the attempt number, so when that attempt is dispatched again further delays are
   // ignored (vetoes are not).
-  std::function<HookGate(const ledger::Operation&)> before_operation;
+  std::function<HookGate(const model::Operation&)> before_operation;
   std::chrono::milliseconds hook_veto_recheck{std::chrono::seconds(10)};
 };
 
@@ -118,17 +118,17 @@ class Executor {
   void cleanUpAfterFailure(Attempt& a);
   // Asks options_.before_operation about `op` (APPROVED, about to start attempt
   // attempts + 1); true when the hooks hold it back and it was put off in the ledger.
-  bool holdForHooks(const ledger::Operation& op);
+  bool holdForHooks(const model::Operation& op);
 
   // Brings `r` from PENDING/STARTING/STOPPED/RUNNING to RUNNING and healthy.
-  Status startRuntime(Attempt& a, ledger::RuntimeInstance& r);
+  Status startRuntime(Attempt& a, model::RuntimeInstance& r);
   // Brings `r` to STOPPED (remove = false) or TERMINATED (remove = true, the driver forgets it).
-  Status stopRuntime(Attempt& a, ledger::RuntimeInstance& r, bool remove);
-  Status removeVolumes(Attempt& a, const ledger::RuntimeInstance& r);
-  Result<ledger::RuntimeInstance> runtime(int64_t id);
+  Status stopRuntime(Attempt& a, model::RuntimeInstance& r, bool remove);
+  Status removeVolumes(Attempt& a, const model::RuntimeInstance& r);
+  Result<model::RuntimeInstance> runtime(int64_t id);
   // The live runtime instance `op` reserved at approval; kUnprocessable when there is none.
-  Result<ledger::RuntimeInstance> reservedRuntime(const ledger::Operation& op);
-  Status setRuntimeState(ledger::RuntimeInstance& r, const std::string& state, const std::string& message = "");
+  Result<model::RuntimeInstance> reservedRuntime(const model::Operation& op);
+  Status setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message = "");
   std::chrono::milliseconds backoff(int64_t attempts);
 
   ledger::Ledger& ledger_;

@@ -86,7 +86,7 @@ std::string hostPortText(const std::string& host, int port) {
 }
 
 // The host port the target gives the declared TCP port `declared`.
-Result<int> hostPort(int declared, const ledger::Json& ports) {
+Result<int> hostPort(int declared, const model::Json& ports) {
   if (declared <= 0) return Status::invalidArgument("the health check names no port");
   std::string key = "tcp/" + std::to_string(declared);
   if (ports.is_object()) {
@@ -114,7 +114,7 @@ std::string httpErrorText(httplib::Error error, Micros timeout) {
   }
 }
 
-ProbeResult probeHttp(const ledger::HealthCheck& check, const std::string& host, int port, Micros timeout) {
+ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, int port, Micros timeout) {
   std::string url = "http://" + hostPortText(host, port) + check.path;
   httplib::Client client(host, port);
   time_t seconds = static_cast<time_t>(timeout.count() / 1'000'000);
@@ -339,7 +339,7 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
 
 // ---------------------------------------------------------------------------------------
 
-ProbeResult probeWithin(const ledger::HealthCheck& check, const ProbeTarget& target, Micros timeout) {
+ProbeResult probeWithin(const model::HealthCheck& check, const ProbeTarget& target, Micros timeout) {
   Steady::time_point started = Steady::now();
   ProbeResult result;
   try {
@@ -378,11 +378,11 @@ std::string givingUp(const std::string& why, const HealthTracker& tracker, bool 
 
 }  // namespace
 
-ProbeResult probeOnce(const ledger::HealthCheck& check, const ProbeTarget& target) {
+ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target) {
   return probeWithin(check, target, toMicros(check.timeout_seconds));
 }
 
-HealthTracker::HealthTracker(const ledger::HealthCheck& check, bool initially_healthy)
+HealthTracker::HealthTracker(const model::HealthCheck& check, bool initially_healthy)
     : healthy_threshold_(std::max(1, check.healthy_threshold)),
       unhealthy_threshold_(std::max(1, check.unhealthy_threshold)),
       healthy_(initially_healthy),
@@ -403,7 +403,7 @@ bool HealthTracker::record(const ProbeResult& result) {
   return changed;
 }
 
-ProbeResult waitHealthy(const ledger::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
+ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
                         TimePoint deadline, const std::function<bool()>& cancelled) {
   HealthTracker tracker(check);
   const Micros timeout = toMicros(check.timeout_seconds);

@@ -1,5 +1,5 @@
 #pragma once
-// Health probes (DESIGN §3): the executor waits for a new instance to turn healthy before
+// Health probes (docs/architecture.md#the-control-loop): the executor waits for a new instance to turn healthy before
 // an operation succeeds, and the observer probes running instances on every pass. A probe
 // is one http, tcp or exec check of one instance; HealthTracker turns a run of probe
 // results into a healthy/unhealthy verdict with Kubernetes-style consecutive thresholds.
@@ -14,14 +14,14 @@
 #include <string>
 
 #include "host/core/clock.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 
 namespace tide::engine {
 
 // Where an instance can be reached.
 struct ProbeTarget {
   std::string host = "127.0.0.1";  // numeric address or a name (a name's lookup is not bounded by the timeout)
-  ledger::Json ports = ledger::Json::object();  // {"tcp/80": 31080}: declared "proto/port" → host port
+  model::Json ports = model::Json::object();  // {"tcp/80": 31080}: declared "proto/port" → host port
   std::map<std::string, std::string> env;       // exec: layered over the host's environment (TIDE_PORT_TCP_80, ...)
   std::string cwd;                              // exec: working directory; empty = the host's
 };
@@ -46,7 +46,7 @@ struct ProbeResult {
 //         code or signal and the first line of output.
 //         REQUIRES: SIGCHLD is not ignored and nothing else reaps with waitpid(-1).
 // A check naming a port the target does not have is not ok, and says so.
-ProbeResult probeOnce(const ledger::HealthCheck& check, const ProbeTarget& target);
+ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target);
 
 // Consecutive-result thresholds, like Kubernetes and Nomad: healthy after
 // check.healthy_threshold successes in a row, unhealthy after check.unhealthy_threshold
@@ -54,7 +54,7 @@ ProbeResult probeOnce(const ledger::HealthCheck& check, const ProbeTarget& targe
 // otherwise (an observer resuming after a restart passes the ledger's healthy flag).
 class HealthTracker {
  public:
-  explicit HealthTracker(const ledger::HealthCheck& check, bool initially_healthy = false);
+  explicit HealthTracker(const model::HealthCheck& check, bool initially_healthy = false);
 
   // Returns true exactly when this result changed healthy().
   bool record(const ProbeResult& result);
@@ -80,7 +80,7 @@ class HealthTracker {
 // timeout is cut to the time left before the deadline. Cancellation and the deadline are
 // checked between probes and every few milliseconds while sleeping, so either is noticed
 // within one probe's timeout. `cancelled` is called on this thread and must not throw.
-ProbeResult waitHealthy(const ledger::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
+ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
                         TimePoint deadline, const std::function<bool()>& cancelled);
 
 }  // namespace tide::engine

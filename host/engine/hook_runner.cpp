@@ -7,10 +7,6 @@
 namespace tide::engine {
 namespace {
 
-bool terminalOperationState(const std::string& state) {
-  return state == "SUCCEEDED" || state == "FAILED" || state == "REJECTED" || state == "CANCELLED";
-}
-
 std::string text(const Json& object, const char* key) {
   if (!object.is_object()) return "";
   auto it = object.find(key);
@@ -43,7 +39,7 @@ double weight(const Json& weights, const char* key) {
 
 }  // namespace
 
-Json operationHookArgument(const ledger::Operation& op) {
+Json operationHookArgument(const model::Operation& op) {
   const bool started = op.state != "PENDING" && op.state != "PENDING_APPROVAL" && op.state != "APPROVED";
   return Json{{"id", op.meta.id},
               {"type", op.type},
@@ -58,13 +54,13 @@ Json operationHookArgument(const ledger::Operation& op) {
               {"node", text(op.target, "node")}};
 }
 
-std::optional<HookNotification> hookNotificationFor(const ledger::Event& event,
-                                                    const std::optional<ledger::Operation>& operation,
+std::optional<HookNotification> hookNotificationFor(const model::Event& event,
+                                                    const std::optional<model::Operation>& operation,
                                                     const Json& previous) {
   const Json& data = event.data;
   if (event.kind == "operation.state") {
     const std::string to = text(data, "to");
-    if (!terminalOperationState(to)) return std::nullopt;
+    if (!model::isTerminalOperationState(to)) return std::nullopt;
     Json arg;
     if (operation) {
       arg = operationHookArgument(*operation);
@@ -132,7 +128,7 @@ void HookRunner::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-HookGate HookRunner::before(const ledger::Operation& op) {
+HookGate HookRunner::before(const model::Operation& op) {
   lua::HookVerdict verdict;
   {
     std::lock_guard<std::mutex> lock(gate_mu_);
@@ -168,7 +164,7 @@ void HookRunner::loop(int64_t after) {
       std::this_thread::sleep_for(options_.poll);  // the ledger is unwell; never spin
       continue;
     }
-    for (const ledger::Event& event : events->items) {
+    for (const model::Event& event : events->items) {
       if (stopping_) return;
       handle(event);
       after = event.seq;
@@ -177,23 +173,23 @@ void HookRunner::loop(int64_t after) {
   }
 }
 
-Json HookRunner::previousDeployment(const ledger::Event& event) {
+Json HookRunner::previousDeployment(const model::Event& event) {
   const auto [plan, deployment] = deploymentOf(event.subject);
   auto completed = ledger::listAll(ledger_, &ledger::Ledger::listDeployments, {{"plan", plan}, {"state", "COMPLETED"}});
   if (!completed.isOk()) return nullptr;
-  const ledger::Deployment* newest = nullptr;
-  for (const ledger::Deployment& d : *completed) {
+  const model::Deployment* newest = nullptr;
+  for (const model::Deployment& d : *completed) {
     if (d.deployment_id != deployment && (!newest || d.meta.id > newest->meta.id)) newest = &d;
   }
   return newest ? Json(newest->deployment_id) : Json(nullptr);
 }
 
-void HookRunner::handle(const ledger::Event& event) {
+void HookRunner::handle(const model::Event& event) {
   try {
-    std::optional<ledger::Operation> operation;
+    std::optional<model::Operation> operation;
     Json previous = nullptr;
     if (event.kind == "operation.state") {
-      if (!terminalOperationState(text(event.data, "to"))) return;
+      if (!model::isTerminalOperationState(text(event.data, "to"))) return;
       auto loaded = ledger_.getOperation(idAfter(event.subject, "operation/"));
       if (loaded.isOk()) operation = std::move(loaded).value();
     } else if (event.kind == "deployment.route" && !(event.data.is_object() && event.data.contains("previous"))) {

@@ -1,7 +1,7 @@
 #pragma once
-// Runtime hooks on the host's side (DESIGN §6).
+// Runtime hooks on the host's side (docs/architecture.md#runtime-hooks).
 //
-// A HookRunner owns two HookEngines (host/lua/hook_engine.h):
+// A HookRunner owns two HookEngines (host/lua/hook/hook_engine.h):
 // - one on its own thread, which tails the ledger's events from the newest at start() and
 //   notifies the hooks that cannot block anything:
 //     operation.state reaching SUCCEEDED/FAILED/REJECTED/CANCELLED  → operation.after
@@ -34,8 +34,8 @@
 #include "host/core/clock.h"
 #include "host/engine/executor.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/hook_engine.h"
-#include "host/lua/script_set.h"
+#include "host/lua/hook/hook_engine.h"
+#include "host/lua/runtime/script_set.h"
 
 namespace tide::engine {
 
@@ -55,7 +55,7 @@ inline constexpr int kMaxFailureEventsPerWindow = 30;
 // The operation as operation.before and operation.after see it: id, type, state,
 // meta_instance, plan, intent, message, requested_by, approved_by, attempt (the attempt
 // about to start, or the last one), node ("" before placement).
-Json operationHookArgument(const ledger::Operation& op);
+Json operationHookArgument(const model::Operation& op);
 
 // What the hooks hear about `event`: the hook event's name and its argument; nullopt for
 // events no hook hears about. `operation` is the operation of an operation.state event
@@ -65,8 +65,8 @@ struct HookNotification {
   std::string event;
   Json arg;
 };
-std::optional<HookNotification> hookNotificationFor(const ledger::Event& event,
-                                                    const std::optional<ledger::Operation>& operation,
+std::optional<HookNotification> hookNotificationFor(const model::Event& event,
+                                                    const std::optional<model::Operation>& operation,
                                                     const Json& previous);
 
 class HookRunner {
@@ -83,16 +83,16 @@ class HookRunner {
   void stop();
 
   // operation.before for `op`, APPROVED and about to start; failures are recorded.
-  HookGate before(const ledger::Operation& op);
+  HookGate before(const model::Operation& op);
 
   // The seq of the last event the thread handled (0 before it handled any).
   int64_t processedSeq() const { return processed_.load(); }
 
  private:
   void loop(int64_t after);
-  void handle(const ledger::Event& event);
+  void handle(const model::Event& event);
   void recordFailures(const std::vector<lua::HookFailure>& failures);
-  Json previousDeployment(const ledger::Event& event);
+  Json previousDeployment(const model::Event& event);
 
   struct FailureSeen {
     std::chrono::steady_clock::time_point last;

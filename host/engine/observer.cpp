@@ -29,14 +29,14 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
 
   struct Gone {
     const InstanceView* view;
-    ledger::RuntimeInstance runtime;
+    model::RuntimeInstance runtime;
     std::string why;
   };
   std::vector<Gone> gone;
-  std::vector<const ledger::RuntimeInstance*> to_probe;
+  std::vector<const model::RuntimeInstance*> to_probe;
   for (const auto& [name, view] : world.instances) {
     if (busy.count(name)) continue;
-    std::vector<const ledger::RuntimeInstance*> runtimes;
+    std::vector<const model::RuntimeInstance*> runtimes;
     if (view.active) runtimes.push_back(&*view.active);
     for (const auto& p : view.passive) runtimes.push_back(&p);
     for (const auto* r : runtimes) {
@@ -99,7 +99,7 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
 
   // Health: due probes run concurrently, each bounded by its check's timeout.
   const TimePoint now = clock_.now();
-  std::vector<std::pair<const ledger::RuntimeInstance*, const ledger::HealthCheck*>> due;
+  std::vector<std::pair<const model::RuntimeInstance*, const model::HealthCheck*>> due;
   for (const auto* r : to_probe) {
     auto plan = world.plan_by_name.find(world.instances.at(r->meta_instance).meta.plan);
     if (plan == world.plan_by_name.end() || plan->second->applications.empty()) continue;

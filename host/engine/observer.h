@@ -1,5 +1,5 @@
 #pragma once
-// The observer (DESIGN §3 step 4): keeps the ledger's runtime instances matching what the
+// The observer (docs/architecture.md#observer): keeps the ledger's runtime instances matching what the
 // drivers report.
 //
 // Every pass, for each RUNNING runtime instance nobody is operating on:
@@ -55,9 +55,9 @@ class Observer {
     HealthTracker tracker;
     TimePoint next;
   };
-  int observe(const World& world, const InstanceView& view, const ledger::RuntimeInstance& r,
+  int observe(const World& world, const InstanceView& view, const model::RuntimeInstance& r,
               std::map<std::string, std::set<std::string>>& inventories, int& missing);
-  int probe(const World& world, const ledger::RuntimeInstance& r);
+  int probe(const World& world, const model::RuntimeInstance& r);
   int collectOrphans(const World& world, const std::map<std::string, std::set<std::string>>& inventories);
 
   ledger::Ledger& ledger_;

@@ -6,11 +6,10 @@
 
 namespace tide::engine {
 
-bool isTerminalOperation(const std::string& state) {
-  return state == "SUCCEEDED" || state == "FAILED" || state == "REJECTED" || state == "CANCELLED";
+const model::Plan* World::planOf(const model::Deployment& deployment) const {
+  auto it = plan_by_name.find(deployment.plan);
+  return it == plan_by_name.end() ? nullptr : it->second;
 }
-
-bool isLiveRuntime(const std::string& state) { return state != "TERMINATED" && state != "FAILED"; }
 
 std::string InstanceView::effectiveState() const {
   if (meta.state != "ACTIVE") return meta.state;
@@ -24,7 +23,7 @@ Json InstanceView::coordinates(const Json& fallback) const {
   return fallback;
 }
 
-Json coordinatesOf(const ledger::Deployment& deployment) {
+Json coordinatesOf(const model::Deployment& deployment) {
   Json out = Json::object();
   for (const auto& p : deployment.payload_coordinates) out[p.payload_name] = p.coordinates;
   return out;
@@ -58,7 +57,7 @@ Result<World> World::load(ledger::Ledger& ledger) {
     if (it == w.instances.end()) continue;
     InstanceView& view = it->second;
     if (!view.newest || view.newest->meta.id < r.meta.id) view.newest = r;
-    if (!isLiveRuntime(r.state)) continue;
+    if (!model::holdsResources(r.state)) continue;
     if (r.is_active) {
       view.active = std::move(r);
     } else {
@@ -68,13 +67,13 @@ Result<World> World::load(ledger::Ledger& ledger) {
   for (auto& o : operations) {
     auto it = w.instances.find(o.meta_instance);
     if (it == w.instances.end()) continue;
-    if (!isTerminalOperation(o.state)) it->second.unfinished = o;
+    if (!model::isTerminalOperationState(o.state)) it->second.unfinished = o;
     it->second.last = std::move(o);
   }
   return w;
 }
 
-const ledger::Deployment* World::deployment(const std::string& plan, const std::string& id) const {
+const model::Deployment* World::deployment(const std::string& plan, const std::string& id) const {
   auto it = deployments.find(plan);
   if (it == deployments.end()) return nullptr;
   for (const auto& d : it->second) {
@@ -83,7 +82,7 @@ const ledger::Deployment* World::deployment(const std::string& plan, const std::
   return nullptr;
 }
 
-const ledger::Deployment* World::lastCompleted(const std::string& plan, const std::string& except) const {
+const model::Deployment* World::lastCompleted(const std::string& plan, const std::string& except) const {
   auto it = deployments.find(plan);
   if (it == deployments.end()) return nullptr;
   // Only deployments older than `except` count (a restore re-opens an earlier one; it is
@@ -110,7 +109,7 @@ std::vector<const InstanceView*> World::instancesOf(const std::string& plan) con
 sched::ClusterSnapshot World::schedulerSnapshot() const {
   std::vector<sched::InstanceFact> facts;
   for (const auto& [name, view] : instances) {
-    auto add = [&](const ledger::RuntimeInstance& r) {
+    auto add = [&](const model::RuntimeInstance& r) {
       sched::InstanceFact fact;
       fact.meta_instance = name;
       fact.plan = view.meta.plan;

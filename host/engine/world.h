@@ -1,5 +1,5 @@
 #pragma once
-// What one pass of the control loop sees (DESIGN §3): the ledger's plans, deployments,
+// What one pass of the control loop sees (docs/architecture.md#the-control-loop): the ledger's plans, deployments,
 // inventory and live instances, read once and indexed, so every decision of the pass is
 // made over one consistent-enough picture without per-record queries.
 //
@@ -20,17 +20,15 @@ namespace tide::engine {
 
 using Json = nlohmann::json;
 
-bool isTerminalOperation(const std::string& state);
-bool isLiveRuntime(const std::string& state);  // not TERMINATED / FAILED
 
 // One meta instance with what the loop needs to know about it.
 struct InstanceView {
-  ledger::MetaInstance meta;
-  std::optional<ledger::RuntimeInstance> active;   // live and active
-  std::vector<ledger::RuntimeInstance> passive;    // live and passive (RELOCATE in progress)
-  std::optional<ledger::RuntimeInstance> newest;   // newest runtime instance, any state
-  std::optional<ledger::Operation> unfinished;     // the one non-terminal operation
-  std::optional<ledger::Operation> last;           // the newest operation, finished or not
+  model::MetaInstance meta;
+  std::optional<model::RuntimeInstance> active;   // live and active
+  std::vector<model::RuntimeInstance> passive;    // live and passive (RELOCATE in progress)
+  std::optional<model::RuntimeInstance> newest;   // newest runtime instance, any state
+  std::optional<model::Operation> unfinished;     // the one non-terminal operation
+  std::optional<model::Operation> last;           // the newest operation, finished or not
 
   // PENDING when nothing runs yet, the active runtime's state, or the meta instance's
   // STOPPED; FAILED when the newest runtime failed and nothing replaced it.
@@ -41,28 +39,30 @@ struct InstanceView {
 };
 
 struct World {
-  std::vector<ledger::Plan> plans;
-  std::map<std::string, const ledger::Plan*> plan_by_name;
-  std::map<std::string, std::vector<ledger::Deployment>> deployments;  // by plan, oldest first
-  std::vector<ledger::Node> nodes;
-  std::map<std::string, const ledger::Node*> node_by_name;
-  std::vector<ledger::Cluster> clusters;
-  std::vector<ledger::Capability> capabilities;
+  std::vector<model::Plan> plans;
+  std::map<std::string, const model::Plan*> plan_by_name;
+  std::map<std::string, std::vector<model::Deployment>> deployments;  // by plan, oldest first
+  std::vector<model::Node> nodes;
+  std::map<std::string, const model::Node*> node_by_name;
+  std::vector<model::Cluster> clusters;
+  std::vector<model::Capability> capabilities;
   std::map<std::string, InstanceView> instances;  // live (not DELETED) meta instances, by name
 
   static Result<World> load(ledger::Ledger& ledger);
 
-  const ledger::Deployment* deployment(const std::string& plan, const std::string& id) const;
+  const model::Deployment* deployment(const std::string& plan, const std::string& id) const;
+  // The plan `deployment` belongs to, or null.
+  const model::Plan* planOf(const model::Deployment& deployment) const;
   // The newest COMPLETED deployment of `plan` other than `except`, or null.
-  // The rollback target of `except` (DESIGN §5): the newest earlier deployment that
+  // The rollback target of `except` (docs/architecture.md#rollouts): the newest earlier deployment that
   // completed and was not rolled back since.
-  const ledger::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
+  const model::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
   std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
   // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.
   sched::ClusterSnapshot schedulerSnapshot() const;
 };
 
 // {"<payload_name>": coordinates, ...}: the deployment's coordinates as a runtime carries them.
-Json coordinatesOf(const ledger::Deployment& deployment);
+Json coordinatesOf(const model::Deployment& deployment);
 
 }  // namespace tide::engine

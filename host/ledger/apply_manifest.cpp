@@ -1,7 +1,7 @@
 // Applying a whole manifest as one transaction: either every record exists afterwards,
 // or none of them does.
 
-#include "host/config/manifest.h"
+#include "host/model/manifest.h"
 #include "host/ledger/ledger_internal.h"
 
 namespace tide::ledger {
@@ -20,7 +20,7 @@ Status located(const Status& status, const std::string& location) {
 }
 
 template <class T, class Insert>
-Status insertAll(Ledger::Tx& tx, const std::vector<config::Sourced<T>>& items, std::vector<std::string>& names,
+Status insertAll(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
                  Insert&& insert) {
   for (const auto& item : items) {
     auto result = insert(tx, item.value);
@@ -32,7 +32,7 @@ Status insertAll(Ledger::Tx& tx, const std::vector<config::Sourced<T>>& items, s
 
 }  // namespace
 
-Result<AppliedManifest> Ledger::applyManifest(const config::Manifest& manifest, const std::string& actor) {
+Result<AppliedManifest> Ledger::applyManifest(const model::Manifest& manifest, const std::string& actor) {
   if (manifest.empty()) return Status::invalidArgument("the manifest holds no records");
   return write("apply manifest", actor, [&](Tx& tx) -> Result<AppliedManifest> {
     AppliedManifest applied;

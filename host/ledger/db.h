@@ -13,9 +13,11 @@
 #include "host/core/clock.h"
 #include "host/core/embedded.h"
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 
 namespace tide::ledger {
+
+using model::Json;
 
 enum class Dialect { kSqlite, kPostgres };
 

@@ -371,7 +371,7 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
       soci::rowset<soci::row> rows =
           (sql.prepare << "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
                           "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN "
-                          "('TERMINATED','FAILED') GROUP BY m.name HAVING COUNT(*) > 1");
+                          TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY m.name HAVING COUNT(*) > 1");
       for (const auto& r : rows) {
         out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
                       " active runtime instances (at most one allowed)");
@@ -392,7 +392,7 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
           (sql.prepare << "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
                           "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
                           "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT IN "
-                          "('TERMINATED','FAILED') GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
+                          TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
                           "n.total_memory_gib, n.reserved_memory_gib");
       for (const auto& r : rows) {
         if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {

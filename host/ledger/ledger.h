@@ -1,5 +1,5 @@
 #pragma once
-// The ledger: tide's durable record of what exists and what should happen (DESIGN §2).
+// The ledger: tide's durable record of what exists and what should happen (docs/architecture.md#records-and-states).
 //
 // Contracts every method keeps:
 // - All-or-nothing: each call is one transaction; on error nothing is written.
@@ -27,13 +27,38 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
-#include "host/ledger/records.h"
-
-namespace tide::config {
-struct Manifest;
-}
+#include "host/model/manifest.h"
+#include "host/model/records.h"
+#include "host/model/transitions.h"
 
 namespace tide::ledger {
+
+// The ledger stores host/model's records and names them unqualified.
+using model::ApiToken;
+using model::Application;
+using model::Capability;
+using model::CapabilityMatch;
+using model::Cluster;
+using model::Decision;
+using model::Deployment;
+using model::Event;
+using model::HealthCheck;
+using model::Json;
+using model::LocalVolume;
+using model::Manifest;
+using model::Meta;
+using model::MetaInstance;
+using model::Node;
+using model::Operation;
+using model::PayloadCoordinates;
+using model::PersistentVolume;
+using model::Plan;
+using model::Port;
+using model::RecordKind;
+using model::Resources;
+using model::RuntimeInstance;
+using model::ScriptVersion;
+using model::StrategyRef;
 
 class Db;
 
@@ -119,7 +144,7 @@ class Ledger {
                                      const Json& rollout_state, Generation generation,
                                      const std::string& actor);
 
-  // Rollout controls (DESIGN §5), each one transaction with a `deployment.control` event
+  // Rollout controls (docs/architecture.md#rollouts), each one transaction with a `deployment.control` event
   // naming the actor. `control`: promote | promote_full (one-shot signals for the
   // strategy; also lift a hold), pause (a hold: PAUSED "paused by <actor>", the strategy is
   // not called until resume), resume, retry (a FAILED newest deployment → IN_PROGRESS
@@ -240,7 +265,7 @@ class Ledger {
   // (capabilities, clusters, nodes, plans, deployments). Any error — including one that
   // only the ledger can see, like a name that already exists — writes nothing and names
   // the record's manifest location.
-  Result<AppliedManifest> applyManifest(const config::Manifest& manifest, const std::string& actor);
+  Result<AppliedManifest> applyManifest(const model::Manifest& manifest, const std::string& actor);
 
   // --- events --------------------------------------------------------------------------
   // filters: kind (exact or "prefix.*"), subject (exact).
@@ -272,7 +297,7 @@ class Ledger {
   class Tx;
 
   // --- invariants ----------------------------------------------------------------------
-  // The rules of DESIGN §2 that must hold at rest; each violation as one sentence.
+  // The rules of docs/architecture.md#invariants, which must hold at rest; each violation as one sentence.
   // The host runs this at start and refuses to act on a ledger that fails it.
   Result<std::vector<std::string>> checkInvariants();
 

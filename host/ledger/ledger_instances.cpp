@@ -1,4 +1,4 @@
-// Meta instances, runtime instances and operations: where the rules of DESIGN §2 that
+// Meta instances, runtime instances and operations: where the rules of docs/architecture.md#records-and-states that
 // involve more than one row are enforced (reservations, one active runtime instance,
 // one unfinished operation per meta instance).
 
@@ -111,7 +111,7 @@ Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance&
   for (const Json& v : instance.volumes) asked[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
   std::map<std::string, double> used;
   soci::rowset<std::string> rows = (tx.sql().prepare << "SELECT volumes FROM runtime_instances WHERE node_id = :id "
-                                                         "AND state NOT IN ('TERMINATED', 'FAILED')",
+                                                         "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
                                     soci::use(node_id));
   for (const std::string& text : rows) {
     const Json volumes = Json::parse(text, nullptr, false);
@@ -156,7 +156,7 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   // placements racing for the last core cannot both win.
   soci::row used;
   tx.sql() << "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
-              "runtime_instances WHERE node_id = :id AND state NOT IN ('TERMINATED', 'FAILED')",
+              "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
       soci::use(node_id), soci::into(used);
   const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
   const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
@@ -170,7 +170,7 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   if (instance.is_active) {
     long long active = 0;
     tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
-                "NOT IN ('TERMINATED', 'FAILED')",
+                "NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
         soci::use(meta_id), soci::into(active);
     if (active > 0) {
       return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
@@ -401,7 +401,7 @@ Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
   return read("current runtime instances", [&]() -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
-        .raw("(r.state NOT IN ('TERMINATED', 'FAILED') OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
+        .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
              "GROUP BY r2.meta_instance_id))");
     std::vector<RuntimeInstance> out;
     soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY r.id",
@@ -414,14 +414,14 @@ Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
 Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::string& actor) {
   return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
-    if (ri.state == "TERMINATED" || ri.state == "FAILED") {
+    if (!model::holdsResources(ri.state)) {
       return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state);
     }
     if (ri.is_active) return ri;
     long long previous = 0;
     soci::indicator ind = soci::i_null;
     tx.sql() << "SELECT r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id WHERE "
-                "m.name = :m AND r.is_active = 1 AND r.state NOT IN ('TERMINATED', 'FAILED')",
+                "m.name = :m AND r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
         soci::use(ri.meta_instance), soci::into(previous, ind);
     soci::values passive, active;
     passive.set("is_active", 0);
@@ -444,7 +444,7 @@ Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::s
     Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
     // The reservation stops counting the moment the state is terminal (see the node
     // derivation); say so in the event for anyone auditing capacity.
-    if (state == "TERMINATED" || state == "FAILED") extra["released"] = ri.reservation;
+    if (!model::holdsResources(state)) extra["released"] = ri.reservation;
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", id,
                                      "runtime/" + std::to_string(id), ri.state, state, generation, message, extra));
     return loadRuntime(tx.sql(), id);

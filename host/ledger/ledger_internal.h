@@ -1,6 +1,6 @@
 #pragma once
 // Private to host/ledger/: the transaction wrapper and the helpers the ledger_*.cpp files
-// share. Nothing outside host/ledger/ includes this.
+// share. Nothing outside host/ledger/ (and its tests) includes this.
 
 #include <soci/soci.h>
 
@@ -9,7 +9,11 @@
 
 #include "host/ledger/db.h"
 #include "host/ledger/ledger.h"
-#include "host/ledger/transitions.h"
+#include "host/model/transitions.h"
+
+// The SQL spelling of model::kReleasedRuntimeStates, for queries that sum reservations
+// (string literals concatenate with it); a ledger test checks that the two agree.
+#define TIDE_SQL_RELEASED_RUNTIME_STATES "('TERMINATED', 'FAILED')"
 
 namespace tide::ledger {
 

@@ -55,7 +55,7 @@ const char* kNodeSelect =
     "COALESCE(u.cores, 0), COALESCE(u.memory, 0) "
     "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
     "LEFT JOIN (SELECT node_id, SUM(reserved_cores) AS cores, SUM(reserved_memory_gib) AS memory "
-    "FROM runtime_instances WHERE state NOT IN ('TERMINATED', 'FAILED') GROUP BY node_id) u ON u.node_id = n.id "
+    "FROM runtime_instances WHERE state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY node_id) u ON u.node_id = n.id "
     "WHERE n.deleted_at IS NULL";
 
 Node nodeFromRow(const soci::row& r) {
@@ -320,7 +320,7 @@ Status Ledger::deleteNode(const std::string& name, Generation generation, const 
     long long live = 0;
     const long long id = n.meta.id;
     tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT IN "
-                "('TERMINATED', 'FAILED')",
+                TIDE_SQL_RELEASED_RUNTIME_STATES,
         soci::use(id), soci::into(live);
     if (live > 0) {
       return Status::conflict("node '" + name + "' still holds " + std::to_string(live) +

@@ -330,7 +330,7 @@ Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::s
   });
 }
 
-// --- rollout controls (DESIGN §5) ------------------------------------------------------------
+// --- rollout controls (docs/architecture.md#rollouts) ------------------------------------------------------------
 
 namespace {
 

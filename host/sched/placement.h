@@ -1,12 +1,12 @@
 #pragma once
-// The values the scheduler takes and returns (DESIGN §11): what is already placed
+// The values the scheduler takes and returns (docs/architecture.md#scheduling): what is already placed
 // (InstanceFact), what a caller asks for (PlacementOptions) and what it gets back
 // (Placement). Plain values; no ledger access.
 
 #include <string>
 #include <vector>
 
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 
 namespace tide::sched {
 
@@ -55,7 +55,7 @@ struct VolumeAssignment {
 struct Placement {
   std::string node;
   std::string update_domain;
-  ledger::Resources reservation;  // sum of the plan's applications' resources
+  model::Resources reservation;  // sum of the plan's applications' resources
   std::vector<VolumeAssignment> volumes;  // plan order: application, then volume
 };
 

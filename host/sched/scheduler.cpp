@@ -23,15 +23,15 @@ struct Rejection {
 
 // One matching_capabilities rule resolved to the snapshot's capability ids.
 struct CapabilityRule {
-  const ledger::CapabilityMatch* match = nullptr;
+  const model::CapabilityMatch* match = nullptr;
   bool must_have = true;       // false for NOT_IN: the node must have none of `accepted`
   std::vector<char> accepted;  // by capability id
   std::string bound;           // GTE/LTE: the name whose score is the bound; empty if none is known
 };
 
 struct VolumeRequest {
-  const ledger::Application* application = nullptr;
-  const ledger::PersistentVolume* volume = nullptr;
+  const model::Application* application = nullptr;
+  const model::PersistentVolume* volume = nullptr;
   int storage_class = -1;  // -1: no node has the class
 };
 
@@ -75,7 +75,7 @@ std::string joinNames(const std::vector<std::string>& names) {
 // changes. Lives for one place() call.
 class PlacementRun {
  public:
-  PlacementRun(const ClusterSnapshot& snapshot, const ledger::Plan& plan, const PlacementOptions& options)
+  PlacementRun(const ClusterSnapshot& snapshot, const model::Plan& plan, const PlacementOptions& options)
       : s_(snapshot), plan_(plan), options_(options) {}
 
   Status prepare();
@@ -99,9 +99,9 @@ class PlacementRun {
   std::string describe(Filter filter, int detail, const std::string& subject, int nodes) const;
 
   const ClusterSnapshot& s_;
-  const ledger::Plan& plan_;
+  const model::Plan& plan_;
   const PlacementOptions& options_;
-  ledger::Resources demand_;
+  model::Resources demand_;
   std::vector<CapabilityRule> rules_;
   std::vector<VolumeRequest> requests_;  // plan order
   std::vector<int> request_order_;       // largest first
@@ -118,7 +118,7 @@ class PlacementRun {
 Status PlacementRun::prepare() {
   const auto& capabilities = s_.capabilities_;
   for (size_t i = 0; i < plan_.matching_capabilities.size(); ++i) {
-    const ledger::CapabilityMatch& match = plan_.matching_capabilities[i];
+    const model::CapabilityMatch& match = plan_.matching_capabilities[i];
     CapabilityRule rule;
     rule.match = &match;
     rule.accepted.assign(capabilities.size(), 0);
@@ -245,7 +245,7 @@ bool PlacementRun::worse(const Candidate& a, const Candidate& b) const {
 
 Placement PlacementRun::apply(int node) {
   const auto& entry = s_.nodes_[node];
-  const ledger::Node& record = s_.records_[node];
+  const model::Node& record = s_.records_[node];
   Placement placement{record.name, s_.domains_[entry.domain], demand_, {}};
   if (!requests_.empty()) {
     fitVolumes(node);  // succeeds: rejection() just passed on the same state
@@ -371,9 +371,9 @@ std::string PlacementRun::failure(size_t placed, int count) {
 }
 
 int PlacementRun::firstAlike(int request) const {
-  const ledger::PersistentVolume& wanted = *requests_[request].volume;
+  const model::PersistentVolume& wanted = *requests_[request].volume;
   for (int i = 0; i < request; ++i) {
-    const ledger::PersistentVolume& other = *requests_[i].volume;
+    const model::PersistentVolume& other = *requests_[i].volume;
     if (other.storage_class == wanted.storage_class && other.capacity_gib == wanted.capacity_gib) return i;
   }
   return request;
@@ -396,7 +396,7 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
     }
     case Filter::kCapability: {
       const CapabilityRule& rule = rules_[detail];
-      const ledger::CapabilityMatch& match = *rule.match;
+      const model::CapabilityMatch& match = *rule.match;
       const std::string type = "capability type " + match.type;
       const std::string names = joinNames(match.names);
       if (match.comparator == "NOT_IN") return n + (one ? "has " : "have ") + type + " in " + names + " (NOT_IN)";
@@ -416,7 +416,7 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
     case Filter::kMemory:
       return n + lack + amount(demand_.memory_gib) + " GiB free memory";
     case Filter::kVolume: {
-      const ledger::PersistentVolume& volume = *requests_[detail].volume;
+      const model::PersistentVolume& volume = *requests_[detail].volume;
       return n + lack + "a " + volume.storage_class + " volume with " + amount(volume.capacity_gib) + " GiB free";
     }
     case Filter::kNone:
@@ -425,7 +425,7 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
   return n + "rejected";
 }
 
-Result<std::vector<Placement>> Scheduler::place(const ledger::Plan& plan, int count,
+Result<std::vector<Placement>> Scheduler::place(const model::Plan& plan, int count,
                                                 const PlacementOptions& options) const {
   if (count < 0) return Status::invalidArgument("instance count must not be negative", {{"count", "< 0", ""}});
   if (options.max_per_node < 1) {
@@ -446,7 +446,7 @@ std::vector<std::string> Scheduler::chooseScaleDown(const std::vector<InstanceFa
   for (const auto& fact : instances) {
     std::string domain = fact.update_domain;
     if (domain.empty()) {
-      if (const ledger::Node* node = snapshot_.findNode(fact.node)) domain = node->update_domain;
+      if (const model::Node* node = snapshot_.findNode(fact.node)) domain = node->update_domain;
     }
     auto [it, inserted] = domain_index.try_emplace(domain, static_cast<int>(remaining.size()));
     if (inserted) remaining.push_back(0);

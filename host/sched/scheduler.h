@@ -1,6 +1,6 @@
 #pragma once
 // Scheduler: where new instances of a plan go and which instances a scale-down removes
-// (DESIGN §11). A pure, in-memory decision over a ClusterSnapshot: no SQL, no clock, no
+// (docs/architecture.md#scheduling). A pure, in-memory decision over a ClusterSnapshot: no SQL, no clock, no
 // side effects. The caller reserves the result in the ledger (which re-checks capacity)
 // and then ClusterSnapshot::commit()s it if it places more in the same pass.
 //
@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 #include "host/sched/placement.h"
 #include "host/sched/snapshot.h"
 
@@ -57,7 +57,7 @@ class Scheduler {
   // many nodes each filter rejected ("2 of 5 instances of plan 'web' fit; of 9 nodes,
   // 3 lack capability type GPU ≥ nvidia-p100; 2 lack 4 free cores; 1 is CORDONED").
   // kInvalidArgument for count < 0, max_per_node < 1 or an unknown comparator.
-  Result<std::vector<Placement>> place(const ledger::Plan& plan, int count,
+  Result<std::vector<Placement>> place(const model::Plan& plan, int count,
                                        const PlacementOptions& options = {}) const;
 
   // The meta instance names of `count` instances to remove from `instances` (the live

@@ -14,8 +14,8 @@ int intern(const std::string& name, std::vector<std::string>& names, std::unorde
 
 }  // namespace
 
-ClusterSnapshot ClusterSnapshot::build(std::vector<ledger::Node> nodes, std::vector<ledger::Cluster> clusters,
-                                       std::vector<ledger::Capability> capabilities,
+ClusterSnapshot ClusterSnapshot::build(std::vector<model::Node> nodes, std::vector<model::Cluster> clusters,
+                                       std::vector<model::Capability> capabilities,
                                        std::vector<InstanceFact> instances) {
   ClusterSnapshot s;
   for (auto& cluster : clusters) s.cluster_states_.emplace(std::move(cluster.name), std::move(cluster.state));
@@ -90,7 +90,7 @@ Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_
   return Status::ok();
 }
 
-const ledger::Node* ClusterSnapshot::findNode(const std::string& name) const {
+const model::Node* ClusterSnapshot::findNode(const std::string& name) const {
   const int node = nodeIndex(name);
   return node < 0 ? nullptr : &records_[node];
 }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "host/core/status.h"
-#include "host/ledger/records.h"
+#include "host/model/records.h"
 #include "host/sched/placement.h"
 
 namespace tide::sched {
@@ -30,8 +30,8 @@ class ClusterSnapshot {
   // as being in a cluster that is not ACTIVE. A fact naming an unknown node still counts
   // toward its plan's update domain when the fact names one.
   // Cost: O(N log N + V + F·v) for N nodes, V local volumes, F facts of v volumes each.
-  static ClusterSnapshot build(std::vector<ledger::Node> nodes, std::vector<ledger::Cluster> clusters,
-                               std::vector<ledger::Capability> capabilities, std::vector<InstanceFact> instances);
+  static ClusterSnapshot build(std::vector<model::Node> nodes, std::vector<model::Cluster> clusters,
+                               std::vector<model::Capability> capabilities, std::vector<InstanceFact> instances);
 
   // Records an instance placed after the snapshot was built, typically once the ledger
   // has written its reservation, so the next place() sees it: subtracts the reservation,
@@ -41,7 +41,7 @@ class ClusterSnapshot {
 
   size_t nodeCount() const { return nodes_.size(); }
   // The node as listed, with `remaining` kept current by commit(); nullptr if unknown.
-  const ledger::Node* findNode(const std::string& name) const;
+  const model::Node* findNode(const std::string& name) const;
   // Instances of `plan` on `node` (facts and commits).
   int instancesOn(const std::string& plan, const std::string& node) const;
   // Free capacity of the node's local volume mounted at `local_volume`; -1 if unknown.
@@ -86,7 +86,7 @@ class ClusterSnapshot {
   void count(const std::string& plan, const std::string& meta_instance, int node, int domain);
 
   std::vector<NodeEntry> nodes_;       // sorted by name
-  std::vector<ledger::Node> records_;  // parallel to nodes_
+  std::vector<model::Node> records_;  // parallel to nodes_
   std::vector<int> node_capabilities_;  // ids into capabilities_, grouped by node
   std::unordered_map<std::string, int> node_index_;
   std::vector<std::string> domains_;

@@ -79,7 +79,7 @@ TEST_CASE("api: bad query parameters are 400 naming the parameter") {
   CHECK(h.del("/v1/nodes/x?force=1").status == 400);
 }
 
-TEST_CASE("api: a field problem is 400 with details naming the field; nothing is written") {
+TEST_CASE("api: a field problem is 400 with details naming the field, nothing is written") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
   Json before = h.everything();
@@ -105,7 +105,7 @@ TEST_CASE("api: a field problem is 400 with details naming the field; nothing is
   CHECK(h.everything() == before);
 }
 
-TEST_CASE("api: duplicates and unknown references are 409 and 422; nothing is written") {
+TEST_CASE("api: duplicates and unknown references are 409 and 422, nothing is written") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
   Json before = h.everything();

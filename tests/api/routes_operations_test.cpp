@@ -43,9 +43,9 @@ struct Fixture {
   }
 
   // An operation as the controller makes it (priority 0), left PENDING.
-  ledger::Operation pending(const std::string& meta_instance, const std::string& type = "CREATE",
+  model::Operation pending(const std::string& meta_instance, const std::string& type = "CREATE",
                             const std::string& requested_by = "controller") {
-    ledger::Operation operation;
+    model::Operation operation;
     operation.meta_instance = meta_instance;
     operation.type = type;
     operation.intent = "deployment-1";
@@ -56,22 +56,22 @@ struct Fixture {
   }
 
   // The same, moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
-  ledger::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
-    ledger::Operation operation = pending(meta_instance, "CREATE", requested_by);
+  model::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
+    model::Operation operation = pending(meta_instance, "CREATE", requested_by);
     auto moved = h.ledger->setOperationState(operation.meta.id, "PENDING_APPROVAL", std::nullopt, "engine",
                                              "a policy asked for a person");
     REQUIRE(moved.isOk());
     return *moved;
   }
 
-  ledger::Operation operation(int64_t id) {
+  model::Operation operation(int64_t id) {
     auto got = h.ledger->getOperation(id);
     REQUIRE(got.isOk());
     return *got;
   }
 };
 
-std::string operationPath(const ledger::Operation& operation, const std::string& action = "") {
+std::string operationPath(const model::Operation& operation, const std::string& action = "") {
   return "/v1/operations/" + std::to_string(operation.meta.id) + (action.empty() ? "" : "/" + action);
 }
 
@@ -98,7 +98,7 @@ struct FakeLogs {
 
 TEST_CASE("api: an approver approves an operation waiting for approval") {
   Fixture f;
-  ledger::Operation op = f.waiting(f.instance);
+  model::Operation op = f.waiting(f.instance);
   REQUIRE(f.h.ledger->recordDecisions({{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}),
                                         40, "", ""}})
               .isOk());
@@ -135,7 +135,7 @@ TEST_CASE("api: an approver approves an operation waiting for approval") {
 
 TEST_CASE("api: reject records the approver, and a default message without a reason") {
   Fixture f;
-  ledger::Operation op = f.waiting(f.instance);
+  model::Operation op = f.waiting(f.instance);
   Reply rejected = f.h.post(operationPath(op, "reject"), "", "", kApproverToken);
   REQUIRE_MESSAGE(rejected.status == 200, rejected.body);
   CHECK(rejected.json()["state"] == "REJECTED");
@@ -146,7 +146,7 @@ TEST_CASE("api: reject records the approver, and a default message without a rea
 
 TEST_CASE("api: approving and rejecting need the approver role") {
   Fixture f;
-  ledger::Operation op = f.waiting(f.instance);
+  model::Operation op = f.waiting(f.instance);
   Json before = f.h.everything();
   for (const std::string& token : {kViewerToken, kOperatorToken}) {
     CHECK(f.h.post(operationPath(op, "approve"), "", "", token).status == 403);
@@ -160,7 +160,7 @@ TEST_CASE("api: approving and rejecting need the approver role") {
 TEST_CASE("api: the requester of an operation cannot approve it unless approver_must_differ is off") {
   SUBCASE("by default someone else must decide") {
     Fixture f;
-    ledger::Operation op = f.waiting(f.instance, kApproverName);
+    model::Operation op = f.waiting(f.instance, kApproverName);
     Json before = f.h.everything();
     Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
     CHECK(own.status == 403);
@@ -177,7 +177,7 @@ TEST_CASE("api: the requester of an operation cannot approve it unless approver_
     api::ServerOptions options = testServerOptions();
     options.approver_must_differ = false;
     Fixture f(options);
-    ledger::Operation op = f.waiting(f.instance, kApproverName);
+    model::Operation op = f.waiting(f.instance, kApproverName);
     Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
     REQUIRE(own.status == 200);
     CHECK(own.json()["approved_by"] == kApproverName);
@@ -186,7 +186,7 @@ TEST_CASE("api: the requester of an operation cannot approve it unless approver_
 
 TEST_CASE("api: approve checks its inputs and the generation the client read") {
   Fixture f;
-  ledger::Operation op = f.waiting(f.instance);
+  model::Operation op = f.waiting(f.instance);
   const std::string approve = operationPath(op, "approve");
   Json before = f.h.everything();
 
@@ -225,7 +225,7 @@ TEST_CASE("api: approve checks its inputs and the generation the client read") {
 
 TEST_CASE("api: a user operation supersedes a pending controller operation and is refused behind an unfinished one") {
   Fixture f;
-  ledger::Operation controller = f.pending(f.instance, "UPDATE");
+  model::Operation controller = f.pending(f.instance, "UPDATE");
   CHECK(controller.priority == 0);
 
   Reply created = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "RESTART", "reason": "stuck"})",
@@ -249,7 +249,7 @@ TEST_CASE("api: a user operation supersedes a pending controller operation and i
 
   // So is one behind an approved controller operation, whatever its priority.
   std::string other = f.newInstance();
-  ledger::Operation approved = f.pending(other);
+  model::Operation approved = f.pending(other);
   REQUIRE(f.h.ledger->setOperationState(approved.meta.id, "APPROVED", std::nullopt, "engine").isOk());
   Reply behind_approved =
       f.h.post("/v1/instances/" + other + "/operations", R"({"type": "DELETE"})", "application/json", kOperatorToken);

@@ -19,8 +19,8 @@ void addInventoryAndPlan(ApiHarness& h) {
   REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
 }
 
-ledger::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
-  ledger::RuntimeInstance r;
+model::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
+  model::RuntimeInstance r;
   r.meta_instance = meta_instance;
   r.node = node;
   r.reservation = {4, 64};
@@ -165,7 +165,7 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   REQUIRE(h.ledger->setMetaInstanceState(gone, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
   REQUIRE(h.ledger->setMetaInstanceState(gone, "DELETED", std::nullopt, "test").isOk());
 
-  ledger::Operation create;
+  model::Operation create;
   create.type = "CREATE";
   create.intent = "deployment-1";
   create.meta_instance = running;
@@ -176,7 +176,7 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   }
   create.meta_instance = waiting;
   REQUIRE(h.ledger->createOperation(create, "test").isOk());
-  ledger::Operation restart = create;
+  model::Operation restart = create;
   restart.type = "RESTART";
   restart.meta_instance = failed;
   auto op3 = h.ledger->createOperation(restart, "test");

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "host/cli/cli.h"
-#include "host/engine/ledger_bridge.h"
-#include "host/lua/script_registry.h"
+#include "host/engine/script_recorder.h"
+#include "host/lua/registry/script_registry.h"
 #include "tests/api/api_test_support.h"
 
 using namespace tide;

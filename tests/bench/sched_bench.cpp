@@ -45,13 +45,13 @@ std::string numbered(const char* prefix, int i, int width) {
   return buffer;
 }
 
-std::vector<ledger::Capability> capabilities() {
+std::vector<model::Capability> capabilities() {
   return {{{}, "nvidia-a100", "GPU", 90}, {{}, "nvidia-v100", "GPU", 80}, {{}, "nvidia-p100", "GPU", 70},
           {{}, "nvidia-t4", "GPU", 50},   {{}, "intel-xeon", "CPU", 10},  {{}, "amd-epyc", "CPU", 10}};
 }
 
-std::vector<ledger::Cluster> clusters() {
-  std::vector<ledger::Cluster> out(3);
+std::vector<model::Cluster> clusters() {
+  std::vector<model::Cluster> out(3);
   out[0].name = "east";
   out[1].name = "west";
   out[2].name = "retired";
@@ -59,14 +59,14 @@ std::vector<ledger::Cluster> clusters() {
   return out;
 }
 
-std::vector<ledger::Node> inventory(int count, Random& random) {
+std::vector<model::Node> inventory(int count, Random& random) {
   static const char* kGpus[] = {"", "nvidia-a100", "nvidia-v100", "nvidia-p100", "nvidia-t4"};
   static const double kCores[] = {32, 64, 96, 128};
   static const double kSsd[] = {500, 1000, 2000};
-  std::vector<ledger::Node> nodes;
+  std::vector<model::Node> nodes;
   nodes.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
-    ledger::Node n;
+    model::Node n;
     n.name = numbered("node-", i, 5);
     n.update_domain = numbered("ud-", i % kDomains, 2);
     const int roll = random.below(100);
@@ -89,11 +89,11 @@ std::vector<ledger::Node> inventory(int count, Random& random) {
   return nodes;
 }
 
-ledger::Plan plan(const std::string& name, double cores, double memory) {
-  ledger::Plan p;
+model::Plan plan(const std::string& name, double cores, double memory) {
+  model::Plan p;
   p.name = name;
   p.service_name = name;
-  ledger::Application app;
+  model::Application app;
   app.payload_name = name;
   app.resources = {cores, memory};
   p.applications.push_back(app);
@@ -101,7 +101,7 @@ ledger::Plan plan(const std::string& name, double cores, double memory) {
 }
 
 struct Job {
-  ledger::Plan plan;
+  model::Plan plan;
   int instances = 0;
   sched::PlacementOptions options;
 };
@@ -141,16 +141,16 @@ void report(const char* what, int placements, Timing t) {
 
 // Re-derives every node's usage from the placements alone and compares it with the
 // inventory the scheduler started from. Returns the problems found.
-std::vector<std::string> check(const std::vector<ledger::Node>& nodes, const std::vector<Placed>& placed,
+std::vector<std::string> check(const std::vector<model::Node>& nodes, const std::vector<Placed>& placed,
                                std::map<std::string, std::map<std::string, int>>& per_domain) {
-  std::map<std::string, const ledger::Node*> by_name;
+  std::map<std::string, const model::Node*> by_name;
   for (const auto& n : nodes) by_name[n.name] = &n;
-  std::map<std::string, ledger::Resources> reserved;
+  std::map<std::string, model::Resources> reserved;
   std::map<std::string, double> volume_used;                    // node + local volume
   std::map<std::pair<std::string, std::string>, int> per_node;  // (plan, node)
   std::vector<std::string> problems;
   for (const auto& p : placed) {
-    const ledger::Node* node = by_name.at(p.placement.node);
+    const model::Node* node = by_name.at(p.placement.node);
     if (node->state != "ALLOCATED" || node->cluster == "retired") {
       problems.push_back(node->name + " is not schedulable");
     }
@@ -163,7 +163,7 @@ std::vector<std::string> check(const std::vector<ledger::Node>& nodes, const std
     ++per_domain[p.plan][node->update_domain];
   }
   for (const auto& n : nodes) {
-    const ledger::Resources& r = reserved[n.name];
+    const model::Resources& r = reserved[n.name];
     if (r.cores > n.remaining.cores + 1e-9 || r.memory_gib > n.remaining.memory_gib + 1e-9) {
       problems.push_back(n.name + " is over-committed");
     }
@@ -182,17 +182,17 @@ int main(int argc, char** argv) {
   const int node_count = argc > 1 ? std::atoi(argv[1]) : 5000;
   const int batch_count = argc > 2 ? std::atoi(argv[2]) : 10000;
   Random random(42);
-  const std::vector<ledger::Node> nodes = inventory(node_count, random);
+  const std::vector<model::Node> nodes = inventory(node_count, random);
 
   Stopwatch watch;
   auto snapshot = sched::ClusterSnapshot::build(nodes, clusters(), capabilities(), {});
   const Timing build = stop(watch);
   sched::Scheduler scheduler(snapshot);
 
-  ledger::Plan gpu = plan("inference", 8, 32);
+  model::Plan gpu = plan("inference", 8, 32);
   gpu.matching_capabilities = {{"GPU", "GTE", {"nvidia-p100"}}, {"CPU", "IN", {"intel-xeon"}}};
   gpu.applications[0].persistent_volumes = {{"SSD", 200, "/models"}};
-  ledger::Plan db = plan("db", 4, 16);
+  model::Plan db = plan("db", 4, 16);
   db.matching_capabilities = {{"GPU", "NOT_IN", {"nvidia-t4"}}};
   db.applications[0].persistent_volumes = {{"SSD", 100, "/wal"}, {"HDD", 500, "/data"}};
   std::vector<Job> singles = {{plan("web", 2, 4), 1000, {}}, {gpu, 500, {}}, {db, 500, {}}};

@@ -44,7 +44,7 @@ struct PlanFixture {
 
   // A controller CREATE on `instance`, left waiting for a person; its id.
   int64_t waiting(const std::string& instance) {
-    ledger::Operation operation;
+    model::Operation operation;
     operation.meta_instance = instance;
     operation.type = "CREATE";
     operation.intent = "deployment-1";
@@ -59,13 +59,13 @@ struct PlanFixture {
     REQUIRE(live.ledger->setOperationState(id, state, std::nullopt, "engine", "a policy asked for a person").isOk());
   }
 
-  ledger::Operation operation(int64_t id) {
+  model::Operation operation(int64_t id) {
     auto got = live.ledger->getOperation(id);
     REQUIRE(got.isOk());
     return *got;
   }
 
-  std::vector<ledger::Operation> operationsOf(const std::string& instance) {
+  std::vector<model::Operation> operationsOf(const std::string& instance) {
     ledger::ListOptions options;
     options.filters["meta_instance"] = instance;
     auto page = live.ledger->listOperations(options);
@@ -165,7 +165,7 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
   std::string first = f.newInstance();
   CliRun restarted = f.live.run({"deployment", "operate", kPlan, "--restart", "--reason", "wedged"});
   REQUIRE_MESSAGE(restarted.code == 0, restarted.err);
-  std::vector<ledger::Operation> ops = f.operationsOf(first);
+  std::vector<model::Operation> ops = f.operationsOf(first);
   REQUIRE(ops.size() == 1);
   CHECK(restarted.out == "created operation " + described(ops[0].meta.id, "RESTART", first) + ": PENDING\n");
   CHECK(ops[0].intent == "user");
@@ -232,7 +232,7 @@ TEST_CASE("cli: approving one's own operation is refused unless approver_must_di
 TEST_CASE("cli: deployment show lists runtime instance details and who asked for and approved each operation") {
   PlanFixture f;
   std::string instance = f.newInstance();
-  ledger::RuntimeInstance runtime;
+  model::RuntimeInstance runtime;
   runtime.meta_instance = instance;
   runtime.node = "kind-worker";
   runtime.reservation = {4, 64};

@@ -23,28 +23,19 @@
 #include <httplib.h>
 
 #include "tests/cli/cli_test_support.h"
+#include "tests/support/ports.h"
 
 namespace tide::testing {
-
-// A port nothing listens on: bound once by the kernel's choice, then released.
-inline int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 // `tide serve` as a child process on a free port with its own data dir.
 class ServeProcess {
  public:
   ServeProcess() {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
+    // Workloads take host ports from this process's own block, never from a test beside it.
+    const PortRange ports = nextPortRange(100);
+    std::ofstream(data_dir_.path / "tide.yaml") << "process: {port_range_start: " << ports.start
+                                                << ", port_range_end: " << ports.end << "}\n";
     start();
   }
 
@@ -53,6 +44,7 @@ class ServeProcess {
     std::string listen = url_.substr(std::string("http://").size());
     std::string data_dir = data_dir_.path.string();
     std::string log = (data_dir_.path / "serve.log").string();
+    std::string config = (data_dir_.path / "tide.yaml").string();
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
@@ -61,7 +53,8 @@ class ServeProcess {
       ::dup2(fd, STDERR_FILENO);
       // The shipped policies and scripts (./policies, ./scripts) are the defaults.
       if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), nullptr);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(),
+              "--config", config.c_str(), nullptr);
       ::_exit(127);
     }
     httplib::Client health(url_);
@@ -78,8 +71,8 @@ class ServeProcess {
     REQUIRE(!token_.empty());
   }
 
-  // Stops the server and ends the workloads it started, which outlive it by design (DESIGN
-  // §8): the processes whose environment names a runtime instance under this data dir.
+  // Stops the server and ends the workloads it started, which outlive it by design (
+  // docs/architecture.md#the-process-driver): the processes whose environment names a runtime instance under this data dir.
   ~ServeProcess() {
     stop();
     const std::string data_dir = data_dir_.path.string();

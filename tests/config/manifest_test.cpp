@@ -97,7 +97,7 @@ std::string planWith(const std::string& applicationExtra, const std::string& pla
 TEST_CASE("manifest: MRDS node file is accepted verbatim") {
   Manifest m = parseOk(kMrdsNodes);
   REQUIRE(m.nodes.size() == 1);
-  const ledger::Node& n = m.nodes[0].value;
+  const model::Node& n = m.nodes[0].value;
   CHECK(m.nodes[0].location == "m.yaml:2");
   CHECK(n.name == "kind-worker");
   CHECK(n.update_domain == "update-domain-1");
@@ -118,7 +118,7 @@ TEST_CASE("manifest: MRDS node file is accepted verbatim") {
 TEST_CASE("manifest: MRDS plan file is accepted verbatim") {
   Manifest m = parseOk(kMrdsPlan);
   REQUIRE(m.plans.size() == 1);
-  const ledger::Plan& p = m.plans[0].value;
+  const model::Plan& p = m.plans[0].value;
   CHECK(p.name == "nginx-deployment-plan");
   CHECK(p.ns == "nginx-namespace");
   CHECK(p.service_name == "nginx-service");
@@ -127,7 +127,7 @@ TEST_CASE("manifest: MRDS plan file is accepted verbatim") {
   CHECK(p.matching_capabilities[0].comparator == "GTE");
   CHECK(p.matching_capabilities[0].names == std::vector<std::string>{"nvidia-v100", "nvidia-p100"});
   REQUIRE(p.applications.size() == 1);
-  const ledger::Application& a = p.applications[0];
+  const model::Application& a = p.applications[0];
   CHECK(a.payload_name == "nginx-payload");
   CHECK(a.resources.cores == 4);
   CHECK(a.resources.memory_gib == 64);
@@ -150,7 +150,7 @@ TEST_CASE("manifest: MRDS plan file is accepted verbatim") {
 TEST_CASE("manifest: MRDS deployment file is accepted verbatim") {
   Manifest m = parseOk(kMrdsDeployment);
   REQUIRE(m.deployments.size() == 1);
-  const ledger::Deployment& d = m.deployments[0].value;
+  const model::Deployment& d = m.deployments[0].value;
   CHECK(m.deployments[0].location == "m.yaml:1");
   CHECK(d.plan == "nginx-deployment-plan");
   CHECK(d.deployment_id == "deployment-1");
@@ -180,7 +180,7 @@ TEST_CASE("manifest: a single plan document is recognised by its keys") {
 }
 
 TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records") {
-  ledger::Node node;
+  model::Node node;
   node.name = "n1";
   node.cluster = "local";
   node.update_domain = "ud-1";
@@ -192,12 +192,12 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   Json nodeJson = node;
   for (const char* key : {"state", "message", "remaining"}) nodeJson.erase(key);
 
-  ledger::Plan plan;
+  model::Plan plan;
   plan.name = "p";
   plan.ns = "ns";
   plan.service_name = "svc";
   plan.matching_capabilities = {{"GPU", "NOT_IN", {"nvidia-t4"}}};
-  ledger::HealthCheck check;
+  model::HealthCheck check;
   check.type = "tcp";
   check.port = 8080;
   plan.applications = {{"app", {2, 4}, {{"TCP", 8080}}, {{"SSD", 5, "/data"}}, check},
@@ -207,7 +207,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   Json planJson = plan;
   for (const char* key : {"state", "message"}) planJson.erase(key);
 
-  ledger::Deployment deployment;
+  model::Deployment deployment;
   deployment.plan = "p";
   deployment.deployment_id = "d1";
   deployment.payload_coordinates = {{"app", Json{{"command", {"sleep", "10"}}, {"env", {{"A", "1"}}}}}};
@@ -218,8 +218,8 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
     deploymentJson.erase(key);
   }
 
-  Json capabilityJson = ledger::Capability{{}, "nvidia-t4", "GPU", 50};
-  Json clusterJson = ledger::Cluster{{}, "local", "fault", Json{{"seed", 7}}, "ACTIVE", ""};
+  Json capabilityJson = model::Capability{{}, "nvidia-t4", "GPU", 50};
+  Json clusterJson = model::Cluster{{}, "local", "fault", Json{{"seed", 7}}, "ACTIVE", ""};
   for (const char* key : {"state", "message"}) clusterJson.erase(key);
 
   Json body = {{"capabilities", {capabilityJson}},
@@ -326,13 +326,13 @@ deployments:
   CHECK(m.nodes[0].value.labels == std::map<std::string, std::string>{{"gpu", "true"}, {"zone", "eu-1"}});
   CHECK(m.nodes[1].value.state == "UNALLOCATED");
   REQUIRE(m.plans.size() == 1);
-  const ledger::Plan& p = m.plans[0].value;
+  const model::Plan& p = m.plans[0].value;
   REQUIRE(p.matching_capabilities.size() == 4);
   CHECK(p.matching_capabilities[0].comparator == "NOT_IN");
   CHECK(p.matching_capabilities[1].comparator == "IN");
   CHECK(p.matching_capabilities[2].comparator == "LTE");
   CHECK(p.matching_capabilities[3].comparator == "EQ");
-  const ledger::Application& web = p.applications[0];
+  const model::Application& web = p.applications[0];
   REQUIRE(web.ports.size() == 3);
   CHECK(web.ports[0].protocol == "TCP");
   CHECK(web.ports[1].protocol == "TCP");  // the default
@@ -345,14 +345,14 @@ deployments:
   CHECK(web.health_check->timeout_seconds == 1);
   CHECK(web.health_check->healthy_threshold == 2);
   CHECK(web.health_check->unhealthy_threshold == 4);
-  const ledger::HealthCheck& exec = *p.applications[1].health_check;
+  const model::HealthCheck& exec = *p.applications[1].health_check;
   CHECK(exec.type == "exec");
   CHECK(exec.command == std::vector<std::string>{"/bin/check", "--fast"});
   CHECK(p.strategy.script == "canary");
   CHECK(p.strategy.params == Json{{"steps", {10, 50, 100}}, {"pause_seconds", 60}});
   CHECK(p.approval_policies == std::vector<std::string>{"prod-guard", "business-hours"});
   REQUIRE(m.deployments.size() == 1);
-  const ledger::Deployment& d = m.deployments[0].value;
+  const model::Deployment& d = m.deployments[0].value;
   CHECK(d.instance_count == 0);
   CHECK(d.payload_coordinates[0].coordinates ==
         Json{{"command", {"/usr/bin/web", "--port", "8080"}}, {"env", {{"MODE", "prod"}, {"WORKERS", 4}}}});
@@ -445,7 +445,7 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
   INFO(plan.status().toString());
   REQUIRE(plan.isOk());
   REQUIRE(plan->plans.size() == 1);
-  const ledger::Plan& p = plan->plans[0].value;
+  const model::Plan& p = plan->plans[0].value;
   CHECK(p.name == "nginx-deployment-plan");
   REQUIRE(p.matching_capabilities.size() == 2);
   CHECK(p.matching_capabilities[1].comparator == "EQ");

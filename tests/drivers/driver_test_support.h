@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "drivers/process/proc_stat.h"
+#include "tests/support/ports.h"
 #include "drivers/process/process_driver.h"
 
 namespace tide::testing {
@@ -85,19 +86,6 @@ inline drivers::ProcessIdentity parseHandle(const std::string& handle) {
   return identity;
 }
 
-// A TCP port that was free a moment ago.
-inline int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 // A process driver over a fresh state dir. The destructor SIGKILLs the process group of
 // every instance still recorded there, so no test leaves processes behind.
 struct ProcessDriverFixture {
@@ -106,7 +94,7 @@ struct ProcessDriverFixture {
   std::unique_ptr<drivers::ProcessDriver> driver;
 
   explicit ProcessDriverFixture(int port_start = 0, int port_count = 50) {
-    if (port_start == 0) port_start = freePort();
+    if (port_start == 0) port_start = nextPortRange(port_count).start;
     options.state_dir = dir.file("process");
     options.volume_root = dir.file("volumes");
     options.port_range_start = port_start;

@@ -4,7 +4,7 @@
 
 using namespace tide;
 using namespace tide::drivers;
-using Json = tide::ledger::Json;
+using Json = tide::model::Json;
 
 namespace {
 

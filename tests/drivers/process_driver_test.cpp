@@ -248,7 +248,7 @@ TEST_CASE("driver: process refuses bad specs and leaves nothing behind") {
 TEST_CASE("driver: process volume accounting refuses over-commit and is idempotent") {
   ProcessDriverFixture f;
   f.options.node_volumes = [](const std::string& node) {
-    std::vector<ledger::LocalVolume> volumes;
+    std::vector<model::LocalVolume> volumes;
     if (node == "node-a") volumes = {{"/mnt/ssd1", "ssd", 6}, {"/mnt/ssd2", "ssd", 4}, {"/mnt/hdd", "hdd", 100}};
     return volumes;
   };

@@ -13,8 +13,9 @@ namespace {
 DriverContext contextIn(const TempDir& dir) {
   DriverContext context;
   context.data_dir = dir.path().string();
-  context.port_range_start = freePort();
-  context.port_range_end = context.port_range_start + 20;
+  const testing::PortRange ports = testing::nextPortRange(21);
+  context.port_range_start = ports.start;
+  context.port_range_end = ports.end;
   context.tide_binary = TIDE_BINARY;
   return context;
 }

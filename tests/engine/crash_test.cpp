@@ -1,4 +1,4 @@
-// Crash safety (DESIGN §3, issue 4): `kill -9` of `tide serve` at several points of a
+// Crash safety (docs/architecture.md#health-checks): `kill -9` of `tide serve` at several points of a
 // rollout, then a restart, finishes the rollout with no duplicate processes, no leaked
 // reservations and no lost operations. Real host process, real ledger file, real
 // workloads.
@@ -35,7 +35,7 @@ class Host {
            << "data_dir: " << dir_.file("data") << "\n"
            << "policies_dir: " << dir_.file("policies") << "\n"
            << "scripts_dir: " << TIDE_SOURCE_DIR << "/scripts\n"
-           << "process: {port_range_start: 42000, port_range_end: 42999}\n"
+           << "process: {port_range_start: " << ports_.start << ", port_range_end: " << ports_.end << "}\n"
            << "limits: {reconcile_interval_ms: 100}\n";
     std::filesystem::create_directories(dir_.file("policies"));
     std::filesystem::copy_file(std::string(TIDE_SOURCE_DIR) + "/policies/auto_approve_dev.lua",
@@ -96,6 +96,7 @@ class Host {
  private:
   const testing::TempDir& dir_;
   int port_ = 0;
+  testing::PortRange ports_ = testing::nextPortRange(100);
   pid_t pid_ = -1;
   std::string token_;
 };

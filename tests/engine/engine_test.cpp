@@ -19,8 +19,8 @@ using testing::hostPort;
 using testing::httpGet;
 using testing::kEngineNodes;
 
-std::vector<ledger::RuntimeInstance> activeRunning(EngineFixture& f) {
-  std::vector<ledger::RuntimeInstance> out;
+std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
+  std::vector<model::RuntimeInstance> out;
   for (auto& r : f.running()) {
     if (r.is_active) out.push_back(r);
   }
@@ -29,7 +29,7 @@ std::vector<ledger::RuntimeInstance> activeRunning(EngineFixture& f) {
 
 // Bob asks for an operation on `meta`, as `tide deployment operate` does.
 void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
-  ledger::Operation op;
+  model::Operation op;
   op.meta_instance = meta;
   op.type = type;
   op.intent = "user";
@@ -100,7 +100,7 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
   CHECK(invariants->empty());
 }
 
-TEST_CASE("engine: relocate is make-before-break; stop frees the node; restart brings it back") {
+TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart brings it back") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(kEngineNodes);
   f.apply(enginePlan("web-dev"));

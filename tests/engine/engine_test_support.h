@@ -21,7 +21,7 @@
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
 #include "host/ledger/ledger.h"
-#include "host/lua/script_registry.h"
+#include "host/lua/registry/script_registry.h"
 #include "tests/drivers/driver_test_support.h"
 
 namespace tide::testing {
@@ -94,8 +94,9 @@ struct EngineFixture {
 
     drivers::DriverContext context;
     context.data_dir = dir.path().string();
-    context.port_range_start = 41000;
-    context.port_range_end = 41999;
+    const PortRange ports = nextPortRange(100);
+    context.port_range_start = ports.start;
+    context.port_range_end = ports.end;
     context.image_catalog = config::HostConfig{}.process.image_catalog;
     context.tide_binary = TIDE_BINARY;
     drivers = std::make_unique<engine::DriverSet>(*ledger, context);
@@ -156,7 +157,7 @@ struct EngineFixture {
     REQUIRE_MESSAGE(applied.isOk(), applied.status().toString());
   }
 
-  std::vector<ledger::Operation> operations(const std::string& state = "") {
+  std::vector<model::Operation> operations(const std::string& state = "") {
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     if (!state.empty()) o.filters["state"] = state;
@@ -183,7 +184,7 @@ struct EngineFixture {
     }
   }
 
-  std::vector<ledger::RuntimeInstance> running() {
+  std::vector<model::RuntimeInstance> running() {
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     o.filters["state"] = "RUNNING";
@@ -192,7 +193,7 @@ struct EngineFixture {
     return page->items;
   }
 
-  ledger::Deployment deployment(const std::string& id) {
+  model::Deployment deployment(const std::string& id) {
     auto d = ledger->getDeployment("web", id);
     REQUIRE(d.isOk());
     return d.value();
@@ -217,6 +218,6 @@ inline std::string httpGet(int port, const std::string& path) {
   return res->body;
 }
 
-inline int hostPort(const ledger::RuntimeInstance& r) { return r.ports.value("tcp/80", 0); }
+inline int hostPort(const model::RuntimeInstance& r) { return r.ports.value("tcp/80", 0); }
 
 }  // namespace tide::testing

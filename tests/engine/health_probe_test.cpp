@@ -60,8 +60,8 @@ class Workload {
   pid_t pid_ = 0;
 };
 
-ledger::HealthCheck httpCheck(const std::string& path = "/healthz") {
-  ledger::HealthCheck check;
+model::HealthCheck httpCheck(const std::string& path = "/healthz") {
+  model::HealthCheck check;
   check.type = "http";
   check.port = 80;
   check.path = path;
@@ -69,14 +69,14 @@ ledger::HealthCheck httpCheck(const std::string& path = "/healthz") {
   return check;
 }
 
-ledger::HealthCheck tcpCheck() {
-  ledger::HealthCheck check = httpCheck();
+model::HealthCheck tcpCheck() {
+  model::HealthCheck check = httpCheck();
   check.type = "tcp";
   return check;
 }
 
-ledger::HealthCheck execCheck(std::vector<std::string> command, double timeout_seconds = 5) {
-  ledger::HealthCheck check;
+model::HealthCheck execCheck(std::vector<std::string> command, double timeout_seconds = 5) {
+  model::HealthCheck check;
   check.type = "exec";
   check.command = std::move(command);
   check.timeout_seconds = timeout_seconds;
@@ -136,7 +136,7 @@ TEST_CASE("engine: health probe http to a server that never answers times out") 
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   ProbeTarget target;
   target.ports = {{"tcp/80", ntohs(address.sin_port)}};
-  ledger::HealthCheck check = httpCheck();
+  model::HealthCheck check = httpCheck();
   check.timeout_seconds = 0.2;
   ProbeResult result = probeOnce(check, target);
   close(fd);
@@ -227,7 +227,7 @@ TEST_CASE("engine: health probe exec that outlives its timeout is killed with it
 
 TEST_CASE("engine: health probe of a port the instance does not declare says so") {
   Workload workload;
-  ledger::HealthCheck check = httpCheck();
+  model::HealthCheck check = httpCheck();
   check.port = 8080;
   ProbeResult result = probeOnce(check, workload.target());
   CHECK_FALSE(result.ok);
@@ -240,7 +240,7 @@ TEST_CASE("engine: health probe of a port the instance does not declare says so"
 }
 
 TEST_CASE("engine: health tracker turns healthy after N successes and unhealthy after M failures, once each") {
-  ledger::HealthCheck check = httpCheck();
+  model::HealthCheck check = httpCheck();
   check.healthy_threshold = 2;
   check.unhealthy_threshold = 3;
   HealthTracker tracker(check);
@@ -274,7 +274,7 @@ TEST_CASE("engine: health tracker turns healthy after N successes and unhealthy 
 
 TEST_CASE("engine: waitHealthy returns ok once a slow-starting workload turns healthy") {
   Workload workload({"--healthy-after", "1"});
-  ledger::HealthCheck check = httpCheck();
+  model::HealthCheck check = httpCheck();
   check.interval_seconds = 0.1;
   check.healthy_threshold = 2;
   SystemClock clock;
@@ -288,7 +288,7 @@ TEST_CASE("engine: waitHealthy returns ok once a slow-starting workload turns he
 // noticed while sleeping.
 TEST_CASE("engine: waitHealthy stops promptly when cancelled or past the deadline") {
   Workload workload({"--healthy-after", "3600"});
-  ledger::HealthCheck check = httpCheck();
+  model::HealthCheck check = httpCheck();
   check.interval_seconds = 3600;
   FakeClock clock(TimePoint{} + std::chrono::hours(1000));
   TimePoint deadline = clock.now() + std::chrono::minutes(5);

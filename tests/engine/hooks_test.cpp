@@ -1,4 +1,4 @@
-// Runtime hooks in the running control loop (DESIGN §6): operation.before holds or lets
+// Runtime hooks in the running control loop (docs/architecture.md#runtime-hooks): operation.before holds or lets
 // operations run, the other events reach hooks from the ledger's events, and a broken hook
 // is recorded without stopping anything.
 
@@ -15,7 +15,7 @@ using testing::engineDeployment;
 using testing::enginePlan;
 using testing::eventually;
 using testing::kEngineNodes;
-using tide::ledger::Json;
+using tide::model::Json;
 
 engine::EngineOptions quickRecheck() {
   engine::EngineOptions options = EngineFixture::fastOptions();
@@ -23,7 +23,7 @@ engine::EngineOptions quickRecheck() {
   return options;
 }
 
-std::vector<ledger::Event> events(EngineFixture& f, const std::string& kind) {
+std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
   auto all = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
   REQUIRE(all.isOk());
   return all.value();
@@ -180,7 +180,7 @@ return {
   CHECK(f.running().size() == 2);
 
   auto failedFor = [&](const std::string& event) {
-    std::vector<ledger::Event> out;
+    std::vector<model::Event> out;
     for (auto& e : events(f, "hook.failed")) {
       if (e.data["event"] == event) out.push_back(e);
     }

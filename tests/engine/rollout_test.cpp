@@ -14,7 +14,7 @@
 
 using namespace tide;
 using namespace tide::testing;
-using tide::ledger::Json;
+using tide::model::Json;
 
 namespace {
 
@@ -145,7 +145,7 @@ const char* kCanaryParams = "{steps: [50, 100], min_ready_seconds: 0, health_tim
 
 }  // namespace
 
-TEST_CASE("rollout: canary v1→v2 pauses at the first step; promote completes it") {
+TEST_CASE("rollout: canary v1→v2 pauses at the first step, promote completes it") {
   RolloutFixture f(rolloutPlan("canary", kCanaryParams));
   f.apply(engineDeployment("d1", 2, "v1"));
   REQUIRE(f.waitState("d1", "COMPLETED"));  // the first deployment has nothing to compare with
@@ -155,7 +155,7 @@ TEST_CASE("rollout: canary v1→v2 pauses at the first step; promote completes i
   REQUIRE(f.waitState("d2", "PAUSED"));
   // Step 1 of 2 (50 %): one instance of each version, and it stays that way while paused.
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}}; }));
-  ledger::Deployment paused = f.deployment("d2");
+  model::Deployment paused = f.deployment("d2");
   CHECK(paused.rollout_state.value("step", 0) == 1);
   CHECK(paused.rollout_state.value("steps", 0) == 2);
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -207,7 +207,7 @@ TEST_CASE("rollout: promote --full skips the remaining steps") {
   CHECK(f.controlEvents("d2", "promote_full") == 1);
 }
 
-TEST_CASE("rollout: a new deployment in the middle of a canary supersedes it; the rollback target stays the last completed one") {
+TEST_CASE("rollout: a new deployment in the middle of a canary supersedes it, the rollback target stays the last completed one") {
   RolloutFixture f(rolloutPlan("canary", kCanaryParams));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
@@ -241,7 +241,7 @@ TEST_CASE("rollout: pause and resume do not consume the progress deadline") {
   CHECK(f.deployment("d2").state == "PAUSED");
   f.control("d2", "resume");
   REQUIRE(f.waitState("d2", "PAUSED"));  // back in the strategy's pause
-  const ledger::Deployment d = f.deployment("d2");
+  const model::Deployment d = f.deployment("d2");
   CHECK(d.paused_seconds >= 7.5);  // both pauses were counted as paused time
   f.control("d2", "promote");
   REQUIRE(f.waitState("d2", "COMPLETED"));  // 8 s paused, more than the 6 s deadline: no rollback

@@ -5,6 +5,7 @@
 
 #include "host/config/manifest.h"
 #include "host/ledger/ledger.h"
+#include "host/ledger/ledger_internal.h"
 #include "tests/ledger/ledger_test_util.h"
 
 #include <soci/soci.h>
@@ -185,7 +186,7 @@ TEST_CASE("ledger: references must exist and be of the right kind") {
   CHECK(d->payload_coordinates[0].coordinates["image"] == "nginx:latest");
 }
 
-TEST_CASE("ledger: one unfinished operation per meta instance; higher priority supersedes an unapproved one") {
+TEST_CASE("ledger: one unfinished operation per meta instance, higher priority supersedes an unapproved one") {
   LedgerFixture f;
   const std::string meta = f.addInstance();
   Operation create;
@@ -382,13 +383,13 @@ TEST_CASE("ledger: script versions and decisions are recorded") {
 TEST_CASE("ledger: a reservation made for an operation is recorded on it, once") {
   LedgerFixture f;
   const std::string name = f.addInstance();
-  ledger::Operation op;
+  model::Operation op;
   op.meta_instance = name;
   op.type = "CREATE";
   op.intent = "d1";
   auto created = f.ledger->createOperation(op, "test");
   REQUIRE(created.isOk());
-  ledger::RuntimeInstance ri;
+  model::RuntimeInstance ri;
   ri.meta_instance = name;
   ri.node = "node-a";
   ri.reservation = {4, 64};
@@ -408,7 +409,7 @@ TEST_CASE("ledger: an instance and its first operation are created together") {
   f.addInventory();
   REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
   REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
-  ledger::Operation op;
+  model::Operation op;
   op.type = "CREATE";
   op.intent = "d1";
   auto created = f.ledger->createInstanceWithOperation("web", "d1", op, "controller");
@@ -429,7 +430,7 @@ TEST_CASE("ledger: runtime facts, activation and deployment moves") {
   LedgerFixture f;
   const std::string name = f.addInstance();
   REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d2", 1), "test").isOk());
-  ledger::RuntimeInstance ri;
+  model::RuntimeInstance ri;
   ri.meta_instance = name;
   ri.node = "node-a";
   auto first = f.ledger->createRuntimeInstance(ri, "test");
@@ -464,4 +465,14 @@ TEST_CASE("ledger: runtime facts, activation and deployment moves") {
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
   CHECK(invariants->empty());
+}
+
+TEST_CASE("ledger: the SQL list of released runtime states spells model::kReleasedRuntimeStates") {
+  std::string spelled;
+  for (const char* state : model::kReleasedRuntimeStates) spelled += (spelled.empty() ? "('" : ", '") + std::string(state) + "'";
+  CHECK(spelled + ")" == TIDE_SQL_RELEASED_RUNTIME_STATES);
+  for (const std::string& state : model::statesOf(model::RecordKind::kRuntimeInstance)) {
+    const bool released = spelled.find("'" + state + "'") != std::string::npos;
+    CHECK_MESSAGE(model::holdsResources(state) == !released, state);
+  }
 }

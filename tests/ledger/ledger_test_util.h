@@ -34,7 +34,7 @@ struct LedgerFixture {
     REQUIRE(ledger->createCapability({{}, "nvidia-v100", "GPU", 80}, "test").isOk());
     REQUIRE(ledger->createCapability({{}, "nvidia-p100", "GPU", 70}, "test").isOk());
     REQUIRE(ledger->createCapability({{}, "intel-xeon", "CPU", 10}, "test").isOk());
-    ledger::Cluster cluster;
+    model::Cluster cluster;
     cluster.name = "local";
     REQUIRE(ledger->createCluster(cluster, "test").isOk());
     for (const char* name : {"node-a", "node-b"}) {
@@ -42,8 +42,8 @@ struct LedgerFixture {
     }
   }
 
-  static ledger::Node node(const std::string& name, const std::string& cluster = "local") {
-    ledger::Node n;
+  static model::Node node(const std::string& name, const std::string& cluster = "local") {
+    model::Node n;
     n.name = name;
     n.cluster = cluster;
     n.update_domain = "ud-1";
@@ -54,13 +54,13 @@ struct LedgerFixture {
     return n;
   }
 
-  static ledger::Plan plan(const std::string& name = "web") {
-    ledger::Plan p;
+  static model::Plan plan(const std::string& name = "web") {
+    model::Plan p;
     p.name = name;
     p.ns = "web-ns";
     p.service_name = "web-svc";
     p.matching_capabilities = {{"GPU", "GTE", {"nvidia-p100"}}};
-    ledger::Application app;
+    model::Application app;
     app.payload_name = "web-payload";
     app.resources = {4, 64};
     app.ports = {{"TCP", 80}};
@@ -68,8 +68,8 @@ struct LedgerFixture {
     return p;
   }
 
-  static ledger::Deployment deployment(const std::string& id, int64_t count, const std::string& plan = "web") {
-    ledger::Deployment d;
+  static model::Deployment deployment(const std::string& id, int64_t count, const std::string& plan = "web") {
+    model::Deployment d;
     d.plan = plan;
     d.deployment_id = id;
     d.instance_count = count;

@@ -13,9 +13,9 @@
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
 
-#include "host/lua/bindings_json.h"
-#include "host/lua/lua_state.h"
-#include "host/lua/sandbox.h"
+#include "host/lua/runtime/bindings_json.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/lua/runtime/sandbox.h"
 
 namespace tide::lua::testing {
 
@@ -98,7 +98,7 @@ inline size_t residentBytes() {
 #include <mutex>
 #include <vector>
 
-#include "host/lua/script_registry.h"
+#include "host/lua/registry/script_registry.h"
 
 namespace tide::lua::testing {
 
@@ -110,7 +110,7 @@ class MemoryRecorder final : public ScriptRecorder {
     std::string subject;
     nlohmann::json data;
   };
-  void recordScriptVersion(const ledger::ScriptVersion& version) override {
+  void recordScriptVersion(const model::ScriptVersion& version) override {
     std::lock_guard<std::mutex> lock(mu_);
     versions_.push_back(version);
   }
@@ -119,7 +119,7 @@ class MemoryRecorder final : public ScriptRecorder {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back({kind, subject, data});
   }
-  std::vector<ledger::ScriptVersion> versions() const {
+  std::vector<model::ScriptVersion> versions() const {
     std::lock_guard<std::mutex> lock(mu_);
     return versions_;
   }
@@ -130,7 +130,7 @@ class MemoryRecorder final : public ScriptRecorder {
 
  private:
   mutable std::mutex mu_;
-  std::vector<ledger::ScriptVersion> versions_;
+  std::vector<model::ScriptVersion> versions_;
   std::vector<Event> events_;
 };
 

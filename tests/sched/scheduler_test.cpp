@@ -16,9 +16,9 @@ using sched::Scheduler;
 
 namespace {
 
-ledger::Node makeNode(const std::string& name, const std::string& domain = "ud-1", double cores = 16,
+model::Node makeNode(const std::string& name, const std::string& domain = "ud-1", double cores = 16,
                       double memory = 64) {
-  ledger::Node n;
+  model::Node n;
   n.name = name;
   n.cluster = "main";
   n.update_domain = domain;
@@ -28,44 +28,44 @@ ledger::Node makeNode(const std::string& name, const std::string& domain = "ud-1
   return n;
 }
 
-ledger::Node withCapabilities(ledger::Node n, std::vector<std::string> capabilities) {
+model::Node withCapabilities(model::Node n, std::vector<std::string> capabilities) {
   n.capabilities = std::move(capabilities);
   return n;
 }
 
-ledger::Node withVolumes(ledger::Node n, std::vector<ledger::LocalVolume> volumes) {
+model::Node withVolumes(model::Node n, std::vector<model::LocalVolume> volumes) {
   n.local_volumes = std::move(volumes);
   return n;
 }
 
-ledger::Plan makePlan(double cores = 1, double memory = 1) {
-  ledger::Plan p;
+model::Plan makePlan(double cores = 1, double memory = 1) {
+  model::Plan p;
   p.name = "web";
   p.service_name = "web";
-  ledger::Application app;
+  model::Application app;
   app.payload_name = "app";
   app.resources = {cores, memory};
   p.applications.push_back(app);
   return p;
 }
 
-ledger::Plan withMatch(ledger::Plan p, const std::string& type, const std::string& comparator,
+model::Plan withMatch(model::Plan p, const std::string& type, const std::string& comparator,
                        std::vector<std::string> names) {
   p.matching_capabilities.push_back({type, comparator, std::move(names)});
   return p;
 }
 
-std::vector<ledger::Capability> capabilities() {
+std::vector<model::Capability> capabilities() {
   return {
       {{}, "nvidia-a100", "GPU", 90}, {{}, "nvidia-v100", "GPU", 80}, {{}, "nvidia-p100", "GPU", 70},
       {{}, "radeon-70", "GPU", 70},   {{}, "nvidia-t4", "GPU", 50},   {{}, "intel-xeon", "CPU", 10},
   };
 }
 
-std::vector<ledger::Cluster> clusters() {
-  ledger::Cluster active;
+std::vector<model::Cluster> clusters() {
+  model::Cluster active;
   active.name = "main";
-  ledger::Cluster inactive;
+  model::Cluster inactive;
   inactive.name = "old";
   inactive.state = "INACTIVE";
   return {active, inactive};
@@ -84,13 +84,13 @@ InstanceFact live(const std::string& meta_instance, const std::string& plan, con
 
 std::string numbered(std::string prefix, int i) { return prefix.append(std::to_string(i)); }
 
-ClusterSnapshot snapshotOf(std::vector<ledger::Node> nodes, std::vector<InstanceFact> facts = {}) {
+ClusterSnapshot snapshotOf(std::vector<model::Node> nodes, std::vector<InstanceFact> facts = {}) {
   return ClusterSnapshot::build(std::move(nodes), clusters(), capabilities(), std::move(facts));
 }
 
 // Every node a plan can go on: with max_per_node 1 (and room for one instance per node),
 // the largest batch that fits uses each eligible node exactly once.
-std::set<std::string> eligible(const ClusterSnapshot& snapshot, const ledger::Plan& plan,
+std::set<std::string> eligible(const ClusterSnapshot& snapshot, const model::Plan& plan,
                                const PlacementOptions& options = {}) {
   Scheduler scheduler(snapshot);
   std::set<std::string> nodes;
@@ -109,7 +109,7 @@ std::vector<std::string> nodesOf(const std::vector<Placement>& placements) {
   return out;
 }
 
-std::string failureOf(const ClusterSnapshot& snapshot, const ledger::Plan& plan, int count,
+std::string failureOf(const ClusterSnapshot& snapshot, const model::Plan& plan, int count,
                       const PlacementOptions& options = {}) {
   auto placed = Scheduler(snapshot).place(plan, count, options);
   REQUIRE_FALSE(placed.isOk());
@@ -120,9 +120,9 @@ std::string failureOf(const ClusterSnapshot& snapshot, const ledger::Plan& plan,
 }  // namespace
 
 TEST_CASE("sched: only ALLOCATED nodes take instances") {
-  std::vector<ledger::Node> nodes;
+  std::vector<model::Node> nodes;
   for (const char* state : {"UNALLOCATED", "ALLOCATED", "CORDONED", "DRAINING", "SANITIZING", "EVICTED"}) {
-    ledger::Node n = makeNode(std::string("n-") + state);
+    model::Node n = makeNode(std::string("n-") + state);
     n.state = state;
     nodes.push_back(n);
   }
@@ -134,9 +134,9 @@ TEST_CASE("sched: only ALLOCATED nodes take instances") {
 }
 
 TEST_CASE("sched: nodes of an INACTIVE or unknown cluster are rejected") {
-  ledger::Node inactive = makeNode("in-old");
+  model::Node inactive = makeNode("in-old");
   inactive.cluster = "old";
-  ledger::Node unknown = makeNode("in-nowhere");
+  model::Node unknown = makeNode("in-nowhere");
   unknown.cluster = "nowhere";
   auto snapshot = snapshotOf({makeNode("in-main"), inactive, unknown});
   CHECK(eligible(snapshot, makePlan()) == std::set<std::string>{"in-main"});
@@ -204,10 +204,10 @@ TEST_CASE("sched: LTE bound is the highest score among the names, equal scores i
 }
 
 TEST_CASE("sched: remaining cores and memory must hold the plan's summed applications") {
-  ledger::Node busy = makeNode("busy", "ud-1", 16, 64);
+  model::Node busy = makeNode("busy", "ud-1", 16, 64);
   busy.remaining = {2.5, 64};
   auto plan = makePlan(2, 8);
-  ledger::Application sidecar;
+  model::Application sidecar;
   sidecar.payload_name = "sidecar";
   sidecar.resources = {1, 8};
   plan.applications.push_back(sidecar);  // 3 cores, 16 GiB in all
@@ -294,9 +294,9 @@ TEST_CASE("sched: instances spread across update domains before anything else") 
 }
 
 TEST_CASE("sched: least-allocated picks the emptiest node, bin_pack the fullest") {
-  ledger::Node full = makeNode("full", "ud-1", 16, 64);
+  model::Node full = makeNode("full", "ud-1", 16, 64);
   full.remaining = {4, 16};
-  ledger::Node half = makeNode("half", "ud-1", 16, 64);
+  model::Node half = makeNode("half", "ud-1", 16, 64);
   half.remaining = {8, 32};
   auto snapshot = snapshotOf({half, full, makeNode("empty", "ud-1", 16, 64)});
   Scheduler scheduler(snapshot);
@@ -307,7 +307,7 @@ TEST_CASE("sched: least-allocated picks the emptiest node, bin_pack the fullest"
   CHECK(nodesOf(*scheduler.place(makePlan(), 3, pack)) == std::vector<std::string>{"full", "half", "empty"});
 
   SUBCASE("allocation is a fraction of each node's allocatable resources") {
-    ledger::Node large = makeNode("large", "ud-1", 64, 256);  // more left in absolute terms, less as a fraction
+    model::Node large = makeNode("large", "ud-1", 64, 256);  // more left in absolute terms, less as a fraction
     large.system_reserved = {0, 0};
     large.remaining = {32, 128};
     auto mixed = snapshotOf({large, makeNode("tiny", "ud-1", 4, 16)});
@@ -348,7 +348,7 @@ TEST_CASE("sched: a batch never over-commits a node and respects max_per_node") 
 TEST_CASE("sched: a batch places exactly as one-at-a-time placements with commits would") {
   auto plan = makePlan(2, 6);
   plan.applications[0].persistent_volumes = {{"SSD", 30, "/data"}};
-  std::vector<ledger::Node> nodes;
+  std::vector<model::Node> nodes;
   for (int i = 0; i < 9; ++i) {
     const double size = 4 + 2 * (i % 4);
     nodes.push_back(withVolumes(makeNode(numbered("n", i), numbered("ud-", i % 3), size, size * 4),
@@ -375,11 +375,11 @@ TEST_CASE("sched: the failure message counts rejected nodes per reason, most fir
   auto gpu = [](const std::string& name, const std::string& capability) {
     return withCapabilities(makeNode(name, "ud-1", 16, 64), {capability});
   };
-  ledger::Node cordoned = gpu("g-cordoned", "nvidia-a100");
+  model::Node cordoned = gpu("g-cordoned", "nvidia-a100");
   cordoned.state = "CORDONED";
-  ledger::Node busy1 = gpu("g-busy-1", "nvidia-v100");
+  model::Node busy1 = gpu("g-busy-1", "nvidia-v100");
   busy1.remaining = {2, 64};
-  ledger::Node busy2 = gpu("g-busy-2", "nvidia-v100");
+  model::Node busy2 = gpu("g-busy-2", "nvidia-v100");
   busy2.remaining = {3, 64};
   auto snapshot = snapshotOf({gpu("t4-1", "nvidia-t4"), gpu("t4-2", "nvidia-t4"), makeNode("cpu-only"), cordoned,
                               busy1, busy2, gpu("g-free", "nvidia-a100")});

@@ -1,0 +1,163 @@
+#include "host/lua/policy/bindings_policy.h"
+
+#include <string>
+
+#include "host/lua/runtime/bindings_base.h"
+#include "host/lua/runtime/bindings_json.h"
+#include "host/lua/runtime/bindings_readonly.h"
+#include "host/lua/runtime/bindings_tide.h"
+#include "host/lua/runtime/guard.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/lua/policy/policy_data.h"
+
+namespace tide::lua {
+namespace {
+
+char kPolicyDataKey;  // LuaState context: the PolicyDataSource of the evaluation in progress
+
+constexpr size_t kMaxReasonBytes = 1024;
+
+int pushVerdict(lua_State* L, const char* verdict, bool reason_required) {
+  if (reason_required) {
+    luaL_checkstring(L, 1);
+  } else if (!lua_isnoneornil(L, 1)) {
+    luaL_checkstring(L, 1);
+  }
+  size_t len = 0;
+  const char* reason = lua_isstring(L, 1) ? lua_tolstring(L, 1, &len) : "";
+  if (reason_required && len == 0) return luaL_error(L, "%s() needs a reason", verdict);
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, verdict);
+  lua_setfield(L, -2, "verdict");
+  lua_pushlstring(L, reason, len < kMaxReasonBytes ? len : kMaxReasonBytes);
+  lua_setfield(L, -2, "reason");
+  pushReadOnly(L, -1);
+  return 1;
+}
+
+int approveVerb(lua_State* L) { return pushVerdict(L, "approve", false); }
+int denyVerb(lua_State* L) { return pushVerdict(L, "deny", true); }
+int manualVerb(lua_State* L) { return pushVerdict(L, "manual", true); }
+int abstainVerb(lua_State* L) { return pushVerdict(L, "abstain", false); }
+
+const Verb kPolicyVerbs[] = {
+    {"abstain", guarded<abstainVerb>},
+    {"approve", guarded<approveVerb>},
+    {"deny", guarded<denyVerb>},
+    {"manual", guarded<manualVerb>},
+};
+
+PolicyDataSource& dataSource(lua_State* L, const char* function) {
+  auto* data = static_cast<PolicyDataSource*>(LuaState::from(L).context(&kPolicyDataKey));
+  if (!data) luaL_error(L, "ctx.%s is only available while a policy decides", function);
+  return *data;
+}
+
+// Reads the optional filter table at index 1 into JSON, refusing keys outside `allowed`.
+Json readFilter(lua_State* L, const char* function, std::initializer_list<const char*> allowed) {
+  if (lua_isnoneornil(L, 1)) return Json::object();
+  if (lua_type(L, 1) != LUA_TTABLE && !isReadOnly(L, 1)) {
+    luaL_error(L, "ctx.%s expects a filter table, e.g. ctx.%s{ plan = op.plan.name }", function,
+               function);
+  }
+  auto filter = toJson(L, 1);
+  if (!filter.isOk() || !filter->is_object()) {
+    luaL_error(L, "ctx.%s: the filter must be a table of named fields", function);
+  }
+  for (const auto& [key, value] : filter->items()) {
+    bool known = false;
+    for (const char* name : allowed) known = known || key == name;
+    if (!known) {
+      std::string names;
+      for (const char* name : allowed) names += names.empty() ? name : std::string(", ") + name;
+      luaL_error(L, "ctx.%s: unknown filter field '%s' (allowed: %s)", function, key.c_str(),
+                 names.c_str());
+    }
+  }
+  return std::move(filter).value();
+}
+
+int pushCount(lua_State* L, const char* function, const Result<int64_t>& n) {
+  if (!n.isOk()) return luaL_error(L, "ctx.%s: %s", function, n.status().message().c_str());
+  lua_pushnumber(L, static_cast<lua_Number>(*n));
+  return 1;
+}
+
+int ctxNow(lua_State* L) {
+  pushTimeTable(L, LuaState::from(L).clock().now());
+  return 1;
+}
+
+int ctxInFlight(lua_State* L) {
+  const Json filter =
+      readFilter(L, "in_flight", {"plan", "namespace", "update_domain", "node", "type"});
+  PolicyDataSource& data = dataSource(L, "in_flight");
+  LuaState::HostTime host(LuaState::from(L));
+  return pushCount(L, "in_flight", data.inFlight(filter));
+}
+
+int ctxCount(lua_State* L) {
+  const Json filter =
+      readFilter(L, "count", {"plan", "namespace", "update_domain", "node", "type", "state"});
+  PolicyDataSource& data = dataSource(L, "count");
+  LuaState::HostTime host(LuaState::from(L));
+  return pushCount(L, "count", data.count(filter));
+}
+
+int ctxRecentFailures(lua_State* L) {
+  Json filter = readFilter(L, "recent_failures",
+                           {"plan", "namespace", "update_domain", "node", "type", "seconds"});
+  if (!filter.contains("seconds")) filter["seconds"] = 3600;
+  PolicyDataSource& data = dataSource(L, "recent_failures");
+  LuaState::HostTime host(LuaState::from(L));
+  return pushCount(L, "recent_failures", data.recentFailures(filter));
+}
+
+int pushData(lua_State* L, const char* function, const Result<Json>& value) {
+  if (!value.isOk()) return luaL_error(L, "ctx.%s: %s", function, value.status().message().c_str());
+  pushJson(L, *value);
+  return 1;
+}
+
+int ctxInstances(lua_State* L) {
+  const std::string plan = luaL_checkstring(L, 1);
+  PolicyDataSource& data = dataSource(L, "instances");
+  LuaState::HostTime host(LuaState::from(L));
+  return pushData(L, "instances", data.instances(plan));
+}
+
+int ctxNode(lua_State* L) {
+  const std::string name = luaL_checkstring(L, 1);
+  PolicyDataSource& data = dataSource(L, "node");
+  LuaState::HostTime host(LuaState::from(L));
+  return pushData(L, "node", data.node(name));
+}
+
+void setFunction(lua_State* L, const char* name, lua_CFunction fn) {
+  lua_pushcfunction(L, fn);
+  lua_setfield(L, -2, name);
+}
+
+}  // namespace
+
+std::span<const Verb> policyVerbs() { return kPolicyVerbs; }
+
+void pushPolicyContext(lua_State* L) {
+  lua_createtable(L, 0, 7);
+  setFunction(L, "now", guarded<ctxNow>);
+  setFunction(L, "in_flight", guarded<ctxInFlight>);
+  setFunction(L, "count", guarded<ctxCount>);
+  setFunction(L, "recent_failures", guarded<ctxRecentFailures>);
+  setFunction(L, "instances", guarded<ctxInstances>);
+  setFunction(L, "node", guarded<ctxNode>);
+  pushLogTable(L);
+  lua_setfield(L, -2, "log");
+  pushReadOnly(L, -1);
+  lua_replace(L, -2);
+}
+
+void setPolicyData(LuaState& state, PolicyDataSource* data) {
+  state.setContext(&kPolicyDataKey, data);
+}
+
+}  // namespace tide::lua

@@ -1,0 +1,114 @@
+#include "host/lua/policy/policy_data.h"
+
+#include <algorithm>
+
+namespace tide::lua {
+namespace {
+
+const char* const kFilterFields[] = {"plan", "namespace", "update_domain", "node", "type"};
+
+std::string stringField(const Json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool matchesFilter(const Json& op, const Json& filter) {
+  for (const char* key : kFilterFields) {
+    if (filter.contains(key) && stringField(op, key) != stringField(filter, key)) return false;
+  }
+  return true;
+}
+
+bool isInFlight(const Json& op, const Json&, TimePoint) {
+  const std::string state = stringField(op, "state");
+  return state == "APPROVED" || state == "RUNNING";
+}
+
+bool matchesState(const Json& op, const Json& filter, TimePoint) {
+  const std::string state = stringField(op, "state");
+  auto wanted = filter.find("state");
+  if (wanted == filter.end()) {
+    return state == "PENDING" || state == "PENDING_APPROVAL" || state == "APPROVED" ||
+           state == "RUNNING";
+  }
+  if (wanted->is_string()) return state == wanted->get<std::string>();
+  if (wanted->is_array())
+    return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
+  return false;
+}
+
+bool failedRecently(const Json& op, const Json& filter, TimePoint now) {
+  if (stringField(op, "state") != "FAILED") return false;
+  const std::string finished = stringField(op, "finished_at");
+  if (finished.empty()) return true;
+  auto at = parseTimestamp(finished);
+  if (!at.isOk()) return false;
+  int64_t seconds = 3600;
+  if (auto it = filter.find("seconds"); it != filter.end() && it->is_number()) {
+    seconds = it->get<int64_t>();
+  }
+  return *at >= now - std::chrono::seconds(seconds);
+}
+
+}  // namespace
+
+SnapshotDataSource::SnapshotDataSource(Json fixture, const Clock& clock)
+    : fixture_(fixture.is_object() ? std::move(fixture) : Json::object()), clock_(clock) {}
+
+Result<int64_t> SnapshotDataSource::countOperations(const char* fixed_answer, const Json& filter,
+                                                    bool (*state_matches)(const Json& op,
+                                                                          const Json& filter,
+                                                                          TimePoint now)) {
+  if (auto it = fixture_.find(fixed_answer); it != fixture_.end()) {
+    if (!it->is_number())
+      return Status::invalidArgument(std::string("ctx fixture '") + fixed_answer +
+                                     "' must be a number");
+    return it->get<int64_t>();
+  }
+  int64_t n = 0;
+  const TimePoint now = clock_.now();
+  if (auto ops = fixture_.find("operations"); ops != fixture_.end() && ops->is_array()) {
+    for (const Json& op : *ops) {
+      if (matchesFilter(op, filter) && state_matches(op, filter, now)) ++n;
+    }
+  }
+  return n;
+}
+
+Result<int64_t> SnapshotDataSource::inFlight(const Json& filter) {
+  return countOperations("in_flight", filter, isInFlight);
+}
+
+Result<int64_t> SnapshotDataSource::count(const Json& filter) {
+  return countOperations("count", filter, matchesState);
+}
+
+Result<int64_t> SnapshotDataSource::recentFailures(const Json& filter) {
+  return countOperations("recent_failures", filter, failedRecently);
+}
+
+Result<Json> SnapshotDataSource::instances(const std::string& plan) {
+  auto all = fixture_.find("instances");
+  if (all == fixture_.end() || !all->is_object()) return Json::array();
+  auto it = all->find(plan);
+  return it != all->end() && it->is_array() ? *it : Json::array();
+}
+
+Result<Json> SnapshotDataSource::node(const std::string& name) {
+  auto nodes = fixture_.find("nodes");
+  if (nodes == fixture_.end() || !nodes->is_object()) return Json(nullptr);
+  auto it = nodes->find(name);
+  return it != nodes->end() ? *it : Json(nullptr);
+}
+
+Result<TimePoint> fixtureNow(const Json& fixture, TimePoint fallback) {
+  if (!fixture.is_object()) return fallback;
+  auto it = fixture.find("now");
+  if (it == fixture.end() || it->is_null()) return fallback;
+  if (it->is_number()) return TimePoint(std::chrono::seconds(it->get<int64_t>()));
+  if (it->is_string()) return parseTimestamp(it->get<std::string>());
+  return Status::invalidArgument("ctx fixture 'now' must be a timestamp string or epoch seconds");
+}
+
+}  // namespace tide::lua

@@ -1,0 +1,146 @@
+#include "host/lua/policy/policy_engine.h"
+
+#include <algorithm>
+
+namespace tide::lua {
+namespace {
+
+model::Decision makeRecord(const std::string& policy, const std::string& sha256,
+                            const PolicyRun& run, const std::string& at) {
+  model::Decision record;
+  record.policy = policy;
+  record.script_sha256 = sha256;
+  record.verdict = verdictName(run.verdict);
+  record.reasons = Json::array();
+  if (!run.reason.empty()) record.reasons.push_back(run.reason);
+  record.duration_us = run.duration_us;
+  record.error_class = errorClassName(run.error_class);
+  record.at = at;
+  return record;
+}
+
+PolicyRun failedRun(LuaErrorClass error_class, const std::string& message) {
+  PolicyRun run;
+  run.verdict = Verdict::kManual;
+  run.error_class = error_class;
+  run.reason = std::string(errorClassName(error_class)) + " error: " + message;
+  return run;
+}
+
+// The policy names a plan restricts evaluation to, or nullopt for "every policy".
+std::optional<std::vector<std::string>> selectedPolicies(const Json& op) {
+  const Json* plan = op.contains("plan") ? &op["plan"] : nullptr;
+  if (!plan || !plan->is_object() || !plan->contains("approval")) return std::nullopt;
+  const Json& approval = (*plan)["approval"];
+  if (!approval.is_object() || !approval.contains("policies")) return std::nullopt;
+  const Json& policies = approval["policies"];
+  if (!policies.is_array() || policies.empty()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const Json& name : policies) {
+    if (name.is_string()) names.push_back(name.get<std::string>());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+}  // namespace
+
+void to_json(Json& j, const Evaluation& evaluation) {
+  Json decisions = Json::array();
+  for (const PolicyDecision& decision : evaluation.decisions) {
+    Json d = decision.record;
+    d["level"] = decision.level;
+    decisions.push_back(std::move(d));
+  }
+  Json logs = Json::array();
+  for (const LogRecord& log : evaluation.logs) {
+    logs.push_back({{"level", log.level},
+                    {"where", log.where},
+                    {"message", log.message},
+                    {"fields", log.fields}});
+  }
+  j = Json{{"outcome", outcomeName(evaluation.outcome)},
+           {"summary", evaluation.summary},
+           {"overridable", evaluation.overridable},
+           {"decisions", std::move(decisions)},
+           {"logs", std::move(logs)},
+           {"script_set_version", evaluation.script_set_version},
+           {"at", evaluation.at}};
+}
+
+PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
+                           PolicyEngineOptions options)
+    : scripts_(scripts), clock_(clock), options_(options) {}
+
+PolicyEngine::~PolicyEngine() = default;
+
+uint64_t PolicyEngine::loadedVersion() const {
+  return interpreter_ ? interpreter_->scripts().version : 0;
+}
+
+size_t PolicyEngine::luaMemoryUsed() const {
+  return interpreter_ ? interpreter_->state().memoryUsed() : 0;
+}
+
+Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
+  Evaluation evaluation;
+  evaluation.at = formatTimestamp(clock_.now());
+  std::shared_ptr<const ScriptSet> set = scripts_.current();
+  evaluation.script_set_version = set->version;
+  if (!interpreter_ || interpreter_->scripts().version != set->version) {
+    interpreter_.reset();  // free the old state before building the new one
+    auto created = PolicyInterpreter::create(set, options_.limits, clock_);
+    if (created.isOk()) {
+      interpreter_ = std::move(created).value();
+      rebuild_error_.clear();
+    } else {
+      rebuild_error_ = created.status().message();
+    }
+  }
+
+  const Json normalized = normalizeOp(op);
+  std::vector<std::pair<std::string, const ScriptFile*>> policies;  // name -> file (null: missing)
+  if (auto names = selectedPolicies(normalized)) {
+    for (const std::string& name : *names)
+      policies.emplace_back(name, set->find(ScriptKind::kPolicy, name));
+  } else {
+    for (const ScriptFile* file : set->ofKind(ScriptKind::kPolicy))
+      policies.emplace_back(file->name, file);
+  }
+
+  LuaError op_error;
+  if (interpreter_) {
+    op_error = interpreter_->setOp(normalized);
+    interpreter_->setLogCollector(&evaluation.logs);
+  } else {
+    op_error = {LuaErrorClass::kMemory, "cannot build the policy state: " + rebuild_error_};
+  }
+
+  std::vector<PolicyVote> votes;
+  for (const auto& [name, file] : policies) {
+    PolicyRun run;
+    std::string level = "hard";
+    if (!file) {
+      run =
+          failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
+    } else {
+      level = file->level.empty() ? "hard" : file->level;
+      run = op_error.ok() ? interpreter_->run(*file, data)
+                          : failedRun(op_error.error_class, op_error.message);
+    }
+    if (!run.applicable) continue;
+    votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
+    evaluation.decisions.push_back(
+        {level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
+  }
+  if (interpreter_) interpreter_->setLogCollector(nullptr);
+
+  Combined combined = combineVotes(votes, options_.default_outcome);
+  evaluation.outcome = combined.outcome;
+  evaluation.summary = std::move(combined.summary);
+  evaluation.overridable = combined.overridable;
+  return evaluation;
+}
+
+}  // namespace tide::lua

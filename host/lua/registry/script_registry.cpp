@@ -1,0 +1,340 @@
+#include "host/lua/registry/script_registry.h"
+
+#include <algorithm>
+#include <set>
+
+#include "host/lua/runtime/directory_watcher.h"
+#include "host/lua/policy/policy_tests.h"
+#include "host/lua/runtime/script_loader.h"
+#include "host/lua/strategy/strategy_tests.h"
+
+namespace tide::lua {
+
+struct ScriptRegistry::Candidate {
+  ScriptFile file;
+  std::filesystem::file_time_type mtime;
+};
+
+struct ScriptRegistry::Validation {
+  LuaError error;  // ok: the candidate may become active
+  std::string name;
+  std::string level;
+};
+
+void to_json(Json& j, const ScriptStatus& s) {
+  j = Json{{"path", s.path},
+           {"kind", s.kind},
+           {"name", s.name},
+           {"status", s.status},
+           {"active_sha256", s.active_sha256},
+           {"loaded_at", s.loaded_at},
+           {"last_error", s.last_error},
+           {"last_error_class", s.last_error_class},
+           {"failed_sha256", s.failed_sha256},
+           {"last_attempt_at", s.last_attempt_at}};
+}
+
+ScriptRegistry::ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder,
+                               const Clock& clock)
+    : options_(std::move(options)),
+      recorder_(recorder),
+      clock_(clock),
+      current_(std::make_shared<const ScriptSet>()) {}
+
+ScriptRegistry::~ScriptRegistry() { stopWatching(); }
+
+std::shared_ptr<const ScriptSet> ScriptRegistry::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+std::vector<ScriptStatus> ScriptRegistry::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ScriptStatus> out;
+  for (const auto& [path, status] : statuses_) out.push_back(status);
+  return out;
+}
+
+std::vector<std::pair<std::filesystem::path, ScriptKind>> ScriptRegistry::directories() const {
+  return {{options_.policies_dir, ScriptKind::kPolicy},
+          {options_.scripts_dir / "rollout", ScriptKind::kStrategy},
+          {options_.scripts_dir / "hooks", ScriptKind::kHook},
+          {options_.scripts_dir / "lib", ScriptKind::kLib}};
+}
+
+std::vector<ScriptRegistry::Candidate> ScriptRegistry::scan(ReloadSummary& summary) const {
+  std::vector<Candidate> out;
+  for (const auto& [dir, kind] : directories()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      std::error_code entry_ec;
+      if (!entry.is_regular_file(entry_ec) || entry.path().extension() != ".lua") continue;
+      const std::string display = (dir / entry.path().filename()).lexically_normal().string();
+      auto file = readScriptFile(entry.path(), display, kind);
+      if (!file.isOk()) {
+        summary.errors.push_back(display + ": " + file.status().message());
+        continue;
+      }
+      out.push_back({std::move(file).value(), entry.last_write_time(entry_ec)});
+    }
+  }
+  // Libs first, so scripts validate against the libs of this reload; then oldest first,
+  // so of two files declaring one name the newer is the one refused.
+  std::sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
+    const bool a_lib = a.file.kind == ScriptKind::kLib;
+    const bool b_lib = b.file.kind == ScriptKind::kLib;
+    if (a_lib != b_lib) return a_lib;
+    if (a.mtime != b.mtime) return a.mtime < b.mtime;
+    return a.file.path < b.file.path;
+  });
+  return out;
+}
+
+namespace {
+
+// The error for a script whose tests did not load or did not all pass, or none.
+template <class CaseResult>
+LuaError testFailures(const std::string& path, const Result<std::vector<CaseResult>>& results) {
+  if (!results.isOk()) return {LuaErrorClass::kLoad, results.status().message()};
+  std::string failures;
+  for (const CaseResult& r : *results) {
+    if (r.passed) continue;
+    failures += failures.empty() ? "" : "; ";
+    failures += "test '" + r.name + "' expected " + r.expected + ", got " + r.actual;
+  }
+  if (failures.empty()) return {};
+  return {LuaErrorClass::kRuntime, path + ": " + failures};
+}
+
+}  // namespace
+
+ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
+                                                    const ScriptSet& context,
+                                                    bool check_duplicates) const {
+  Validation v;
+  auto trial = std::make_shared<ScriptSet>(context);
+  trial->files[candidate.path] = candidate;
+  const ScriptFile& file = trial->files[candidate.path];
+
+  LuaStateOptions state_options;
+  state_options.limits = options_.limits;
+  auto state = LuaState::create(state_options);
+  if (!state.isOk()) {
+    v.error = {LuaErrorClass::kMemory, state.status().message()};
+    return v;
+  }
+  if (LuaError e = prepareScriptState(**state, trial.get()); !e.ok()) {
+    v.error = e;
+    return v;
+  }
+  LoadedScript loaded;
+  if (LuaError e = loadScript(**state, file, &loaded); !e.ok()) {
+    v.error = e;
+    return v;
+  }
+  v.name = loaded.name;
+  v.level = loaded.level;
+  if (check_duplicates && file.kind != ScriptKind::kLib) {
+    for (const auto& [path, other] : context.files) {
+      if (path != file.path && other.kind == file.kind && other.name == loaded.name) {
+        v.error = {LuaErrorClass::kLoad, file.path + ": duplicate " + scriptKindName(file.kind) +
+                                             " name '" + loaded.name + "' (already defined by " +
+                                             path + ")"};
+        return v;
+      }
+    }
+  }
+  ScriptFile named = file;
+  named.name = loaded.name;
+  named.level = loaded.level;
+  if (file.kind == ScriptKind::kPolicy && loaded.has_tests) {
+    v.error = testFailures(file.path, runPolicyFileTests(named, *trial, options_.limits));
+  } else if (file.kind == ScriptKind::kStrategy) {
+    // Also when it has no tests: loading it this way checks its params declaration.
+    v.error = testFailures(file.path, runStrategyFileTests(named, *trial, options_.limits));
+  }
+  return v;
+}
+
+ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candidate,
+                                                       const ScriptSet& context) const {
+  Validation v = validate(candidate, context, false);
+  if (!v.error.ok()) return v;
+  ScriptSet trial = context;
+  trial.files[candidate.path] = candidate;
+  for (const auto& [path, file] : trial.files) {
+    if (file.kind == ScriptKind::kLib) continue;
+    Validation dependent = validate(file, trial, false);
+    if (!dependent.error.ok()) {
+      v.error = {dependent.error.error_class,
+                 candidate.path + " would break " + path + ": " + dependent.error.message};
+      return v;
+    }
+  }
+  return v;
+}
+
+ReloadSummary ScriptRegistry::reloadAll() {
+  std::lock_guard<std::mutex> reload_lock(reload_mu_);
+  ReloadSummary summary;
+  const std::shared_ptr<const ScriptSet> old = current();
+  ScriptSet next = *old;
+  bool changed = false;
+  const std::string now = formatTimestamp(clock_.now());
+  std::vector<Candidate> candidates = scan(summary);
+
+  auto record = [this, &now](const ScriptFile& file, const std::string& sha256, const char* status,
+                             const std::string& error) {
+    model::ScriptVersion version;
+    version.path = file.path;
+    version.kind = scriptKindName(file.kind);
+    version.sha256 = sha256;
+    version.loaded_at = now;
+    version.status = status;
+    version.error = error;
+    recorder_.recordScriptVersion(version);
+  };
+
+  std::set<std::string> present;
+  for (const Candidate& c : candidates) present.insert(c.file.path);
+  for (auto it = next.files.begin(); it != next.files.end();) {
+    if (present.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const ScriptFile& gone = it->second;
+    record(gone, gone.sha256, "unloaded", "");
+    recorder_.recordEvent(
+        "script.unloaded", "script/" + gone.path,
+        {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
+    ++summary.unloaded;
+    changed = true;
+    it = next.files.erase(it);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = statuses_.begin(); it != statuses_.end();) {
+      it = present.count(it->first) ? std::next(it) : statuses_.erase(it);
+    }
+  }
+
+  bool libs_changed = false;
+  for (const Candidate& c : candidates) {
+    const std::string& path = c.file.path;
+    auto active_it = next.files.find(path);
+    const std::string active_sha = active_it == next.files.end() ? "" : active_it->second.sha256;
+    if (active_sha == c.file.sha256) {
+      ++summary.unchanged;
+      std::lock_guard<std::mutex> lock(mu_);
+      ScriptStatus& s = statuses_[path];
+      const ScriptFile& active = active_it->second;
+      s.path = path;
+      s.kind = scriptKindName(active.kind);
+      s.name = active.name;
+      s.status = "active";
+      s.active_sha256 = active.sha256;
+      s.loaded_at = active.loaded_at;
+      s.last_error.clear();
+      s.last_error_class.clear();
+      s.failed_sha256.clear();
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto st = statuses_.find(path);
+      if (st != statuses_.end() && st->second.failed_sha256 == c.file.sha256 && !libs_changed) {
+        ++summary.failed;  // the same content failed before; don't report it again
+        summary.errors.push_back(st->second.last_error);
+        continue;
+      }
+    }
+    const Validation v =
+        c.file.kind == ScriptKind::kLib ? validateLib(c.file, next) : validate(c.file, next, true);
+    const std::string attempted_at = formatTimestamp(clock_.now());
+    if (v.error.ok()) {
+      ScriptFile accepted = c.file;
+      accepted.name = v.name;
+      accepted.level = v.level;
+      accepted.loaded_at = now;
+      record(accepted, accepted.sha256, "active", "");
+      if (!active_sha.empty()) record(accepted, active_sha, "superseded", "");
+      recorder_.recordEvent("script.loaded", "script/" + path,
+                            {{"path", path},
+                             {"kind", scriptKindName(accepted.kind)},
+                             {"name", accepted.name},
+                             {"sha256", accepted.sha256},
+                             {"previous_sha256", active_sha}});
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ScriptStatus& s = statuses_[path];
+        s = ScriptStatus{};
+        s.path = path;
+        s.kind = scriptKindName(accepted.kind);
+        s.name = accepted.name;
+        s.status = "active";
+        s.active_sha256 = accepted.sha256;
+        s.loaded_at = now;
+        s.last_attempt_at = attempted_at;
+      }
+      libs_changed = libs_changed || accepted.kind == ScriptKind::kLib;
+      next.files[path] = std::move(accepted);
+      ++summary.loaded;
+      changed = true;
+    } else {
+      record(c.file, c.file.sha256, "failed", v.error.message);
+      recorder_.recordEvent("script.failed", "script/" + path,
+                            {{"path", path},
+                             {"kind", scriptKindName(c.file.kind)},
+                             {"sha256", c.file.sha256},
+                             {"error", v.error.message},
+                             {"error_class", errorClassName(v.error.error_class)},
+                             {"active_sha256", active_sha}});
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ScriptStatus& s = statuses_[path];
+        s.path = path;
+        s.kind = scriptKindName(c.file.kind);
+        s.status = active_sha.empty() ? "failed" : "stale";
+        s.last_error = v.error.message;
+        s.last_error_class = errorClassName(v.error.error_class);
+        s.failed_sha256 = c.file.sha256;
+        s.last_attempt_at = attempted_at;
+      }
+      ++summary.failed;
+      summary.errors.push_back(v.error.message);
+    }
+  }
+
+  if (changed) {
+    next.version = old->version + 1;
+    auto published = std::make_shared<const ScriptSet>(std::move(next));
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = std::move(published);
+  }
+  summary.version = current()->version;
+  return summary;
+}
+
+Status ScriptRegistry::startWatching() {
+  std::lock_guard<std::mutex> lock(watcher_mu_);
+  if (watcher_) return Status::ok();
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& [dir, kind] : directories()) dirs.push_back(dir);
+  auto watcher =
+      std::make_unique<DirectoryWatcher>(dirs, options_.debounce, [this] { reloadAll(); });
+  TIDE_RETURN_IF_ERROR(watcher->start());
+  watcher_ = std::move(watcher);
+  return Status::ok();
+}
+
+void ScriptRegistry::stopWatching() {
+  std::unique_ptr<DirectoryWatcher> watcher;
+  {
+    std::lock_guard<std::mutex> lock(watcher_mu_);
+    watcher = std::move(watcher_);
+  }
+  if (watcher) watcher->stop();
+}
+
+}  // namespace tide::lua

@@ -1,0 +1,133 @@
+#pragma once
+// The scripts the host runs, loaded from disk and hot-reloaded (docs/architecture.md#the-lua-host).
+//
+// Directories and kinds:
+//   <policies_dir>/*.lua         policy
+//   <scripts_dir>/rollout/*.lua  strategy
+//   <scripts_dir>/hooks/*.lua    hook
+//   <scripts_dir>/lib/*.lua      lib (tide.lib.<file stem>)
+//
+// A reload looks at every file. An unchanged file (same sha256 as its active version) is
+// left alone. A new or changed file is validated in a scratch state: it must compile as
+// text, define no globals, return a table of its kind's shape (script_loader.h), not reuse
+// another active file's name, and pass its own tests (a strategy's params declaration
+// must also be valid, strategy_params.h). A changed lib must also keep every
+// active script loading and passing its tests. A version that passes replaces the old one;
+// one that fails leaves the old one active (or nothing, for a new file). A deleted file is
+// unloaded. Every attempt is reported to the ScriptRecorder and visible in list().
+// When anything changed, a new ScriptSet is published atomically (RCU): evaluators see
+// either the old or the new set, never a mix.
+//
+// Thread-safety: all methods are thread-safe. Reloads (explicit or from the watcher
+// thread) are serialised. current() is cheap and never blocks on a reload in progress.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host/core/clock.h"
+#include "host/core/status.h"
+#include "host/model/records.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/lua/runtime/script_set.h"
+
+namespace tide::lua {
+
+class DirectoryWatcher;
+
+// Where reload attempts go; the ledger implements it (script_versions rows and events).
+// Called on the reloading thread (possibly the watcher's), one call at a time. Must not
+// throw.
+class ScriptRecorder {
+ public:
+  virtual ~ScriptRecorder() = default;
+  // status: active (this version now runs), failed (this version was refused; error set),
+  // superseded (a newer version replaced this one), unloaded (the file was deleted).
+  virtual void recordScriptVersion(const model::ScriptVersion& version) = 0;
+  // kind: script.loaded | script.failed | script.unloaded; subject "script/<path>".
+  virtual void recordEvent(const std::string& kind, const std::string& subject,
+                           const Json& data) = 0;
+};
+
+class DiscardingScriptRecorder final : public ScriptRecorder {
+ public:
+  void recordScriptVersion(const model::ScriptVersion&) override {}
+  void recordEvent(const std::string&, const std::string&, const Json&) override {}
+};
+
+// One file as GET /v1/scripts shows it.
+struct ScriptStatus {
+  // active: the file's content is the version that runs; stale: an older version runs
+  // because the file's current content failed; failed: nothing runs.
+  std::string status;
+  std::string path;
+  std::string kind;
+  std::string name;           // of the active version
+  std::string active_sha256;  // empty when nothing is active
+  std::string loaded_at;      // when the active version was loaded
+  std::string last_error;     // of the latest failed attempt at the file's current content
+  std::string last_error_class;
+  std::string failed_sha256;
+  std::string last_attempt_at;
+};
+void to_json(Json& j, const ScriptStatus& status);
+
+struct ReloadSummary {
+  uint64_t version = 0;  // the set published after this reload
+  int loaded = 0;        // new or changed versions now active
+  int unchanged = 0;
+  int failed = 0;  // files whose current content is refused
+  int unloaded = 0;
+  std::vector<std::string> errors;  // "path: message", one per failed file
+};
+
+struct ScriptRegistryOptions {
+  std::filesystem::path policies_dir = "policies";
+  std::filesystem::path scripts_dir = "scripts";
+  LuaLimits limits;  // for validation and test runs
+  std::chrono::milliseconds debounce{200};
+};
+
+class ScriptRegistry final : public ScriptSetProvider {
+ public:
+  // `recorder` and `clock` must outlive the registry. Nothing is loaded until reloadAll().
+  ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder, const Clock& clock);
+  ~ScriptRegistry() override;  // stops the watcher
+
+  ReloadSummary reloadAll();
+  std::shared_ptr<const ScriptSet> current() const override;
+  // Every file seen in the directories, by path.
+  std::vector<ScriptStatus> list() const;
+
+  // Reloads on changes (debounced) from a watcher thread until stopWatching().
+  Status startWatching();
+  void stopWatching();
+
+ private:
+  struct Candidate;
+  struct Validation;
+  Validation validate(const ScriptFile& candidate, const ScriptSet& context,
+                      bool check_duplicates) const;
+  Validation validateLib(const ScriptFile& candidate, const ScriptSet& context) const;
+  std::vector<Candidate> scan(ReloadSummary& summary) const;
+  std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;
+
+  const ScriptRegistryOptions options_;
+  ScriptRecorder& recorder_;
+  const Clock& clock_;
+
+  std::mutex reload_mu_;   // serialises reloads
+  mutable std::mutex mu_;  // guards current_ and statuses_
+  std::shared_ptr<const ScriptSet> current_;
+  std::map<std::string, ScriptStatus> statuses_;  // by path
+  std::unique_ptr<DirectoryWatcher> watcher_;
+  std::mutex watcher_mu_;
+};
+
+}  // namespace tide::lua

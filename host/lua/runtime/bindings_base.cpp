@@ -1,0 +1,233 @@
+#include "host/lua/runtime/bindings_base.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <string>
+#include <string_view>
+
+#include "host/lua/runtime/lua_state.h"
+
+namespace tide::lua {
+namespace {
+
+std::time_t epochSeconds(TimePoint t) {
+  return static_cast<std::time_t>(
+      std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
+}
+
+int tableField(lua_State* L, const char* key, int fallback) {
+  lua_getfield(L, 1, key);
+  int value = fallback;
+  if (lua_isnumber(L, -1)) {
+    value = static_cast<int>(lua_tointeger(L, -1));
+  } else if (fallback < 0) {
+    luaL_error(L, "field '%s' missing in date table", key);
+  }
+  lua_pop(L, 1);
+  return value;
+}
+
+void setIntField(lua_State* L, const char* key, long long value) {
+  lua_pushnumber(L, static_cast<lua_Number>(value));
+  lua_setfield(L, -2, key);
+}
+
+// log10 of the worst-case number of matcher steps of `pattern` over a subject of
+// `length` bytes: every `*`, `+` or `-` can multiply the work by the length, every `?` by
+// two, and an unanchored pattern is retried at every position.
+double patternCostLog10(std::string_view pattern, size_t length) {
+  const double per_repeat = std::log10(static_cast<double>(std::max<size_t>(length, 2)));
+  double cost = 0;
+  size_t i = 0;
+  if (!pattern.empty() && pattern[0] == '^') {
+    i = 1;
+  } else {
+    cost += per_repeat;
+  }
+  while (i < pattern.size()) {
+    const char c = pattern[i];
+    if (c == '%') {
+      i += (i + 1 < pattern.size() && pattern[i + 1] == 'b') ? 4 : 2;
+    } else if (c == '[') {
+      ++i;
+      if (i < pattern.size() && pattern[i] == '^') ++i;
+      if (i < pattern.size() && pattern[i] == ']') ++i;
+      while (i < pattern.size() && pattern[i] != ']') i += pattern[i] == '%' ? 2 : 1;
+      ++i;
+    } else {
+      ++i;
+    }
+    if (i < pattern.size()) {
+      const char q = pattern[i];
+      if (q == '*' || q == '+' || q == '-') {
+        cost += per_repeat;
+        ++i;
+      } else if (q == '?') {
+        cost += std::log10(2.0);
+        ++i;
+      }
+    }
+  }
+  return cost;
+}
+
+}  // namespace
+
+std::string callerWhere(lua_State* L) {
+  lua_Debug ar;
+  if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+    return std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
+  }
+  return "";
+}
+
+int basePrint(lua_State* L) {
+  const int n = lua_gettop(L);
+  luaL_Buffer buffer;
+  luaL_buffinit(L, &buffer);
+  for (int i = 1; i <= n; ++i) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushvalue(L, i);
+    lua_call(L, 1, 1);
+    if (!lua_isstring(L, -1)) return luaL_error(L, "'tostring' must return a string to 'print'");
+    if (i > 1) luaL_addchar(&buffer, '\t');
+    luaL_addvalue(&buffer);
+  }
+  luaL_pushresult(&buffer);
+  LuaState::from(L).log({"info", callerWhere(L), lua_tostring(L, -1), nullptr});
+  return 0;
+}
+
+int baseXpcall(lua_State* L) {
+  const int n = lua_gettop(L);
+  luaL_checkany(L, 2);
+  lua_pushvalue(L, 1);
+  for (int i = 3; i <= n; ++i) lua_pushvalue(L, i);
+  if (lua_pcall(L, n - 2 < 0 ? 0 : n - 2, LUA_MULTRET, 0) == 0) {
+    lua_pushboolean(L, 1);
+    lua_insert(L, n + 1);
+    return lua_gettop(L) - n;
+  }
+  lua_pushvalue(L, 2);
+  lua_insert(L, -2);
+  lua_pcall(L, 1, 1, 0);  // an error in the handler becomes the result, as in Lua
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+int guardedPatternCall(lua_State* L) {
+  const bool plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);
+  if (lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TSTRING && !plain) {
+    size_t subject_length = 0;
+    size_t pattern_length = 0;
+    lua_tolstring(L, 1, &subject_length);
+    const char* pattern = lua_tolstring(L, 2, &pattern_length);
+    if (patternCostLog10({pattern, pattern_length}, subject_length) >
+        std::log10(kMaxPatternSteps)) {
+      return luaL_error(L,
+                        "pattern '%s' is too expensive for a %d-byte subject "
+                        "(fewer repetitions, an anchor, or a shorter subject)",
+                        pattern, static_cast<int>(subject_length));
+    }
+  }
+  const int nargs = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+int osTime(lua_State* L) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_pushnumber(L, static_cast<lua_Number>(epochSeconds(LuaState::from(L).clock().now())));
+    return 1;
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  std::tm tm{};
+  tm.tm_sec = tableField(L, "sec", 0);
+  tm.tm_min = tableField(L, "min", 0);
+  tm.tm_hour = tableField(L, "hour", 12);
+  tm.tm_mday = tableField(L, "day", -1);
+  tm.tm_mon = tableField(L, "month", -1) - 1;
+  tm.tm_year = tableField(L, "year", -1) - 1900;
+  lua_pushnumber(L, static_cast<lua_Number>(timegm(&tm)));
+  return 1;
+}
+
+int osDate(lua_State* L) {
+  const char* format = luaL_optstring(L, 1, "%c");
+  const std::time_t t = lua_isnoneornil(L, 2) ? epochSeconds(LuaState::from(L).clock().now())
+                                              : static_cast<std::time_t>(luaL_checknumber(L, 2));
+  if (*format == '!') ++format;  // always UTC
+  if (format[0] == '*' && format[1] == 't') {
+    pushTimeTable(L, TimePoint(std::chrono::seconds(t)));
+    return 1;
+  }
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char out[512];
+  const size_t len = std::strftime(out, sizeof out, format, &tm);
+  if (len == 0 && *format != '\0') return luaL_error(L, "os.date: format too long or empty result");
+  lua_pushlstring(L, out, len);
+  return 1;
+}
+
+int osClock(lua_State* L) {
+  lua_pushnumber(L, static_cast<lua_Number>(std::clock()) / CLOCKS_PER_SEC);
+  return 1;
+}
+
+int mathRandom(lua_State* L) {
+  const double r = static_cast<double>(LuaState::from(L).nextRandom() >> 11) * 0x1.0p-53;
+  switch (lua_gettop(L)) {
+    case 0:
+      lua_pushnumber(L, r);
+      return 1;
+    case 1: {
+      const double upper = std::floor(luaL_checknumber(L, 1));
+      luaL_argcheck(L, upper >= 1, 1, "interval is empty");
+      lua_pushnumber(L, std::floor(r * upper) + 1);
+      return 1;
+    }
+    case 2: {
+      const double lower = std::floor(luaL_checknumber(L, 1));
+      const double upper = std::floor(luaL_checknumber(L, 2));
+      luaL_argcheck(L, lower <= upper, 2, "interval is empty");
+      lua_pushnumber(L, std::floor(r * (upper - lower + 1)) + lower);
+      return 1;
+    }
+    default:
+      return luaL_error(L, "wrong number of arguments");
+  }
+}
+
+int mathRandomseed(lua_State* L) {
+  LuaState::from(L).seedRandom(static_cast<uint64_t>(luaL_checknumber(L, 1)));
+  return 0;
+}
+
+void pushTimeTable(lua_State* L, TimePoint t) {
+  const std::time_t secs = epochSeconds(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  lua_createtable(L, 0, 10);
+  setIntField(L, "year", tm.tm_year + 1900);
+  setIntField(L, "month", tm.tm_mon + 1);
+  setIntField(L, "day", tm.tm_mday);
+  setIntField(L, "hour", tm.tm_hour);
+  setIntField(L, "min", tm.tm_min);
+  setIntField(L, "sec", tm.tm_sec);
+  setIntField(L, "wday", tm.tm_wday + 1);
+  setIntField(L, "yday", tm.tm_yday + 1);
+  setIntField(L, "epoch", secs);
+  char iso[32];
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  lua_pushstring(L, iso);
+  lua_setfield(L, -2, "iso");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "isdst");
+}
+
+}  // namespace tide::lua

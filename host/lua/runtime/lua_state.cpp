@@ -1,0 +1,292 @@
+#include "host/lua/runtime/lua_state.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include <lua.hpp>
+
+#include "host/lua/runtime/sandbox.h"
+
+namespace tide::lua {
+namespace {
+
+char kStateKey;  // its address keys the owning LuaState* in the registry
+
+struct PendingCall {
+  void (*thunk)(void*, lua_State*);
+  void* body;
+};
+
+// The protected frame every call runs in. A std::exception from the body becomes a Lua
+// error here, so it never unwinds through LuaJIT's frames.
+int runBody(lua_State* L) {
+  auto* pending = static_cast<PendingCall*>(lua_touserdata(L, 1));
+  lua_settop(L, 0);
+  char message[512];
+  try {
+    pending->thunk(pending->body, L);
+    return 0;
+  } catch (const std::exception& e) {
+    std::snprintf(message, sizeof message, "internal error: %s", e.what());
+  }
+  lua_pushstring(L, message);
+  return lua_error(L);
+}
+
+int panic(lua_State* L) {
+  // Unreachable by construction: all Lua runs inside lua_cpcall.
+  std::fprintf(stderr, "tide: unprotected Lua error: %s\n", lua_tostring(L, -1));
+  std::abort();
+}
+
+// Reads the error value without allocating (the state may be at its memory cap).
+std::string errorText(lua_State* L, int index) {
+  if (lua_type(L, index) == LUA_TSTRING) {
+    size_t len = 0;
+    const char* text = lua_tolstring(L, index, &len);
+    return std::string(text, len);
+  }
+  if (lua_type(L, index) == LUA_TNUMBER) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.14g", lua_tonumber(L, index));
+    return buf;
+  }
+  return std::string("(error object is a ") + luaL_typename(L, index) + " value)";
+}
+
+std::string describeBytes(size_t bytes) {
+  char buf[64];
+  if (bytes % (size_t{1} << 20) == 0) {
+    std::snprintf(buf, sizeof buf, "%zu MiB", bytes >> 20);
+  } else {
+    std::snprintf(buf, sizeof buf, "%zu bytes", bytes);
+  }
+  return buf;
+}
+
+// "chunk:line: " of the innermost Lua function with a known line (the hook may fire while
+// a library function such as pcall is on top), or "".
+void pushWhere(lua_State* L) {
+  lua_Debug ar;
+  for (int level = 0; level < 8 && lua_getstack(L, level, &ar); ++level) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  lua_pushliteral(L, "");
+}
+
+}  // namespace
+
+const char* errorClassName(LuaErrorClass error_class) {
+  switch (error_class) {
+    case LuaErrorClass::kNone:
+      return "";
+    case LuaErrorClass::kLoad:
+      return "load";
+    case LuaErrorClass::kRuntime:
+      return "runtime";
+    case LuaErrorClass::kTimeout:
+      return "timeout";
+    case LuaErrorClass::kMemory:
+      return "memory";
+  }
+  return "runtime";
+}
+
+const Clock& LuaState::systemClock() {
+  static const SystemClock kClock;
+  return kClock;
+}
+
+LuaState::LuaState(LuaStateOptions options)
+    : options_(std::move(options)), clock_(options_.clock ? options_.clock : &systemClock()) {
+  if (options_.allocator == AllocatorMode::kCapped) {
+    L_ = lua_newstate(&LuaState::allocate, this);
+    capped_ = L_ != nullptr;
+  }
+  if (!L_) L_ = luaL_newstate();
+  if (!L_) return;
+  lua_atpanic(L_, panic);
+  luaJIT_setmode(L_, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+}
+
+Result<std::unique_ptr<LuaState>> LuaState::create(LuaStateOptions options) {
+  std::unique_ptr<LuaState> state(new LuaState(std::move(options)));
+  if (!state->L_) return Status::resourceExhausted("cannot allocate a Lua state");
+  LuaState* self = state.get();
+  LuaError error = state->call([self](lua_State* L) {
+    lua_pushlightuserdata(L, &kStateKey);
+    lua_pushlightuserdata(L, self);
+    lua_rawset(L, LUA_REGISTRYINDEX);
+    installSandbox(L);
+  });
+  if (!error.ok()) return Status::resourceExhausted("installing the Lua sandbox: " + error.message);
+  return state;
+}
+
+LuaState::~LuaState() {
+  if (L_) lua_close(L_);
+}
+
+LuaState& LuaState::from(lua_State* L) {
+  void* ud = nullptr;
+  if (lua_getallocf(L, &ud) == &LuaState::allocate) return *static_cast<LuaState*>(ud);
+  lua_pushlightuserdata(L, &kStateKey);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  auto* state = static_cast<LuaState*>(lua_touserdata(L, -1));
+  lua_pop(L, 1);
+  return *state;
+}
+
+size_t LuaState::memoryUsed() const {
+  if (capped_) return used_;
+  return static_cast<size_t>(lua_gc(L_, LUA_GCCOUNT, 0)) * 1024 +
+         static_cast<size_t>(lua_gc(L_, LUA_GCCOUNTB, 0));
+}
+
+void LuaState::log(LogRecord record) const {
+  if (options_.log) options_.log(record);
+}
+
+void LuaState::setContext(const void* key, void* value) {
+  if (value) {
+    context_[key] = value;
+  } else {
+    context_.erase(key);
+  }
+}
+
+void* LuaState::context(const void* key) const {
+  auto it = context_.find(key);
+  return it == context_.end() ? nullptr : it->second;
+}
+
+void LuaState::seedRandom(uint64_t seed) { random_state_ = seed ? seed : kRandomSeed; }
+
+uint64_t LuaState::nextRandom() {
+  // xorshift64*: small, fast, and the same sequence on every platform.
+  uint64_t x = random_state_;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  random_state_ = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+LuaState::HostTime::HostTime(LuaState& state)
+    : state_(state), started_(std::chrono::steady_clock::now()) {}
+
+LuaState::HostTime::~HostTime() { state_.deadline_ += std::chrono::steady_clock::now() - started_; }
+
+void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) {
+  auto* self = static_cast<LuaState*>(ud);
+  if (new_size == 0) {
+    std::free(ptr);
+    self->used_ -= old_size;
+    return nullptr;
+  }
+  if (new_size > old_size &&
+      self->used_ - old_size + new_size > self->options_.limits.memory_bytes) {
+    self->memory_exceeded_ = true;
+    return nullptr;
+  }
+  void* grown = std::realloc(ptr, new_size);
+  if (!grown) return nullptr;
+  self->used_ = self->used_ - old_size + new_size;
+  return grown;
+}
+
+void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
+
+void LuaState::onHook(lua_State* L) {
+  if (!capped_ && !memory_exceeded_ && memoryUsed() > options_.limits.memory_bytes) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    memory_exceeded_ = memoryUsed() > options_.limits.memory_bytes;
+  }
+  if (!timed_out_ && std::chrono::steady_clock::now() >= deadline_) timed_out_ = true;
+  // Sticky: once a limit is hit, every hook raises again until the call ends.
+  if (memory_exceeded_) {
+    pushWhere(L);
+    lua_pushfstring(L, "memory limit of %s exceeded",
+                    describeBytes(options_.limits.memory_bytes).c_str());
+    lua_concat(L, 2);
+    lua_error(L);
+  }
+  if (timed_out_) {
+    pushWhere(L);
+    lua_pushfstring(L, "deadline of %d ms exceeded",
+                    static_cast<int>(options_.limits.deadline.count()));
+    lua_concat(L, 2);
+    lua_error(L);
+  }
+}
+
+LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
+  if (in_call_) return {LuaErrorClass::kRuntime, "LuaState::call is not re-entrant"};
+  in_call_ = true;
+  timed_out_ = false;
+  memory_exceeded_ = false;
+  load_error_ = false;
+  random_state_ = kRandomSeed;
+  deadline_ = std::chrono::steady_clock::now() + options_.limits.deadline;
+  lua_sethook(L_, &LuaState::countHook, LUA_MASKCOUNT, options_.limits.hook_instructions);
+
+  PendingCall pending{thunk, body};
+  const int status = lua_cpcall(L_, runBody, &pending);
+  lua_sethook(L_, nullptr, 0, 0);
+
+  LuaError result;
+  std::string message;
+  if (status != 0) {
+    message = errorText(L_, -1);
+    lua_pop(L_, 1);
+  }
+  // A limit hit counts even when the script caught the error and returned normally.
+  if (memory_exceeded_ || status == LUA_ERRMEM) {
+    result.error_class = LuaErrorClass::kMemory;
+    result.message =
+        message.find("memory limit of") != std::string::npos
+            ? message
+            : "memory limit of " + describeBytes(options_.limits.memory_bytes) + " exceeded";
+  } else if (timed_out_) {
+    result.error_class = LuaErrorClass::kTimeout;
+    result.message =
+        message.find("deadline of") != std::string::npos
+            ? message
+            : "deadline of " + std::to_string(options_.limits.deadline.count()) + " ms exceeded";
+  } else if (status != 0) {
+    result.error_class = load_error_ ? LuaErrorClass::kLoad : LuaErrorClass::kRuntime;
+    result.message = message;
+  }
+  if (result.error_class == LuaErrorClass::kMemory ||
+      result.error_class == LuaErrorClass::kTimeout) {
+    lua_gc(L_, LUA_GCCOLLECT, 0);
+  }
+  timed_out_ = false;
+  memory_exceeded_ = false;
+  in_call_ = false;
+  return result;
+}
+
+void loadTextChunk(lua_State* L, std::string_view text, const std::string& chunkname) {
+  if (!text.empty() && text[0] == LUA_SIGNATURE[0]) {
+    LuaState::from(L).markLoadError();
+    lua_pushfstring(L, "%s: precompiled bytecode is refused; only Lua source text loads",
+                    chunkname.c_str());
+    lua_error(L);
+  }
+  int status = 0;
+  {
+    const std::string name = "@" + chunkname;
+    status = luaL_loadbufferx(L, text.data(), text.size(), name.c_str(), "t");  // "t": text only
+  }
+  if (status != 0) {
+    LuaState::from(L).markLoadError();
+    lua_error(L);
+  }
+}
+
+}  // namespace tide::lua

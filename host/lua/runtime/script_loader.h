@@ -1,0 +1,53 @@
+#pragma once
+// Loading script files into a sandboxed state — one way for production evaluators, reload
+// validation and `tide policy test`, so what passes validation is what runs.
+//
+// A script file is a text chunk that returns a table and defines no globals. It runs in
+// the environment of its kind (the sandbox allow-list plus the kind's verbs), and its
+// table must have the kind's shape:
+//   policy    name, decide(op, ctx); optional level (advisory|soft|hard, default hard),
+//             applies(op), tests, description
+//   strategy  name, reconcile(r); optional params, tests, description
+//   hook      name, on = { ["operation.before"] = fn, ... }; optional description (no tests)
+//   lib       any value; reached as tide.lib.<file stem>
+
+#include <filesystem>
+#include <span>
+#include <string>
+
+#include "host/core/status.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/lua/runtime/sandbox.h"
+#include "host/lua/runtime/script_set.h"
+
+namespace tide::lua {
+
+// The verbs scripts of `kind` see: policyVerbs(), strategyVerbs(); hooks and libs have none.
+std::span<const Verb> verbsFor(ScriptKind kind);
+
+// The events a hook's `on` table may name.
+std::span<const char* const> hookEvents();
+
+// Reads `file` as a ScriptFile of `kind` shown as `display_path` (sha256 filled in; name
+// and level are known only after loading).
+Result<ScriptFile> readScriptFile(const std::filesystem::path& file,
+                                  const std::string& display_path, ScriptKind kind);
+
+// Builds one environment per kind in `state` and points tide.lib at the libs of `set`,
+// which must outlive the state's use of it. Call once, before loadScript.
+LuaError prepareScriptState(LuaState& state, const ScriptSet* set);
+
+// What a loaded script declared.
+struct LoadedScript {
+  int ref = -2;  // LUA_NOREF; the script's table in the registry
+  std::string name;
+  std::string level;  // policies: advisory | soft | hard
+  bool has_tests = false;
+};
+
+// Compiles and runs `file` in its kind's environment and checks the shape of its table.
+// Shape errors are load errors; errors while the chunk runs are runtime errors. For a lib,
+// loads it through tide.lib (so `set` must contain it).
+LuaError loadScript(LuaState& state, const ScriptFile& file, LoadedScript* out);
+
+}  // namespace tide::lua

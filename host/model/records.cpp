@@ -1,0 +1,241 @@
+#include "host/model/records.h"
+
+namespace tide::model {
+
+EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment) {
+  EffectiveStrategy out;
+  out.script = kDefaultStrategy;
+  if (plan != nullptr) {
+    if (!plan->strategy.script.empty()) out.script = plan->strategy.script;
+    out.plan_params = plan->strategy.params;
+  }
+  if (deployment.strategy.is_object()) {
+    if (auto it = deployment.strategy.find("script"); it != deployment.strategy.end() && it->is_string()) {
+      out.script = it->get<std::string>();
+    }
+    if (auto it = deployment.strategy.find("params"); it != deployment.strategy.end()) out.deployment_params = *it;
+  }
+  return out;
+}
+
+void to_json(Json& j, const Meta& v) {
+  j = Json{{"id", v.id}, {"generation", v.generation}, {"created_at", v.created_at},
+           {"updated_at", v.updated_at}};
+}
+
+void to_json(Json& j, const Resources& v) {
+  j = Json{{"cores", v.cores}, {"memory_gib", v.memory_gib}};
+}
+void from_json(const Json& j, Resources& v) {
+  v.cores = j.value("cores", 0.0);
+  v.memory_gib = j.value("memory_gib", 0.0);
+}
+
+void to_json(Json& j, const Capability& v) {
+  j = Json{{"metadata", v.meta}, {"name", v.name}, {"type", v.type}, {"score", v.score}};
+}
+
+void to_json(Json& j, const Cluster& v) {
+  j = Json{{"metadata", v.meta},           {"name", v.name},   {"driver_kind", v.driver_kind},
+           {"driver_config", v.driver_config}, {"state", v.state}, {"message", v.message}};
+}
+
+void to_json(Json& j, const LocalVolume& v) {
+  j = Json{{"mount_path", v.mount_path}, {"storage_class", v.storage_class},
+           {"capacity_gib", v.capacity_gib}};
+}
+void from_json(const Json& j, LocalVolume& v) {
+  v.mount_path = j.value("mount_path", "");
+  v.storage_class = j.value("storage_class", "");
+  v.capacity_gib = j.value("capacity_gib", 0.0);
+}
+
+void to_json(Json& j, const Node& v) {
+  j = Json{{"metadata", v.meta},
+           {"name", v.name},
+           {"cluster", v.cluster},
+           {"update_domain", v.update_domain},
+           {"total", v.total},
+           {"system_reserved", v.system_reserved},
+           {"remaining", v.remaining},
+           {"capabilities", v.capabilities},
+           {"local_volumes", v.local_volumes},
+           {"labels", v.labels},
+           {"state", v.state},
+           {"message", v.message}};
+}
+
+void to_json(Json& j, const CapabilityMatch& v) {
+  j = Json{{"type", v.type}, {"comparator", v.comparator}, {"names", v.names}};
+}
+void from_json(const Json& j, CapabilityMatch& v) {
+  v.type = j.value("type", "");
+  v.comparator = j.value("comparator", "");
+  v.names = j.value("names", std::vector<std::string>{});
+}
+
+void to_json(Json& j, const Port& v) { j = Json{{"protocol", v.protocol}, {"port", v.port}}; }
+void from_json(const Json& j, Port& v) {
+  v.protocol = j.value("protocol", "");
+  v.port = j.value("port", 0);
+}
+
+void to_json(Json& j, const PersistentVolume& v) {
+  j = Json{{"storage_class", v.storage_class}, {"capacity_gib", v.capacity_gib},
+           {"mount_path", v.mount_path}};
+}
+void from_json(const Json& j, PersistentVolume& v) {
+  v.storage_class = j.value("storage_class", "");
+  v.capacity_gib = j.value("capacity_gib", 0.0);
+  v.mount_path = j.value("mount_path", "");
+}
+
+void to_json(Json& j, const HealthCheck& v) {
+  j = Json{{"type", v.type},
+           {"port", v.port},
+           {"path", v.path},
+           {"command", v.command},
+           {"interval_seconds", v.interval_seconds},
+           {"timeout_seconds", v.timeout_seconds},
+           {"healthy_threshold", v.healthy_threshold},
+           {"unhealthy_threshold", v.unhealthy_threshold}};
+}
+void from_json(const Json& j, HealthCheck& v) {
+  HealthCheck d;
+  v.type = j.value("type", d.type);
+  v.port = j.value("port", d.port);
+  v.path = j.value("path", d.path);
+  v.command = j.value("command", d.command);
+  v.interval_seconds = j.value("interval_seconds", d.interval_seconds);
+  v.timeout_seconds = j.value("timeout_seconds", d.timeout_seconds);
+  v.healthy_threshold = j.value("healthy_threshold", d.healthy_threshold);
+  v.unhealthy_threshold = j.value("unhealthy_threshold", d.unhealthy_threshold);
+}
+
+void to_json(Json& j, const Application& v) {
+  j = Json{{"payload_name", v.payload_name},
+           {"resources", v.resources},
+           {"ports", v.ports},
+           {"persistent_volumes", v.persistent_volumes},
+           {"health_check", v.health_check ? Json(*v.health_check) : Json(nullptr)}};
+}
+void from_json(const Json& j, Application& v) {
+  v.payload_name = j.value("payload_name", "");
+  v.resources = j.value("resources", Resources{});
+  v.ports = j.value("ports", std::vector<Port>{});
+  v.persistent_volumes = j.value("persistent_volumes", std::vector<PersistentVolume>{});
+  if (j.contains("health_check") && j["health_check"].is_object()) {
+    v.health_check = j["health_check"].get<HealthCheck>();
+  } else {
+    v.health_check.reset();
+  }
+}
+
+void to_json(Json& j, const StrategyRef& v) {
+  j = Json{{"script", v.script}, {"params", v.params}};
+}
+void from_json(const Json& j, StrategyRef& v) {
+  v.script = j.value("script", kDefaultStrategy);
+  v.params = j.contains("params") ? j["params"] : Json::object();
+}
+
+void to_json(Json& j, const Plan& v) {
+  j = Json{{"metadata", v.meta},
+           {"name", v.name},
+           {"namespace", v.ns},
+           {"service_name", v.service_name},
+           {"matching_capabilities", v.matching_capabilities},
+           {"applications", v.applications},
+           {"strategy", v.strategy},
+           {"approval", Json{{"policies", v.approval_policies}}},
+           {"state", v.state},
+           {"message", v.message}};
+}
+
+void to_json(Json& j, const PayloadCoordinates& v) {
+  j = Json{{"payload_name", v.payload_name}, {"coordinates", v.coordinates}};
+}
+void from_json(const Json& j, PayloadCoordinates& v) {
+  v.payload_name = j.value("payload_name", "");
+  v.coordinates = j.contains("coordinates") ? j["coordinates"] : Json::object();
+}
+
+void to_json(Json& j, const Deployment& v) {
+  j = Json{{"metadata", v.meta},
+           {"plan", v.plan},
+           {"deployment_id", v.deployment_id},
+           {"payload_coordinates", v.payload_coordinates},
+           {"instance_count", v.instance_count},
+           {"strategy", v.strategy},
+           {"rollout_state", v.rollout_state},
+           {"signals", v.signals},
+           {"state", v.state},
+           {"message", v.message},
+           {"started_at", v.started_at},
+           {"completed_at", v.completed_at},
+           {"paused_seconds", v.paused_seconds},
+           {"paused_since", v.paused_since}};
+}
+
+void to_json(Json& j, const MetaInstance& v) {
+  j = Json{{"metadata", v.meta},           {"name", v.name},   {"plan", v.plan},
+           {"deployment_id", v.deployment_id}, {"state", v.state}, {"message", v.message}};
+}
+
+void to_json(Json& j, const RuntimeInstance& v) {
+  j = Json{{"metadata", v.meta},
+           {"meta_instance", v.meta_instance},
+           {"node", v.node},
+           {"is_active", v.is_active},
+           {"coordinates", v.coordinates},
+           {"reservation", v.reservation},
+           {"ports", v.ports},
+           {"volumes", v.volumes},
+           {"driver_handle", v.driver_handle},
+           {"health", Json{{"healthy", v.healthy}, {"ready_since", v.ready_since}}},
+           {"state", v.state},
+           {"message", v.message}};
+}
+
+void to_json(Json& j, const Operation& v) {
+  j = Json{{"metadata", v.meta},
+           {"meta_instance", v.meta_instance},
+           {"plan", v.plan},
+           {"type", v.type},
+           {"intent", v.intent},
+           {"requested_by", v.requested_by},
+           {"approved_by", v.approved_by},
+           {"decision", v.decision},
+           {"attempts", v.attempts},
+           {"next_attempt_at", v.next_attempt_at},
+           {"priority", v.priority},
+           {"target", v.target},
+           {"state", v.state},
+           {"message", v.message}};
+}
+
+void to_json(Json& j, const Event& v) {
+  j = Json{{"seq", v.seq},         {"at", v.at},     {"actor", v.actor},
+           {"kind", v.kind},       {"subject", v.subject}, {"data", v.data},
+           {"prev_hash", v.prev_hash}, {"hash", v.hash}};
+}
+
+void to_json(Json& j, const ScriptVersion& v) {
+  j = Json{{"id", v.id},         {"path", v.path},         {"kind", v.kind},
+           {"sha256", v.sha256}, {"loaded_at", v.loaded_at}, {"status", v.status},
+           {"error", v.error}};
+}
+
+void to_json(Json& j, const Decision& v) {
+  j = Json{{"id", v.id},
+           {"operation_id", v.operation_id},
+           {"policy", v.policy},
+           {"script_sha256", v.script_sha256},
+           {"verdict", v.verdict},
+           {"reasons", v.reasons},
+           {"duration_us", v.duration_us},
+           {"error_class", v.error_class},
+           {"at", v.at}};
+}
+
+}  // namespace tide::model

@@ -1,0 +1,284 @@
+#pragma once
+// The ledger's records (docs/architecture.md#records-and-states) as plain values. Everything that crosses a boundary
+// (ledger rows, API bodies, manifests, Lua snapshots) is one of these. JSON conversion
+// (to_json/from_json, snake_case keys) lives in records.cpp and is the API's wire shape.
+//
+// State names are the upper-case strings of docs/architecture.md#records-and-states; the legal moves between them are in
+// transitions.h, the only place that knows them.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tide::model {
+
+using Json = nlohmann::json;
+
+// Carried by every record. `generation` starts at 1 and is bumped by every change; an
+// update names the generation it read and fails with kConflict if it moved.
+struct Meta {
+  int64_t id = 0;
+  int64_t generation = 0;
+  std::string created_at;
+  std::string updated_at;
+};
+
+struct Resources {
+  double cores = 0;
+  double memory_gib = 0;
+};
+
+struct Capability {
+  Meta meta;
+  std::string name;
+  std::string type;  // "GPU", "CPU", ...
+  int64_t score = 0;  // higher is better within a type
+};
+
+struct Cluster {
+  Meta meta;
+  std::string name;
+  std::string driver_kind = "process";  // process | fault | ssh | lua:<script> | kubernetes
+  Json driver_config = Json::object();
+  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
+  std::string message;
+};
+
+struct LocalVolume {
+  std::string mount_path;
+  std::string storage_class;
+  double capacity_gib = 0;
+};
+
+struct Node {
+  Meta meta;
+  std::string name;
+  std::string cluster;  // cluster name; empty while UNALLOCATED
+  std::string update_domain;
+  Resources total;
+  Resources system_reserved;
+  std::vector<std::string> capabilities;  // capability names
+  std::vector<LocalVolume> local_volumes;
+  std::map<std::string, std::string> labels;
+  std::string state = "UNALLOCATED";
+  std::string message;
+  // Derived on read, never stored: total - system_reserved - reservations of runtime
+  // instances on this node that are not TERMINATED/FAILED.
+  Resources remaining;
+};
+
+// Canonical comparators: IN, NOT_IN, EQ, GTE, LTE.
+struct CapabilityMatch {
+  std::string type;
+  std::string comparator;
+  std::vector<std::string> names;
+};
+
+struct Port {
+  std::string protocol;  // TCP | UDP
+  int port = 0;
+};
+
+struct PersistentVolume {
+  std::string storage_class;
+  double capacity_gib = 0;
+  std::string mount_path;
+};
+
+// How the observer decides an instance is healthy (docs/architecture.md#health-checks).
+struct HealthCheck {
+  std::string type;  // http | tcp | exec
+  int port = 0;      // the declared port to probe (http/tcp)
+  std::string path = "/";
+  std::vector<std::string> command;  // exec
+  double interval_seconds = 5;
+  double timeout_seconds = 2;
+  int healthy_threshold = 1;
+  int unhealthy_threshold = 3;
+};
+
+struct Application {
+  std::string payload_name;
+  Resources resources;
+  std::vector<Port> ports;
+  std::vector<PersistentVolume> persistent_volumes;
+  std::optional<HealthCheck> health_check;
+};
+
+// The strategy a plan runs when it names none.
+inline constexpr char kDefaultStrategy[] = "rolling";
+
+struct StrategyRef {
+  std::string script = kDefaultStrategy;
+  Json params = Json::object();
+};
+
+struct Plan {
+  Meta meta;
+  std::string name;
+  std::string ns;  // "namespace" on the wire
+  std::string service_name;
+  std::vector<CapabilityMatch> matching_capabilities;
+  std::vector<Application> applications;
+  StrategyRef strategy;
+  std::vector<std::string> approval_policies;  // empty: every applicable policy
+  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
+  std::string message;
+};
+
+struct PayloadCoordinates {
+  std::string payload_name;
+  Json coordinates = Json::object();  // {image: ...} or {command: [...], env: {...}}
+};
+
+struct Deployment {
+  Meta meta;
+  std::string plan;
+  std::string deployment_id;
+  std::vector<PayloadCoordinates> payload_coordinates;
+  int64_t instance_count = 0;
+  Json strategy = nullptr;            // optional override: {script?, params?}
+  Json rollout_state = Json::object();  // owned by the strategy script
+  // Controls (Ledger::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed by the
+  // strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause) and
+  // "restore" (this deployment was re-opened after a newer one was rolled back or aborted).
+  Json signals = Json::object();
+  std::string state = "PENDING";
+  std::string message;
+  std::string started_at;     // first IN_PROGRESS; "" before
+  std::string completed_at;   // last COMPLETED; "" if it never completed
+  double paused_seconds = 0;  // closed PAUSED intervals
+  std::string paused_since;   // "" unless PAUSED now
+};
+
+struct MetaInstance {
+  Meta meta;
+  std::string name;  // <service>-<random>
+  std::string plan;
+  std::string deployment_id;  // the deployment it belongs to now
+  std::string state = "ACTIVE";
+  std::string message;
+};
+
+struct RuntimeInstance {
+  Meta meta;
+  std::string meta_instance;
+  std::string node;
+  bool is_active = true;
+  Json coordinates = Json::object();
+  Resources reservation;
+  Json ports = Json::object();    // {"tcp/80": 31080}
+  Json volumes = Json::array();
+  std::string driver_handle;
+  bool healthy = false;
+  std::string ready_since;
+  std::string state = "PENDING";
+  std::string message;
+};
+
+struct Operation {
+  Meta meta;
+  std::string meta_instance;
+  std::string plan;
+  std::string type;    // CREATE | UPDATE | RELOCATE | STOP | RESTART | DELETE
+  std::string intent;  // deployment id, or "user"
+  std::string requested_by;
+  std::string approved_by;
+  Json decision = nullptr;  // combined verdict and reasons
+  int64_t attempts = 0;
+  std::string next_attempt_at;
+  int64_t priority = 0;
+  // What the control loop keeps between steps: {"runtime_instance": id reserved at
+  // approval, "from_runtime_instance": id it replaces, "node", "coordinates"}.
+  Json target = Json::object();
+  std::string state = "PENDING";
+  std::string message;
+};
+
+// Append-only, hash-chained: hash = sha256(prev_hash | seq | at | actor | kind | subject | data).
+struct Event {
+  int64_t seq = 0;
+  std::string at;
+  std::string actor;
+  std::string kind;     // "node.created", "node.state", ...
+  std::string subject;  // "node/kind-worker"
+  Json data = Json::object();
+  std::string prev_hash;
+  std::string hash;
+};
+
+struct ScriptVersion {
+  int64_t id = 0;
+  std::string path;
+  std::string kind;  // policy | strategy | hook | lib
+  std::string sha256;
+  std::string loaded_at;
+  std::string status;  // active | failed | superseded | unloaded
+  std::string error;
+};
+
+struct Decision {
+  int64_t id = 0;
+  int64_t operation_id = 0;  // 0 for dry runs
+  std::string policy;
+  std::string script_sha256;
+  std::string verdict;  // approve | deny | manual | abstain
+  Json reasons = Json::array();
+  int64_t duration_us = 0;
+  std::string error_class;  // "", timeout, memory, runtime, load
+  std::string at;
+};
+
+struct ApiToken {
+  int64_t id = 0;
+  std::string name;
+  std::string role;  // viewer | operator | approver | admin
+  std::string created_at;
+};
+
+// What a deployment runs: the script its own strategy override names, else its plan's, else
+// kDefaultStrategy; and both layers of params, which the strategy engine lays over the script's
+// defaults (script ← plan ← deployment). `plan` is nullptr when the plan is not known.
+struct EffectiveStrategy {
+  std::string script;
+  Json plan_params = Json::object();
+  Json deployment_params = Json::object();
+};
+EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment);
+
+void to_json(Json& j, const Meta& v);
+void to_json(Json& j, const Resources& v);
+void from_json(const Json& j, Resources& v);
+void to_json(Json& j, const Capability& v);
+void to_json(Json& j, const Cluster& v);
+void to_json(Json& j, const LocalVolume& v);
+void from_json(const Json& j, LocalVolume& v);
+void to_json(Json& j, const Node& v);
+void to_json(Json& j, const CapabilityMatch& v);
+void from_json(const Json& j, CapabilityMatch& v);
+void to_json(Json& j, const Port& v);
+void from_json(const Json& j, Port& v);
+void to_json(Json& j, const PersistentVolume& v);
+void from_json(const Json& j, PersistentVolume& v);
+void to_json(Json& j, const HealthCheck& v);
+void from_json(const Json& j, HealthCheck& v);
+void to_json(Json& j, const Application& v);
+void from_json(const Json& j, Application& v);
+void to_json(Json& j, const StrategyRef& v);
+void from_json(const Json& j, StrategyRef& v);
+void to_json(Json& j, const Plan& v);
+void to_json(Json& j, const PayloadCoordinates& v);
+void from_json(const Json& j, PayloadCoordinates& v);
+void to_json(Json& j, const Deployment& v);
+void to_json(Json& j, const MetaInstance& v);
+void to_json(Json& j, const RuntimeInstance& v);
+void to_json(Json& j, const Operation& v);
+void to_json(Json& j, const Event& v);
+void to_json(Json& j, const ScriptVersion& v);
+void to_json(Json& j, const Decision& v);
+
+}  // namespace tide::model

@@ -1,0 +1,279 @@
+#include "host/lua/policy/policy_engine.h"
+#include <doctest/doctest.h>
+
+#include "host/core/sha256.h"
+#include "tests/lua/lua_test_util.h"
+
+using namespace tide;
+using namespace tide::lua;
+using namespace tide::lua::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Answers ctx.* with fixed values and remembers what it was asked.
+class FakeData final : public PolicyDataSource {
+ public:
+  Result<int64_t> inFlight(const Json& filter) override {
+    return remember("in_flight", filter, in_flight);
+  }
+  Result<int64_t> count(const Json& filter) override {
+    return remember("count", filter, count_value);
+  }
+  Result<int64_t> recentFailures(const Json& filter) override {
+    return remember("recent_failures", filter, failures);
+  }
+  Result<Json> instances(const std::string& plan) override {
+    asked.push_back({{"instances", plan}});
+    return Json::array(
+        {{{"name", plan + "-a"}, {"healthy", true}}, {{"name", plan + "-b"}, {"healthy", false}}});
+  }
+  Result<Json> node(const std::string& name) override {
+    asked.push_back({{"node", name}});
+    if (name == "broken") return Status::unavailable("ledger is down");
+    return Json{{"name", name}, {"update_domain", "ud-9"}};
+  }
+
+  int64_t in_flight = 0;
+  int64_t count_value = 0;
+  int64_t failures = 0;
+  std::vector<Json> asked;
+
+ private:
+  Result<int64_t> remember(const char* what, const Json& filter, int64_t value) {
+    asked.push_back({{what, filter}});
+    return value;
+  }
+};
+
+Json prodOp() {
+  return {{"type", "UPDATE"},
+          {"meta_instance", "web-1"},
+          {"plan", {{"name", "web"}, {"namespace", "prod-web"}}},
+          {"node", {{"name", "n1"}, {"update_domain", "ud-1"}}}};
+}
+
+const PolicyDecision* decisionOf(const Evaluation& e, const std::string& policy) {
+  for (const PolicyDecision& d : e.decisions) {
+    if (d.record.policy == policy) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("lua: a failing policy yields manual, never approve") {
+  LuaLimits limits;
+  limits.deadline = 20ms;
+  limits.memory_bytes = 8u << 20;
+  const std::vector<std::pair<std::string, std::string>> failures = {
+      {"runtime", "error('broken')"},
+      {"timeout", "(function() while true do end end)()"},
+      {"memory", "#string.rep('x', 64 * 1024 * 1024) > 0 and approve('big')"},
+      {"runtime", "nil"},  // no verdict
+      {"runtime", "{ verdict = 'maybe' }"},
+      {"runtime", "leaked_global"},
+  };
+  for (const auto& [error_class, body] : failures) {
+    CAPTURE(body);
+    RegistryFixture fx(limits);
+    writeFile(fx.policy("approver.lua"), simplePolicy("approver"));
+    writeFile(fx.policy("failing.lua"), simplePolicy("failing", body));
+    REQUIRE(fx.registry->reloadAll().failed == 0);
+    PolicyEngine engine(*fx.registry, fx.clock, {limits, Outcome::kPendingApproval});
+    FakeData data;
+    const Evaluation e = engine.evaluate(prodOp(), data);
+    CHECK(e.outcome == Outcome::kPendingApproval);
+    const PolicyDecision* failing = decisionOf(e, "failing");
+    REQUIRE(failing);
+    CHECK(failing->record.verdict == "manual");
+    CHECK(failing->record.error_class == error_class);
+    REQUIRE(failing->record.reasons.size() == 1);
+    CHECK(failing->record.reasons[0].get<std::string>().find("failing.lua") != std::string::npos);
+    // The engine's state keeps working for the next evaluation.
+    const Evaluation again = engine.evaluate(prodOp(), data);
+    CHECK(decisionOf(again, "approver")->record.verdict == "approve");
+  }
+}
+
+TEST_CASE("lua: a failing advisory policy is recorded but cannot block") {
+  RegistryFixture fx;
+  writeFile(fx.policy("approver.lua"), simplePolicy("approver"));
+  writeFile(fx.policy("advice.lua"), simplePolicy("advice", "error('oops')", "advisory"));
+  writeFile(fx.policy("opinion.lua"), simplePolicy("opinion", "deny('no')", "advisory"));
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  CHECK(e.outcome == Outcome::kApproved);
+  REQUIRE(e.decisions.size() == 3);
+  CHECK(decisionOf(e, "advice")->level == "advisory");
+  CHECK(decisionOf(e, "advice")->record.error_class == "runtime");
+  CHECK(decisionOf(e, "opinion")->record.verdict == "deny");
+}
+
+TEST_CASE("lua: decision records name the sha256 of the version that decided") {
+  RegistryFixture fx;
+  const std::string v1 = simplePolicy("gate", "approve('v1')");
+  const std::string v2 = simplePolicy("gate", "manual('v2')");
+  writeFile(fx.policy("gate.lua"), v1);
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  Evaluation e = engine.evaluate(prodOp(), data);
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.script_sha256 == sha256Hex(v1));
+  CHECK(e.decisions[0].record.reasons[0] == "v1");
+  CHECK(e.decisions[0].record.at == "2026-03-03T10:00:00.000Z");
+
+  writeFile(fx.policy("gate.lua"), v2);
+  fx.registry->reloadAll();
+  e = engine.evaluate(prodOp(), data);
+  CHECK(e.decisions[0].record.script_sha256 == sha256Hex(v2));
+  CHECK(e.decisions[0].record.verdict == "manual");
+  CHECK(e.outcome == Outcome::kPendingApproval);
+}
+
+TEST_CASE("lua: op and ctx are read-only inside decide") {
+  RegistryFixture fx;
+  writeFile(fx.policy("tamper.lua"), R"(
+    local function refused(write, expected)
+      local ok, err = pcall(write)
+      return not ok and string.find(err, expected, 1, true) ~= nil
+    end
+    return {
+      name = "tamper",
+      decide = function(op, ctx)
+        local all = refused(function() op.type = "CREATE" end, "attempt to modify read-only field 'type'")
+          and refused(function() op.plan.namespace = "dev" end, "attempt to modify read-only field 'namespace'")
+          and refused(function() op.node.labels.zone = "x" end, "attempt to modify read-only field 'zone'")
+          and refused(function() ctx.now = nil end, "attempt to modify read-only field 'now'")
+          and refused(function() ctx.log.info = print end, "attempt to modify read-only field 'info'")
+        if all and op.type == "UPDATE" then return approve("all writes refused") end
+        return deny("a write went through")
+      end,
+    })");
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  Json op = prodOp();
+  op["node"]["labels"] = {{"zone", "a"}};
+  const Evaluation e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kApproved);
+  CHECK(e.decisions[0].record.reasons[0] == "all writes refused");
+}
+
+TEST_CASE("lua: ctx reads the injected data source") {
+  RegistryFixture fx;
+  writeFile(fx.policy("reader.lua"), R"(
+    return {
+      name = "reader",
+      decide = function(op, ctx)
+        local now = ctx.now()
+        local instances = ctx.instances(op.plan.name)
+        local parts = {
+          ctx.in_flight({ plan = op.plan.name, update_domain = op.node.update_domain }),
+          ctx.count({ plan = op.plan.name, state = "PENDING" }),
+          ctx.recent_failures({ plan = op.plan.name }),
+          #instances, instances[1].name, tostring(instances[2].healthy),
+          ctx.node("n1").update_domain,
+          now.year, now.month, now.day, now.hour, now.wday, now.epoch,
+        }
+        ctx.log.info("decided", { plan = op.plan.name })
+        return approve(table.concat(parts, " "))
+      end,
+    })");
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  data.in_flight = 2;
+  data.count_value = 5;
+  data.failures = 1;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.reasons[0] == "2 5 1 2 web-a false ud-9 2026 3 3 10 3 1772532000");
+  REQUIRE(data.asked.size() == 5);
+  CHECK(data.asked[0] == Json{{"instances", "web"}});
+  CHECK(data.asked[1] == Json{{"in_flight", {{"plan", "web"}, {"update_domain", "ud-1"}}}});
+  CHECK(data.asked[3] == Json{{"recent_failures", {{"plan", "web"}, {"seconds", 3600}}}});
+  REQUIRE(e.logs.size() == 1);
+  CHECK(e.logs[0].message == "decided");
+  CHECK(e.logs[0].fields == Json{{"plan", "web"}});
+}
+
+TEST_CASE("lua: ctx errors fail closed and unknown filter fields are refused") {
+  RegistryFixture fx;
+  writeFile(fx.policy("down.lua"), simplePolicy("down", "ctx.node('broken') and approve('x')"));
+  writeFile(
+      fx.policy("typo.lua"),
+      simplePolicy("typo", "ctx.in_flight({ plan = 'web', zone = 'a' }) == 0 and approve('x')"));
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(decisionOf(e, "down")->record.reasons[0].get<std::string>().find("ledger is down") !=
+        std::string::npos);
+  CHECK(decisionOf(e, "typo")->record.reasons[0].get<std::string>().find(
+            "unknown filter field 'zone'") != std::string::npos);
+}
+
+TEST_CASE("lua: a plan's approval.policies list selects the policies that apply") {
+  RegistryFixture fx;
+  writeFile(fx.policy("a.lua"), simplePolicy("a", "deny('a says no')"));
+  writeFile(fx.policy("b.lua"), simplePolicy("b", "approve('b says yes')"));
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+
+  Json op = prodOp();
+  CHECK(engine.evaluate(op, data).outcome == Outcome::kRejected);
+
+  op["plan"]["approval"] = {{"policies", {"b"}}};
+  Evaluation e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kApproved);
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.policy == "b");
+
+  op["plan"]["approval"] = {{"policies", {"b", "missing"}}};
+  e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(decisionOf(e, "missing")->record.error_class == "load");
+}
+
+TEST_CASE("lua: applies() filters policies and the default decides when nobody approves") {
+  RegistryFixture fx;
+  writeFile(fx.policy("only_dev.lua"), R"(
+    return {
+      name = "only-dev",
+      applies = function(op) return op.plan.namespace == "dev" end,
+      decide = function(op, ctx) return approve("dev") end,
+    })");
+  fx.registry->reloadAll();
+  FakeData data;
+  PolicyEngine manual_default(*fx.registry, fx.clock);
+  Evaluation e = manual_default.evaluate(prodOp(), data);
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(e.decisions.empty());
+
+  PolicyEngine deny_default(*fx.registry, fx.clock, {LuaLimits{}, Outcome::kRejected});
+  CHECK(deny_default.evaluate(prodOp(), data).outcome == Outcome::kRejected);
+
+  Json dev = prodOp();
+  dev["plan"]["namespace"] = "dev";
+  CHECK(deny_default.evaluate(dev, data).outcome == Outcome::kApproved);
+}
+
+TEST_CASE("lua: an evaluation serialises to the dry-run JSON shape") {
+  RegistryFixture fx;
+  writeFile(fx.policy("gate.lua"), simplePolicy("gate", "manual('look first')", "soft"));
+  fx.registry->reloadAll();
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  const Json j = engine.evaluate(prodOp(), data);
+  CHECK(j["outcome"] == "PENDING_APPROVAL");
+  CHECK(j["decisions"][0]["policy"] == "gate");
+  CHECK(j["decisions"][0]["level"] == "soft");
+  CHECK(j["decisions"][0]["verdict"] == "manual");
+  CHECK(j["decisions"][0]["reasons"] == Json::array({"look first"}));
+}
