@@ -196,54 +196,26 @@ end
 
 -- ---- Test fixtures ----
 
-local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
-
--- A ready instance of `deployment` named `name`; `extra` overrides fields.
-local function instance(name, deployment, extra)
-  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
-              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
-end
-
--- web-n<id> of the rolling-out deployment-2 (the preview), web-o<id> of deployment-1.
-local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
-local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
-
-local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
-                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
+local fixtures = tide.lib.rollout_fixtures
+local NOW, new, old, STARTING = fixtures.NOW, fixtures.new, fixtures.old, fixtures.STARTING
 
 local OLD = { old(1), old(2), old(3) }
 local PREVIEW = { new(1), new(2), new(3) }
 
--- A rollout of deployment-2 over deployment-1 with 3 instances; `fields` are added to it.
+-- A rollout of deployment-2 (the preview) over deployment-1 with 3 instances; `fields` are
+-- added to it.
 local function rollout_of(fields)
-  local t = { count = 3, deployment = { id = "deployment-2", count = 3, progress_seconds = 30 },
-              previous = { id = "deployment-1", count = 3 } }
-  for k, v in pairs(fields) do
-    t[k] = v
-  end
-  return t
+  return fixtures.rollout_of(3, fields)
 end
 
 -- The state of a rollout bringing up its preview, of one whose preview is ready, and of one
 -- switched `ago` seconds ago.
 local function previewing(extra)
-  local t = { step = 1, started = 0, weights = ALL_OLD }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
+  return fixtures.with({ step = 1, started = 0, weights = ALL_OLD }, extra)
 end
 
 local function previewed(extra)
-  local t = previewing({ step = 2, preview_ready_at = NOW })
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
+  return previewing(fixtures.with({ step = 2, preview_ready_at = NOW }, extra))
 end
 
 -- deployment-1 (the blue web-o*) re-opened after deployment-2 (the green web-n*) was undone.

@@ -212,36 +212,14 @@ end
 
 -- ---- Test fixtures ----
 
-local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
+local fixtures = tide.lib.rollout_fixtures
+local NOW, new, old = fixtures.NOW, fixtures.new, fixtures.old
+local STARTING, DELETING = fixtures.STARTING, fixtures.DELETING
 local ALL_NEW = { new = 100, old = 0 }
-
--- A ready instance of `deployment` named `name`; `extra` overrides fields.
-local function instance(name, deployment, extra)
-  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
-              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
-end
-
--- web-n<id> of the rolling-out deployment-2, web-o<id> of deployment-1.
-local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
-local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
-
-local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
-                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
-
-local DELETING = { operation = { id = 8, type = "DELETE", state = "RUNNING" } }
 
 -- A rollout of deployment-2 over deployment-1 with 4 instances; `fields` are added to it.
 local function rollout_of(fields)
-  local t = { count = 4, deployment = { id = "deployment-2", count = 4, progress_seconds = 30 },
-              previous = { id = "deployment-1", count = 4 } }
-  for k, v in pairs(fields) do
-    t[k] = v
-  end
-  return t
+  return fixtures.rollout_of(4, fields)
 end
 
 local OLD4 = { old(1), old(2), old(3), old(4) }
@@ -303,6 +281,12 @@ return {
       expect = { route(ALL_NEW), complete("promoted") },
     },
     {
+      name = "a failure in the first deployment fails it: there is nothing to roll back to",
+      r = { count = 2, deployment = { id = "deployment-1" },
+            new = { new(1), new(2, { state = "FAILED", healthy = false }) } },
+      expect = { fail("web-n2 FAILED") },
+    },
+    {
       name = "step 1 creates its canary beside the old instances",
       r = rollout_of({ old = OLD4 }),
       expect = { create(1) },
@@ -314,6 +298,12 @@ return {
                        state = { step = 1, step_started = 0 } }),
       expect = {},
       expect_state = { waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "a new instance being deleted does not count toward the step",
+      r = rollout_of({ old = OLD4, new = { new(1, DELETING) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { create(1) },
     },
     {
       name = "a canary with no node to go to makes room by replacing an old instance",
@@ -350,7 +340,7 @@ return {
     },
     {
       name = "instances of a superseded rollout go before those of the last completed one",
-      r = rollout_of({ old = { old(1), old(2), instance("web-x1", "deployment-1b"), old(4) },
+      r = rollout_of({ old = { old(1), old(2), fixtures.instance("web-x1", "deployment-1b"), old(4) },
                        new = { new(1) }, state = { step = 1, step_started = 0 } }),
       expect = { delete({ "web-x1" }), route({ new = 10, old = 90 }) },
     },
@@ -548,6 +538,16 @@ return {
                            state = "FAILED", message = "crashed", intent = "deployment-3" } }) },
                        state = { restored_from = "deployment-3", weights = ALL_NEW } }),
       expect = { update({ "web-o4" }) },
+    },
+    {
+      name = "a failed operation of the restore itself routes all traffic here and fails it",
+      r = rollout_of({ restore = { from = "deployment-3", kind = "rollback", at = NOW },
+                       new = { new(1), new(2, { last_operation = { id = 7, type = "UPDATE",
+                         state = "FAILED", message = "no node", intent = "deployment-2" } }) },
+                       old = { old(3, { deployment_id = "deployment-3" }) },
+                       state = { step = 2, steps = 3, weights = { new = 50, old = 50 } } }),
+      expect = { route(ALL_NEW), fail("UPDATE of web-n2 FAILED: no node") },
+      expect_state = { restored_from = "deployment-3" },
     },
     {
       name = "a restore completes with count new instances ready, the host names it",
