@@ -417,6 +417,12 @@ return {
       expect = { route(ALL_OLD), rollback("web-n3 FAILED") },
     },
     {
+      name = "with the old set gone, a failure after the switch just rolls back",
+      r = rollout_of({ new = { new(1), new(2), new(3, { state = "FAILED", healthy = false }) },
+                       state = switched(60) }),
+      expect = { rollback("web-n3 FAILED") },
+    },
+    {
       name = "promote_full waits for the preview, skipping analyses and delays",
       r = rollout_of({ old = OLD, new = { new(1), new(2, STARTING) },
                        signals = { promote_full = true },
