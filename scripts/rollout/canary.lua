@@ -29,7 +29,7 @@
 -- analysis_reason; restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
-local progress, seconds, clock, plural = rollout.progress, rollout.seconds, rollout.clock, rollout.plural
+local progress, clock, plural = rollout.progress, rollout.clock, rollout.plural
 local act = rollout.with_verbs({ create = create, update = update, delete = delete, route = route,
                                  complete = complete, fail = fail, rollback = rollback })
 
