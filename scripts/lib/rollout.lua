@@ -16,9 +16,15 @@
 --   rollout.deleting(inst)              --> true when a DELETE is under way for it
 --   rollout.ready_for(list, seconds)    --> the ready items, ready for at least `seconds`
 --   rollout.concat(a, b)                --> a new list of a's items, then b's
+--   rollout.staying(list)               --> the items not being deleted
+--   rollout.idle(list)                  --> the items with no operation in flight
 --   rollout.ours(r, inst)               --> whether inst's last operation belongs to this rollout
+--   rollout.failed_operation(r)         --> "CREATE of web-b FAILED: ..." for the first operation
+--                                           of this rollout that FAILED or was REJECTED, or nil
 --   rollout.failure(r)                  --> why this rollout failed ("CREATE of web-b FAILED:
 --                                           ...", "web-b FAILED"), or nil
+--   rollout.past_deadline(r, where)     --> "progress deadline exceeded: ..." once progress_seconds
+--                                           exceed the progress_deadline_seconds param, or nil
 --   rollout.converge(r[, opts])         --> the fast way to exactly r.count ready new instances
 --                                           and no old ones: { create, update, delete, ready,
 --                                           done }, see below
@@ -26,6 +32,11 @@
 --   rollout.analyze(r, name, ctx)       --> "pass" | "fail" | "inconclusive", reason: runs
 --                                           tide.lib.analysis[name]; an error or another
 --                                           answer is inconclusive
+--
+--   rollout.with_verbs(verbs)           --> the pieces the shipped strategies share that return
+--                                           actions, built with the strategy's own verbs (a lib
+--                                           has none): route_to, failed, converge, restore,
+--                                           without_steps, health_gate; see with_verbs below
 --
 -- Lists handed in are never changed (r's lists are read-only); results are new plain lists
 -- holding the same instance tables, so they can go straight to update(...) or delete(...).
@@ -157,6 +168,16 @@ local function deleting(inst)
   return inst.operation ~= nil and inst.operation.type == "DELETE"
 end
 
+-- An instance being deleted no longer counts for a rollout.
+local function staying(list)
+  return filter(list, function(inst) return not deleting(inst) end)
+end
+
+-- Only an instance with nothing in flight can be given an operation.
+local function idle(list)
+  return filter(list, function(inst) return not in_flight(inst) end)
+end
+
 local function ready_for(list, seconds)
   return filter(list, function(inst)
     return ready(inst) and (inst.ready_seconds or 0) >= seconds
@@ -183,13 +204,24 @@ local function ours(r, inst)
   return inst.version == "new" or inst.deployment_id == r.deployment.id
 end
 
-local function failure(r)
+-- "UPDATE of web-a FAILED: image not found" for the first operation of this rollout that
+-- FAILED or was REJECTED (on an instance with nothing in flight since), or nil.
+local function failed_operation(r)
   for _, inst in ipairs(r.instances) do
     local op = inst.last_operation
     if op and (op.state == "FAILED" or op.state == "REJECTED") and not in_flight(inst)
         and ours(r, inst) then
       return string.format("%s of %s %s: %s", op.type, inst.name, op.state, op.message or "")
     end
+  end
+  return nil
+end
+
+-- A failed operation of this rollout, else (not in a restore) a new instance that FAILED.
+local function failure(r)
+  local operation = failed_operation(r)
+  if operation then
+    return operation
   end
   if not r.restore then
     for _, inst in ipairs(r.new) do
@@ -214,21 +246,15 @@ end
 -- (unhealthiest first) rather than from new ones created beside them.
 local function converge(r, opts)
   opts = opts or {}
-  local staying = filter(r.new, function(inst)
-    return not deleting(inst) and inst.state ~= "FAILED"
-  end)
-  local doomed = filter(r.new, function(inst)
-    return inst.state == "FAILED" and not in_flight(inst)
-  end)
-  local excess = #staying - r.count
+  local kept = filter(staying(r.new), function(inst) return inst.state ~= "FAILED" end)
+  local doomed = filter(idle(r.new), function(inst) return inst.state == "FAILED" end)
+  local excess = #kept - r.count
   if excess > 0 then
-    local idle = filter(staying, function(inst) return not in_flight(inst) end)
-    doomed = concat(doomed, take_unhealthiest(idle, excess))
+    doomed = concat(doomed, take_unhealthiest(idle(kept), excess))
   end
-  local plan = { create = 0, update = {}, ready = #filter(staying, ready) }
-  local missing = r.count - #staying
-  local idle_old = filter(r.old, function(inst) return not in_flight(inst) end)
-  for _, inst in ipairs(unhealthiest_first(idle_old)) do
+  local plan = { create = 0, update = {}, ready = #filter(kept, ready) }
+  local missing = r.count - #kept
+  for _, inst in ipairs(unhealthiest_first(idle(r.old))) do
     if opts.keep_old then
       break
     elseif opts.in_place and missing > 0 then
@@ -290,6 +316,18 @@ local function plural(n, noun)
   return string.format("%d %s%s", n, noun, n == 1 and "" or "s")
 end
 
+-- "progress deadline exceeded: 601 s in progress at step 2 of 3 (50% new)
+-- (progress_deadline_seconds = 600)" once progress_seconds exceed the strategy's
+-- progress_deadline_seconds param, else nil. `where` says where the rollout stands.
+local function past_deadline(r, where)
+  local limit = r.params.progress_deadline_seconds
+  if progress(r) <= limit then
+    return nil
+  end
+  return string.format("progress deadline exceeded: %d s in progress %s "
+    .. "(progress_deadline_seconds = %d)", seconds(progress(r)), where, seconds(limit))
+end
+
 -- Records `weights` as the ones routed (r.state.weights) and says whether they differ from
 -- the last ones, i.e. whether to route(weights) now.
 local function note_weights(r, weights)
@@ -333,6 +371,133 @@ local function analyze(r, name, ctx)
   return verdict, tostring(reason or verdict)
 end
 
+local ALL_NEW = { new = 100, old = 0 }
+
+-- The pieces the shipped strategies share that return actions. A lib has no verbs, so a
+-- strategy hands in its own once, at the top of its file:
+--
+--   local act = rollout.with_verbs({ create = create, update = update, delete = delete,
+--     route = route, complete = complete, fail = fail, rollback = rollback })
+--
+-- Each piece keeps r.state.weights (the last routed) and r.state.waiting_for current, and
+-- reads the strategy's params of these names: auto_rollback, min_ready_seconds,
+-- health_timeout_seconds.
+local function with_verbs(verbs)
+  local act = {}
+
+  -- Adds route(weights) to `actions` unless those are the weights routed last; returns
+  -- `actions`.
+  function act.route_to(r, actions, weights)
+    if note_weights(r, weights) then
+      actions[#actions + 1] = verbs.route(weights)
+    end
+    return actions
+  end
+
+  -- The rollout failed: rollback(reason) with the auto_rollback param, else fail(reason).
+  -- With `back` (weights), while old instances remain, the traffic is routed back to them
+  -- first (blue_green after its switch).
+  function act.failed(r, reason, back)
+    local actions = {}
+    if back and #r.old > 0 then
+      act.route_to(r, actions, back)
+    end
+    r.state.waiting_for = nil
+    actions[#actions + 1] = r.params.auto_rollback and verbs.rollback(reason) or verbs.fail(reason)
+    return actions
+  end
+
+  -- The actions of converge(r, opts), and the plan: all traffic to the new version at once
+  -- in a restore, otherwise once count new instances are ready (when the old ones go);
+  -- complete(message) when the plan is done.
+  function act.converge(r, opts, message)
+    local plan = converge(r, opts)
+    local actions = {
+      verbs.create(plan.create), verbs.update(plan.update), verbs.delete(plan.delete),
+    }
+    if r.restore or plan.ready == r.count then
+      act.route_to(r, actions, ALL_NEW)
+    end
+    if plan.done then
+      r.state.waiting_for = nil
+      actions[#actions + 1] = verbs.complete(message)
+    elseif #r.old > 0 and plan.ready == r.count then
+      r.state.waiting_for = string.format("%s to be removed", plural(#r.old, "old instance"))
+    else
+      r.state.waiting_for = string.format("%d of %d new instances to be ready", plan.ready, r.count)
+    end
+    return actions, plan
+  end
+
+  -- A pass of a restore (r.restore set): no steps; the router, which served the undone
+  -- rollout, is routed again once per restore (r.state.restored_from); a failure of the
+  -- restore itself routes all traffic here and fails (there is nothing to roll back to);
+  -- otherwise act.converge(r, opts). Returns the actions, and the converge plan (nil after
+  -- a failure).
+  function act.restore(r, opts)
+    local s = r.state
+    if s.restored_from ~= r.restore.from then
+      s.restored_from = r.restore.from
+      s.weights = nil
+    end
+    s.step, s.steps = nil, nil
+    local why = failure(r)
+    if why then
+      local actions = act.route_to(r, {}, ALL_NEW)
+      actions[#actions + 1] = verbs.fail(why)
+      return actions, nil
+    end
+    return act.converge(r, opts)
+  end
+
+  -- The passes that take no steps, or nil: params that do not fit (`problem`, a
+  -- "params.<name>: ..." reason) fail the rollout; a plan's first deployment (no previous
+  -- deployment, no old instances) converges at once and completes as "promoted", or fails
+  -- on a failure (there is nothing to roll back to).
+  function act.without_steps(r, problem)
+    if problem then
+      return { verbs.fail(problem) }
+    end
+    if r.previous ~= nil or #r.old > 0 then
+      return nil
+    end
+    local why = failure(r)
+    if why then
+      return { verbs.fail(why) }
+    end
+    return act.converge(r, nil, "promoted")
+  end
+
+  -- The health gate of `wanted` new instances: the missing ones are created (instances
+  -- being deleted do not count), and it opens once `wanted` have been ready for
+  -- min_ready_seconds. Returns true when open. Closed, it returns false after setting
+  -- waiting_for ("1 new instance to be ready for 5 s"), or false and act.failed's actions
+  -- once it has been closed for more than health_timeout_seconds of progress since `since`
+  -- ("<where>: 0 of 1 new instances ready after 130 s (health_timeout_seconds = 120)").
+  function act.health_gate(r, actions, wanted, since, where)
+    local params = r.params
+    local new = staying(r.new)
+    if #new < wanted then
+      actions[#actions + 1] = verbs.create(wanted - #new)
+    end
+    local ready = #ready_for(new, params.min_ready_seconds)
+    if ready >= wanted then
+      return true
+    end
+    local spent = progress(r) - since
+    if spent > params.health_timeout_seconds then
+      return false, act.failed(r, string.format("%s: %d of %d new instances ready after %d s "
+        .. "(health_timeout_seconds = %d)", where, ready, wanted, seconds(spent),
+        seconds(params.health_timeout_seconds)))
+    end
+    r.state.waiting_for = string.format("%s to be ready for %d s",
+      plural(wanted - ready, "new instance"), seconds(params.min_ready_seconds))
+    return false
+  end
+
+  return act
+end
+
 return {
   ready = ready,
   in_flight = in_flight,
@@ -347,10 +512,14 @@ return {
   take_healthiest = take_healthiest,
   take_for_removal = take_for_removal,
   deleting = deleting,
+  staying = staying,
+  idle = idle,
   ready_for = ready_for,
   concat = concat,
   ours = ours,
+  failed_operation = failed_operation,
   failure = failure,
+  past_deadline = past_deadline,
   converge = converge,
   check_analysis = check_analysis,
   analyze = analyze,
@@ -362,4 +531,5 @@ return {
   note_weights = note_weights,
   parse_steps = parse_steps,
   step_count = step_count,
+  with_verbs = with_verbs,
 }

@@ -30,7 +30,9 @@
 -- switched_at, restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
-local progress, seconds, clock, plural = rollout.progress, rollout.seconds, rollout.clock, rollout.plural
+local progress, clock = rollout.progress, rollout.clock
+local act = rollout.with_verbs({ create = create, update = update, delete = delete, route = route,
+                                 complete = complete, fail = fail, rollback = rollback })
 
 local ALL_NEW = { new = 100, old = 0 }
 local ALL_OLD = { new = 0, old = 100 }
@@ -48,71 +50,25 @@ local function parse_auto_promotion(text)
     .. "\"after N s\" (like \"after 30s\"), got \"%s\"", tostring(text))
 end
 
--- route(weights) unless they are the ones routed last.
-local function route_to(r, actions, weights)
-  if rollout.note_weights(r, weights) then
-    actions[#actions + 1] = route(weights)
-  end
-end
-
 -- After the switch, the old set (while it is there) takes the traffic back first.
 local function failed(r, reason)
-  local actions = {}
-  if r.state.switched_at and #r.old > 0 then
-    route_to(r, actions, ALL_OLD)
-  end
-  r.state.waiting_for = nil
-  actions[#actions + 1] = r.params.auto_rollback and rollback(reason) or fail(reason)
-  return actions
+  return act.failed(r, reason, r.state.switched_at and ALL_OLD)
 end
 
--- The converge plan's actions; all traffic to the new set once count new instances are
--- ready (when the old set is deleted); `message` completes.
-local function converge(r, opts, message)
-  local plan = rollout.converge(r, opts)
-  local actions = { create(plan.create), update(plan.update), delete(plan.delete) }
-  if r.restore or plan.ready == r.count then
-    route_to(r, actions, ALL_NEW)
-  end
-  if plan.done then
-    r.state.waiting_for = nil
-    actions[#actions + 1] = complete(message)
-  elseif #r.old > 0 and plan.ready == r.count then
-    r.state.waiting_for = string.format("%s to be removed", plural(#r.old, "old instance"))
-  else
-    r.state.waiting_for = string.format("%d of %d new instances to be ready", plan.ready, r.count)
-  end
-  return actions
-end
-
+-- After an abort the preview stays abort_scale_down_delay_seconds, for a look.
 local function restore(r)
-  local s = r.state
-  if s.restored_from ~= r.restore.from then
-    s.restored_from = r.restore.from
-    s.weights = nil    -- the router serves the undone rollout: route again
-  end
-  s.step, s.steps = nil, nil
-  local failure = rollout.failure(r)
-  if failure then
-    local actions = {}
-    route_to(r, actions, ALL_NEW)
-    actions[#actions + 1] = fail(failure)
-    return actions
-  end
   local keep_until = (r.restore.at or r.now) + r.params.abort_scale_down_delay_seconds
-  if r.restore.kind == "abort" and r.now < keep_until then
-    local actions = converge(r, { keep_old = true })
-    if #r.old > 0 then
-      s.waiting_for = "the aborted preview to be removed at " .. clock(keep_until)
-    end
-    return actions
+  local keep = r.restore.kind == "abort" and r.now < keep_until
+  local actions, plan = act.restore(r, { keep_old = keep })
+  if plan and keep and #r.old > 0 then
+    r.state.waiting_for = "the aborted preview to be removed at " .. clock(keep_until)
   end
-  return converge(r)
+  return actions
 end
 
 local function switch(r, actions)
   local s = r.state
-  route_to(r, actions, ALL_NEW)
+  act.route_to(r, actions, ALL_NEW)
   s.step, s.switched_at = 3, r.now
   s.waiting_for = r.params.post_promotion_analysis ~= "none" and "post-promotion analysis"
     or "the old set to be removed at " .. clock(r.now + r.params.scale_down_delay_seconds)
@@ -124,23 +80,13 @@ local function before_switch(r, mode, wait)
   local s, params = r.state, r.params
   local actions = {}
   if s.weights == nil and #r.old > 0 then
-    route_to(r, actions, ALL_OLD)
+    act.route_to(r, actions, ALL_OLD)
   end
   s.step = 1
-  local staying = rollout.filter(r.new, function(inst) return not rollout.deleting(inst) end)
-  if #staying < r.count then
-    actions[#actions + 1] = create(r.count - #staying)
-  end
-  local ready = #rollout.ready_for(staying, params.min_ready_seconds)
-  if ready < r.count then
-    local spent = progress(r) - s.started
-    if spent > params.health_timeout_seconds then
-      return failed(r, string.format("preview: %d of %d new instances ready after %d s "
-        .. "(health_timeout_seconds = %d)", ready, r.count, seconds(spent),
-        seconds(params.health_timeout_seconds)))
-    end
-    s.waiting_for = string.format("%s to be ready for %d s",
-      plural(r.count - ready, "new instance"), seconds(params.min_ready_seconds))
+  local open, failure = act.health_gate(r, actions, r.count, s.started, "preview")
+  if failure then
+    return failure
+  elseif not open then
     return actions
   end
   s.preview_ready_at = s.preview_ready_at or r.now
@@ -203,7 +149,7 @@ local function after_switch(r)
     s.waiting_for = "the old set to be removed at " .. clock(scale_down_at)
     return actions
   end
-  return converge(r, nil, "promoted")
+  return act.converge(r, nil, "promoted")
 end
 
 local function reconcile(r)
@@ -214,15 +160,9 @@ local function reconcile(r)
   problem = problem or rollout.check_analysis("pre_promotion_analysis",
                                               r.params.pre_promotion_analysis)
     or rollout.check_analysis("post_promotion_analysis", r.params.post_promotion_analysis)
-  if problem then
-    return { fail(problem) }
-  end
-  if r.previous == nil and #r.old == 0 then
-    local failure = rollout.failure(r)
-    if failure then
-      return { fail(failure) }    -- there is nothing to roll back to
-    end
-    return converge(r, nil, "promoted")
+  local unstepped = act.without_steps(r, problem)
+  if unstepped then
+    return unstepped
   end
 
   local s = r.state
@@ -235,17 +175,14 @@ local function reconcile(r)
     s.promoted = true
   end
 
+  -- The progress deadline counts until the switch; after it, every wait is timed here.
   local failure = rollout.failure(r)
+    or (not s.switched_at and rollout.past_deadline(r, "before the switch"))
   if failure then
     return failed(r, failure)
   end
-  if not s.switched_at and progress(r) > r.params.progress_deadline_seconds then
-    return failed(r, string.format("progress deadline exceeded: %d s in progress before the "
-      .. "switch (progress_deadline_seconds = %d)", seconds(progress(r)),
-      seconds(r.params.progress_deadline_seconds)))
-  end
   if s.promoted_full then
-    local actions = converge(r, nil, "fast-promoted")
+    local actions = act.converge(r, nil, "fast-promoted")
     if s.weights and s.weights.new == 100 then
       s.step, s.switched_at = 3, s.switched_at or r.now
     end
@@ -259,54 +196,26 @@ end
 
 -- ---- Test fixtures ----
 
-local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
-
--- A ready instance of `deployment` named `name`; `extra` overrides fields.
-local function instance(name, deployment, extra)
-  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
-              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
-end
-
--- web-n<id> of the rolling-out deployment-2 (the preview), web-o<id> of deployment-1.
-local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
-local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
-
-local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
-                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
+local fixtures = tide.lib.rollout_fixtures
+local NOW, new, old, STARTING = fixtures.NOW, fixtures.new, fixtures.old, fixtures.STARTING
 
 local OLD = { old(1), old(2), old(3) }
 local PREVIEW = { new(1), new(2), new(3) }
 
--- A rollout of deployment-2 over deployment-1 with 3 instances; `fields` are added to it.
+-- A rollout of deployment-2 (the preview) over deployment-1 with 3 instances; `fields` are
+-- added to it.
 local function rollout_of(fields)
-  local t = { count = 3, deployment = { id = "deployment-2", count = 3, progress_seconds = 30 },
-              previous = { id = "deployment-1", count = 3 } }
-  for k, v in pairs(fields) do
-    t[k] = v
-  end
-  return t
+  return fixtures.rollout_of(3, fields)
 end
 
 -- The state of a rollout bringing up its preview, of one whose preview is ready, and of one
 -- switched `ago` seconds ago.
 local function previewing(extra)
-  local t = { step = 1, started = 0, weights = ALL_OLD }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
+  return fixtures.with({ step = 1, started = 0, weights = ALL_OLD }, extra)
 end
 
 local function previewed(extra)
-  local t = previewing({ step = 2, preview_ready_at = NOW })
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
+  return previewing(fixtures.with({ step = 2, preview_ready_at = NOW }, extra))
 end
 
 -- deployment-1 (the blue web-o*) re-opened after deployment-2 (the green web-n*) was undone.
@@ -506,6 +415,12 @@ return {
                        new = { new(1), new(2), new(3, { state = "FAILED", healthy = false }) },
                        state = switched(10) }),
       expect = { route(ALL_OLD), rollback("web-n3 FAILED") },
+    },
+    {
+      name = "with the old set gone, a failure after the switch just rolls back",
+      r = rollout_of({ new = { new(1), new(2), new(3, { state = "FAILED", healthy = false }) },
+                       state = switched(60) }),
+      expect = { rollback("web-n3 FAILED") },
     },
     {
       name = "promote_full waits for the preview, skipping analyses and delays",

@@ -29,60 +29,9 @@
 -- analysis_reason; restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
-local progress, seconds, clock, plural = rollout.progress, rollout.seconds, rollout.clock, rollout.plural
-
-local ALL_NEW = { new = 100, old = 0 }
-
--- route(weights) unless they are the ones routed last.
-local function route_to(r, actions, weights)
-  if rollout.note_weights(r, weights) then
-    actions[#actions + 1] = route(weights)
-  end
-end
-
-local function failed(r, reason)
-  r.state.waiting_for = nil
-  if r.params.auto_rollback then
-    return { rollback(reason) }
-  end
-  return { fail(reason) }
-end
-
--- A restore, a first deployment, a full promotion: the converge plan's actions; all traffic
--- to the new version once count new instances are ready (when the old ones are deleted) or
--- at once in a restore; `message` completes.
-local function converge(r, opts, message)
-  local plan = rollout.converge(r, opts)
-  local actions = { create(plan.create), update(plan.update), delete(plan.delete) }
-  if r.restore or plan.ready == r.count then
-    route_to(r, actions, ALL_NEW)
-  end
-  if plan.done then
-    r.state.waiting_for = nil
-    actions[#actions + 1] = complete(message)
-  elseif #r.old > 0 and plan.ready == r.count then
-    r.state.waiting_for = string.format("%s to be removed", plural(#r.old, "old instance"))
-  else
-    r.state.waiting_for = string.format("%d of %d new instances to be ready", plan.ready, r.count)
-  end
-  return actions
-end
-
-local function restore(r)
-  if r.state.restored_from ~= r.restore.from then
-    r.state.restored_from = r.restore.from
-    r.state.weights = nil    -- the router serves the undone rollout: route again
-  end
-  r.state.step, r.state.steps = nil, nil
-  local failure = rollout.failure(r)
-  if failure then
-    local actions = {}
-    route_to(r, actions, ALL_NEW)
-    actions[#actions + 1] = fail(failure)
-    return actions
-  end
-  return converge(r, { in_place = true })
-end
+local progress, clock, plural = rollout.progress, rollout.clock, rollout.plural
+local act = rollout.with_verbs({ create = create, update = update, delete = delete, route = route,
+                                 complete = complete, fail = fail, rollback = rollback })
 
 local function begin_step(r, step)
   local s = r.state
@@ -112,7 +61,7 @@ local function analysis_gate(r, pct, actions)
     elseif verdict == "fail" then
       s.analysis_failures = (s.analysis_failures or 0) + 1
       if s.analysis_failures > r.params.analysis_failure_limit then
-        return false, failed(r, string.format("%s: analysis '%s' failed: %s",
+        return false, act.failed(r, string.format("%s: analysis '%s' failed: %s",
           step_name(r, pct), name, reason))
       end
     else
@@ -133,38 +82,30 @@ local function analysis_gate(r, pct, actions)
   return false
 end
 
+-- No room for the surge (the scheduler found no node for a new instance: anti-affinity,
+-- capacity): replace instead, removing now an old instance this step would remove anyway,
+-- never below what the step keeps.
+local function make_room(r, pct, wanted, actions)
+  local unplaced = #rollout.filter(rollout.staying(r.new), rollout.waiting_for_placement)
+  if unplaced > 0 then
+    local floor = math.max(r.count - wanted, pct < 100 and 1 or 0)
+    local staying_old = rollout.staying(r.old)
+    local room = math.min(unplaced, #staying_old - floor)
+    if room > 0 then
+      actions[#actions + 1] = delete(rollout.take_for_removal(r, rollout.idle(staying_old), room))
+    end
+  end
+end
+
 -- One step at `pct`. Returns "next" when the step is over, or the failure's actions.
 local function run_step(r, pct, actions)
   local s, params = r.state, r.params
   local wanted = rollout.step_count(r.count, pct)
-  local staying_new = rollout.filter(r.new, function(inst) return not rollout.deleting(inst) end)
-  if #staying_new < wanted then
-    actions[#actions + 1] = create(wanted - #staying_new)
-  end
-
-  local ready = #rollout.ready_for(staying_new, params.min_ready_seconds)
-  if ready < wanted then
-    -- No room for the surge (the scheduler found no node: anti-affinity, capacity): replace
-    -- instead, removing now an old instance this step would remove anyway, never below
-    -- what the step keeps.
-    local unplaced = #rollout.filter(staying_new, rollout.waiting_for_placement)
-    if unplaced > 0 then
-      local floor = math.max(r.count - wanted, pct < 100 and 1 or 0)
-      local staying_old = rollout.filter(r.old, function(inst) return not rollout.deleting(inst) end)
-      local idle_old = rollout.filter(staying_old, function(inst) return not rollout.in_flight(inst) end)
-      local room = math.min(unplaced, #staying_old - floor)
-      if room > 0 then
-        actions[#actions + 1] = delete(rollout.take_for_removal(r, idle_old, room))
-      end
-    end
-    local spent = progress(r) - s.step_started
-    if spent > params.health_timeout_seconds then
-      return failed(r, string.format("%s: %d of %d new instances ready after %d s "
-        .. "(health_timeout_seconds = %d)", step_name(r, pct), ready, wanted, seconds(spent),
-        seconds(params.health_timeout_seconds)))
-    end
-    s.waiting_for = string.format("%s to be ready for %d s",
-      plural(wanted - ready, "new instance"), seconds(params.min_ready_seconds))
+  local open, failure = act.health_gate(r, actions, wanted, s.step_started, step_name(r, pct))
+  if failure then
+    return failure
+  elseif not open then
+    make_room(r, pct, wanted, actions)
     return nil
   end
 
@@ -173,15 +114,12 @@ local function run_step(r, pct, actions)
   if pct < 100 then
     keep_old = math.max(keep_old, 1)
   end
-  local staying_old = rollout.filter(r.old, function(inst) return not rollout.deleting(inst) end)
-  local idle_old = rollout.filter(staying_old, function(inst)
-    return not rollout.in_flight(inst)
-  end)
-  local doomed = rollout.take_for_removal(r, idle_old, #staying_old - keep_old)
+  local staying_old = rollout.staying(r.old)
+  local doomed = rollout.take_for_removal(r, rollout.idle(staying_old), #staying_old - keep_old)
   if #doomed > 0 then
     actions[#actions + 1] = delete(doomed)
   end
-  route_to(r, actions, { new = pct, old = 100 - pct })
+  act.route_to(r, actions, { new = pct, old = 100 - pct })
   if #r.old > keep_old then
     s.waiting_for = string.format("%s to be removed", plural(#r.old - keep_old, "old instance"))
     return nil
@@ -201,7 +139,7 @@ local function run_step(r, pct, actions)
     return "next"
   end
 
-  local open, failure = analysis_gate(r, pct, actions)
+  open, failure = analysis_gate(r, pct, actions)
   if failure then
     return failure
   elseif not open then
@@ -225,19 +163,13 @@ end
 
 local function reconcile(r)
   if r.restore then
-    return restore(r)
+    return act.restore(r, { in_place = true })
   end
   local steps, problem = rollout.parse_steps(r.params.steps)
   problem = problem or rollout.check_analysis("analysis", r.params.analysis)
-  if problem then
-    return { fail(problem) }
-  end
-  if r.previous == nil and #r.old == 0 then
-    local failure = rollout.failure(r)
-    if failure then
-      return { fail(failure) }    -- there is nothing to roll back to
-    end
-    return converge(r, nil, "promoted")
+  local unstepped = act.without_steps(r, problem)
+  if unstepped then
+    return unstepped
   end
 
   local s = r.state
@@ -254,16 +186,12 @@ local function reconcile(r)
   end
 
   local failure = rollout.failure(r)
+    or rollout.past_deadline(r, "at " .. step_name(r, steps[s.step]))
   if failure then
-    return failed(r, failure)
-  end
-  if progress(r) > r.params.progress_deadline_seconds then
-    return failed(r, string.format("progress deadline exceeded: %d s in progress at %s "
-      .. "(progress_deadline_seconds = %d)", seconds(progress(r)), step_name(r, steps[s.step]),
-      seconds(r.params.progress_deadline_seconds)))
+    return act.failed(r, failure)
   end
   if s.promoted_full then
-    return converge(r, nil, "fast-promoted")
+    return act.converge(r, nil, "fast-promoted")
   end
 
   -- A step that ends without having asked for anything lets the next one begin in the same
@@ -284,35 +212,14 @@ end
 
 -- ---- Test fixtures ----
 
-local NOW = 1767614400  -- the tests' default r.now, Monday 2026-01-05 12:00:00 UTC
-
--- A ready instance of `deployment` named `name`; `extra` overrides fields.
-local function instance(name, deployment, extra)
-  local t = { name = name, node = "node-" .. name, update_domain = "ud-1",
-              deployment_id = deployment, state = "RUNNING", healthy = true, ready_seconds = 60 }
-  for k, v in pairs(extra or {}) do
-    t[k] = v
-  end
-  return t
-end
-
--- web-n<id> of the rolling-out deployment-2, web-o<id> of deployment-1.
-local function new(id, extra) return instance("web-n" .. id, "deployment-2", extra) end
-local function old(id, extra) return instance("web-o" .. id, "deployment-1", extra) end
-
-local STARTING = { state = "STARTING", healthy = false, ready_seconds = 0,
-                   operation = { id = 9, type = "CREATE", state = "RUNNING" } }
-
-local DELETING = { operation = { id = 8, type = "DELETE", state = "RUNNING" } }
+local fixtures = tide.lib.rollout_fixtures
+local NOW, new, old = fixtures.NOW, fixtures.new, fixtures.old
+local STARTING, DELETING = fixtures.STARTING, fixtures.DELETING
+local ALL_NEW = { new = 100, old = 0 }
 
 -- A rollout of deployment-2 over deployment-1 with 4 instances; `fields` are added to it.
 local function rollout_of(fields)
-  local t = { count = 4, deployment = { id = "deployment-2", count = 4, progress_seconds = 30 },
-              previous = { id = "deployment-1", count = 4 } }
-  for k, v in pairs(fields) do
-    t[k] = v
-  end
-  return t
+  return fixtures.rollout_of(4, fields)
 end
 
 local OLD4 = { old(1), old(2), old(3), old(4) }
@@ -374,6 +281,12 @@ return {
       expect = { route(ALL_NEW), complete("promoted") },
     },
     {
+      name = "a failure in the first deployment fails it: there is nothing to roll back to",
+      r = { count = 2, deployment = { id = "deployment-1" },
+            new = { new(1), new(2, { state = "FAILED", healthy = false }) } },
+      expect = { fail("web-n2 FAILED") },
+    },
+    {
       name = "step 1 creates its canary beside the old instances",
       r = rollout_of({ old = OLD4 }),
       expect = { create(1) },
@@ -385,6 +298,12 @@ return {
                        state = { step = 1, step_started = 0 } }),
       expect = {},
       expect_state = { waiting_for = "1 new instance to be ready for 5 s" },
+    },
+    {
+      name = "a new instance being deleted does not count toward the step",
+      r = rollout_of({ old = OLD4, new = { new(1, DELETING) },
+                       state = { step = 1, step_started = 0 } }),
+      expect = { create(1) },
     },
     {
       name = "a canary with no node to go to makes room by replacing an old instance",
@@ -421,7 +340,7 @@ return {
     },
     {
       name = "instances of a superseded rollout go before those of the last completed one",
-      r = rollout_of({ old = { old(1), old(2), instance("web-x1", "deployment-1b"), old(4) },
+      r = rollout_of({ old = { old(1), old(2), fixtures.instance("web-x1", "deployment-1b"), old(4) },
                        new = { new(1) }, state = { step = 1, step_started = 0 } }),
       expect = { delete({ "web-x1" }), route({ new = 10, old = 90 }) },
     },
@@ -619,6 +538,16 @@ return {
                            state = "FAILED", message = "crashed", intent = "deployment-3" } }) },
                        state = { restored_from = "deployment-3", weights = ALL_NEW } }),
       expect = { update({ "web-o4" }) },
+    },
+    {
+      name = "a failed operation of the restore itself routes all traffic here and fails it",
+      r = rollout_of({ restore = { from = "deployment-3", kind = "rollback", at = NOW },
+                       new = { new(1), new(2, { last_operation = { id = 7, type = "UPDATE",
+                         state = "FAILED", message = "no node", intent = "deployment-2" } }) },
+                       old = { old(3, { deployment_id = "deployment-3" }) },
+                       state = { step = 2, steps = 3, weights = { new = 50, old = 50 } } }),
+      expect = { route(ALL_NEW), fail("UPDATE of web-n2 FAILED: no node") },
+      expect_state = { restored_from = "deployment-3" },
     },
     {
       name = "a restore completes with count new instances ready, the host names it",

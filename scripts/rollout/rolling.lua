@@ -15,25 +15,11 @@
 -- A restore (r.restore: a newer rollout was rolled back or aborted, and this deployment is
 -- re-opened to undo it) goes the same way, the newer version's instances being the old ones
 -- now; only the restore's own failed operations fail it, not those of the undone rollout.
+--
+-- r.state: waiting_for (for people) and domain (the update domain being replaced).
 
 local rollout = tide.lib.rollout
-
-local function deleting(inst)
-  return inst.operation ~= nil and inst.operation.type == "DELETE"
-end
-
--- "UPDATE of web-a FAILED: image not found" for the first operation of this rollout that
--- failed or was refused, or nil.
-local function failed_operation(r)
-  for _, inst in ipairs(r.instances) do
-    local op = inst.last_operation
-    if op and (op.state == "FAILED" or op.state == "REJECTED") and not rollout.in_flight(inst)
-        and rollout.ours(r, inst) then
-      return string.format("%s of %s %s: %s", op.type, inst.name, op.state, op.message or "")
-    end
-  end
-  return nil
-end
+local plural = rollout.plural
 
 -- max_surge rounds up and max_unavailable down; with no surge at least one instance may be
 -- out of service, or nothing could ever be replaced in place.
@@ -59,11 +45,8 @@ end
 -- availability budget allows (one that serves nothing costs nothing): deleted while there
 -- are more instances than desired, updated in place after that.
 local function replace(domain, excess, budget)
-  local idle = rollout.filter(domain.instances, function(inst)
-    return not rollout.in_flight(inst)
-  end)
   local doomed, updated = {}, {}
-  for _, inst in ipairs(rollout.unhealthiest_first(idle)) do
+  for _, inst in ipairs(rollout.unhealthiest_first(rollout.idle(domain.instances))) do
     local free = not rollout.ready(inst)
     if free or budget > 0 then
       if not free then
@@ -81,17 +64,18 @@ local function replace(domain, excess, budget)
 end
 
 local function reconcile(r)
-  local failure = failed_operation(r)
+  local s = r.state
+  local failure = rollout.failed_operation(r)
   if failure then
-    r.state.phase, r.state.domain, r.state.message = "failed", nil, failure
+    s.waiting_for, s.domain = nil, nil
     return { fail(failure) }
   end
 
   local desired = r.count
   local surge, unavailable = limits(r)
-  local staying_new = #rollout.filter(r.new, function(inst) return not deleting(inst) end)
+  local staying_new = #rollout.staying(r.new)
   local total = #r.new + #r.old
-  local excess = total - #rollout.filter(r.instances, deleting) - desired
+  local excess = total - #rollout.filter(r.instances, rollout.deleting) - desired
   local budget = r.counts.ready - (desired - unavailable)  -- how many more may stop serving
   local actions = {}
 
@@ -102,34 +86,33 @@ local function reconcile(r)
 
   if #r.old > 0 then
     local domain = rollout.group_by_domain(r.old)[1]
-    r.state.phase, r.state.domain = "replacing", domain.domain
-    r.state.message = string.format("%d of %d instances run the new version; replacing '%s'",
-      r.counts.new, desired, domain.domain)
+    s.domain = domain.domain
     if busy_outside(r, domain.domain) then
-      r.state.message = r.state.message .. " once operations in other domains finish"
+      s.waiting_for = "operations in other update domains to finish"
       return actions
     end
+    s.waiting_for = string.format("update domain '%s' to be replaced (%d of %d instances run "
+      .. "the new version)", domain.domain, r.counts.new, desired)
     local deletes, updates = replace(domain, excess, budget)
     actions[#actions + 1] = deletes
     actions[#actions + 1] = updates
     return actions
   end
 
-  r.state.domain = nil
+  s.domain = nil
   if excess > 0 then
-    r.state.phase = "scaling down"
-    r.state.message = string.format("removing %d of %d instances", excess, total)
+    s.waiting_for = plural(excess, "extra instance") .. " to be removed"
     actions[#actions + 1] = delete(excess)
   elseif staying_new < desired then
-    r.state.phase = "scaling up"
-    r.state.message = string.format("%d of %d instances exist", staying_new, desired)
-  elseif r.counts.new_ready < desired or r.counts.in_flight > 0 then
-    r.state.phase = "waiting"
-    r.state.message = string.format("%d of %d instances ready", r.counts.new_ready, desired)
+    s.waiting_for = plural(desired - staying_new, "new instance") .. " to be created"
+  elseif r.counts.new_ready < desired then
+    s.waiting_for = string.format("%d of %d new instances to be ready", r.counts.new_ready,
+      desired)
+  elseif r.counts.in_flight > 0 then
+    s.waiting_for = plural(r.counts.in_flight, "operation") .. " to finish"
   else
-    r.state.phase = "complete"
-    r.state.message = string.format("%d instances run the new version", desired)
-    actions[#actions + 1] = complete(r.state.message)
+    s.waiting_for = nil
+    actions[#actions + 1] = complete(string.format("%d instances run the new version", desired))
   end
   return actions
 end
@@ -144,6 +127,11 @@ local function inst(id, domain, extra)
     t[k] = v
   end
   return t
+end
+
+-- A check that the rollout is left waiting for nothing.
+local function waits_for_nothing(_, state)
+  return state.waiting_for == nil, "waiting_for = " .. tostring(state.waiting_for)
 end
 
 -- Fields of an instance with an operation of `type` under way.
@@ -174,7 +162,7 @@ return {
       name = "the first deployment creates every instance",
       r = { count = 3 },
       expect = { create(3) },
-      expect_state = { phase = "scaling up" },
+      expect_state = { waiting_for = "3 new instances to be created" },
     },
     {
       name = "scale-up creates the difference",
@@ -185,7 +173,7 @@ return {
       name = "scale-down deletes the difference by number, the host picks",
       r = { count = 2, new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") } },
       expect = { delete(1) },
-      expect_state = { phase = "scaling down" },
+      expect_state = { waiting_for = "1 extra instance to be removed" },
     },
     {
       name = "scale-down does not delete again while a delete is in flight",
@@ -199,7 +187,8 @@ return {
       name = "new coordinates with no surge update one instance in place",
       r = { count = 3, old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-2") } },
       expect = { update({ "web-a" }) },
-      expect_state = { phase = "replacing", domain = "ud-1" },
+      expect_state = { domain = "ud-1", waiting_for = "update domain 'ud-1' to be replaced "
+        .. "(0 of 3 instances run the new version)" },
     },
     {
       name = "the next in-place update waits for the one in flight",
@@ -227,7 +216,7 @@ return {
         old = { inst("b", "ud-2"), inst("c", "ud-2") },
       },
       expect = {},
-      expect_state = { phase = "replacing", domain = "ud-2" },
+      expect_state = { domain = "ud-2", waiting_for = "operations in other update domains to finish" },
     },
     {
       name = "a whole domain is updated at once when the budget allows",
@@ -278,13 +267,13 @@ return {
       name = "complete when exactly count new instances are ready",
       r = { count = 3, new = { inst("a", "ud-1"), inst("b", "ud-2"), inst("c", "ud-3") } },
       expect = { complete("3 instances run the new version") },
-      expect_state = { phase = "complete" },
+      check = waits_for_nothing,
     },
     {
       name = "not complete while a new instance is unhealthy",
       r = { count = 2, new = { inst("a", "ud-1"), inst("b", "ud-2", { healthy = false }) } },
       expect = {},
-      expect_state = { phase = "waiting" },
+      expect_state = { waiting_for = "1 of 2 new instances to be ready" },
     },
     {
       name = "a rejected create fails the rollout",
@@ -298,7 +287,7 @@ return {
         },
       },
       expect = { fail("CREATE of web-b REJECTED: denied by prod-guard") },
-      expect_state = { phase = "failed" },
+      check = waits_for_nothing,
     },
     {
       name = "a failed in-place update of this rollout fails it",
@@ -331,7 +320,7 @@ return {
         old = { inst("b", "ud-2", { deployment_id = "deployment-2" }) },
       },
       expect = { update({ "web-b" }) },
-      expect_state = { phase = "replacing", domain = "ud-2" },
+      expect_state = { domain = "ud-2" },
     },
     {
       name = "a failed operation of the undone rollout does not fail the restore",

@@ -153,11 +153,15 @@ TEST_CASE("cli: a watch line carries state, step, weights, ready counts and what
   CHECK(json["instances"] == Json::parse(R"({"new": {"total": 1, "ready": 1}, "old": {"total": 2, "ready": 1}})"));
 
   // A strategy that keeps no steps or weights (rolling) gets a shorter line.
-  Json rolling = Json::parse(R"({"plan": "web", "deployment_id": "deployment-3", "rollout_state": {},
+  Json rolling = Json::parse(R"({"plan": "web", "deployment_id": "deployment-3", "rollout_state":
+                                 {"domain": "ud-1", "waiting_for": "update domain 'ud-1' to be replaced"},
                                  "state": "IN_PROGRESS", "message": ""})");
   RolloutSample plain = sampleRollout(canaryView(), rolling);
-  CHECK(formatWatchLine(plain, kNow) == "2026-11-21T12:00:00Z  IN_PROGRESS  new 0/0 ready, old 2/3 ready");
+  CHECK(formatWatchLine(plain, kNow) ==
+        "2026-11-21T12:00:00Z  IN_PROGRESS  new 0/0 ready, old 2/3 ready  "
+        "waiting for: update domain 'ud-1' to be replaced");
   CHECK(watchJson(plain, kNow)["step"].is_null());
+  CHECK(watchJson(plain, kNow)["waiting_for"] == "update domain 'ud-1' to be replaced");
 }
 
 TEST_CASE("cli: watch reports a change of state, step, weights or readiness but not of the clock") {

@@ -461,7 +461,7 @@ TEST_CASE("lua: the rolling strategy through the registry and the engine") {
   auto result = engine.reconcile("rolling", snapshot);
   REQUIRE(result.isOk());
   CHECK(describeActions(result->actions) == "update(web-a)");
-  CHECK(result->state["phase"] == "replacing");
+  CHECK(result->state["waiting_for"] == "update domain 'ud-1' to be replaced (0 of 2 instances run the new version)");
   CHECK(result->state["domain"] == "ud-1");
   CHECK(result->params == Json{{"max_surge", 0}, {"max_unavailable", 1}});
 }
