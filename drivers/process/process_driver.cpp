@@ -200,7 +200,7 @@ Status ProcessDriver::ensureVolume(const VolumeSpec& volume) {
   TIDE_RETURN_IF_ERROR(store_.saveVolume(record));
   fs::create_directories(record.path, ec);
   if (ec) {
-    store_.removeVolume(volume.node, volume.id);
+    (void)store_.removeVolume(volume.node, volume.id);  // best effort: the error below is what the caller needs
     return Status::internal("cannot create " + record.path + ": " + ec.message());
   }
   return Status::ok();
@@ -327,7 +327,7 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
   }
   auto forgetIfNew = [&](Status status) {
-    if (!previous) store_.removeInstance(spec.id);
+    if (!previous) (void)store_.removeInstance(spec.id);  // best effort: `status` is what the caller needs
     return status;
   };
 

@@ -33,7 +33,7 @@ class ServeProcess {
   ServeProcess() {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
-    const PortRange ports = nextPortRange(100);
+    const PortRange ports = nextPortRange(50);
     std::ofstream(data_dir_.path / "tide.yaml") << "process: {port_range_start: " << ports.start
                                                 << ", port_range_end: " << ports.end << "}\n";
     start();

@@ -96,7 +96,7 @@ class Host {
  private:
   const testing::TempDir& dir_;
   int port_ = 0;
-  testing::PortRange ports_ = testing::nextPortRange(100);
+  testing::PortRange ports_ = testing::nextPortRange(50);
   pid_t pid_ = -1;
   std::string token_;
 };

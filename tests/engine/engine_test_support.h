@@ -94,7 +94,7 @@ struct EngineFixture {
 
     drivers::DriverContext context;
     context.data_dir = dir.path().string();
-    const PortRange ports = nextPortRange(100);
+    const PortRange ports = nextPortRange(50);
     context.port_range_start = ports.start;
     context.port_range_end = ports.end;
     context.image_catalog = config::HostConfig{}.process.image_catalog;

@@ -3,9 +3,9 @@
 #include "host/model/transitions.h"
 
 using namespace tide;
-using namespace tide::ledger;
+using namespace tide::model;
 
-TEST_CASE("ledger: every state of every kind is reachable or initial, and terminal states lead nowhere") {
+TEST_CASE("model: every state of every kind is reachable or initial, and terminal states lead nowhere") {
   for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
                           RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
     const auto& states = statesOf(kind);
@@ -22,7 +22,7 @@ TEST_CASE("ledger: every state of every kind is reachable or initial, and termin
   }
 }
 
-TEST_CASE("ledger: transition checks name both states and what is allowed") {
+TEST_CASE("model: transition checks name both states and what is allowed") {
   CHECK(checkTransition(RecordKind::kNode, "ALLOCATED", "CORDONED").isOk());
   CHECK(checkTransition(RecordKind::kNode, "CORDONED", "ALLOCATED").isOk());
   Status bad = checkTransition(RecordKind::kNode, "UNALLOCATED", "CORDONED");
@@ -35,4 +35,22 @@ TEST_CASE("ledger: transition checks name both states and what is allowed") {
   CHECK(checkTransition(RecordKind::kRuntimeInstance, "FAILED", "STARTING").code() == Code::kConflict);
   CHECK(isTerminalState(RecordKind::kOperation, "SUCCEEDED"));
   CHECK_FALSE(isTerminalState(RecordKind::kOperation, "RUNNING"));
+}
+
+TEST_CASE("model: the state predicates agree with the transition table") {
+  for (const std::string& state : statesOf(RecordKind::kOperation)) {
+    CHECK(isTerminalOperationState(state) == isTerminalState(RecordKind::kOperation, state));
+  }
+  CHECK(holdsResources(runtime_state::kStopped));
+  CHECK(holdsResources(runtime_state::kPending));
+  CHECK_FALSE(holdsResources(runtime_state::kTerminated));
+  CHECK_FALSE(holdsResources(runtime_state::kFailed));
+  CHECK_FALSE(holdsResources("NO_SUCH_STATE"));
+  // A rollout is over in every state the deployment's own progress cannot leave.
+  for (const std::string& state : statesOf(RecordKind::kDeployment)) {
+    const bool moves_on = state == deployment_state::kPending || state == deployment_state::kInProgress ||
+                          state == deployment_state::kPaused;
+    CHECK_MESSAGE(isRolloutOver(state) == !moves_on, state);
+    if (isTerminalState(RecordKind::kDeployment, state)) CHECK(isRolloutOver(state));
+  }
 }

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -41,35 +42,63 @@ struct PortRange {
 };
 
 inline constexpr int kFirstBlockPort = 20000;
-inline constexpr int kBlockSize = 200;
-inline constexpr int kBlockCount = 63;  // 20000 .. 32599
+inline constexpr int kBlockSize = 1000;
+inline constexpr int kBlockCount = 12;  // 20000 .. 31999
 
-// `count` ports (at most kBlockSize) that no other test process uses while this one runs.
-// Successive calls return the next slice of this process's block, wrapping around, so
-// fixtures built one after another in one process get fresh ports too. Thread-safe.
+// True when a server could bind `port` on every address now, for TCP and UDP, without
+// SO_REUSEADDR: not even a TIME_WAIT connection of an earlier test holds it.
+inline bool portIsUntouched(int port) {
+  for (int type : {SOCK_STREAM, SOCK_DGRAM}) {
+    int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    if (!bound) return false;
+  }
+  return true;
+}
+
+// `count` ports (at most 100) that no other test process uses while this one runs, the first
+// of them untouched (tests may assume the first port of their range is free). Successive
+// calls, in this process and in the next one to hold the same block, go on from where the
+// last left off (the offset is kept in the block's lock file), so a port comes round again
+// only after the whole block was used. Thread-safe.
 inline PortRange nextPortRange(int count) {
   REQUIRE(count > 0);
-  REQUIRE(count <= kBlockSize);
+  REQUIRE(count <= 100);
   static std::mutex mu;
+  static int block_fd = -1;
   static int block_start = 0;
-  static int next = 0;
   std::lock_guard<std::mutex> lock(mu);
-  if (block_start == 0) {
-    for (int block = 0; block < kBlockCount && block_start == 0; ++block) {
+  if (block_fd < 0) {
+    for (int block = 0; block < kBlockCount && block_fd < 0; ++block) {
       const std::string path = "/tmp/tide-test-ports." + std::to_string(block) + ".lock";
       int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
       if (fd < 0) continue;
       if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        block_start = kFirstBlockPort + block * kBlockSize;  // fd stays open: the lock lives on
+        block_fd = fd;  // stays open: the lock lives until this process exits
+        block_start = kFirstBlockPort + block * kBlockSize;
       } else {
         ::close(fd);
       }
     }
-    REQUIRE_MESSAGE(block_start != 0, "every test port block is taken by other test processes");
+    REQUIRE_MESSAGE(block_fd >= 0, "every test port block is taken by other test processes");
   }
-  if (next + count > kBlockSize) next = 0;
+  char text[16] = {};
+  const ssize_t read = ::pread(block_fd, text, sizeof text - 1, 0);
+  int next = read > 0 ? std::atoi(text) : 0;
+  for (int tries = 0; tries < kBlockSize; ++tries, ++next) {
+    if (next < 0 || next + count > kBlockSize) next = 0;
+    if (portIsUntouched(block_start + next)) break;
+  }
   PortRange range{block_start + next, block_start + next + count - 1};
-  next += count;
+  const std::string written = std::to_string(next + count);
+  REQUIRE(::ftruncate(block_fd, 0) == 0);
+  REQUIRE(::pwrite(block_fd, written.data(), written.size(), 0) == static_cast<ssize_t>(written.size()));
   return range;
 }
 
