@@ -41,39 +41,144 @@ Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
   return std::make_pair(listen.substr(0, colon), port);
 }
 
-}  // namespace
-
-int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
-  auto loaded = config::loadHostConfig(options.config_path);
-  if (!loaded.isOk()) {
-    err << "tide serve: " << loaded.status().toString() << "\n";
-    return 2;
-  }
-  config::HostConfig config = std::move(loaded).value();
+// The config file with the command line's flags laid over it, finalized.
+Result<config::HostConfig> resolveConfig(const ServeOptions& options) {
+  TIDE_ASSIGN_OR_RETURN(config::HostConfig config, config::loadHostConfig(options.config_path));
   if (!options.listen.empty()) config.listen = options.listen;
   if (!options.data_dir.empty()) config.data_dir = options.data_dir;
   config::finalizeHostConfig(config);
+  return config;
+}
 
-  auto address = splitListen(config.listen);
-  if (!address.isOk()) {
-    err << "tide serve: " << address.status().toString() << "\n";
-    return 2;
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
-  if (ec) {
-    err << "tide serve: cannot create data dir " << config.data_dir << ": " << ec.message() << "\n";
-    return 1;
-  }
-  ::chmod(config.data_dir.c_str(), 0700);
-
-  // Block the stop signals before any thread starts so every thread inherits the mask
-  // and only sigwait() below sees them.
+// Blocks SIGINT and SIGTERM before any thread starts, so every thread inherits the mask and
+// only the sigwait() in runServe sees them.
+sigset_t blockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+// The data dir, readable by its owner only (it holds the admin token).
+Status makeDataDir(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Status::internal("cannot create data dir " + data_dir + ": " + ec.message());
+  ::chmod(data_dir.c_str(), 0700);
+  return Status::ok();
+}
+
+void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out) {
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
+}
+
+// docs/architecture.md#invariants: the host checks the ledger's rules on start. A violation is
+// reported loudly (stderr and an alarm event) and the answer is false: the API still serves so
+// operators can inspect, but the control loop does not act on a ledger it cannot trust.
+Result<bool> ledgerIsSound(ledger::Ledger& ledger, std::ostream& err) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> violations, ledger.checkInvariants());
+  if (violations.empty()) return true;
+  for (const auto& v : violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
+  (void)ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", violations}}, "host");
+  return false;
+}
+
+lua::ScriptRegistryOptions scriptRegistryOptions(const config::HostConfig& config) {
+  lua::ScriptRegistryOptions options;
+  options.policies_dir = config.policies_dir;
+  options.scripts_dir = config.scripts_dir;
+  options.limits.deadline = std::chrono::milliseconds(config.limits.lua_deadline_ms);
+  options.limits.memory_bytes = static_cast<size_t>(config.limits.lua_memory_mib) << 20;
+  return options;
+}
+
+// docs/architecture.md#the-lua-host: scripts load at start and on every change; a script that
+// fails is reported and left out (or its previous version kept), and never stops the host.
+void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config, std::ostream& out,
+                 std::ostream& err) {
+  const lua::ReloadSummary loaded = scripts.reloadAll();
+  out << "tide: scripts: " << loaded.loaded << " loaded, " << loaded.failed << " failed (" << config.policies_dir
+      << ", " << config.scripts_dir << ")" << std::endl;
+  for (const std::string& error : loaded.errors) err << "tide serve: script not loaded: " << error << "\n";
+  if (Status watching = scripts.startWatching(); !watching.isOk()) {
+    err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";
+  }
+}
+
+drivers::DriverContext driverContext(const config::HostConfig& config) {
+  drivers::DriverContext context;
+  context.data_dir = config.data_dir;
+  context.volume_root = config.process.volume_root;
+  context.port_range_start = config.process.port_range_start;
+  context.port_range_end = config.process.port_range_end;
+  context.image_catalog = config.process.image_catalog;
+  std::error_code ec;
+  context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  return context;
+}
+
+// The control loop's settings from the config's limits; hook log lines go to `out`, one whole
+// line at a time under `out_mu`.
+engine::EngineOptions engineOptions(const config::HostConfig& config, const lua::LuaLimits& lua_limits,
+                                    std::ostream& out, std::mutex& out_mu) {
+  engine::EngineOptions options;
+  options.interval = std::chrono::milliseconds(config.limits.reconcile_interval_ms);
+  options.chunk = config.limits.executor_chunk;
+  options.rate_per_second = config.limits.executor_rate_per_second;
+  options.executor.workers = config.limits.executor_workers;
+  options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);
+  options.executor.max_attempts = config.limits.max_attempts;
+  options.lua_limits = lua_limits;
+  options.default_outcome = config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
+  options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";
+  options.hook_log = [&out, &out_mu](const lua::LogRecord& r) {
+    const std::string fields =
+        r.fields.is_null() ? "" : " " + r.fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string line = "tide: hook " + r.where + ": " + r.level + " " + r.message + fields;
+    std::lock_guard<std::mutex> lock(out_mu);
+    out << line << std::endl;
+  };
+  return options;
+}
+
+api::ServerOptions serverOptions(const config::HostConfig& config, const std::pair<std::string, int>& address,
+                                 const engine::EngineOptions& engine_options) {
+  api::ServerOptions options;
+  options.host = address.first;
+  options.port = address.second;
+  options.max_body_bytes = config.limits.max_body_bytes;
+  options.auth_enabled = config.auth.enabled;
+  for (const auto& token : config.auth.tokens) options.config_tokens.emplace_back(token.token, token.role);
+  options.approver_must_differ = config.auth.approver_must_differ;
+  options.data_dir = config.data_dir;
+  options.lua_limits = engine_options.lua_limits;
+  options.default_outcome = engine_options.default_outcome;
+  return options;
+}
+
+}  // namespace
+
+int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
+  auto resolved = resolveConfig(options);
+  if (!resolved.isOk()) {
+    err << "tide serve: " << resolved.status().toString() << "\n";
+    return 2;
+  }
+  const config::HostConfig config = std::move(resolved).value();
+  auto address = splitListen(config.listen);
+  if (!address.isOk()) {
+    err << "tide serve: " << address.status().toString() << "\n";
+    return 2;
+  }
+  if (Status made = makeDataDir(config.data_dir); !made.isOk()) {
+    err << "tide serve: " << made.message() << "\n";
+    return 1;
+  }
+  sigset_t stop_signals = blockStopSignals();
 
   SystemClock clock;
   auto opened = ledger::Ledger::open(config.database, clock);
@@ -82,79 +187,25 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return 1;
   }
   auto& ledger = *opened.value();
-
-  // docs/architecture.md#invariants: the host checks the ledger's rules on start. A violation is reported
-  // loudly (stderr and an alarm event); the API still serves so operators can inspect,
-  // but the control loop does not act on a ledger it cannot trust.
-  bool ledger_sound = true;
-  if (auto violations = ledger.checkInvariants(); !violations.isOk()) {
-    err << "tide serve: invariant check failed: " << violations.status().toString() << "\n";
+  auto sound = ledgerIsSound(ledger, err);
+  if (!sound.isOk()) {
+    err << "tide serve: invariant check failed: " << sound.status().toString() << "\n";
     return 1;
-  } else if (!violations->empty()) {
-    for (const auto& v : *violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
-    ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", *violations}}, "host");
-    ledger_sound = false;
   }
 
-  // docs/architecture.md#the-lua-host: scripts load at start and on every change; a script that fails is reported
-  // and left out (or its previous version kept), and never stops the host.
   engine::LedgerScriptRecorder recorder(ledger);
-  lua::ScriptRegistryOptions registry_options;
-  registry_options.policies_dir = config.policies_dir;
-  registry_options.scripts_dir = config.scripts_dir;
-  registry_options.limits.deadline = std::chrono::milliseconds(config.limits.lua_deadline_ms);
-  registry_options.limits.memory_bytes = static_cast<size_t>(config.limits.lua_memory_mib) << 20;
+  const lua::ScriptRegistryOptions registry_options = scriptRegistryOptions(config);
   lua::ScriptRegistry scripts(registry_options, recorder, clock);
-  const lua::ReloadSummary loaded_scripts = scripts.reloadAll();
-  out << "tide: scripts: " << loaded_scripts.loaded << " loaded, " << loaded_scripts.failed << " failed ("
-      << config.policies_dir << ", " << config.scripts_dir << ")" << std::endl;
-  for (const std::string& error : loaded_scripts.errors) err << "tide serve: script not loaded: " << error << "\n";
-  if (Status watching = scripts.startWatching(); !watching.isOk()) {
-    err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";
-  }
+  loadScripts(scripts, config, out, err);
 
-  // docs/architecture.md#the-control-loop, docs/architecture.md#drivers: the control loop and the drivers it runs workloads through.
-  drivers::DriverContext driver_context;
-  driver_context.data_dir = config.data_dir;
-  driver_context.volume_root = config.process.volume_root;
-  driver_context.port_range_start = config.process.port_range_start;
-  driver_context.port_range_end = config.process.port_range_end;
-  driver_context.image_catalog = config.process.image_catalog;
-  std::error_code self_ec;
-  driver_context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", self_ec).string();
-  engine::DriverSet driver_set(ledger, driver_context);
-  engine::EngineOptions engine_options;
-  engine_options.interval = std::chrono::milliseconds(config.limits.reconcile_interval_ms);
-  engine_options.chunk = config.limits.executor_chunk;
-  engine_options.rate_per_second = config.limits.executor_rate_per_second;
-  engine_options.executor.workers = config.limits.executor_workers;
-  engine_options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);
-  engine_options.executor.max_attempts = config.limits.max_attempts;
-  engine_options.lua_limits = registry_options.limits;
-  engine_options.default_outcome =
-      config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
-  engine_options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";
-  std::mutex hook_log_mu;
-  engine_options.hook_log = [&out, &hook_log_mu](const lua::LogRecord& r) {
-    const std::string fields =
-        r.fields.is_null() ? "" : " " + r.fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const std::string line = "tide: hook " + r.where + ": " + r.level + " " + r.message + fields;
-    std::lock_guard<std::mutex> lock(hook_log_mu);
-    out << line << std::endl;
-  };
+  // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
+  engine::DriverSet driver_set(ledger, driverContext(config));
+  std::mutex out_mu;
+  const engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
 
-  api::ServerOptions server_options;
-  server_options.host = address->first;
-  server_options.port = address->second;
-  server_options.max_body_bytes = config.limits.max_body_bytes;
-  server_options.auth_enabled = config.auth.enabled;
-  for (const auto& token : config.auth.tokens) server_options.config_tokens.emplace_back(token.token, token.role);
-  server_options.approver_must_differ = config.auth.approver_must_differ;
-  server_options.data_dir = config.data_dir;
+  api::ServerOptions server_options = serverOptions(config, *address, engine_options);
   server_options.scripts = &scripts;
-  server_options.lua_limits = registry_options.limits;
-  server_options.default_outcome = engine_options.default_outcome;
   server_options.read_logs = [&](const std::string& meta_instance, size_t tail_bytes) {
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };
@@ -165,11 +216,8 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return 1;
   }
   const std::string url = "http://" + address->first + ":" + std::to_string(server.port());
-  {
-    std::ofstream addr(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc);
-    addr << url << "\n";
-  }
-  if (ledger_sound) {
+  std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
+  if (*sound) {
     control_loop.start();
   } else {
     err << "tide serve: the control loop is not started until the ledger's invariants hold\n";
@@ -177,9 +225,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion()
       << ")" << std::endl;
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
+  waitForStopSignal(stop_signals, out);
   control_loop.stop();
   server.stop();
   scripts.stopWatching();
