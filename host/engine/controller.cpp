@@ -262,118 +262,34 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
                                 const lua::StrategyResult& result) {
   using Kind = lua::StrategyAction::Kind;
   int changes = 0;
-  const std::string& plan = deployment.plan;
-  const std::string& id = deployment.deployment_id;
   bool paused = false;
-  auto busy = [&](const std::string& name) {
-    auto it = world.instances.find(name);
-    return it == world.instances.end() || it->second.unfinished.has_value();
-  };
   for (const auto& action : result.actions) {
     switch (action.kind) {
-      case Kind::kCreate:
-        for (int64_t i = 0; i < action.count; ++i) {
-          model::Operation op;
-          op.type = "CREATE";
-          op.intent = id;
-          op.requested_by = options_.actor;
-          if (ledger_.createInstanceWithOperation(plan, id, op, options_.actor).isOk()) ++changes;
-        }
-        break;
-      case Kind::kUpdate:
-      case Kind::kDelete:
-      case Kind::kRelocate: {
-        const std::string type = action.kind == Kind::kUpdate ? "UPDATE"
-                                 : action.kind == Kind::kDelete ? "DELETE"
-                                                                : "RELOCATE";
+      case Kind::kCreate: changes += createInstances(deployment, action.count); break;
+      case Kind::kUpdate: changes += requestOperations(world, deployment, "UPDATE", action.instances); break;
+      case Kind::kRelocate: changes += requestOperations(world, deployment, "RELOCATE", action.instances); break;
+      case Kind::kDelete: {
         std::vector<std::string> names = action.instances;
-        if (action.kind == Kind::kDelete && names.empty() && action.count > 0) {
-          // The host chooses victims: unhealthy first, then from the most crowded update
-          // domain (docs/architecture.md#scheduling); old versions before new ones.
-          std::vector<sched::InstanceFact> old_facts, new_facts;
-          for (const auto* view : world.instancesOf(plan)) {
-            if (view->unfinished || view->meta.state != "ACTIVE") continue;
-            sched::InstanceFact fact;
-            fact.meta_instance = view->meta.name;
-            fact.plan = plan;
-            fact.node = view->active ? view->active->node : "";
-            fact.healthy = view->healthy();
-            fact.created_at = view->meta.meta.created_at;
-            (view->meta.deployment_id == id ? new_facts : old_facts).push_back(fact);
-          }
-          const auto snapshot = world.schedulerSnapshot();
-          sched::Scheduler scheduler(snapshot);
-          names = scheduler.chooseScaleDown(old_facts, static_cast<int>(action.count));
-          if (static_cast<int64_t>(names.size()) < action.count) {
-            auto more = scheduler.chooseScaleDown(new_facts, static_cast<int>(action.count - names.size()));
-            names.insert(names.end(), more.begin(), more.end());
-          }
-        }
-        for (const auto& name : names) {
-          if (busy(name)) continue;  // its operation exists (or it is gone): nothing to ask
-          if (requestOperation(name, type, id).isOk()) ++changes;
-        }
+        if (names.empty() && action.count > 0) names = chooseForScaleDown(world, deployment, action.count);
+        changes += requestOperations(world, deployment, "DELETE", names);
         break;
       }
       case Kind::kPause:
         paused = true;
-        if (deployment.state == "IN_PROGRESS" &&
-            ledger_.setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, action.reason).isOk()) {
-          ++changes;
-        } else if (deployment.state == "PAUSED" && deployment.message != action.reason &&
-                   ledger_.setDeploymentMessage(plan, id, action.reason, options_.actor).isOk()) {
-          ++changes;
-        }
+        changes += pauseRollout(deployment, action.reason);
         break;
-      case Kind::kRoute: {
-        // Routes once per change of the plan's route (the route hook sees each switch once).
-        const Json route{{"deployment", id}, {"weights", action.weights}};
-        if (last_route_[plan] == route) break;
-        const auto* previous = world.lastCompleted(plan, id);
-        Json data{{"weights", action.weights},
-                  {"plan", plan},
-                  {"deployment", id},
-                  {"previous", previous ? Json(previous->deployment_id) : Json(nullptr)}};
-        if (ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
-          last_route_[plan] = route;
-        }
-        break;
-      }
-      case Kind::kComplete: {
-        auto done = restoring(deployment)
-                        ? ledger_.finishRestore(plan, id,
-                                                "restored after the " +
-                                                    deployment.signals["restore"].value("kind", "rollback") + " of " +
-                                                    deployment.signals["restore"].value("from", "?"),
-                                                options_.actor)
-                        : ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
-                                                     action.reason.empty() ? "promoted" : action.reason);
-        if (done.isOk()) ++changes;
-        break;
-      }
+      case Kind::kRoute: changes += route(world, deployment, action.weights); break;
+      case Kind::kComplete: changes += completeRollout(deployment, action.reason); break;
       case Kind::kFail:
-        if (ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor, action.reason).isOk()) {
-          ++changes;
-        }
+        changes += ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "FAILED", std::nullopt,
+                                              options_.actor, action.reason)
+                       .isOk();
         break;
-      case Kind::kRollback: {
-        // Back to the last completed deployment: it is re-opened and its own strategy
-        // brings the instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
-        auto rolled = ledger_.restoreDeployment(
-            plan, id, {"ROLLED_BACK", "rolled back: " + action.reason, "rollback", action.reason}, options_.actor);
-        if (rolled.isOk()) {
-          ++changes;
-        } else if (rolled.status().code() == Code::kUnprocessable &&
-                   ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
-                                              "rollback requested, but no earlier deployment completed: " +
-                                                  action.reason)
-                       .isOk()) {
-          ++changes;
-        }
-        break;
-      }
+      case Kind::kRollback: changes += rollBack(deployment, action.reason); break;
     }
   }
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
   if (!paused && deployment.state == "PAUSED" &&
       ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, "resumed").isOk()) {
     ++changes;
@@ -382,6 +298,115 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
     if (ledger_.setRolloutState(plan, id, result.state, std::nullopt, options_.actor).isOk()) ++changes;
   }
   return changes;
+}
+
+int DeploymentController::createInstances(const model::Deployment& deployment, int64_t count) {
+  int changes = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    model::Operation op;
+    op.type = "CREATE";
+    op.intent = deployment.deployment_id;
+    op.requested_by = options_.actor;
+    if (ledger_.createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor).isOk()) {
+      ++changes;
+    }
+  }
+  return changes;
+}
+
+int DeploymentController::requestOperations(const World& world, const model::Deployment& deployment,
+                                            const std::string& type, const std::vector<std::string>& names) {
+  int changes = 0;
+  for (const auto& name : names) {
+    auto it = world.instances.find(name);
+    // An instance with an operation already (or one that is gone): nothing to ask.
+    if (it == world.instances.end() || it->second.unfinished.has_value()) continue;
+    if (requestOperation(name, type, deployment.deployment_id).isOk()) ++changes;
+  }
+  return changes;
+}
+
+std::vector<std::string> DeploymentController::chooseForScaleDown(const World& world,
+                                                                  const model::Deployment& deployment,
+                                                                  int64_t count) {
+  // The host chooses victims: unhealthy first, then from the most crowded update domain
+  // (docs/architecture.md#scheduling); old versions before new ones.
+  std::vector<sched::InstanceFact> old_facts, new_facts;
+  for (const auto* view : world.instancesOf(deployment.plan)) {
+    if (view->unfinished || view->meta.state != "ACTIVE") continue;
+    sched::InstanceFact fact;
+    fact.meta_instance = view->meta.name;
+    fact.plan = deployment.plan;
+    fact.node = view->active ? view->active->node : "";
+    fact.healthy = view->healthy();
+    fact.created_at = view->meta.meta.created_at;
+    (view->meta.deployment_id == deployment.deployment_id ? new_facts : old_facts).push_back(fact);
+  }
+  const auto snapshot = world.schedulerSnapshot();
+  sched::Scheduler scheduler(snapshot);
+  std::vector<std::string> names = scheduler.chooseScaleDown(old_facts, static_cast<int>(count));
+  if (static_cast<int64_t>(names.size()) < count) {
+    auto more = scheduler.chooseScaleDown(new_facts, static_cast<int>(count - names.size()));
+    names.insert(names.end(), more.begin(), more.end());
+  }
+  return names;
+}
+
+int DeploymentController::pauseRollout(const model::Deployment& deployment, const std::string& reason) {
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
+  if (deployment.state == "IN_PROGRESS") {
+    return ledger_.setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, reason).isOk();
+  }
+  if (deployment.state == "PAUSED" && deployment.message != reason) {
+    return ledger_.setDeploymentMessage(plan, id, reason, options_.actor).isOk();
+  }
+  return 0;
+}
+
+int DeploymentController::route(const World& world, const model::Deployment& deployment, const Json& weights) {
+  // Routes once per change of the plan's route (the route hook sees each switch once).
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
+  const Json route{{"deployment", id}, {"weights", weights}};
+  if (last_route_[plan] == route) return 0;
+  const auto* previous = world.lastCompleted(plan, id);
+  Json data{{"weights", weights},
+            {"plan", plan},
+            {"deployment", id},
+            {"previous", previous ? Json(previous->deployment_id) : Json(nullptr)}};
+  if (ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
+    last_route_[plan] = route;
+  }
+  return 0;
+}
+
+int DeploymentController::completeRollout(const model::Deployment& deployment, const std::string& reason) {
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
+  if (restoring(deployment)) {
+    const Json& restore = deployment.signals["restore"];
+    const std::string message = "restored after the " + restore.value("kind", "rollback") + " of " +
+                                restore.value("from", "?");
+    return ledger_.finishRestore(plan, id, message, options_.actor).isOk();
+  }
+  return ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
+                                    reason.empty() ? "promoted" : reason)
+      .isOk();
+}
+
+int DeploymentController::rollBack(const model::Deployment& deployment, const std::string& reason) {
+  // Back to the last completed deployment: it is re-opened and its own strategy brings the
+  // instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
+  const std::string& plan = deployment.plan;
+  const std::string& id = deployment.deployment_id;
+  auto rolled =
+      ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason}, options_.actor);
+  if (rolled.isOk()) return 1;
+  if (rolled.status().code() != Code::kUnprocessable) return 0;
+  return ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
+                                    "rollback requested, but no earlier deployment completed: " + reason)
+      .isOk();
 }
 
 }  // namespace tide::engine

@@ -47,6 +47,15 @@ class DeploymentController {
   int adopt(const World& world, const model::Deployment& deployment);
   int repair(const World& world);
   int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
+  // The strategy's actions, one kind each; every one returns how many ledger changes it made.
+  int createInstances(const model::Deployment& deployment, int64_t count);
+  int requestOperations(const World& world, const model::Deployment& deployment, const std::string& type,
+                        const std::vector<std::string>& names);
+  std::vector<std::string> chooseForScaleDown(const World& world, const model::Deployment& deployment, int64_t count);
+  int pauseRollout(const model::Deployment& deployment, const std::string& reason);
+  int route(const World& world, const model::Deployment& deployment, const Json& weights);
+  int completeRollout(const model::Deployment& deployment, const std::string& reason);
+  int rollBack(const model::Deployment& deployment, const std::string& reason);
   Status requestOperation(const std::string& meta_instance, const std::string& type, const std::string& intent);
   // Records a strategy error once per distinct message (not on every pass).
   void reportError(const model::Deployment& deployment, const std::string& message);

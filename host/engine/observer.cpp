@@ -10,10 +10,16 @@ Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& cloc
     : ledger_(ledger), drivers_(drivers), clock_(clock), metrics_(metrics), options_(std::move(options)) {}
 
 int Observer::pass(const World& world, const std::set<std::string>& busy) {
-  int changes = 0;
-  // Inventories of the clusters that have nodes; a cluster whose driver cannot list is
-  // not judged this pass.
-  std::map<std::string, std::set<std::string>> inventories;  // cluster → runtime ids
+  const Inventories inventories = listInventories(world);
+  const Observation seen = compareWithDrivers(world, busy, inventories);
+  if (haltOnDiscrepancy(seen.gone)) return 0;
+  int changes = markGone(seen.gone);
+  changes += probeHealth(world, seen.running);
+  return changes + collectOrphans(world, inventories);
+}
+
+Observer::Inventories Observer::listInventories(const World& world) {
+  Inventories inventories;
   std::set<std::string> clusters;
   for (const auto& n : world.nodes) {
     if (!n.cluster.empty()) clusters.insert(n.cluster);
@@ -26,14 +32,12 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
     auto& ids = inventories[cluster];
     for (const auto& ref : listed.value()) ids.insert(ref.id);
   }
+  return inventories;
+}
 
-  struct Gone {
-    const InstanceView* view;
-    model::RuntimeInstance runtime;
-    std::string why;
-  };
-  std::vector<Gone> gone;
-  std::vector<const model::RuntimeInstance*> to_probe;
+Observer::Observation Observer::compareWithDrivers(const World& world, const std::set<std::string>& busy,
+                                                   const Inventories& inventories) {
+  Observation seen;
   for (const auto& [name, view] : world.instances) {
     if (busy.count(name)) continue;
     std::vector<const model::RuntimeInstance*> runtimes;
@@ -43,7 +47,7 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
       auto node = world.node_by_name.find(r->node);
       if (node == world.node_by_name.end() || !inventories.count(node->second->cluster)) continue;
       if ((r->state == "STARTING" || r->state == "STOPPING") && !view.unfinished) {
-        gone.push_back({&view, *r, "left " + r->state + " by an operation that ended"});
+        seen.gone.push_back({&view, *r, "left " + r->state + " by an operation that ended"});
         continue;
       }
       if (r->state != "RUNNING") continue;
@@ -54,38 +58,42 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
       metrics_.observeDriverCall("status", status.isOk() || status.status().code() == Code::kNotFound,
                                  std::chrono::steady_clock::now() - t0);
       if (!status.isOk()) {
-        if (status.status().code() == Code::kNotFound) gone.push_back({&view, *r, "the driver does not know it"});
+        if (status.status().code() == Code::kNotFound) seen.gone.push_back({&view, *r, "the driver does not know it"});
         continue;
       }
       const auto& s = status.value();
       if (s.state == "EXITED" || s.state == "STOPPED") {
-        gone.push_back({&view, *r, "exited with code " + std::to_string(s.exit_code) +
-                                       (s.message.empty() ? "" : ": " + s.message)});
+        seen.gone.push_back({&view, *r, "exited with code " + std::to_string(s.exit_code) +
+                                            (s.message.empty() ? "" : ": " + s.message)});
         continue;
       }
-      if (s.state == "RUNNING") to_probe.push_back(r);
+      if (s.state == "RUNNING") seen.running.push_back(r);
     }
   }
+  return seen;
+}
 
+bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
   const bool was_halted = halted_;
   halted_ = static_cast<int>(gone.size()) > options_.discrepancy_threshold;
-  if (halted_) {
-    if (!was_halted) {
-      Json missing = Json::array();
-      for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
-      (void)ledger_.appendEvent("alarm.discrepancy", "engine",
-                                Json{{"message", std::to_string(gone.size()) +
-                                                     " running instances disagree with their drivers; execution "
-                                                     "is halted until they agree again"},
-                                     {"instances", missing}},
-                                options_.actor);
-    }
-    return changes;
-  }
-  if (was_halted) {
+  if (halted_ && !was_halted) {
+    Json missing = Json::array();
+    for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
+    (void)ledger_.appendEvent("alarm.discrepancy", "engine",
+                              Json{{"message", std::to_string(gone.size()) +
+                                                   " running instances disagree with their drivers; execution "
+                                                   "is halted until they agree again"},
+                                   {"instances", missing}},
+                              options_.actor);
+  } else if (!halted_ && was_halted) {
     (void)ledger_.appendEvent("alarm.cleared", "engine", Json{{"message", "ledger and drivers agree again"}},
                               options_.actor);
   }
+  return halted_;
+}
+
+int Observer::markGone(const std::vector<Gone>& gone) {
+  int changes = 0;
   for (const auto& g : gone) {
     auto driver = drivers_.forNode(g.runtime.node);
     if (driver.isOk() && g.runtime.state != "RUNNING") {
@@ -96,11 +104,13 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
       probes_.erase(g.runtime.meta.id);
     }
   }
+  return changes;
+}
 
-  // Health: due probes run concurrently, each bounded by its check's timeout.
+int Observer::probeHealth(const World& world, const std::vector<const model::RuntimeInstance*>& running) {
   const TimePoint now = clock_.now();
   std::vector<std::pair<const model::RuntimeInstance*, const model::HealthCheck*>> due;
-  for (const auto* r : to_probe) {
+  for (const auto* r : running) {
     auto plan = world.plan_by_name.find(world.instances.at(r->meta_instance).meta.plan);
     if (plan == world.plan_by_name.end() || plan->second->applications.empty()) continue;
     const auto& check = plan->second->applications[0].health_check;
@@ -118,6 +128,7 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
     target.ports = r->ports;
     results.push_back(std::async(std::launch::async, [check = *check, target] { return probeOnce(check, target); }));
   }
+  int changes = 0;
   for (size_t i = 0; i < due.size(); ++i) {
     const auto& [r, check] = due[i];
     ProbeResult result = results[i].get();
@@ -133,13 +144,13 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
   }
   // Forget trackers of instances that are no longer running.
   for (auto it = probes_.begin(); it != probes_.end();) {
-    bool running = std::any_of(to_probe.begin(), to_probe.end(), [&](auto* r) { return r->meta.id == it->first; });
-    it = running ? std::next(it) : probes_.erase(it);
+    bool still = std::any_of(running.begin(), running.end(), [&](auto* r) { return r->meta.id == it->first; });
+    it = still ? std::next(it) : probes_.erase(it);
   }
-  return changes + collectOrphans(world, inventories);
+  return changes;
 }
 
-int Observer::collectOrphans(const World& world, const std::map<std::string, std::set<std::string>>& inventories) {
+int Observer::collectOrphans(const World& world, const Inventories& inventories) {
   std::set<std::string> known;
   for (const auto& [name, view] : world.instances) {
     if (view.active) known.insert(std::to_string(view.active->meta.id));

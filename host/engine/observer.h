@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
@@ -55,10 +56,31 @@ class Observer {
     HealthTracker tracker;
     TimePoint next;
   };
-  int observe(const World& world, const InstanceView& view, const model::RuntimeInstance& r,
-              std::map<std::string, std::set<std::string>>& inventories, int& missing);
-  int probe(const World& world, const model::RuntimeInstance& r);
-  int collectOrphans(const World& world, const std::map<std::string, std::set<std::string>>& inventories);
+  using Inventories = std::map<std::string, std::set<std::string>>;  // cluster → runtime ids
+  // A runtime instance the ledger counts on that its driver no longer runs, and why.
+  struct Gone {
+    const InstanceView* view;
+    model::RuntimeInstance runtime;
+    std::string why;
+  };
+  struct Observation {
+    std::vector<Gone> gone;
+    std::vector<const model::RuntimeInstance*> running;  // RUNNING by the driver's word too
+  };
+
+  // The inventories of the clusters that have nodes; a cluster whose driver cannot list is
+  // left out, and its instances are not judged this pass.
+  Inventories listInventories(const World& world);
+  // Compares each instance not `busy` on a listed cluster with its driver's status.
+  Observation compareWithDrivers(const World& world, const std::set<std::string>& busy,
+                                 const Inventories& inventories);
+  // True while too many instances are gone at once to trust the readings: raises the alarm on
+  // the way in and clears it on the way out.
+  bool haltOnDiscrepancy(const std::vector<Gone>& gone);
+  int markGone(const std::vector<Gone>& gone);
+  // Runs the health probes that are due, concurrently, and records what changed.
+  int probeHealth(const World& world, const std::vector<const model::RuntimeInstance*>& running);
+  int collectOrphans(const World& world, const Inventories& inventories);
 
   ledger::Ledger& ledger_;
   DriverSet& drivers_;
