@@ -114,6 +114,7 @@ std::optional<HookNotification> hookNotificationFor(const ledger::Event& event,
 HookRunner::HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock,
                        HookRunnerOptions options)
     : ledger_(ledger),
+      clock_(clock),
       options_(std::move(options)),
       notifier_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}),
       gate_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}) {}
@@ -129,6 +130,7 @@ void HookRunner::start() {
 
 void HookRunner::stop() {
   stopping_ = true;
+  clock_.wake();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -165,7 +167,7 @@ void HookRunner::loop(int64_t after) {
     page.limit = 200;
     auto events = ledger_.listEvents(page);
     if (!events.isOk() || events->items.empty()) {
-      std::this_thread::sleep_for(options_.poll);  // the ledger is unwell; never spin
+      clock_.sleepFor(options_.poll, [this] { return stopping_.load(); });  // the ledger is unwell; never spin
       continue;
     }
     for (const ledger::Event& event : events->items) {
