@@ -85,6 +85,7 @@ class WaitSlots {
   explicit WaitSlots(int capacity) : capacity_(capacity) {}
   // A held slot, released when the last copy is destroyed; nullptr when all are taken.
   std::shared_ptr<void> tryAcquire();
+  int used() const { return used_.load(); }
 
  private:
   int capacity_;

@@ -98,6 +98,7 @@ class ApiServer::Impl {
   Status start();
   void stop();
   int port() const { return port_; }
+  int waitingRequests() const { return wait_slots_.used(); }
 
  private:
   void configure(httplib::Server& http);
@@ -378,5 +379,7 @@ Status ApiServer::start() { return impl_->start(); }
 void ApiServer::stop() { impl_->stop(); }
 
 int ApiServer::port() const { return impl_->port(); }
+
+int ApiServer::waitingRequests() const { return impl_->waitingRequests(); }
 
 }  // namespace tide::api

@@ -76,6 +76,10 @@ class ApiServer {
   // The bound port while started (the real one when options.port was 0), else 0.
   int port() const;
 
+  // How many requests hold a wait slot now (long polls and event streams that found nothing
+  // and wait for events), so a test can act once its request waits instead of sleeping.
+  int waitingRequests() const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

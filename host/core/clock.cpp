@@ -1,9 +1,104 @@
 #include "host/core/clock.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
 namespace tide {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// Longer waits are cut to this, so adding it to the steady clock cannot overflow; nobody
+// waits a century.
+constexpr auto kLongestWait = std::chrono::hours(24 * 365 * 100);
+
+std::chrono::nanoseconds boundedWait(TimePoint::duration left) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::min<TimePoint::duration>(left, kLongestWait));
+}
+
+}  // namespace
+
+bool SystemClock::waitUntil(TimePoint deadline, const std::function<bool()>& done) const {
+  const Steady::time_point until = Steady::now() + boundedWait(deadline - now());
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const uint64_t seen = wakes_;
+    if (done) {
+      lock.unlock();
+      if (done()) return true;
+      lock.lock();
+    }
+    if (!woken_.wait_until(lock, until, [&] { return wakes_ != seen; })) return false;
+  }
+}
+
+void SystemClock::wake() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++wakes_;
+  }
+  woken_.notify_all();
+}
+
+FakeClock::FakeClock(TimePoint start, Flow flow) : flow_(flow), base_(start), base_steady_(Steady::now()) {}
+
+TimePoint FakeClock::now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nowLocked();
+}
+
+TimePoint FakeClock::nowLocked() const {
+  if (flow_ == Flow::kFrozen) return base_;
+  return base_ + std::chrono::duration_cast<TimePoint::duration>(Steady::now() - base_steady_);
+}
+
+bool FakeClock::waitUntil(TimePoint deadline, const std::function<bool()>& done) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const uint64_t seen = wakes_;
+    if (done) {
+      lock.unlock();
+      if (done()) return true;
+      lock.lock();
+    }
+    const TimePoint now = nowLocked();
+    if (now >= deadline) return false;
+    const auto woken = [&] { return wakes_ != seen; };
+    if (flow_ == Flow::kFrozen) {
+      woken_.wait(lock, woken);
+    } else {
+      woken_.wait_for(lock, boundedWait(deadline - now), woken);
+    }
+  }
+}
+
+void FakeClock::wake() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++wakes_;
+  }
+  woken_.notify_all();
+}
+
+void FakeClock::advance(std::chrono::milliseconds by) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    base_ += by;
+    ++wakes_;
+  }
+  woken_.notify_all();
+}
+
+void FakeClock::set(TimePoint to) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    base_ = to;
+    base_steady_ = Steady::now();
+    ++wakes_;
+  }
+  woken_.notify_all();
+}
 
 std::string formatTimestamp(TimePoint t) {
   using namespace std::chrono;

@@ -2,8 +2,21 @@
 // Time is injected: production code asks a Clock, tests pass a FakeClock and move it
 // instead of sleeping. Timestamps cross the ledger and the API as RFC 3339 UTC strings
 // with milliseconds ("2026-11-21T11:47:50.123Z"), which sort lexicographically.
+//
+// Waiting is injected too: code that waits for time to pass (the control loop, the
+// executor's polls, health-probe intervals) waits on its Clock, so a test's advance()
+// ends the wait at once. A wait also ends early when a condition the waiter names holds;
+// whoever makes it hold calls wake() (the engine's stop() and poke() do):
+//
+//   stopping_ = true;
+//   clock_.wake();                                  // in stop()
+//   ...
+//   clock_.sleepFor(interval, [this] { return stopping_.load(); });  // in the loop
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -14,38 +27,67 @@ namespace tide {
 
 using TimePoint = std::chrono::system_clock::time_point;
 
+// Thread-safety: every method of every Clock may be called from any thread at once.
 class Clock {
  public:
   virtual ~Clock() = default;
   virtual TimePoint now() const = 0;
+
+  // Blocks the calling thread until this clock reaches `deadline` or `done()` returns true,
+  // whichever comes first; returns true when done() did. `done` may be empty (wait for the
+  // deadline only). It is called on this thread at entry and again after every wake() and
+  // every move of a FakeClock, never in between (a condition nobody wake()s for must be
+  // waited for in slices), and with no lock of the clock held: it may read the ledger, but
+  // must not wait on this clock. Spurious wake-ups do not return.
+  virtual bool waitUntil(TimePoint deadline, const std::function<bool()>& done) const = 0;
+  bool sleepFor(std::chrono::nanoseconds duration, const std::function<bool()>& done = nullptr) const {
+    return waitUntil(now() + std::chrono::ceil<TimePoint::duration>(duration), done);
+  }
+
+  // Makes every thread in waitUntil() on this clock call its done() again. Call it after
+  // changing what a done() reads; it costs every waiter one call of its done().
+  virtual void wake() const = 0;
 };
 
-// The wall clock. Thread-safe.
+// The wall clock. A wait measures its length on the steady clock from its start, so a step
+// of the wall clock during the wait neither stretches nor cuts it.
 class SystemClock final : public Clock {
  public:
   TimePoint now() const override { return std::chrono::system_clock::now(); }
-};
-
-// A clock that only moves when told to. Thread-safe.
-class FakeClock final : public Clock {
- public:
-  explicit FakeClock(TimePoint start) : now_(start) {}
-  TimePoint now() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return now_;
-  }
-  void advance(std::chrono::milliseconds by) {
-    std::lock_guard<std::mutex> lock(mu_);
-    now_ += by;
-  }
-  void set(TimePoint to) {
-    std::lock_guard<std::mutex> lock(mu_);
-    now_ = to;
-  }
+  bool waitUntil(TimePoint deadline, const std::function<bool()>& done) const override;
+  void wake() const override;
 
  private:
   mutable std::mutex mu_;
-  TimePoint now_;
+  mutable std::condition_variable woken_;
+  mutable uint64_t wakes_ = 0;  // REQUIRES: mu_; bumped by wake(), so no wake-up is lost
+};
+
+// A clock for tests. kFrozen: time moves only by advance() and set(). kRealTime: it also
+// runs at the pace of the steady clock from `start`, for tests whose real processes need
+// time to pass while the test skips the long waits with advance().
+class FakeClock final : public Clock {
+ public:
+  enum class Flow { kFrozen, kRealTime };
+
+  explicit FakeClock(TimePoint start, Flow flow = Flow::kFrozen);
+  TimePoint now() const override;
+  bool waitUntil(TimePoint deadline, const std::function<bool()>& done) const override;
+  void wake() const override;
+
+  // Both wake every waiter, so each whose deadline has passed returns.
+  void advance(std::chrono::milliseconds by);
+  void set(TimePoint to);
+
+ private:
+  TimePoint nowLocked() const;  // REQUIRES: mu_
+
+  const Flow flow_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable woken_;
+  TimePoint base_;                                   // REQUIRES: mu_; the time at base_steady_
+  std::chrono::steady_clock::time_point base_steady_;  // REQUIRES: mu_
+  mutable uint64_t wakes_ = 0;                       // REQUIRES: mu_
 };
 
 std::string formatTimestamp(TimePoint t);

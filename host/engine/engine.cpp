@@ -2,8 +2,14 @@
 
 #include <algorithm>
 
+#include "host/core/thread_guard.h"
+#include "host/engine/loop_errors.h"
+
 namespace tide::engine {
 namespace {
+
+// How often the waiting loop looks for new ledger events (nobody wakes it for those).
+constexpr std::chrono::milliseconds kLedgerPollSlice{25};
 
 HookRunnerOptions hookOptions(const EngineOptions& options) {
   HookRunnerOptions out;
@@ -51,44 +57,39 @@ void Engine::start() {
 
 void Engine::stop() {
   stopping_ = true;
-  poke();
+  clock_.wake();
   if (thread_.joinable()) thread_.join();
   executor_.stop();
   hooks_.stop();
 }
 
 void Engine::poke() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    poked_ = true;
-  }
-  cv_.notify_all();
+  poked_ = true;
+  clock_.wake();
 }
 
 void Engine::loop() {
+  const auto stopping = [this] { return stopping_.load(); };
+  const auto woken = [this] { return stopping_.load() || poked_.load(); };
   int64_t seen = ledger_.lastEventSeq();
   while (!stopping_) {
-    const auto started = std::chrono::steady_clock::now();
-    runPass();
-    // Sleep until the interval passes, the ledger changes, or an attempt ends, but never
+    const TimePoint started = clock_.now();
+    runGuarded([this] { runPass(); },
+               [this](const std::string& what) { reportLoopException(ledger_, "control loop pass", what); });
+    // Wait until the interval passes, the ledger changes, or an attempt ends, but never
     // less than min_interval, so a busy ledger cannot spin the loop.
-    std::this_thread::sleep_for(options_.min_interval);
-    const auto deadline = started + options_.interval;
-    while (!stopping_ && std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (poked_) {
-          poked_ = false;
-          break;
-        }
-      }
+    clock_.sleepFor(options_.min_interval, stopping);
+    const TimePoint deadline = started + options_.interval;
+    while (!stopping_) {
+      const TimePoint now = clock_.now();
+      if (now >= deadline || now < started) break;  // a wall clock stepped back must not stretch the wait
+      if (poked_.exchange(false)) break;
       const int64_t last = ledger_.lastEventSeq();
       if (last > seen) {
         seen = last;
         break;
       }
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(25), [&] { return poked_ || stopping_.load(); });
+      clock_.waitUntil(std::min(deadline, now + kLedgerPollSlice), woken);
     }
     seen = std::max(seen, ledger_.lastEventSeq());
   }

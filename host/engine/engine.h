@@ -8,13 +8,15 @@
 // host that died are dispatched again on the first pass and resume from their recorded
 // steps (executor.h); reservations are rows; processes are re-adopted by the drivers.
 //
-// Thread-safety: start()/stop()/runPass() from one thread; metrics() from any.
+// Every wait is on the injected Clock: with a FakeClock the loop's next pass comes when a
+// test moves the clock (or pokes the engine), and new ledger events are looked for every
+// 25 ms of the clock's time. stop() and poke() wake the loop (Clock::wake) at once.
+//
+// Thread-safety: start()/stop()/runPass() from one thread; metrics() and poke() from any.
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "host/core/clock.h"
@@ -96,9 +98,7 @@ class Engine {
   Observer observer_;
 
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool poked_ = false;           // REQUIRES: mu_
+  std::atomic<bool> poked_{false};
   std::atomic<bool> stopping_{false};
   double tokens_ = 0;            // rate limiter bucket (loop thread only)
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "host/core/thread_guard.h"
 #include "host/engine/health_probe.h"
+#include "host/engine/loop_errors.h"
 #include "host/engine/world.h"
 
 namespace tide::engine {
@@ -61,6 +63,7 @@ void Executor::stop() {
     workers.swap(workers_);
   }
   work_cv_.notify_all();
+  clock_.wake();  // a worker may be waiting on the clock (polls, probe intervals)
   for (auto& t : workers) t.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (int64_t id : queue_) {
@@ -119,7 +122,9 @@ void Executor::workerLoop() {
       id = queue_.front();
       queue_.pop_front();
     }
-    execute(id);
+    runGuarded([&] { execute(id); }, [&](const std::string& what) {
+      reportLoopException(ledger_, "executor, operation " + std::to_string(id), what);
+    });
     std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -341,7 +346,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
     }
     if (a.cancelled(ledger_, clock_)) return Status(Code::kConflict, "cancelled while starting");
     if (a.expired(clock_) || stopping_) return Status(Code::kDeadlineExceeded, "instance did not start in time");
-    std::this_thread::sleep_for(options_.poll_interval);
+    clock_.sleepFor(options_.poll_interval, [this] { return stopping_.load(); });
     TIDE_ASSIGN_OR_RETURN(status, metrics_.timeDriverCall("status", [&] { return driver->status(ref); }));
   }
   TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));

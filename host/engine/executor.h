@@ -23,6 +23,9 @@
 // exponential backoff with jitter, until max_attempts; any other error, or the last
 // attempt, fails the operation and cleans up what it started.
 //
+// Workers wait on the injected clock (driver polls, health-probe intervals), and stop()
+// wakes them, so it does not wait out a poll.
+//
 // Thread-safety: all public methods are thread-safe.
 
 #include <atomic>

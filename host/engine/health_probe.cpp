@@ -19,7 +19,6 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include <httplib.h>
@@ -419,9 +418,12 @@ ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& targ
     probed = true;
     if (tracker.record(result)) return result;  // it starts unhealthy: a change is to healthy
 
-    Steady::time_point wake = Steady::now() + interval;
-    while (Steady::now() < wake && !cancelled() && clock.now() < deadline) {
-      std::this_thread::sleep_for(std::min<Steady::duration>(kSleepSlice, wake - Steady::now()));
+    const TimePoint slept_from = clock.now();
+    const TimePoint wake = slept_from + std::chrono::duration_cast<TimePoint::duration>(interval);
+    while (!cancelled()) {
+      const TimePoint now = clock.now();
+      if (now >= wake || now >= deadline || now < slept_from) break;  // stepped back: do not stretch
+      clock.waitUntil(std::min({wake, deadline, now + kSleepSlice}), cancelled);
     }
   }
 }

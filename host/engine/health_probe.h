@@ -73,13 +73,15 @@ class HealthTracker {
   ProbeResult last_;
 };
 
-// Probes at once and then every check.interval_seconds (real time, from the end of one
-// probe to the start of the next) until a HealthTracker over the results turns healthy:
+// Probes at once and then every check.interval_seconds (of `clock`'s time, from the end of
+// one probe to the start of the next) until a HealthTracker over the results turns healthy:
 // returns that last probe's result (ok). Returns not ok, with a message that quotes the
 // last probe's, once `clock` reaches `deadline` or `cancelled()` returns true. Each probe's
-// timeout is cut to the time left before the deadline. Cancellation and the deadline are
-// checked between probes and every few milliseconds while sleeping, so either is noticed
-// within one probe's timeout. `cancelled` is called on this thread and must not throw.
+// timeout is cut to the time left before the deadline (probes themselves take real time).
+// Cancellation and the deadline are checked between probes and, while waiting, every few
+// milliseconds of `clock`'s time and whenever the clock is woken (Clock::wake), so either
+// is noticed within one probe's timeout. `cancelled` is called on this thread and must not
+// throw.
 ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
                         TimePoint deadline, const std::function<bool()>& cancelled);
 

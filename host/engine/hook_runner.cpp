@@ -4,6 +4,9 @@
 #include <cmath>
 #include <exception>
 
+#include "host/core/thread_guard.h"
+#include "host/engine/loop_errors.h"
+
 namespace tide::engine {
 namespace {
 
@@ -110,6 +113,7 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
 HookRunner::HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock,
                        HookRunnerOptions options)
     : ledger_(ledger),
+      clock_(clock),
       options_(std::move(options)),
       notifier_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}),
       gate_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}) {}
@@ -125,6 +129,7 @@ void HookRunner::start() {
 
 void HookRunner::stop() {
   stopping_ = true;
+  clock_.wake();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -161,12 +166,14 @@ void HookRunner::loop(int64_t after) {
     page.limit = 200;
     auto events = ledger_.listEvents(page);
     if (!events.isOk() || events->items.empty()) {
-      std::this_thread::sleep_for(options_.poll);  // the ledger is unwell; never spin
+      clock_.sleepFor(options_.poll, [this] { return stopping_.load(); });  // the ledger is unwell; never spin
       continue;
     }
     for (const model::Event& event : events->items) {
       if (stopping_) return;
-      handle(event);
+      runGuarded([&] { handle(event); }, [&](const std::string& what) {
+        reportLoopException(ledger_, "hook runner, event " + std::to_string(event.seq), what);
+      });
       after = event.seq;
       processed_ = after;
     }

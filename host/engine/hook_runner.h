@@ -45,7 +45,9 @@ struct HookRunnerOptions {
   lua::LuaLimits limits;
   std::filesystem::path output_dir;  // ctx.emit_file's directory, created on demand
   lua::LogSink log;                  // what hooks log; called from two threads, must be thread-safe
-  std::chrono::milliseconds poll{100};  // one wait for new events; bounds how long stop() takes
+  // One wait for new events (real time: the ledger wakes it), which bounds how long stop()
+  // takes; also the pause on the injected clock after the ledger could not be read.
+  std::chrono::milliseconds poll{100};
   std::chrono::milliseconds failure_repeat_window{std::chrono::seconds(60)};
   std::string actor = "hooks";
 };
@@ -100,6 +102,7 @@ class HookRunner {
   };
 
   ledger::Ledger& ledger_;
+  const Clock& clock_;
   const HookRunnerOptions options_;
   lua::HookEngine notifier_;  // the thread's
 

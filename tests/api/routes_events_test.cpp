@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/api/api_test_support.h"
+#include "tests/support/eventually.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -45,8 +46,8 @@ TEST_CASE("api: an events long poll returns when an event arrives from another t
   auto poll = std::async(std::launch::async, [&] {
     return h.get("/v1/events?wait=30&after=" + std::to_string(last), kViewerToken);
   });
-  // Give the poll a moment to start waiting; the outcome is the same if it has not.
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Append once the poll waits (the outcome would be the same if it did not yet).
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   REQUIRE(h.ledger->appendEvent("test.ping", "test/1", Json{{"n", 1}}, "tester").isOk());
 
   Reply reply = poll.get();
@@ -64,9 +65,8 @@ TEST_CASE("api: a filtered long poll keeps waiting past events that do not match
   auto poll = std::async(std::launch::async, [&] {
     return h.get("/v1/events?wait=30&kind=test.wanted&after=" + std::to_string(last));
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   REQUIRE(h.ledger->appendEvent("test.other", "test/1", Json::object(), "tester").isOk());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   REQUIRE(h.ledger->appendEvent("test.wanted", "test/2", Json::object(), "tester").isOk());
   Reply reply = poll.get();
   REQUIRE(reply.status == 200);
@@ -96,7 +96,7 @@ TEST_CASE("api: the event stream delivers events as server-sent events") {
         });
     return std::make_pair(content_type, received);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   REQUIRE(h.ledger->appendEvent("test.streamed", "test/1", Json{{"hello", "world"}}, "tester").isOk());
 
   auto [content_type, received] = stream.get();
@@ -117,7 +117,7 @@ TEST_CASE("api: stopping the server ends an open event stream") {
     c.set_read_timeout(20, 0);
     return c.Get("/v1/events/stream", [](const char*, size_t) { return true; });
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   h.server->stop();
   stream.get();  // returns (instead of hanging until the read timeout)
   CHECK(h.server->port() == 0);

@@ -13,6 +13,7 @@
 #include "host/engine/script_recorder.h"
 #include "host/lua/registry/script_registry.h"
 #include "tests/api/api_test_support.h"
+#include "tests/support/eventually.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -78,17 +79,6 @@ struct ScriptsHarness {
     REQUIRE_MESSAGE(reply.status == 200, reply.body);
     return reply.json();
   }
-
-  // Polls `done` for up to 20 s (the watcher debounces and reloads on its own thread).
-  template <class Done>
-  bool eventually(Done done) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return done();
-  }
 };
 
 Json scriptAt(const Json& list, const std::string& file) {
@@ -111,7 +101,7 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
   CHECK(h.evaluate(Json::parse(op_file)["op"].dump())["outcome"] == "PENDING_APPROVAL");
 
   fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
-  REQUIRE(h.eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
+  REQUIRE(eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
 
   Json list = h.api->get("/v1/scripts", kViewerToken).json();
   Json script = scriptAt(list, "auto_approve_dev.lua");
@@ -129,7 +119,7 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
 
   // A broken edit is refused: the error shows, the previous version keeps deciding.
   std::ofstream(h.policies / "auto_approve_dev.lua", std::ios::trunc) << "return { name = \n";
-  REQUIRE(h.eventually([&] {
+  REQUIRE(eventually([&] {
     Json s = scriptAt(h.api->get("/v1/scripts").json(), "auto_approve_dev.lua");
     return s.is_object() && !s.value("last_error", "").empty();
   }));

@@ -25,6 +25,7 @@
 #include "host/ledger/ledger.h"
 #include "tests/cli/cli_test_support.h"
 #include "tests/cli/serve_process.h"
+#include "tests/support/eventually.h"
 
 namespace {
 
@@ -32,6 +33,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using tide::testing::CliRun;
 using tide::testing::contains;
+using tide::testing::eventually;
 using tide::testing::freePort;
 using tide::testing::LineLimitedBuffer;
 using tide::testing::LiveServer;
@@ -251,8 +253,7 @@ TEST_CASE("cli: everything survives a restart of tide serve") {
     CliRun ops = serve.tide("operations list --state PENDING_APPROVAL -o json");
     return ops.code == 0 && Json::parse(ops.out)["items"].size() == 1;
   };
-  for (int i = 0; i < 300 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  REQUIRE(waiting());
+  REQUIRE(eventually(waiting));
   // /metrics carries the control loop's own series beside the ledger's counts.
   auto metrics = httplib::Client(serve.url()).Get("/metrics");
   REQUIRE(metrics);
@@ -260,14 +261,17 @@ TEST_CASE("cli: everything survives a restart of tide serve") {
   CHECK(contains(metrics->body, "tide_reconcile_pass_duration_seconds_count "));
   CHECK(contains(metrics->body, "tide_driver_call_duration_seconds_count{call=\"list\"} "));
   // The loop may still be writing the strategy's state from its last pass: compare once it
-  // has nothing more to do (the same view twice, half a second apart).
+  // has nothing more to do (the same view for half a second).
   CliRun show = serve.tide("deployment show nginx-deployment-plan -o json");
-  for (int i = 0; i < 40; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto unchanged_since = std::chrono::steady_clock::now();
+  eventually([&] {
     CliRun again = serve.tide("deployment show nginx-deployment-plan -o json");
-    if (again.out == show.out) break;
-    show = again;
-  }
+    if (again.out != show.out) {
+      show = again;
+      unchanged_since = std::chrono::steady_clock::now();
+    }
+    return std::chrono::steady_clock::now() - unchanged_since >= std::chrono::milliseconds(500);
+  }, std::chrono::seconds(20));
   const CliRun nodes = serve.tide("node list -o json");
   const CliRun events = serve.tide("events -o json");
   REQUIRE(nodes.code == 0);

@@ -15,6 +15,7 @@
 
 #include "tests/cli/cli_test_support.h"
 #include "tests/cli/serve_process.h"
+#include "tests/support/eventually.h"
 
 using namespace tide::testing;
 
@@ -108,7 +109,7 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
     return fixture.live.run({"deployment", "watch", kPlan, "--interval", "30"});
   });
   // The watch prints its first line before it waits; cancel only once it waits.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  REQUIRE(eventually([&] { return fixture.live.server->waitingRequests() == 1; }));
   auto started = std::chrono::steady_clock::now();
   REQUIRE(fixture.live.run({"deployment", "cancel-deployment", kPlan, "-D", "deployment-1"}).code == 0);
   REQUIRE(watch.wait_for(std::chrono::seconds(20)) == std::future_status::ready);

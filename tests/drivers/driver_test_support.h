@@ -21,6 +21,7 @@
 #include "drivers/process/proc_stat.h"
 #include "tests/support/ports.h"
 #include "drivers/process/process_driver.h"
+#include "tests/support/eventually.h"
 
 namespace tide::testing {
 
@@ -43,16 +44,6 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-template <class Pred>
-bool eventually(Pred done, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
 
 inline std::string readText(const std::string& path) {
   std::ifstream in(path);

@@ -66,7 +66,9 @@ inline std::string engineDeployment(const std::string& id, int count, const std:
 
 struct EngineFixture {
   TempDir dir;
-  SystemClock clock;
+  // Runs with real time (the workloads are real processes) from now; a test skips a long
+  // wait (a hook's recheck, a pause) with clock.advance() instead of sleeping through it.
+  FakeClock clock{std::chrono::system_clock::now(), FakeClock::Flow::kRealTime};
   std::unique_ptr<ledger::Ledger> ledger;
   lua::DiscardingScriptRecorder recorder;
   std::unique_ptr<lua::ScriptRegistry> scripts;

@@ -2,8 +2,6 @@
 // operations run, the other events reach hooks from the ledger's events, and a broken hook
 // is recorded without stopping anything.
 
-#include <thread>
-
 #include "tests/engine/engine_test_support.h"
 
 namespace tide {
@@ -45,7 +43,7 @@ TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until
   f.apply(engineDeployment("d1", 1, "1.0"));
 
   f.engine->settle();
-  std::this_thread::sleep_for(400ms);  // past the recheck: the hook is asked again
+  f.clock.advance(400ms);  // past the recheck: the hook is asked again
   f.engine->settle();
   auto held = f.operations("APPROVED");
   REQUIRE(held.size() == 1);
@@ -59,13 +57,13 @@ TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until
   CHECK(held_events[0].data["reason"] == "change freeze");
 
   f.writeScript("hooks/freeze.lua", vetoHook("maintenance"));
-  std::this_thread::sleep_for(400ms);
+  f.clock.advance(400ms);
   f.engine->settle();
   CHECK(f.operations("APPROVED").at(0).message == "held by hook freeze: maintenance");
   CHECK(events(f, "operation.held").size() == 2);
 
   f.writeScript("hooks/freeze.lua", std::nullopt);
-  std::this_thread::sleep_for(400ms);
+  f.clock.advance(400ms);
   f.engine->settle();
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(f.running().size() == 1);
@@ -90,7 +88,7 @@ TEST_CASE("engine hooks: a delay puts the attempt off once, then it runs") {
   CHECK(delayed[0].target["hook_delay_done"] == 1);
   CHECK(f.running().empty());
 
-  std::this_thread::sleep_for(1100ms);
+  f.clock.advance(1100ms);
   f.engine->settle();  // the hook still says "delay", but this attempt was delayed already
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(events(f, "operation.held").size() == 1);

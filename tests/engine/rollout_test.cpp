@@ -51,14 +51,25 @@ struct RolloutFixture : EngineFixture {
     engine->start();
   }
 
-  // Polls `done` every 50 ms for up to `seconds` (a liveness bound, not a timing check).
+  // Polls `done` for up to `seconds` (a liveness bound, not a timing check).
   bool waitFor(const std::function<bool()>& done, int seconds = 90) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < until) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return done();
+    return eventually(done, std::chrono::seconds(seconds));
+  }
+
+  // Lets `by` pass at once: moves the clock and waits until the control loop has run two
+  // passes after the move (so at least one whole pass saw the new time).
+  void skip(std::chrono::milliseconds by) {
+    clock.advance(by);
+    const uint64_t before = passes();
+    REQUIRE(waitFor([&] { return passes() >= before + 2; }));
+  }
+
+  // The control loop's passes so far, from its metrics.
+  uint64_t passes() {
+    const std::string text = engine->metrics().render();
+    const std::string key = "tide_reconcile_pass_duration_seconds_count ";
+    const size_t at = text.find(key);
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size()));
   }
 
   bool waitState(const std::string& id, const std::string& state, int seconds = 90) {
@@ -158,7 +169,7 @@ TEST_CASE("rollout: canary v1→v2 pauses at the first step, promote completes i
   model::Deployment paused = f.deployment("d2");
   CHECK(paused.rollout_state.value("step", 0) == 1);
   CHECK(paused.rollout_state.value("steps", 0) == 2);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  f.skip(std::chrono::seconds(1));
   CHECK(f.deployment("d2").state == "PAUSED");
   CHECK(f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}});
 
@@ -233,11 +244,11 @@ TEST_CASE("rollout: pause and resume do not consume the progress deadline") {
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
   REQUIRE(f.waitState("d2", "PAUSED"));  // the strategy's own pause: waiting for promotion
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  f.skip(std::chrono::seconds(4));
   // A person pauses too; the strategy is not even asked while the hold lasts.
   f.control("d2", "pause", "checking dashboards");
   CHECK(f.deployment("d2").message == "paused by alice: checking dashboards");
-  std::this_thread::sleep_for(std::chrono::seconds(4));
+  f.skip(std::chrono::seconds(4));
   CHECK(f.deployment("d2").state == "PAUSED");
   f.control("d2", "resume");
   REQUIRE(f.waitState("d2", "PAUSED"));  // back in the strategy's pause
@@ -284,7 +295,7 @@ TEST_CASE("rollout: blue-green switches the route only after promote and keeps b
   f.apply(engineDeployment("d2", 2, "v2"));
   REQUIRE(f.waitState("d2", "PAUSED"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  f.skip(std::chrono::seconds(1));
   // The preview is up and healthy, but nothing routes to it before promotion.
   const Json before = f.route();
   CHECK((before.value("deployment", "") == "d1" || before.value("new", -1) == 0));

@@ -288,7 +288,7 @@ TEST_CASE("ledger: waitForEvents wakes when another thread writes") {
   LedgerFixture f;
   const int64_t last = f.ledger->lastEventSeq();
   CHECK_FALSE(f.ledger->waitForEvents(last, std::chrono::milliseconds(1)));
-  std::thread writer([&] { f.ledger->appendEvent("alarm.test", "system", {{"n", 1}}, "test"); });
+  std::thread writer([&] { CHECK(f.ledger->appendEvent("alarm.test", "system", {{"n", 1}}, "test").isOk()); });
   CHECK(f.ledger->waitForEvents(last, std::chrono::seconds(30)));
   writer.join();
   CHECK(f.ledger->lastEventSeq() == last + 1);

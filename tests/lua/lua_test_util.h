@@ -16,6 +16,7 @@
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/sandbox.h"
+#include "tests/support/eventually.h"
 
 namespace tide::lua::testing {
 
@@ -74,16 +75,7 @@ inline void writeFile(const std::filesystem::path& path, const std::string& text
   std::filesystem::rename(tmp, path);
 }
 
-// Polls `done` until it holds or `timeout` passes (generous: the machine is shared).
-template <class F>
-bool eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
+using tide::testing::eventually;
 
 // The resident set size of this process, in bytes.
 inline size_t residentBytes() {

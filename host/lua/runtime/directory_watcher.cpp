@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
+
+#include "host/core/thread_guard.h"
 
 namespace tide::lua {
 namespace {
@@ -125,7 +128,10 @@ void DirectoryWatcher::run() {
     }
     if (pending && Clock::now() - last_event >= debounce_) {
       pending = false;
-      on_change_();
+      // A reload that throws anyway must not end the watcher (or the host): say so, go on.
+      runGuarded(on_change_, [](const std::string& what) {
+        std::cerr << "tide: script watcher: reload failed with an unexpected exception: " << what << std::endl;
+      });
     }
   }
 }

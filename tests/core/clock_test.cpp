@@ -1,0 +1,97 @@
+// Waiting on a Clock: a FakeClock's waiters return when the clock is moved past their
+// deadline and not before, wake() ends waits whose condition holds, and the system clock's
+// waits take real time.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+
+#include "host/core/clock.h"
+#include "tests/support/eventually.h"
+
+namespace tide {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::eventually;
+
+const TimePoint kStart = *parseTimestamp("2026-01-01T00:00:00Z");
+
+TEST_CASE("a fake clock's sleeper returns once the clock is moved past its deadline, not before") {
+  FakeClock clock(kStart);
+  std::atomic<int> looks{0};
+  auto sleeper = std::async(std::launch::async, [&] {
+    return clock.sleepFor(10s, [&] {
+      ++looks;
+      return false;
+    });
+  });
+  REQUIRE(eventually([&] { return looks == 1; }));  // asleep
+
+  clock.advance(9s);
+  REQUIRE(eventually([&] { return looks == 2; }));  // woken, looked, and ...
+  clock.wake();
+  REQUIRE(eventually([&] { return looks == 3; }));  // ... still waiting: 1 s is left
+  CHECK(sleeper.wait_for(0s) == std::future_status::timeout);
+
+  clock.advance(1s);
+  CHECK_FALSE(sleeper.get());  // the deadline, not done(), ended it
+}
+
+TEST_CASE("a fake clock's set() wakes the sleepers it moves past; a sleeper already due returns at once") {
+  FakeClock clock(kStart);
+  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kStart + 1h, nullptr); });
+  clock.set(kStart + 2h);
+  CHECK_FALSE(sleeper.get());
+  CHECK_FALSE(clock.waitUntil(kStart + 1h, nullptr));
+  CHECK_FALSE(clock.sleepFor(0s));
+}
+
+TEST_CASE("wake() ends a wait whose condition now holds, on any clock") {
+  FakeClock fake(kStart);
+  SystemClock system;
+  for (const Clock* clock : {static_cast<const Clock*>(&fake), static_cast<const Clock*>(&system)}) {
+    std::atomic<bool> stopping{false};
+    std::atomic<int> looks{0};
+    auto waiter = std::async(std::launch::async, [&] {
+      return clock->sleepFor(1h, [&] {
+        ++looks;
+        return stopping.load();
+      });
+    });
+    REQUIRE(eventually([&] { return looks >= 1; }));
+    stopping = true;
+    clock->wake();
+    REQUIRE(waiter.wait_for(30s) == std::future_status::ready);
+    CHECK(waiter.get());  // done() ended it
+  }
+}
+
+TEST_CASE("a condition that already holds ends a wait before it starts") {
+  FakeClock clock(kStart);
+  CHECK(clock.sleepFor(1h, [] { return true; }));
+  CHECK(clock.now() == kStart);
+}
+
+TEST_CASE("the system clock's waits take real time") {
+  SystemClock clock;
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_FALSE(clock.sleepFor(20ms));
+  CHECK(std::chrono::steady_clock::now() - started >= 20ms);
+}
+
+TEST_CASE("a real-time fake clock runs on its own and jumps when advanced") {
+  FakeClock clock(kStart, FakeClock::Flow::kRealTime);
+  REQUIRE(eventually([&] { return clock.now() > kStart; }));
+  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kStart + 1h, nullptr); });
+  clock.advance(1h);
+  REQUIRE(sleeper.wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(sleeper.get());
+  CHECK(clock.now() >= kStart + 1h);
+  CHECK_FALSE(clock.sleepFor(5ms));  // and a short wait ends by itself
+}
+
+}  // namespace
+}  // namespace tide
