@@ -103,10 +103,11 @@ struct RolloutFixture : EngineFixture {
     REQUIRE(waitFor([&] { return versions() == std::map<std::string, int>{{tag, count}}; }));
   }
 
-  // The weights the route_file hook wrote last for plan web.
+  // The weights the route_file hook wrote last for plan web; {} before it wrote any (the
+  // hook runs on its own thread, after the route event).
   Json route() {
-    const std::string text = hookOutput("route-web.json");
-    return text.empty() ? Json() : Json::parse(text, nullptr, false);
+    const Json route = Json::parse(hookOutput("route-web.json"), nullptr, false);
+    return route.is_object() ? route : Json::object();
   }
 
   int controlEvents(const std::string& id, const std::string& control) {
