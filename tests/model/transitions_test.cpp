@@ -3,7 +3,7 @@
 #include "host/model/transitions.h"
 
 using namespace tide;
-using namespace tide::ledger;
+using namespace tide::model;
 
 TEST_CASE("ledger: every state of every kind is reachable or initial, and terminal states lead nowhere") {
   for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
