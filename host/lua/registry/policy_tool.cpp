@@ -9,10 +9,9 @@
 
 #include "host/lua/policy/policy_data.h"
 #include "host/lua/policy/policy_engine.h"
-#include "host/lua/policy/policy_tests.h"
 #include "host/lua/runtime/script_loader.h"
 #include "host/lua/registry/script_registry.h"
-#include "host/lua/strategy/strategy_tests.h"
+#include "host/lua/registry/script_tests.h"
 
 namespace tide::lua {
 namespace {
@@ -49,7 +48,6 @@ ScriptKind testedKindOf(const fs::path& file) {
 }
 
 // Prints PASS/FAIL per case, counting them; the error when the file did not load.
-template <class CaseResult>
 Status printCases(const Result<std::vector<CaseResult>>& results, std::ostream& out, int& passed,
                   int& failed) {
   if (!results.isOk()) return results.status();
@@ -109,9 +107,7 @@ int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& 
     }
     out << file->path << "\n";
     const Status loaded =
-        kind == ScriptKind::kStrategy
-            ? printCases(runStrategyFileTests(*file, libs, options.limits), out, passed, failed)
-            : printCases(runPolicyFileTests(*file, libs, options.limits), out, passed, failed);
+        printCases(runScriptTests(*file, libs, options.limits), out, passed, failed);
     if (!loaded.isOk()) {
       out << "  FAIL  does not load: " << loaded.message() << "\n";
       ++failed;

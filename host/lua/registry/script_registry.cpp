@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "host/lua/registry/script_tests.h"
 #include "host/lua/runtime/directory_watcher.h"
-#include "host/lua/policy/policy_tests.h"
 #include "host/lua/runtime/script_loader.h"
-#include "host/lua/strategy/strategy_tests.h"
 
 namespace tide::lua {
 
@@ -94,7 +93,6 @@ std::vector<ScriptRegistry::Candidate> ScriptRegistry::scan(ReloadSummary& summa
 namespace {
 
 // The error for a script whose tests did not load or did not all pass, or none.
-template <class CaseResult>
 LuaError testFailures(const std::string& path, const Result<std::vector<CaseResult>>& results) {
   if (!results.isOk()) return {LuaErrorClass::kLoad, results.status().message()};
   std::string failures;
@@ -148,11 +146,10 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   ScriptFile named = file;
   named.name = loaded.name;
   named.level = loaded.level;
-  if (file.kind == ScriptKind::kPolicy && loaded.has_tests) {
-    v.error = testFailures(file.path, runPolicyFileTests(named, *trial, options_.limits));
-  } else if (file.kind == ScriptKind::kStrategy) {
-    // Also when it has no tests: loading it this way checks its params declaration.
-    v.error = testFailures(file.path, runStrategyFileTests(named, *trial, options_.limits));
+  // A strategy also when it has no tests: loading it this way checks its params declaration.
+  if ((file.kind == ScriptKind::kPolicy && loaded.has_tests) ||
+      file.kind == ScriptKind::kStrategy) {
+    v.error = testFailures(file.path, runScriptTests(named, *trial, options_.limits));
   }
   return v;
 }

@@ -423,7 +423,7 @@ TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
   auto results = runStrategyFileTests(*rolling, libs, LuaLimits{});
   REQUIRE(results.isOk());
   CHECK(results->size() >= 15);
-  for (const StrategyCaseResult& r : *results) {
+  for (const CaseResult& r : *results) {
     CAPTURE(r.name);
     CAPTURE(r.expected);
     CAPTURE(r.actual);
