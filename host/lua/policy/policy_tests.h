@@ -1,6 +1,6 @@
 #pragma once
 // Running a policy's own `tests` table (test_table.h). Used when a policy is (re)loaded —
-// a version whose tests fail never becomes active — and by `tide policy test`.
+// a version whose tests fail never becomes active — and by `tide scripts test`.
 //
 // A case:
 //   { name = "prod deletes wait for a human",

@@ -1,6 +1,6 @@
 #pragma once
 // A script's own tests, run by its kind: what reload validation (script_registry.h) and
-// `tide policy test` (policy_tool.h) both call, so a file passes in one exactly when it
+// `tide scripts test` (policy_tool.h) both call, so a file passes in one exactly when it
 // passes in the other.
 
 #include <vector>

@@ -1,6 +1,6 @@
 #pragma once
 // Running a strategy's own `tests` table (test_table.h). Used when a strategy is
-// (re)loaded — a version whose tests fail never becomes active — and by `tide policy test`.
+// (re)loaded — a version whose tests fail never becomes active — and by `tide scripts test`.
 //
 // A case:
 //   { name = "surge 1 creates one extra instance first",
