@@ -108,7 +108,7 @@ void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);    // instances, operations, events, logs
 
-// A verb that runs without a server and chooses its own exit code (`tide policy test`).
+// A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;
 // policy, scripts; `offline` is set when the command line names an offline verb.
 void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline);

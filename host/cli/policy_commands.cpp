@@ -1,6 +1,7 @@
-// `tide policy test|eval` and `tide scripts list|reload`: the approval policies and the
-// scripts the host runs (docs/architecture.md#approval, docs/architecture.md#the-lua-host, docs/architecture.md#cli-and-host-configuration). `policy test` and `policy eval --offline`
-// run here without a server (host/lua/registry/policy_tool.h); the rest ask the running host.
+// `tide policy test|eval` and `tide scripts list|reload|test`: the approval policies and the
+// scripts the host runs (docs/architecture.md#approval, docs/architecture.md#the-lua-host, docs/architecture.md#cli-and-host-configuration). `scripts test` (alias
+// `policy test`) and `policy eval --offline` run here without a server
+// (host/lua/registry/policy_tool.h); the rest ask the running host.
 
 #include <fstream>
 #include <memory>
@@ -57,7 +58,6 @@ void printReloadSummary(std::ostream& out, const Json& summary) {
 }
 
 struct PolicyFlags {
-  std::vector<std::string> files;
   std::string op_file;
   bool offline = false;
   std::string policies_dir = "policies";
@@ -76,22 +76,47 @@ Result<Json> readOpFile(const std::string& path) {
   return document;
 }
 
+struct ScriptTestFlags {
+  std::vector<std::string> paths;
+  std::string policies_dir = "policies";
+  std::string scripts_dir = "scripts";
+  std::string output = "table";
+};
+
+// `test [PATH...]` under `noun`: `tide scripts test`, and `tide policy test`, its alias.
+void addScriptTestVerb(CLI::App& noun, const std::string& description, OfflineAction& offline) {
+  auto flags = std::make_shared<ScriptTestFlags>();
+  CLI::App* test = noun.add_subcommand("test", description);
+  test->add_option("paths", flags->paths,
+                   "policy or strategy files, or directories of them (files in a directory named "
+                   "rollout are strategies)");
+  test->add_option("--policies", flags->policies_dir, "policies directory tested by default")
+      ->capture_default_str();
+  test->add_option("--scripts", flags->scripts_dir,
+                   "where libs (<dir>/lib) and, by default, strategies (<dir>/rollout) come from")
+      ->capture_default_str();
+  test->add_option("-o,--output", flags->output, "output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  test->callback([flags, &offline] {
+    offline = [flags](std::ostream& out) {
+      lua::PolicyToolOptions options;
+      options.policies_dir = flags->policies_dir;
+      options.scripts_dir = flags->scripts_dir;
+      options.json = flags->output == "json";
+      return lua::testScriptFiles(flags->paths, out, options);
+    };
+  });
+}
+
 }  // namespace
 
 void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline) {
   auto flags = std::make_shared<PolicyFlags>();
   CLI::App* policy = addNoun(app, "policy", "Approval policies: run their tests, evaluate an op");
 
-  CLI::App* test = policy->add_subcommand("test", "Run the tests of policy files offline (default: ./policies)");
-  test->add_option("files", flags->files, "policy files or directories");
-  test->add_option("--scripts", flags->scripts_dir, "where libs come from (<dir>/lib)")->capture_default_str();
-  test->callback([flags, &offline] {
-    offline = [flags](std::ostream& out) {
-      lua::PolicyToolOptions options;
-      options.scripts_dir = flags->scripts_dir;
-      return lua::runPolicyTests(flags->files, out, options);
-    };
-  });
+  addScriptTestVerb(*policy, "Run the tests of policy and strategy files offline (alias of `tide scripts test`)",
+                    offline);
 
   CLI::App* eval = verbs.add(*policy, "eval", "Evaluate an op snapshot against the host's policies (dry run)",
                              [flags](Session& session) -> Status {
@@ -127,6 +152,10 @@ void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline) {
     session.print(summary, printReloadSummary);
     return Status::ok();
   });
+  addScriptTestVerb(*scripts,
+                    "Run the tests of policy and strategy files offline (default: ./policies and "
+                    "./scripts/rollout)",
+                    offline);
 }
 
 }  // namespace tide::cli

@@ -69,53 +69,41 @@ std::string readBefore(const Json& value, const std::string& hook, HookVerdict* 
 }  // namespace
 
 HookEngine::HookEngine(const ScriptSetProvider& scripts, const Clock& clock, HookEngineOptions options)
-    : scripts_(scripts), clock_(clock), options_(std::move(options)) {}
+    : scripts_(scripts), clock_(clock), options_(std::move(options)), loaded_("hook state") {}
 
-HookEngine::~HookEngine() {
-  hooks_.clear();
-  state_.reset();  // before set_, whose files the state's libs point into
-}
+HookEngine::~HookEngine() = default;
 
-uint64_t HookEngine::loadedVersion() const { return state_ && set_ ? set_->version : 0; }
+uint64_t HookEngine::loadedVersion() const { return loaded_.version(); }
 
-bool HookEngine::refresh(std::string* failure) {
-  std::shared_ptr<const ScriptSet> set = scripts_.current();
-  if (state_ && set_ && set_->version == set->version) return true;
-  hooks_.clear();
-  state_.reset();  // free the old state before building the new one
-  set_ = std::move(set);
-
+Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(
+    std::shared_ptr<const ScriptSet> set) const {
+  auto loaded = std::make_unique<Loaded>();
+  loaded->set = std::move(set);
   LuaStateOptions state_options;
   state_options.limits = options_.limits;
   state_options.clock = &clock_;
   state_options.log = options_.log;
-  auto created = LuaState::create(std::move(state_options));
-  if (!created.isOk()) {
-    *failure = "cannot create the hooks' Lua state: " + created.status().message();
-    return false;
+  TIDE_ASSIGN_OR_RETURN(loaded->state, LuaState::create(std::move(state_options)));
+  LuaState& state = *loaded->state;
+  if (LuaError e = prepareScriptState(state, loaded->set.get()); !e.ok()) {
+    return Status::internal("preparing the hook state: " + e.message);
   }
-  std::unique_ptr<LuaState> state = std::move(created).value();
-  if (LuaError e = prepareScriptState(*state, set_.get()); !e.ok()) {
-    *failure = "preparing the hooks' Lua state: " + e.message;
-    return false;
-  }
-  setHookOutputDir(*state, &options_.output_dir);
-  if (LuaError e = state->call([this](lua_State* L) {
+  setHookOutputDir(state, &options_.output_dir);
+  if (LuaError e = state.call([&loaded](lua_State* L) {
         pushHookContext(L);
-        ctx_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+        loaded->ctx_ref = luaL_ref(L, LUA_REGISTRYINDEX);
       });
       !e.ok()) {
-    *failure = "building the hooks' ctx: " + e.message;
-    return false;
+    return Status::internal("building the hooks' ctx: " + e.message);
   }
-  for (const ScriptFile* file : set_->ofKind(ScriptKind::kHook)) {
+  for (const ScriptFile* file : loaded->set->ofKind(ScriptKind::kHook)) {
     Hook hook;
     hook.file = file;
-    LoadedScript loaded;
-    hook.load_error = loadScript(*state, *file, &loaded);
+    LoadedScript script;
+    hook.load_error = loadScript(state, *file, &script);
     if (hook.load_error.ok()) {
-      hook.ref = loaded.ref;
-      hook.load_error = state->call([&hook](lua_State* L) {
+      hook.ref = script.ref;
+      hook.load_error = state.call([&hook](lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
         lua_getfield(L, -1, "on");
         if (lua_type(L, -1) != LUA_TTABLE) return;
@@ -126,15 +114,22 @@ bool HookEngine::refresh(std::string* failure) {
         }
       });
     }
-    hooks_.push_back(std::move(hook));
+    loaded->hooks.push_back(std::move(hook));
   }
-  state_ = std::move(state);
-  return true;
+  return loaded;
 }
 
-LuaError HookEngine::call(const Hook& hook, const std::string& event, const Json& arg, Json* result) {
+Result<HookEngine::Loaded*> HookEngine::refresh() {
+  TIDE_RETURN_IF_ERROR(loaded_.ensure(scripts_.current(), [this](std::shared_ptr<const ScriptSet> set) {
+    return load(std::move(set));
+  }));
+  return loaded_.get();
+}
+
+LuaError HookEngine::call(Loaded& loaded, const Hook& hook, const std::string& event, const Json& arg,
+                          Json* result) {
   std::string problem;
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = loaded.state->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
     lua_getfield(L, -1, "on");
     if (lua_type(L, -1) != LUA_TTABLE) luaL_error(L, "%s: on is no longer a table", hook.file->path.c_str());
@@ -143,7 +138,7 @@ LuaError HookEngine::call(const Hook& hook, const std::string& event, const Json
       luaL_error(L, "%s: on[\"%s\"] is no longer a function", hook.file->path.c_str(), event.c_str());
     }
     pushReadOnlyJson(L, arg);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, loaded.ctx_ref);
     lua_call(L, 2, 1);
     if (!result) return;
     auto value = toJson(L, -1);
@@ -161,12 +156,12 @@ LuaError HookEngine::call(const Hook& hook, const std::string& event, const Json
 HookVerdict HookEngine::before(const Json& op) {
   HookVerdict verdict;
   const std::string event = "operation.before";
-  std::string failure;
-  if (!refresh(&failure)) {
-    verdict.failures.push_back({"", event, failure, LuaErrorClass::kMemory});
+  Result<Loaded*> loaded = refresh();
+  if (!loaded.isOk()) {
+    verdict.failures.push_back({"", event, loaded.status().message(), LuaErrorClass::kMemory});
     return verdict;
   }
-  for (const Hook& hook : hooks_) {
+  for (const Hook& hook : (*loaded)->hooks) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;
     if (!hook.load_error.ok()) {
       verdict.failures.push_back({name, event, naming(hook.file->path, hook.load_error.message),
@@ -175,7 +170,7 @@ HookVerdict HookEngine::before(const Json& op) {
     }
     if (!hook.events.count(event)) continue;
     Json returned;
-    if (LuaError e = call(hook, event, op, &returned); !e.ok()) {
+    if (LuaError e = call(**loaded, hook, event, op, &returned); !e.ok()) {
       verdict.failures.push_back({name, event, e.message, e.error_class});
       continue;
     }
@@ -205,19 +200,19 @@ std::vector<HookFailure> HookEngine::notify(const std::string& event, const Json
                         LuaErrorClass::kRuntime});
     return failures;
   }
-  std::string failure;
-  if (!refresh(&failure)) {
-    failures.push_back({"", event, failure, LuaErrorClass::kMemory});
+  Result<Loaded*> loaded = refresh();
+  if (!loaded.isOk()) {
+    failures.push_back({"", event, loaded.status().message(), LuaErrorClass::kMemory});
     return failures;
   }
-  for (const Hook& hook : hooks_) {
+  for (const Hook& hook : (*loaded)->hooks) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;
     if (!hook.load_error.ok()) {
       failures.push_back({name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class});
       continue;
     }
     if (!hook.events.count(event)) continue;
-    if (LuaError e = call(hook, event, arg, nullptr); !e.ok()) {
+    if (LuaError e = call(**loaded, hook, event, arg, nullptr); !e.ok()) {
       failures.push_back({name, event, e.message, e.error_class});
     }
   }

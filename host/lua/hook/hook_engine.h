@@ -32,6 +32,7 @@
 #include "host/core/clock.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/lua/runtime/versioned_build.h"
 
 namespace tide::lua {
 
@@ -85,20 +86,30 @@ class HookEngine {
     LuaError load_error;
   };
 
-  // Rebuilds the state when the provider has a new set; false (with `failure`) when no state
-  // could be built.
-  bool refresh(std::string* failure);
+  // The hooks of one ScriptSet loaded in one Lua state. Members are destroyed in reverse
+  // order: the state before the set its libs point into.
+  struct Loaded {
+    std::shared_ptr<const ScriptSet> set;
+    std::unique_ptr<LuaState> state;
+    std::vector<Hook> hooks;  // by name
+    int ctx_ref = -2;
+  };
+
+  // A Lua state for `set` with its hooks loaded; a hook that does not load is kept with
+  // its load_error. Errors only when the state itself cannot be built.
+  Result<std::unique_ptr<Loaded>> load(std::shared_ptr<const ScriptSet> set) const;
+  // The hooks of the provider's current set, loaded anew when it has another version; or
+  // why they could not be.
+  Result<Loaded*> refresh();
   // Calls the handler of `event` in `hook` with `arg` and ctx; the handler's first result
   // is converted to JSON into `result`.
-  LuaError call(const Hook& hook, const std::string& event, const Json& arg, Json* result);
+  static LuaError call(Loaded& loaded, const Hook& hook, const std::string& event,
+                       const Json& arg, Json* result);
 
   const ScriptSetProvider& scripts_;
   const Clock& clock_;
   HookEngineOptions options_;
-  std::shared_ptr<const ScriptSet> set_;
-  std::unique_ptr<LuaState> state_;
-  std::vector<Hook> hooks_;  // by name
-  int ctx_ref_ = -2;
+  VersionedBuild<Loaded> loaded_;
 };
 
 }  // namespace tide::lua

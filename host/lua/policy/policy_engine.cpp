@@ -71,16 +71,14 @@ void to_json(Json& j, const Evaluation& evaluation) {
 
 PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
                            PolicyEngineOptions options)
-    : scripts_(scripts), clock_(clock), options_(options) {}
+    : scripts_(scripts), clock_(clock), options_(options), interpreter_("policy state") {}
 
 PolicyEngine::~PolicyEngine() = default;
 
-uint64_t PolicyEngine::loadedVersion() const {
-  return interpreter_ ? interpreter_->scripts().version : 0;
-}
+uint64_t PolicyEngine::loadedVersion() const { return interpreter_.version(); }
 
 size_t PolicyEngine::luaMemoryUsed() const {
-  return interpreter_ ? interpreter_->state().memoryUsed() : 0;
+  return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0;
 }
 
 Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
@@ -88,16 +86,10 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   evaluation.at = formatTimestamp(clock_.now());
   std::shared_ptr<const ScriptSet> set = scripts_.current();
   evaluation.script_set_version = set->version;
-  if (!interpreter_ || interpreter_->scripts().version != set->version) {
-    interpreter_.reset();  // free the old state before building the new one
-    auto created = PolicyInterpreter::create(set, options_.limits, clock_);
-    if (created.isOk()) {
-      interpreter_ = std::move(created).value();
-      rebuild_error_.clear();
-    } else {
-      rebuild_error_ = created.status().message();
-    }
-  }
+  const Status built = interpreter_.ensure(set, [this](std::shared_ptr<const ScriptSet> scripts) {
+    return PolicyInterpreter::create(std::move(scripts), options_.limits, clock_);
+  });
+  PolicyInterpreter* interpreter = interpreter_.get();
 
   const Json normalized = normalizeOp(op);
   std::vector<std::pair<std::string, const ScriptFile*>> policies;  // name -> file (null: missing)
@@ -110,11 +102,11 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   }
 
   LuaError op_error;
-  if (interpreter_) {
-    op_error = interpreter_->setOp(normalized);
-    interpreter_->setLogCollector(&evaluation.logs);
+  if (interpreter) {
+    op_error = interpreter->setOp(normalized);
+    interpreter->setLogCollector(&evaluation.logs);
   } else {
-    op_error = {LuaErrorClass::kMemory, "cannot build the policy state: " + rebuild_error_};
+    op_error = {LuaErrorClass::kMemory, built.message()};
   }
 
   std::vector<PolicyVote> votes;
@@ -126,7 +118,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
           failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
     } else {
       level = file->level.empty() ? "hard" : file->level;
-      run = op_error.ok() ? interpreter_->run(*file, data)
+      run = op_error.ok() ? interpreter->run(*file, data)
                           : failedRun(op_error.error_class, op_error.message);
     }
     if (!run.applicable) continue;
@@ -134,7 +126,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
     evaluation.decisions.push_back(
         {level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
   }
-  if (interpreter_) interpreter_->setLogCollector(nullptr);
+  if (interpreter) interpreter->setLogCollector(nullptr);
 
   Combined combined = combineVotes(votes, options_.default_outcome);
   evaluation.outcome = combined.outcome;

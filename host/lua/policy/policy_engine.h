@@ -23,6 +23,7 @@
 #include "host/lua/policy/policy_interpreter.h"
 #include "host/lua/policy/policy_verdict.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/lua/runtime/versioned_build.h"
 
 namespace tide::lua {
 
@@ -72,8 +73,7 @@ class PolicyEngine {
   const ScriptSetProvider& scripts_;
   const Clock& clock_;
   PolicyEngineOptions options_;
-  std::unique_ptr<PolicyInterpreter> interpreter_;
-  std::string rebuild_error_;
+  VersionedBuild<PolicyInterpreter> interpreter_;
 };
 
 }  // namespace tide::lua

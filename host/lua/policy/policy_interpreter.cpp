@@ -5,11 +5,13 @@
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/policy/bindings_policy.h"
 #include "host/lua/runtime/bindings_readonly.h"
+#include "host/lua/runtime/test_table.h"
 
 namespace tide::lua {
 namespace {
 
 constexpr const char* kCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
+constexpr TestTable kPolicyTests(kCaseFields);
 
 void setDefault(Json& object, const char* key, Json value) {
   auto it = object.find(key);
@@ -26,6 +28,31 @@ std::string fieldString(lua_State* L, int table, const char* key) {
   std::string value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
   lua_pop(L, 1);
   return value;
+}
+
+// Reads the policy case at `item` into `cases`; "" or what is wrong with it.
+std::string readCase(lua_State* L, int item, const TestCaseItem& item_info,
+                     std::vector<PolicyTestCase>* cases) {
+  PolicyTestCase c;
+  c.name = item_info.name;
+  c.expect = fieldString(L, item, "expect");
+  c.reason = fieldString(L, item, "reason");
+  if (c.expect != "not_applicable" && !parseVerdict(c.expect)) {
+    return item_info.label + ": expect must be approve, deny, manual, abstain or not_applicable";
+  }
+  for (auto [field, target] : {std::pair{"op", &c.op}, std::pair{"ctx", &c.ctx}}) {
+    lua_getfield(L, item, field);
+    if (!lua_isnil(L, -1)) {
+      auto value = toJson(L, -1);
+      if (!value.isOk() || !value->is_object()) {
+        return item_info.label + ": " + field + " must be a table of named fields";
+      }
+      *target = std::move(value).value();
+    }
+    lua_pop(L, 1);
+  }
+  cases->push_back(std::move(c));
+  return "";
 }
 
 }  // namespace
@@ -190,56 +217,10 @@ Result<std::vector<PolicyTestCase>> PolicyInterpreter::testCases(const ScriptFil
   std::string problem;
   LuaError e = state_->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, policy_ref);
-    lua_pushliteral(L, "tests");
-    lua_rawget(L, -2);
-    if (lua_isnil(L, -1)) return;
-    const int tests = lua_gettop(L);
-    const int n = static_cast<int>(lua_objlen(L, tests));
-    for (int i = 1; i <= n && problem.empty(); ++i) {
-      const std::string label = "tests[" + std::to_string(i) + "]";
-      lua_rawgeti(L, tests, i);
-      const int item = lua_gettop(L);
-      if (lua_type(L, item) != LUA_TTABLE) {
-        problem = label + " must be a table";
-        return;
-      }
-      lua_pushnil(L);
-      while (lua_next(L, item)) {
-        bool known = false;
-        for (const char* field : kCaseFields)
-          known = known ||
-                  (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
-        lua_pop(L, 1);
-        if (!known) {
-          problem = label + " has an unknown field (known: name, op, ctx, expect, reason)";
-          return;
-        }
-      }
-      PolicyTestCase c;
-      c.name = fieldString(L, item, "name");
-      if (c.name.empty()) c.name = "case " + std::to_string(i);
-      c.expect = fieldString(L, item, "expect");
-      c.reason = fieldString(L, item, "reason");
-      if (c.expect != "not_applicable" && !parseVerdict(c.expect)) {
-        problem = label + " (" + c.name +
-                  "): expect must be approve, deny, manual, abstain or not_applicable";
-        return;
-      }
-      for (auto [field, target] : {std::pair{"op", &c.op}, std::pair{"ctx", &c.ctx}}) {
-        lua_getfield(L, item, field);
-        if (!lua_isnil(L, -1)) {
-          auto value = toJson(L, -1);
-          if (!value.isOk() || !value->is_object()) {
-            problem = label + " (" + c.name + "): " + field + " must be a table of named fields";
-            return;
-          }
-          *target = std::move(value).value();
-        }
-        lua_pop(L, 1);
-      }
-      cases.push_back(std::move(c));
-      lua_settop(L, tests);
-    }
+    problem = kPolicyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item,
+                                                            const TestCaseItem& c) {
+      return readCase(L, item, c, &cases);
+    });
   });
   if (!e.ok()) return Status::invalidArgument(e.message);
   if (!problem.empty()) return Status::invalidArgument(policy.path + ": " + problem);

@@ -1,6 +1,6 @@
 #pragma once
-// Running a policy's own `tests` table. Used when a policy is (re)loaded — a version whose
-// tests fail never becomes active — and by `tide policy test`.
+// Running a policy's own `tests` table (test_table.h). Used when a policy is (re)loaded —
+// a version whose tests fail never becomes active — and by `tide scripts test`.
 //
 // A case:
 //   { name = "prod deletes wait for a human",
@@ -13,30 +13,20 @@
 // A case whose policy errors fails, whatever it expected. Without ctx.now, cases run at
 // kDefaultTestNow.
 
-#include <string>
 #include <vector>
 
 #include "host/core/status.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/lua/runtime/test_table.h"
 
 namespace tide::lua {
-
-// Monday 2026-01-05 12:00:00 UTC.
-inline constexpr const char* kDefaultTestNow = "2026-01-05T12:00:00Z";
-
-struct PolicyCaseResult {
-  std::string name;
-  bool passed = false;
-  std::string expected;  // "manual" or "manual (reason containing \"x\")"
-  std::string actual;    // "approve: within budget", "error: timeout ..."
-};
 
 // Loads `policy` with the libs of `libs` in a fresh state (the production loader and
 // sandbox) and runs its cases. An error Status means the file or its tests table could not
 // be loaded; failing cases are results with passed == false.
-Result<std::vector<PolicyCaseResult>> runPolicyFileTests(const ScriptFile& policy,
-                                                         const ScriptSet& libs,
-                                                         const LuaLimits& limits);
+Result<std::vector<CaseResult>> runPolicyFileTests(const ScriptFile& policy,
+                                                   const ScriptSet& libs,
+                                                   const LuaLimits& limits);
 
 }  // namespace tide::lua

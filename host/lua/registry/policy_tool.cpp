@@ -9,10 +9,9 @@
 
 #include "host/lua/policy/policy_data.h"
 #include "host/lua/policy/policy_engine.h"
-#include "host/lua/policy/policy_tests.h"
-#include "host/lua/runtime/script_loader.h"
 #include "host/lua/registry/script_registry.h"
-#include "host/lua/strategy/strategy_tests.h"
+#include "host/lua/registry/script_tests.h"
+#include "host/lua/runtime/script_loader.h"
 
 namespace tide::lua {
 namespace {
@@ -30,40 +29,106 @@ std::vector<fs::path> luaFilesIn(const fs::path& dir) {
   return files;
 }
 
-ScriptSet loadLibs(const fs::path& scripts_dir, std::ostream& out) {
+// The libs of <scripts_dir>/lib; a lib that cannot be read is a warning.
+ScriptSet loadLibs(const fs::path& scripts_dir, std::vector<std::string>& warnings) {
   ScriptSet libs;
   for (const fs::path& file : luaFilesIn(scripts_dir / "lib")) {
     auto lib = readScriptFile(file, file.lexically_normal().string(), ScriptKind::kLib);
     if (lib.isOk()) {
       libs.files[lib->path] = std::move(lib).value();
     } else {
-      out << "warning: " << lib.status().message() << "\n";
+      warnings.push_back(lib.status().message());
     }
   }
   return libs;
 }
 
-// Files in a directory named "rollout" are strategies; everything else is a policy.
-ScriptKind testedKindOf(const fs::path& file) {
-  return file.parent_path().filename() == "rollout" ? ScriptKind::kStrategy : ScriptKind::kPolicy;
+// By the directory a file is in, as the registry's directories name them (script_registry.h);
+// a file anywhere else is a policy.
+ScriptKind kindByDirectory(const fs::path& file) {
+  const fs::path dir = file.parent_path().filename();
+  if (dir == "rollout") return ScriptKind::kStrategy;
+  if (dir == "hooks") return ScriptKind::kHook;
+  if (dir == "lib") return ScriptKind::kLib;
+  return ScriptKind::kPolicy;
 }
 
-// Prints PASS/FAIL per case, counting them; the error when the file did not load.
-template <class CaseResult>
-Status printCases(const Result<std::vector<CaseResult>>& results, std::ostream& out, int& passed,
-                  int& failed) {
-  if (!results.isOk()) return results.status();
-  if (results->empty()) out << "  (no tests)\n";
-  for (const CaseResult& r : *results) {
-    if (r.passed) {
-      out << "  PASS  " << r.name << "\n";
-      ++passed;
+// The files `paths` name (a directory: its *.lua files), or those of the default
+// directories when there are none. `searched` is where the first one is.
+std::vector<fs::path> filesToTest(const std::vector<std::string>& paths,
+                                  const PolicyToolOptions& options, std::string& searched) {
+  std::vector<std::string> targets = paths;
+  if (targets.empty()) {
+    targets.push_back(options.policies_dir.string());
+    std::error_code ec;
+    const fs::path strategies = options.scripts_dir / "rollout";
+    if (fs::is_directory(strategies, ec)) targets.push_back(strategies.string());
+  }
+  searched = targets.front();
+  std::vector<fs::path> files;
+  for (const std::string& target : targets) {
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) {
+      for (const fs::path& file : luaFilesIn(target)) files.push_back(file);
     } else {
-      out << "  FAIL  " << r.name << ": expected " << r.expected << ", got " << r.actual << "\n";
-      ++failed;
+      files.emplace_back(target);
     }
   }
-  return Status::ok();
+  return files;
+}
+
+struct FileTests {
+  std::string path;
+  ScriptKind kind = ScriptKind::kPolicy;
+  std::string error;  // set: the file was not tested ("does not load: ...", "not tested: ...")
+  std::vector<CaseResult> cases;
+};
+
+FileTests testFile(const fs::path& path, const ScriptSet& libs, const LuaLimits& limits) {
+  FileTests tested;
+  tested.path = path.lexically_normal().string();
+  tested.kind = kindByDirectory(path);
+  auto file = readScriptFile(path, tested.path, tested.kind);
+  auto results = file.isOk() ? runScriptTests(*file, libs, limits)
+                             : Result<std::vector<CaseResult>>(file.status());
+  if (results.isOk()) {
+    tested.cases = std::move(results).value();
+  } else {
+    tested.error = (hasTests(tested.kind) ? "does not load: " : "not tested: ") +
+                   results.status().message();
+  }
+  return tested;
+}
+
+void printText(const std::vector<FileTests>& files, std::ostream& out) {
+  for (const FileTests& file : files) {
+    out << file.path << "\n";
+    if (!file.error.empty()) out << "  FAIL  " << file.error << "\n";
+    if (file.error.empty() && file.cases.empty()) out << "  (no tests)\n";
+    for (const CaseResult& r : file.cases) {
+      if (r.passed) {
+        out << "  PASS  " << r.name << "\n";
+      } else {
+        out << "  FAIL  " << r.name << ": expected " << r.expected << ", got " << r.actual << "\n";
+      }
+    }
+  }
+}
+
+Json filesJson(const std::vector<FileTests>& files) {
+  Json items = Json::array();
+  for (const FileTests& file : files) {
+    Json cases = Json::array();
+    for (const CaseResult& r : file.cases) {
+      cases.push_back(
+          {{"name", r.name}, {"passed", r.passed}, {"expected", r.expected}, {"actual", r.actual}});
+    }
+    items.push_back({{"path", file.path},
+                     {"kind", scriptKindName(file.kind)},
+                     {"error", file.error},
+                     {"cases", std::move(cases)}});
+  }
+  return items;
 }
 
 std::string padded(std::string text, size_t width) {
@@ -73,51 +138,50 @@ std::string padded(std::string text, size_t width) {
 
 }  // namespace
 
-int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& out,
-                   const PolicyToolOptions& options) {
-  std::vector<fs::path> files;
-  std::vector<std::string> targets = files_or_dirs;
-  if (targets.empty()) {
-    targets.push_back(options.policies_dir.string());
-    std::error_code ec;
-    const fs::path strategies = options.scripts_dir / "rollout";
-    if (fs::is_directory(strategies, ec)) targets.push_back(strategies.string());
-  }
-  for (const std::string& target : targets) {
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) {
-      for (const fs::path& file : luaFilesIn(target)) files.push_back(file);
+int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out,
+                    const PolicyToolOptions& options) {
+  std::string searched;
+  const std::vector<fs::path> found = filesToTest(paths, options, searched);
+  if (found.empty()) {
+    const std::string error = "no policy or strategy files found in " + searched;
+    if (options.json) {
+      out << Json{{"items", Json::array()}, {"passed", 0}, {"failed", 0}, {"error", error}}.dump(2)
+          << "\n";
     } else {
-      files.emplace_back(target);
+      out << error << "\n";
     }
-  }
-  if (files.empty()) {
-    out << "no policy files found in " << targets.front() << "\n";
     return 2;
   }
 
-  const ScriptSet libs = loadLibs(options.scripts_dir, out);
+  std::vector<std::string> warnings;
+  const ScriptSet libs = loadLibs(options.scripts_dir, warnings);
+  std::vector<FileTests> files;
   int passed = 0;
   int failed = 0;
-  for (const fs::path& path : files) {
-    const ScriptKind kind = testedKindOf(path);
-    auto file = readScriptFile(path, path.lexically_normal().string(), kind);
-    if (!file.isOk()) {
-      out << path.string() << "\n  FAIL  " << file.status().message() << "\n";
-      ++failed;
-      continue;
-    }
-    out << file->path << "\n";
-    const Status loaded =
-        kind == ScriptKind::kStrategy
-            ? printCases(runStrategyFileTests(*file, libs, options.limits), out, passed, failed)
-            : printCases(runPolicyFileTests(*file, libs, options.limits), out, passed, failed);
-    if (!loaded.isOk()) {
-      out << "  FAIL  does not load: " << loaded.message() << "\n";
-      ++failed;
+  for (const fs::path& path : found) {
+    const FileTests& file = files.emplace_back(testFile(path, libs, options.limits));
+    if (!file.error.empty()) ++failed;
+    for (const CaseResult& r : file.cases) {
+      if (r.passed) {
+        ++passed;
+      } else {
+        ++failed;
+      }
     }
   }
-  out << passed << " passed, " << failed << " failed\n";
+
+  if (options.json) {
+    out << Json{{"items", filesJson(files)},
+                {"passed", passed},
+                {"failed", failed},
+                {"warnings", warnings}}
+               .dump(2)
+        << "\n";
+  } else {
+    for (const std::string& warning : warnings) out << "warning: " << warning << "\n";
+    printText(files, out);
+    out << passed << " passed, " << failed << " failed\n";
+  }
   return failed > 0 ? 1 : 0;
 }
 

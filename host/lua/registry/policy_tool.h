@@ -1,6 +1,7 @@
 #pragma once
-// The offline halves of `tide policy test` and `tide policy eval` (docs/architecture.md#cli-and-host-configuration). The CLI
-// parses flags and calls these; they print human-readable text and return the exit code.
+// The offline halves of `tide scripts test` (alias `tide policy test`) and
+// `tide policy eval` (docs/architecture.md#cli-and-host-configuration). The CLI parses flags
+// and calls these; they print text (or JSON) and return the exit code.
 
 #include <filesystem>
 #include <ostream>
@@ -13,21 +14,23 @@
 namespace tide::lua {
 
 struct PolicyToolOptions {
-  std::filesystem::path policies_dir = "policies";  // eval: the policies to run
+  std::filesystem::path policies_dir = "policies";  // eval: the policies to run; test: default
   std::filesystem::path scripts_dir = "scripts";    // libs (<dir>/lib), strategies (<dir>/rollout)
   LuaLimits limits;
   Outcome default_outcome = Outcome::kPendingApproval;
-  bool json = false;  // eval: print the Evaluation as JSON instead of a table
+  bool json = false;  // print JSON instead of text
 };
 
-// `tide policy test [FILES]`: runs the tests table of each policy or strategy file given (a
-// directory means its *.lua files; files in a directory named "rollout" are strategies; no
-// arguments means options.policies_dir and <options.scripts_dir>/rollout) through the
-// production loader and sandbox. Prints PASS/FAIL per case and "N passed, M failed" last.
-// Returns 0 when every case passed, 1 when any failed or a file did not load, 2 when no
-// file was found.
-int runPolicyTests(const std::vector<std::string>& files_or_dirs, std::ostream& out,
-                   const PolicyToolOptions& options = {});
+// `tide scripts test [PATHS]`: runs the tests table of each policy or strategy file given (a
+// directory means its *.lua files; files in a directory named "rollout" are strategies, in
+// "hooks" or "lib" are refused as having no tests, anywhere else policies; no paths means
+// options.policies_dir and <options.scripts_dir>/rollout) as reload validation runs them
+// (script_tests.h). Prints the file, then PASS/FAIL per case, and "N passed, M failed"
+// last; with options.json, {"items": [{"path", "kind", "error", "cases": [{"name",
+// "passed", "expected", "actual"}]}], "passed", "failed", "warnings"}. Returns 0 when every
+// case passed, 1 when any failed or a file did not load, 2 when no file was found.
+int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out,
+                    const PolicyToolOptions& options = {});
 
 // `tide policy eval --op FILE`: evaluates the op in FILE against options.policies_dir
 // offline and prints the combined verdict and every decision. FILE holds an op snapshot,

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "host/lua/registry/script_tests.h"
 #include "host/lua/runtime/directory_watcher.h"
-#include "host/lua/policy/policy_tests.h"
 #include "host/lua/runtime/script_loader.h"
-#include "host/lua/strategy/strategy_tests.h"
 
 namespace tide::lua {
 
@@ -19,6 +18,15 @@ struct ScriptRegistry::Validation {
   LuaError error;  // ok: the candidate may become active
   std::string name;
   std::string level;
+};
+
+// One reloadAll(): the set it builds and what happened on the way.
+struct ScriptRegistry::ReloadPass {
+  std::string now;  // loaded_at of what this pass activates, at of what it records
+  ScriptSet next;   // to publish; starts as the current set
+  ReloadSummary summary;
+  bool changed = false;       // next differs from the current set
+  bool libs_changed = false;  // a lib was activated: content that failed before may pass now
 };
 
 void to_json(Json& j, const ScriptStatus& s) {
@@ -94,7 +102,6 @@ std::vector<ScriptRegistry::Candidate> ScriptRegistry::scan(ReloadSummary& summa
 namespace {
 
 // The error for a script whose tests did not load or did not all pass, or none.
-template <class CaseResult>
 LuaError testFailures(const std::string& path, const Result<std::vector<CaseResult>>& results) {
   if (!results.isOk()) return {LuaErrorClass::kLoad, results.status().message()};
   std::string failures;
@@ -148,11 +155,10 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   ScriptFile named = file;
   named.name = loaded.name;
   named.level = loaded.level;
-  if (file.kind == ScriptKind::kPolicy && loaded.has_tests) {
-    v.error = testFailures(file.path, runPolicyFileTests(named, *trial, options_.limits));
-  } else if (file.kind == ScriptKind::kStrategy) {
-    // Also when it has no tests: loading it this way checks its params declaration.
-    v.error = testFailures(file.path, runStrategyFileTests(named, *trial, options_.limits));
+  // A strategy also when it has no tests: loading it this way checks its params declaration.
+  if ((file.kind == ScriptKind::kPolicy && loaded.has_tests) ||
+      file.kind == ScriptKind::kStrategy) {
+    v.error = testFailures(file.path, runScriptTests(named, *trial, options_.limits));
   }
   return v;
 }
@@ -175,145 +181,162 @@ ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candida
   return v;
 }
 
-ReloadSummary ScriptRegistry::reloadAll() {
-  std::lock_guard<std::mutex> reload_lock(reload_mu_);
-  ReloadSummary summary;
-  const std::shared_ptr<const ScriptSet> old = current();
-  ScriptSet next = *old;
-  bool changed = false;
-  const std::string now = formatTimestamp(clock_.now());
-  std::vector<Candidate> candidates = scan(summary);
+void ScriptRegistry::recordVersion(const ScriptFile& file, const std::string& sha256,
+                                   const char* status, const std::string& error,
+                                   const std::string& at) const {
+  model::ScriptVersion version;
+  version.path = file.path;
+  version.kind = scriptKindName(file.kind);
+  version.sha256 = sha256;
+  version.loaded_at = at;
+  version.status = status;
+  version.error = error;
+  recorder_.recordScriptVersion(version);
+}
 
-  auto record = [this, &now](const ScriptFile& file, const std::string& sha256, const char* status,
-                             const std::string& error) {
-    model::ScriptVersion version;
-    version.path = file.path;
-    version.kind = scriptKindName(file.kind);
-    version.sha256 = sha256;
-    version.loaded_at = now;
-    version.status = status;
-    version.error = error;
-    recorder_.recordScriptVersion(version);
-  };
-
+void ScriptRegistry::unloadMissing(const std::vector<Candidate>& candidates, ReloadPass& pass) {
   std::set<std::string> present;
   for (const Candidate& c : candidates) present.insert(c.file.path);
-  for (auto it = next.files.begin(); it != next.files.end();) {
+  for (auto it = pass.next.files.begin(); it != pass.next.files.end();) {
     if (present.count(it->first)) {
       ++it;
       continue;
     }
     const ScriptFile& gone = it->second;
-    record(gone, gone.sha256, "unloaded", "");
+    recordVersion(gone, gone.sha256, "unloaded", "", pass.now);
     recorder_.recordEvent(
         "script.unloaded", "script/" + gone.path,
         {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
-    ++summary.unloaded;
-    changed = true;
-    it = next.files.erase(it);
+    ++pass.summary.unloaded;
+    pass.changed = true;
+    it = pass.next.files.erase(it);
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = statuses_.begin(); it != statuses_.end();) {
+    it = present.count(it->first) ? std::next(it) : statuses_.erase(it);
+  }
+}
+
+void ScriptRegistry::reloadFile(const Candidate& candidate, ReloadPass& pass) {
+  const ScriptFile& file = candidate.file;
+  auto active = pass.next.files.find(file.path);
+  const std::string active_sha = active == pass.next.files.end() ? "" : active->second.sha256;
+  if (active_sha == file.sha256) {
+    ++pass.summary.unchanged;
+    keepActive(active->second);
+    return;
+  }
+  if (failedBefore(file, pass)) return;
+  const Validation v = file.kind == ScriptKind::kLib ? validateLib(file, pass.next)
+                                                      : validate(file, pass.next, true);
+  const std::string attempted_at = formatTimestamp(clock_.now());
+  if (v.error.ok()) {
+    activate(file, v, active_sha, attempted_at, pass);
+  } else {
+    refuse(file, v.error, active_sha, attempted_at, pass);
+  }
+}
+
+void ScriptRegistry::keepActive(const ScriptFile& active) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ScriptStatus& s = statuses_[active.path];
+  s.path = active.path;
+  s.kind = scriptKindName(active.kind);
+  s.name = active.name;
+  s.status = "active";
+  s.active_sha256 = active.sha256;
+  s.loaded_at = active.loaded_at;
+  s.last_error.clear();
+  s.last_error_class.clear();
+  s.failed_sha256.clear();
+}
+
+bool ScriptRegistry::failedBefore(const ScriptFile& file, ReloadPass& pass) {
+  if (pass.libs_changed) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = statuses_.find(file.path);
+  if (st == statuses_.end() || st->second.failed_sha256 != file.sha256) return false;
+  ++pass.summary.failed;  // the same content failed before; don't report it again
+  pass.summary.errors.push_back(st->second.last_error);
+  return true;
+}
+
+void ScriptRegistry::activate(const ScriptFile& file, const Validation& v,
+                              const std::string& active_sha, const std::string& attempted_at,
+                              ReloadPass& pass) {
+  ScriptFile accepted = file;
+  accepted.name = v.name;
+  accepted.level = v.level;
+  accepted.loaded_at = pass.now;
+  recordVersion(accepted, accepted.sha256, "active", "", pass.now);
+  if (!active_sha.empty()) recordVersion(accepted, active_sha, "superseded", "", pass.now);
+  recorder_.recordEvent("script.loaded", "script/" + file.path,
+                        {{"path", file.path},
+                         {"kind", scriptKindName(accepted.kind)},
+                         {"name", accepted.name},
+                         {"sha256", accepted.sha256},
+                         {"previous_sha256", active_sha}});
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = statuses_.begin(); it != statuses_.end();) {
-      it = present.count(it->first) ? std::next(it) : statuses_.erase(it);
-    }
+    ScriptStatus& s = statuses_[file.path];
+    s = ScriptStatus{};
+    s.path = file.path;
+    s.kind = scriptKindName(accepted.kind);
+    s.name = accepted.name;
+    s.status = "active";
+    s.active_sha256 = accepted.sha256;
+    s.loaded_at = pass.now;
+    s.last_attempt_at = attempted_at;
   }
+  pass.libs_changed = pass.libs_changed || accepted.kind == ScriptKind::kLib;
+  pass.next.files[file.path] = std::move(accepted);
+  ++pass.summary.loaded;
+  pass.changed = true;
+}
 
-  bool libs_changed = false;
-  for (const Candidate& c : candidates) {
-    const std::string& path = c.file.path;
-    auto active_it = next.files.find(path);
-    const std::string active_sha = active_it == next.files.end() ? "" : active_it->second.sha256;
-    if (active_sha == c.file.sha256) {
-      ++summary.unchanged;
-      std::lock_guard<std::mutex> lock(mu_);
-      ScriptStatus& s = statuses_[path];
-      const ScriptFile& active = active_it->second;
-      s.path = path;
-      s.kind = scriptKindName(active.kind);
-      s.name = active.name;
-      s.status = "active";
-      s.active_sha256 = active.sha256;
-      s.loaded_at = active.loaded_at;
-      s.last_error.clear();
-      s.last_error_class.clear();
-      s.failed_sha256.clear();
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto st = statuses_.find(path);
-      if (st != statuses_.end() && st->second.failed_sha256 == c.file.sha256 && !libs_changed) {
-        ++summary.failed;  // the same content failed before; don't report it again
-        summary.errors.push_back(st->second.last_error);
-        continue;
-      }
-    }
-    const Validation v =
-        c.file.kind == ScriptKind::kLib ? validateLib(c.file, next) : validate(c.file, next, true);
-    const std::string attempted_at = formatTimestamp(clock_.now());
-    if (v.error.ok()) {
-      ScriptFile accepted = c.file;
-      accepted.name = v.name;
-      accepted.level = v.level;
-      accepted.loaded_at = now;
-      record(accepted, accepted.sha256, "active", "");
-      if (!active_sha.empty()) record(accepted, active_sha, "superseded", "");
-      recorder_.recordEvent("script.loaded", "script/" + path,
-                            {{"path", path},
-                             {"kind", scriptKindName(accepted.kind)},
-                             {"name", accepted.name},
-                             {"sha256", accepted.sha256},
-                             {"previous_sha256", active_sha}});
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ScriptStatus& s = statuses_[path];
-        s = ScriptStatus{};
-        s.path = path;
-        s.kind = scriptKindName(accepted.kind);
-        s.name = accepted.name;
-        s.status = "active";
-        s.active_sha256 = accepted.sha256;
-        s.loaded_at = now;
-        s.last_attempt_at = attempted_at;
-      }
-      libs_changed = libs_changed || accepted.kind == ScriptKind::kLib;
-      next.files[path] = std::move(accepted);
-      ++summary.loaded;
-      changed = true;
-    } else {
-      record(c.file, c.file.sha256, "failed", v.error.message);
-      recorder_.recordEvent("script.failed", "script/" + path,
-                            {{"path", path},
-                             {"kind", scriptKindName(c.file.kind)},
-                             {"sha256", c.file.sha256},
-                             {"error", v.error.message},
-                             {"error_class", errorClassName(v.error.error_class)},
-                             {"active_sha256", active_sha}});
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ScriptStatus& s = statuses_[path];
-        s.path = path;
-        s.kind = scriptKindName(c.file.kind);
-        s.status = active_sha.empty() ? "failed" : "stale";
-        s.last_error = v.error.message;
-        s.last_error_class = errorClassName(v.error.error_class);
-        s.failed_sha256 = c.file.sha256;
-        s.last_attempt_at = attempted_at;
-      }
-      ++summary.failed;
-      summary.errors.push_back(v.error.message);
-    }
+void ScriptRegistry::refuse(const ScriptFile& file, const LuaError& error,
+                            const std::string& active_sha, const std::string& attempted_at,
+                            ReloadPass& pass) {
+  recordVersion(file, file.sha256, "failed", error.message, pass.now);
+  recorder_.recordEvent("script.failed", "script/" + file.path,
+                        {{"path", file.path},
+                         {"kind", scriptKindName(file.kind)},
+                         {"sha256", file.sha256},
+                         {"error", error.message},
+                         {"error_class", errorClassName(error.error_class)},
+                         {"active_sha256", active_sha}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScriptStatus& s = statuses_[file.path];
+    s.path = file.path;
+    s.kind = scriptKindName(file.kind);
+    s.status = active_sha.empty() ? "failed" : "stale";
+    s.last_error = error.message;
+    s.last_error_class = errorClassName(error.error_class);
+    s.failed_sha256 = file.sha256;
+    s.last_attempt_at = attempted_at;
   }
+  ++pass.summary.failed;
+  pass.summary.errors.push_back(error.message);
+}
 
-  if (changed) {
-    next.version = old->version + 1;
-    auto published = std::make_shared<const ScriptSet>(std::move(next));
+ReloadSummary ScriptRegistry::reloadAll() {
+  std::lock_guard<std::mutex> reload_lock(reload_mu_);
+  const std::shared_ptr<const ScriptSet> old = current();
+  ReloadPass pass;
+  pass.next = *old;
+  pass.now = formatTimestamp(clock_.now());
+  const std::vector<Candidate> candidates = scan(pass.summary);
+  unloadMissing(candidates, pass);
+  for (const Candidate& c : candidates) reloadFile(c, pass);
+  if (pass.changed) {
+    pass.next.version = old->version + 1;
+    auto published = std::make_shared<const ScriptSet>(std::move(pass.next));
     std::lock_guard<std::mutex> lock(mu_);
     current_ = std::move(published);
   }
-  summary.version = current()->version;
-  return summary;
+  pass.summary.version = current()->version;
+  return pass.summary;
 }
 
 Status ScriptRegistry::startWatching() {

@@ -112,10 +112,27 @@ class ScriptRegistry final : public ScriptSetProvider {
  private:
   struct Candidate;
   struct Validation;
+  struct ReloadPass;
   Validation validate(const ScriptFile& candidate, const ScriptSet& context,
                       bool check_duplicates) const;
   Validation validateLib(const ScriptFile& candidate, const ScriptSet& context) const;
   std::vector<Candidate> scan(ReloadSummary& summary) const;
+
+  // The steps of reloadAll(), in order. REQUIRES: reload_mu_ is held.
+  // Unloads the active files no candidate has any more, and forgets their statuses.
+  void unloadMissing(const std::vector<Candidate>& candidates, ReloadPass& pass);
+  // Leaves an unchanged file as it is, or validates it and activates or refuses it.
+  void reloadFile(const Candidate& candidate, ReloadPass& pass);
+  // Shows `active`, unchanged on disk, as active with no error.
+  void keepActive(const ScriptFile& active);
+  // True (and counted as failed) when this content failed before and no lib changed since.
+  bool failedBefore(const ScriptFile& file, ReloadPass& pass);
+  void activate(const ScriptFile& file, const Validation& v, const std::string& active_sha,
+                const std::string& attempted_at, ReloadPass& pass);
+  void refuse(const ScriptFile& file, const LuaError& error, const std::string& active_sha,
+              const std::string& attempted_at, ReloadPass& pass);
+  void recordVersion(const ScriptFile& file, const std::string& sha256, const char* status,
+                     const std::string& error, const std::string& at) const;
   std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;
 
   const ScriptRegistryOptions options_;

@@ -1,6 +1,6 @@
 #pragma once
 // Loading script files into a sandboxed state — one way for production evaluators, reload
-// validation and `tide policy test`, so what passes validation is what runs.
+// validation and `tide scripts test`, so what passes validation is what runs.
 //
 // A script file is a text chunk that returns a table and defines no globals. It runs in
 // the environment of its kind (the sandbox allow-list plus the kind's verbs), and its

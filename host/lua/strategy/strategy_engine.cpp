@@ -212,35 +212,33 @@ std::string describeActions(const std::vector<StrategyAction>& actions) {
 
 StrategyEngine::StrategyEngine(const ScriptSetProvider& scripts, const Clock& clock,
                                LuaLimits limits)
-    : scripts_(scripts), clock_(clock), limits_(limits) {}
+    : scripts_(scripts), clock_(clock), limits_(limits), interpreter_("strategy state") {}
 
 StrategyEngine::~StrategyEngine() = default;
 
-uint64_t StrategyEngine::loadedVersion() const {
-  return interpreter_ ? interpreter_->scripts().version : 0;
-}
+uint64_t StrategyEngine::loadedVersion() const { return interpreter_.version(); }
 
-Status StrategyEngine::refresh() {
-  std::shared_ptr<const ScriptSet> set = scripts_.current();
-  if (interpreter_ && interpreter_->scripts().version == set->version) return Status::ok();
-  interpreter_.reset();  // free the old state before building the new one
-  TIDE_ASSIGN_OR_RETURN(interpreter_, StrategyInterpreter::create(std::move(set), limits_, clock_));
-  return Status::ok();
+Result<StrategyInterpreter*> StrategyEngine::refresh() {
+  TIDE_RETURN_IF_ERROR(
+      interpreter_.ensure(scripts_.current(), [this](std::shared_ptr<const ScriptSet> scripts) {
+        return StrategyInterpreter::create(std::move(scripts), limits_, clock_);
+      }));
+  return interpreter_.get();
 }
 
 Result<StrategyResult> StrategyEngine::reconcile(const std::string& script, const Json& snapshot) {
-  TIDE_RETURN_IF_ERROR(refresh());
-  const ScriptFile* file = interpreter_->scripts().find(ScriptKind::kStrategy, script);
+  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter* interpreter, refresh());
+  const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
   if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
-  return interpreter_->reconcile(*file, snapshot);
+  return interpreter->reconcile(*file, snapshot);
 }
 
 Result<Json> StrategyEngine::resolveParams(const std::string& script, const Json& plan_params,
                                            const Json& deployment_params) {
-  TIDE_RETURN_IF_ERROR(refresh());
-  const ScriptFile* file = interpreter_->scripts().find(ScriptKind::kStrategy, script);
+  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter* interpreter, refresh());
+  const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
   if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
-  return interpreter_->resolveParams(*file, plan_params, deployment_params);
+  return interpreter->resolveParams(*file, plan_params, deployment_params);
 }
 
 }  // namespace tide::lua

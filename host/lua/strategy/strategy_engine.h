@@ -33,6 +33,7 @@
 #include "host/core/status.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/lua/runtime/versioned_build.h"
 
 namespace tide::lua {
 
@@ -110,12 +111,13 @@ class StrategyEngine {
   uint64_t loadedVersion() const;
 
  private:
-  Status refresh();
+  // The interpreter for the provider's current set, or why none could be built.
+  Result<StrategyInterpreter*> refresh();
 
   const ScriptSetProvider& scripts_;
   const Clock& clock_;
   LuaLimits limits_;
-  std::unique_ptr<StrategyInterpreter> interpreter_;
+  VersionedBuild<StrategyInterpreter> interpreter_;
 };
 
 }  // namespace tide::lua

@@ -8,6 +8,7 @@
 
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/bindings_readonly.h"
+#include "host/lua/runtime/test_table.h"
 #include "host/lua/strategy/bindings_strategy.h"
 
 namespace tide::lua {
@@ -15,6 +16,7 @@ namespace {
 
 constexpr const char* kCaseFields[] = {"name",         "r",           "expect", "check",
                                        "expect_state", "expect_error"};
+constexpr TestTable kStrategyTests(kCaseFields);
 constexpr const char* kSignals[] = {"promote", "promote_full", "abort", "pause", "resume"};
 
 void setDefault(Json& object, const char* key, Json value) {
@@ -130,6 +132,49 @@ std::string fieldString(lua_State* L, int table, const char* key) {
   std::string value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
   lua_pop(L, 1);
   return value;
+}
+
+// Reads the strategy case at `item` into `cases`; "" or what is wrong with it.
+std::string readCase(lua_State* L, int item, const TestCaseItem& item_info,
+                     std::vector<StrategyTestCase>* cases) {
+  const std::string& label = item_info.label;
+  StrategyTestCase c;
+  c.index = item_info.index;
+  c.name = item_info.name;
+  c.expect_error = fieldString(L, item, "expect_error");
+
+  lua_getfield(L, item, "r");
+  if (!lua_isnil(L, -1)) {
+    auto r = toJson(L, -1);
+    if (!r.isOk() || !r->is_object()) return label + ": r must be a table of named fields";
+    c.r = std::move(r).value();
+  }
+  lua_getfield(L, item, "expect");
+  if (!lua_isnil(L, -1)) {
+    auto expect = toJson(L, -1);
+    std::vector<StrategyAction> actions;
+    Status parsed = expect.isOk() ? parseStrategyActions(*expect, &actions) : expect.status();
+    if (!parsed.isOk()) return label + ": expect must be a list of actions: " + parsed.message();
+    c.expect = std::move(actions);
+  }
+  lua_getfield(L, item, "check");
+  c.has_check = lua_isfunction(L, -1);
+  if (!c.has_check && !lua_isnil(L, -1)) {
+    return label + ": check must be a function(actions, state)";
+  }
+  lua_getfield(L, item, "expect_state");
+  if (!lua_isnil(L, -1)) {
+    auto state = toJson(L, -1);
+    if (!state.isOk() || !state->is_object()) {
+      return label + ": expect_state must be a table of named fields";
+    }
+    c.expect_state = std::move(state).value();
+  }
+  if (!c.expect && !c.has_check && c.expect_error.empty()) {
+    return label + " needs expect, check or expect_error";
+  }
+  cases->push_back(std::move(c));
+  return "";
 }
 
 }  // namespace
@@ -344,81 +389,10 @@ Result<std::vector<StrategyTestCase>> StrategyInterpreter::testCases(const Scrip
   std::string problem;
   LuaError e = state_->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
-    lua_getfield(L, -1, "tests");
-    if (lua_isnil(L, -1)) return;
-    const int tests = lua_gettop(L);
-    const int n = static_cast<int>(lua_objlen(L, tests));
-    for (int i = 1; i <= n && problem.empty(); ++i) {
-      std::string label = "tests[" + std::to_string(i) + "]";
-      lua_rawgeti(L, tests, i);
-      const int item = lua_gettop(L);
-      if (lua_type(L, item) != LUA_TTABLE) {
-        problem = label + " must be a table";
-        return;
-      }
-      lua_pushnil(L);
-      while (lua_next(L, item)) {
-        bool known = false;
-        for (const char* field : kCaseFields)
-          known = known ||
-                  (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
-        lua_pop(L, 1);
-        if (!known) {
-          problem =
-              label +
-              " has an unknown field (known: name, r, expect, check, expect_state, expect_error)";
-          return;
-        }
-      }
-      StrategyTestCase c;
-      c.index = i;
-      c.name = fieldString(L, item, "name");
-      if (c.name.empty()) c.name = "case " + std::to_string(i);
-      label += " (" + c.name + ")";
-      c.expect_error = fieldString(L, item, "expect_error");
-
-      lua_getfield(L, item, "r");
-      if (!lua_isnil(L, -1)) {
-        auto r = toJson(L, -1);
-        if (!r.isOk() || !r->is_object()) {
-          problem = label + ": r must be a table of named fields";
-          return;
-        }
-        c.r = std::move(r).value();
-      }
-      lua_getfield(L, item, "expect");
-      if (!lua_isnil(L, -1)) {
-        auto expect = toJson(L, -1);
-        std::vector<StrategyAction> actions;
-        Status parsed = expect.isOk() ? parseStrategyActions(*expect, &actions) : expect.status();
-        if (!parsed.isOk()) {
-          problem = label + ": expect must be a list of actions: " + parsed.message();
-          return;
-        }
-        c.expect = std::move(actions);
-      }
-      lua_getfield(L, item, "check");
-      c.has_check = lua_isfunction(L, -1);
-      if (!c.has_check && !lua_isnil(L, -1)) {
-        problem = label + ": check must be a function(actions, state)";
-        return;
-      }
-      lua_getfield(L, item, "expect_state");
-      if (!lua_isnil(L, -1)) {
-        auto state = toJson(L, -1);
-        if (!state.isOk() || !state->is_object()) {
-          problem = label + ": expect_state must be a table of named fields";
-          return;
-        }
-        c.expect_state = std::move(state).value();
-      }
-      if (!c.expect && !c.has_check && c.expect_error.empty()) {
-        problem = label + " needs expect, check or expect_error";
-        return;
-      }
-      cases.push_back(std::move(c));
-      lua_settop(L, tests);
-    }
+    problem = kStrategyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item,
+                                                              const TestCaseItem& c) {
+      return readCase(L, item, c, &cases);
+    });
   });
   if (!e.ok()) return statusOf(e, strategy.path);
   if (!problem.empty()) return Status::invalidArgument(strategy.path + ": " + problem);

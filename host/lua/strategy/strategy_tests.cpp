@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "host/lua/policy/policy_tests.h"
 #include "host/lua/strategy/strategy_interpreter.h"
 
 namespace tide::lua {
@@ -40,6 +39,40 @@ std::string describeExpectation(const StrategyTestCase& c) {
   std::string out;
   for (const std::string& part : parts) out += (out.empty() ? "" : " with ") + part;
   return out;
+}
+
+CaseResult runCase(StrategyInterpreter& interpreter, const ScriptFile& strategy,
+                   const StrategyTestCase& c, FakeClock&) {
+  CaseResult result;
+  result.expected = describeExpectation(c);
+  auto snapshot = fixtureSnapshot(c.r);
+  if (!snapshot.isOk()) {
+    result.actual = "bad r: " + snapshot.status().message();
+    return result;
+  }
+  auto run = interpreter.reconcile(strategy, *snapshot);
+  if (!run.isOk()) {
+    result.actual = "error: " + run.status().message();
+    result.passed = !c.expect_error.empty() &&
+                    run.status().message().find(c.expect_error) != std::string::npos;
+    return result;
+  }
+  result.actual = describeActions(run->actions);
+  result.passed = c.expect_error.empty();
+  if (c.expect && canonical(*c.expect) != canonical(run->actions)) result.passed = false;
+  if (c.expect_state.is_object()) {
+    if (std::string mismatch = stateMismatch(c.expect_state, run->state); !mismatch.empty()) {
+      result.passed = false;
+      result.actual += " with state " + mismatch;
+    }
+  }
+  if (c.has_check) {
+    if (std::string failure = interpreter.runCheck(strategy, c.index, *run); !failure.empty()) {
+      result.passed = false;
+      result.actual += "; " + failure;
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -89,56 +122,10 @@ Result<Json> fixtureSnapshot(const Json& fixture) {
   return out;
 }
 
-Result<std::vector<StrategyCaseResult>> runStrategyFileTests(const ScriptFile& strategy,
-                                                             const ScriptSet& libs,
-                                                             const LuaLimits& limits) {
-  auto set = std::make_shared<ScriptSet>();
-  for (const ScriptFile* lib : libs.ofKind(ScriptKind::kLib)) set->files[lib->path] = *lib;
-  set->files[strategy.path] = strategy;
-  const ScriptFile& file = set->files[strategy.path];
-
-  TIDE_ASSIGN_OR_RETURN(const TimePoint default_now, parseTimestamp(kDefaultTestNow));
-  FakeClock clock(default_now);
-  TIDE_ASSIGN_OR_RETURN(auto interpreter, StrategyInterpreter::create(set, limits, clock));
-  TIDE_ASSIGN_OR_RETURN(std::vector<StrategyTestCase> cases, interpreter->testCases(file));
-
-  std::vector<StrategyCaseResult> results;
-  for (const StrategyTestCase& c : cases) {
-    StrategyCaseResult result;
-    result.name = c.name;
-    result.expected = describeExpectation(c);
-    auto snapshot = fixtureSnapshot(c.r);
-    if (!snapshot.isOk()) {
-      result.actual = "bad r: " + snapshot.status().message();
-      results.push_back(std::move(result));
-      continue;
-    }
-    auto run = interpreter->reconcile(file, *snapshot);
-    if (!run.isOk()) {
-      result.actual = "error: " + run.status().message();
-      result.passed = !c.expect_error.empty() &&
-                      run.status().message().find(c.expect_error) != std::string::npos;
-      results.push_back(std::move(result));
-      continue;
-    }
-    result.actual = describeActions(run->actions);
-    result.passed = c.expect_error.empty();
-    if (c.expect && canonical(*c.expect) != canonical(run->actions)) result.passed = false;
-    if (c.expect_state.is_object()) {
-      if (std::string mismatch = stateMismatch(c.expect_state, run->state); !mismatch.empty()) {
-        result.passed = false;
-        result.actual += " with state " + mismatch;
-      }
-    }
-    if (c.has_check) {
-      if (std::string failure = interpreter->runCheck(file, c.index, *run); !failure.empty()) {
-        result.passed = false;
-        result.actual += "; " + failure;
-      }
-    }
-    results.push_back(std::move(result));
-  }
-  return results;
+Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy,
+                                                     const ScriptSet& libs,
+                                                     const LuaLimits& limits) {
+  return runTestTable<StrategyInterpreter>(strategy, libs, limits, runCase);
 }
 
 }  // namespace tide::lua

@@ -1,6 +1,6 @@
 #pragma once
-// Running a strategy's own `tests` table. Used when a strategy is (re)loaded — a version
-// whose tests fail never becomes active — and by `tide policy test`.
+// Running a strategy's own `tests` table (test_table.h). Used when a strategy is
+// (re)loaded — a version whose tests fail never becomes active — and by `tide scripts test`.
 //
 // A case:
 //   { name = "surge 1 creates one extra instance first",
@@ -23,15 +23,9 @@
 #include "host/core/status.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/lua/runtime/test_table.h"
 
 namespace tide::lua {
-
-struct StrategyCaseResult {
-  std::string name;
-  bool passed = false;
-  std::string expected;  // "create(1), update(web-a)" or "error containing \"x\""
-  std::string actual;    // "create(2)", "error: scripts/rollout/x.lua:3: ..."
-};
 
 // The snapshot a test fixture stands for (the shorthands above expanded).
 Result<nlohmann::json> fixtureSnapshot(const nlohmann::json& fixture);
@@ -39,8 +33,8 @@ Result<nlohmann::json> fixtureSnapshot(const nlohmann::json& fixture);
 // Loads `strategy` with the libs of `libs` in a fresh state (the production loader and
 // sandbox) and runs its cases. An error Status means the file, its params declaration or
 // its tests table could not be loaded; failing cases are results with passed == false.
-Result<std::vector<StrategyCaseResult>> runStrategyFileTests(const ScriptFile& strategy,
-                                                             const ScriptSet& libs,
-                                                             const LuaLimits& limits);
+Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy,
+                                                     const ScriptSet& libs,
+                                                     const LuaLimits& limits);
 
 }  // namespace tide::lua

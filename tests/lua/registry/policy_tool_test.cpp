@@ -29,9 +29,9 @@ size_t occurrences(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("lua: every shipped policy's own tests pass through runPolicyTests") {
+TEST_CASE("lua: every shipped policy's own tests pass through testScriptFiles") {
   std::ostringstream out;
-  const int code = runPolicyTests({(kSource / "policies").string()}, out, shippedOptions());
+  const int code = testScriptFiles({(kSource / "policies").string()}, out, shippedOptions());
   INFO(out.str());
   CHECK(code == 0);
   CHECK(occurrences(out.str(), "FAIL") == 0);
@@ -57,7 +57,7 @@ TEST_CASE("lua: the shipped policies and libs load in the registry") {
   CHECK(registry.current()->find(ScriptKind::kLib, "namespaces") != nullptr);
 }
 
-TEST_CASE("lua: runPolicyTests reports failing cases and returns non-zero") {
+TEST_CASE("lua: testScriptFiles reports failing cases and returns non-zero") {
   TempDir dir;
   writeFile(dir.path() / "wrong.lua", R"(return {
     name = "wrong",
@@ -76,7 +76,7 @@ TEST_CASE("lua: runPolicyTests reports failing cases and returns non-zero") {
   std::ostringstream out;
   PolicyToolOptions options;
   options.scripts_dir = dir.path() / "no-scripts";
-  const int code = runPolicyTests({dir.path().string()}, out, options);
+  const int code = testScriptFiles({dir.path().string()}, out, options);
   INFO(out.str());
   CHECK(code == 1);
   CHECK(out.str().find("PASS  right") != std::string::npos);
@@ -87,7 +87,7 @@ TEST_CASE("lua: runPolicyTests reports failing cases and returns non-zero") {
   CHECK(out.str().find("1 passed, 3 failed") != std::string::npos);
 
   std::ostringstream none;
-  CHECK(runPolicyTests({(dir.path() / "empty").string()}, none, options) != 0);
+  CHECK(testScriptFiles({(dir.path() / "empty").string()}, none, options) != 0);
 }
 
 TEST_CASE("lua: policy eval evaluates the example ops offline") {

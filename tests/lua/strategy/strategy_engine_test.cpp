@@ -430,7 +430,7 @@ TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
   auto results = runStrategyFileTests(*rolling, libs, LuaLimits{});
   REQUIRE(results.isOk());
   CHECK(results->size() >= 15);
-  for (const StrategyCaseResult& r : *results) {
+  for (const CaseResult& r : *results) {
     CAPTURE(r.name);
     CAPTURE(r.expected);
     CAPTURE(r.actual);
@@ -441,7 +441,7 @@ TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
   PolicyToolOptions options;
   options.policies_dir = kSource / "policies";
   options.scripts_dir = kSource / "scripts";
-  CHECK(runPolicyTests({}, out, options) == 0);
+  CHECK(testScriptFiles({}, out, options) == 0);
   CHECK(out.str().find("scripts/rollout/rolling.lua\n  PASS  the first deployment creates every "
                        "instance\n") != std::string::npos);
   CHECK(out.str().find("policies/business_hours.lua") != std::string::npos);
