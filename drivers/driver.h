@@ -42,7 +42,7 @@ struct RuntimeSpec {
   std::string node;
   std::string payload_name;
   Json coordinates = Json::object();  // {image} | {command: [...], env: {...}}
-  std::vector<model::Port> ports;    // declared ports; the driver assigns host ports
+  std::vector<model::Port> ports;     // declared ports; the driver assigns host ports
   std::vector<VolumeSpec> volumes;
   model::Resources resources;
 };

@@ -30,7 +30,8 @@ class ConfigReader {
   }
 
   std::optional<std::chrono::milliseconds> delay(const Json& v) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFaultDelay.count()) return std::nullopt;
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFaultDelay.count())
+      return std::nullopt;
     return std::chrono::milliseconds(v.get<int64_t>());
   }
 
@@ -59,15 +60,17 @@ const char* driverCallName(DriverCall call) {
 Result<FaultOptions> parseFaultOptions(const Json& config) {
   FaultOptions options;
   if (!config.is_object()) {
-    return Status::invalidArgument("fault driver: bad driver_config",
-                                   {{"driver_config", "must be an object naming the inner driver: {\"inner\": \"process\"}", ""}});
+    return Status::invalidArgument(
+        "fault driver: bad driver_config",
+        {{"driver_config", "must be an object naming the inner driver: {\"inner\": \"process\"}", ""}});
   }
   ConfigReader r(config);
   const std::string bounds = "an integer of milliseconds in [0, " + std::to_string(kMaxFaultDelay.count()) + "]";
 
   for (const auto& [key, value] : config.items()) {
-    static const std::set<std::string> kKnown = {"inner",    "inner_config", "seed",    "error_rate", "lost_reply_rate",
-                                                 "latency_ms", "hang_rate",  "hang_ms", "calls"};
+    static const std::set<std::string> kKnown = {"inner",      "inner_config",    "seed",
+                                                 "error_rate", "lost_reply_rate", "latency_ms",
+                                                 "hang_rate",  "hang_ms",         "calls"};
     if (kKnown.count(key) == 0) r.problem(key, "unknown key");
   }
   if (!config.contains("inner") || !config["inner"].is_string() || config["inner"].get<std::string>().empty()) {
@@ -150,8 +153,8 @@ FaultDriver::Draw FaultDriver::draw(DriverCall call) {
   uint64_t spread = static_cast<uint64_t>((options_.latency_max - options_.latency_min).count()) + 1;
   Draw d;
   d.latency = options_.latency_min + std::chrono::milliseconds(random_() % spread);
-  d.fate = hang < options_.hang_rate     ? Fate::kHang
-           : error < options_.error_rate ? Fate::kError
+  d.fate = hang < options_.hang_rate         ? Fate::kHang
+           : error < options_.error_rate     ? Fate::kError
            : lost < options_.lost_reply_rate ? Fate::kLostReply
                                              : Fate::kPass;
   ++counts_.calls;
@@ -187,10 +190,8 @@ R FaultDriver::inject(DriverCall call, Call&& inner_call) {
   sleepFor(d.latency);
   std::string name = driverCallName(call);
   switch (d.fate) {
-    case Fate::kPass:
-      return inner_call();
-    case Fate::kError:
-      return Status::unavailable("fault: injected error in " + name);
+    case Fate::kPass: return inner_call();
+    case Fate::kError: return Status::unavailable("fault: injected error in " + name);
     case Fate::kLostReply:
       (void)inner_call();  // the call happens; only its reply is lost
       return Status::unavailable("fault: reply of " + name + " lost");

@@ -34,8 +34,8 @@ enum class DriverCall { kEnsureVolume, kRemoveVolume, kEnsure, kStop, kRemove, k
 const char* driverCallName(DriverCall call);
 
 struct FaultOptions {
-  std::string inner = "process";           // driver kind wrapped (built by the registry)
-  Json inner_config = Json::object();      // its driver_config
+  std::string inner = "process";       // driver kind wrapped (built by the registry)
+  Json inner_config = Json::object();  // its driver_config
   uint64_t seed = 0;
   double error_rate = 0;
   double lost_reply_rate = 0;
@@ -91,9 +91,9 @@ class FaultDriver final : public Driver {
   const std::unique_ptr<Driver> inner_;
   const FaultOptions options_;
   mutable std::mutex mu_;
-  std::mt19937_64 random_;    // GUARDED_BY(mu_)
-  FaultCounts counts_;        // GUARDED_BY(mu_)
-  uint64_t interrupts_ = 0;   // GUARDED_BY(mu_); bumped by interrupt()
+  std::mt19937_64 random_;   // GUARDED_BY(mu_)
+  FaultCounts counts_;       // GUARDED_BY(mu_)
+  uint64_t interrupts_ = 0;  // GUARDED_BY(mu_); bumped by interrupt()
   std::condition_variable wake_;
 };
 

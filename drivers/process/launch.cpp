@@ -146,7 +146,8 @@ Result<Launch> buildLaunch(const Json& coordinates, const ImageCatalog& catalog,
   std::string field_prefix;
   if (has_command) {
     const Json& command = coordinates["command"];
-    if (!command.is_array() || command.empty()) return bad("coordinates.command", "must be a non-empty list of strings");
+    if (!command.is_array() || command.empty())
+      return bad("coordinates.command", "must be a non-empty list of strings");
     for (size_t i = 0; i < command.size(); ++i) {
       if (!command[i].is_string()) return bad("coordinates.command[" + std::to_string(i) + "]", "must be a string");
       argv_template.push_back(command[i].get<std::string>());

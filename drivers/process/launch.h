@@ -37,11 +37,11 @@ std::string imageTag(std::string_view image);
 // What the placeholders may refer to.
 struct LaunchContext {
   std::string tide_binary;
-  std::string instance;    // meta instance name
+  std::string instance;  // meta instance name
   std::string runtime_id;
   std::string node;
-  std::map<std::string, int> ports;             // "tcp/80" → host port
-  std::map<std::string, std::string> volumes;   // mount path → host directory
+  std::map<std::string, int> ports;            // "tcp/80" → host port
+  std::map<std::string, std::string> volumes;  // mount path → host directory
 };
 
 struct Launch {

@@ -32,8 +32,9 @@ constexpr double kCapacityEpsilon = 1e-9;
 constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"};
 
 Status badName(const std::string& field, const std::string& value) {
-  return Status::invalidArgument("invalid " + field,
-                                 {{field, "\"" + value + "\" is not a usable name ([A-Za-z0-9._-], not starting with '.')", ""}});
+  return Status::invalidArgument(
+      "invalid " + field,
+      {{field, "\"" + value + "\" is not a usable name ([A-Za-z0-9._-], not starting with '.')", ""}});
 }
 
 template <class Pred>
@@ -73,7 +74,8 @@ Result<std::string> resolveExecutable(const std::string& name, const std::string
   if (name.find('/') != std::string::npos) {
     std::error_code ec;
     std::string absolute = fs::absolute(name, ec).string();
-    if (ec || !isExecutableFile(absolute)) return Status::unprocessable("cannot execute " + name + ": not an executable file");
+    if (ec || !isExecutableFile(absolute))
+      return Status::unprocessable("cannot execute " + name + ": not an executable file");
     return absolute;
   }
   std::stringstream dirs(path_variable);
@@ -93,7 +95,6 @@ Json portsJson(const std::map<std::string, int>& ports) {
   for (const auto& [key, host_port] : ports) out[key] = host_port;
   return out;
 }
-
 
 // The environment entry every process this driver starts carries, naming its state dir,
 // so processes can be found again without a record.
@@ -131,8 +132,8 @@ Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOption
   if (options.volume_root.empty()) return Status::invalidArgument("process driver: volume_root is empty");
   if (options.port_range_start < 1 || options.port_range_end > 65535 ||
       options.port_range_start > options.port_range_end) {
-    return Status::invalidArgument("process driver: bad port range [" + std::to_string(options.port_range_start) + ", " +
-                                   std::to_string(options.port_range_end) + "]");
+    return Status::invalidArgument("process driver: bad port range [" + std::to_string(options.port_range_start) +
+                                   ", " + std::to_string(options.port_range_end) + "]");
   }
   std::error_code ec;
   options.volume_root = fs::absolute(options.volume_root, ec).lexically_normal().string();
@@ -157,7 +158,8 @@ Status ProcessDriver::ensureVolume(const VolumeSpec& volume) {
   if (!isSafeName(volume.id)) return badName("volume.id", volume.id);
   if (!isSafeName(volume.node)) return badName("volume.node", volume.node);
   if (!isSafeName(volume.storage_class)) return badName("volume.storage_class", volume.storage_class);
-  if (!(volume.capacity_gib >= 0)) return Status::invalidArgument("volume " + volume.id + ": capacity_gib must be >= 0");
+  if (!(volume.capacity_gib >= 0))
+    return Status::invalidArgument("volume " + volume.id + ": capacity_gib must be >= 0");
 
   std::lock_guard<std::mutex> lock(store_mu_);
   StateStore::Lock file_lock = store_.lock();
@@ -258,8 +260,8 @@ Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec&
     std::string key = portKey(port);
     std::string protocol = key.substr(0, key.find('/'));
     if ((protocol != "tcp" && protocol != "udp") || port.port < 1 || port.port > 65535) {
-      return Status::invalidArgument("invalid port", {{"ports", "bad declared port " + port.protocol + " " +
-                                                                    std::to_string(port.port), ""}});
+      return Status::invalidArgument(
+          "invalid port", {{"ports", "bad declared port " + port.protocol + " " + std::to_string(port.port), ""}});
     }
     if (ports.count(key) != 0) continue;
     if (auto it = kept.find(key); it != kept.end()) {

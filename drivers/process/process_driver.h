@@ -41,9 +41,9 @@ struct ProcessDriverOptions {
   int port_range_start = 30000;
   int port_range_end = 32767;
   ImageCatalog image_catalog;
-  std::string tide_binary;  // what {{tide}} stands for
+  std::string tide_binary;                      // what {{tide}} stands for
   std::chrono::milliseconds stop_grace{10000};  // SIGTERM → SIGKILL
-  NodeVolumesFn node_volumes;  // unset: volumes are not limited by capacity
+  NodeVolumesFn node_volumes;                   // unset: volumes are not limited by capacity
   // When set, records carry it and list() reports only this cluster's instances, so two
   // process clusters sharing a state dir do not see each other's instances as orphans.
   std::string cluster;

@@ -87,7 +87,8 @@ size_t formatCode(int code, char* out) {
   char digits[16];
   size_t n = 0;
   bool negative = code < 0;
-  unsigned int value = negative ? static_cast<unsigned int>(-static_cast<int64_t>(code)) : static_cast<unsigned int>(code);
+  unsigned int value =
+      negative ? static_cast<unsigned int>(-static_cast<int64_t>(code)) : static_cast<unsigned int>(code);
   do {
     digits[n++] = static_cast<char>('0' + value % 10);
     value /= 10;
@@ -230,8 +231,15 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   std::string exit_tmp_path = request.exit_path + ".tmp";
   unlink(request.exit_path.c_str());
 
-  ChildPlan plan{request.executable.c_str(), argv.data(), envp.data(), request.exit_path.c_str(),
-                 exit_tmp_path.c_str(), report_write.get(), exec_write.get(), log.get(), null.get()};
+  ChildPlan plan{request.executable.c_str(),
+                 argv.data(),
+                 envp.data(),
+                 request.exit_path.c_str(),
+                 exit_tmp_path.c_str(),
+                 report_write.get(),
+                 exec_write.get(),
+                 log.get(),
+                 null.get()};
   pid_t intermediate = fork();
   if (intermediate < 0) return Status::unavailable("fork: " + errnoText(errno));
   if (intermediate == 0) runIntermediate(plan);
@@ -240,8 +248,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   exec_write.reset();
   log.reset();
   null.reset();
-  while (waitpid(intermediate, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(intermediate, nullptr, 0) < 0 && errno == EINTR) {}
 
   Report report;
   if (readFully(report_read.get(), &report, sizeof(report)) != sizeof(report)) {

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -137,9 +137,8 @@ std::vector<fs::path> filesWithExtension(const fs::path& dir, const std::string&
 
 bool isSafeName(const std::string& name) {
   if (name.empty() || name.front() == '.' || name.size() > 200) return false;
-  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-  });
+  return std::all_of(name.begin(), name.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
 Result<StateStore> StateStore::open(const std::string& state_dir) {
@@ -162,13 +161,14 @@ StateStore::Lock StateStore::lock() const {
   // covers other threads of this process as well as other processes.
   int fd = ::open((fs::path(dir_) / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) {
-    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
-    }
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
   }
   return Lock(fd);
 }
 
-std::string StateStore::logPath(const std::string& id) const { return (fs::path(dir_) / "logs" / (id + ".log")).string(); }
+std::string StateStore::logPath(const std::string& id) const {
+  return (fs::path(dir_) / "logs" / (id + ".log")).string();
+}
 
 std::string StateStore::exitPath(const std::string& id) const {
   return (fs::path(dir_) / "instances" / (id + ".exit")).string();

@@ -80,7 +80,7 @@ class StateStore {
   Result<std::optional<InstanceRecord>> loadInstance(const std::string& id) const;
   Status saveInstance(const InstanceRecord& record) const;
   Status removeInstance(const std::string& id) const;  // record and exit file; the log stays
-  std::vector<std::string> instanceIds() const;         // sorted
+  std::vector<std::string> instanceIds() const;        // sorted
   // The code in the exit file, nullopt when the waiter has not written one.
   std::optional<int> readExitCode(const std::string& id) const;
 

@@ -9,8 +9,8 @@
 #include <exception>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 
 namespace tide::drivers {
 namespace {
@@ -32,9 +32,7 @@ bool parseListen(const std::string& listen, std::string& host, int& port) {
   return true;
 }
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void say(const std::string& line) {
   std::fprintf(stdout, "%s\n", line.c_str());
@@ -65,12 +63,12 @@ int serve(const WorkloadOptions& options) {
       res.set_content("ok", "text/plain");
     }
   });
-  server.Get("/version", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(options.version, "text/plain");
-  });
+  server.Get("/version",
+             [&](const httplib::Request&, httplib::Response& res) { res.set_content(options.version, "text/plain"); });
   server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content("tide-workload version=" + options.version + " instance=" + instance + " message=" + options.message + "\n",
-                    "text/plain");
+    res.set_content(
+        "tide-workload version=" + options.version + " instance=" + instance + " message=" + options.message + "\n",
+        "text/plain");
   });
 
   // SIGTERM/SIGINT are taken with sigtimedwait in this thread; blocking them first makes
@@ -141,8 +139,8 @@ int runWorkloadCli(int argc, char** argv) {
                        ->check(CLI::NonNegativeNumber);
   auto* healthy_opt = app.add_option("--healthy-after", healthy_after, "/healthz is 503 until SECONDS after start")
                           ->check(CLI::NonNegativeNumber);
-  auto* crash_opt = app.add_option("--crash-after", crash_after, "exit with status 3 after SECONDS")
-                        ->check(CLI::NonNegativeNumber);
+  auto* crash_opt =
+      app.add_option("--crash-after", crash_after, "exit with status 3 after SECONDS")->check(CLI::NonNegativeNumber);
   app.add_option("--message", options.message, "text included in GET /");
   try {
     app.parse(argc, argv);

@@ -1,8 +1,8 @@
 #include "host/api/auth.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,8 +46,10 @@ Status writePrivateFile(const std::filesystem::path& path, const std::string& te
   size_t written = 0;
   while (failure == 0 && written < text.size()) {
     ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n >= 0) written += static_cast<size_t>(n);
-    else if (errno != EINTR) failure = errno;
+    if (n >= 0)
+      written += static_cast<size_t>(n);
+    else if (errno != EINTR)
+      failure = errno;
   }
   if (failure == 0 && ::fsync(fd) != 0) failure = errno;
   if (::close(fd) != 0 && failure == 0) failure = errno;
@@ -84,8 +86,9 @@ Status Authenticator::checkConfig() const {
 Status Authenticator::bootstrap(const std::string& data_dir) {
   if (!enabled_ || !config_tokens_.empty() || ledger_.countTokens() > 0) return Status::ok();
   if (data_dir.empty()) {
-    return Status::invalidArgument("auth is enabled and no token exists, but no data_dir is set to write "
-                                   "the bootstrap admin token to");
+    return Status::invalidArgument(
+        "auth is enabled and no token exists, but no data_dir is set to write "
+        "the bootstrap admin token to");
   }
   std::error_code error;
   std::filesystem::create_directories(data_dir, error);

@@ -20,9 +20,9 @@
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
-#include "host/model/records.h"
-#include "host/lua/runtime/lua_state.h"
 #include "host/lua/policy/policy_verdict.h"
+#include "host/lua/runtime/lua_state.h"
+#include "host/model/records.h"
 
 namespace tide::api {
 
@@ -56,7 +56,7 @@ struct ApiRequest {
   std::string path;
   std::map<std::string, std::string> path_params;  // "{name}" in the pattern → "name"
   std::map<std::string, std::string> query;        // each parameter at most once
-  std::string content_type;                       // without parameters, lower case
+  std::string content_type;                        // without parameters, lower case
   std::string if_match;
   std::string last_event_id;
   std::string body;

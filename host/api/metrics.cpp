@@ -62,8 +62,8 @@ std::string HttpMetrics::render() const {
       out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"" + number(kBuckets[i]) + "\"} " +
              std::to_string(cumulative) + "\n";
     }
-    out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " +
-           std::to_string(histogram.count) + "\n";
+    out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(histogram.count) +
+           "\n";
     out += "tide_http_request_duration_seconds_sum{" + labels + "} " + number(histogram.sum) + "\n";
     out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
   }

@@ -27,8 +27,7 @@ class HttpMetrics {
   std::string render() const;
 
  private:
-  static constexpr std::array<double, 11> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                      0.5,   1,    2.5,   5,    10};
+  static constexpr std::array<double, 11> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   struct Histogram {
     std::array<uint64_t, kBuckets.size()> buckets{};  // non-cumulative; summed on render
     uint64_t count = 0;
@@ -37,7 +36,7 @@ class HttpMetrics {
 
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;  // REQUIRES: mu_
-  std::map<std::pair<std::string, std::string>, Histogram> durations_;     // REQUIRES: mu_
+  std::map<std::pair<std::string, std::string>, Histogram> durations_;      // REQUIRES: mu_
 };
 
 }  // namespace tide::api

@@ -68,8 +68,8 @@ Result<std::optional<int64_t>> readIntegerParam(const ApiRequest& request, const
   std::optional<int64_t> value = parseInteger(it->second);
   if (!value) return badParam(name, "must be an integer, got '" + it->second + "'");
   if (*value < min || *value > max) {
-    return badParam(name, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
-                              it->second);
+    return badParam(name,
+                    "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + it->second);
   }
   return value;
 }
@@ -80,8 +80,8 @@ Result<std::optional<int64_t>> readIntegerHeader(const std::string& name, const 
   if (text.empty()) return std::optional<int64_t>();
   std::optional<int64_t> number = parseInteger(text);
   if (!number || *number < min || *number > max) {
-    std::string message = "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) +
-                          ", got '" + value + "'";
+    std::string message =
+        "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) + ", got '" + value + "'";
     return Status::invalidArgument("header '" + name + "' " + message, {{name, message, ""}});
   }
   return number;
@@ -128,8 +128,7 @@ Result<int64_t> readIdParam(const ApiRequest& request, const std::string& name) 
 }
 
 Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request) {
-  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> from_query,
-                        readIntegerParam(request, "generation", 1, INT64_MAX));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> from_query, readIntegerParam(request, "generation", 1, INT64_MAX));
   ledger::Generation from_header;
   std::string_view tag = trimmed(request.if_match);
   if (tag.substr(0, 2) == "W/") tag.remove_prefix(2);
@@ -224,7 +223,8 @@ Status checkStrategyParams(ApiContext& context, const std::string& script, const
                            const Json& deployment_params) {
   if (context.scripts == nullptr) return Status::ok();
   lua::StrategyEngine strategies(*context.scripts, context.clock, context.lua_limits);
-  Result<Json> params = strategies.resolveParams(script.empty() ? model::kDefaultStrategy : script, plan_params, deployment_params);
+  Result<Json> params =
+      strategies.resolveParams(script.empty() ? model::kDefaultStrategy : script, plan_params, deployment_params);
   if (params.isOk()) return Status::ok();
   if (params.status().code() == Code::kNotFound) {
     return Status::invalidArgument("strategy.script: " + params.status().message(),

@@ -22,9 +22,9 @@ struct Route {
 const std::vector<Route>& routeTable();
 
 struct RouteMatch {
-  const Route* route = nullptr;                    // nullptr when nothing matched
-  std::map<std::string, std::string> params;       // {param} → path segment
-  std::vector<std::string_view> allowed_methods;   // when only other methods match the path
+  const Route* route = nullptr;                   // nullptr when nothing matched
+  std::map<std::string, std::string> params;      // {param} → path segment
+  std::vector<std::string_view> allowed_methods;  // when only other methods match the path
 };
 
 // The first row whose method and pattern match; HEAD matches GET rows.

@@ -13,8 +13,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Capability capability, config::parseCapability(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(model::Capability created,
-                        context.ledger.createCapability(capability, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Capability created, context.ledger.createCapability(capability, request.principal.name));
   return recordReply(created, 201);
 }
 

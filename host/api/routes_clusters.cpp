@@ -12,7 +12,7 @@ Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(model::Cluster cluster, context.ledger.setClusterState(request.param("name"), state, generation,
-                                                                                request.principal.name));
+                                                                               request.principal.name));
   return recordReply(cluster);
 }
 

@@ -88,9 +88,10 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
-  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
-                        context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED",
-                                                          generation, request.principal.name, "cancelled through the API"));
+  TIDE_ASSIGN_OR_RETURN(
+      model::Deployment deployment,
+      context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED", generation,
+                                        request.principal.name, "cancelled through the API"));
   return recordReply(deployment);
 }
 
@@ -124,10 +125,14 @@ Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, cons
 
 }  // namespace
 
-Result<ApiResponse> promote(ApiContext& context, const ApiRequest& request) { return control(context, request, "promote"); }
+Result<ApiResponse> promote(ApiContext& context, const ApiRequest& request) {
+  return control(context, request, "promote");
+}
 Result<ApiResponse> abort(ApiContext& context, const ApiRequest& request) { return control(context, request, "abort"); }
 Result<ApiResponse> pause(ApiContext& context, const ApiRequest& request) { return control(context, request, "pause"); }
-Result<ApiResponse> resume(ApiContext& context, const ApiRequest& request) { return control(context, request, "resume"); }
+Result<ApiResponse> resume(ApiContext& context, const ApiRequest& request) {
+  return control(context, request, "resume");
+}
 Result<ApiResponse> rollback(ApiContext& context, const ApiRequest& request) {
   return control(context, request, "rollback");
 }

@@ -28,8 +28,8 @@ Result<std::string> readOperationType(const Json& body) {
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> type, readStringField(body, "type"));
   const std::vector<std::string>& types = operationTypes();
   if (type && std::find(types.begin(), types.end(), *type) != types.end()) return *type;
-  std::string message = type ? "must be one of " + typeList() + ", got '" + *type + "'"
-                             : "is required: one of " + typeList();
+  std::string message =
+      type ? "must be one of " + typeList() + ", got '" + *type + "'" : "is required: one of " + typeList();
   return Status::invalidArgument("body field 'type' " + message, {{"type", message, ""}});
 }
 

@@ -50,8 +50,8 @@ Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const
                             verb);
   }
   if (context.approver_must_differ && operation.requested_by == actor) {
-    return Status::permissionDenied(subject + " was requested by " + actor +
-                                    "; it must be " + verb + " by someone else (auth.approver_must_differ)");
+    return Status::permissionDenied(subject + " was requested by " + actor + "; it must be " + verb +
+                                    " by someone else (auth.approver_must_differ)");
   }
   // Without a generation from the client, the one read here: what is decided is exactly
   // the operation checked above, or nothing (409) if it changed meanwhile.

@@ -7,9 +7,7 @@
 
 namespace tide::api::system {
 
-Result<ApiResponse> healthz(ApiContext&, const ApiRequest&) {
-  return jsonReply({{"status", "ok"}});
-}
+Result<ApiResponse> healthz(ApiContext&, const ApiRequest&) { return jsonReply({{"status", "ok"}}); }
 
 Result<ApiResponse> readyz(ApiContext& context, const ApiRequest&) {
   if (context.stopping) return Status::unavailable("the server is stopping");
@@ -31,8 +29,8 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
     response.body += "# HELP tide_operations Operations in the ledger by type and state.\n";
     response.body += "# TYPE tide_operations gauge\n";
     for (const auto& [key, n] : counts.value()) {
-      response.body += "tide_operations{type=\"" + key.first + "\",state=\"" + key.second + "\"} " +
-                       std::to_string(n) + "\n";
+      response.body +=
+          "tide_operations{type=\"" + key.first + "\",state=\"" + key.second + "\"} " + std::to_string(n) + "\n";
     }
   }
   if (context.extra_metrics) response.body += context.extra_metrics();

@@ -103,8 +103,7 @@ class ApiServer::Impl {
  private:
   void configure(httplib::Server& http);
   void serve(const httplib::Request& request, httplib::Response& response, const httplib::ContentReader* reader);
-  Result<ApiResponse> dispatch(const httplib::Request& request, const httplib::ContentReader* reader,
-                               BodyState& body);
+  Result<ApiResponse> dispatch(const httplib::Request& request, const httplib::ContentReader* reader, BodyState& body);
   Result<std::string> readBody(const httplib::Request& request, const httplib::ContentReader& reader,
                                BodyState& body) const;
   // Reads and drops a body no handler wanted, so a keep-alive connection stays in step.
@@ -201,8 +200,8 @@ void ApiServer::Impl::configure(httplib::Server& http) {
 
   // Responses httplib makes itself (unparsable requests, bodies over the limit) get the
   // same envelope as everything else.
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& request, httplib::Response& response) {
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& request, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         renderError(statusForTransportError(response.status, request.method, request.path), response);
         return httplib::Server::HandlerResponse::Handled;
@@ -217,9 +216,8 @@ void ApiServer::Impl::configure(httplib::Server& http) {
     if (t_trace.started) elapsed = steady_clock::now() - t_trace.start;
     metrics_.observe(request.method, t_trace.route, response.status, elapsed);
   });
-  http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
-    logRequest(request, response);
-  });
+  http.set_logger(
+      [this](const httplib::Request& request, const httplib::Response& response) { logRequest(request, response); });
 }
 
 void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& response,
@@ -246,8 +244,8 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
     if (match.allowed_methods.empty()) {
       return Status::notFound("no route for " + http_request.method + " " + http_request.path);
     }
-    return Status::notFound(http_request.method + " is not served on " + http_request.path +
-                            "; it serves " + joined(match.allowed_methods));
+    return Status::notFound(http_request.method + " is not served on " + http_request.path + "; it serves " +
+                            joined(match.allowed_methods));
   }
   const Route& route = *match.route;
   t_trace.route = route.pattern;
@@ -293,8 +291,8 @@ Result<std::optional<uint64_t>> ApiServer::Impl::declaredLength(const httplib::R
 Result<std::string> ApiServer::Impl::readBody(const httplib::Request& request, const httplib::ContentReader& reader,
                                               BodyState& body) const {
   const size_t limit = options_.max_body_bytes;
-  const Status too_large = Status::payloadTooLarge("the request body is larger than the limit of " +
-                                                   std::to_string(limit) + " bytes");
+  const Status too_large =
+      Status::payloadTooLarge("the request body is larger than the limit of " + std::to_string(limit) + " bytes");
   TIDE_ASSIGN_OR_RETURN(std::optional<uint64_t> length, declaredLength(request));
   if (length == 0) {
     body = BodyState::kRead;
@@ -339,20 +337,20 @@ void ApiServer::Impl::render(Result<ApiResponse> result, httplib::Response& resp
     response.set_content(std::move(reply.body), reply.content_type);
     return;
   }
-  response.set_chunked_content_provider(
-      reply.content_type, [stream = std::move(reply.stream)](size_t, httplib::DataSink& sink) {
-        StreamWriter write = [&sink](std::string_view piece) {
-          return piece.empty() || sink.write(piece.data(), piece.size());
-        };
-        bool more = false;
-        try {
-          more = stream(write);
-        } catch (...) {
-          more = false;
-        }
-        if (!more) sink.done();
-        return true;
-      });
+  response.set_chunked_content_provider(reply.content_type,
+                                        [stream = std::move(reply.stream)](size_t, httplib::DataSink& sink) {
+                                          StreamWriter write = [&sink](std::string_view piece) {
+                                            return piece.empty() || sink.write(piece.data(), piece.size());
+                                          };
+                                          bool more = false;
+                                          try {
+                                            more = stream(write);
+                                          } catch (...) {
+                                            more = false;
+                                          }
+                                          if (!more) sink.done();
+                                          return true;
+                                        });
 }
 
 void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib::Response& response) const {

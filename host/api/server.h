@@ -41,7 +41,7 @@ struct ServerOptions {
   // The scripts /v1/scripts and /v1/policies/evaluate serve; not owned, must outlive the
   // server. Null: those routes answer 503.
   lua::ScriptRegistry* scripts = nullptr;
-  lua::LuaLimits lua_limits;  // for dry-run evaluations
+  lua::LuaLimits lua_limits;                                      // for dry-run evaluations
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;  // when no policy approves
   // docs/architecture.md#human-approval: a person may approve or reject only operations someone else requested
   // (config `auth.approver_must_differ`). With auth disabled every caller is the same

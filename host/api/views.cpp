@@ -55,10 +55,14 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan) {
     if (meta.state == "DELETED") continue;
     const std::vector<model::RuntimeInstance>& mine = runtimes_of[meta.name];
     const model::RuntimeInstance* active = activeRuntime(mine);
-    if (active != nullptr && active->state == "RUNNING") ++running;
-    else if (active != nullptr && active->state == "FAILED") ++failed;
-    else ++pending;
-    instances.push_back({{"meta_instance", meta}, {"runtime_instances", mine}, {"operations", operations_of[meta.name]}});
+    if (active != nullptr && active->state == "RUNNING")
+      ++running;
+    else if (active != nullptr && active->state == "FAILED")
+      ++failed;
+    else
+      ++pending;
+    instances.push_back(
+        {{"meta_instance", meta}, {"runtime_instances", mine}, {"operations", operations_of[meta.name]}});
   }
 
   return Json{{"plan", plan},

@@ -20,8 +20,8 @@ struct EventOptions {
 // process is interrupted or its output is closed.
 Status followEvents(Session& session, int64_t after) {
   while (session.out) {
-    TIDE_ASSIGN_OR_RETURN(Json page, session.client.get("/v1/events", {{"after", std::to_string(after)},
-                                                                         {"wait", kEventWaitSeconds}}));
+    TIDE_ASSIGN_OR_RETURN(
+        Json page, session.client.get("/v1/events", {{"after", std::to_string(after)}, {"wait", kEventWaitSeconds}}));
     const Json& events = page["items"];
     if (!events.is_array()) return Status::internal("GET /v1/events: the reply is not a list of items");
     if (events.empty()) continue;

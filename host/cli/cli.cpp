@@ -6,9 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "drivers/process/workload.h"
 #include "host/cli/commands.h"
 #include "host/cli/serve.h"
-#include "drivers/process/workload.h"
 
 namespace tide::cli {
 namespace {
@@ -41,7 +41,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* serve_command = app.add_subcommand("serve", "Run the tide host: ledger, control loop and HTTP API");
   serve_command->add_option("--config", serve.config_path, "host config file (YAML); default: built-in defaults");
   serve_command->add_option("--listen", serve.listen, "HOST:PORT to serve the API on (default 127.0.0.1:7700)");
-  serve_command->add_option("--data-dir", serve.data_dir, "where the ledger, logs and admin token live (default ./.tide)");
+  serve_command->add_option("--data-dir", serve.data_dir,
+                            "where the ledger, logs and admin token live (default ./.tide)");
 
   // `tide workload ...` is parsed by the workload itself (drivers/process/workload.h).
   CLI::App* workload_command =

@@ -1,7 +1,7 @@
 #pragma once
-// The `tide` command line (docs/architecture.md#cli-and-host-configuration): `tide serve` runs the host; every other verb is a
-// client of the HTTP API (commands.h). Exit status: 0 on success, 1 when the server or
-// the input refused the request, 2 for a malformed command line.
+// The `tide` command line (docs/architecture.md#cli-and-host-configuration): `tide serve` runs the host; every other
+// verb is a client of the HTTP API (commands.h). Exit status: 0 on success, 1 when the server or the input refused the
+// request, 2 for a malformed command line.
 
 #include <ostream>
 

@@ -93,7 +93,8 @@ Status statusFromErrorResponse(int http_status, const std::string& body) {
   std::vector<ErrorDetail> details;
   if (auto it = error.find("details"); it != error.end() && it->is_array()) {
     for (const Json& detail : *it) {
-      if (detail.is_object()) details.push_back({text(detail, "field"), text(detail, "message"), text(detail, "location")});
+      if (detail.is_object())
+        details.push_back({text(detail, "field"), text(detail, "message"), text(detail, "location")});
     }
   }
   Code code = codeNamed(text(error, "code")).value_or(codeForHttpStatus(http_status));
@@ -169,8 +170,8 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
       if (result.error() == httplib::Error::Connection || result.error() == httplib::Error::ConnectionTimeout) {
         return Status::unavailable("cannot reach tide at " + endpoint_.server + " (is `tide serve` running?)");
       }
-      return Status::unavailable(method + " " + endpoint_.server + target + " failed: " +
-                                 httplib::to_string(result.error()));
+      return Status::unavailable(method + " " + endpoint_.server + target +
+                                 " failed: " + httplib::to_string(result.error()));
     }
     if (result->status < 200 || result->status >= 300) return statusFromErrorResponse(result->status, result->body);
     return std::move(result->body);

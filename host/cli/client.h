@@ -1,6 +1,6 @@
 #pragma once
-// The CLI's side of the HTTP API (docs/architecture.md#http-api-and-auth): one request in, one Result<Json> out. This is
-// the adapter for cpp-httplib on the client side; nothing it calls throws past it.
+// The CLI's side of the HTTP API (docs/architecture.md#http-api-and-auth): one request in, one Result<Json> out. This
+// is the adapter for cpp-httplib on the client side; nothing it calls throws past it.
 //
 // Errors: a response outside 2xx becomes the Status carried by the server's envelope
 // {"error":{"code","message","details":[{"field","message","location"}]}} (the code by its
@@ -29,7 +29,7 @@ inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:7700";
 
 struct Endpoint {
   std::string server = std::string(kDefaultServer);  // http://host:port[/prefix]
-  std::string token;                                  // bearer token; empty sends none
+  std::string token;                                 // bearer token; empty sends none
   // Long enough for the events long poll (wait=30) plus a slow server.
   std::chrono::seconds read_timeout{65};
 };
@@ -52,8 +52,8 @@ class Client {
   Result<Json> del(const std::string& path);
 
  private:
-  Result<Json> send(const std::string& method, const std::string& path, const Query& query,
-                    const std::string& body, const std::string& content_type);
+  Result<Json> send(const std::string& method, const std::string& path, const Query& query, const std::string& body,
+                    const std::string& content_type);
   // The reply's body, unparsed.
   Result<std::string> sendRaw(const std::string& method, const std::string& path, const Query& query,
                               const std::string& body, const std::string& content_type);

@@ -141,8 +141,7 @@ Endpoint resolveEndpoint(const ClientFlags& flags) {
   return endpoint;
 }
 
-CLI::App* Verbs::add(CLI::App& parent, const std::string& name, const std::string& description,
-                     VerbAction action) {
+CLI::App* Verbs::add(CLI::App& parent, const std::string& name, const std::string& description, VerbAction action) {
   CLI::App* verb = parent.add_subcommand(name, description);
   verb->add_option("--server", flags_.server, "tide's URL (default: $TIDE_SERVER, else http://127.0.0.1:7700)");
   verb->add_option("--token", flags_.token,
@@ -165,8 +164,9 @@ Status Verbs::runChosen(std::ostream& out) const {
 CLI::App* addNamedVerb(CLI::App& parent, Verbs& verbs, const std::string& name, const std::string& description,
                        const std::string& argument_help, NamedAction action) {
   auto argument = std::make_shared<std::string>();
-  CLI::App* verb = verbs.add(parent, name, description,
-                             [argument, action = std::move(action)](Session& session) { return action(session, *argument); });
+  CLI::App* verb = verbs.add(parent, name, description, [argument, action = std::move(action)](Session& session) {
+    return action(session, *argument);
+  });
   verb->add_option("name", *argument, argument_help)->required();
   return verb;
 }
@@ -205,15 +205,16 @@ CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& descrip
 CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collection, ListPrinter print,
                       const std::vector<ListFilter>& filters) {
   auto query = std::make_shared<Query>();
-  CLI::App* verb = verbs.add(noun, "list", "List " + collection, [query, collection, print](Session& session) -> Status {
-    Query given;
-    for (const auto& [name, value] : *query) {
-      if (!value.empty()) given.emplace_back(name, value);
-    }
-    TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/" + collection, given));
-    session.print(list, [print](std::ostream& out, const Json& list) { print(out, list["items"]); });
-    return Status::ok();
-  });
+  CLI::App* verb =
+      verbs.add(noun, "list", "List " + collection, [query, collection, print](Session& session) -> Status {
+        Query given;
+        for (const auto& [name, value] : *query) {
+          if (!value.empty()) given.emplace_back(name, value);
+        }
+        TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/" + collection, given));
+        session.print(list, [print](std::ostream& out, const Json& list) { print(out, list["items"]); });
+        return Status::ok();
+      });
   query->reserve(filters.size());  // options bind to the elements: no reallocation after this
   for (const ListFilter& filter : filters) {
     query->emplace_back(filter.name, "");

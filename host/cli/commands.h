@@ -67,7 +67,7 @@ class Verbs {
   Status runChosen(std::ostream& out) const;
 
  private:
-  ClientFlags flags_;  // one set: a command line names one verb
+  ClientFlags flags_;              // one set: a command line names one verb
   std::list<VerbAction> actions_;  // stable addresses for chosen_
   const VerbAction* chosen_ = nullptr;
 };
@@ -106,7 +106,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
 // promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
-void addActivityCommands(CLI::App& app, Verbs& verbs);    // instances, operations, events, logs
+void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

@@ -16,23 +16,23 @@ std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegmen
 
 Status showPlan(Session& session, const std::string& plan) {
   TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan)));
-  session.print(view, [](std::ostream& out, const Json& view) {
-    printPlanShow(out, view, std::chrono::system_clock::now());
-  });
+  session.print(
+      view, [](std::ostream& out, const Json& view) { printPlanShow(out, view, std::chrono::system_clock::now()); });
   return Status::ok();
 }
 
 void addAddDeploymentVerb(CLI::App& deployment, Verbs& verbs) {
   auto file = std::make_shared<std::string>();
-  verbs.add(deployment, "add-deployment", "Roll out a new deployment under its plan (deployment_plan_name)",
-            [file](Session& session) -> Status {
-              TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
-              TIDE_ASSIGN_OR_RETURN(model::Deployment parsed, config::parseDeployment(text, *file));
-              TIDE_RETURN_IF_ERROR(
-                  session.client.postText(planPath(parsed.plan) + "/deployments", text, "application/yaml").status());
-              if (!session.json()) session.out << "Deployment added successfully: " << parsed.deployment_id << "\n\n";
-              return showPlan(session, parsed.plan);
-            })
+  verbs
+      .add(deployment, "add-deployment", "Roll out a new deployment under its plan (deployment_plan_name)",
+           [file](Session& session) -> Status {
+             TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
+             TIDE_ASSIGN_OR_RETURN(model::Deployment parsed, config::parseDeployment(text, *file));
+             TIDE_RETURN_IF_ERROR(
+                 session.client.postText(planPath(parsed.plan) + "/deployments", text, "application/yaml").status());
+             if (!session.json()) session.out << "Deployment added successfully: " << parsed.deployment_id << "\n\n";
+             return showPlan(session, parsed.plan);
+           })
       ->add_option("-m,--manifest", *file, "deployment manifest (YAML)")
       ->required();
 }
@@ -41,16 +41,16 @@ void addAddDeploymentVerb(CLI::App& deployment, Verbs& verbs) {
 void addDeploymentActionVerb(CLI::App& deployment, Verbs& verbs, const std::string& action,
                              const std::string& verb_name, const std::string& description) {
   auto id = std::make_shared<std::string>();
-  addNamedVerb(deployment, verbs, verb_name, description, "deployment plan name",
-               [id, action](Session& session, const std::string& plan) -> Status {
-                 TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post(planPath(plan) + "/deployments/" +
-                                                                       pathSegment(*id) + "/" + action));
-                 session.print(reply, [&](std::ostream& out, const Json& deployment) {
-                   out << "Deployment " << *id << " of plan " << plan << ": " << deployment.value("state", action)
-                       << '\n';
-                 });
-                 return Status::ok();
-               })
+  addNamedVerb(
+      deployment, verbs, verb_name, description, "deployment plan name",
+      [id, action](Session& session, const std::string& plan) -> Status {
+        TIDE_ASSIGN_OR_RETURN(Json reply,
+                              session.client.post(planPath(plan) + "/deployments/" + pathSegment(*id) + "/" + action));
+        session.print(reply, [&](std::ostream& out, const Json& deployment) {
+          out << "Deployment " << *id << " of plan " << plan << ": " << deployment.value("state", action) << '\n';
+        });
+        return Status::ok();
+      })
       ->add_option("-D,--deployment-id", *id, "deployment ID")
       ->required();
 }

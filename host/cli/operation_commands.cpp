@@ -1,6 +1,7 @@
 // `tide deployment approve-operation | reject-operation | operate`: what a person does to
-// the operations and instances of one plan (docs/architecture.md#approval, docs/architecture.md#cli-and-host-configuration). Each verb finds its target
-// itself when there is exactly one, and otherwise names the candidates.
+// the operations and instances of one plan (docs/architecture.md#approval,
+// docs/architecture.md#cli-and-host-configuration). Each verb finds its target itself when there is exactly one, and
+// otherwise names the candidates.
 
 #include <memory>
 #include <vector>
@@ -95,8 +96,9 @@ void addDecisionVerb(CLI::App& deployment, Verbs& verbs, const std::string& acti
                                 [flags, action, past](Session& session, const std::string& plan) {
                                   return decideOperations(session, plan, *flags, action, past);
                                 });
-  CLI::Option* id = verb->add_option("--operation-id", flags->operation_id, "the operation (default: the only one "
-                                                                            "waiting for approval)")
+  CLI::Option* id = verb->add_option("--operation-id", flags->operation_id,
+                                     "the operation (default: the only one "
+                                     "waiting for approval)")
                         ->check(CLI::PositiveNumber);
   verb->add_flag("--all", flags->all, "every operation of the plan that is waiting for approval")->excludes(id);
   verb->add_option("--reason", flags->reason, "recorded as the operation's message");
@@ -129,7 +131,8 @@ Result<std::string> chooseInstance(Session& session, const std::string& plan, co
   if (!named.empty()) {
     TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(instancePath(named)));
     std::string owner = view.value(Json::json_pointer("/meta_instance/plan"), std::string());
-    if (owner != plan) return Status::invalidArgument("instance " + named + " belongs to plan " + owner + ", not " + plan);
+    if (owner != plan)
+      return Status::invalidArgument("instance " + named + " belongs to plan " + owner + ", not " + plan);
     return named;
   }
   TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/instances", {{"plan", plan}}));
@@ -145,12 +148,14 @@ Result<std::string> chooseInstance(Session& session, const std::string& plan, co
   std::vector<ErrorDetail> details;
   for (const Json& instance : live) {
     const Json& meta = instance["meta_instance"];
-    details.push_back({"", meta.value("name", "") + " (" + meta.value("state", "") + ", deployment " +
-                               meta.value("deployment_id", "") + ")", ""});
+    details.push_back({"",
+                       meta.value("name", "") + " (" + meta.value("state", "") + ", deployment " +
+                           meta.value("deployment_id", "") + ")",
+                       ""});
   }
-  return Status::invalidArgument("plan " + plan + " has " + std::to_string(live.size()) +
-                                     " live meta instances; pass --meta-instance-name NAME",
-                                 std::move(details));
+  return Status::invalidArgument(
+      "plan " + plan + " has " + std::to_string(live.size()) + " live meta instances; pass --meta-instance-name NAME",
+      std::move(details));
 }
 
 void addOperateVerb(CLI::App& deployment, Verbs& verbs) {
@@ -183,7 +188,8 @@ void addOperateVerb(CLI::App& deployment, Verbs& verbs) {
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs) {
   addDecisionVerb(deployment, verbs, "approve", "approved",
                   "Approve an operation of a plan that is waiting for approval");
-  addDecisionVerb(deployment, verbs, "reject", "rejected", "Reject an operation of a plan that is waiting for approval");
+  addDecisionVerb(deployment, verbs, "reject", "rejected",
+                  "Reject an operation of a plan that is waiting for approval");
   addOperateVerb(deployment, verbs);
 }
 

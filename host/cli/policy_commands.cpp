@@ -1,7 +1,7 @@
 // `tide policy test|eval` and `tide scripts list|reload|test`: the approval policies and the
-// scripts the host runs (docs/architecture.md#approval, docs/architecture.md#the-lua-host, docs/architecture.md#cli-and-host-configuration). `scripts test` (alias
-// `policy test`) and `policy eval --offline` run here without a server
-// (host/lua/registry/policy_tool.h); the rest ask the running host.
+// scripts the host runs (docs/architecture.md#approval, docs/architecture.md#the-lua-host,
+// docs/architecture.md#cli-and-host-configuration). `scripts test` (alias `policy test`) and `policy eval --offline`
+// run here without a server (host/lua/registry/policy_tool.h); the rest ask the running host.
 
 #include <fstream>
 #include <memory>
@@ -52,8 +52,8 @@ void printScriptTable(std::ostream& out, const Json& items) {
 
 void printReloadSummary(std::ostream& out, const Json& summary) {
   out << "scripts reloaded (set version " << summary.value("version", 0) << "): " << summary.value("loaded", 0)
-      << " loaded, " << summary.value("unchanged", 0) << " unchanged, " << summary.value("failed", 0)
-      << " failed, " << summary.value("unloaded", 0) << " unloaded\n";
+      << " loaded, " << summary.value("unchanged", 0) << " unchanged, " << summary.value("failed", 0) << " failed, "
+      << summary.value("unloaded", 0) << " unloaded\n";
   for (const Json& error : summary.value("errors", Json::array())) out << "  " << error.get<std::string>() << "\n";
 }
 
@@ -90,8 +90,7 @@ void addScriptTestVerb(CLI::App& noun, const std::string& description, OfflineAc
   test->add_option("paths", flags->paths,
                    "policy or strategy files, or directories of them (files in a directory named "
                    "rollout are strategies)");
-  test->add_option("--policies", flags->policies_dir, "policies directory tested by default")
-      ->capture_default_str();
+  test->add_option("--policies", flags->policies_dir, "policies directory tested by default")->capture_default_str();
   test->add_option("--scripts", flags->scripts_dir,
                    "where libs (<dir>/lib) and, by default, strategies (<dir>/rollout) come from")
       ->capture_default_str();
@@ -118,24 +117,24 @@ void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline) {
   addScriptTestVerb(*policy, "Run the tests of policy and strategy files offline (alias of `tide scripts test`)",
                     offline);
 
-  CLI::App* eval = verbs.add(*policy, "eval", "Evaluate an op snapshot against the host's policies (dry run)",
-                             [flags](Session& session) -> Status {
-                               if (flags->offline) {
-                                 lua::PolicyToolOptions options;
-                                 options.policies_dir = flags->policies_dir;
-                                 options.scripts_dir = flags->scripts_dir;
-                                 options.json = session.json();
-                                 if (lua::evalOpFile(flags->op_file, session.out, options) != 0) {
-                                   return Status::invalidArgument("cannot evaluate " + flags->op_file);
-                                 }
-                                 return Status::ok();
-                               }
-                               TIDE_ASSIGN_OR_RETURN(Json document, readOpFile(flags->op_file));
-                               TIDE_ASSIGN_OR_RETURN(Json evaluation,
-                                                     session.client.post("/v1/policies/evaluate", document));
-                               session.print(evaluation, printEvaluation);
-                               return Status::ok();
-                             });
+  CLI::App* eval =
+      verbs.add(*policy, "eval", "Evaluate an op snapshot against the host's policies (dry run)",
+                [flags](Session& session) -> Status {
+                  if (flags->offline) {
+                    lua::PolicyToolOptions options;
+                    options.policies_dir = flags->policies_dir;
+                    options.scripts_dir = flags->scripts_dir;
+                    options.json = session.json();
+                    if (lua::evalOpFile(flags->op_file, session.out, options) != 0) {
+                      return Status::invalidArgument("cannot evaluate " + flags->op_file);
+                    }
+                    return Status::ok();
+                  }
+                  TIDE_ASSIGN_OR_RETURN(Json document, readOpFile(flags->op_file));
+                  TIDE_ASSIGN_OR_RETURN(Json evaluation, session.client.post("/v1/policies/evaluate", document));
+                  session.print(evaluation, printEvaluation);
+                  return Status::ok();
+                });
   eval->add_option("--op", flags->op_file, "op snapshot (JSON): the op, or {\"op\": ..., \"ctx\": ...}")->required();
   eval->add_flag("--offline", flags->offline, "evaluate here against --policies instead of asking the host");
   eval->add_option("--policies", flags->policies_dir, "policies directory for --offline")->capture_default_str();

@@ -1,6 +1,6 @@
 // `tide deployment promote | abort | pause | resume | rollback | retry | watch`: steering a
-// rollout and following it (docs/architecture.md#rollouts, docs/architecture.md#cli-and-host-configuration). Every verb acts on the deployment named by -D,
-// else on the plan's newest, and says which one.
+// rollout and following it (docs/architecture.md#rollouts, docs/architecture.md#cli-and-host-configuration). Every verb
+// acts on the deployment named by -D, else on the plan's newest, and says which one.
 
 #include <chrono>
 #include <cmath>

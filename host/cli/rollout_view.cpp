@@ -246,7 +246,8 @@ void printRolloutSection(std::ostream& out, const Json& plan, const Json& deploy
   printHeading(out, "Rollout");
   printField(out, "Deployment ID", sample.deployment_id, true);
   printField(out, "Strategy", strategyScript(plan, deployment), true);
-  if (Json params = strategyParams(plan, deployment); !params.empty()) printField(out, "Strategy Params", params.dump(), true);
+  if (Json params = strategyParams(plan, deployment); !params.empty())
+    printField(out, "Strategy Params", params.dump(), true);
   printField(out, "State", sample.state, true);
   printField(out, "Message", sample.message, true);
   if (std::string step = formatStep(sample); !step.empty()) printField(out, "Step", step, true);

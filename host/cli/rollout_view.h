@@ -45,8 +45,8 @@ struct RolloutSample {
   std::optional<int64_t> steps;  // a count, or the length of a list of steps
   Json weights;                  // {new, old}, or null
   std::string waiting_for;       // "" once the deployment is in a terminal state
-  InstanceCount new_instances;  // meta instances of this deployment
-  InstanceCount old_instances;  // live meta instances of earlier deployments
+  InstanceCount new_instances;   // meta instances of this deployment
+  InstanceCount old_instances;   // live meta instances of earlier deployments
 
   // Whether anything watch reports differs: state, message, step, weights, waiting_for
   // or the instance counts.

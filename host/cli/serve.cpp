@@ -24,7 +24,8 @@ namespace {
 Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
-    return Status::invalidArgument("listen address '" + listen + "' must be HOST:PORT", {{"listen", "not HOST:PORT", ""}});
+    return Status::invalidArgument("listen address '" + listen + "' must be HOST:PORT",
+                                   {{"listen", "not HOST:PORT", ""}});
   }
   const std::string port_text = listen.substr(colon + 1);
   int port = -1;
@@ -98,8 +99,7 @@ lua::ScriptRegistryOptions scriptRegistryOptions(const config::HostConfig& confi
 
 // docs/architecture.md#the-lua-host: scripts load at start and on every change; a script that
 // fails is reported and left out (or its previous version kept), and never stops the host.
-void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config, std::ostream& out,
-                 std::ostream& err) {
+void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config, std::ostream& out, std::ostream& err) {
   const lua::ReloadSummary loaded = scripts.reloadAll();
   out << "tide: scripts: " << loaded.loaded << " loaded, " << loaded.failed << " failed (" << config.policies_dir
       << ", " << config.scripts_dir << ")" << std::endl;
@@ -222,8 +222,8 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   } else {
     err << "tide serve: the control loop is not started until the ledger's invariants hold\n";
   }
-  out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion()
-      << ")" << std::endl;
+  out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion() << ")"
+      << std::endl;
 
   waitForStopSignal(stop_signals, out);
   control_loop.stop();

@@ -11,8 +11,8 @@ constexpr std::string_view kIndent = "    ";
 
 // Terminal columns of UTF-8 text: one per code point (continuation bytes take none).
 size_t displayWidth(std::string_view text) {
-  return static_cast<size_t>(std::count_if(text.begin(), text.end(),
-                                           [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::vector<std::string> splitLines(const std::string& text) {
@@ -34,8 +34,7 @@ std::string pad(const std::string& text, size_t width, bool centered) {
 
 }  // namespace
 
-Table::Table(std::vector<std::string> headers, TableStyle style)
-    : headers_(std::move(headers)), style_(style) {}
+Table::Table(std::vector<std::string> headers, TableStyle style) : headers_(std::move(headers)), style_(style) {}
 
 void Table::addRow(std::vector<std::string> cells) {
   cells.resize(headers_.size());

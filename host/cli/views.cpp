@@ -80,9 +80,8 @@ void printApplications(std::ostream& out, const Json& applications) {
       ports.push_back(text(port, {"protocol"}) + ":" + text(port, {"port"}));
     }
     for (const Json& volume : items(at(app, {"persistent_volumes"}))) {
-      volumes.push_back("Storage Class: " + text(volume, {"storage_class"}) +
-                        ", Capacity: " + text(volume, {"capacity_gib"}) + " GB" +
-                        ", Mount Path: " + text(volume, {"mount_path"}));
+      volumes.push_back("Storage Class: " + text(volume, {"storage_class"}) + ", Capacity: " +
+                        text(volume, {"capacity_gib"}) + " GB" + ", Mount Path: " + text(volume, {"mount_path"}));
     }
     table.addRow({text(app, {"payload_name"}), text(app, {"resources", "cores"}),
                   text(app, {"resources", "memory_gib"}), joinLines(ports), joinLines(volumes)});
@@ -155,8 +154,8 @@ void printClusterTable(std::ostream& out, const Json& clusters) {
 }
 
 void printPlanTable(std::ostream& out, const Json& plans, const std::map<std::string, int64_t>& deployment_counts) {
-  Table table({"Deployment Plan Name", "Namespace", "Service Name", "State", "Message", "# Applications",
-               "# Deployments"});
+  Table table(
+      {"Deployment Plan Name", "Namespace", "Service Name", "State", "Message", "# Applications", "# Deployments"});
   for (const Json& plan : items(plans)) {
     std::string name = text(plan, {"name"});
     auto count = deployment_counts.find(name);

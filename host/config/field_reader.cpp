@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -28,9 +28,7 @@ bool isDigits(std::string_view s, int base) {
   });
 }
 
-std::string_view withoutPlus(std::string_view s) {
-  return !s.empty() && s[0] == '+' ? s.substr(1) : s;
-}
+std::string_view withoutPlus(std::string_view s) { return !s.empty() && s[0] == '+' ? s.substr(1) : s; }
 
 // YAML 1.2 core-schema integer: [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+.
 bool looksInteger(std::string_view s) {
@@ -72,8 +70,10 @@ std::optional<bool> plainBool(std::string_view s) {
 // Parses a plain scalar that looksInteger(); nullopt when out of int64 range.
 std::optional<int64_t> parseInteger(std::string_view s) {
   int base = 10;
-  if (s.starts_with("0x")) base = 16, s.remove_prefix(2);
-  else if (s.starts_with("0o")) base = 8, s.remove_prefix(2);
+  if (s.starts_with("0x"))
+    base = 16, s.remove_prefix(2);
+  else if (s.starts_with("0o"))
+    base = 8, s.remove_prefix(2);
   s = withoutPlus(s);
   int64_t value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
@@ -157,15 +157,12 @@ std::string unknownKeyMessage(std::string_view spelled, const KeyTable& table) {
 }
 
 std::string outOfBounds(double v, Bounds b) {
-  std::string range = b.min_exclusive
-                          ? "greater than " + formatNumber(b.min) + " and at most " + formatNumber(b.max)
-                          : "between " + formatNumber(b.min) + " and " + formatNumber(b.max);
+  std::string range = b.min_exclusive ? "greater than " + formatNumber(b.min) + " and at most " + formatNumber(b.max)
+                                      : "between " + formatNumber(b.min) + " and " + formatNumber(b.max);
   return "must be " + range + ", got " + formatNumber(v);
 }
 
-bool inBounds(double v, Bounds b) {
-  return (b.min_exclusive ? v > b.min : v >= b.min) && v <= b.max;
-}
+bool inBounds(double v, Bounds b) { return (b.min_exclusive ? v > b.min : v >= b.min) && v <= b.max; }
 
 }  // namespace
 
@@ -184,9 +181,7 @@ Status Problems::toStatus() const {
   return Status::invalidArgument(std::move(message), details_);
 }
 
-std::string indexPath(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
+std::string indexPath(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
 
 std::string childPath(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
@@ -253,13 +248,14 @@ std::optional<std::string> readName(const YamlNode& node, const std::string& fie
   return value;
 }
 
-std::optional<double> readNumber(const YamlNode& node, const std::string& field, Bounds bounds,
-                                 Problems& problems) {
+std::optional<double> readNumber(const YamlNode& node, const std::string& field, Bounds bounds, Problems& problems) {
   std::optional<double> value;
   if (node.kind == Kind::kScalar && !node.quoted) {
     if (looksInteger(node.scalar)) {
-      if (auto i = parseInteger(node.scalar)) value = static_cast<double>(*i);
-      else value = parseFloat(node.scalar);
+      if (auto i = parseInteger(node.scalar))
+        value = static_cast<double>(*i);
+      else
+        value = parseFloat(node.scalar);
     } else if (looksFloat(node.scalar)) {
       value = parseFloat(node.scalar);
     }
@@ -275,8 +271,7 @@ std::optional<double> readNumber(const YamlNode& node, const std::string& field,
   return value;
 }
 
-std::optional<int64_t> readInteger(const YamlNode& node, const std::string& field, Bounds bounds,
-                                   Problems& problems) {
+std::optional<int64_t> readInteger(const YamlNode& node, const std::string& field, Bounds bounds, Problems& problems) {
   if (node.kind != Kind::kScalar || node.quoted || !looksInteger(node.scalar)) {
     problems.add(node, field, "expected an integer, got " + describe(node));
     return std::nullopt;
@@ -285,8 +280,8 @@ std::optional<int64_t> readInteger(const YamlNode& node, const std::string& fiel
   if (!value || !inBounds(static_cast<double>(*value), bounds)) {
     problems.add(node, field,
                  value ? outOfBounds(static_cast<double>(*value), bounds)
-                       : "must be between " + formatNumber(bounds.min) + " and " + formatNumber(bounds.max) +
-                             ", got " + node.scalar);
+                       : "must be between " + formatNumber(bounds.min) + " and " + formatNumber(bounds.max) + ", got " +
+                             node.scalar);
     return std::nullopt;
   }
   return value;
@@ -306,8 +301,10 @@ std::optional<std::vector<std::string>> readStringList(const YamlNode& node, con
   bool ok = true;
   for (size_t i = 0; i < node.items.size(); ++i) {
     auto item = readString(node.items[i], indexPath(field, i), problems);
-    if (item) out.push_back(std::move(*item));
-    else ok = false;
+    if (item)
+      out.push_back(std::move(*item));
+    else
+      ok = false;
   }
   if (!ok) return std::nullopt;
   return out;
@@ -332,8 +329,10 @@ std::optional<Json> readJson(const YamlNode& node, const std::string& field, Pro
       bool ok = true;
       for (size_t i = 0; i < node.items.size(); ++i) {
         auto item = readJson(node.items[i], indexPath(field, i), problems);
-        if (item) out.push_back(std::move(*item));
-        else ok = false;
+        if (item)
+          out.push_back(std::move(*item));
+        else
+          ok = false;
       }
       if (!ok) return std::nullopt;
       return out;
@@ -354,8 +353,10 @@ std::optional<Json> readJson(const YamlNode& node, const std::string& field, Pro
           continue;
         }
         auto item = readJson(value, path, problems);
-        if (item) out[key.scalar] = std::move(*item);
-        else ok = false;
+        if (item)
+          out[key.scalar] = std::move(*item);
+        else
+          ok = false;
       }
       if (!ok) return std::nullopt;
       return out;
@@ -411,8 +412,10 @@ const YamlNode* MapReader::get(std::string_view key, Need need) {
   const Found* f = find(key);
   if (f != nullptr && f->value->kind != Kind::kNull) return f->value;
   if (need == Need::kRequired && mapping_) {
-    if (f != nullptr) problems_.add(*f->value, field(key), "is required, got nothing (null)");
-    else problems_.add(node_.line, field(key), "is required");
+    if (f != nullptr)
+      problems_.add(*f->value, field(key), "is required, got nothing (null)");
+    else
+      problems_.add(node_.line, field(key), "is required");
   }
   return nullptr;
 }

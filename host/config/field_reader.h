@@ -49,7 +49,7 @@ struct KeySpec {
 };
 using KeyTable = std::vector<KeySpec>;
 
-std::string indexPath(const std::string& path, size_t index);     // "nodes" + 2 → "nodes[2]"
+std::string indexPath(const std::string& path, size_t index);          // "nodes" + 2 → "nodes[2]"
 std::string childPath(const std::string& path, std::string_view key);  // "" + "name" → "name"
 
 // Short description of what a node holds, for "expected X, got Y" messages.

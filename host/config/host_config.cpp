@@ -55,8 +55,10 @@ const std::set<std::string> kRoles = {"viewer", "operator", "approver", "admin"}
 void readNonEmptyString(MapReader& m, std::string_view key, std::string& out) {
   auto v = m.string(key, Need::kOptional);
   if (!v) return;
-  if (v->empty()) m.problems().add(*m.get(key), m.field(key), "must not be empty");
-  else out = *v;
+  if (v->empty())
+    m.problems().add(*m.get(key), m.field(key), "must not be empty");
+  else
+    out = *v;
 }
 
 void readInt(MapReader& m, std::string_view key, Bounds bounds, int& out) {
@@ -70,8 +72,8 @@ void readListen(MapReader& m, std::string& out) {
   size_t colon = v->rfind(':');
   std::string host = colon == std::string::npos ? "" : v->substr(0, colon);
   std::string port = colon == std::string::npos ? "" : v->substr(colon + 1);
-  bool portOk = !port.empty() && port.size() <= 5 &&
-                port.find_first_not_of("0123456789") == std::string::npos && std::stoi(port) <= 65535;
+  bool portOk = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+                std::stoi(port) <= 65535;
   if (host.empty() || !portOk) {
     m.problems().add(*m.get("listen"), m.field("listen"),
                      "\"" + *v + "\" must be host:port with a port between 0 and 65535");
@@ -89,8 +91,7 @@ void readDatabase(MapReader& m, std::string& out) {
       return;
     }
   }
-  m.problems().add(*m.get("database"), m.field("database"),
-                   "must be sqlite://<path> or postgresql://<connection>");
+  m.problems().add(*m.get("database"), m.field("database"), "must be sqlite://<path> or postgresql://<connection>");
 }
 
 void readAuth(const YamlNode& node, const std::string& path, HostConfig::Auth& out, Problems& problems) {
@@ -167,14 +168,16 @@ void readProcess(const YamlNode& node, const std::string& path, HostConfig::Proc
                      std::to_string(out.port_range_end) + ")");
   }
   readNonEmptyString(m, "volume_root", out.volume_root);
-  if (const YamlNode* v = m.get("image_catalog")) readImageCatalog(*v, m.field("image_catalog"), out.image_catalog, problems);
+  if (const YamlNode* v = m.get("image_catalog"))
+    readImageCatalog(*v, m.field("image_catalog"), out.image_catalog, problems);
 }
 
 void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limits& out, Problems& problems) {
   MapReader m(node, path, kLimitsKeys, problems);
   readInt(m, "lua_deadline_ms", {1, 60'000}, out.lua_deadline_ms);
   readInt(m, "lua_memory_mib", {1, 4096}, out.lua_memory_mib);
-  if (auto v = m.integer("max_body_bytes", Need::kOptional, {1024, 1 << 30})) out.max_body_bytes = static_cast<size_t>(*v);
+  if (auto v = m.integer("max_body_bytes", Need::kOptional, {1024, 1 << 30}))
+    out.max_body_bytes = static_cast<size_t>(*v);
   readInt(m, "reconcile_interval_ms", {10, 600'000}, out.reconcile_interval_ms);
   readInt(m, "executor_workers", {1, 256}, out.executor_workers);
   readInt(m, "executor_chunk", {1, 10'000}, out.executor_chunk);
@@ -212,7 +215,7 @@ bool globMatch(std::string_view pattern, std::string_view text) {
 }  // namespace
 
 ImageCatalog defaultImageCatalog() {
-  const std::vector<std::string> workload = {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}",
+  const std::vector<std::string> workload = {"{{tide}}",  "workload",     "--listen", "127.0.0.1:{{port.tcp.80}}",
                                              "--version", "{{image.tag}}"};
   return {{"nginx:*", workload}, {"tide-workload:*", workload}};
 }

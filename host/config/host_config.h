@@ -1,7 +1,7 @@
 #pragma once
-// The host's own configuration (tide.yaml, docs/architecture.md#cli-and-host-configuration). Immutable once the host starts:
-// `tide serve` loads the file, applies its flags over the fields, then calls
-// finalizeHostConfig. examples/tide.yaml shows every key with its default.
+// The host's own configuration (tide.yaml, docs/architecture.md#cli-and-host-configuration). Immutable once the host
+// starts: `tide serve` loads the file, applies its flags over the fields, then calls finalizeHostConfig.
+// examples/tide.yaml shows every key with its default.
 
 #include <cstddef>
 #include <string>

@@ -18,8 +18,8 @@ using Json = nlohmann::json;
 // or snake_case twins where MRDS users may reach for them.
 
 const KeyTable kManifestKeys = {
-    {"capabilities", {"capabilities"}}, {"clusters", {"clusters"}}, {"nodes", {"nodes"}},
-    {"plans", {"plans"}},               {"deployments", {"deployments"}},
+    {"capabilities", {"capabilities"}}, {"clusters", {"clusters"}}, {"nodes", {"nodes"}}, {"plans", {"plans"}},
+    {"deployments", {"deployments"}},
 };
 
 // Server-owned fields a client echoes back from a GET; only id and generation are kept
@@ -32,7 +32,10 @@ const KeyTable kMetaKeys = {
 };
 
 const KeyTable kCapabilityKeys = {
-    {"metadata", {"metadata"}}, {"name", {"name"}}, {"type", {"type"}}, {"score", {"score"}},
+    {"metadata", {"metadata"}},
+    {"name", {"name"}},
+    {"type", {"type"}},
+    {"score", {"score"}},
 };
 
 const KeyTable kClusterKeys = {
@@ -108,8 +111,7 @@ const KeyTable kPlanKeys = {
     {"namespace", {"namespace"}},
     {"service_name", {"serviceName", "service_name"}},
     {"matching_capabilities",
-     {"matchingComputeCapabilities", "matching_compute_capabilities", "matchingCapabilities",
-      "matching_capabilities"}},
+     {"matchingComputeCapabilities", "matching_compute_capabilities", "matchingCapabilities", "matching_capabilities"}},
     {"applications", {"applications"}},
     {"strategy", {"strategy"}},
     {"approval", {"approval"}},
@@ -316,7 +318,8 @@ model::Node readNode(const YamlNode& node, const std::string& path, Problems& pr
   if (const YamlNode* v = m.get("system_reserved")) {
     if (auto reserved = readResources(*v, m.field("system_reserved"), problems)) {
       out.system_reserved = *reserved;
-      if (total) checkReservedWithinTotal(*reserved, *total, *v, m.field("system_reserved"), m.field("total"), problems);
+      if (total)
+        checkReservedWithinTotal(*reserved, *total, *v, m.field("system_reserved"), m.field("total"), problems);
     }
   }
   if (auto names = m.stringList("capabilities", Need::kOptional)) {
@@ -389,14 +392,15 @@ model::PersistentVolume readPersistentVolume(const YamlNode& node, const std::st
 }
 
 model::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path,
-                                    const std::vector<model::Port>& declared, Problems& problems) {
+                                   const std::vector<model::Port>& declared, Problems& problems) {
   MapReader m(node, path, kHealthCheckKeys, problems);
   model::HealthCheck out;
   if (auto v = m.string("type", Need::kRequired)) {
     if (*v == "http" || *v == "tcp" || *v == "exec") {
       out.type = *v;
     } else {
-      problems.add(*m.get("type"), m.field("type"), "unknown health check type \"" + *v + "\"; expected http, tcp or exec");
+      problems.add(*m.get("type"), m.field("type"),
+                   "unknown health check type \"" + *v + "\"; expected http, tcp or exec");
     }
   }
   bool probesPort = out.type == "http" || out.type == "tcp";
@@ -409,8 +413,10 @@ model::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path
     }
   }
   if (auto v = m.string("path", Need::kOptional)) {
-    if (v->starts_with("/")) out.path = *v;
-    else problems.add(*m.get("path"), m.field("path"), "must start with '/'");
+    if (v->starts_with("/"))
+      out.path = *v;
+    else
+      problems.add(*m.get("path"), m.field("path"), "must start with '/'");
   }
   if (auto v = m.stringList("command", out.type == "exec" ? Need::kRequired : Need::kOptional)) {
     if (v->empty() && out.type == "exec") {
@@ -420,7 +426,8 @@ model::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path
   }
   if (auto v = m.number("interval_seconds", Need::kOptional, kSeconds)) out.interval_seconds = *v;
   if (auto v = m.number("timeout_seconds", Need::kOptional, kSeconds)) out.timeout_seconds = *v;
-  if (auto v = m.integer("healthy_threshold", Need::kOptional, kThreshold)) out.healthy_threshold = static_cast<int>(*v);
+  if (auto v = m.integer("healthy_threshold", Need::kOptional, kThreshold))
+    out.healthy_threshold = static_cast<int>(*v);
   if (auto v = m.integer("unhealthy_threshold", Need::kOptional, kThreshold)) {
     out.unhealthy_threshold = static_cast<int>(*v);
   }
@@ -428,18 +435,19 @@ model::HealthCheck readHealthCheck(const YamlNode& node, const std::string& path
 }
 
 model::Application readApplication(const YamlNode& node, const std::string& path, DuplicateCheck& ports,
-                                    Problems& problems) {
+                                   Problems& problems) {
   MapReader m(node, path, kApplicationKeys, problems);
   model::Application out;
   if (auto v = m.name("payload_name", Need::kRequired)) out.payload_name = *v;
   if (const YamlNode* v = m.get("resources", Need::kRequired)) {
     if (auto r = readResources(*v, m.field("resources"), problems)) out.resources = *r;
   }
-  forEachItem(m.sequence("ports", Need::kOptional), m.field("ports"), [&](const YamlNode& item, const std::string& field) {
-    out.ports.push_back(readPort(item, field, problems));
-    const model::Port& p = out.ports.back();
-    if (p.port != 0) ports.see(p.protocol + "/" + std::to_string(p.port), item, field);
-  });
+  forEachItem(m.sequence("ports", Need::kOptional), m.field("ports"),
+              [&](const YamlNode& item, const std::string& field) {
+                out.ports.push_back(readPort(item, field, problems));
+                const model::Port& p = out.ports.back();
+                if (p.port != 0) ports.see(p.protocol + "/" + std::to_string(p.port), item, field);
+              });
   DuplicateCheck mountPaths(problems, "mount path");
   forEachItem(m.sequence("persistent_volumes", Need::kOptional), m.field("persistent_volumes"),
               [&](const YamlNode& item, const std::string& field) {
@@ -523,14 +531,15 @@ Json readDeploymentStrategy(const YamlNode& node, const std::string& path, Probl
 // `impliedPlan`, when given, is the plan the request is addressed to: the plan key may
 // then be left out, and must name that plan when present.
 model::Deployment readDeployment(const YamlNode& node, const std::string& path, Problems& problems,
-                                  const std::string* impliedPlan) {
+                                 const std::string* impliedPlan) {
   MapReader m(node, path, kDeploymentKeys, problems);
   model::Deployment out;
   readMeta(m, out.meta);
   if (auto v = m.name("plan", impliedPlan != nullptr ? Need::kOptional : Need::kRequired)) {
     out.plan = *v;
     if (impliedPlan != nullptr && *v != *impliedPlan) {
-      problems.add(*m.get("plan"), m.field("plan"), "is \"" + *v + "\" but the request is for plan \"" + *impliedPlan + "\"");
+      problems.add(*m.get("plan"), m.field("plan"),
+                   "is \"" + *v + "\" but the request is for plan \"" + *impliedPlan + "\"");
     }
   } else if (impliedPlan != nullptr && m.get("plan") == nullptr) {
     out.plan = *impliedPlan;
@@ -559,12 +568,12 @@ model::Deployment readListedDeployment(const YamlNode& node, const std::string& 
 
 // Reads every item of one top-level list, reporting names defined twice in the manifest.
 template <class Record, class ReadFn, class KeyFn>
-void readList(const YamlNode* list, const std::string& field, const KeyTable& keys, std::string_view idKey,
-              ReadFn read, KeyFn key, DuplicateCheck& duplicates, std::vector<Sourced<Record>>& out,
-              Problems& problems) {
+void readList(const YamlNode* list, const std::string& field, const KeyTable& keys, std::string_view idKey, ReadFn read,
+              KeyFn key, DuplicateCheck& duplicates, std::vector<Sourced<Record>>& out, Problems& problems) {
   forEachItem(list, field, [&](const YamlNode& item, const std::string& path) {
     Record record = read(item, path, problems);
-    if (const auto* e = findEntry(item, keys, idKey)) duplicates.see(key(record), e->second, childPath(path, e->first.scalar));
+    if (const auto* e = findEntry(item, keys, idKey))
+      duplicates.see(key(record), e->second, childPath(path, e->first.scalar));
     out.push_back({std::move(record), problems.location(item.line)});
   });
 }
@@ -590,16 +599,16 @@ struct ManifestBuilder {
                readCapability, nameOf<model::Capability>, capabilityNames, manifest.capabilities, problems);
       readList(m.sequence("clusters", Need::kOptional), m.field("clusters"), kClusterKeys, "name", readCluster,
                nameOf<model::Cluster>, clusterNames, manifest.clusters, problems);
-      readList(m.sequence("nodes", Need::kOptional), m.field("nodes"), kNodeKeys, "name", readNode,
-               nameOf<model::Node>, nodeNames, manifest.nodes, problems);
-      readList(m.sequence("plans", Need::kOptional), m.field("plans"), kPlanKeys, "name", readPlan,
-               nameOf<model::Plan>, planNames, manifest.plans, problems);
-      readList(m.sequence("deployments", Need::kOptional), m.field("deployments"), kDeploymentKeys,
-               "deployment_id", readListedDeployment, deploymentKey, deploymentIds, manifest.deployments, problems);
+      readList(m.sequence("nodes", Need::kOptional), m.field("nodes"), kNodeKeys, "name", readNode, nameOf<model::Node>,
+               nodeNames, manifest.nodes, problems);
+      readList(m.sequence("plans", Need::kOptional), m.field("plans"), kPlanKeys, "name", readPlan, nameOf<model::Plan>,
+               planNames, manifest.plans, problems);
+      readList(m.sequence("deployments", Need::kOptional), m.field("deployments"), kDeploymentKeys, "deployment_id",
+               readListedDeployment, deploymentKey, deploymentIds, manifest.deployments, problems);
     } else if (doc.kind == Kind::kMapping &&
                mentionsAny(doc, kDeploymentKeys, {"plan", "deployment_id", "payload_coordinates", "instance_count"})) {
-      readOne<model::Deployment>(doc, kDeploymentKeys, "deployment_id", readListedDeployment, deploymentKey, deploymentIds,
-                                  manifest.deployments);
+      readOne<model::Deployment>(doc, kDeploymentKeys, "deployment_id", readListedDeployment, deploymentKey,
+                                 deploymentIds, manifest.deployments);
     } else if (doc.kind == Kind::kMapping &&
                mentionsAny(doc, kPlanKeys, {"namespace", "service_name", "matching_capabilities", "applications"})) {
       readOne<model::Plan>(doc, kPlanKeys, "name", readPlan, nameOf<model::Plan>, planNames, manifest.plans);
@@ -683,10 +692,11 @@ Result<model::Deployment> parseDeployment(std::string_view text, const std::stri
   return parseOne<model::Deployment>(text, source, readListedDeployment);
 }
 Result<model::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
-                                                  const std::string& plan) {
-  return parseOne<model::Deployment>(text, source, [&](const YamlNode& doc, const std::string& path, Problems& problems) {
-    return readDeployment(doc, path, problems, &plan);
-  });
+                                                 const std::string& plan) {
+  return parseOne<model::Deployment>(text, source,
+                                     [&](const YamlNode& doc, const std::string& path, Problems& problems) {
+                                       return readDeployment(doc, path, problems, &plan);
+                                     });
 }
 
 }  // namespace tide::config

@@ -50,6 +50,6 @@ Result<model::Deployment> parseDeployment(std::string_view text, const std::stri
 // A deployment posted to a plan's URL: the plan key may be left out (it is then `plan`),
 // and when present it must name `plan` (an error at that key otherwise).
 Result<model::Deployment> parseDeploymentForPlan(std::string_view text, const std::string& source,
-                                                  const std::string& plan);
+                                                 const std::string& plan);
 
 }  // namespace tide::config

@@ -58,9 +58,7 @@ class Converter {
         }
         return Status::ok();
       case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        out.kind = YamlNode::Kind::kNull;
-        return Status::ok();
+      case YAML::NodeType::Undefined: out.kind = YamlNode::Kind::kNull; return Status::ok();
     }
     return Status::ok();
   }

@@ -16,11 +16,11 @@ struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMapping };
 
   Kind kind = Kind::kNull;
-  std::string scalar;   // kScalar: the text as written, escapes resolved
-  bool quoted = false;  // kScalar: quoted or tagged !!str, so a string whatever it looks like
-  int line = 1;         // 1-based line where the value starts
-  std::vector<YamlNode> items;                          // kSequence
-  std::vector<std::pair<YamlNode, YamlNode>> entries;   // kMapping, document order, duplicates kept
+  std::string scalar;           // kScalar: the text as written, escapes resolved
+  bool quoted = false;          // kScalar: quoted or tagged !!str, so a string whatever it looks like
+  int line = 1;                 // 1-based line where the value starts
+  std::vector<YamlNode> items;  // kSequence
+  std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMapping, document order, duplicates kept
 };
 
 // Every non-empty document of `text`, in order (documents that hold nothing are skipped).

@@ -112,16 +112,16 @@ std::string formatTimestamp(TimePoint t) {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
   return buf;
 }
 
 Result<TimePoint> parseTimestamp(std::string_view text) {
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, consumed = 0;
   const std::string s(text);
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
-                  &second, &consumed) != 6) {
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &consumed) !=
+      6) {
     return Status::invalidArgument("timestamp '" + s + "' is not YYYY-MM-DDTHH:MM:SSZ");
   }
   long millis = 0;
@@ -135,8 +135,8 @@ Result<TimePoint> parseTimestamp(std::string_view text) {
       ++pos;
     }
   }
-  if (pos != s.size() - 1 || s[pos] != 'Z' || month < 1 || month > 12 || day < 1 || day > 31 ||
-      hour > 23 || minute > 59 || second > 60) {
+  if (pos != s.size() - 1 || s[pos] != 'Z' || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60) {
     return Status::invalidArgument("timestamp '" + s + "' is not YYYY-MM-DDTHH:MM:SSZ");
   }
   std::tm tm{};

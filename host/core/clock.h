@@ -85,9 +85,9 @@ class FakeClock final : public Clock {
   const Flow flow_;
   mutable std::mutex mu_;
   mutable std::condition_variable woken_;
-  TimePoint base_;                                   // REQUIRES: mu_; the time at base_steady_
+  TimePoint base_;                                     // REQUIRES: mu_; the time at base_steady_
   std::chrono::steady_clock::time_point base_steady_;  // REQUIRES: mu_
-  mutable uint64_t wakes_ = 0;                       // REQUIRES: mu_
+  mutable uint64_t wakes_ = 0;                         // REQUIRES: mu_
 };
 
 std::string formatTimestamp(TimePoint t);

@@ -15,18 +15,18 @@ namespace tide {
 // (host/api/errors.cpp); nothing else decides what a client sees.
 enum class Code {
   kOk,
-  kInvalidArgument,     // bad input; details name the field (400)
-  kUnauthenticated,     // 401
-  kPermissionDenied,    // 403
-  kNotFound,            // 404
-  kAlreadyExists,       // 409
-  kConflict,            // stale generation or state clash (409)
-  kPayloadTooLarge,     // 413
-  kUnprocessable,       // valid syntax, impossible request (422)
-  kResourceExhausted,   // limits hit: memory caps, rate limits (429)
-  kDeadlineExceeded,    // 504
-  kUnavailable,         // 503
-  kInternal,            // 500
+  kInvalidArgument,    // bad input; details name the field (400)
+  kUnauthenticated,    // 401
+  kPermissionDenied,   // 403
+  kNotFound,           // 404
+  kAlreadyExists,      // 409
+  kConflict,           // stale generation or state clash (409)
+  kPayloadTooLarge,    // 413
+  kUnprocessable,      // valid syntax, impossible request (422)
+  kResourceExhausted,  // limits hit: memory caps, rate limits (429)
+  kDeadlineExceeded,   // 504
+  kUnavailable,        // 503
+  kInternal,           // 500
 };
 
 // Stable lower_snake name of a code, used in the error envelope and in events.
@@ -88,7 +88,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}                                                // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).isOk()); }  // NOLINT
 
   bool isOk() const { return std::holds_alternative<T>(v_); }
@@ -113,17 +113,16 @@ class [[nodiscard]] Result {
 }  // namespace tide
 
 // Propagate a non-OK Status out of the calling function.
-#define TIDE_RETURN_IF_ERROR(expr)              \
-  do {                                          \
-    ::tide::Status tide_status_ = (expr);       \
+#define TIDE_RETURN_IF_ERROR(expr)                 \
+  do {                                             \
+    ::tide::Status tide_status_ = (expr);          \
     if (!tide_status_.isOk()) return tide_status_; \
   } while (0)
 
 #define TIDE_CONCAT_INNER_(a, b) a##b
 #define TIDE_CONCAT_(a, b) TIDE_CONCAT_INNER_(a, b)
 // `TIDE_ASSIGN_OR_RETURN(auto x, f());` binds the value or returns the Status.
-#define TIDE_ASSIGN_OR_RETURN(lhs, expr)                          \
-  auto TIDE_CONCAT_(tide_result_, __LINE__) = (expr);             \
-  if (!TIDE_CONCAT_(tide_result_, __LINE__).isOk())               \
-    return TIDE_CONCAT_(tide_result_, __LINE__).status();         \
+#define TIDE_ASSIGN_OR_RETURN(lhs, expr)                                                                  \
+  auto TIDE_CONCAT_(tide_result_, __LINE__) = (expr);                                                     \
+  if (!TIDE_CONCAT_(tide_result_, __LINE__).isOk()) return TIDE_CONCAT_(tide_result_, __LINE__).status(); \
   lhs = std::move(TIDE_CONCAT_(tide_result_, __LINE__)).value()

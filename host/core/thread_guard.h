@@ -26,8 +26,7 @@ bool runGuarded(Round&& round, Report&& report) noexcept {
   }
   try {
     report(what);
-  } catch (...) {
-  }
+  } catch (...) {}
   return false;
 }
 

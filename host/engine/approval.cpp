@@ -43,7 +43,8 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
     plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
     if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
   }
-  Json deployment{{"id", op.intent == "user" ? "" : op.intent}, {"old_coordinates", Json::array()},
+  Json deployment{{"id", op.intent == "user" ? "" : op.intent},
+                  {"old_coordinates", Json::array()},
                   {"new_coordinates", Json::array()}};
   if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
     const InstanceView& view = v->second;
@@ -174,8 +175,8 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
   } else if (evaluation.outcome == lua::Outcome::kRejected) {
     approved_by = "policy";
   }
-  auto moved = ledger_.setOperationState(op.meta.id, state, std::nullopt,
-                                         options_.actor, evaluation.summary, approved_by);
+  auto moved =
+      ledger_.setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by);
   if (!moved.isOk()) return moved.status();
   return Status::ok();
 }

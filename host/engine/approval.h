@@ -1,9 +1,8 @@
 #pragma once
-// The approval stage (docs/architecture.md#approval-stage, docs/architecture.md#approval): every PENDING operation first gets its
-// placement reserved (CREATE, RELOCATE, and RESTART of an instance that runs nowhere),
-// then the approval policies decide. Decisions are recorded with the operation; the
-// verdict moves it to APPROVED, REJECTED (reservation released) or PENDING_APPROVAL, where
-// it waits for a person (POST /v1/operations/{id}/approve|reject).
+// The approval stage (docs/architecture.md#approval-stage, docs/architecture.md#approval): every PENDING operation
+// first gets its placement reserved (CREATE, RELOCATE, and RESTART of an instance that runs nowhere), then the approval
+// policies decide. Decisions are recorded with the operation; the verdict moves it to APPROVED, REJECTED (reservation
+// released) or PENDING_APPROVAL, where it waits for a person (POST /v1/operations/{id}/approve|reject).
 //
 // An operation that cannot be placed stays PENDING with the scheduler's explanation as
 // its message and is tried again on the next pass.

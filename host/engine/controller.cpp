@@ -17,9 +17,7 @@ Json operationJson(const model::Operation& o) {
   return j;
 }
 
-double unixSeconds(const TimePoint& t) {
-  return std::chrono::duration<double>(t.time_since_epoch()).count();
-}
+double unixSeconds(const TimePoint& t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 bool restoring(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
 
@@ -34,8 +32,8 @@ double secondsSince(const std::string& from, const TimePoint& now) {
 
 }  // namespace
 
-DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies,
-                                           const Clock& clock, ControllerOptions options)
+DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
+                                           ControllerOptions options)
     : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)) {}
 
 int DeploymentController::pass(const World& world) {
@@ -64,8 +62,9 @@ int DeploymentController::supersede(const World& world, const std::vector<model:
       const auto& op = view->unfinished;
       if (!op || op->intent != old.deployment_id) continue;
       if (op->state != "PENDING" && op->state != "PENDING_APPROVAL") continue;
-      if (ledger_.setOperationState(op->meta.id, "CANCELLED", std::nullopt, options_.actor,
-                                    "deployment " + old.deployment_id + " superseded by " + newest)
+      if (ledger_
+              .setOperationState(op->meta.id, "CANCELLED", std::nullopt, options_.actor,
+                                 "deployment " + old.deployment_id + " superseded by " + newest)
               .isOk()) {
         ++changes;
       }
@@ -160,7 +159,8 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
   const Json& plan_params = strategy.plan_params;
   const Json& deployment_params = strategy.deployment_params;
   Json plan_json = Json::object();
-  if (plan != nullptr) plan_json = Json{{"name", plan->name}, {"namespace", plan->ns}, {"service_name", plan->service_name}};
+  if (plan != nullptr)
+    plan_json = Json{{"name", plan->name}, {"namespace", plan->ns}, {"service_name", plan->service_name}};
   Json signals{{"promote", false}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}};
   if (deployment.signals.is_object()) {
     for (const auto& [k, v] : deployment.signals.items()) {
@@ -170,8 +170,10 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
   Json restore = nullptr;
   if (restoring(deployment)) {
     const Json& r = deployment.signals["restore"];
-    restore = Json{{"from", r.value("from", "")}, {"kind", r.value("kind", "rollback")},
-                   {"reason", r.value("reason", "")}, {"at", 0.0}};
+    restore = Json{{"from", r.value("from", "")},
+                   {"kind", r.value("kind", "rollback")},
+                   {"reason", r.value("reason", "")},
+                   {"at", 0.0}};
     if (auto at = parseTimestamp(r.value("at", "")); at.isOk()) restore["at"] = unixSeconds(*at);
   }
   // Progress counts rolling-out time only: never the time the rollout was PAUSED.
@@ -220,8 +222,9 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
     // A person paused the rollout: no new steps until resume (or promote). Operations
     // already asked for run on; the time does not count toward the progress deadline.
     if (deployment.state == "IN_PROGRESS" &&
-        ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "PAUSED", std::nullopt,
-                                   options_.actor, "paused by " + deployment.signals["hold"].value("by", "someone"))
+        ledger_
+            .setDeploymentState(deployment.plan, deployment.deployment_id, "PAUSED", std::nullopt, options_.actor,
+                                "paused by " + deployment.signals["hold"].value("by", "someone"))
             .isOk()) {
       ++changes;
     }
@@ -281,8 +284,9 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
       case Kind::kRoute: changes += route(world, deployment, action.weights); break;
       case Kind::kComplete: changes += completeRollout(deployment, action.reason); break;
       case Kind::kFail:
-        changes += ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "FAILED", std::nullopt,
-                                              options_.actor, action.reason)
+        changes += ledger_
+                       .setDeploymentState(deployment.plan, deployment.deployment_id, "FAILED", std::nullopt,
+                                           options_.actor, action.reason)
                        .isOk();
         break;
       case Kind::kRollback: changes += rollBack(deployment, action.reason); break;
@@ -327,8 +331,7 @@ int DeploymentController::requestOperations(const World& world, const model::Dep
 }
 
 std::vector<std::string> DeploymentController::chooseForScaleDown(const World& world,
-                                                                  const model::Deployment& deployment,
-                                                                  int64_t count) {
+                                                                  const model::Deployment& deployment, int64_t count) {
   // The host chooses victims: unhealthy first, then from the most crowded update domain
   // (docs/architecture.md#scheduling); old versions before new ones.
   std::vector<sched::InstanceFact> old_facts, new_facts;
@@ -386,12 +389,12 @@ int DeploymentController::completeRollout(const model::Deployment& deployment, c
   const std::string& id = deployment.deployment_id;
   if (restoring(deployment)) {
     const Json& restore = deployment.signals["restore"];
-    const std::string message = "restored after the " + restore.value("kind", "rollback") + " of " +
-                                restore.value("from", "?");
+    const std::string message =
+        "restored after the " + restore.value("kind", "rollback") + " of " + restore.value("from", "?");
     return ledger_.finishRestore(plan, id, message, options_.actor).isOk();
   }
-  return ledger_.setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor,
-                                    reason.empty() ? "promoted" : reason)
+  return ledger_
+      .setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor, reason.empty() ? "promoted" : reason)
       .isOk();
 }
 
@@ -400,12 +403,13 @@ int DeploymentController::rollBack(const model::Deployment& deployment, const st
   // instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  auto rolled =
-      ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason}, options_.actor);
+  auto rolled = ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason},
+                                          options_.actor);
   if (rolled.isOk()) return 1;
   if (rolled.status().code() != Code::kUnprocessable) return 0;
-  return ledger_.setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
-                                    "rollback requested, but no earlier deployment completed: " + reason)
+  return ledger_
+      .setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
+                          "rollback requested, but no earlier deployment completed: " + reason)
       .isOk();
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// The deployment controller (docs/architecture.md#deployment-controller, docs/architecture.md#rollouts). Level-triggered: each pass looks at
-// every plan's newest unfinished deployment, builds the rollout snapshot, runs the plan's
-// strategy script and turns its actions into operations. An action whose operation
-// already exists is a no-op, so running a pass twice asks for nothing twice.
+// The deployment controller (docs/architecture.md#deployment-controller, docs/architecture.md#rollouts).
+// Level-triggered: each pass looks at every plan's newest unfinished deployment, builds the rollout snapshot, runs the
+// plan's strategy script and turns its actions into operations. An action whose operation already exists is a no-op, so
+// running a pass twice asks for nothing twice.
 //
 // Rules the host keeps whatever the strategy says:
 // - A newer deployment supersedes an unfinished older one: the older one is CANCELLED

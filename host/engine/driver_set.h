@@ -38,7 +38,7 @@ class DriverSet {
   drivers::DriverContext context_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<drivers::Driver>> drivers_;  // by cluster
-  std::map<std::string, std::string> cluster_of_;                   // node → cluster
+  std::map<std::string, std::string> cluster_of_;                    // node → cluster
 };
 
 // The last `tail_bytes` of the log of `meta_instance`'s newest runtime instance, for

@@ -119,8 +119,8 @@ PassReport Engine::runPass() {
 int Engine::dispatch(const World& world) {
   const auto now_steady = std::chrono::steady_clock::now();
   const double rate = std::max(0.1, options_.rate_per_second);
-  tokens_ = std::min(std::max(1.0, rate),
-                     tokens_ + rate * std::chrono::duration<double>(now_steady - refilled_).count());
+  tokens_ =
+      std::min(std::max(1.0, rate), tokens_ + rate * std::chrono::duration<double>(now_steady - refilled_).count());
   refilled_ = now_steady;
   const TimePoint now = clock_.now();
   // Operations a previous host left RUNNING resume first, then approved ones, oldest first.

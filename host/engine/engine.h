@@ -35,10 +35,10 @@
 namespace tide::engine {
 
 struct EngineOptions {
-  std::chrono::milliseconds interval{1000};       // between passes when nothing happens
-  std::chrono::milliseconds min_interval{50};     // between passes however busy the ledger is
-  int chunk = 16;                                 // operations dispatched per pass at most
-  double rate_per_second = 20;                    // operations started per second, globally
+  std::chrono::milliseconds interval{1000};    // between passes when nothing happens
+  std::chrono::milliseconds min_interval{50};  // between passes however busy the ledger is
+  int chunk = 16;                              // operations dispatched per pass at most
+  double rate_per_second = 20;                 // operations started per second, globally
   ExecutorOptions executor;
   ObserverOptions observer;
   ApprovalOptions approval;
@@ -100,7 +100,7 @@ class Engine {
   std::thread thread_;
   std::atomic<bool> poked_{false};
   std::atomic<bool> stopping_{false};
-  double tokens_ = 0;            // rate limiter bucket (loop thread only)
+  double tokens_ = 0;  // rate limiter bucket (loop thread only)
   std::chrono::steady_clock::time_point refilled_ = std::chrono::steady_clock::now();
 };
 

@@ -70,8 +70,7 @@ std::string EngineMetrics::render() const {
   out << "# HELP tide_operation_attempts_total Operation attempts by type and outcome.\n"
       << "# TYPE tide_operation_attempts_total counter\n";
   for (const auto& [key, n] : attempts_) {
-    out << "tide_operation_attempts_total{type=\"" << key.first << "\",outcome=\"" << key.second << "\"} " << n
-        << "\n";
+    out << "tide_operation_attempts_total{type=\"" << key.first << "\",outcome=\"" << key.second << "\"} " << n << "\n";
   }
   return out.str();
 }

@@ -34,8 +34,7 @@ class EngineMetrics {
   std::string render() const;
 
  private:
-  static constexpr std::array<double, 12> kBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                      0.25,  0.5,   1,    2.5,   5,    10};
+  static constexpr std::array<double, 12> kBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   struct Histogram {
     std::array<uint64_t, kBuckets.size()> buckets{};
     uint64_t count = 0;
@@ -44,9 +43,9 @@ class EngineMetrics {
   };
 
   mutable std::mutex mu_;
-  Histogram passes_;                                           // REQUIRES: mu_
-  std::map<std::string, Histogram> driver_calls_;              // REQUIRES: mu_
-  std::map<std::string, uint64_t> driver_errors_;              // REQUIRES: mu_
+  Histogram passes_;                                                  // REQUIRES: mu_
+  std::map<std::string, Histogram> driver_calls_;                     // REQUIRES: mu_
+  std::map<std::string, uint64_t> driver_errors_;                     // REQUIRES: mu_
   std::map<std::pair<std::string, std::string>, uint64_t> attempts_;  // REQUIRES: mu_
 };
 

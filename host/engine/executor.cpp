@@ -122,9 +122,10 @@ void Executor::workerLoop() {
       id = queue_.front();
       queue_.pop_front();
     }
-    runGuarded([&] { execute(id); }, [&](const std::string& what) {
-      reportLoopException(ledger_, "executor, operation " + std::to_string(id), what);
-    });
+    runGuarded([&] { execute(id); },
+               [&](const std::string& what) {
+                 reportLoopException(ledger_, "executor, operation " + std::to_string(id), what);
+               });
     std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -229,8 +230,7 @@ void Executor::execute(int64_t id) {
     (void)ledger_.updateOperation(id, retry, options_.actor);
     (void)ledger_.setOperationState(id, "APPROVED", std::nullopt, options_.actor,
                                     "attempt " + std::to_string(a.op.attempts) + " failed: " + status.message() +
-                                        "; retrying in " + std::to_string(delay.count() / 1000.0).substr(0, 4) +
-                                        " s");
+                                        "; retrying in " + std::to_string(delay.count() / 1000.0).substr(0, 4) + " s");
     return;
   }
   metrics_.countAttempt(a.op.type, "failed");
@@ -257,8 +257,8 @@ Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation&
   }
   TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, runtime(op.target["runtime_instance"].get<int64_t>()));
   if (!model::holdsResources(r.state)) {
-    return Status(Code::kUnprocessable, "the reserved runtime instance " + std::to_string(r.meta.id) + " is " +
-                                            r.state);
+    return Status(Code::kUnprocessable,
+                  "the reserved runtime instance " + std::to_string(r.meta.id) + " is " + r.state);
   }
   return r;
 }
@@ -398,7 +398,10 @@ Status Executor::removeVolumes(Attempt&, const model::RuntimeInstance& r) {
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
   for (const auto& volume : volumeSpecs(r)) {
     TIDE_RETURN_IF_ERROR(
-        metrics_.timeDriverCall("remove_volume", [&] { return driver->removeVolume({volume.id, volume.node}); })
+        metrics_.timeDriverCall("remove_volume",
+                                [&] {
+                                  return driver->removeVolume({volume.id, volume.node});
+                                })
             .withPrefix("volume " + volume.id));
   }
   return Status::ok();
@@ -485,8 +488,8 @@ Status Executor::runDelete(Attempt& a) {
     TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION", std::nullopt,
                                                                options_.actor, "deleting"));
   }
-  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances,
-                                                  {{"meta_instance", a.meta.name}}));
+  TIDE_ASSIGN_OR_RETURN(
+      auto all, ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", a.meta.name}}));
   // Instances first, then their volumes (never a volume under a running instance).
   for (auto& r : all) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
   std::set<std::pair<std::string, std::string>> removed;
@@ -505,7 +508,8 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   // the operation was working on is removed; for RELOCATE that is the new one, and the
   // old one stays active.
   std::optional<int64_t> id;
-  if (a.op.type == "CREATE" || a.op.type == "RELOCATE" || (a.op.type == "RESTART" && a.op.target.contains("runtime_instance"))) {
+  if (a.op.type == "CREATE" || a.op.type == "RELOCATE" ||
+      (a.op.type == "RESTART" && a.op.target.contains("runtime_instance"))) {
     if (a.op.target.contains("runtime_instance")) id = a.op.target["runtime_instance"].get<int64_t>();
   } else if (a.op.type == "UPDATE" || a.op.type == "RESTART") {
     auto active = activeRuntime(ledger_, a.op.meta_instance);

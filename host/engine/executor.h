@@ -144,7 +144,7 @@ class Executor {
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   std::deque<int64_t> queue_;
-  std::set<int64_t> busy_;                  // queued or running
+  std::set<int64_t> busy_;                    // queued or running
   std::map<int64_t, std::string> busy_meta_;  // operation → meta instance
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};

@@ -31,8 +31,8 @@ namespace {
 using Micros = std::chrono::microseconds;
 using Steady = std::chrono::steady_clock;
 
-constexpr size_t kMaxOutput = 4096;         // exec output kept for the message
-constexpr size_t kMaxBodyKept = 256;        // http reply body read for the message
+constexpr size_t kMaxOutput = 4096;   // exec output kept for the message
+constexpr size_t kMaxBodyKept = 256;  // http reply body read for the message
 constexpr size_t kMaxMessageLine = 200;
 constexpr Micros kMinTimeout{1000};
 constexpr Micros kMaxTimeout = std::chrono::hours(24);
@@ -327,8 +327,7 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
   }
   if (!reaped) {
     kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   }
   if (output_read.valid()) drain(output_read.get(), output);
   if (!reaped) return failure(withOutput("timed out after " + secondsText(timeout) + "; killed", output));

@@ -22,8 +22,8 @@ namespace tide::engine {
 struct ProbeTarget {
   std::string host = "127.0.0.1";  // numeric address or a name (a name's lookup is not bounded by the timeout)
   model::Json ports = model::Json::object();  // {"tcp/80": 31080}: declared "proto/port" → host port
-  std::map<std::string, std::string> env;       // exec: layered over the host's environment (TIDE_PORT_TCP_80, ...)
-  std::string cwd;                              // exec: working directory; empty = the host's
+  std::map<std::string, std::string> env;     // exec: layered over the host's environment (TIDE_PORT_TCP_80, ...)
+  std::string cwd;                            // exec: working directory; empty = the host's
 };
 
 struct ProbeResult {

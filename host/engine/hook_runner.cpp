@@ -68,9 +68,15 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
     if (operation) {
       arg = operationHookArgument(*operation);
     } else {
-      arg = Json{{"id", idAfter(event.subject, "operation/")}, {"type", text(data, "type")},
-                 {"meta_instance", text(data, "instance")}, {"plan", ""}, {"intent", ""},
-                 {"requested_by", ""}, {"approved_by", ""}, {"attempt", 0}, {"node", ""}};
+      arg = Json{{"id", idAfter(event.subject, "operation/")},
+                 {"type", text(data, "type")},
+                 {"meta_instance", text(data, "instance")},
+                 {"plan", ""},
+                 {"intent", ""},
+                 {"requested_by", ""},
+                 {"approved_by", ""},
+                 {"attempt", 0},
+                 {"node", ""}};
     }
     // The event, not the record, says what happened: the record may have moved on since.
     arg["state"] = to;
@@ -144,15 +150,12 @@ HookGate HookRunner::before(const model::Operation& op) {
   gate.hook = verdict.hook;
   gate.reason = verdict.reason;
   switch (verdict.kind) {
-    case lua::HookVerdict::Kind::kProceed:
-      break;
-    case lua::HookVerdict::Kind::kVeto:
-      gate.kind = HookGate::Kind::kVeto;
-      break;
+    case lua::HookVerdict::Kind::kProceed: break;
+    case lua::HookVerdict::Kind::kVeto: gate.kind = HookGate::Kind::kVeto; break;
     case lua::HookVerdict::Kind::kDelay:
       gate.kind = HookGate::Kind::kDelay;
-      gate.delay = std::chrono::seconds(static_cast<int64_t>(
-          std::ceil(std::min(verdict.delay_seconds, static_cast<double>(kMaxHookDelay.count())))));
+      gate.delay = std::chrono::seconds(
+          static_cast<int64_t>(std::ceil(std::min(verdict.delay_seconds, static_cast<double>(kMaxHookDelay.count())))));
       break;
   }
   return gate;
@@ -171,9 +174,10 @@ void HookRunner::loop(int64_t after) {
     }
     for (const model::Event& event : events->items) {
       if (stopping_) return;
-      runGuarded([&] { handle(event); }, [&](const std::string& what) {
-        reportLoopException(ledger_, "hook runner, event " + std::to_string(event.seq), what);
-      });
+      runGuarded([&] { handle(event); },
+                 [&](const std::string& what) {
+                   reportLoopException(ledger_, "hook runner, event " + std::to_string(event.seq), what);
+                 });
       after = event.seq;
       processed_ = after;
     }
@@ -206,9 +210,9 @@ void HookRunner::handle(const model::Event& event) {
     if (!notification) return;
     recordFailures(notifier_.notify(notification->event, notification->arg));
   } catch (const std::exception& e) {
-    recordFailures({{"", event.kind, std::string("internal error handling event ") + std::to_string(event.seq) +
-                                         ": " + e.what(),
-                     lua::LuaErrorClass::kRuntime}});
+    recordFailures(
+        {{"", event.kind, std::string("internal error handling event ") + std::to_string(event.seq) + ": " + e.what(),
+          lua::LuaErrorClass::kRuntime}});
   }
 }
 

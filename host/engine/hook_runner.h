@@ -110,7 +110,7 @@ class HookRunner {
   lua::HookEngine gate_;  // REQUIRES: gate_mu_
 
   std::mutex failures_mu_;
-  std::map<std::string, FailureSeen> failures_seen_;       // REQUIRES: failures_mu_
+  std::map<std::string, FailureSeen> failures_seen_;      // REQUIRES: failures_mu_
   std::chrono::steady_clock::time_point window_start_{};  // REQUIRES: failures_mu_
   int window_count_ = 0;                                  // REQUIRES: failures_mu_
 

@@ -8,8 +8,7 @@ void reportLoopException(ledger::Ledger& ledger, const std::string& where, const
   try {
     std::cerr << "tide: " << where << ": unexpected exception: " << what << std::endl;
     (void)ledger.appendEvent("engine.error", "engine", model::Json{{"where", where}, {"exception", what}}, "host");
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 }  // namespace tide::engine

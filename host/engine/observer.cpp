@@ -63,8 +63,9 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const std
       }
       const auto& s = status.value();
       if (s.state == "EXITED" || s.state == "STOPPED") {
-        seen.gone.push_back({&view, *r, "exited with code " + std::to_string(s.exit_code) +
-                                            (s.message.empty() ? "" : ": " + s.message)});
+        seen.gone.push_back(
+            {&view, *r,
+             "exited with code " + std::to_string(s.exit_code) + (s.message.empty() ? "" : ": " + s.message)});
         continue;
       }
       if (s.state == "RUNNING") seen.running.push_back(r);
@@ -79,12 +80,12 @@ bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
   if (halted_ && !was_halted) {
     Json missing = Json::array();
     for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
-    (void)ledger_.appendEvent("alarm.discrepancy", "engine",
-                              Json{{"message", std::to_string(gone.size()) +
-                                                   " running instances disagree with their drivers; execution "
-                                                   "is halted until they agree again"},
-                                   {"instances", missing}},
-                              options_.actor);
+    (void)ledger_.appendEvent(
+        "alarm.discrepancy", "engine",
+        Json{{"message", std::to_string(gone.size()) + " running instances disagree with their drivers; execution "
+                                                       "is halted until they agree again"},
+             {"instances", missing}},
+        options_.actor);
   } else if (!halted_ && was_halted) {
     (void)ledger_.appendEvent("alarm.cleared", "engine", Json{{"message", "ledger and drivers agree again"}},
                               options_.actor);
@@ -178,8 +179,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       if (!driver.isOk()) continue;
       // The node is unknown to the ledger's live view; the process driver keys by id.
       if (driver.value()->remove({id, "", ""}).isOk()) {
-        (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}},
-                                  options_.actor);
+        (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);
         ++changes;
       }

@@ -72,8 +72,7 @@ class Observer {
   // left out, and its instances are not judged this pass.
   Inventories listInventories(const World& world);
   // Compares each instance not `busy` on a listed cluster with its driver's status.
-  Observation compareWithDrivers(const World& world, const std::set<std::string>& busy,
-                                 const Inventories& inventories);
+  Observation compareWithDrivers(const World& world, const std::set<std::string>& busy, const Inventories& inventories);
   // True while too many instances are gone at once to trust the readings: raises the alarm on
   // the way in and clears it on the way out.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
@@ -87,8 +86,8 @@ class Observer {
   const Clock& clock_;
   EngineMetrics& metrics_;
   ObserverOptions options_;
-  std::map<int64_t, Probe> probes_;                       // by runtime instance id
-  std::map<std::string, TimePoint> orphans_seen_;         // "cluster/id" → first seen
+  std::map<int64_t, Probe> probes_;                // by runtime instance id
+  std::map<std::string, TimePoint> orphans_seen_;  // "cluster/id" → first seen
   bool halted_ = false;
 };
 

@@ -15,8 +15,7 @@ std::string stringFilter(const Json& filter, const char* key) {
 
 }  // namespace
 
-LedgerPolicyDataSource::LedgerPolicyDataSource(ledger::Ledger& ledger, const Clock& clock,
-                                               int64_t exclude_operation_id)
+LedgerPolicyDataSource::LedgerPolicyDataSource(ledger::Ledger& ledger, const Clock& clock, int64_t exclude_operation_id)
     : ledger_(ledger), clock_(clock), exclude_operation_id_(exclude_operation_id) {}
 
 Result<int64_t> LedgerPolicyDataSource::inFlight(const Json& filter) {
@@ -99,11 +98,13 @@ Result<std::string> LedgerPolicyDataSource::planNamespace(const std::string& pla
 
 Result<std::optional<LedgerPolicyDataSource::Placement>> LedgerPolicyDataSource::placementOf(
     const std::string& meta_instance) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
-                        ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta_instance}}));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::RuntimeInstance> runtimes,
+      ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta_instance}}));
   std::optional<Placement> found;
   for (const model::RuntimeInstance& instance : runtimes) {
-    if (instance.is_active && model::holdsResources(instance.state)) found = Placement{instance.node, "", instance.healthy};
+    if (instance.is_active && model::holdsResources(instance.state))
+      found = Placement{instance.node, "", instance.healthy};
   }
   if (found) {
     auto node = ledger_.getNode(found->node);

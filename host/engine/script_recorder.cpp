@@ -9,8 +9,8 @@ void LedgerScriptRecorder::recordScriptVersion(const model::ScriptVersion& versi
   try {
     auto earlier = ledger_.listScriptVersions(version.path);
     if (earlier.isOk() && !earlier->empty()) {
-      auto latest = std::max_element(earlier->begin(), earlier->end(),
-                                     [](const auto& a, const auto& b) { return a.id < b.id; });
+      auto latest =
+          std::max_element(earlier->begin(), earlier->end(), [](const auto& a, const auto& b) { return a.id < b.id; });
       if (latest->sha256 == version.sha256 && latest->status == version.status) {
         std::lock_guard<std::mutex> lock(mu_);
         repeated_.insert(version.path + " " + version.sha256);
@@ -18,8 +18,7 @@ void LedgerScriptRecorder::recordScriptVersion(const model::ScriptVersion& versi
       }
     }
     (void)ledger_.recordScriptVersion(version);
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
 }
 
 void LedgerScriptRecorder::recordEvent(const std::string& kind, const std::string& subject, const Json& data) {
@@ -30,8 +29,7 @@ void LedgerScriptRecorder::recordEvent(const std::string& kind, const std::strin
       if (repeated_.erase(key) > 0) return;
     }
     (void)ledger_.appendEvent(kind, subject, data, "host");
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
 }
 
 }  // namespace tide::engine

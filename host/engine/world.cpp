@@ -32,14 +32,11 @@ Json coordinatesOf(const model::Deployment& deployment) {
 Result<World> World::load(ledger::Ledger& ledger) {
   World w;
   TIDE_ASSIGN_OR_RETURN(w.plans, ledger::listAll(ledger, &ledger::Ledger::listPlans));
-  TIDE_ASSIGN_OR_RETURN(auto deployments,
-                        ledger::listAll(ledger, &ledger::Ledger::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(auto deployments, ledger::listAll(ledger, &ledger::Ledger::listDeployments));
   TIDE_ASSIGN_OR_RETURN(w.nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
   TIDE_ASSIGN_OR_RETURN(w.clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
-  TIDE_ASSIGN_OR_RETURN(w.capabilities,
-                        ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
-  TIDE_ASSIGN_OR_RETURN(auto metas,
-                        ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
+  TIDE_ASSIGN_OR_RETURN(w.capabilities, ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
+  TIDE_ASSIGN_OR_RETURN(auto metas, ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
   TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
 
@@ -117,7 +114,8 @@ sched::ClusterSnapshot World::schedulerSnapshot() const {
       fact.healthy = r.healthy;
       fact.created_at = view.meta.meta.created_at;
       for (const auto& v : r.volumes) {
-        fact.volumes.push_back({v.value("storage_class", ""), v.value("capacity_gib", 0.0), v.value("local_volume", "")});
+        fact.volumes.push_back(
+            {v.value("storage_class", ""), v.value("capacity_gib", 0.0), v.value("local_volume", "")});
       }
       facts.push_back(std::move(fact));
     };

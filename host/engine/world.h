@@ -20,15 +20,14 @@ namespace tide::engine {
 
 using Json = nlohmann::json;
 
-
 // One meta instance with what the loop needs to know about it.
 struct InstanceView {
   model::MetaInstance meta;
-  std::optional<model::RuntimeInstance> active;   // live and active
-  std::vector<model::RuntimeInstance> passive;    // live and passive (RELOCATE in progress)
-  std::optional<model::RuntimeInstance> newest;   // newest runtime instance, any state
-  std::optional<model::Operation> unfinished;     // the one non-terminal operation
-  std::optional<model::Operation> last;           // the newest operation, finished or not
+  std::optional<model::RuntimeInstance> active;  // live and active
+  std::vector<model::RuntimeInstance> passive;   // live and passive (RELOCATE in progress)
+  std::optional<model::RuntimeInstance> newest;  // newest runtime instance, any state
+  std::optional<model::Operation> unfinished;    // the one non-terminal operation
+  std::optional<model::Operation> last;          // the newest operation, finished or not
 
   // PENDING when nothing runs yet, the active runtime's state, or the meta instance's
   // STOPPED; FAILED when the newest runtime failed and nothing replaced it.

@@ -1,8 +1,8 @@
 // Applying a whole manifest as one transaction: either every record exists afterwards,
 // or none of them does.
 
-#include "host/model/manifest.h"
 #include "host/ledger/ledger_internal.h"
+#include "host/model/manifest.h"
 
 namespace tide::ledger {
 namespace {

@@ -28,8 +28,7 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& url) {
       db->dialect_ = Dialect::kPostgres;
       db->session_.open(soci::postgresql, url);
     } else {
-      return Status::invalidArgument("database: '" + url +
-                                     "' must start with sqlite:// or postgresql://");
+      return Status::invalidArgument("database: '" + url + "' must start with sqlite:// or postgresql://");
     }
   } catch (const std::exception& e) {
     return Status::unavailable("database: cannot open '" + url + "': " + e.what());
@@ -74,8 +73,8 @@ Result<int> Db::migrate(const std::vector<embedded::File>& migrations, const std
         session_ << code;
       }
       const std::string name(file.name);
-      session_ << "INSERT INTO schema_version (version, name, applied_at) VALUES (:v, :n, :a)",
-          soci::use(version), soci::use(name), soci::use(now);
+      session_ << "INSERT INTO schema_version (version, name, applied_at) VALUES (:v, :n, :a)", soci::use(version),
+          soci::use(name), soci::use(now);
     }
     tx.commit();
     return static_cast<int>(std::max<long long>(current, version));
@@ -125,12 +124,10 @@ Json rowJson(const soci::row& r, std::size_t i) {
 
 Status statusFromException(const char* what, const std::exception& e) {
   const std::string message = e.what();
-  if (message.find("database is locked") != std::string::npos ||
-      message.find("busy") != std::string::npos) {
+  if (message.find("database is locked") != std::string::npos || message.find("busy") != std::string::npos) {
     return Status::unavailable(std::string(what) + ": database busy: " + message);
   }
-  if (message.find("UNIQUE constraint") != std::string::npos ||
-      message.find("duplicate key") != std::string::npos) {
+  if (message.find("UNIQUE constraint") != std::string::npos || message.find("duplicate key") != std::string::npos) {
     return Status::alreadyExists(std::string(what) + ": " + message);
   }
   return Status::internal(std::string(what) + ": " + message);

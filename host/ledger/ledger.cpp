@@ -14,9 +14,8 @@ Ledger::Tx::Tx(Ledger& ledger, std::string actor)
 
 namespace {
 
-std::string eventHash(const std::string& prev_hash, int64_t seq, const std::string& at,
-                      const std::string& actor, const std::string& kind, const std::string& subject,
-                      const std::string& data) {
+std::string eventHash(const std::string& prev_hash, int64_t seq, const std::string& at, const std::string& actor,
+                      const std::string& kind, const std::string& subject, const std::string& data) {
   std::string material = prev_hash;
   for (const std::string* part : {&at, &actor, &kind, &subject, &data}) {
     material += '\x1f';
@@ -34,8 +33,7 @@ void Ledger::Tx::event(const std::string& kind, const std::string& subject, cons
     long long seq = 0;
     std::string hash;
     soci::indicator hash_ind = soci::i_null;
-    sql_ << "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
-        soci::into(hash, hash_ind);
+    sql_ << "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind), soci::into(hash, hash_ind);
     last_seq_ = sql_.got_data() && ind != soci::i_null ? seq : 0;
     last_hash_ = sql_.got_data() && hash_ind != soci::i_null ? hash : "";
     chain_loaded_ = true;
@@ -45,8 +43,8 @@ void Ledger::Tx::event(const std::string& kind, const std::string& subject, cons
   const std::string hash = eventHash(last_hash_, seq, now_, actor_, kind, subject, text);
   sql_ << "INSERT INTO events (seq, at, actor, kind, subject, data, prev_hash, hash) "
           "VALUES (:seq, :at, :actor, :kind, :subject, :data, :prev, :hash)",
-      soci::use(seq), soci::use(now_), soci::use(actor_), soci::use(kind), soci::use(subject),
-      soci::use(text), soci::use(last_hash_), soci::use(hash);
+      soci::use(seq), soci::use(now_), soci::use(actor_), soci::use(kind), soci::use(subject), soci::use(text),
+      soci::use(last_hash_), soci::use(hash);
   last_seq_ = seq;
   last_hash_ = hash;
 }
@@ -98,15 +96,13 @@ Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
   return Status::ok();
 }
 
-int64_t pageLimit(const ListOptions& options) {
-  return std::clamp<int64_t>(options.limit, 1, kMaxPageSize);
-}
+int64_t pageLimit(const ListOptions& options) { return std::clamp<int64_t>(options.limit, 1, kMaxPageSize); }
 
 int64_t liveIdByName(soci::session& sql, const char* table, const std::string& name) {
   long long id = 0;
   soci::indicator ind = soci::i_null;
-  sql << "SELECT id FROM " + std::string(table) + " WHERE name = :name AND deleted_at IS NULL",
-      soci::use(name), soci::into(id, ind);
+  sql << "SELECT id FROM " + std::string(table) + " WHERE name = :name AND deleted_at IS NULL", soci::use(name),
+      soci::into(id, ind);
   return sql.got_data() && ind != soci::i_null ? id : 0;
 }
 
@@ -114,8 +110,7 @@ Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation g
                      const std::string& assignments, soci::values& values) {
   values.set("guard_id", static_cast<long long>(id));
   values.set("guard_now", tx.now());
-  std::string query = "UPDATE " + std::string(table) + " SET " + assignments +
-                      (assignments.empty() ? "" : ", ") +
+  std::string query = "UPDATE " + std::string(table) + " SET " + assignments + (assignments.empty() ? "" : ", ") +
                       "generation = generation + 1, updated_at = :guard_now WHERE id = :guard_id";
   if (generation) {
     values.set("guard_generation", static_cast<long long>(*generation));
@@ -126,22 +121,22 @@ Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation g
   if (st.get_affected_rows() == 1) return Status::ok();
   long long current = 0;
   soci::indicator ind = soci::i_null;
-  tx.sql() << "SELECT generation FROM " + std::string(table) + " WHERE id = :id",
-      soci::use(static_cast<long long>(id)), soci::into(current, ind);
+  tx.sql() << "SELECT generation FROM " + std::string(table) + " WHERE id = :id", soci::use(static_cast<long long>(id)),
+      soci::into(current, ind);
   if (!tx.sql().got_data()) return Status::notFound(std::string(table) + " row " + std::to_string(id) + " is gone");
   return Status::conflict("stale generation: you read " + std::to_string(generation.value_or(0)) +
                           ", the record is now at " + std::to_string(current));
 }
 
 Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
-                   const std::string& from, const std::string& to, Generation generation,
-                   const std::string& message, Json extra) {
+                   const std::string& from, const std::string& to, Generation generation, const std::string& message,
+                   Json extra) {
   TIDE_RETURN_IF_ERROR(checkTransition(kind, from, to).withPrefix(subject));
   soci::values values;
   values.set("state", to);
   values.set("message", message);
-  TIDE_RETURN_IF_ERROR(updateGuarded(tx, table, id, generation, "state = :state, message = :message", values)
-                           .withPrefix(subject));
+  TIDE_RETURN_IF_ERROR(
+      updateGuarded(tx, table, id, generation, "state = :state, message = :message", values).withPrefix(subject));
   extra["from"] = from;
   extra["to"] = to;
   if (!message.empty()) extra["message"] = message;
@@ -283,11 +278,12 @@ Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string&
   return read("list script versions", [&]() -> Result<std::vector<ScriptVersion>> {
     Where where("SELECT id, path, kind, sha256, loaded_at, status, error FROM script_versions");
     if (!path.empty()) where.eq("path", path);
-    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
     std::vector<ScriptVersion> out;
     for (const auto& r : rows) {
-      out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
-                     rowString(r, 5), rowString(r, 6)});
+      out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowString(r, 5),
+                     rowString(r, 6)});
     }
     return out;
   });
@@ -326,8 +322,8 @@ Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
 
 // --- tokens ------------------------------------------------------------------------------------
 
-Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256,
-                                     const std::string& role, const std::string& actor) {
+Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
+                                     const std::string& actor) {
   static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
   if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end()) {
     return Status::invalidArgument("role '" + role + "' is not one of viewer, operator, approver, admin",
@@ -369,9 +365,10 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
     auto& sql = db_->session();
     {
       soci::rowset<soci::row> rows =
-          (sql.prepare << "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
-                          "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN "
-                          TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY m.name HAVING COUNT(*) > 1");
+          (sql.prepare
+           << "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
+              "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+              " GROUP BY m.name HAVING COUNT(*) > 1");
       for (const auto& r : rows) {
         out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
                       " active runtime instances (at most one allowed)");
@@ -391,8 +388,9 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
       soci::rowset<soci::row> rows =
           (sql.prepare << "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
                           "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
-                          "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT IN "
-                          TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
+                          "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT "
+                          "IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+                          " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
                           "n.total_memory_gib, n.reserved_memory_gib");
       for (const auto& r : rows) {
         if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
@@ -403,13 +401,14 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
     }
     for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
                             RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
-      static const std::map<RecordKind, const char*> kTables = {
-          {RecordKind::kCluster, "clusters"},           {RecordKind::kNode, "nodes"},
-          {RecordKind::kPlan, "plans"},                 {RecordKind::kDeployment, "deployments"},
-          {RecordKind::kMetaInstance, "meta_instances"}, {RecordKind::kRuntimeInstance, "runtime_instances"},
-          {RecordKind::kOperation, "operations"}};
-      soci::rowset<soci::row> rows =
-          (sql.prepare << "SELECT DISTINCT state FROM " + std::string(kTables.at(kind)));
+      static const std::map<RecordKind, const char*> kTables = {{RecordKind::kCluster, "clusters"},
+                                                                {RecordKind::kNode, "nodes"},
+                                                                {RecordKind::kPlan, "plans"},
+                                                                {RecordKind::kDeployment, "deployments"},
+                                                                {RecordKind::kMetaInstance, "meta_instances"},
+                                                                {RecordKind::kRuntimeInstance, "runtime_instances"},
+                                                                {RecordKind::kOperation, "operations"}};
+      soci::rowset<soci::row> rows = (sql.prepare << "SELECT DISTINCT state FROM " + std::string(kTables.at(kind)));
       for (const auto& r : rows) {
         if (!isKnownState(kind, rowString(r, 0))) {
           out.push_back(std::string(recordKindName(kind)) + " rows hold unknown state '" + rowString(r, 0) + "'");

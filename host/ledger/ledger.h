@@ -138,11 +138,10 @@ class Ledger {
   Result<Deployment> getDeployment(const std::string& plan, const std::string& deployment_id);
   Result<Page<Deployment>> listDeployments(const ListOptions& options);  // filters: plan, state
   Result<Deployment> setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                        const std::string& state, Generation generation,
-                                        const std::string& actor, const std::string& message = "");
+                                        const std::string& state, Generation generation, const std::string& actor,
+                                        const std::string& message = "");
   Result<Deployment> setRolloutState(const std::string& plan, const std::string& deployment_id,
-                                     const Json& rollout_state, Generation generation,
-                                     const std::string& actor);
+                                     const Json& rollout_state, Generation generation, const std::string& actor);
 
   // Rollout controls (docs/architecture.md#rollouts), each one transaction with a `deployment.control` event
   // naming the actor. `control`: promote | promote_full (one-shot signals for the
@@ -151,8 +150,7 @@ class Ledger {
   // with its rollout state reset), abort and rollback (restoreDeployment). kConflict when
   // the deployment's state does not allow the control, naming the state.
   Result<Deployment> controlDeployment(const std::string& plan, const std::string& deployment_id,
-                                       const std::string& control, const std::string& reason,
-                                       const std::string& actor);
+                                       const std::string& control, const std::string& reason, const std::string& actor);
   struct RestoreRequest {
     std::string final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
     std::string message;      // the deployment's terminal message
@@ -185,9 +183,8 @@ class Ledger {
                                           const std::string& actor);
   Result<MetaInstance> getMetaInstance(const std::string& name);
   Result<Page<MetaInstance>> listMetaInstances(const ListOptions& options);  // filters: plan, deployment_id, state
-  Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state,
-                                            Generation generation, const std::string& actor,
-                                            const std::string& message = "");
+  Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state, Generation generation,
+                                            const std::string& actor, const std::string& message = "");
   // Moves a meta instance to another deployment of its plan: one that wants exactly the
   // coordinates it runs (adoption without an operation), or after an UPDATE installed them.
   Result<MetaInstance> setMetaInstanceDeployment(const std::string& name, const std::string& deployment_id,
@@ -204,7 +201,8 @@ class Ledger {
   // is active too. Starts PENDING.
   Result<RuntimeInstance> createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor);
   Result<RuntimeInstance> getRuntimeInstance(int64_t id);
-  Result<Page<RuntimeInstance>> listRuntimeInstances(const ListOptions& options);  // filters: meta_instance, node, state, plan
+  Result<Page<RuntimeInstance>> listRuntimeInstances(
+      const ListOptions& options);  // filters: meta_instance, node, state, plan
   // Creates `instance` (as createRuntimeInstance) and records it as the target runtime
   // instance of operation `operation_id` in the same transaction: placement reserved at
   // approval survives a crash, and is never reserved twice for one operation.
@@ -274,8 +272,7 @@ class Ledger {
   // Blocks until an event with seq > `after` exists or `timeout` passes; true if one does.
   bool waitForEvents(int64_t after, std::chrono::milliseconds timeout);
   // For happenings that are not a record change: alarms, script reloads, controls.
-  Status appendEvent(const std::string& kind, const std::string& subject, const Json& data,
-                     const std::string& actor);
+  Status appendEvent(const std::string& kind, const std::string& subject, const Json& data, const std::string& actor);
   // Recomputes the hash chain; kInternal naming the first broken seq.
   Status verifyEventChain();
 
@@ -287,8 +284,8 @@ class Ledger {
 
   // --- API tokens ----------------------------------------------------------------------
   // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin.
-  Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256,
-                               const std::string& role, const std::string& actor);
+  Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
+                               const std::string& actor);
   // kNotFound for an unknown or revoked token.
   Result<ApiToken> findToken(const std::string& token_sha256);
   int64_t countTokens();

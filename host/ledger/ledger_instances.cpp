@@ -111,7 +111,7 @@ Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance&
   for (const Json& v : instance.volumes) asked[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
   std::map<std::string, double> used;
   soci::rowset<std::string> rows = (tx.sql().prepare << "SELECT volumes FROM runtime_instances WHERE node_id = :id "
-                                                         "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+                                                        "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
                                     soci::use(node_id));
   for (const std::string& text : rows) {
     const Json volumes = Json::parse(text, nullptr, false);
@@ -185,8 +185,8 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
               ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
       soci::use(meta_id), soci::use(node_id), soci::use(is_active), soci::use(coordinates),
       soci::use(instance.reservation.cores), soci::use(instance.reservation.memory_gib), soci::use(ports),
-      soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()),
-      soci::use(tx.now()), soci::into(id);
+      soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
+      soci::into(id);
   tx.event("runtime_instance.created", "runtime/" + std::to_string(id),
            Json{{"instance", meta.name},
                 {"node", instance.node},
@@ -198,9 +198,9 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
 // The body of createOperation, shared with createInstanceWithOperation.
 Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, const Operation& operation) {
   if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
-    return Status::invalidArgument("operation type '" + operation.type +
-                                       "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
-                                   {{"type", "unknown operation type", ""}});
+    return Status::invalidArgument(
+        "operation type '" + operation.type + "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
+        {{"type", "unknown operation type", ""}});
   }
   if (meta.state == "DELETED") return Status::conflict("instance '" + meta.name + "' is DELETED");
   Where open(kOperationSelect);
@@ -213,9 +213,8 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   for (const auto& existing : unfinished) {
     const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
     if (!replaceable || existing.priority >= operation.priority) {
-      return Status::conflict("instance '" + meta.name + "' already has operation " +
-                              std::to_string(existing.meta.id) + " (" + existing.type + ", " + existing.state +
-                              ")");
+      return Status::conflict("instance '" + meta.name + "' already has operation " + std::to_string(existing.meta.id) +
+                              " (" + existing.type + ", " + existing.state + ")");
     }
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
                                      operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
@@ -228,9 +227,8 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   long long id = 0;
   tx.sql() << "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
               "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
-      soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by),
-      soci::use(decision), soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
-      soci::into(id);
+      soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by), soci::use(decision),
+      soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
   tx.event("operation.created", "operation/" + std::to_string(id),
            Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
   return loadOperation(tx.sql(), id);
@@ -243,8 +241,8 @@ Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const s
   soci::indicator ind = soci::i_null;
   tx.sql() << "SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
               "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
-      soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service),
-      soci::into(plan_state), soci::into(deployment_ref);
+      soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service), soci::into(plan_state),
+      soci::into(deployment_ref);
   if (!tx.sql().got_data()) {
     return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
   }
@@ -288,8 +286,7 @@ Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, 
     values.set("deployment_ref", deployment_ref);
     TIDE_RETURN_IF_ERROR(
         updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deployment_ref = :deployment_ref", values));
-    tx.event("meta_instance.deployment", "instance/" + name,
-             Json{{"from", m.deployment_id}, {"to", deployment_id}});
+    tx.event("meta_instance.deployment", "instance/" + name, Json{{"from", m.deployment_id}, {"to", deployment_id}});
     return loadMeta(tx.sql(), name);
   });
 }
@@ -299,7 +296,8 @@ Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
 }
 
 Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
-  static const FilterColumns kMetaInstancesFilters = {{"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
+  static const FilterColumns kMetaInstancesFilters = {
+      {"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kMetaInstancesFilters));
   return read("list instances", [&]() -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
@@ -318,8 +316,8 @@ Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const
     if (state == "DELETED") {
       soci::values values;
       values.set("deleted_at", tx.now());
-      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deleted_at = :deleted_at",
-                                         values));
+      TIDE_RETURN_IF_ERROR(
+          updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deleted_at = :deleted_at", values));
     }
     return loadMeta(tx.sql(), name);
   });
@@ -360,7 +358,8 @@ Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
 }
 
 Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
-  static const FilterColumns kRuntimeInstancesFilters = {{"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
+  static const FilterColumns kRuntimeInstancesFilters = {
+      {"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kRuntimeInstancesFilters));
   return read("list runtime instances", [&]() -> Result<Page<RuntimeInstance>> {
     Where where(kRuntimeSelect);
@@ -401,11 +400,12 @@ Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
   return read("current runtime instances", [&]() -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
-        .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
+        .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+             " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
              "GROUP BY r2.meta_instance_id))");
     std::vector<RuntimeInstance> out;
-    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY r.id",
-                                    soci::use(where.values()));
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << where.clause() + " ORDER BY r.id", soci::use(where.values()));
     for (const auto& row : rows) out.push_back(runtimeFromRow(row));
     return out;
   });
@@ -484,8 +484,8 @@ Result<std::vector<Operation>> Ledger::latestOperations() {
     where.raw("m.deleted_at IS NULL")
         .raw("o.id IN (SELECT MAX(o2.id) FROM operations o2 GROUP BY o2.meta_instance_id)");
     std::vector<Operation> out;
-    soci::rowset<soci::row> rows = (db_->session().prepare << where.clause() + " ORDER BY o.id",
-                                    soci::use(where.values()));
+    soci::rowset<soci::row> rows =
+        (db_->session().prepare << where.clause() + " ORDER BY o.id", soci::use(where.values()));
     for (const auto& row : rows) out.push_back(operationFromRow(row));
     return out;
   });
@@ -501,8 +501,7 @@ Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& upd
     if (update.decision) assign.set("decision", update.decision->dump());
     if (update.message) assign.set("message", *update.message);
     if (!assign.empty()) {
-      TIDE_RETURN_IF_ERROR(
-          updateGuarded(tx, "operations", o.meta.id, std::nullopt, assign.sql(), assign.values()));
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, assign.sql(), assign.values()));
     }
     return loadOperation(tx.sql(), id);
   });
@@ -513,7 +512,8 @@ Result<Operation> Ledger::getOperation(int64_t id) {
 }
 
 Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
-  static const FilterColumns kOperationsFilters = {{"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
+  static const FilterColumns kOperationsFilters = {
+      {"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
   return read("list operations", [&]() -> Result<Page<Operation>> {
     Where where(kOperationSelect);
@@ -529,8 +529,8 @@ Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
     Json extra{{"instance", o.meta_instance}, {"type", o.type}};
     if (!approved_by.empty()) extra["approved_by"] = approved_by;
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
-                                     state, generation, message, extra));
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, state,
+                                     generation, message, extra));
     if (!approved_by.empty()) {
       soci::values values;
       values.set("approved_by", approved_by);

@@ -129,8 +129,8 @@ Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation g
 // Validates `from` → `to` for `kind`, then updates the row's state and message and
 // appends a "<kind>.state" event for `subject`.
 Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
-                   const std::string& from, const std::string& to, Generation generation,
-                   const std::string& message, Json extra = Json::object());
+                   const std::string& from, const std::string& to, Generation generation, const std::string& message,
+                   Json extra = Json::object());
 
 // The bodies of the create calls, shared with applyManifest so a whole manifest is one
 // transaction. Each validates, inserts, and appends its ".created" event.
@@ -141,8 +141,7 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan);
 Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment);
 
 template <class Fn>
-auto Ledger::write(const char* what, const std::string& actor, Fn&& fn)
-    -> decltype(fn(std::declval<Tx&>())) {
+auto Ledger::write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>())) {
   using R = decltype(fn(std::declval<Tx&>()));
   int64_t seq = 0;
   R result = [&]() -> R {

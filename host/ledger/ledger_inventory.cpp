@@ -18,8 +18,7 @@ Meta metaFromRow(const soci::row& r, std::size_t id, std::size_t generation, std
 
 // --- capabilities ---
 
-const char* kCapabilitySelect =
-    "SELECT id, generation, created_at, updated_at, name, type, score FROM capabilities";
+const char* kCapabilitySelect = "SELECT id, generation, created_at, updated_at, name, type, score FROM capabilities";
 
 Capability capabilityFromRow(const soci::row& r) {
   Capability c;
@@ -55,7 +54,8 @@ const char* kNodeSelect =
     "COALESCE(u.cores, 0), COALESCE(u.memory, 0) "
     "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
     "LEFT JOIN (SELECT node_id, SUM(reserved_cores) AS cores, SUM(reserved_memory_gib) AS memory "
-    "FROM runtime_instances WHERE state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " GROUP BY node_id) u ON u.node_id = n.id "
+    "FROM runtime_instances WHERE state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+    " GROUP BY node_id) u ON u.node_id = n.id "
     "WHERE n.deleted_at IS NULL";
 
 Node nodeFromRow(const soci::row& r) {
@@ -209,8 +209,8 @@ Result<Cluster> Ledger::setClusterState(const std::string& name, const std::stri
                                         const std::string& actor, const std::string& message) {
   return write("set cluster state", actor, [&](Tx& tx) -> Result<Cluster> {
     TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow));
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state,
-                                     state, generation, message));
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state, state,
+                                     generation, message));
     return loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
@@ -236,8 +236,9 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
   if (node.total.cores < 0 || node.total.memory_gib < 0 || node.system_reserved.cores < 0 ||
       node.system_reserved.memory_gib < 0 || node.system_reserved.cores > node.total.cores ||
       node.system_reserved.memory_gib > node.total.memory_gib) {
-    return Status::invalidArgument("node '" + node.name + "': resources must be non-negative and system reserved "
-                                   "must not exceed total",
+    return Status::invalidArgument("node '" + node.name +
+                                       "': resources must be non-negative and system reserved "
+                                       "must not exceed total",
                                    {{"total", "invalid resources", ""}});
   }
   {
@@ -266,9 +267,10 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
                     {{"capabilities", "unknown: " + list, ""}});
     }
     const std::string state = node.cluster.empty() ? "UNALLOCATED" : "ALLOCATED";
-    const std::string spec =
-        Json{{"capabilities", node.capabilities}, {"local_volumes", node.local_volumes}, {"labels", node.labels}}
-            .dump();
+    const std::string spec = Json{
+        {"capabilities", node.capabilities},
+        {"local_volumes", node.local_volumes},
+        {"labels", node.labels}}.dump();
     long long id = 0;
     tx.sql() << "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
                 "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
@@ -292,7 +294,8 @@ Result<Node> Ledger::getNode(const std::string& name) {
 }
 
 Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
-  static const FilterColumns kNodesFilters = {{"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
+  static const FilterColumns kNodesFilters = {
+      {"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
   return read("list nodes", [&]() -> Result<Page<Node>> {
     Where where(kNodeSelect);
@@ -308,8 +311,8 @@ Result<Node> Ledger::setNodeState(const std::string& name, const std::string& st
     if (state == "ALLOCATED" && n.cluster.empty()) {
       return Status(Code::kUnprocessable, "node '" + name + "' has no cluster; it cannot be ALLOCATED");
     }
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state,
-                                     generation, message));
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state, generation, message));
     return loadNode(tx.sql(), name);
   });
 }
@@ -319,8 +322,8 @@ Status Ledger::deleteNode(const std::string& name, Generation generation, const 
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.sql(), name));
     long long live = 0;
     const long long id = n.meta.id;
-    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT IN "
-                TIDE_SQL_RELEASED_RUNTIME_STATES,
+    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT "
+                "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
         soci::use(id), soci::into(live);
     if (live > 0) {
       return Status::conflict("node '" + name + "' still holds " + std::to_string(live) +

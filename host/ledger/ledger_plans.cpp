@@ -157,11 +157,12 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
     if (!problems.empty()) {
       return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + problems.front().message, problems);
     }
-    const std::string spec = Json{{"matching_capabilities", plan.matching_capabilities},
-                                  {"applications", plan.applications},
-                                  {"strategy", plan.strategy},
-                                  {"approval_policies", plan.approval_policies}}
-                                 .dump();
+    const std::string spec = Json{
+        {"matching_capabilities", plan.matching_capabilities},
+        {"applications", plan.applications},
+        {"strategy", plan.strategy},
+        {"approval_policies",
+         plan.approval_policies}}.dump();
     const std::string state = "ACTIVE";
     long long id = 0;
     tx.sql() << "INSERT INTO plans (name, namespace, service_name, spec, state, created_at, updated_at) "
@@ -212,9 +213,8 @@ Status Ledger::deletePlan(const std::string& name, Generation generation, const 
                 "('PENDING', 'IN_PROGRESS', 'PAUSED')",
         soci::use(id), soci::into(unfinished);
     if (live_instances > 0 || unfinished > 0) {
-      return Status::conflict("plan '" + name + "' still has " + std::to_string(live_instances) +
-                              " instance(s) and " + std::to_string(unfinished) +
-                              " unfinished deployment(s); scale it to 0 first");
+      return Status::conflict("plan '" + name + "' still has " + std::to_string(live_instances) + " instance(s) and " +
+                              std::to_string(unfinished) + " unfinished deployment(s); scale it to 0 first");
     }
     soci::values values;
     values.set("deleted_at", tx.now());
@@ -279,9 +279,9 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
                 "updated_at) VALUES (:p, :d, :spec, :n, :st, :c, :u) RETURNING id",
         soci::use(plan_id), soci::use(deployment.deployment_id), soci::use(spec_text), soci::use(count),
         soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
-    tx.event("deployment.created", subjectOf(plan.name, deployment.deployment_id),
-             Json{{"instance_count", deployment.instance_count},
-                  {"payload_coordinates", deployment.payload_coordinates}});
+    tx.event(
+        "deployment.created", subjectOf(plan.name, deployment.deployment_id),
+        Json{{"instance_count", deployment.instance_count}, {"payload_coordinates", deployment.payload_coordinates}});
     return loadDeployment(tx.sql(), plan.name, deployment.deployment_id);
   }
 }
@@ -291,9 +291,8 @@ Result<Deployment> Ledger::addDeployment(const Deployment& deployment, const std
 }
 
 Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::string& deployment_id) {
-  return read("get deployment", [&]() -> Result<Deployment> {
-    return loadDeployment(db_->session(), plan, deployment_id);
-  });
+  return read("get deployment",
+              [&]() -> Result<Deployment> { return loadDeployment(db_->session(), plan, deployment_id); });
 }
 
 Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
@@ -307,8 +306,8 @@ Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
 }
 
 Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                              const std::string& state, Generation generation,
-                                              const std::string& actor, const std::string& message) {
+                                              const std::string& state, Generation generation, const std::string& actor,
+                                              const std::string& message) {
   return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, state, generation, message));
@@ -317,15 +316,14 @@ Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std
 }
 
 Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::string& deployment_id,
-                                           const Json& rollout_state, Generation generation,
-                                           const std::string& actor) {
+                                           const Json& rollout_state, Generation generation, const std::string& actor) {
   return write("set rollout state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
     soci::values values;
     values.set("rollout_state", rollout_state.dump());
-    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, generation, "rollout_state = :rollout_state",
-                                       values)
-                             .withPrefix(subjectOf(plan, deployment_id)));
+    TIDE_RETURN_IF_ERROR(
+        updateGuarded(tx, "deployments", d.meta.id, generation, "rollout_state = :rollout_state", values)
+            .withPrefix(subjectOf(plan, deployment_id)));
     return loadDeployment(tx.sql(), plan, deployment_id);
   });
 }
@@ -398,7 +396,9 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
     writeSignals(tx, d, signals);
     TIDE_RETURN_IF_ERROR(cancelOperationsOf(tx, d, "deployment " + deployment_id + " " + request.message));
     tx.event("deployment.control", subjectOf(plan, deployment_id),
-             Json{{"control", request.kind}, {"by", actor}, {"reason", request.reason},
+             Json{{"control", request.kind},
+                  {"by", actor},
+                  {"reason", request.reason},
                   {"target", target ? Json(target->deployment_id) : Json(nullptr)}});
     if (target != nullptr) {
       TIDE_ASSIGN_OR_RETURN(Deployment t, loadDeployment(tx.sql(), plan, target->deployment_id));
@@ -422,20 +422,21 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
   const std::string by = actor + (reason.empty() ? "" : ": " + reason);
   if (control == "abort" || control == "rollback") {
     TIDE_ASSIGN_OR_RETURN(Deployment d, getDeployment(plan, deployment_id));
-    const bool allowed = control == "abort" ? unfinishedDeploymentState(d.state)
-                                            : d.state != "ROLLED_BACK" && d.state != "CANCELLED" && d.state != "PENDING";
+    const bool allowed = control == "abort"
+                             ? unfinishedDeploymentState(d.state)
+                             : d.state != "ROLLED_BACK" && d.state != "CANCELLED" && d.state != "PENDING";
     if (!allowed) {
       return Status::conflict("deployment '" + deployment_id + "' is " + d.state + "; " +
-                              (control == "abort" ? "only a rollout in progress can be aborted"
-                                                  : "only a rollout in progress, completed or failed can be rolled back"));
+                              (control == "abort"
+                                   ? "only a rollout in progress can be aborted"
+                                   : "only a rollout in progress, completed or failed can be rolled back"));
     }
   }
   if (control == "abort") {
     return restoreDeployment(plan, deployment_id, {"FAILED", "aborted by " + by, "abort", reason}, actor);
   }
   if (control == "rollback") {
-    return restoreDeployment(plan, deployment_id, {"ROLLED_BACK", "rolled back by " + by, "rollback", reason},
-                             actor);
+    return restoreDeployment(plan, deployment_id, {"ROLLED_BACK", "rolled back by " + by, "rollback", reason}, actor);
   }
   return write("control deployment", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
@@ -481,8 +482,9 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
       tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
       return loadDeployment(tx.sql(), plan, deployment_id);
     } else {
-      return Status::invalidArgument("unknown rollout control '" + control + "'",
-                                     {{"control", "one of promote, promote_full, pause, resume, abort, rollback, retry", ""}});
+      return Status::invalidArgument(
+          "unknown rollout control '" + control + "'",
+          {{"control", "one of promote, promote_full, pause, resume, abort, rollback, retry", ""}});
     }
     TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
     writeSignals(tx, d, signals);
@@ -491,8 +493,8 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
   });
 }
 
-Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id,
-                                          const Json& seen, const std::string& actor) {
+Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
+                                          const std::string& actor) {
   return write("consume signals", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
     if (!d.signals.is_object() || !seen.is_object()) return d;

@@ -19,13 +19,10 @@ EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployme
 }
 
 void to_json(Json& j, const Meta& v) {
-  j = Json{{"id", v.id}, {"generation", v.generation}, {"created_at", v.created_at},
-           {"updated_at", v.updated_at}};
+  j = Json{{"id", v.id}, {"generation", v.generation}, {"created_at", v.created_at}, {"updated_at", v.updated_at}};
 }
 
-void to_json(Json& j, const Resources& v) {
-  j = Json{{"cores", v.cores}, {"memory_gib", v.memory_gib}};
-}
+void to_json(Json& j, const Resources& v) { j = Json{{"cores", v.cores}, {"memory_gib", v.memory_gib}}; }
 void from_json(const Json& j, Resources& v) {
   v.cores = j.value("cores", 0.0);
   v.memory_gib = j.value("memory_gib", 0.0);
@@ -36,13 +33,13 @@ void to_json(Json& j, const Capability& v) {
 }
 
 void to_json(Json& j, const Cluster& v) {
-  j = Json{{"metadata", v.meta},           {"name", v.name},   {"driver_kind", v.driver_kind},
-           {"driver_config", v.driver_config}, {"state", v.state}, {"message", v.message}};
+  j = Json{
+      {"metadata", v.meta}, {"name", v.name},      {"driver_kind", v.driver_kind}, {"driver_config", v.driver_config},
+      {"state", v.state},   {"message", v.message}};
 }
 
 void to_json(Json& j, const LocalVolume& v) {
-  j = Json{{"mount_path", v.mount_path}, {"storage_class", v.storage_class},
-           {"capacity_gib", v.capacity_gib}};
+  j = Json{{"mount_path", v.mount_path}, {"storage_class", v.storage_class}, {"capacity_gib", v.capacity_gib}};
 }
 void from_json(const Json& j, LocalVolume& v) {
   v.mount_path = j.value("mount_path", "");
@@ -81,8 +78,7 @@ void from_json(const Json& j, Port& v) {
 }
 
 void to_json(Json& j, const PersistentVolume& v) {
-  j = Json{{"storage_class", v.storage_class}, {"capacity_gib", v.capacity_gib},
-           {"mount_path", v.mount_path}};
+  j = Json{{"storage_class", v.storage_class}, {"capacity_gib", v.capacity_gib}, {"mount_path", v.mount_path}};
 }
 void from_json(const Json& j, PersistentVolume& v) {
   v.storage_class = j.value("storage_class", "");
@@ -131,9 +127,7 @@ void from_json(const Json& j, Application& v) {
   }
 }
 
-void to_json(Json& j, const StrategyRef& v) {
-  j = Json{{"script", v.script}, {"params", v.params}};
-}
+void to_json(Json& j, const StrategyRef& v) { j = Json{{"script", v.script}, {"params", v.params}}; }
 void from_json(const Json& j, StrategyRef& v) {
   v.script = j.value("script", kDefaultStrategy);
   v.params = j.contains("params") ? j["params"] : Json::object();
@@ -178,8 +172,8 @@ void to_json(Json& j, const Deployment& v) {
 }
 
 void to_json(Json& j, const MetaInstance& v) {
-  j = Json{{"metadata", v.meta},           {"name", v.name},   {"plan", v.plan},
-           {"deployment_id", v.deployment_id}, {"state", v.state}, {"message", v.message}};
+  j = Json{{"metadata", v.meta}, {"name", v.name},      {"plan", v.plan}, {"deployment_id", v.deployment_id},
+           {"state", v.state},   {"message", v.message}};
 }
 
 void to_json(Json& j, const RuntimeInstance& v) {
@@ -215,15 +209,13 @@ void to_json(Json& j, const Operation& v) {
 }
 
 void to_json(Json& j, const Event& v) {
-  j = Json{{"seq", v.seq},         {"at", v.at},     {"actor", v.actor},
-           {"kind", v.kind},       {"subject", v.subject}, {"data", v.data},
-           {"prev_hash", v.prev_hash}, {"hash", v.hash}};
+  j = Json{{"seq", v.seq},         {"at", v.at},     {"actor", v.actor},         {"kind", v.kind},
+           {"subject", v.subject}, {"data", v.data}, {"prev_hash", v.prev_hash}, {"hash", v.hash}};
 }
 
 void to_json(Json& j, const ScriptVersion& v) {
-  j = Json{{"id", v.id},         {"path", v.path},         {"kind", v.kind},
-           {"sha256", v.sha256}, {"loaded_at", v.loaded_at}, {"status", v.status},
-           {"error", v.error}};
+  j = Json{{"id", v.id},         {"path", v.path},  {"kind", v.kind}, {"sha256", v.sha256}, {"loaded_at", v.loaded_at},
+           {"status", v.status}, {"error", v.error}};
 }
 
 void to_json(Json& j, const Decision& v) {

@@ -3,8 +3,8 @@
 // (ledger rows, API bodies, manifests, Lua snapshots) is one of these. JSON conversion
 // (to_json/from_json, snake_case keys) lives in records.cpp and is the API's wire shape.
 //
-// State names are the upper-case strings of docs/architecture.md#records-and-states; the legal moves between them are in
-// transitions.h, the only place that knows them.
+// State names are the upper-case strings of docs/architecture.md#records-and-states; the legal moves between them are
+// in transitions.h, the only place that knows them.
 
 #include <cstdint>
 #include <map>
@@ -35,7 +35,7 @@ struct Resources {
 struct Capability {
   Meta meta;
   std::string name;
-  std::string type;  // "GPU", "CPU", ...
+  std::string type;   // "GPU", "CPU", ...
   int64_t score = 0;  // higher is better within a type
 };
 
@@ -126,7 +126,7 @@ struct Plan {
   std::vector<Application> applications;
   StrategyRef strategy;
   std::vector<std::string> approval_policies;  // empty: every applicable policy
-  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
+  std::string state = "ACTIVE";                // ACTIVE | INACTIVE
   std::string message;
 };
 
@@ -141,11 +141,11 @@ struct Deployment {
   std::string deployment_id;
   std::vector<PayloadCoordinates> payload_coordinates;
   int64_t instance_count = 0;
-  Json strategy = nullptr;            // optional override: {script?, params?}
+  Json strategy = nullptr;              // optional override: {script?, params?}
   Json rollout_state = Json::object();  // owned by the strategy script
-  // Controls (Ledger::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed by the
-  // strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause) and
-  // "restore" (this deployment was re-opened after a newer one was rolled back or aborted).
+  // Controls (Ledger::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed by
+  // the strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause) and "restore" (this
+  // deployment was re-opened after a newer one was rolled back or aborted).
   Json signals = Json::object();
   std::string state = "PENDING";
   std::string message;
@@ -171,7 +171,7 @@ struct RuntimeInstance {
   bool is_active = true;
   Json coordinates = Json::object();
   Resources reservation;
-  Json ports = Json::object();    // {"tcp/80": 31080}
+  Json ports = Json::object();  // {"tcp/80": 31080}
   Json volumes = Json::array();
   std::string driver_handle;
   bool healthy = false;

@@ -17,72 +17,71 @@ Table makeTable(RecordKind kind) {
   switch (kind) {
     case RecordKind::kCluster: {
       using namespace cluster_state;
-        return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
+      return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
     }
     case RecordKind::kNode: {
       using namespace node_state;
-        // A node joins a cluster (ALLOCATED), may be cordoned (no new placements) or
-        // drained (instances relocated away, then CORDONED), is sanitized before it is
-        // handed back (UNALLOCATED), and may be evicted for good from any state.
-        return {{kUnallocated, kAllocated, kCordoned, kDraining, kSanitizing, kEvicted},
-                {{kUnallocated, {kAllocated, kEvicted}},
-                 {kAllocated, {kCordoned, kDraining, kSanitizing, kEvicted}},
-                 {kCordoned, {kAllocated, kDraining, kSanitizing, kEvicted}},
-                 {kDraining, {kCordoned, kAllocated, kSanitizing, kEvicted}},
-                 {kSanitizing, {kUnallocated, kEvicted}},
-                 {kEvicted, {}}}};
+      // A node joins a cluster (ALLOCATED), may be cordoned (no new placements) or
+      // drained (instances relocated away, then CORDONED), is sanitized before it is
+      // handed back (UNALLOCATED), and may be evicted for good from any state.
+      return {{kUnallocated, kAllocated, kCordoned, kDraining, kSanitizing, kEvicted},
+              {{kUnallocated, {kAllocated, kEvicted}},
+               {kAllocated, {kCordoned, kDraining, kSanitizing, kEvicted}},
+               {kCordoned, {kAllocated, kDraining, kSanitizing, kEvicted}},
+               {kDraining, {kCordoned, kAllocated, kSanitizing, kEvicted}},
+               {kSanitizing, {kUnallocated, kEvicted}},
+               {kEvicted, {}}}};
     }
     case RecordKind::kPlan: {
       using namespace plan_state;
-        return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
+      return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
     }
     case RecordKind::kDeployment: {
       using namespace deployment_state;
-        return {{kPending, kInProgress, kPaused, kCompleted, kFailed, kCancelled, kRolledBack},
-                {{kPending, {kInProgress, kCancelled, kFailed}},
-                 {kInProgress, {kPaused, kCompleted, kFailed, kCancelled, kRolledBack}},
-                 {kPaused, {kInProgress, kCompleted, kFailed, kCancelled, kRolledBack}},
-                 // A completed deployment is re-opened when a newer one is rolled back or
-                 // aborted (restore), and may itself be rolled back; a FAILED one is retried.
-                 {kCompleted, {kInProgress, kRolledBack}},
-                 {kFailed, {kInProgress, kRolledBack}},
-                 {kCancelled, {}},
-                 {kRolledBack, {}}}};
+      return {{kPending, kInProgress, kPaused, kCompleted, kFailed, kCancelled, kRolledBack},
+              {{kPending, {kInProgress, kCancelled, kFailed}},
+               {kInProgress, {kPaused, kCompleted, kFailed, kCancelled, kRolledBack}},
+               {kPaused, {kInProgress, kCompleted, kFailed, kCancelled, kRolledBack}},
+               // A completed deployment is re-opened when a newer one is rolled back or
+               // aborted (restore), and may itself be rolled back; a FAILED one is retried.
+               {kCompleted, {kInProgress, kRolledBack}},
+               {kFailed, {kInProgress, kRolledBack}},
+               {kCancelled, {}},
+               {kRolledBack, {}}}};
     }
     case RecordKind::kMetaInstance: {
       using namespace meta_state;
-        return {{kActive, kStopped, kMarkedForDeletion, kDeleted},
-                {{kActive, {kStopped, kMarkedForDeletion}},
-                 {kStopped, {kActive, kMarkedForDeletion}},
-                 {kMarkedForDeletion, {kDeleted}},
-                 {kDeleted, {}}}};
+      return {{kActive, kStopped, kMarkedForDeletion, kDeleted},
+              {{kActive, {kStopped, kMarkedForDeletion}},
+               {kStopped, {kActive, kMarkedForDeletion}},
+               {kMarkedForDeletion, {kDeleted}},
+               {kDeleted, {}}}};
     }
     case RecordKind::kRuntimeInstance: {
       using namespace runtime_state;
-        // FAILED and TERMINATED hold no resources. A FAILED instance is only ever cleaned
-        // up (TERMINATED); a retry places a new runtime instance.
-        return {{kPending, kStarting, kRunning, kStopping, kStopped, kTerminated, kFailed},
-                {{kPending, {kStarting, kTerminated, kFailed}},
-                 {kStarting, {kRunning, kStopping, kFailed}},
-                 {kRunning, {kStopping, kFailed}},
-                 {kStopping, {kStopped, kTerminated, kFailed}},
-                 {kStopped, {kStarting, kTerminated}},
-                 {kFailed, {kTerminated}},
-                 {kTerminated, {}}}};
+      // FAILED and TERMINATED hold no resources. A FAILED instance is only ever cleaned
+      // up (TERMINATED); a retry places a new runtime instance.
+      return {{kPending, kStarting, kRunning, kStopping, kStopped, kTerminated, kFailed},
+              {{kPending, {kStarting, kTerminated, kFailed}},
+               {kStarting, {kRunning, kStopping, kFailed}},
+               {kRunning, {kStopping, kFailed}},
+               {kStopping, {kStopped, kTerminated, kFailed}},
+               {kStopped, {kStarting, kTerminated}},
+               {kFailed, {kTerminated}},
+               {kTerminated, {}}}};
     }
     case RecordKind::kOperation: {
       using namespace operation_state;
-        // RUNNING → APPROVED is a retry after backoff (attempts counts them).
-        return {{kPending, kPendingApproval, kApproved, kRunning, kSucceeded, kFailed, kRejected,
-                 kCancelled},
-                {{kPending, {kPendingApproval, kApproved, kRejected, kCancelled, kFailed}},
-                 {kPendingApproval, {kApproved, kRejected, kCancelled}},
-                 {kApproved, {kRunning, kCancelled, kFailed}},
-                 {kRunning, {kSucceeded, kFailed, kApproved, kCancelled}},
-                 {kSucceeded, {}},
-                 {kFailed, {}},
-                 {kRejected, {}},
-                 {kCancelled, {}}}};
+      // RUNNING → APPROVED is a retry after backoff (attempts counts them).
+      return {{kPending, kPendingApproval, kApproved, kRunning, kSucceeded, kFailed, kRejected, kCancelled},
+              {{kPending, {kPendingApproval, kApproved, kRejected, kCancelled, kFailed}},
+               {kPendingApproval, {kApproved, kRejected, kCancelled}},
+               {kApproved, {kRunning, kCancelled, kFailed}},
+               {kRunning, {kSucceeded, kFailed, kApproved, kCancelled}},
+               {kSucceeded, {}},
+               {kFailed, {}},
+               {kRejected, {}},
+               {kCancelled, {}}}};
     }
   }
   return {};
@@ -152,8 +151,8 @@ bool isRolloutOver(std::string_view state) {
 Status checkTransition(RecordKind kind, std::string_view from, std::string_view to) {
   const std::string what = recordKindName(kind);
   if (!isKnownState(kind, to)) {
-    return Status::invalidArgument(what + " has no state '" + std::string(to) + "' (states: " +
-                                   joined(statesOf(kind)) + ")");
+    return Status::invalidArgument(what + " has no state '" + std::string(to) + "' (states: " + joined(statesOf(kind)) +
+                                   ")");
   }
   const auto& next = tableOf(kind).next;
   auto it = next.find(from);

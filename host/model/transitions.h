@@ -37,7 +37,7 @@ bool isTerminalOperationState(std::string_view state);
 // The runtime instance states that hold nothing: an instance in one of them has released its
 // reservation (in the transaction that moved it there) and no longer counts as running.
 inline constexpr std::array<const char*, 2> kReleasedRuntimeStates = {runtime_state::kTerminated,
-                                                                       runtime_state::kFailed};
+                                                                      runtime_state::kFailed};
 // True for every runtime instance state but those above.
 bool holdsResources(std::string_view runtime_state);
 

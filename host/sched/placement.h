@@ -55,7 +55,7 @@ struct VolumeAssignment {
 struct Placement {
   std::string node;
   std::string update_domain;
-  model::Resources reservation;  // sum of the plan's applications' resources
+  model::Resources reservation;           // sum of the plan's applications' resources
   std::vector<VolumeAssignment> volumes;  // plan order: application, then volume
 };
 

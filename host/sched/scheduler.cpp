@@ -165,9 +165,8 @@ Status PlacementRun::prepare() {
   }
   request_order_.resize(requests_.size());
   for (size_t i = 0; i < requests_.size(); ++i) request_order_[i] = static_cast<int>(i);
-  std::stable_sort(request_order_.begin(), request_order_.end(), [&](int a, int b) {
-    return requests_[a].volume->capacity_gib > requests_[b].volume->capacity_gib;
-  });
+  std::stable_sort(request_order_.begin(), request_order_.end(),
+                   [&](int a, int b) { return requests_[a].volume->capacity_gib > requests_[b].volume->capacity_gib; });
   scratch_chosen_.resize(requests_.size());
   volume_free_ = s_.volume_free_.data();
 
@@ -342,8 +341,8 @@ Result<std::vector<Placement>> PlacementRun::runOne() {
 }
 
 std::string PlacementRun::failure(size_t placed, int count) {
-  std::string message = std::to_string(placed) + " of " + std::to_string(count) + " instances of plan '" +
-                        plan_.name + "' fit";
+  std::string message =
+      std::to_string(placed) + " of " + std::to_string(count) + " instances of plan '" + plan_.name + "' fit";
   if (s_.nodes_.empty()) return message + "; there are no nodes";
 
   // (filter, detail, state or cluster name) -> nodes; the map keeps filter order for ties.
@@ -385,10 +384,8 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
   const std::string is = one ? "is " : "are ";
   const std::string lack = one ? "lacks " : "lack ";
   switch (filter) {
-    case Filter::kExcluded:
-      return n + is + "excluded by the request";
-    case Filter::kState:
-      return n + is + subject;
+    case Filter::kExcluded: return n + is + "excluded by the request";
+    case Filter::kState: return n + is + subject;
     case Filter::kCluster: {
       auto it = s_.cluster_states_.find(subject);
       if (it == s_.cluster_states_.end()) return n + is + "in unknown cluster '" + subject + "'";
@@ -411,16 +408,13 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
     case Filter::kMaxPerNode:
       return n + "already " + (one ? "runs " : "run ") + std::to_string(options_.max_per_node) + " instance" +
              (options_.max_per_node == 1 ? "" : "s") + " of the plan (max_per_node)";
-    case Filter::kCores:
-      return n + lack + amount(demand_.cores) + " free cores";
-    case Filter::kMemory:
-      return n + lack + amount(demand_.memory_gib) + " GiB free memory";
+    case Filter::kCores: return n + lack + amount(demand_.cores) + " free cores";
+    case Filter::kMemory: return n + lack + amount(demand_.memory_gib) + " GiB free memory";
     case Filter::kVolume: {
       const model::PersistentVolume& volume = *requests_[detail].volume;
       return n + lack + "a " + volume.storage_class + " volume with " + amount(volume.capacity_gib) + " GiB free";
     }
-    case Filter::kNone:
-      break;
+    case Filter::kNone: break;
   }
   return n + "rejected";
 }
@@ -441,8 +435,8 @@ std::vector<std::string> Scheduler::chooseScaleDown(const std::vector<InstanceFa
   if (count <= 0 || instances.empty()) return {};
 
   std::unordered_map<std::string, int> domain_index;
-  std::vector<int> remaining;   // instances left per domain
-  std::vector<int> domain_of;   // per instance
+  std::vector<int> remaining;  // instances left per domain
+  std::vector<int> domain_of;  // per instance
   for (const auto& fact : instances) {
     std::string domain = fact.update_domain;
     if (domain.empty()) {

@@ -57,8 +57,7 @@ class Scheduler {
   // many nodes each filter rejected ("2 of 5 instances of plan 'web' fit; of 9 nodes,
   // 3 lack capability type GPU ≥ nvidia-p100; 2 lack 4 free cores; 1 is CORDONED").
   // kInvalidArgument for count < 0, max_per_node < 1 or an unknown comparator.
-  Result<std::vector<Placement>> place(const model::Plan& plan, int count,
-                                       const PlacementOptions& options = {}) const;
+  Result<std::vector<Placement>> place(const model::Plan& plan, int count, const PlacementOptions& options = {}) const;
 
   // The meta instance names of `count` instances to remove from `instances` (the live
   // instances of one plan), in removal order: unhealthy first; then from the update domain

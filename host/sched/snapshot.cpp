@@ -74,8 +74,7 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<model::Node> nodes, std::vect
   return s;
 }
 
-Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_instance,
-                               const Placement& placement) {
+Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_instance, const Placement& placement) {
   const int node = nodeIndex(placement.node);
   if (node < 0) return Status::notFound("node '" + placement.node + "' is not in the scheduling snapshot");
   NodeEntry& entry = nodes_[node];

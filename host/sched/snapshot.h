@@ -55,9 +55,9 @@ class ClusterSnapshot {
   struct NodeEntry {
     double remaining_cores = 0;
     double remaining_memory = 0;
-    double per_core = 0;  // 1 / allocatable cores (total - system reserved); 0 if none
-    double per_gib = 0;   // 1 / allocatable memory; 0 if none
-    int domain = 0;       // index into domains_
+    double per_core = 0;       // 1 / allocatable cores (total - system reserved); 0 if none
+    double per_gib = 0;        // 1 / allocatable memory; 0 if none
+    int domain = 0;            // index into domains_
     int first_capability = 0;  // [first_capability, +capability_count) of node_capabilities_
     int capability_count = 0;
     int first_volume = 0;  // [first_volume, +volume_count) of volume_free_ / volume_class_
@@ -85,8 +85,8 @@ class ClusterSnapshot {
   int volumeFor(int node, const VolumeUse& use) const;
   void count(const std::string& plan, const std::string& meta_instance, int node, int domain);
 
-  std::vector<NodeEntry> nodes_;       // sorted by name
-  std::vector<model::Node> records_;  // parallel to nodes_
+  std::vector<NodeEntry> nodes_;        // sorted by name
+  std::vector<model::Node> records_;    // parallel to nodes_
   std::vector<int> node_capabilities_;  // ids into capabilities_, grouped by node
   std::unordered_map<std::string, int> node_index_;
   std::vector<std::string> domains_;
@@ -96,8 +96,8 @@ class ClusterSnapshot {
   std::vector<std::string> storage_classes_;
   std::unordered_map<std::string, int> storage_class_index_;
   std::unordered_map<std::string, std::string> cluster_states_;  // name -> state
-  std::vector<double> volume_free_;  // per local volume, grouped by node
-  std::vector<int> volume_class_;    // per local volume: index into storage_classes_
+  std::vector<double> volume_free_;                              // per local volume, grouped by node
+  std::vector<int> volume_class_;                                // per local volume: index into storage_classes_
   std::unordered_map<std::string, PlanUsage> plans_;
   std::unordered_map<std::string, std::vector<int>> nodes_of_meta_;  // meta instance -> node indexes
 };

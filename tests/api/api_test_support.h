@@ -27,10 +27,8 @@ inline const std::string kAdminToken = "admin-secret";
 inline api::ServerOptions testServerOptions() {
   api::ServerOptions options;
   options.port = 0;
-  options.config_tokens = {{kViewerToken, "viewer"},
-                           {kOperatorToken, "operator"},
-                           {kApproverToken, "approver"},
-                           {kAdminToken, "admin"}};
+  options.config_tokens = {
+      {kViewerToken, "viewer"}, {kOperatorToken, "operator"}, {kApproverToken, "approver"}, {kAdminToken, "admin"}};
   return options;
 }
 
@@ -101,8 +99,8 @@ class ApiHarness {
   // A snapshot of every list the API serves, to show a failed request wrote nothing.
   Json everything() const {
     Json all;
-    for (const char* path : {"/v1/capabilities", "/v1/clusters", "/v1/nodes", "/v1/plans", "/v1/instances",
-                             "/v1/operations"}) {
+    for (const char* path :
+         {"/v1/capabilities", "/v1/clusters", "/v1/nodes", "/v1/plans", "/v1/instances", "/v1/operations"}) {
       Reply r = get(std::string(path) + "?limit=1000");
       REQUIRE(r.status == 200);
       all[path] = r.json();

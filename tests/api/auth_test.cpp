@@ -16,8 +16,8 @@ using namespace tide::testing;
 namespace {
 
 std::filesystem::path freshDir(const std::string& name) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("tide-api-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tide-api-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   return dir;
 }

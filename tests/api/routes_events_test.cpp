@@ -43,9 +43,8 @@ TEST_CASE("api: events page with after, limit, kind and subject") {
 TEST_CASE("api: an events long poll returns when an event arrives from another thread") {
   ApiHarness h;
   int64_t last = h.lastEventSeq();
-  auto poll = std::async(std::launch::async, [&] {
-    return h.get("/v1/events?wait=30&after=" + std::to_string(last), kViewerToken);
-  });
+  auto poll = std::async(std::launch::async,
+                         [&] { return h.get("/v1/events?wait=30&after=" + std::to_string(last), kViewerToken); });
   // Append once the poll waits (the outcome would be the same if it did not yet).
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   REQUIRE(h.ledger->appendEvent("test.ping", "test/1", Json{{"n", 1}}, "tester").isOk());
@@ -62,9 +61,8 @@ TEST_CASE("api: an events long poll returns when an event arrives from another t
 TEST_CASE("api: a filtered long poll keeps waiting past events that do not match") {
   ApiHarness h;
   int64_t last = h.lastEventSeq();
-  auto poll = std::async(std::launch::async, [&] {
-    return h.get("/v1/events?wait=30&kind=test.wanted&after=" + std::to_string(last));
-  });
+  auto poll = std::async(std::launch::async,
+                         [&] { return h.get("/v1/events?wait=30&kind=test.wanted&after=" + std::to_string(last)); });
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
   REQUIRE(h.ledger->appendEvent("test.other", "test/1", Json::object(), "tester").isOk());
   REQUIRE(h.ledger->appendEvent("test.wanted", "test/2", Json::object(), "tester").isOk());
@@ -84,16 +82,15 @@ TEST_CASE("api: the event stream delivers events as server-sent events") {
     c.set_read_timeout(20, 0);
     std::string received;
     std::string content_type;
-    auto result = c.Get(
-        ("/v1/events/stream?after=" + std::to_string(last)).c_str(),
-        [&](const httplib::Response& response) {
-          content_type = response.get_header_value("Content-Type");
-          return response.status == 200;
-        },
-        [&](const char* data, size_t size) {
-          received.append(data, size);
-          return received.find("\n\n") == std::string::npos;  // stop after the first event
-        });
+    auto result = c.Get(("/v1/events/stream?after=" + std::to_string(last)).c_str(),
+                        [&](const httplib::Response& response) {
+                          content_type = response.get_header_value("Content-Type");
+                          return response.status == 200;
+                        },
+                        [&](const char* data, size_t size) {
+                          received.append(data, size);
+                          return received.find("\n\n") == std::string::npos;  // stop after the first event
+                        });
     return std::make_pair(content_type, received);
   });
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));

@@ -154,7 +154,8 @@ TEST_CASE("api: clusters round trip, activate and deactivate with If-Match") {
   CHECK(bad_tag.status == 400);
   CHECK(bad_tag.detailNames("If-Match"));
 
-  Reply on = h.post("/v1/clusters/edge/activate", "", "", kAdminToken, {{"If-Match", "\"" + off.header("ETag") + "\""}});
+  Reply on =
+      h.post("/v1/clusters/edge/activate", "", "", kAdminToken, {{"If-Match", "\"" + off.header("ETag") + "\""}});
   CHECK(on.status == 200);
   CHECK(on.json()["state"] == "ACTIVE");
 
@@ -206,8 +207,8 @@ labels:
   Reply uncordoned = h.post("/v1/nodes/kind-worker3/uncordon", "", "", kOperatorToken);
   REQUIRE(uncordoned.status == 200);
   CHECK(uncordoned.json()["state"] == "ALLOCATED");
-  Reply draining = h.post("/v1/nodes/kind-worker3/drain", "", "", kOperatorToken,
-                          {{"If-Match", uncordoned.header("ETag")}});
+  Reply draining =
+      h.post("/v1/nodes/kind-worker3/drain", "", "", kOperatorToken, {{"If-Match", uncordoned.header("ETag")}});
   REQUIRE(draining.status == 200);
   CHECK(draining.json()["state"] == "DRAINING");
 
@@ -246,8 +247,8 @@ TEST_CASE("api: manifests apply atomically") {
   CHECK(clash.status == 409);
   CHECK(h.everything() == before);
 
-  Reply invalid = h.post("/v1/manifests", "capabilities:\n  - {name: ok, type: GPU}\n  - {name: bad}\n",
-                         "application/yaml");
+  Reply invalid =
+      h.post("/v1/manifests", "capabilities:\n  - {name: ok, type: GPU}\n  - {name: bad}\n", "application/yaml");
   CHECK(invalid.status == 400);
   CHECK(invalid.detailNames("capabilities[1].type"));
   CHECK(h.everything() == before);

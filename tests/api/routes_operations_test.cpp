@@ -44,7 +44,7 @@ struct Fixture {
 
   // An operation as the controller makes it (priority 0), left PENDING.
   model::Operation pending(const std::string& meta_instance, const std::string& type = "CREATE",
-                            const std::string& requested_by = "controller") {
+                           const std::string& requested_by = "controller") {
     model::Operation operation;
     operation.meta_instance = meta_instance;
     operation.type = type;
@@ -99,8 +99,9 @@ struct FakeLogs {
 TEST_CASE("api: an approver approves an operation waiting for approval") {
   Fixture f;
   model::Operation op = f.waiting(f.instance);
-  REQUIRE(f.h.ledger->recordDecisions({{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}),
-                                        40, "", ""}})
+  REQUIRE(f.h.ledger
+              ->recordDecisions(
+                  {{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}), 40, "", ""}})
               .isOk());
 
   Reply got = f.h.get(operationPath(op), kViewerToken);
@@ -242,8 +243,8 @@ TEST_CASE("api: a user operation supersedes a pending controller operation and i
 
   // An equal-priority operation is unfinished now: the next one is refused.
   Json before = f.h.everything();
-  Reply behind_user = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "STOP"})",
-                               "application/json", kOperatorToken);
+  Reply behind_user = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "STOP"})", "application/json",
+                               kOperatorToken);
   CHECK(behind_user.status == 409);
   CHECK(f.h.everything() == before);
 
@@ -279,9 +280,9 @@ TEST_CASE("api: a user operation names a known type on a live instance") {
   CHECK(extra.status == 400);
   CHECK(extra.detailNames("priority"));
   CHECK(f.h.post(path, R"({"type": "STOP"})", "application/json", kViewerToken).status == 403);
-  CHECK(f.h.post("/v1/instances/nginx-service-nope/operations", R"({"type": "STOP"})", "application/json",
-                 kOperatorToken)
-            .status == 404);
+  CHECK(
+      f.h.post("/v1/instances/nginx-service-nope/operations", R"({"type": "STOP"})", "application/json", kOperatorToken)
+          .status == 404);
   CHECK(f.h.everything() == before);
 
   REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());

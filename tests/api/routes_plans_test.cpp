@@ -89,14 +89,16 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
   CHECK(d1["payload_coordinates"][0]["coordinates"] == Json{{"image", "nginx:latest"}});
 
   // Without a plan in the body, the path names it; line numbers still point at the body.
-  Json no_plan = {{"deployment_id", "deployment-2"},
-                  {"payload_coordinates", {{{"payload_name", "nginx-payload"}, {"coordinates", {{"image", "nginx:1.27"}}}}}},
-                  {"instance_count", 2}};
+  Json no_plan = {
+      {"deployment_id", "deployment-2"},
+      {"payload_coordinates", {{{"payload_name", "nginx-payload"}, {"coordinates", {{"image", "nginx:1.27"}}}}}},
+      {"instance_count", 2}};
   Reply json = h.post(kDeployments, no_plan.dump(), "application/json", kOperatorToken);
   REQUIRE(json.status == 201);
   CHECK(json.json()["plan"] == kPlan);
-  Reply yaml = h.post(kDeployments, "deployment_id: deployment-3\npayload_coordinates:\n  - payload_name: nginx-payload\n"
-                                    "    coordinates: {image: \"nginx:1.28\"}\ninstance_count: 1",
+  Reply yaml = h.post(kDeployments,
+                      "deployment_id: deployment-3\npayload_coordinates:\n  - payload_name: nginx-payload\n"
+                      "    coordinates: {image: \"nginx:1.28\"}\ninstance_count: 1",
                       "application/yaml");
   REQUIRE(yaml.status == 201);
 
@@ -111,8 +113,8 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
       "payload_coordinates":[{"payload_name":"nginx-payload","coordinates":{"image":"a"}}]})");
   CHECK(mismatch_json.status == 400);
   CHECK(mismatch_json.detailNames("plan"));
-  Reply bad_field = h.post(kDeployments, "deployment_id: d9\npayload_coordinates: []\ninstance_count: many\n",
-                           "application/yaml");
+  Reply bad_field =
+      h.post(kDeployments, "deployment_id: d9\npayload_coordinates: []\ninstance_count: many\n", "application/yaml");
   CHECK(bad_field.status == 400);
   CHECK(bad_field.detailNames("instance_count"));
   CHECK(bad_field.json()["error"]["message"].get<std::string>().find("request body:") == 0);

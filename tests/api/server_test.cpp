@@ -158,7 +158,8 @@ TEST_CASE("api: /metrics counts requests by route pattern and code") {
   CHECK(text.find(R"(tide_http_requests_total{method="GET",route="/v1/capabilities/{name}",code="404"} 1)") !=
         std::string::npos);
   CHECK(text.find(R"(tide_http_requests_total{method="GET",route="unmatched",code="404"} 1)") != std::string::npos);
-  CHECK(text.find(R"(tide_http_request_duration_seconds_bucket{method="GET",route="/v1/capabilities/{name}",le="+Inf"} 2)") !=
+  CHECK(text.find(
+            R"(tide_http_request_duration_seconds_bucket{method="GET",route="/v1/capabilities/{name}",le="+Inf"} 2)") !=
         std::string::npos);
   CHECK(text.find(R"(tide_http_request_duration_seconds_count{method="POST",route="/v1/capabilities"} 1)") !=
         std::string::npos);

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -135,8 +135,8 @@ struct Timing {
 Timing stop(const Stopwatch& watch) { return {watch.wallMs(), watch.cpuMs()}; }
 
 void report(const char* what, int placements, Timing t) {
-  std::printf("%-44s %6d placements in %8.1f ms wall = %9.0f/s; %8.1f ms CPU = %9.0f/s\n", what, placements,
-              t.wall_ms, placements / (t.wall_ms / 1000), t.cpu_ms, placements / (t.cpu_ms / 1000));
+  std::printf("%-44s %6d placements in %8.1f ms wall = %9.0f/s; %8.1f ms CPU = %9.0f/s\n", what, placements, t.wall_ms,
+              placements / (t.wall_ms / 1000), t.cpu_ms, placements / (t.cpu_ms / 1000));
 }
 
 // Re-derives every node's usage from the placements alone and compares it with the
@@ -291,7 +291,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < problems.size() && i < 20; ++i) std::printf("  %s\n", problems[i].c_str());
     return 1;
   }
-  std::printf("check: OK (no node or volume over-committed, per-node counts within max_per_node, "
-              "update domains within 1 of even or full)\n");
+  std::printf(
+      "check: OK (no node or volume over-committed, per-node counts within max_per_node, "
+      "update domains within 1 of even or full)\n");
   return 0;
 }

@@ -264,14 +264,16 @@ TEST_CASE("cli: everything survives a restart of tide serve") {
   // has nothing more to do (the same view for half a second).
   CliRun show = serve.tide("deployment show nginx-deployment-plan -o json");
   auto unchanged_since = std::chrono::steady_clock::now();
-  eventually([&] {
-    CliRun again = serve.tide("deployment show nginx-deployment-plan -o json");
-    if (again.out != show.out) {
-      show = again;
-      unchanged_since = std::chrono::steady_clock::now();
-    }
-    return std::chrono::steady_clock::now() - unchanged_since >= std::chrono::milliseconds(500);
-  }, std::chrono::seconds(20));
+  eventually(
+      [&] {
+        CliRun again = serve.tide("deployment show nginx-deployment-plan -o json");
+        if (again.out != show.out) {
+          show = again;
+          unchanged_since = std::chrono::steady_clock::now();
+        }
+        return std::chrono::steady_clock::now() - unchanged_since >= std::chrono::milliseconds(500);
+      },
+      std::chrono::seconds(20));
   const CliRun nodes = serve.tide("node list -o json");
   const CliRun events = serve.tide("events -o json");
   REQUIRE(nodes.code == 0);

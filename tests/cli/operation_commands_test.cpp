@@ -107,12 +107,15 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
   CHECK(several.out.empty());
   CHECK(several.err == "error: 2 operations of plan " + kPlan +
                            " are waiting for approval; pass --operation-id ID or --all\n"
-                           "  operation " + described(two, "CREATE", second) + "\n"
-                           "  operation " + described(three, "CREATE", third) + "\n");
+                           "  operation " +
+                           described(two, "CREATE", second) +
+                           "\n"
+                           "  operation " +
+                           described(three, "CREATE", third) + "\n");
   CHECK(f.operation(two).state == "PENDING_APPROVAL");
 
-  CliRun chosen = f.live.run(
-      {"deployment", "approve-operation", kPlan, "--operation-id", std::to_string(three), "--reason", "canary is fine"});
+  CliRun chosen = f.live.run({"deployment", "approve-operation", kPlan, "--operation-id", std::to_string(three),
+                              "--reason", "canary is fine"});
   REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
   CHECK(chosen.out == "approved operation " + described(three, "CREATE", third) + "\n");
   CHECK(f.operation(three).message == "canary is fine");
@@ -175,9 +178,13 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
   std::string second = f.newInstance();
   CliRun ambiguous = f.live.run({"deployment", "operate", kPlan, "--stop"});
   CHECK(ambiguous.code == 1);
-  CHECK(ambiguous.err == "error: plan " + kPlan + " has 2 live meta instances; pass --meta-instance-name NAME\n"
-                             "  " + first + " (ACTIVE, deployment deployment-1)\n"
-                             "  " + second + " (ACTIVE, deployment deployment-1)\n");
+  CHECK(ambiguous.err == "error: plan " + kPlan +
+                             " has 2 live meta instances; pass --meta-instance-name NAME\n"
+                             "  " +
+                             first +
+                             " (ACTIVE, deployment deployment-1)\n"
+                             "  " +
+                             second + " (ACTIVE, deployment deployment-1)\n");
   CHECK(f.operationsOf(second).empty());
 
   CliRun stopped = f.live.run({"deployment", "operate", kPlan, "--stop", "-x", second, "-o", "json"});
@@ -245,11 +252,11 @@ TEST_CASE("cli: deployment show lists runtime instance details and who asked for
 
   CliRun show = f.live.run({"deployment", "show", kPlan});
   REQUIRE_MESSAGE(show.code == 0, show.err);
-  for (const std::string& line : std::vector<std::string>{"Node Name: kind-worker", "Is Active: true", "State: PENDING",
-                                  "Host Ports: tcp/80 -> 31080", "Healthy: false", "Image: nginx:latest",
-                                  "ID: " + std::to_string(id), "Type: CREATE", "State: APPROVED",
-                                  "Requested By: controller", "Approved By: " + kAdminName, "Attempts: 0",
-                                  "Message: approved by " + kAdminName}) {
+  for (const std::string& line : std::vector<std::string>{
+           "Node Name: kind-worker", "Is Active: true", "State: PENDING", "Host Ports: tcp/80 -> 31080",
+           "Healthy: false", "Image: nginx:latest", "ID: " + std::to_string(id), "Type: CREATE", "State: APPROVED",
+           "Requested By: controller", "Approved By: " + kAdminName, "Attempts: 0",
+           "Message: approved by " + kAdminName}) {
     CHECK_MESSAGE(contains(show.out, line), line);
   }
   Json view = Json::parse(f.live.run({"deployment", "show", kPlan, "-o", "json"}).out);

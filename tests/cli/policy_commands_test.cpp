@@ -69,8 +69,7 @@ CliRun runBinary(const std::string& args) {
 }  // namespace
 
 TEST_CASE("cli: scripts test passes every shipped policy and strategy, and policy test is its alias") {
-  const std::vector<std::string> dirs = {"--policies", kSourceDir + "/policies", "--scripts",
-                                         kSourceDir + "/scripts"};
+  const std::vector<std::string> dirs = {"--policies", kSourceDir + "/policies", "--scripts", kSourceDir + "/scripts"};
   std::vector<std::string> args = {"scripts", "test"};
   args.insert(args.end(), dirs.begin(), dirs.end());
   CliRun scripts = runCli(args);
@@ -92,18 +91,18 @@ TEST_CASE("cli: scripts test prints every case, exits 1 on a failure and refuses
   TempDir root;
   writeFailingScripts(root.path);
   const std::string scripts_dir = (root.path / "scripts").string();
-  CliRun run = runCli({"scripts", "test", "--policies", (root.path / "policies").string(),
-                       "--scripts", scripts_dir});
+  CliRun run = runCli({"scripts", "test", "--policies", (root.path / "policies").string(), "--scripts", scripts_dir});
   INFO(run.out);
   CHECK(run.code == 1);
-  CHECK(contains(run.out, "always_deny.lua\n  PASS  denies\n"
-                          "  FAIL  claims to approve: expected approve, got deny: never\n"));
-  CHECK(contains(run.out, "idle.lua\n  PASS  does nothing\n"
-                          "  FAIL  claims to create: expected create(1), got nothing\n"));
+  CHECK(contains(run.out,
+                 "always_deny.lua\n  PASS  denies\n"
+                 "  FAIL  claims to approve: expected approve, got deny: never\n"));
+  CHECK(contains(run.out,
+                 "idle.lua\n  PASS  does nothing\n"
+                 "  FAIL  claims to create: expected create(1), got nothing\n"));
   CHECK(contains(run.out, "2 passed, 2 failed\n"));
 
-  CliRun hook = runCli({"scripts", "test", (root.path / "scripts" / "hooks").string(),
-                        "--scripts", scripts_dir});
+  CliRun hook = runCli({"scripts", "test", (root.path / "scripts" / "hooks").string(), "--scripts", scripts_dir});
   CHECK(hook.code == 1);
   CHECK(contains(hook.out, "quiet.lua\n  FAIL  not tested: "));
   CHECK(contains(hook.out, "quiet.lua: a hook has no tests; only policies and strategies do\n"));
@@ -117,8 +116,8 @@ TEST_CASE("cli: scripts test prints every case, exits 1 on a failure and refuses
 TEST_CASE("cli: the tide binary's scripts test -o json lists every file and case") {
   TempDir root;
   writeFailingScripts(root.path);
-  CliRun run = runBinary("scripts test -o json --policies " + (root.path / "policies").string() +
-                         " --scripts " + (root.path / "scripts").string());
+  CliRun run = runBinary("scripts test -o json --policies " + (root.path / "policies").string() + " --scripts " +
+                         (root.path / "scripts").string());
   INFO(run.out);
   CHECK(run.code == 1);
   const Json report = Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
@@ -130,16 +129,14 @@ TEST_CASE("cli: the tide binary's scripts test -o json lists every file and case
   CHECK(policy["kind"] == "policy");
   CHECK(policy["error"] == "");
   REQUIRE(policy["cases"].size() == 2);
-  CHECK(policy["cases"][1] == Json{{"name", "claims to approve"},
-                                   {"passed", false},
-                                   {"expected", "approve"},
-                                   {"actual", "deny: never"}});
+  CHECK(policy["cases"][1] ==
+        Json{{"name", "claims to approve"}, {"passed", false}, {"expected", "approve"}, {"actual", "deny: never"}});
   const Json& strategy = report["items"][1];
   CHECK(strategy["kind"] == "strategy");
   CHECK(strategy["cases"][0]["passed"] == true);
 
-  CliRun alias = runBinary("policy test -o json --policies " + (root.path / "policies").string() +
-                           " --scripts " + (root.path / "scripts").string());
+  CliRun alias = runBinary("policy test -o json --policies " + (root.path / "policies").string() + " --scripts " +
+                           (root.path / "scripts").string());
   CHECK(alias.code == 1);
   CHECK(alias.out == run.out);
 }

@@ -122,8 +122,8 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
   CHECK(lines[0] == "Watching deployment deployment-1 of plan " + kPlan + " (the newest)");
   CHECK(lines[1].ends_with("Z  PENDING  new 0/0 ready, old 0/0 ready"));
   CHECK(lines[2].ends_with("Z  CANCELLED  new 0/0 ready, old 0/0 ready  cancelled through the API"));
-  CHECK(watched.err == "error: deployment deployment-1 of plan " + kPlan +
-                           " ended CANCELLED: cancelled through the API\n");
+  CHECK(watched.err ==
+        "error: deployment deployment-1 of plan " + kPlan + " ended CANCELLED: cancelled through the API\n");
 
   // A finished deployment is one line; -o json makes it one object.
   CliRun again = fixture.live.run({"deployment", "watch", kPlan, "-D", "deployment-1", "-o", "json"});
@@ -170,9 +170,10 @@ TEST_CASE("cli: rollout controls act on the newest deployment and print its new 
   REQUIRE_MESSAGE(paused.code == 0, paused.err);
   CHECK(paused.out == "Deployment deployment-1 of plan " + kPlan + ": PAUSED (paused by bootstrap-admin: lunch)\n");
   show = fixture.live.run({"deployment", "show", kPlan});
-  CHECK(contains(show.out, "    State:                PAUSED\n"
-                           "    Message:              paused by bootstrap-admin: lunch\n"
-                           "    Paused By:            bootstrap-admin at "));
+  CHECK(contains(show.out,
+                 "    State:                PAUSED\n"
+                 "    Message:              paused by bootstrap-admin: lunch\n"
+                 "    Paused By:            bootstrap-admin at "));
   CHECK(contains(show.out, ": lunch\n    Progress Time:        "));
 
   CliRun resumed = fixture.live.run({"deployment", "resume", kPlan});
@@ -208,8 +209,9 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   CHECK(paused.out == "Deployment deployment-1 of plan " + kPlan +
                           " (the newest): PAUSED (paused by bootstrap-admin: maintenance)\n");
   CliRun show = serve.tide("deployment show " + kPlan);
-  CHECK(contains(show.out, "Rollout\n    Deployment ID:        deployment-1\n    Strategy:             rolling\n"
-                           "    State:                PAUSED\n"));
+  CHECK(contains(show.out,
+                 "Rollout\n    Deployment ID:        deployment-1\n    Strategy:             rolling\n"
+                 "    State:                PAUSED\n"));
   CHECK(contains(show.out, "    Paused By:            bootstrap-admin at "));
   CliRun resumed = serve.tide("deployment resume " + kPlan + " -D deployment-1");
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);

@@ -34,8 +34,8 @@ class ServeProcess {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
-    std::ofstream(data_dir_.path / "tide.yaml") << "process: {port_range_start: " << ports.start
-                                                << ", port_range_end: " << ports.end << "}\n";
+    std::ofstream(data_dir_.path / "tide.yaml")
+        << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n";
     start();
   }
 
@@ -53,8 +53,8 @@ class ServeProcess {
       ::dup2(fd, STDERR_FILENO);
       // The shipped policies and scripts (./policies, ./scripts) are the defaults.
       if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(),
-              "--config", config.c_str(), nullptr);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
+              config.c_str(), nullptr);
       ::_exit(127);
     }
     httplib::Client health(url_);
@@ -72,7 +72,8 @@ class ServeProcess {
   }
 
   // Stops the server and ends the workloads it started, which outlive it by design (
-  // docs/architecture.md#the-process-driver): the processes whose environment names a runtime instance under this data dir.
+  // docs/architecture.md#the-process-driver): the processes whose environment names a runtime instance under this data
+  // dir.
   ~ServeProcess() {
     stop();
     const std::string data_dir = data_dir_.path.string();
@@ -106,8 +107,8 @@ class ServeProcess {
   CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0)) const {
     std::string err_file = (data_dir_.path / "cli.err").string();
     std::string timeout = limit.count() > 0 ? "timeout " + std::to_string(limit.count()) + " " : "";
-    std::string command = timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + token_ +
-                          " 2>" + err_file;
+    std::string command =
+        timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + token_ + " 2>" + err_file;
     CliRun result;
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);

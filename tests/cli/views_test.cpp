@@ -78,11 +78,16 @@ TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instan
         "Total: 1\n"
         "\n"
         "Deployments\n"
-        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
-        "| Deployment ID | Instance Count |  State  | Message |                        Payload Information                         |\n"
-        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
-        "| deployment-1  |       1        | PENDING |         | Payload Name: nginx-payload, Coordinates: {\"image\":\"nginx:latest\"} |\n"
-        "+---------------+----------------+---------+---------+--------------------------------------------------------------------+\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------"
+        "------------+\n"
+        "| Deployment ID | Instance Count |  State  | Message |                        Payload Information             "
+        "            |\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------"
+        "------------+\n"
+        "| deployment-1  |       1        | PENDING |         | Payload Name: nginx-payload, Coordinates: "
+        "{\"image\":\"nginx:latest\"} |\n"
+        "+---------------+----------------+---------+---------+--------------------------------------------------------"
+        "------------+\n"
         "Total: 1\n"
         "\n"
         "Rollout\n"
@@ -99,8 +104,9 @@ TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instan
 TEST_CASE("cli: deployment show lists instances with their runtime instances and operations") {
   Json view = planView();
   view["instance_summary"] = {{"total", 1}, {"running", 0}, {"pending", 1}, {"failed", 0}};
-  view["operations_summary"] = {{"CREATE", {{"PENDING", 0}, {"PENDING_APPROVAL", 1}, {"APPROVED", 0},
-                                            {"RUNNING", 0}, {"SUCCEEDED", 0}, {"FAILED", 0}}}};
+  view["operations_summary"] = {
+      {"CREATE",
+       {{"PENDING", 0}, {"PENDING_APPROVAL", 1}, {"APPROVED", 0}, {"RUNNING", 0}, {"SUCCEEDED", 0}, {"FAILED", 0}}}};
   view["instances"] = Json::parse(R"([{
     "meta_instance": {"name": "nginx-service-a1b2c3", "plan": "nginx-deployment-plan",
                       "deployment_id": "deployment-1", "state": "ACTIVE"},
@@ -135,31 +141,54 @@ TEST_CASE("cli: deployment show lists instances with their runtime instances and
                   "+----------------+--------------------+------------+----------+-------------+\n"
                   "\n"
                   "Instances\n") != std::string::npos);
-  CHECK(text.ends_with(
-      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
-      "|  Meta Instance Name  | Deployment Plan Name  | Deployment ID |              Runtime Instances               |          Operations          |\n"
-      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
-      "| nginx-service-a1b2c3 | nginx-deployment-plan | deployment-1  | Node Name: kind-worker                       | ID: 9                        |\n"
-      "|                      |                       |               | Is Active: true                              | Type: CREATE                 |\n"
-      "|                      |                       |               | ID: 3                                        | Intent ID: deployment-1      |\n"
-      "|                      |                       |               | State: RUNNING                               | State: PENDING_APPROVAL      |\n"
-      "|                      |                       |               | Host Ports: tcp/80 -> 31080, udp/53 -> 31081 | Requested By: controller     |\n"
-      "|                      |                       |               | Healthy: true                                | Approved By:                 |\n"
-      "|                      |                       |               | Ready Since: 2026-11-21T12:00:05Z            | Attempts: 0                  |\n"
-      "|                      |                       |               | Image: nginx:latest                          | Message: waiting for a human |\n"
-      "|                      |                       |               | Message:                                     |                              |\n"
-      "|                      |                       |               | ----------------                             |                              |\n"
-      "|                      |                       |               | Node Name: kind-worker3                      |                              |\n"
-      "|                      |                       |               | Is Active: false                             |                              |\n"
-      "|                      |                       |               | ID: 4                                        |                              |\n"
-      "|                      |                       |               | State: PENDING                               |                              |\n"
-      "|                      |                       |               | Host Ports:                                  |                              |\n"
-      "|                      |                       |               | Healthy: false                               |                              |\n"
-      "|                      |                       |               | Ready Since:                                 |                              |\n"
-      "|                      |                       |               | Command: tide workload --listen :8080        |                              |\n"
-      "|                      |                       |               | Message: passive                             |                              |\n"
-      "+----------------------+-----------------------+---------------+----------------------------------------------+------------------------------+\n"
-      "Total: 1\n"));
+  CHECK(
+      text.ends_with("+----------------------+-----------------------+---------------+---------------------------------"
+                     "-------------+------------------------------+\n"
+                     "|  Meta Instance Name  | Deployment Plan Name  | Deployment ID |              Runtime Instances  "
+                     "             |          Operations          |\n"
+                     "+----------------------+-----------------------+---------------+---------------------------------"
+                     "-------------+------------------------------+\n"
+                     "| nginx-service-a1b2c3 | nginx-deployment-plan | deployment-1  | Node Name: kind-worker          "
+                     "             | ID: 9                        |\n"
+                     "|                      |                       |               | Is Active: true                 "
+                     "             | Type: CREATE                 |\n"
+                     "|                      |                       |               | ID: 3                           "
+                     "             | Intent ID: deployment-1      |\n"
+                     "|                      |                       |               | State: RUNNING                  "
+                     "             | State: PENDING_APPROVAL      |\n"
+                     "|                      |                       |               | Host Ports: tcp/80 -> 31080, "
+                     "udp/53 -> 31081 | Requested By: controller     |\n"
+                     "|                      |                       |               | Healthy: true                   "
+                     "             | Approved By:                 |\n"
+                     "|                      |                       |               | Ready Since: "
+                     "2026-11-21T12:00:05Z            | Attempts: 0                  |\n"
+                     "|                      |                       |               | Image: nginx:latest             "
+                     "             | Message: waiting for a human |\n"
+                     "|                      |                       |               | Message:                        "
+                     "             |                              |\n"
+                     "|                      |                       |               | ----------------                "
+                     "             |                              |\n"
+                     "|                      |                       |               | Node Name: kind-worker3         "
+                     "             |                              |\n"
+                     "|                      |                       |               | Is Active: false                "
+                     "             |                              |\n"
+                     "|                      |                       |               | ID: 4                           "
+                     "             |                              |\n"
+                     "|                      |                       |               | State: PENDING                  "
+                     "             |                              |\n"
+                     "|                      |                       |               | Host Ports:                     "
+                     "             |                              |\n"
+                     "|                      |                       |               | Healthy: false                  "
+                     "             |                              |\n"
+                     "|                      |                       |               | Ready Since:                    "
+                     "             |                              |\n"
+                     "|                      |                       |               | Command: tide workload --listen "
+                     ":8080        |                              |\n"
+                     "|                      |                       |               | Message: passive                "
+                     "             |                              |\n"
+                     "+----------------------+-----------------------+---------------+---------------------------------"
+                     "-------------+------------------------------+\n"
+                     "Total: 1\n"));
 }
 
 TEST_CASE("cli: node show prints resources, volumes and labels") {
@@ -179,11 +208,12 @@ TEST_CASE("cli: node show prints resources, volumes and labels") {
   CHECK(text.find("Remaining Resources\n    Cores:                60\n    Memory (GiB):         480\n") !=
         std::string::npos);
   CHECK(text.find("| /mnt/u001  |      SSD      |      1024      |") != std::string::npos);
-  CHECK(text.ends_with("Labels\n"
-                       "+------+-------+\n"
-                       "| Key  | Value |\n"
-                       "+------+-------+\n"
-                       "| rack |  r1   |\n"
-                       "+------+-------+\n"
-                       "Total: 1\n"));
+  CHECK(
+      text.ends_with("Labels\n"
+                     "+------+-------+\n"
+                     "| Key  | Value |\n"
+                     "+------+-------+\n"
+                     "| rack |  r1   |\n"
+                     "+------+-------+\n"
+                     "Total: 1\n"));
 }

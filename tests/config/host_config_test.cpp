@@ -26,7 +26,7 @@ std::vector<ErrorDetail> parseErrors(const std::string& text) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-const std::vector<std::string> kWorkloadArgv = {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}",
+const std::vector<std::string> kWorkloadArgv = {"{{tide}}",  "workload",     "--listen", "127.0.0.1:{{port.tcp.80}}",
                                                 "--version", "{{image.tag}}"};
 
 void checkDefaults(const HostConfig& c) {
@@ -188,8 +188,10 @@ default_verdict: approve
     FAIL("no error at " << field);
     return ErrorDetail{};
   };
-  CHECK(at("listen") == ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
-  CHECK(at("data_dri").message.starts_with("unknown key \"data_dri\" (did you mean \"data_dir\"?); known keys: listen"));
+  CHECK(at("listen") ==
+        ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
+  CHECK(
+      at("data_dri").message.starts_with("unknown key \"data_dri\" (did you mean \"data_dir\"?); known keys: listen"));
   CHECK(at("data_dri").location == "tide.yaml:2");
   CHECK(at("database").message == "must be sqlite://<path> or postgresql://<connection>");
   CHECK(at("auth.enabled").message == "expected true or false, got the string \"yes\"");
@@ -212,8 +214,8 @@ default_verdict: approve
 TEST_CASE("host config error: port range start must be below its end") {
   auto details = parseErrors("process:\n  port_range_start: 31000\n  port_range_end: 31000\n");
   REQUIRE(details.size() == 1);
-  CHECK(details[0] == ErrorDetail{"process.port_range_end", "port_range_start (31000) must be below port_range_end (31000)",
-                                  "tide.yaml:3"});
+  CHECK(details[0] == ErrorDetail{"process.port_range_end",
+                                  "port_range_start (31000) must be below port_range_end (31000)", "tide.yaml:3"});
   auto onlyStart = parseErrors("process: {port_range_start: 40000}\n");
   CHECK(onlyStart[0].field == "process.port_range_start");
 }
@@ -261,8 +263,8 @@ TEST_CASE("host config: matchImage picks the first glob that matches the whole i
                           {"*", {"fallback"}}};
   CHECK(matchImage(custom, "redis:7.2")->front() == "redis-7");
   CHECK(matchImage(custom, "redis:7.10")->front() == "redis-any");  // ? is one character
-  CHECK(matchImage(custom, "redis:")->front() == "redis-any");       // * may be empty
-  CHECK(matchImage(custom, "aXbYbZc")->front() == "abc");            // backtracking
+  CHECK(matchImage(custom, "redis:")->front() == "redis-any");      // * may be empty
+  CHECK(matchImage(custom, "aXbYbZc")->front() == "abc");           // backtracking
   CHECK(matchImage(custom, "abcab")->front() == "fallback");
   CHECK(matchImage(custom, "exact")->front() == "exact");
   CHECK(matchImage(custom, "exactly")->front() == "fallback");

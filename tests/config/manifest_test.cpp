@@ -213,8 +213,8 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   deployment.payload_coordinates = {{"app", Json{{"command", {"sleep", "10"}}, {"env", {{"A", "1"}}}}}};
   deployment.instance_count = 2;
   Json deploymentJson = deployment;
-  for (const char* key : {"state", "message", "rollout_state", "signals", "started_at", "completed_at", "paused_seconds",
-                          "paused_since"}) {
+  for (const char* key : {"state", "message", "rollout_state", "signals", "started_at", "completed_at",
+                          "paused_seconds", "paused_since"}) {
     deploymentJson.erase(key);
   }
 
@@ -437,7 +437,8 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
     CHECK(n.value.capabilities.size() == 2);
     domains.push_back(n.value.update_domain);
   }
-  CHECK(domains == std::vector<std::string>{"update-domain-1", "update-domain-1", "update-domain-2", "update-domain-2"});
+  CHECK(domains ==
+        std::vector<std::string>{"update-domain-1", "update-domain-1", "update-domain-2", "update-domain-2"});
   CHECK(nodes->nodes[3].value.name == "kind-worker4");
   CHECK(nodes->nodes[0].location == dir + "nodes.yaml:16");
 
@@ -586,7 +587,8 @@ clusters:
   CHECK(detailAt(details, "clusters[0].name").message == "is required");
   CHECK(details.size() == 11);
 
-  auto apps = parseErrors("name: p\nnamespace: ns\nserviceName: s\napplications:\n  - payloadName: a\n  - resources: {cores: 1}\n");
+  auto apps = parseErrors(
+      "name: p\nnamespace: ns\nserviceName: s\napplications:\n  - payloadName: a\n  - resources: {cores: 1}\n");
   CHECK(detailAt(apps, "applications[0].resources").location == "m.yaml:5");
   CHECK(detailAt(apps, "applications[1].payloadName").location == "m.yaml:6");
   CHECK(detailAt(apps, "applications[1].resources.memory").message == "is required");
@@ -628,15 +630,18 @@ TEST_CASE("manifest error: negative and absurd numbers") {
   CHECK(detailAt(plan, "applications[0].healthCheck.unhealthyThreshold").location == "m.yaml:10");
   CHECK(plan.size() == 7);
 
-  auto count = parseErrors(std::string(kMrdsDeployment).replace(std::string(kMrdsDeployment).find("instance_count: 1"),
-                                                                17, "instance_count: 10001"));
+  auto count =
+      parseErrors(std::string(kMrdsDeployment)
+                      .replace(std::string(kMrdsDeployment).find("instance_count: 1"), 17, "instance_count: 10001"));
   CHECK(detailAt(count, "instance_count").message == "must be between 0 and 10000, got 10001");
   CHECK(detailAt(count, "instance_count").location == "m.yaml:7");
-  auto negative = parseErrors("deployment_plan_name: p\ndeployment_id: d\ninstance_count: -1\n"
-                              "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
+  auto negative = parseErrors(
+      "deployment_plan_name: p\ndeployment_id: d\ninstance_count: -1\n"
+      "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
   CHECK(detailAt(negative, "instance_count").message == "must be between 0 and 10000, got -1");
-  auto huge = parseErrors("deployment_plan_name: p\ndeployment_id: d\ninstance_count: 99999999999999999999\n"
-                          "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
+  auto huge = parseErrors(
+      "deployment_plan_name: p\ndeployment_id: d\ninstance_count: 99999999999999999999\n"
+      "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
   CHECK(contains(detailAt(huge, "instance_count").message, "must be between 0 and 10000"));
 }
 
@@ -661,7 +666,8 @@ capabilities:
   auto deployments = parseErrors(std::string(kMrdsDeployment) + "---\n" + other + "---\n" + kMrdsDeployment);
   ErrorDetail dup = detailAt(deployments, "deployment_id");
   CHECK(dup.location == "m.yaml:18");
-  CHECK(dup.message == "duplicate deployment (plan/deployment_id) \"nginx-deployment-plan/deployment-1\" (first at m.yaml:2)");
+  CHECK(dup.message ==
+        "duplicate deployment (plan/deployment_id) \"nginx-deployment-plan/deployment-1\" (first at m.yaml:2)");
 }
 
 TEST_CASE("manifest error: duplicates inside a record") {
@@ -709,11 +715,11 @@ payload_coordinates:
   CHECK(detailAt(deployment, "payload_coordinates[1].payload_name").message ==
         "duplicate payload name \"a\" (first at m.yaml:5)");
 
-  auto twice = parseErrors("nodes:\n  - name: n\n    name: m\n    updateDomain: u\n    capabilityIDs: []\n"
-                           "    capabilities: []\n    totalResources: {cores: 1, memory: 1}\n");
+  auto twice = parseErrors(
+      "nodes:\n  - name: n\n    name: m\n    updateDomain: u\n    capabilityIDs: []\n"
+      "    capabilities: []\n    totalResources: {cores: 1, memory: 1}\n");
   CHECK(detailAt(twice, "nodes[0].name").message == "key given twice (first as \"name\" at line 2)");
-  CHECK(detailAt(twice, "nodes[0].capabilities").message ==
-        "key given twice (first as \"capabilityIDs\" at line 5)");
+  CHECK(detailAt(twice, "nodes[0].capabilities").message == "key given twice (first as \"capabilityIDs\" at line 5)");
 }
 
 TEST_CASE("manifest error: names outside the name rule carry nameProblem's text") {
@@ -757,25 +763,28 @@ deployments:
 }
 
 TEST_CASE("manifest error: mount paths must be absolute") {
-  auto details = parseErrors(planWith("    persistentVolumes:\n"
-                                      "      - {storageClass: SSD, capacity: 1, mountPath: data}\n"
-                                      "      - {storageClass: SSD, capacity: 1, mountPath: /data/../etc}\n"));
+  auto details =
+      parseErrors(planWith("    persistentVolumes:\n"
+                           "      - {storageClass: SSD, capacity: 1, mountPath: data}\n"
+                           "      - {storageClass: SSD, capacity: 1, mountPath: /data/../etc}\n"));
   CHECK(detailAt(details, "applications[0].persistentVolumes[0].mountPath").message ==
         "\"data\" must be an absolute path");
   CHECK(detailAt(details, "applications[0].persistentVolumes[0].mountPath").location == "m.yaml:8");
   CHECK(detailAt(details, "applications[0].persistentVolumes[1].mountPath").message ==
         "\"/data/../etc\" must not contain '..'");
-  auto local = parseErrors("nodes:\n  - {name: n, updateDomain: u, totalResources: {cores: 1, memory: 1},"
-                           " localVolumes: [{mountPath: mnt, storageClass: SSD, storageCapacity: 1}]}\n");
+  auto local = parseErrors(
+      "nodes:\n  - {name: n, updateDomain: u, totalResources: {cores: 1, memory: 1},"
+      " localVolumes: [{mountPath: mnt, storageClass: SSD, storageCapacity: 1}]}\n");
   CHECK(detailAt(local, "nodes[0].localVolumes[0].mountPath").message == "\"mnt\" must be an absolute path");
 }
 
 TEST_CASE("manifest error: unknown comparator, protocol and health-check type") {
-  auto details = parseErrors(planWith("    ports: [{protocol: SCTP, port: 80}]\n"
-                                      "    healthCheck: {type: grpc, port: 80}\n",
-                                      "matchingComputeCapabilities:\n"
-                                      "  - {capabilityType: GPU, comparator: gt, capabilityNames: [a]}\n"
-                                      "  - {capabilityType: GPU, comparator: Comparator_GT, capabilityNames: []}\n"));
+  auto details =
+      parseErrors(planWith("    ports: [{protocol: SCTP, port: 80}]\n"
+                           "    healthCheck: {type: grpc, port: 80}\n",
+                           "matchingComputeCapabilities:\n"
+                           "  - {capabilityType: GPU, comparator: gt, capabilityNames: [a]}\n"
+                           "  - {capabilityType: GPU, comparator: Comparator_GT, capabilityNames: []}\n"));
   CHECK(detailAt(details, "matchingComputeCapabilities[0].comparator").message ==
         "unknown comparator \"gt\"; expected one of in, not_in, eq, gte, lte");
   CHECK(detailAt(details, "matchingComputeCapabilities[0].comparator").location == "m.yaml:5");
@@ -816,7 +825,8 @@ TEST_CASE("manifest error: empty documents") {
   CHECK(lists[0].location == "m.yaml:2");
   CHECK(lists[0].message == "the manifest defines no capabilities, clusters, nodes, plans or deployments");
   auto unknownShape = parseErrors("name: lonely\n");
-  CHECK(contains(unknownShape[0].message, "expected a mapping with capabilities, clusters, nodes, plans or deployments"));
+  CHECK(
+      contains(unknownShape[0].message, "expected a mapping with capabilities, clusters, nodes, plans or deployments"));
   CHECK(parseNode("", "request body").status().message() == "request body:1: empty document: nothing to read");
 }
 
@@ -836,23 +846,27 @@ TEST_CASE("manifest error: every problem is reported, the first one leads the me
   CHECK(r.status().message() ==
         "nodes.yaml:4: nodes[0].totalResources.cores: must be between 0 and 100000, got -1 (and 3 more errors)");
   REQUIRE(r.status().details().size() == 4);
-  CHECK(r.status().details()[1] == ErrorDetail{"nodes[0].totalResources.memory", "must be between 0 and 10000000, got -1", "nodes.yaml:4"});
+  CHECK(r.status().details()[1] ==
+        ErrorDetail{"nodes[0].totalResources.memory", "must be between 0 and 10000000, got -1", "nodes.yaml:4"});
   CHECK(r.status().details()[2].field == "nodes[1].colour");
-  CHECK(r.status().details()[3] == ErrorDetail{"nodes[1].name", "duplicate node name \"a\" (first at nodes.yaml:2)", "nodes.yaml:5"});
+  CHECK(r.status().details()[3] ==
+        ErrorDetail{"nodes[1].name", "duplicate node name \"a\" (first at nodes.yaml:2)", "nodes.yaml:5"});
 
   auto two = parseManifest("nodes:\n  - {name: a, updateDomain: u, totalResources: {cores: x, memory: y}}\n", "f");
   CHECK(contains(two.status().message(), "(and 1 more error)"));
 }
 
 TEST_CASE("manifest: single-record parsers take exactly one object") {
-  auto node = parseNode(R"({"name": "n", "update_domain": "u", "total": {"cores": 2, "memory_gib": 4}, "cluster": "local"})",
-                        "request body");
+  auto node =
+      parseNode(R"({"name": "n", "update_domain": "u", "total": {"cores": 2, "memory_gib": 4}, "cluster": "local"})",
+                "request body");
   REQUIRE(node.isOk());
   CHECK(node->state == "ALLOCATED");
   CHECK(node->total.memory_gib == 4);
 
-  auto bad = parseNode("{\n  \"name\": \"N\",\n  \"update_domain\": \"u\",\n  \"total\": {\"cores\": 2, \"memory_gib\": \"4\"}\n}",
-                       "request body");
+  auto bad = parseNode(
+      "{\n  \"name\": \"N\",\n  \"update_domain\": \"u\",\n  \"total\": {\"cores\": 2, \"memory_gib\": \"4\"}\n}",
+      "request body");
   REQUIRE_FALSE(bad.isOk());
   REQUIRE(bad.status().details().size() == 2);
   CHECK(bad.status().details()[0] == ErrorDetail{"name", "\"N\" " + nameProblem("N"), "request body:2"});
@@ -877,9 +891,10 @@ TEST_CASE("manifest: single-record parsers take exactly one object") {
 }
 
 TEST_CASE("manifest: a deployment posted to a plan's URL may leave the plan out") {
-  auto implied = parseDeploymentForPlan("{\"deployment_id\": \"d2\", \"instance_count\": 2,\n"
-                                        " \"payload_coordinates\": [{\"payload_name\": \"a\", \"coordinates\": {\"image\": \"x\"}}]}",
-                                        "request body", "nginx-deployment-plan");
+  auto implied = parseDeploymentForPlan(
+      "{\"deployment_id\": \"d2\", \"instance_count\": 2,\n"
+      " \"payload_coordinates\": [{\"payload_name\": \"a\", \"coordinates\": {\"image\": \"x\"}}]}",
+      "request body", "nginx-deployment-plan");
   INFO(implied.status().toString());
   REQUIRE(implied.isOk());
   CHECK(implied->plan == "nginx-deployment-plan");
@@ -895,8 +910,9 @@ TEST_CASE("manifest: a deployment posted to a plan's URL may leave the plan out"
   CHECK(other.status().details()[0] ==
         ErrorDetail{"deployment_plan_name", "is \"nginx-deployment-plan\" but the request is for plan \"other-plan\"",
                     "request body:1"});
-  CHECK(parseDeployment("{deployment_id: d, instance_count: 1, payload_coordinates: [{payload_name: a, coordinates: {image: x}}]}",
-                        "request body")
+  CHECK(parseDeployment(
+            "{deployment_id: d, instance_count: 1, payload_coordinates: [{payload_name: a, coordinates: {image: x}}]}",
+            "request body")
             .status()
             .details()[0]
             .field == "deployment_plan_name");

@@ -17,8 +17,8 @@ TEST_CASE("thread guard: a round that returns is not reported") {
 
 TEST_CASE("thread guard: an escaped exception becomes a report instead of terminate") {
   std::string reported;
-  CHECK_FALSE(runGuarded([] { throw std::runtime_error("disk on fire"); },
-                         [&](const std::string& what) { reported = what; }));
+  CHECK_FALSE(
+      runGuarded([] { throw std::runtime_error("disk on fire"); }, [&](const std::string& what) { reported = what; }));
   CHECK(reported == "disk on fire");
   CHECK_FALSE(runGuarded([] { throw 42; }, [&](const std::string& what) { reported = what; }));
   CHECK(reported == "unknown exception");

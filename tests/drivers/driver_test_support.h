@@ -4,10 +4,10 @@
 // outcomes with generous bounds instead of sleeping).
 
 #include <doctest/doctest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "drivers/process/proc_stat.h"
-#include "tests/support/ports.h"
 #include "drivers/process/process_driver.h"
 #include "tests/support/eventually.h"
+#include "tests/support/ports.h"
 
 namespace tide::testing {
 

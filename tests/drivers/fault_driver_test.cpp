@@ -59,8 +59,7 @@ TEST_CASE("driver: fault injection is deterministic for a seed") {
   CHECK(std::count(first.begin(), first.end(), Code::kUnavailable) > 0);
   CHECK(std::count(first.begin(), first.end(), Code::kOk) > 0);
   CHECK(a.counts().calls == 200);
-  CHECK(a.counts().errors + a.counts().lost_replies ==
-        std::count(first.begin(), first.end(), Code::kUnavailable));
+  CHECK(a.counts().errors + a.counts().lost_replies == std::count(first.begin(), first.end(), Code::kUnavailable));
 
   config["seed"] = 43;
   FaultDriver c(std::make_unique<CountingDriver>(), optionsFrom(config));
@@ -133,14 +132,14 @@ TEST_CASE("driver: fault config errors name every bad field") {
                 {"inner_config", "x"},
                 {"bogus", true}}) ==
         std::vector<std::string>{"driver_config.bogus", "driver_config.inner_config", "driver_config.seed",
-                                 "driver_config.error_rate", "driver_config.lost_reply_rate",
-                                 "driver_config.hang_rate", "driver_config.latency_ms", "driver_config.hang_ms",
-                                 "driver_config.calls[1]"});
+                                 "driver_config.error_rate", "driver_config.lost_reply_rate", "driver_config.hang_rate",
+                                 "driver_config.latency_ms", "driver_config.hang_ms", "driver_config.calls[1]"});
   CHECK(fields(Json::object()) == std::vector<std::string>{"driver_config.inner"});
   CHECK(fields({{"inner", "process"}, {"calls", Json::array()}}) == std::vector<std::string>{"driver_config.calls"});
   CHECK(parseFaultOptions(nullptr).status().code() == Code::kInvalidArgument);
 
-  FaultOptions options = optionsFrom({{"inner", "process"}, {"latency_ms", {5, 9}}, {"calls", {"ensure_volume", "list"}}});
+  FaultOptions options =
+      optionsFrom({{"inner", "process"}, {"latency_ms", {5, 9}}, {"calls", {"ensure_volume", "list"}}});
   CHECK(options.latency_min == std::chrono::milliseconds(5));
   CHECK(options.latency_max == std::chrono::milliseconds(9));
   CHECK(options.calls == std::set<DriverCall>{DriverCall::kEnsureVolume, DriverCall::kList});

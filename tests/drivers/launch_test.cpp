@@ -48,14 +48,15 @@ TEST_CASE("driver: image tag is the text after the last colon, latest without on
 }
 
 TEST_CASE("driver: launch substitutes placeholders in argv and env values") {
-  Json coordinates = {{"command", {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}", "--dns",
-                                   "{{ port.UDP.53 }}", "--data={{volume./data}}", "{{instance}}"}},
+  Json coordinates = {{"command",
+                       {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}", "--dns", "{{ port.UDP.53 }}",
+                        "--data={{volume./data}}", "{{instance}}"}},
                       {"env", {{"GREETING", "hello from {{instance}}"}}}};
   auto launch = buildLaunch(coordinates, {}, sampleContext());
   REQUIRE_MESSAGE(launch.isOk(), launch.status().toString());
   CHECK(launch->argv == std::vector<std::string>{"/opt/tide/bin/tide", "workload", "--listen", "127.0.0.1:31080",
-                                                  "--dns", "31053", "--data=/var/tide/volumes/node-a/ssd/web-abc-0",
-                                                  "web-abc"});
+                                                 "--dns", "31053", "--data=/var/tide/volumes/node-a/ssd/web-abc-0",
+                                                 "web-abc"});
   CHECK(launch->env.at("GREETING") == "hello from web-abc");
   CHECK(launch->env.at("TIDE_INSTANCE") == "web-abc");
   CHECK(launch->env.at("TIDE_RUNTIME_ID") == "42");
@@ -66,7 +67,8 @@ TEST_CASE("driver: launch substitutes placeholders in argv and env values") {
 }
 
 TEST_CASE("driver: launch maps an image through the catalog") {
-  ImageCatalog catalog = {{"tide-workload:*", {"{{tide}}", "workload", "--version", "{{image.tag}}", "--image", "{{image}}"}}};
+  ImageCatalog catalog = {
+      {"tide-workload:*", {"{{tide}}", "workload", "--version", "{{image.tag}}", "--image", "{{image}}"}}};
   auto launch = buildLaunch({{"image", "tide-workload:v7"}}, catalog, sampleContext());
   REQUIRE(launch.isOk());
   CHECK(launch->argv ==

@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 TEST_CASE("driver: process ensure starts a command with its host ports in argv and env") {
   ProcessDriverFixture f;
   std::string out = f.dir.file("out");
-  RuntimeSpec spec = f.command("1", "echo {{port.tcp.80}} $TIDE_PORT_TCP_80 $TIDE_INSTANCE $TIDE_NODE $GREETING > " +
-                                        out + "; exec sleep 300");
+  RuntimeSpec spec = f.command(
+      "1", "echo {{port.tcp.80}} $TIDE_PORT_TCP_80 $TIDE_INSTANCE $TIDE_NODE $GREETING > " + out + "; exec sleep 300");
   spec.coordinates["env"] = {{"GREETING", "hi"}};
   spec.ports = {{"TCP", 80}};
 
@@ -70,7 +70,8 @@ TEST_CASE("driver: process stop escalates to SIGKILL after the grace period") {
   f.options.stop_grace = std::chrono::milliseconds(200);
   f.reopen();
   std::string ready = f.dir.file("ready");
-  auto started = f.driver->ensure(f.command("1", "trap '' TERM; echo ready > " + ready + "; while :; do sleep 1; done"));
+  auto started =
+      f.driver->ensure(f.command("1", "trap '' TERM; echo ready > " + ready + "; while :; do sleep 1; done"));
   REQUIRE(started.isOk());
   REQUIRE(awaitLine(ready) == "ready\n");
   REQUIRE(f.driver->stop({"1", "node-a", ""}).isOk());
@@ -207,7 +208,8 @@ TEST_CASE("driver: process records whose start time does not match are not ours 
 TEST_CASE("driver: process maps images through the catalog and rejects unknown ones") {
   ProcessDriverFixture f;
   std::string out = f.dir.file("out");
-  f.options.image_catalog = {{"echo:*", {"/bin/sh", "-c", "echo {{image}} {{image.tag}} {{instance}} > " + out + "; exec sleep 300"}}};
+  f.options.image_catalog = {
+      {"echo:*", {"/bin/sh", "-c", "echo {{image}} {{image.tag}} {{instance}} > " + out + "; exec sleep 300"}}};
   f.reopen();
   RuntimeSpec spec = f.command("1", "");
   spec.coordinates = {{"image", "echo:1.2"}};

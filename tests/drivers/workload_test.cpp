@@ -158,9 +158,9 @@ TEST_CASE("driver: process driver runs the built-in workload from the image cata
     return;
   }
   ProcessDriverFixture f;
-  f.options.image_catalog = {{"tide-workload:*",
-                              {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}", "--version",
-                               "{{image.tag}}"}}};
+  f.options.image_catalog = {
+      {"tide-workload:*",
+       {"{{tide}}", "workload", "--listen", "127.0.0.1:{{port.tcp.80}}", "--version", "{{image.tag}}"}}};
   f.reopen();
   RuntimeSpec spec = f.command("1", "");
   spec.coordinates = {{"image", "tide-workload:v9"}};

@@ -145,14 +145,16 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       host.apply(testing::enginePlan("web-dev"));
       host.apply(testing::engineDeployment("d1", 3, "1.0"));
       // Kill at the first event of this kind, while the rollout is under way.
-      bool seen = testing::eventually([&] {
-        Json events = host.get("/v1/events?limit=1000");
-        if (!events.is_object()) return false;
-        for (const auto& e : events["items"]) {
-          if (matches(e, point.kind, point.to)) return true;
-        }
-        return false;
-      }, std::chrono::seconds(60));
+      bool seen = testing::eventually(
+          [&] {
+            Json events = host.get("/v1/events?limit=1000");
+            if (!events.is_object()) return false;
+            for (const auto& e : events["items"]) {
+              if (matches(e, point.kind, point.to)) return true;
+            }
+            return false;
+          },
+          std::chrono::seconds(60));
       REQUIRE(seen);
       host.kill(SIGKILL);
       {
@@ -166,10 +168,12 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       }
 
       host.start();
-      REQUIRE_MESSAGE(testing::eventually([&] {
-                        Json d = host.get("/v1/plans/web/deployments/d1");
-                        return d.is_object() && d.value("state", "") == "COMPLETED";
-                      }, std::chrono::seconds(90)),
+      REQUIRE_MESSAGE(testing::eventually(
+                          [&] {
+                            Json d = host.get("/v1/plans/web/deployments/d1");
+                            return d.is_object() && d.value("state", "") == "COMPLETED";
+                          },
+                          std::chrono::seconds(90)),
                       "the rollout did not finish after the restart; see " << dir.file("serve.log"));
       host.kill(SIGTERM);
     }

@@ -3,8 +3,8 @@
 // in place, relocate make-before-break, stop and restart, recover from a crash of the
 // workload, and run without manual approvals when a policy approves.
 
-#include <atomic>
 #include <signal.h>
+#include <atomic>
 #include <thread>
 
 #include "tests/engine/engine_test_support.h"
@@ -12,8 +12,8 @@
 namespace tide {
 namespace {
 
-using testing::EngineFixture;
 using testing::engineDeployment;
+using testing::EngineFixture;
 using testing::enginePlan;
 using testing::hostPort;
 using testing::httpGet;

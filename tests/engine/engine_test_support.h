@@ -47,7 +47,8 @@ inline std::string enginePlan(const std::string& ns = "web-prod") {
   return R"(
 plans:
   - name: web
-    namespace: )" + ns + R"(
+    namespace: )" +
+         ns + R"(
     service_name: web
     matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
     applications:

@@ -189,8 +189,8 @@ TEST_CASE("engine: health probe exec is ok on exit 0 and quotes the exit code an
   CHECK_FALSE(signalled.ok);
   CHECK(signalled.message == "killed by SIGTERM");
 
-  ProbeResult chatty = probeOnce(
-      execCheck({"/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x; echo; exit 3"}), {});
+  ProbeResult chatty =
+      probeOnce(execCheck({"/bin/sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x; echo; exit 3"}), {});
   CHECK_FALSE(chatty.ok);
   CHECK(chatty.message == "exited 3: " + std::string(200, 'x') + "...");
 

@@ -8,8 +8,8 @@ namespace tide {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::EngineFixture;
 using testing::engineDeployment;
+using testing::EngineFixture;
 using testing::enginePlan;
 using testing::eventually;
 using testing::kEngineNodes;
@@ -29,7 +29,9 @@ std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
 
 std::string vetoHook(const std::string& reason) {
   return "return { name = 'freeze', on = { ['operation.before'] = function(op, ctx)\n"
-         "  if op.type == 'CREATE' and op.plan == 'web' then return { veto = '" + reason + "' } end\n"
+         "  if op.type == 'CREATE' and op.plan == 'web' then return { veto = '" +
+         reason +
+         "' } end\n"
          "end } }\n";
 }
 

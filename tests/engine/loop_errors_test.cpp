@@ -11,9 +11,9 @@ using tide::testing::LedgerFixture;
 
 TEST_CASE("engine: an exception escaping a loop round is an engine.error event naming where") {
   LedgerFixture f;
-  const bool returned = runGuarded([] { throw std::runtime_error("driver exploded"); }, [&](const std::string& what) {
-    engine::reportLoopException(*f.ledger, "executor, operation 7", what);
-  });
+  const bool returned = runGuarded(
+      [] { throw std::runtime_error("driver exploded"); },
+      [&](const std::string& what) { engine::reportLoopException(*f.ledger, "executor, operation 7", what); });
   CHECK_FALSE(returned);
   auto events = f.ledger->listEvents({100, 0, {{"kind", "engine.error"}}});
   REQUIRE(events.isOk());

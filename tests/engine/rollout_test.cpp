@@ -26,7 +26,8 @@ plans:
     namespace: web-dev
     service_name: web
     matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
-    strategy: {script: )" + script + ", params: " + params + R"(}
+    strategy: {script: )" +
+         script + ", params: " + params + R"(}
     applications:
       - payload_name: web
         resources: {cores: 2, memory_gib: 4}
@@ -219,7 +220,9 @@ TEST_CASE("rollout: promote --full skips the remaining steps") {
   CHECK(f.controlEvents("d2", "promote_full") == 1);
 }
 
-TEST_CASE("rollout: a new deployment in the middle of a canary supersedes it, the rollback target stays the last completed one") {
+TEST_CASE(
+    "rollout: a new deployment in the middle of a canary supersedes it, the rollback target stays the last completed "
+    "one") {
   RolloutFixture f(rolloutPlan("canary", kCanaryParams));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
@@ -288,7 +291,8 @@ return {
 }
 
 TEST_CASE("rollout: blue-green switches the route only after promote and keeps blue warm for the delay") {
-  RolloutFixture f(rolloutPlan("blue_green", "{auto_promotion: never, min_ready_seconds: 0, scale_down_delay_seconds: 3}"));
+  RolloutFixture f(
+      rolloutPlan("blue_green", "{auto_promotion: never, min_ready_seconds: 0, scale_down_delay_seconds: 3}"));
   f.rollOut("d1", 2, "v1");
   REQUIRE(f.waitFor([&] { return f.route().value("deployment", "") == "d1"; }));
   CHECK(f.route().value("new", -1) == 100);
@@ -311,8 +315,8 @@ TEST_CASE("rollout: blue-green switches the route only after promote and keeps b
 }
 
 TEST_CASE("rollout: abort during blue-green leaves blue serving and removes green") {
-  RolloutFixture f(rolloutPlan("blue_green",
-                               "{auto_promotion: never, min_ready_seconds: 0, abort_scale_down_delay_seconds: 1}"));
+  RolloutFixture f(
+      rolloutPlan("blue_green", "{auto_promotion: never, min_ready_seconds: 0, abort_scale_down_delay_seconds: 1}"));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
   REQUIRE(f.waitState("d2", "PAUSED"));

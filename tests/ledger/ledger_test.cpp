@@ -85,18 +85,15 @@ TEST_CASE("ledger: a reservation whose volume does not fit its local volume is r
     ri.meta_instance = f.ledger->createMetaInstance("web", "d1", "t")->name;
     ri.node = "node-a";
     ri.reservation = {1, 1};
-    ri.volumes = Json::array({Json{{"id", ri.meta_instance + "-0"},
-                                   {"storage_class", "SSD"},
-                                   {"capacity_gib", gib},
-                                   {"local_volume", local}}});
+    ri.volumes = Json::array({Json{
+        {"id", ri.meta_instance + "-0"}, {"storage_class", "SSD"}, {"capacity_gib", gib}, {"local_volume", local}}});
     return f.ledger->createRuntimeInstance(ri, "t");
   };
   REQUIRE(reserve(1000, "/mnt/u001").isOk());  // node-a's /mnt/u001 holds 1024 GiB
   const int64_t events = f.eventCount();
   auto full = reserve(100, "/mnt/u001");
   CHECK(full.status().code() == Code::kUnprocessable);
-  CHECK(full.status().message().find("local volume '/mnt/u001' of node 'node-a' cannot hold 100") !=
-        std::string::npos);
+  CHECK(full.status().message().find("local volume '/mnt/u001' of node 'node-a' cannot hold 100") != std::string::npos);
   auto missing = reserve(1, "/mnt/nope");
   CHECK(missing.status().code() == Code::kUnprocessable);
   CHECK(missing.status().message().find("no local volume '/mnt/nope'") != std::string::npos);
@@ -159,8 +156,7 @@ TEST_CASE("ledger: names are unique among live records and free again after a so
 TEST_CASE("ledger: references must exist and be of the right kind") {
   LedgerFixture f;
   f.addInventory();
-  CHECK(f.ledger->createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() ==
-        Code::kUnprocessable);
+  CHECK(f.ledger->createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() == Code::kUnprocessable);
   auto unknown_capability = LedgerFixture::node("node-c");
   unknown_capability.capabilities = {"tpu-v9"};
   auto refused = f.ledger->createNode(unknown_capability, "test");
@@ -178,8 +174,7 @@ TEST_CASE("ledger: references must exist and be of the right kind") {
   wrong_payload.payload_coordinates[0].payload_name = "other";
   CHECK(f.ledger->addDeployment(wrong_payload, "test").status().code() == Code::kUnprocessable);
   REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
-  CHECK(f.ledger->addDeployment(LedgerFixture::deployment("d1", 2), "test").status().code() ==
-        Code::kAlreadyExists);
+  CHECK(f.ledger->addDeployment(LedgerFixture::deployment("d1", 2), "test").status().code() == Code::kAlreadyExists);
   auto d = f.ledger->getDeployment("web", "d1");
   REQUIRE(d.isOk());
   CHECK(d->state == "PENDING");
@@ -417,8 +412,7 @@ TEST_CASE("ledger: an instance and its first operation are created together") {
   CHECK(f.ledger->getMetaInstance(created->meta_instance)->deployment_id == "d1");
   op.type = "EXPLODE";
   const int64_t before = f.eventCount();
-  CHECK(f.ledger->createInstanceWithOperation("web", "d1", op, "controller").status().code() ==
-        Code::kInvalidArgument);
+  CHECK(f.ledger->createInstanceWithOperation("web", "d1", op, "controller").status().code() == Code::kInvalidArgument);
   CHECK(f.eventCount() == before);  // no meta instance without its operation
   auto latest = f.ledger->latestOperations();
   REQUIRE(latest.isOk());
@@ -469,7 +463,8 @@ TEST_CASE("ledger: runtime facts, activation and deployment moves") {
 
 TEST_CASE("ledger: the SQL list of released runtime states spells model::kReleasedRuntimeStates") {
   std::string spelled;
-  for (const char* state : model::kReleasedRuntimeStates) spelled += (spelled.empty() ? "('" : ", '") + std::string(state) + "'";
+  for (const char* state : model::kReleasedRuntimeStates)
+    spelled += (spelled.empty() ? "('" : ", '") + std::string(state) + "'";
   CHECK(spelled + ")" == TIDE_SQL_RELEASED_RUNTIME_STATES);
   for (const std::string& state : model::statesOf(model::RecordKind::kRuntimeInstance)) {
     const bool released = spelled.find("'" + state + "'") != std::string::npos;

@@ -32,8 +32,7 @@ inline std::unique_ptr<LuaState> newState(LuaStateOptions options = {}) {
 }
 
 // Runs `code` in a fresh sandbox environment (allow-list, no verbs) of `state`.
-inline ChunkResult runChunk(LuaState& state, const std::string& code,
-                            const std::string& chunkname = "test.lua") {
+inline ChunkResult runChunk(LuaState& state, const std::string& code, const std::string& chunkname = "test.lua") {
   ChunkResult result;
   result.error = state.call([&](lua_State* L) {
     loadTextChunk(L, code, chunkname);
@@ -41,8 +40,7 @@ inline ChunkResult runChunk(LuaState& state, const std::string& code,
     lua_setfenv(L, -2);
     lua_call(L, 0, 1);
     auto value = toJson(L, -1);
-    result.value = value.isOk() ? std::move(value).value()
-                                : nlohmann::json("<" + value.status().message() + ">");
+    result.value = value.isOk() ? std::move(value).value() : nlohmann::json("<" + value.status().message() + ">");
   });
   return result;
 }
@@ -106,8 +104,7 @@ class MemoryRecorder final : public ScriptRecorder {
     std::lock_guard<std::mutex> lock(mu_);
     versions_.push_back(version);
   }
-  void recordEvent(const std::string& kind, const std::string& subject,
-                   const nlohmann::json& data) override {
+  void recordEvent(const std::string& kind, const std::string& subject, const nlohmann::json& data) override {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back({kind, subject, data});
   }
@@ -138,12 +135,8 @@ struct RegistryFixture {
     std::filesystem::create_directories(options.scripts_dir / "lib");
     registry = std::make_unique<ScriptRegistry>(options, recorder, clock);
   }
-  std::filesystem::path policy(const std::string& file) const {
-    return dir.path() / "policies" / file;
-  }
-  std::filesystem::path lib(const std::string& file) const {
-    return dir.path() / "scripts" / "lib" / file;
-  }
+  std::filesystem::path policy(const std::string& file) const { return dir.path() / "policies" / file; }
+  std::filesystem::path lib(const std::string& file) const { return dir.path() / "scripts" / "lib" / file; }
 
   TempDir dir;
   FakeClock clock{*parseTimestamp("2026-03-03T10:00:00Z")};
@@ -152,11 +145,10 @@ struct RegistryFixture {
 };
 
 // A policy file approving (or whatever `verdict` says) everything, named `name`.
-inline std::string simplePolicy(const std::string& name,
-                                const std::string& verdict = "approve(\"ok\")",
+inline std::string simplePolicy(const std::string& name, const std::string& verdict = "approve(\"ok\")",
                                 const std::string& level = "hard") {
-  return "return { name = \"" + name + "\", level = \"" + level +
-         "\", decide = function(op, ctx) return " + verdict + " end }\n";
+  return "return { name = \"" + name + "\", level = \"" + level + "\", decide = function(op, ctx) return " + verdict +
+         " end }\n";
 }
 
 }  // namespace tide::lua::testing

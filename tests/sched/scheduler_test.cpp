@@ -17,7 +17,7 @@ using sched::Scheduler;
 namespace {
 
 model::Node makeNode(const std::string& name, const std::string& domain = "ud-1", double cores = 16,
-                      double memory = 64) {
+                     double memory = 64) {
   model::Node n;
   n.name = name;
   n.cluster = "main";
@@ -50,7 +50,7 @@ model::Plan makePlan(double cores = 1, double memory = 1) {
 }
 
 model::Plan withMatch(model::Plan p, const std::string& type, const std::string& comparator,
-                       std::vector<std::string> names) {
+                      std::vector<std::string> names) {
   p.matching_capabilities.push_back({type, comparator, std::move(names)});
   return p;
 }
@@ -184,18 +184,18 @@ TEST_CASE("sched: GTE bound is the lowest score among the names, equal scores in
   SUBCASE("a rule with no known name of its type matches no node") {
     auto hopeless = withMatch(makePlan(), "GPU", "GTE", {"unheard-of", "intel-xeon"});
     CHECK(eligible(snapshot, hopeless).empty());
-    CHECK(failureOf(snapshot, hopeless, 1).find("7 lack capability type GPU ≥ [unheard-of, intel-xeon] (none of "
-                                                "them is a known GPU capability)") != std::string::npos);
+    CHECK(failureOf(snapshot, hopeless, 1)
+              .find("7 lack capability type GPU ≥ [unheard-of, intel-xeon] (none of "
+                    "them is a known GPU capability)") != std::string::npos);
   }
 }
 
 TEST_CASE("sched: LTE bound is the highest score among the names, equal scores included") {
-  auto snapshot = snapshotOf({withCapabilities(makeNode("a100"), {"nvidia-a100"}),
-                              withCapabilities(makeNode("v100"), {"nvidia-v100"}),
-                              withCapabilities(makeNode("p100"), {"nvidia-p100"}),
-                              withCapabilities(makeNode("radeon"), {"radeon-70"}),
-                              withCapabilities(makeNode("t4"), {"nvidia-t4"}),
-                              withCapabilities(makeNode("cpu"), {"intel-xeon"}), makeNode("bare")});
+  auto snapshot = snapshotOf(
+      {withCapabilities(makeNode("a100"), {"nvidia-a100"}), withCapabilities(makeNode("v100"), {"nvidia-v100"}),
+       withCapabilities(makeNode("p100"), {"nvidia-p100"}), withCapabilities(makeNode("radeon"), {"radeon-70"}),
+       withCapabilities(makeNode("t4"), {"nvidia-t4"}), withCapabilities(makeNode("cpu"), {"intel-xeon"}),
+       makeNode("bare")});
   CHECK(eligible(snapshot, withMatch(makePlan(), "GPU", "LTE", {"nvidia-t4", "nvidia-p100"})) ==
         std::set<std::string>{"p100", "radeon", "t4"});
   CHECK(eligible(snapshot, withMatch(makePlan(), "GPU", "LTE", {"radeon-70"})) ==
@@ -211,8 +211,8 @@ TEST_CASE("sched: remaining cores and memory must hold the plan's summed applica
   sidecar.payload_name = "sidecar";
   sidecar.resources = {1, 8};
   plan.applications.push_back(sidecar);  // 3 cores, 16 GiB in all
-  auto snapshot = snapshotOf({busy, makeNode("small-memory", "ud-1", 16, 12), makeNode("exact", "ud-1", 3, 16),
-                              makeNode("roomy")});
+  auto snapshot =
+      snapshotOf({busy, makeNode("small-memory", "ud-1", 16, 12), makeNode("exact", "ud-1", 3, 16), makeNode("roomy")});
   CHECK(eligible(snapshot, plan) == std::set<std::string>{"exact", "roomy"});
   const std::string message = failureOf(snapshot, plan, 3);
   CHECK(message.find("1 lacks 3 free cores") != std::string::npos);
@@ -226,13 +226,12 @@ TEST_CASE("sched: remaining cores and memory must hold the plan's summed applica
 TEST_CASE("sched: every persistent volume needs room on a local volume of its class") {
   auto plan = makePlan();
   plan.applications[0].persistent_volumes = {{"SSD", 60, "/data"}, {"SSD", 60, "/logs"}};
-  auto snapshot = snapshotOf(
-      {withVolumes(makeNode("one-ssd"), {{"/mnt/a", "SSD", 100}}),
-       withVolumes(makeNode("two-ssd"), {{"/mnt/a", "SSD", 100}, {"/mnt/b", "SSD", 100}}),
-       withVolumes(makeNode("big-ssd"), {{"/mnt/a", "SSD", 120}}),
-       withVolumes(makeNode("hdd"), {{"/mnt/a", "HDD", 4096}}),
-       withVolumes(makeNode("used-ssd"), {{"/mnt/a", "SSD", 200}}), makeNode("none")},
-      {live("db-1", "db", "used-ssd", "", {{"SSD", 100, "/mnt/a"}})});
+  auto snapshot = snapshotOf({withVolumes(makeNode("one-ssd"), {{"/mnt/a", "SSD", 100}}),
+                              withVolumes(makeNode("two-ssd"), {{"/mnt/a", "SSD", 100}, {"/mnt/b", "SSD", 100}}),
+                              withVolumes(makeNode("big-ssd"), {{"/mnt/a", "SSD", 120}}),
+                              withVolumes(makeNode("hdd"), {{"/mnt/a", "HDD", 4096}}),
+                              withVolumes(makeNode("used-ssd"), {{"/mnt/a", "SSD", 200}}), makeNode("none")},
+                             {live("db-1", "db", "used-ssd", "", {{"SSD", 100, "/mnt/a"}})});
   CHECK(eligible(snapshot, plan) == std::set<std::string>{"two-ssd", "big-ssd"});
   CHECK(snapshot.volumeFree("used-ssd", "/mnt/a") == doctest::Approx(100));
   CHECK(failureOf(snapshot, plan, 3).find("4 lack a SSD volume with 60 GiB free") != std::string::npos);
@@ -381,8 +380,8 @@ TEST_CASE("sched: the failure message counts rejected nodes per reason, most fir
   busy1.remaining = {2, 64};
   model::Node busy2 = gpu("g-busy-2", "nvidia-v100");
   busy2.remaining = {3, 64};
-  auto snapshot = snapshotOf({gpu("t4-1", "nvidia-t4"), gpu("t4-2", "nvidia-t4"), makeNode("cpu-only"), cordoned,
-                              busy1, busy2, gpu("g-free", "nvidia-a100")});
+  auto snapshot = snapshotOf({gpu("t4-1", "nvidia-t4"), gpu("t4-2", "nvidia-t4"), makeNode("cpu-only"), cordoned, busy1,
+                              busy2, gpu("g-free", "nvidia-a100")});
   auto plan = withMatch(makePlan(4, 8), "GPU", "GTE", {"nvidia-p100"});
   CHECK(failureOf(snapshot, plan, 3) ==
         "1 of 3 instances of plan 'web' fit; of 7 nodes, 3 lack capability type GPU ≥ nvidia-p100; "
@@ -451,8 +450,7 @@ TEST_CASE("sched: scale-down removes unhealthy instances first, then from the mo
       fact("web-b2", "b2", true, "2026-01-01T00:00:05.000Z")};
   // web-b1 is unhealthy; then ud-1 holds 3 vs 1: its newest (a2), then a3; then 1 vs 1:
   // the newest of the two heads (b2).
-  CHECK(scheduler.chooseScaleDown(instances, 4) ==
-        std::vector<std::string>{"web-b1", "web-a2", "web-a3", "web-b2"});
+  CHECK(scheduler.chooseScaleDown(instances, 4) == std::vector<std::string>{"web-b1", "web-a2", "web-a3", "web-b2"});
   CHECK(scheduler.chooseScaleDown(instances, 99).size() == 5);
   CHECK(scheduler.chooseScaleDown(instances, 0).empty());
 

@@ -31,15 +31,13 @@ int ctxNow(lua_State* L) {
 
 // Writes `text` to `path` through a temporary sibling and a rename, so readers see the
 // old content or the new one, never a partial file. "" or the error.
-std::string writeAtomically(const std::filesystem::path& dir, const std::string& name,
-                            std::string_view text) {
+std::string writeAtomically(const std::filesystem::path& dir, const std::string& name, std::string_view text) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return "cannot create " + dir.string() + ": " + ec.message();
   const std::filesystem::path target = dir / name;
   const std::filesystem::path temp =
-      dir / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" +
-             std::to_string(temp_counter.fetch_add(1)));
+      dir / ("." + name + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter.fetch_add(1)));
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot write " + temp.string() + ": " + std::strerror(errno);
   std::string error;
@@ -47,8 +45,10 @@ std::string writeAtomically(const std::filesystem::path& dir, const std::string&
   while (written < text.size() && error.empty()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = "cannot write " + temp.string() + ": " + std::strerror(errno);
-    else written += static_cast<size_t>(n);
+    if (n < 0)
+      error = "cannot write " + temp.string() + ": " + std::strerror(errno);
+    else
+      written += static_cast<size_t>(n);
   }
   if (error.empty() && ::fsync(fd) != 0) error = "cannot sync " + temp.string() + ": " + std::strerror(errno);
   ::close(fd);
@@ -93,8 +93,8 @@ void setFunction(lua_State* L, const char* name, lua_CFunction fn) {
 bool validEmitFileName(std::string_view name) {
   if (name.empty() || name.size() > 100 || name == "." || name == "..") return false;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) return false;
   }
   return true;

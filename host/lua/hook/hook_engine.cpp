@@ -75,8 +75,7 @@ HookEngine::~HookEngine() = default;
 
 uint64_t HookEngine::loadedVersion() const { return loaded_.version(); }
 
-Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(
-    std::shared_ptr<const ScriptSet> set) const {
+Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(std::shared_ptr<const ScriptSet> set) const {
   auto loaded = std::make_unique<Loaded>();
   loaded->set = std::move(set);
   LuaStateOptions state_options;
@@ -120,14 +119,12 @@ Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(
 }
 
 Result<HookEngine::Loaded*> HookEngine::refresh() {
-  TIDE_RETURN_IF_ERROR(loaded_.ensure(scripts_.current(), [this](std::shared_ptr<const ScriptSet> set) {
-    return load(std::move(set));
-  }));
+  TIDE_RETURN_IF_ERROR(loaded_.ensure(scripts_.current(),
+                                      [this](std::shared_ptr<const ScriptSet> set) { return load(std::move(set)); }));
   return loaded_.get();
 }
 
-LuaError HookEngine::call(Loaded& loaded, const Hook& hook, const std::string& event, const Json& arg,
-                          Json* result) {
+LuaError HookEngine::call(Loaded& loaded, const Hook& hook, const std::string& event, const Json& arg, Json* result) {
   std::string problem;
   LuaError e = loaded.state->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
@@ -164,8 +161,8 @@ HookVerdict HookEngine::before(const Json& op) {
   for (const Hook& hook : (*loaded)->hooks) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;
     if (!hook.load_error.ok()) {
-      verdict.failures.push_back({name, event, naming(hook.file->path, hook.load_error.message),
-                                  hook.load_error.error_class});
+      verdict.failures.push_back(
+          {name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class});
       continue;
     }
     if (!hook.events.count(event)) continue;
@@ -196,8 +193,8 @@ HookVerdict HookEngine::before(const Json& op) {
 std::vector<HookFailure> HookEngine::notify(const std::string& event, const Json& arg) {
   std::vector<HookFailure> failures;
   if (!isHookEvent(event) || event == "operation.before") {
-    failures.push_back({"", event, "notify: '" + event + "' is not an event hooks are notified of",
-                        LuaErrorClass::kRuntime});
+    failures.push_back(
+        {"", event, "notify: '" + event + "' is not an event hooks are notified of", LuaErrorClass::kRuntime});
     return failures;
   }
   Result<Loaded*> loaded = refresh();

@@ -46,9 +46,9 @@ struct HookFailure {
 struct HookVerdict {
   enum class Kind { kProceed, kVeto, kDelay };
   Kind kind = Kind::kProceed;
-  std::string hook;            // the hook that vetoed or asked for the delay
-  std::string reason;          // veto's reason; delay's (possibly empty) reason
-  double delay_seconds = 0;    // kDelay: > 0
+  std::string hook;          // the hook that vetoed or asked for the delay
+  std::string reason;        // veto's reason; delay's (possibly empty) reason
+  double delay_seconds = 0;  // kDelay: > 0
   std::vector<HookFailure> failures;
 };
 
@@ -103,8 +103,7 @@ class HookEngine {
   Result<Loaded*> refresh();
   // Calls the handler of `event` in `hook` with `arg` and ctx; the handler's first result
   // is converted to JSON into `result`.
-  static LuaError call(Loaded& loaded, const Hook& hook, const std::string& event,
-                       const Json& arg, Json* result);
+  static LuaError call(Loaded& loaded, const Hook& hook, const std::string& event, const Json& arg, Json* result);
 
   const ScriptSetProvider& scripts_;
   const Clock& clock_;

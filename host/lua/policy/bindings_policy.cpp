@@ -2,13 +2,13 @@
 
 #include <string>
 
+#include "host/lua/policy/policy_data.h"
 #include "host/lua/runtime/bindings_base.h"
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/bindings_tide.h"
 #include "host/lua/runtime/guard.h"
 #include "host/lua/runtime/lua_state.h"
-#include "host/lua/policy/policy_data.h"
 
 namespace tide::lua {
 namespace {
@@ -57,8 +57,7 @@ PolicyDataSource& dataSource(lua_State* L, const char* function) {
 Json readFilter(lua_State* L, const char* function, std::initializer_list<const char*> allowed) {
   if (lua_isnoneornil(L, 1)) return Json::object();
   if (lua_type(L, 1) != LUA_TTABLE && !isReadOnly(L, 1)) {
-    luaL_error(L, "ctx.%s expects a filter table, e.g. ctx.%s{ plan = op.plan.name }", function,
-               function);
+    luaL_error(L, "ctx.%s expects a filter table, e.g. ctx.%s{ plan = op.plan.name }", function, function);
   }
   auto filter = toJson(L, 1);
   if (!filter.isOk() || !filter->is_object()) {
@@ -70,8 +69,7 @@ Json readFilter(lua_State* L, const char* function, std::initializer_list<const 
     if (!known) {
       std::string names;
       for (const char* name : allowed) names += names.empty() ? name : std::string(", ") + name;
-      luaL_error(L, "ctx.%s: unknown filter field '%s' (allowed: %s)", function, key.c_str(),
-                 names.c_str());
+      luaL_error(L, "ctx.%s: unknown filter field '%s' (allowed: %s)", function, key.c_str(), names.c_str());
     }
   }
   return std::move(filter).value();
@@ -89,24 +87,21 @@ int ctxNow(lua_State* L) {
 }
 
 int ctxInFlight(lua_State* L) {
-  const Json filter =
-      readFilter(L, "in_flight", {"plan", "namespace", "update_domain", "node", "type"});
+  const Json filter = readFilter(L, "in_flight", {"plan", "namespace", "update_domain", "node", "type"});
   PolicyDataSource& data = dataSource(L, "in_flight");
   LuaState::HostTime host(LuaState::from(L));
   return pushCount(L, "in_flight", data.inFlight(filter));
 }
 
 int ctxCount(lua_State* L) {
-  const Json filter =
-      readFilter(L, "count", {"plan", "namespace", "update_domain", "node", "type", "state"});
+  const Json filter = readFilter(L, "count", {"plan", "namespace", "update_domain", "node", "type", "state"});
   PolicyDataSource& data = dataSource(L, "count");
   LuaState::HostTime host(LuaState::from(L));
   return pushCount(L, "count", data.count(filter));
 }
 
 int ctxRecentFailures(lua_State* L) {
-  Json filter = readFilter(L, "recent_failures",
-                           {"plan", "namespace", "update_domain", "node", "type", "seconds"});
+  Json filter = readFilter(L, "recent_failures", {"plan", "namespace", "update_domain", "node", "type", "seconds"});
   if (!filter.contains("seconds")) filter["seconds"] = 3600;
   PolicyDataSource& data = dataSource(L, "recent_failures");
   LuaState::HostTime host(LuaState::from(L));
@@ -156,8 +151,6 @@ void pushPolicyContext(lua_State* L) {
   lua_replace(L, -2);
 }
 
-void setPolicyData(LuaState& state, PolicyDataSource* data) {
-  state.setContext(&kPolicyDataKey, data);
-}
+void setPolicyData(LuaState& state, PolicyDataSource* data) { state.setContext(&kPolicyDataKey, data); }
 
 }  // namespace tide::lua

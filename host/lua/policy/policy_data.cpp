@@ -29,12 +29,10 @@ bool matchesState(const Json& op, const Json& filter, TimePoint) {
   const std::string state = stringField(op, "state");
   auto wanted = filter.find("state");
   if (wanted == filter.end()) {
-    return state == "PENDING" || state == "PENDING_APPROVAL" || state == "APPROVED" ||
-           state == "RUNNING";
+    return state == "PENDING" || state == "PENDING_APPROVAL" || state == "APPROVED" || state == "RUNNING";
   }
   if (wanted->is_string()) return state == wanted->get<std::string>();
-  if (wanted->is_array())
-    return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
+  if (wanted->is_array()) return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
   return false;
 }
 
@@ -57,13 +55,11 @@ SnapshotDataSource::SnapshotDataSource(Json fixture, const Clock& clock)
     : fixture_(fixture.is_object() ? std::move(fixture) : Json::object()), clock_(clock) {}
 
 Result<int64_t> SnapshotDataSource::countOperations(const char* fixed_answer, const Json& filter,
-                                                    bool (*state_matches)(const Json& op,
-                                                                          const Json& filter,
+                                                    bool (*state_matches)(const Json& op, const Json& filter,
                                                                           TimePoint now)) {
   if (auto it = fixture_.find(fixed_answer); it != fixture_.end()) {
     if (!it->is_number())
-      return Status::invalidArgument(std::string("ctx fixture '") + fixed_answer +
-                                     "' must be a number");
+      return Status::invalidArgument(std::string("ctx fixture '") + fixed_answer + "' must be a number");
     return it->get<int64_t>();
   }
   int64_t n = 0;
@@ -80,9 +76,7 @@ Result<int64_t> SnapshotDataSource::inFlight(const Json& filter) {
   return countOperations("in_flight", filter, isInFlight);
 }
 
-Result<int64_t> SnapshotDataSource::count(const Json& filter) {
-  return countOperations("count", filter, matchesState);
-}
+Result<int64_t> SnapshotDataSource::count(const Json& filter) { return countOperations("count", filter, matchesState); }
 
 Result<int64_t> SnapshotDataSource::recentFailures(const Json& filter) {
   return countOperations("recent_failures", filter, failedRecently);

@@ -60,8 +60,7 @@ class SnapshotDataSource final : public PolicyDataSource {
 
  private:
   Result<int64_t> countOperations(const char* fixed_answer, const Json& filter,
-                                  bool (*state_matches)(const Json& op, const Json& filter,
-                                                        TimePoint now));
+                                  bool (*state_matches)(const Json& op, const Json& filter, TimePoint now));
   Json fixture_;
   const Clock& clock_;
 };

@@ -5,8 +5,8 @@
 namespace tide::lua {
 namespace {
 
-model::Decision makeRecord(const std::string& policy, const std::string& sha256,
-                            const PolicyRun& run, const std::string& at) {
+model::Decision makeRecord(const std::string& policy, const std::string& sha256, const PolicyRun& run,
+                           const std::string& at) {
   model::Decision record;
   record.policy = policy;
   record.script_sha256 = sha256;
@@ -55,10 +55,7 @@ void to_json(Json& j, const Evaluation& evaluation) {
   }
   Json logs = Json::array();
   for (const LogRecord& log : evaluation.logs) {
-    logs.push_back({{"level", log.level},
-                    {"where", log.where},
-                    {"message", log.message},
-                    {"fields", log.fields}});
+    logs.push_back({{"level", log.level}, {"where", log.where}, {"message", log.message}, {"fields", log.fields}});
   }
   j = Json{{"outcome", outcomeName(evaluation.outcome)},
            {"summary", evaluation.summary},
@@ -69,17 +66,14 @@ void to_json(Json& j, const Evaluation& evaluation) {
            {"at", evaluation.at}};
 }
 
-PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
-                           PolicyEngineOptions options)
+PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock, PolicyEngineOptions options)
     : scripts_(scripts), clock_(clock), options_(options), interpreter_("policy state") {}
 
 PolicyEngine::~PolicyEngine() = default;
 
 uint64_t PolicyEngine::loadedVersion() const { return interpreter_.version(); }
 
-size_t PolicyEngine::luaMemoryUsed() const {
-  return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0;
-}
+size_t PolicyEngine::luaMemoryUsed() const { return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0; }
 
 Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   Evaluation evaluation;
@@ -94,11 +88,9 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   const Json normalized = normalizeOp(op);
   std::vector<std::pair<std::string, const ScriptFile*>> policies;  // name -> file (null: missing)
   if (auto names = selectedPolicies(normalized)) {
-    for (const std::string& name : *names)
-      policies.emplace_back(name, set->find(ScriptKind::kPolicy, name));
+    for (const std::string& name : *names) policies.emplace_back(name, set->find(ScriptKind::kPolicy, name));
   } else {
-    for (const ScriptFile* file : set->ofKind(ScriptKind::kPolicy))
-      policies.emplace_back(file->name, file);
+    for (const ScriptFile* file : set->ofKind(ScriptKind::kPolicy)) policies.emplace_back(file->name, file);
   }
 
   LuaError op_error;
@@ -114,17 +106,14 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
     PolicyRun run;
     std::string level = "hard";
     if (!file) {
-      run =
-          failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
+      run = failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
     } else {
       level = file->level.empty() ? "hard" : file->level;
-      run = op_error.ok() ? interpreter->run(*file, data)
-                          : failedRun(op_error.error_class, op_error.message);
+      run = op_error.ok() ? interpreter->run(*file, data) : failedRun(op_error.error_class, op_error.message);
     }
     if (!run.applicable) continue;
     votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
-    evaluation.decisions.push_back(
-        {level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
+    evaluation.decisions.push_back({level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
   }
   if (interpreter) interpreter->setLogCollector(nullptr);
 

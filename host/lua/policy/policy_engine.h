@@ -17,13 +17,13 @@
 #include <nlohmann/json.hpp>
 
 #include "host/core/clock.h"
-#include "host/model/records.h"
-#include "host/lua/runtime/lua_state.h"
 #include "host/lua/policy/policy_data.h"
 #include "host/lua/policy/policy_interpreter.h"
 #include "host/lua/policy/policy_verdict.h"
+#include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
 #include "host/lua/runtime/versioned_build.h"
+#include "host/model/records.h"
 
 namespace tide::lua {
 
@@ -57,8 +57,7 @@ void to_json(Json& j, const Evaluation& evaluation);
 class PolicyEngine {
  public:
   // `scripts` and `clock` must outlive the engine.
-  PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
-               PolicyEngineOptions options = {});
+  PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock, PolicyEngineOptions options = {});
   ~PolicyEngine();
 
   // `op` is the snapshot documented in docs/lua.md; `data` answers ctx.* for this call.

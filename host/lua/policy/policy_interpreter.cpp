@@ -2,8 +2,8 @@
 
 #include <lua.hpp>
 
-#include "host/lua/runtime/bindings_json.h"
 #include "host/lua/policy/bindings_policy.h"
+#include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/test_table.h"
 
@@ -31,8 +31,7 @@ std::string fieldString(lua_State* L, int table, const char* key) {
 }
 
 // Reads the policy case at `item` into `cases`; "" or what is wrong with it.
-std::string readCase(lua_State* L, int item, const TestCaseItem& item_info,
-                     std::vector<PolicyTestCase>* cases) {
+std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std::vector<PolicyTestCase>* cases) {
   PolicyTestCase c;
   c.name = item_info.name;
   c.expect = fieldString(L, item, "expect");
@@ -84,18 +83,16 @@ Json normalizeOp(const Json& op) {
   return out;
 }
 
-PolicyInterpreter::PolicyInterpreter(std::shared_ptr<const ScriptSet> set,
-                                     std::unique_ptr<LuaState> state)
+PolicyInterpreter::PolicyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state)
     : set_(std::move(set)), state_(std::move(state)) {}
 
-Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(
-    std::shared_ptr<const ScriptSet> set, const LuaLimits& limits, const Clock& clock) {
+Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared_ptr<const ScriptSet> set,
+                                                                     const LuaLimits& limits, const Clock& clock) {
   LuaStateOptions options;
   options.limits = limits;
   options.clock = &clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<LuaState> state, LuaState::create(std::move(options)));
-  std::unique_ptr<PolicyInterpreter> interpreter(
-      new PolicyInterpreter(std::move(set), std::move(state)));
+  std::unique_ptr<PolicyInterpreter> interpreter(new PolicyInterpreter(std::move(set), std::move(state)));
   PolicyInterpreter* self = interpreter.get();
   self->state_->setLogSink([self](const LogRecord& record) {
     if (!self->logs_) return;
@@ -142,10 +139,8 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     out.verdict = Verdict::kManual;
     out.error_class = e.error_class;
     // Name the file even when Lua could not (a refused allocation has no line).
-    const std::string where =
-        e.message.find(policy.path) == std::string::npos ? policy.path + ": " : "";
-    out.reason =
-        std::string(errorClassName(e.error_class)) + " error: " + where + validUtf8(e.message);
+    const std::string where = e.message.find(policy.path) == std::string::npos ? policy.path + ": " : "";
+    out.reason = std::string(errorClassName(e.error_class)) + " error: " + where + validUtf8(e.message);
   };
   if (auto it = load_errors_.find(policy.path); it != load_errors_.end()) {
     fail(it->second);
@@ -179,22 +174,19 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
     lua_call(L, 2, 1);
     if (lua_type(L, -1) != LUA_TTABLE && !isReadOnly(L, -1)) {
-      luaL_error(L,
-                 "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
+      luaL_error(L, "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
                  policy.path.c_str(), luaL_typename(L, -1));
     }
     verdict = fieldString(L, lua_gettop(L), "verdict");
     reason = fieldString(L, lua_gettop(L), "reason");
     if (!parseVerdict(verdict)) {
-      luaL_error(
-          L, "%s: decide returned a table without a verdict; use approve, deny, manual or abstain",
-          policy.path.c_str());
+      luaL_error(L, "%s: decide returned a table without a verdict; use approve, deny, manual or abstain",
+                 policy.path.c_str());
     }
   });
   setPolicyData(*state_, nullptr);
-  out.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count();
+  out.duration_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   if (!e.ok()) {
     fail(e);
   } else if (!applicable) {
@@ -217,8 +209,7 @@ Result<std::vector<PolicyTestCase>> PolicyInterpreter::testCases(const ScriptFil
   std::string problem;
   LuaError e = state_->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, policy_ref);
-    problem = kPolicyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item,
-                                                            const TestCaseItem& c) {
+    problem = kPolicyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item, const TestCaseItem& c) {
       return readCase(L, item, c, &cases);
     });
   });

@@ -14,9 +14,9 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
-#include "host/lua/runtime/lua_state.h"
 #include "host/lua/policy/policy_data.h"
 #include "host/lua/policy/policy_verdict.h"
+#include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_loader.h"
 #include "host/lua/runtime/script_set.h"
 
@@ -49,8 +49,7 @@ class PolicyInterpreter {
   // Loads every policy of `set`. A policy that fails to load does not fail creation: its
   // runs report the load error (fail closed). `clock` must outlive the interpreter.
   static Result<std::unique_ptr<PolicyInterpreter>> create(std::shared_ptr<const ScriptSet> set,
-                                                           const LuaLimits& limits,
-                                                           const Clock& clock);
+                                                           const LuaLimits& limits, const Clock& clock);
 
   const ScriptSet& scripts() const { return *set_; }
   LuaState& state() { return *state_; }

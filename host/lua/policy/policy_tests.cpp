@@ -6,8 +6,8 @@
 namespace tide::lua {
 namespace {
 
-CaseResult runCase(PolicyInterpreter& interpreter, const ScriptFile& policy,
-                   const PolicyTestCase& c, FakeClock& clock) {
+CaseResult runCase(PolicyInterpreter& interpreter, const ScriptFile& policy, const PolicyTestCase& c,
+                   FakeClock& clock) {
   CaseResult result;
   result.expected = c.expect;
   if (!c.reason.empty()) result.expected += " (reason containing \"" + c.reason + "\")";
@@ -33,16 +33,15 @@ CaseResult runCase(PolicyInterpreter& interpreter, const ScriptFile& policy,
   } else {
     result.actual = verdictName(run.verdict);
     if (!run.reason.empty()) result.actual += ": " + run.reason;
-    result.passed = c.expect == verdictName(run.verdict) &&
-                    (c.reason.empty() || run.reason.find(c.reason) != std::string::npos);
+    result.passed =
+        c.expect == verdictName(run.verdict) && (c.reason.empty() || run.reason.find(c.reason) != std::string::npos);
   }
   return result;
 }
 
 }  // namespace
 
-Result<std::vector<CaseResult>> runPolicyFileTests(const ScriptFile& policy,
-                                                   const ScriptSet& libs,
+Result<std::vector<CaseResult>> runPolicyFileTests(const ScriptFile& policy, const ScriptSet& libs,
                                                    const LuaLimits& limits) {
   return runTestTable<PolicyInterpreter>(policy, libs, limits, runCase);
 }

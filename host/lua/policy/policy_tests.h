@@ -25,8 +25,7 @@ namespace tide::lua {
 // Loads `policy` with the libs of `libs` in a fresh state (the production loader and
 // sandbox) and runs its cases. An error Status means the file or its tests table could not
 // be loaded; failing cases are results with passed == false.
-Result<std::vector<CaseResult>> runPolicyFileTests(const ScriptFile& policy,
-                                                   const ScriptSet& libs,
+Result<std::vector<CaseResult>> runPolicyFileTests(const ScriptFile& policy, const ScriptSet& libs,
                                                    const LuaLimits& limits);
 
 }  // namespace tide::lua

@@ -17,38 +17,28 @@ std::string describe(const std::vector<const PolicyVote*>& votes) {
 
 const char* verdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kApprove:
-      return "approve";
-    case Verdict::kDeny:
-      return "deny";
-    case Verdict::kManual:
-      return "manual";
-    case Verdict::kAbstain:
-      return "abstain";
+    case Verdict::kApprove: return "approve";
+    case Verdict::kDeny: return "deny";
+    case Verdict::kManual: return "manual";
+    case Verdict::kAbstain: return "abstain";
   }
   return "manual";
 }
 
 const char* levelName(Level level) {
   switch (level) {
-    case Level::kAdvisory:
-      return "advisory";
-    case Level::kSoft:
-      return "soft";
-    case Level::kHard:
-      return "hard";
+    case Level::kAdvisory: return "advisory";
+    case Level::kSoft: return "soft";
+    case Level::kHard: return "hard";
   }
   return "hard";
 }
 
 const char* outcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kApproved:
-      return "APPROVED";
-    case Outcome::kRejected:
-      return "REJECTED";
-    case Outcome::kPendingApproval:
-      return "PENDING_APPROVAL";
+    case Outcome::kApproved: return "APPROVED";
+    case Outcome::kRejected: return "REJECTED";
+    case Outcome::kPendingApproval: return "PENDING_APPROVAL";
   }
   return "PENDING_APPROVAL";
 }
@@ -77,14 +67,9 @@ Combined combineVotes(const std::vector<PolicyVote>& votes, Outcome default_outc
         denies.push_back(&vote);
         hard_deny = hard_deny || vote.level == Level::kHard;
         break;
-      case Verdict::kManual:
-        manuals.push_back(&vote);
-        break;
-      case Verdict::kApprove:
-        approvals.push_back(&vote);
-        break;
-      case Verdict::kAbstain:
-        break;
+      case Verdict::kManual: manuals.push_back(&vote); break;
+      case Verdict::kApprove: approvals.push_back(&vote); break;
+      case Verdict::kAbstain: break;
     }
   }
   if (!denies.empty()) {

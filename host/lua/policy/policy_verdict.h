@@ -20,8 +20,7 @@ enum class Outcome { kApproved, kRejected, kPendingApproval };
 
 const char* verdictName(Verdict verdict);  // approve | deny | manual | abstain
 const char* levelName(Level level);        // advisory | soft | hard
-const char* outcomeName(
-    Outcome outcome);  // APPROVED | REJECTED | PENDING_APPROVAL (operation states)
+const char* outcomeName(Outcome outcome);  // APPROVED | REJECTED | PENDING_APPROVAL (operation states)
 std::optional<Verdict> parseVerdict(std::string_view name);
 std::optional<Level> parseLevel(std::string_view name);
 

@@ -22,8 +22,7 @@ std::vector<fs::path> luaFilesIn(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".lua" && entry.is_regular_file(ec))
-      files.push_back(entry.path());
+    if (entry.path().extension() == ".lua" && entry.is_regular_file(ec)) files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -55,8 +54,8 @@ ScriptKind kindByDirectory(const fs::path& file) {
 
 // The files `paths` name (a directory: its *.lua files), or those of the default
 // directories when there are none. `searched` is where the first one is.
-std::vector<fs::path> filesToTest(const std::vector<std::string>& paths,
-                                  const PolicyToolOptions& options, std::string& searched) {
+std::vector<fs::path> filesToTest(const std::vector<std::string>& paths, const PolicyToolOptions& options,
+                                  std::string& searched) {
   std::vector<std::string> targets = paths;
   if (targets.empty()) {
     targets.push_back(options.policies_dir.string());
@@ -89,13 +88,11 @@ FileTests testFile(const fs::path& path, const ScriptSet& libs, const LuaLimits&
   tested.path = path.lexically_normal().string();
   tested.kind = kindByDirectory(path);
   auto file = readScriptFile(path, tested.path, tested.kind);
-  auto results = file.isOk() ? runScriptTests(*file, libs, limits)
-                             : Result<std::vector<CaseResult>>(file.status());
+  auto results = file.isOk() ? runScriptTests(*file, libs, limits) : Result<std::vector<CaseResult>>(file.status());
   if (results.isOk()) {
     tested.cases = std::move(results).value();
   } else {
-    tested.error = (hasTests(tested.kind) ? "does not load: " : "not tested: ") +
-                   results.status().message();
+    tested.error = (hasTests(tested.kind) ? "does not load: " : "not tested: ") + results.status().message();
   }
   return tested;
 }
@@ -120,13 +117,10 @@ Json filesJson(const std::vector<FileTests>& files) {
   for (const FileTests& file : files) {
     Json cases = Json::array();
     for (const CaseResult& r : file.cases) {
-      cases.push_back(
-          {{"name", r.name}, {"passed", r.passed}, {"expected", r.expected}, {"actual", r.actual}});
+      cases.push_back({{"name", r.name}, {"passed", r.passed}, {"expected", r.expected}, {"actual", r.actual}});
     }
-    items.push_back({{"path", file.path},
-                     {"kind", scriptKindName(file.kind)},
-                     {"error", file.error},
-                     {"cases", std::move(cases)}});
+    items.push_back(
+        {{"path", file.path}, {"kind", scriptKindName(file.kind)}, {"error", file.error}, {"cases", std::move(cases)}});
   }
   return items;
 }
@@ -138,15 +132,13 @@ std::string padded(std::string text, size_t width) {
 
 }  // namespace
 
-int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out,
-                    const PolicyToolOptions& options) {
+int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out, const PolicyToolOptions& options) {
   std::string searched;
   const std::vector<fs::path> found = filesToTest(paths, options, searched);
   if (found.empty()) {
     const std::string error = "no policy or strategy files found in " + searched;
     if (options.json) {
-      out << Json{{"items", Json::array()}, {"passed", 0}, {"failed", 0}, {"error", error}}.dump(2)
-          << "\n";
+      out << Json{{"items", Json::array()}, {"passed", 0}, {"failed", 0}, {"error", error}}.dump(2) << "\n";
     } else {
       out << error << "\n";
     }
@@ -171,11 +163,7 @@ int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out,
   }
 
   if (options.json) {
-    out << Json{{"items", filesJson(files)},
-                {"passed", passed},
-                {"failed", failed},
-                {"warnings", warnings}}
-               .dump(2)
+    out << Json{{"items", filesJson(files)}, {"passed", passed}, {"failed", failed}, {"warnings", warnings}}.dump(2)
         << "\n";
   } else {
     for (const std::string& warning : warnings) out << "warning: " << warning << "\n";
@@ -236,12 +224,10 @@ int evalOpFile(const std::string& op_file, std::ostream& out, const PolicyToolOp
   out << "reason:  " << evaluation.summary << "\n";
   if (evaluation.overridable) out << "         (soft denies only: an approver may override)\n";
   out << "\n"
-      << padded("POLICY", 24) << padded("LEVEL", 10) << padded("VERDICT", 9) << padded("TIME", 10)
-      << "REASON\n";
+      << padded("POLICY", 24) << padded("LEVEL", 10) << padded("VERDICT", 9) << padded("TIME", 10) << "REASON\n";
   for (const PolicyDecision& d : evaluation.decisions) {
     std::string reason = d.record.reasons.empty() ? "" : d.record.reasons[0].get<std::string>();
-    std::string line = padded(d.record.policy, 24) + padded(d.level, 10) +
-                       padded(d.record.verdict, 9) +
+    std::string line = padded(d.record.policy, 24) + padded(d.level, 10) + padded(d.record.verdict, 9) +
                        padded(std::to_string(d.record.duration_us) + "us", 10) + reason;
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";

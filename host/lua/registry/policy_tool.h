@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "host/lua/runtime/lua_state.h"
 #include "host/lua/policy/policy_verdict.h"
+#include "host/lua/runtime/lua_state.h"
 
 namespace tide::lua {
 
@@ -29,14 +29,12 @@ struct PolicyToolOptions {
 // last; with options.json, {"items": [{"path", "kind", "error", "cases": [{"name",
 // "passed", "expected", "actual"}]}], "passed", "failed", "warnings"}. Returns 0 when every
 // case passed, 1 when any failed or a file did not load, 2 when no file was found.
-int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out,
-                    const PolicyToolOptions& options = {});
+int testScriptFiles(const std::vector<std::string>& paths, std::ostream& out, const PolicyToolOptions& options = {});
 
 // `tide policy eval --op FILE`: evaluates the op in FILE against options.policies_dir
 // offline and prints the combined verdict and every decision. FILE holds an op snapshot,
 // or {"op": {...}, "ctx": {...}} where ctx is a fixture for ctx.* (policy_data.h) and may
 // set "now". Returns 0 when the op was evaluated (whatever the verdict), 2 on bad input.
-int evalOpFile(const std::string& op_file, std::ostream& out,
-               const PolicyToolOptions& options = {});
+int evalOpFile(const std::string& op_file, std::ostream& out, const PolicyToolOptions& options = {});
 
 }  // namespace tide::lua

@@ -42,12 +42,8 @@ void to_json(Json& j, const ScriptStatus& s) {
            {"last_attempt_at", s.last_attempt_at}};
 }
 
-ScriptRegistry::ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder,
-                               const Clock& clock)
-    : options_(std::move(options)),
-      recorder_(recorder),
-      clock_(clock),
-      current_(std::make_shared<const ScriptSet>()) {}
+ScriptRegistry::ScriptRegistry(ScriptRegistryOptions options, ScriptRecorder& recorder, const Clock& clock)
+    : options_(std::move(options)), recorder_(recorder), clock_(clock), current_(std::make_shared<const ScriptSet>()) {}
 
 ScriptRegistry::~ScriptRegistry() { stopWatching(); }
 
@@ -116,8 +112,7 @@ LuaError testFailures(const std::string& path, const Result<std::vector<CaseResu
 
 }  // namespace
 
-ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
-                                                    const ScriptSet& context,
+ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate, const ScriptSet& context,
                                                     bool check_duplicates) const {
   Validation v;
   auto trial = std::make_shared<ScriptSet>(context);
@@ -145,9 +140,8 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   if (check_duplicates && file.kind != ScriptKind::kLib) {
     for (const auto& [path, other] : context.files) {
       if (path != file.path && other.kind == file.kind && other.name == loaded.name) {
-        v.error = {LuaErrorClass::kLoad, file.path + ": duplicate " + scriptKindName(file.kind) +
-                                             " name '" + loaded.name + "' (already defined by " +
-                                             path + ")"};
+        v.error = {LuaErrorClass::kLoad, file.path + ": duplicate " + scriptKindName(file.kind) + " name '" +
+                                             loaded.name + "' (already defined by " + path + ")"};
         return v;
       }
     }
@@ -156,15 +150,13 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   named.name = loaded.name;
   named.level = loaded.level;
   // A strategy also when it has no tests: loading it this way checks its params declaration.
-  if ((file.kind == ScriptKind::kPolicy && loaded.has_tests) ||
-      file.kind == ScriptKind::kStrategy) {
+  if ((file.kind == ScriptKind::kPolicy && loaded.has_tests) || file.kind == ScriptKind::kStrategy) {
     v.error = testFailures(file.path, runScriptTests(named, *trial, options_.limits));
   }
   return v;
 }
 
-ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candidate,
-                                                       const ScriptSet& context) const {
+ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candidate, const ScriptSet& context) const {
   Validation v = validate(candidate, context, false);
   if (!v.error.ok()) return v;
   ScriptSet trial = context;
@@ -173,17 +165,15 @@ ScriptRegistry::Validation ScriptRegistry::validateLib(const ScriptFile& candida
     if (file.kind == ScriptKind::kLib) continue;
     Validation dependent = validate(file, trial, false);
     if (!dependent.error.ok()) {
-      v.error = {dependent.error.error_class,
-                 candidate.path + " would break " + path + ": " + dependent.error.message};
+      v.error = {dependent.error.error_class, candidate.path + " would break " + path + ": " + dependent.error.message};
       return v;
     }
   }
   return v;
 }
 
-void ScriptRegistry::recordVersion(const ScriptFile& file, const std::string& sha256,
-                                   const char* status, const std::string& error,
-                                   const std::string& at) const {
+void ScriptRegistry::recordVersion(const ScriptFile& file, const std::string& sha256, const char* status,
+                                   const std::string& error, const std::string& at) const {
   model::ScriptVersion version;
   version.path = file.path;
   version.kind = scriptKindName(file.kind);
@@ -204,9 +194,8 @@ void ScriptRegistry::unloadMissing(const std::vector<Candidate>& candidates, Rel
     }
     const ScriptFile& gone = it->second;
     recordVersion(gone, gone.sha256, "unloaded", "", pass.now);
-    recorder_.recordEvent(
-        "script.unloaded", "script/" + gone.path,
-        {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
+    recorder_.recordEvent("script.unloaded", "script/" + gone.path,
+                          {{"path", gone.path}, {"kind", scriptKindName(gone.kind)}, {"sha256", gone.sha256}});
     ++pass.summary.unloaded;
     pass.changed = true;
     it = pass.next.files.erase(it);
@@ -227,8 +216,7 @@ void ScriptRegistry::reloadFile(const Candidate& candidate, ReloadPass& pass) {
     return;
   }
   if (failedBefore(file, pass)) return;
-  const Validation v = file.kind == ScriptKind::kLib ? validateLib(file, pass.next)
-                                                      : validate(file, pass.next, true);
+  const Validation v = file.kind == ScriptKind::kLib ? validateLib(file, pass.next) : validate(file, pass.next, true);
   const std::string attempted_at = formatTimestamp(clock_.now());
   if (v.error.ok()) {
     activate(file, v, active_sha, attempted_at, pass);
@@ -261,9 +249,8 @@ bool ScriptRegistry::failedBefore(const ScriptFile& file, ReloadPass& pass) {
   return true;
 }
 
-void ScriptRegistry::activate(const ScriptFile& file, const Validation& v,
-                              const std::string& active_sha, const std::string& attempted_at,
-                              ReloadPass& pass) {
+void ScriptRegistry::activate(const ScriptFile& file, const Validation& v, const std::string& active_sha,
+                              const std::string& attempted_at, ReloadPass& pass) {
   ScriptFile accepted = file;
   accepted.name = v.name;
   accepted.level = v.level;
@@ -294,9 +281,8 @@ void ScriptRegistry::activate(const ScriptFile& file, const Validation& v,
   pass.changed = true;
 }
 
-void ScriptRegistry::refuse(const ScriptFile& file, const LuaError& error,
-                            const std::string& active_sha, const std::string& attempted_at,
-                            ReloadPass& pass) {
+void ScriptRegistry::refuse(const ScriptFile& file, const LuaError& error, const std::string& active_sha,
+                            const std::string& attempted_at, ReloadPass& pass) {
   recordVersion(file, file.sha256, "failed", error.message, pass.now);
   recorder_.recordEvent("script.failed", "script/" + file.path,
                         {{"path", file.path},
@@ -344,8 +330,7 @@ Status ScriptRegistry::startWatching() {
   if (watcher_) return Status::ok();
   std::vector<std::filesystem::path> dirs;
   for (const auto& [dir, kind] : directories()) dirs.push_back(dir);
-  auto watcher =
-      std::make_unique<DirectoryWatcher>(dirs, options_.debounce, [this] { reloadAll(); });
+  auto watcher = std::make_unique<DirectoryWatcher>(dirs, options_.debounce, [this] { reloadAll(); });
   TIDE_RETURN_IF_ERROR(watcher->start());
   watcher_ = std::move(watcher);
   return Status::ok();

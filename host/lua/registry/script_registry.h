@@ -33,9 +33,9 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
-#include "host/model/records.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/model/records.h"
 
 namespace tide::lua {
 
@@ -51,8 +51,7 @@ class ScriptRecorder {
   // superseded (a newer version replaced this one), unloaded (the file was deleted).
   virtual void recordScriptVersion(const model::ScriptVersion& version) = 0;
   // kind: script.loaded | script.failed | script.unloaded; subject "script/<path>".
-  virtual void recordEvent(const std::string& kind, const std::string& subject,
-                           const Json& data) = 0;
+  virtual void recordEvent(const std::string& kind, const std::string& subject, const Json& data) = 0;
 };
 
 class DiscardingScriptRecorder final : public ScriptRecorder {
@@ -113,8 +112,7 @@ class ScriptRegistry final : public ScriptSetProvider {
   struct Candidate;
   struct Validation;
   struct ReloadPass;
-  Validation validate(const ScriptFile& candidate, const ScriptSet& context,
-                      bool check_duplicates) const;
+  Validation validate(const ScriptFile& candidate, const ScriptSet& context, bool check_duplicates) const;
   Validation validateLib(const ScriptFile& candidate, const ScriptSet& context) const;
   std::vector<Candidate> scan(ReloadSummary& summary) const;
 
@@ -131,8 +129,8 @@ class ScriptRegistry final : public ScriptSetProvider {
                 const std::string& attempted_at, ReloadPass& pass);
   void refuse(const ScriptFile& file, const LuaError& error, const std::string& active_sha,
               const std::string& attempted_at, ReloadPass& pass);
-  void recordVersion(const ScriptFile& file, const std::string& sha256, const char* status,
-                     const std::string& error, const std::string& at) const;
+  void recordVersion(const ScriptFile& file, const std::string& sha256, const char* status, const std::string& error,
+                     const std::string& at) const;
   std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;
 
   const ScriptRegistryOptions options_;

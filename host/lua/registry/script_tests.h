@@ -17,7 +17,6 @@ bool hasTests(ScriptKind kind);
 
 // Runs the tests table of `file`, a policy (policy_tests.h) or strategy (strategy_tests.h),
 // with the libs of `libs`. kInvalidArgument for hooks and libs, which have no tests.
-Result<std::vector<CaseResult>> runScriptTests(const ScriptFile& file, const ScriptSet& libs,
-                                               const LuaLimits& limits);
+Result<std::vector<CaseResult>> runScriptTests(const ScriptFile& file, const ScriptSet& libs, const LuaLimits& limits);
 
 }  // namespace tide::lua

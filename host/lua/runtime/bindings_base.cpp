@@ -12,8 +12,7 @@ namespace tide::lua {
 namespace {
 
 std::time_t epochSeconds(TimePoint t) {
-  return static_cast<std::time_t>(
-      std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
+  return static_cast<std::time_t>(std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
 }
 
 int tableField(lua_State* L, const char* key, int fallback) {
@@ -124,8 +123,7 @@ int guardedPatternCall(lua_State* L) {
     size_t pattern_length = 0;
     lua_tolstring(L, 1, &subject_length);
     const char* pattern = lua_tolstring(L, 2, &pattern_length);
-    if (patternCostLog10({pattern, pattern_length}, subject_length) >
-        std::log10(kMaxPatternSteps)) {
+    if (patternCostLog10({pattern, pattern_length}, subject_length) > std::log10(kMaxPatternSteps)) {
       return luaL_error(L,
                         "pattern '%s' is too expensive for a %d-byte subject "
                         "(fewer repetitions, an anchor, or a shorter subject)",
@@ -182,9 +180,7 @@ int osClock(lua_State* L) {
 int mathRandom(lua_State* L) {
   const double r = static_cast<double>(LuaState::from(L).nextRandom() >> 11) * 0x1.0p-53;
   switch (lua_gettop(L)) {
-    case 0:
-      lua_pushnumber(L, r);
-      return 1;
+    case 0: lua_pushnumber(L, r); return 1;
     case 1: {
       const double upper = std::floor(luaL_checknumber(L, 1));
       luaL_argcheck(L, upper >= 1, 1, "interval is empty");
@@ -198,8 +194,7 @@ int mathRandom(lua_State* L) {
       lua_pushnumber(L, std::floor(r * (upper - lower + 1)) + lower);
       return 1;
     }
-    default:
-      return luaL_error(L, "wrong number of arguments");
+    default: return luaL_error(L, "wrong number of arguments");
   }
 }
 

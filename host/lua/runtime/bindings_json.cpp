@@ -14,34 +14,21 @@ namespace {
 using Json = nlohmann::json;
 
 void push(lua_State* L, const Json& value, int depth) {
-  if (depth > kMaxJsonDepth)
-    luaL_error(L, "JSON value nested deeper than %d levels", kMaxJsonDepth);
+  if (depth > kMaxJsonDepth) luaL_error(L, "JSON value nested deeper than %d levels", kMaxJsonDepth);
   luaL_checkstack(L, 4, "JSON value nested too deeply");
   switch (value.type()) {
     case Json::value_t::null:
-    case Json::value_t::discarded:
-      lua_pushnil(L);
-      return;
-    case Json::value_t::boolean:
-      lua_pushboolean(L, value.get<bool>() ? 1 : 0);
-      return;
-    case Json::value_t::number_integer:
-      lua_pushnumber(L, static_cast<lua_Number>(value.get<int64_t>()));
-      return;
-    case Json::value_t::number_unsigned:
-      lua_pushnumber(L, static_cast<lua_Number>(value.get<uint64_t>()));
-      return;
-    case Json::value_t::number_float:
-      lua_pushnumber(L, value.get<double>());
-      return;
+    case Json::value_t::discarded: lua_pushnil(L); return;
+    case Json::value_t::boolean: lua_pushboolean(L, value.get<bool>() ? 1 : 0); return;
+    case Json::value_t::number_integer: lua_pushnumber(L, static_cast<lua_Number>(value.get<int64_t>())); return;
+    case Json::value_t::number_unsigned: lua_pushnumber(L, static_cast<lua_Number>(value.get<uint64_t>())); return;
+    case Json::value_t::number_float: lua_pushnumber(L, value.get<double>()); return;
     case Json::value_t::string: {
       const auto& text = value.get_ref<const std::string&>();
       lua_pushlstring(L, text.data(), text.size());
       return;
     }
-    case Json::value_t::binary:
-      lua_pushnil(L);
-      return;
+    case Json::value_t::binary: lua_pushnil(L); return;
     case Json::value_t::array: {
       lua_createtable(L, static_cast<int>(value.size()), 0);
       int i = 0;
@@ -69,8 +56,7 @@ void push(lua_State* L, const Json& value, int depth) {
 
 Result<Json> numberToJson(lua_Number n) {
   if (!std::isfinite(n)) return Status::invalidArgument("cannot convert NaN or infinity to JSON");
-  if (std::floor(n) == n && std::fabs(n) < 9.007199254740992e15)
-    return Json(static_cast<int64_t>(n));
+  if (std::floor(n) == n && std::fabs(n) < 9.007199254740992e15) return Json(static_cast<int64_t>(n));
   return Json(n);
 }
 
@@ -92,27 +78,20 @@ std::string keyText(lua_State* L, int index) {
 
 Result<Json> convert(lua_State* L, int index, int depth) {
   if (depth > kMaxJsonDepth) {
-    return Status::invalidArgument("value nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                   " levels");
+    return Status::invalidArgument("value nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   switch (lua_type(L, index)) {
-    case LUA_TNIL:
-      return Json(nullptr);
-    case LUA_TBOOLEAN:
-      return Json(lua_toboolean(L, index) != 0);
-    case LUA_TNUMBER:
-      return numberToJson(lua_tonumber(L, index));
+    case LUA_TNIL: return Json(nullptr);
+    case LUA_TBOOLEAN: return Json(lua_toboolean(L, index) != 0);
+    case LUA_TNUMBER: return numberToJson(lua_tonumber(L, index));
     case LUA_TSTRING: {
       size_t len = 0;
       const char* text = lua_tolstring(L, index, &len);
       return Json(validUtf8(std::string_view(text, len)));
     }
     case LUA_TTABLE:
-    case LUA_TUSERDATA:
-      break;
-    default:
-      return Status::invalidArgument(std::string("cannot convert a ") + luaL_typename(L, index) +
-                                     " to JSON");
+    case LUA_TUSERDATA: break;
+    default: return Status::invalidArgument(std::string("cannot convert a ") + luaL_typename(L, index) + " to JSON");
   }
   if (lua_type(L, index) == LUA_TUSERDATA && !isReadOnly(L, index)) {
     return Status::invalidArgument("cannot convert a userdata to JSON");
@@ -178,19 +157,13 @@ std::string validUtf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xE  ? 3
-                 : (c >> 3) == 0x1E ? 4
-                                    : 0;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
     bool ok = len > 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k)
-      ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
     if (ok && len > 1) {
       // Reject overlong forms, surrogates and code points past U+10FFFF.
       uint32_t cp = c & (0xFF >> (len + 1));
-      for (size_t k = 1; k < len; ++k)
-        cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
       const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
       ok = cp >= min[len] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
     }

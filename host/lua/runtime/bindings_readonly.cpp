@@ -224,8 +224,8 @@ int readOnlyAwareUnpack(lua_State* L) {
   lua_getfenv(L, 1);
   const int table = lua_gettop(L);
   const int first = static_cast<int>(luaL_optinteger(L, 2, 1));
-  const int last = lua_isnoneornil(L, 3) ? static_cast<int>(lua_objlen(L, table))
-                                         : static_cast<int>(luaL_checkinteger(L, 3));
+  const int last =
+      lua_isnoneornil(L, 3) ? static_cast<int>(lua_objlen(L, table)) : static_cast<int>(luaL_checkinteger(L, 3));
   if (first > last) return 0;
   const long long count = static_cast<long long>(last) - first + 1;
   if (count >= INT_MAX || !lua_checkstack(L, static_cast<int>(count))) {

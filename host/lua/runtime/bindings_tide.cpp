@@ -99,8 +99,7 @@ int logAtLevel(lua_State* L) {
   record.message = luaL_checkstring(L, 1);
   if (!lua_isnoneornil(L, 2)) {
     auto fields = toJson(L, 2);
-    record.fields = fields.isOk() ? std::move(fields).value()
-                                  : Json{{"unconvertible", fields.status().message()}};
+    record.fields = fields.isOk() ? std::move(fields).value() : Json{{"unconvertible", fields.status().message()}};
   }
   LuaState::from(L).log(std::move(record));
   return 0;

@@ -15,8 +15,8 @@
 namespace tide::lua {
 namespace {
 
-constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                IN_CREATE | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF;
+constexpr uint32_t kWatchMask =
+    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF;
 constexpr std::chrono::milliseconds kRescanInterval{1000};
 
 bool isLuaFile(const char* name) {
@@ -26,8 +26,7 @@ bool isLuaFile(const char* name) {
 
 }  // namespace
 
-DirectoryWatcher::DirectoryWatcher(std::vector<std::filesystem::path> dirs,
-                                   std::chrono::milliseconds debounce,
+DirectoryWatcher::DirectoryWatcher(std::vector<std::filesystem::path> dirs, std::chrono::milliseconds debounce,
                                    std::function<void()> on_change)
     : dirs_(std::move(dirs)), debounce_(debounce), on_change_(std::move(on_change)) {}
 
@@ -36,8 +35,7 @@ DirectoryWatcher::~DirectoryWatcher() { stop(); }
 Status DirectoryWatcher::start() {
   if (thread_.joinable()) return Status::ok();
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0)
-    return Status::unavailable(std::string("inotify_init1: ") + std::strerror(errno));
+  if (inotify_fd_ < 0) return Status::unavailable(std::string("inotify_init1: ") + std::strerror(errno));
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     ::close(inotify_fd_);
@@ -64,8 +62,8 @@ void DirectoryWatcher::stop() {
 bool DirectoryWatcher::addMissingWatches() {
   bool added = false;
   for (const auto& dir : dirs_) {
-    const bool watched = std::any_of(watches_.begin(), watches_.end(),
-                                     [&dir](const auto& entry) { return entry.second == dir; });
+    const bool watched =
+        std::any_of(watches_.begin(), watches_.end(), [&dir](const auto& entry) { return entry.second == dir; });
     if (watched) continue;
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;
@@ -108,8 +106,7 @@ void DirectoryWatcher::run() {
     auto timeout = kRescanInterval;
     if (pending) {
       timeout = std::max(std::chrono::milliseconds(0),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(
-                             last_event + debounce_ - Clock::now()));
+                         std::chrono::duration_cast<std::chrono::milliseconds>(last_event + debounce_ - Clock::now()));
     }
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
     const int ready = ::poll(fds, 2, static_cast<int>(timeout.count()));

@@ -82,16 +82,11 @@ void pushWhere(lua_State* L) {
 
 const char* errorClassName(LuaErrorClass error_class) {
   switch (error_class) {
-    case LuaErrorClass::kNone:
-      return "";
-    case LuaErrorClass::kLoad:
-      return "load";
-    case LuaErrorClass::kRuntime:
-      return "runtime";
-    case LuaErrorClass::kTimeout:
-      return "timeout";
-    case LuaErrorClass::kMemory:
-      return "memory";
+    case LuaErrorClass::kNone: return "";
+    case LuaErrorClass::kLoad: return "load";
+    case LuaErrorClass::kRuntime: return "runtime";
+    case LuaErrorClass::kTimeout: return "timeout";
+    case LuaErrorClass::kMemory: return "memory";
   }
   return "runtime";
 }
@@ -143,8 +138,7 @@ LuaState& LuaState::from(lua_State* L) {
 
 size_t LuaState::memoryUsed() const {
   if (capped_) return used_;
-  return static_cast<size_t>(lua_gc(L_, LUA_GCCOUNT, 0)) * 1024 +
-         static_cast<size_t>(lua_gc(L_, LUA_GCCOUNTB, 0));
+  return static_cast<size_t>(lua_gc(L_, LUA_GCCOUNT, 0)) * 1024 + static_cast<size_t>(lua_gc(L_, LUA_GCCOUNTB, 0));
 }
 
 void LuaState::log(LogRecord record) const {
@@ -176,8 +170,7 @@ uint64_t LuaState::nextRandom() {
   return x * 0x2545F4914F6CDD1DULL;
 }
 
-LuaState::HostTime::HostTime(LuaState& state)
-    : state_(state), started_(std::chrono::steady_clock::now()) {}
+LuaState::HostTime::HostTime(LuaState& state) : state_(state), started_(std::chrono::steady_clock::now()) {}
 
 LuaState::HostTime::~HostTime() { state_.deadline_ += std::chrono::steady_clock::now() - started_; }
 
@@ -188,8 +181,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
     self->used_ -= old_size;
     return nullptr;
   }
-  if (new_size > old_size &&
-      self->used_ - old_size + new_size > self->options_.limits.memory_bytes) {
+  if (new_size > old_size && self->used_ - old_size + new_size > self->options_.limits.memory_bytes) {
     self->memory_exceeded_ = true;
     return nullptr;
   }
@@ -210,15 +202,13 @@ void LuaState::onHook(lua_State* L) {
   // Sticky: once a limit is hit, every hook raises again until the call ends.
   if (memory_exceeded_) {
     pushWhere(L);
-    lua_pushfstring(L, "memory limit of %s exceeded",
-                    describeBytes(options_.limits.memory_bytes).c_str());
+    lua_pushfstring(L, "memory limit of %s exceeded", describeBytes(options_.limits.memory_bytes).c_str());
     lua_concat(L, 2);
     lua_error(L);
   }
   if (timed_out_) {
     pushWhere(L);
-    lua_pushfstring(L, "deadline of %d ms exceeded",
-                    static_cast<int>(options_.limits.deadline.count()));
+    lua_pushfstring(L, "deadline of %d ms exceeded", static_cast<int>(options_.limits.deadline.count()));
     lua_concat(L, 2);
     lua_error(L);
   }
@@ -247,22 +237,19 @@ LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
   // A limit hit counts even when the script caught the error and returned normally.
   if (memory_exceeded_ || status == LUA_ERRMEM) {
     result.error_class = LuaErrorClass::kMemory;
-    result.message =
-        message.find("memory limit of") != std::string::npos
-            ? message
-            : "memory limit of " + describeBytes(options_.limits.memory_bytes) + " exceeded";
+    result.message = message.find("memory limit of") != std::string::npos
+                         ? message
+                         : "memory limit of " + describeBytes(options_.limits.memory_bytes) + " exceeded";
   } else if (timed_out_) {
     result.error_class = LuaErrorClass::kTimeout;
-    result.message =
-        message.find("deadline of") != std::string::npos
-            ? message
-            : "deadline of " + std::to_string(options_.limits.deadline.count()) + " ms exceeded";
+    result.message = message.find("deadline of") != std::string::npos
+                         ? message
+                         : "deadline of " + std::to_string(options_.limits.deadline.count()) + " ms exceeded";
   } else if (status != 0) {
     result.error_class = load_error_ ? LuaErrorClass::kLoad : LuaErrorClass::kRuntime;
     result.message = message;
   }
-  if (result.error_class == LuaErrorClass::kMemory ||
-      result.error_class == LuaErrorClass::kTimeout) {
+  if (result.error_class == LuaErrorClass::kMemory || result.error_class == LuaErrorClass::kTimeout) {
     lua_gc(L_, LUA_GCCOLLECT, 0);
   }
   timed_out_ = false;
@@ -274,8 +261,7 @@ LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
 void loadTextChunk(lua_State* L, std::string_view text, const std::string& chunkname) {
   if (!text.empty() && text[0] == LUA_SIGNATURE[0]) {
     LuaState::from(L).markLoadError();
-    lua_pushfstring(L, "%s: precompiled bytecode is refused; only Lua source text loads",
-                    chunkname.c_str());
+    lua_pushfstring(L, "%s: precompiled bytecode is refused; only Lua source text loads", chunkname.c_str());
     lua_error(L);
   }
   int status = 0;

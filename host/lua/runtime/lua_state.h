@@ -108,8 +108,7 @@ class LuaState {
   template <class F>
   LuaError call(F&& body) {
     using Body = std::remove_reference_t<F>;
-    return callImpl([](void* fn, lua_State* L) { (*static_cast<Body*>(fn))(L); },
-                    static_cast<void*>(&body));
+    return callImpl([](void* fn, lua_State* L) { (*static_cast<Body*>(fn))(L); }, static_cast<void*>(&body));
   }
 
   // The state behind a running call, for bindings. Only valid inside call().

@@ -23,12 +23,10 @@ constexpr const char* kBaseFunctions[] = {
 };
 // Base functions replaced by view-aware or host-routed versions: next, pairs, ipairs,
 // type, unpack (bindings_readonly.cpp), print and xpcall (bindings_base.cpp).
-constexpr const char* kReplacedBaseFunctions[] = {"ipairs", "next",   "pairs", "print",
-                                                  "type",   "unpack", "xpcall"};
+constexpr const char* kReplacedBaseFunctions[] = {"ipairs", "next", "pairs", "print", "type", "unpack", "xpcall"};
 // string: everything but dump.
 constexpr const char* kStringFunctions[] = {
-    "byte",  "char",  "find", "format",  "gmatch", "gsub",  "len",
-    "lower", "match", "rep",  "reverse", "sub",    "upper",
+    "byte", "char", "find", "format", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse", "sub", "upper",
 };
 // ... of which these take patterns, and refuse ones too costly to run uninterrupted.
 constexpr const char* kStringPatternFunctions[] = {"find", "gmatch", "gsub", "match"};
@@ -36,9 +34,8 @@ constexpr const char* kStringPatternFunctions[] = {"find", "gmatch", "gsub", "ma
 constexpr const char* kTableFunctions[] = {"concat", "insert", "maxn", "remove", "sort"};
 // math: everything, with random/randomseed replaced by the per-call seeded generator.
 constexpr const char* kMathMembers[] = {
-    "abs",   "acos", "asin",  "atan", "atan2", "ceil", "cos",   "cosh", "deg", "exp",
-    "floor", "fmod", "frexp", "huge", "ldexp", "log",  "log10", "max",  "min", "modf",
-    "pi",    "pow",  "rad",   "sin",  "sinh",  "sqrt", "tan",   "tanh",
+    "abs",   "acos", "asin",  "atan", "atan2", "ceil", "cos", "cosh", "deg", "exp", "floor", "fmod", "frexp", "huge",
+    "ldexp", "log",  "log10", "max",  "min",   "modf", "pi",  "pow",  "rad", "sin", "sinh",  "sqrt", "tan",   "tanh",
 };
 // os: time, date and clock only, reading the injected clock, always UTC.
 constexpr const char* kOsFunctions[] = {"clock", "date", "time"};
@@ -48,9 +45,8 @@ constexpr const char* kTideMembers[] = {"lib", "log", "version"};
 // Removed from the real globals so that no path (a missed reference, a future binding)
 // can hand them to a script.
 constexpr const char* kRemovedGlobals[] = {
-    "_G",     "coroutine", "collectgarbage", "dofile",  "gcinfo",   "getfenv",
-    "load",   "loadfile",  "loadstring",     "module",  "newproxy", "rawequal",
-    "rawget", "rawset",    "require",        "setfenv",
+    "_G",         "coroutine", "collectgarbage", "dofile",   "gcinfo", "getfenv", "load",    "loadfile",
+    "loadstring", "module",    "newproxy",       "rawequal", "rawget", "rawset",  "require", "setfenv",
 };
 
 // --------------------------------------------------------------------------------------
@@ -88,8 +84,7 @@ void makeTopReadOnly(lua_State* L) {
 }
 
 int unknownGlobal(lua_State* L) {
-  return luaL_error(L, "unknown global '%s'",
-                    lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : luaL_typename(L, 2));
+  return luaL_error(L, "unknown global '%s'", lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : luaL_typename(L, 2));
 }
 
 int assignGlobal(lua_State* L) {

@@ -7,8 +7,8 @@
 
 #include "host/core/sha256.h"
 #include "host/lua/policy/bindings_policy.h"
-#include "host/lua/strategy/bindings_strategy.h"
 #include "host/lua/runtime/bindings_tide.h"
+#include "host/lua/strategy/bindings_strategy.h"
 
 namespace tide::lua {
 namespace {
@@ -32,8 +32,8 @@ void* environmentKey(ScriptKind kind) { return &kEnvironmentKeys[static_cast<int
 bool validName(const std::string& name) {
   if (name.empty() || name.size() > 128) return false;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
     if (!ok) return false;
   }
   return true;
@@ -49,8 +49,7 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
   out->level = file.kind == ScriptKind::kPolicy ? "hard" : "";
   lua_pushnil(L);
   while (lua_next(L, table)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      shapeError(L, file, "the returned table may only have named fields");
+    if (lua_type(L, -2) != LUA_TSTRING) shapeError(L, file, "the returned table may only have named fields");
     const std::string key = lua_tostring(L, -2);
     const int type = lua_type(L, -1);
     if (key == "name") {
@@ -83,18 +82,16 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
         while (lua_next(L, -2)) {
           bool known = false;
           for (const char* event : kHookEvents)
-            known = known ||
-                    (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == event);
-          const std::string field =
-              lua_type(L, -2) == LUA_TSTRING
-                  ? "on[\"" + std::string(lua_tostring(L, -2)).substr(0, 64) + "\"]"
-                  : std::string("on[") + luaL_typename(L, -2) + "]";
+            known = known || (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == event);
+          const std::string field = lua_type(L, -2) == LUA_TSTRING
+                                        ? "on[\"" + std::string(lua_tostring(L, -2)).substr(0, 64) + "\"]"
+                                        : std::string("on[") + luaL_typename(L, -2) + "]";
           if (!known)
             shapeError(L, file,
-                       field + " is an unknown event (known: operation.before, operation.after, "
-                               "instance.state, deployment.state, route)");
-          if (lua_type(L, -1) != LUA_TFUNCTION)
-            shapeError(L, file, field + " must be a function(arg, ctx)");
+                       field +
+                           " is an unknown event (known: operation.before, operation.after, "
+                           "instance.state, deployment.state, route)");
+          if (lua_type(L, -1) != LUA_TFUNCTION) shapeError(L, file, field + " must be a function(arg, ctx)");
           lua_pop(L, 1);
         }
       } else if (type != LUA_TFUNCTION) {
@@ -114,21 +111,17 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
 
 std::span<const Verb> verbsFor(ScriptKind kind) {
   switch (kind) {
-    case ScriptKind::kPolicy:
-      return policyVerbs();
-    case ScriptKind::kStrategy:
-      return strategyVerbs();
+    case ScriptKind::kPolicy: return policyVerbs();
+    case ScriptKind::kStrategy: return strategyVerbs();
     case ScriptKind::kHook:
-    case ScriptKind::kLib:
-      return {};
+    case ScriptKind::kLib: return {};
   }
   return {};
 }
 
 std::span<const char* const> hookEvents() { return kHookEvents; }
 
-Result<ScriptFile> readScriptFile(const std::filesystem::path& file,
-                                  const std::string& display_path, ScriptKind kind) {
+Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::string& display_path, ScriptKind kind) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return Status::notFound("cannot read " + file.string());
   std::ostringstream text;
@@ -146,8 +139,7 @@ Result<ScriptFile> readScriptFile(const std::filesystem::path& file,
 LuaError prepareScriptState(LuaState& state, const ScriptSet* set) {
   setLibraries(state, set);
   return state.call([](lua_State* L) {
-    for (ScriptKind kind :
-         {ScriptKind::kPolicy, ScriptKind::kStrategy, ScriptKind::kHook, ScriptKind::kLib}) {
+    for (ScriptKind kind : {ScriptKind::kPolicy, ScriptKind::kStrategy, ScriptKind::kHook, ScriptKind::kLib}) {
       lua_pushlightuserdata(L, environmentKey(kind));
       pushEnvironment(L, verbsFor(kind));
       lua_rawset(L, LUA_REGISTRYINDEX);

@@ -30,8 +30,7 @@ std::span<const char* const> hookEvents();
 
 // Reads `file` as a ScriptFile of `kind` shown as `display_path` (sha256 filled in; name
 // and level are known only after loading).
-Result<ScriptFile> readScriptFile(const std::filesystem::path& file,
-                                  const std::string& display_path, ScriptKind kind);
+Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::string& display_path, ScriptKind kind);
 
 // Builds one environment per kind in `state` and points tide.lib at the libs of `set`,
 // which must outlive the state's use of it. Call once, before loadScript.

@@ -6,14 +6,10 @@ namespace tide::lua {
 
 const char* scriptKindName(ScriptKind kind) {
   switch (kind) {
-    case ScriptKind::kPolicy:
-      return "policy";
-    case ScriptKind::kStrategy:
-      return "strategy";
-    case ScriptKind::kHook:
-      return "hook";
-    case ScriptKind::kLib:
-      return "lib";
+    case ScriptKind::kPolicy: return "policy";
+    case ScriptKind::kStrategy: return "strategy";
+    case ScriptKind::kHook: return "hook";
+    case ScriptKind::kLib: return "lib";
   }
   return "policy";
 }

@@ -29,8 +29,7 @@ std::string TestTable::read(lua_State* L, int script, const ReadCase& read_case)
     while (lua_next(L, item)) {
       bool known = false;
       for (const char* field : case_fields_) {
-        known = known ||
-                (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
+        known = known || (lua_type(L, -2) == LUA_TSTRING && std::string(lua_tostring(L, -2)) == field);
       }
       lua_pop(L, 1);
       if (!known) {

@@ -48,8 +48,7 @@ class TestTable {
   using ReadCase = std::function<std::string(lua_State* L, int item, const TestCaseItem& c)>;
 
   // `case_fields`: every field a case of this kind may have; must outlive the checker.
-  constexpr explicit TestTable(std::span<const char* const> case_fields)
-      : case_fields_(case_fields) {}
+  constexpr explicit TestTable(std::span<const char* const> case_fields) : case_fields_(case_fields) {}
 
   // Checks the `tests` field of the script table at stack index `script` and calls
   // `read_case` on each item in order until one is refused. Returns "" or the first
@@ -75,8 +74,8 @@ std::shared_ptr<ScriptSet> testSetOf(const ScriptFile& script, const ScriptSet& 
 // and run_case is CaseResult(Interpreter&, const ScriptFile&, const Case&, FakeClock&);
 // the result's name is set here.
 template <class Interpreter, class RunCase>
-Result<std::vector<CaseResult>> runTestTable(const ScriptFile& script, const ScriptSet& libs,
-                                             const LuaLimits& limits, RunCase run_case) {
+Result<std::vector<CaseResult>> runTestTable(const ScriptFile& script, const ScriptSet& libs, const LuaLimits& limits,
+                                             RunCase run_case) {
   std::shared_ptr<ScriptSet> set = testSetOf(script, libs);
   const ScriptFile& file = set->files.at(script.path);
   TIDE_ASSIGN_OR_RETURN(const TimePoint default_now, parseTimestamp(kDefaultTestNow));

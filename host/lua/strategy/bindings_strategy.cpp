@@ -15,9 +15,7 @@ using Json = nlohmann::json;
 constexpr size_t kMaxReasonBytes = 1024;
 constexpr double kMaxCount = 1e9;
 
-bool isTable(lua_State* L, int index) {
-  return lua_type(L, index) == LUA_TTABLE || isReadOnly(L, index);
-}
+bool isTable(lua_State* L, int index) { return lua_type(L, index) == LUA_TTABLE || isReadOnly(L, index); }
 
 // Starts an action table { action = name } on the stack, above exactly `nargs` arguments
 // (missing ones become nil, extra ones are dropped).
@@ -75,8 +73,8 @@ bool instanceName(lua_State* L, int index, std::string* name) {
 // Sets `instances` of the action on top of the stack from the argument at `index`: an
 // instance, a name, or a list of either.
 void setInstances(lua_State* L, int index, const char* verb, bool single) {
-  const char* expected = single ? "expects one instance (or its name)"
-                                : "expects an instance, a list of instances or their names";
+  const char* expected =
+      single ? "expects one instance (or its name)" : "expects an instance, a list of instances or their names";
   lua_newtable(L);
   const int names = lua_gettop(L);
   std::string name;
@@ -151,12 +149,10 @@ int pauseVerb(lua_State* L) {
 }
 
 int routeVerb(lua_State* L) {
-  const char* usage =
-      "route: weights must be a table of non-negative numbers, like { new = 10, old = 90 }";
+  const char* usage = "route: weights must be a table of non-negative numbers, like { new = 10, old = 90 }";
   if (!isTable(L, 1)) return luaL_error(L, "%s", usage);
   auto weights = toJson(L, 1);
-  if (!weights.isOk() || !weights->is_object() || weights->empty())
-    return luaL_error(L, "%s", usage);
+  if (!weights.isOk() || !weights->is_object() || weights->empty()) return luaL_error(L, "%s", usage);
   for (const auto& [target, weight] : weights->items()) {
     if (!weight.is_number() || weight.get<double>() < 0) return luaL_error(L, "%s", usage);
   }
@@ -185,11 +181,9 @@ int rollbackVerb(lua_State* L) {
 }
 
 const Verb kStrategyVerbs[] = {
-    {"complete", guarded<completeVerb>}, {"create", guarded<createVerb>},
-    {"delete", guarded<deleteVerb>},     {"fail", guarded<failVerb>},
-    {"pause", guarded<pauseVerb>},       {"relocate", guarded<relocateVerb>},
-    {"rollback", guarded<rollbackVerb>}, {"route", guarded<routeVerb>},
-    {"update", guarded<updateVerb>},
+    {"complete", guarded<completeVerb>}, {"create", guarded<createVerb>}, {"delete", guarded<deleteVerb>},
+    {"fail", guarded<failVerb>},         {"pause", guarded<pauseVerb>},   {"relocate", guarded<relocateVerb>},
+    {"rollback", guarded<rollbackVerb>}, {"route", guarded<routeVerb>},   {"update", guarded<updateVerb>},
 };
 
 void setJsonField(lua_State* L, int table, const Json& snapshot, const char* key) {
@@ -232,8 +226,7 @@ void pushRollout(lua_State* L, const Json& snapshot) {
   lua_setfield(L, r, "old");
   lua_setfield(L, r, "new");
 
-  pushJson(L, snapshot.contains("state") && snapshot["state"].is_object() ? snapshot["state"]
-                                                                          : Json::object());
+  pushJson(L, snapshot.contains("state") && snapshot["state"].is_object() ? snapshot["state"] : Json::object());
   markWritable(L, -1);
   lua_pushvalue(L, -1);
   lua_setfield(L, r, "state");

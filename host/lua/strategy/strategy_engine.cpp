@@ -23,8 +23,7 @@ std::optional<Kind> parseKind(const std::string& name) {
 }
 
 bool hasReason(Kind kind) {
-  return kind == Kind::kPause || kind == Kind::kComplete || kind == Kind::kFail ||
-         kind == Kind::kRollback;
+  return kind == Kind::kPause || kind == Kind::kComplete || kind == Kind::kFail || kind == Kind::kRollback;
 }
 
 Status parseAction(const Json& item, StrategyAction* out) {
@@ -38,16 +37,14 @@ Status parseAction(const Json& item, StrategyAction* out) {
   for (const auto& [key, value] : item.items()) {
     const bool known =
         key == "action" || (key == "count" && (*kind == Kind::kCreate || *kind == Kind::kDelete)) ||
-        (key == "instances" &&
-         (*kind == Kind::kUpdate || *kind == Kind::kDelete || *kind == Kind::kRelocate)) ||
+        (key == "instances" && (*kind == Kind::kUpdate || *kind == Kind::kDelete || *kind == Kind::kRelocate)) ||
         (key == "reason" && hasReason(*kind)) || (key == "until_unix" && *kind == Kind::kPause) ||
         (key == "weights" && *kind == Kind::kRoute);
     if (!known) return Status::invalidArgument(name + " has an unexpected field '" + key + "'");
   }
   if (item.contains("count")) {
     const Json& count = item["count"];
-    if (!count.is_number() || count.get<double>() < 0 ||
-        std::floor(count.get<double>()) != count.get<double>()) {
+    if (!count.is_number() || count.get<double>() < 0 || std::floor(count.get<double>()) != count.get<double>()) {
       return Status::invalidArgument(name + ": count must be a non-negative integer");
     }
     out->count = count.get<int64_t>();
@@ -69,8 +66,7 @@ Status parseAction(const Json& item, StrategyAction* out) {
   }
   if ((*kind == Kind::kCreate && !item.contains("count")) ||
       (*kind == Kind::kDelete && item.contains("count") == item.contains("instances"))) {
-    return Status::invalidArgument(name + " needs a count" +
-                                   (*kind == Kind::kDelete ? " or instances" : ""));
+    return Status::invalidArgument(name + " needs a count" + (*kind == Kind::kDelete ? " or instances" : ""));
   }
   if ((*kind == Kind::kUpdate || *kind == Kind::kRelocate) && !item.contains("instances")) {
     return Status::invalidArgument(name + " needs instances");
@@ -79,12 +75,10 @@ Status parseAction(const Json& item, StrategyAction* out) {
     return Status::invalidArgument("relocate names exactly one instance");
   }
   if (item.contains("reason")) {
-    if (!item["reason"].is_string())
-      return Status::invalidArgument(name + ": reason must be a string");
+    if (!item["reason"].is_string()) return Status::invalidArgument(name + ": reason must be a string");
     out->reason = item["reason"].get<std::string>();
   }
-  if ((*kind == Kind::kPause || *kind == Kind::kFail || *kind == Kind::kRollback) &&
-      out->reason.empty()) {
+  if ((*kind == Kind::kPause || *kind == Kind::kFail || *kind == Kind::kRollback) && out->reason.empty()) {
     return Status::invalidArgument(name + " needs a reason");
   }
   if (item.contains("until_unix")) {
@@ -125,9 +119,7 @@ const char* actionKindName(StrategyAction::Kind kind) {
 void to_json(Json& j, const StrategyAction& action) {
   j = Json{{"action", actionKindName(action.kind)}};
   switch (action.kind) {
-    case Kind::kCreate:
-      j["count"] = action.count;
-      break;
+    case Kind::kCreate: j["count"] = action.count; break;
     case Kind::kDelete:
       if (action.instances.empty()) {
         j["count"] = action.count;
@@ -136,12 +128,8 @@ void to_json(Json& j, const StrategyAction& action) {
       }
       break;
     case Kind::kUpdate:
-    case Kind::kRelocate:
-      j["instances"] = action.instances;
-      break;
-    case Kind::kRoute:
-      j["weights"] = action.weights;
-      break;
+    case Kind::kRelocate: j["instances"] = action.instances; break;
+    case Kind::kRoute: j["weights"] = action.weights; break;
     case Kind::kPause:
       if (action.until_unix) j["until_unix"] = *action.until_unix;
       [[fallthrough]];
@@ -160,8 +148,7 @@ Status parseStrategyActions(const Json& actions, std::vector<StrategyAction>* ou
     return Status::invalidArgument("a single action; return a list of actions, e.g. { create(1) }");
   }
   if (!actions.is_array()) {
-    return Status::invalidArgument("something that is not a list of actions: " +
-                                   actions.dump().substr(0, 80));
+    return Status::invalidArgument("something that is not a list of actions: " + actions.dump().substr(0, 80));
   }
   for (size_t i = 0; i < actions.size(); ++i) {
     StrategyAction action;
@@ -181,9 +168,7 @@ std::string describeActions(const std::vector<StrategyAction>& actions) {
     out += actionKindName(action.kind);
     out += "(";
     switch (action.kind) {
-      case Kind::kCreate:
-        out += std::to_string(action.count);
-        break;
+      case Kind::kCreate: out += std::to_string(action.count); break;
       case Kind::kDelete:
       case Kind::kUpdate:
       case Kind::kRelocate:
@@ -192,9 +177,7 @@ std::string describeActions(const std::vector<StrategyAction>& actions) {
           out += (i ? ", " : "") + action.instances[i];
         }
         break;
-      case Kind::kRoute:
-        out += action.weights.dump();
-        break;
+      case Kind::kRoute: out += action.weights.dump(); break;
       case Kind::kPause:
         out += quoted(action.reason);
         if (action.until_unix) out += ", until " + Json(*action.until_unix).dump();
@@ -210,8 +193,7 @@ std::string describeActions(const std::vector<StrategyAction>& actions) {
   return out;
 }
 
-StrategyEngine::StrategyEngine(const ScriptSetProvider& scripts, const Clock& clock,
-                               LuaLimits limits)
+StrategyEngine::StrategyEngine(const ScriptSetProvider& scripts, const Clock& clock, LuaLimits limits)
     : scripts_(scripts), clock_(clock), limits_(limits), interpreter_("strategy state") {}
 
 StrategyEngine::~StrategyEngine() = default;
@@ -219,15 +201,14 @@ StrategyEngine::~StrategyEngine() = default;
 uint64_t StrategyEngine::loadedVersion() const { return interpreter_.version(); }
 
 Result<StrategyInterpreter*> StrategyEngine::refresh() {
-  TIDE_RETURN_IF_ERROR(
-      interpreter_.ensure(scripts_.current(), [this](std::shared_ptr<const ScriptSet> scripts) {
-        return StrategyInterpreter::create(std::move(scripts), limits_, clock_);
-      }));
+  TIDE_RETURN_IF_ERROR(interpreter_.ensure(scripts_.current(), [this](std::shared_ptr<const ScriptSet> scripts) {
+    return StrategyInterpreter::create(std::move(scripts), limits_, clock_);
+  }));
   return interpreter_.get();
 }
 
 Result<StrategyResult> StrategyEngine::reconcile(const std::string& script, const Json& snapshot) {
-  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter* interpreter, refresh());
+  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter * interpreter, refresh());
   const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
   if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
   return interpreter->reconcile(*file, snapshot);
@@ -235,7 +216,7 @@ Result<StrategyResult> StrategyEngine::reconcile(const std::string& script, cons
 
 Result<Json> StrategyEngine::resolveParams(const std::string& script, const Json& plan_params,
                                            const Json& deployment_params) {
-  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter* interpreter, refresh());
+  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter * interpreter, refresh());
   const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
   if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
   return interpreter->resolveParams(*file, plan_params, deployment_params);

@@ -38,19 +38,9 @@
 namespace tide::lua {
 
 struct StrategyAction {
-  enum class Kind {
-    kCreate,
-    kUpdate,
-    kDelete,
-    kRelocate,
-    kPause,
-    kRoute,
-    kComplete,
-    kFail,
-    kRollback
-  };
+  enum class Kind { kCreate, kUpdate, kDelete, kRelocate, kPause, kRoute, kComplete, kFail, kRollback };
   Kind kind;
-  int64_t count = 0;  // create(n); delete(n) when given a number (host picks victims)
+  int64_t count = 0;                   // create(n); delete(n) when given a number (host picks victims)
   std::vector<std::string> instances;  // meta instance names: update/delete/relocate
   std::string reason;                  // pause/fail/rollback; complete's optional message
   std::optional<double> until_unix;    // pause(reason, until): absolute unix seconds, if given
@@ -96,16 +86,15 @@ class StrategyEngine {
   // Runs the strategy named `script` (a ScriptSet strategy whose declared name is `script`)
   // on `snapshot`. Errors: kNotFound when no such strategy is loaded; kInvalidArgument
   // naming the param when a param is unknown to the script's declared `params` or has
-  // another type (or naming the field when the snapshot itself is malformed); kUnprocessable / kDeadlineExceeded / kResourceExhausted with
-  // "path:line: message" when the script errors, times out or runs out of memory, or
-  // returns something that is not a list of actions (or names an instance the snapshot
-  // does not have, or one instance twice, or more than one of complete/fail/rollback).
+  // another type (or naming the field when the snapshot itself is malformed); kUnprocessable / kDeadlineExceeded /
+  // kResourceExhausted with "path:line: message" when the script errors, times out or runs out of memory, or returns
+  // something that is not a list of actions (or names an instance the snapshot does not have, or one instance twice, or
+  // more than one of complete/fail/rollback).
   Result<StrategyResult> reconcile(const std::string& script, const Json& snapshot);
 
   // Script defaults ← plan params ← deployment params, validated as above. For the API to
   // check a deployment's params before accepting it.
-  Result<Json> resolveParams(const std::string& script, const Json& plan_params,
-                             const Json& deployment_params);
+  Result<Json> resolveParams(const std::string& script, const Json& plan_params, const Json& deployment_params);
 
   // The ScriptSet version the engine's state was built from (0 before the first call).
   uint64_t loadedVersion() const;

@@ -14,8 +14,7 @@
 namespace tide::lua {
 namespace {
 
-constexpr const char* kCaseFields[] = {"name",         "r",           "expect", "check",
-                                       "expect_state", "expect_error"};
+constexpr const char* kCaseFields[] = {"name", "r", "expect", "check", "expect_state", "expect_error"};
 constexpr TestTable kStrategyTests(kCaseFields);
 constexpr const char* kSignals[] = {"promote", "promote_full", "abort", "pause", "resume"};
 
@@ -33,8 +32,7 @@ Status objectField(Json& object, const char* key, const std::string& where) {
   return Status::ok();
 }
 
-Status stringFields(Json& object, std::initializer_list<const char*> keys,
-                    const std::string& where) {
+Status stringFields(Json& object, std::initializer_list<const char*> keys, const std::string& where) {
   for (const char* key : keys) {
     setDefault(object, key, "");
     if (!object[key].is_string()) {
@@ -45,29 +43,23 @@ Status stringFields(Json& object, std::initializer_list<const char*> keys,
 }
 
 bool isNonNegativeInteger(const Json& value) {
-  return value.is_number() && value.get<double>() >= 0 &&
-         std::floor(value.get<double>()) == value.get<double>();
+  return value.is_number() && value.get<double>() >= 0 && std::floor(value.get<double>()) == value.get<double>();
 }
 
 double unixSeconds(TimePoint t) {
-  return static_cast<double>(
-             std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count()) /
-         1e6;
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count()) / 1e6;
 }
 
 Status normalizeInstance(Json& instance, size_t i, const std::string& deployment_id) {
   const std::string where = "instances[" + std::to_string(i) + "].";
   if (!instance.is_object()) {
-    return Status::invalidArgument("rollout snapshot: instances[" + std::to_string(i) +
-                                   "] must be an object");
+    return Status::invalidArgument("rollout snapshot: instances[" + std::to_string(i) + "] must be an object");
   }
-  TIDE_RETURN_IF_ERROR(stringFields(
-      instance, {"name", "deployment_id", "state", "node", "update_domain", "ready_since"}, where));
-  setDefault(instance, "version",
-             instance["deployment_id"].get<std::string>() == deployment_id ? "new" : "old");
+  TIDE_RETURN_IF_ERROR(
+      stringFields(instance, {"name", "deployment_id", "state", "node", "update_domain", "ready_since"}, where));
+  setDefault(instance, "version", instance["deployment_id"].get<std::string>() == deployment_id ? "new" : "old");
   if (instance["version"] != "new" && instance["version"] != "old") {
-    return Status::invalidArgument("rollout snapshot: " + where +
-                                   "version must be \"new\" or \"old\"");
+    return Status::invalidArgument("rollout snapshot: " + where + "version must be \"new\" or \"old\"");
   }
   setDefault(instance, "healthy", false);
   setDefault(instance, "ready_seconds", 0);
@@ -75,26 +67,20 @@ Status normalizeInstance(Json& instance, size_t i, const std::string& deployment
   for (const char* key : {"operation", "last_operation"}) {
     if (!instance.contains(key)) instance[key] = nullptr;
     if (!instance[key].is_null() && !instance[key].is_object()) {
-      return Status::invalidArgument("rollout snapshot: " + where + key +
-                                     " must be an object or null");
+      return Status::invalidArgument("rollout snapshot: " + where + key + " must be an object or null");
     }
   }
-  instance["ready"] = instance["state"] == "RUNNING" && instance["healthy"] == true &&
-                      instance["operation"].is_null();
+  instance["ready"] = instance["state"] == "RUNNING" && instance["healthy"] == true && instance["operation"].is_null();
   return Status::ok();
 }
 
 Status statusOf(const LuaError& e, const std::string& path) {
   // Name the file even when Lua could not (a refused allocation has no line).
-  const std::string message =
-      (e.message.find(path) == std::string::npos ? path + ": " : "") + validUtf8(e.message);
+  const std::string message = (e.message.find(path) == std::string::npos ? path + ": " : "") + validUtf8(e.message);
   switch (e.error_class) {
-    case LuaErrorClass::kTimeout:
-      return Status::deadlineExceeded(message);
-    case LuaErrorClass::kMemory:
-      return Status::resourceExhausted(message);
-    default:
-      return Status::unprocessable(message);
+    case LuaErrorClass::kTimeout: return Status::deadlineExceeded(message);
+    case LuaErrorClass::kMemory: return Status::resourceExhausted(message);
+    default: return Status::unprocessable(message);
   }
 }
 
@@ -102,8 +88,7 @@ Status statusOf(const LuaError& e, const std::string& path) {
 // action.
 Status checkActions(const std::vector<StrategyAction>& actions, const Json& snapshot) {
   std::set<std::string> known;
-  for (const Json& instance : snapshot["instances"])
-    known.insert(instance["name"].get<std::string>());
+  for (const Json& instance : snapshot["instances"]) known.insert(instance["name"].get<std::string>());
   std::set<std::string> named;
   int terminal = 0;
   for (const StrategyAction& action : actions) {
@@ -118,8 +103,7 @@ Status checkActions(const std::vector<StrategyAction>& actions, const Json& snap
       }
     }
     using Kind = StrategyAction::Kind;
-    terminal += action.kind == Kind::kComplete || action.kind == Kind::kFail ||
-                action.kind == Kind::kRollback;
+    terminal += action.kind == Kind::kComplete || action.kind == Kind::kFail || action.kind == Kind::kRollback;
   }
   if (terminal > 1) {
     return Status::unprocessable("at most one of complete, fail and rollback may be returned");
@@ -135,8 +119,7 @@ std::string fieldString(lua_State* L, int table, const char* key) {
 }
 
 // Reads the strategy case at `item` into `cases`; "" or what is wrong with it.
-std::string readCase(lua_State* L, int item, const TestCaseItem& item_info,
-                     std::vector<StrategyTestCase>* cases) {
+std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std::vector<StrategyTestCase>* cases) {
   const std::string& label = item_info.label;
   StrategyTestCase c;
   c.index = item_info.index;
@@ -179,8 +162,7 @@ std::string readCase(lua_State* L, int item, const TestCaseItem& item_info,
 
 }  // namespace
 
-Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params,
-                                      const Clock& clock) {
+Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params, const Clock& clock) {
   if (!snapshot.is_object() && !snapshot.is_null()) {
     return Status::invalidArgument("rollout snapshot: must be an object");
   }
@@ -191,8 +173,7 @@ Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params,
   TIDE_RETURN_IF_ERROR(stringFields(deployment, {"id", "state", "created_at"}, "deployment."));
   setDefault(deployment, "count", 0);
   if (!isNonNegativeInteger(deployment["count"])) {
-    return Status::invalidArgument(
-        "rollout snapshot: deployment.count must be a non-negative integer");
+    return Status::invalidArgument("rollout snapshot: deployment.count must be a non-negative integer");
   }
   TIDE_RETURN_IF_ERROR(objectField(deployment, "coordinates", "deployment."));
   out["count"] = deployment["count"];
@@ -225,8 +206,7 @@ Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params,
     counts[version] = counts[version].get<int64_t>() + 1;
     counts["ready"] = counts["ready"].get<int64_t>() + (ready ? 1 : 0);
     counts[version + "_ready"] = counts[version + "_ready"].get<int64_t>() + (ready ? 1 : 0);
-    counts["in_flight"] =
-        counts["in_flight"].get<int64_t>() + (instance["operation"].is_null() ? 0 : 1);
+    counts["in_flight"] = counts["in_flight"].get<int64_t>() + (instance["operation"].is_null() ? 0 : 1);
   }
   out["counts"] = std::move(counts);
   out["params"] = params;
@@ -254,26 +234,24 @@ Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params,
   for (const char* signal : kSignals) {
     setDefault(out["signals"], signal, false);
     if (!out["signals"][signal].is_boolean()) {
-      return Status::invalidArgument(std::string("rollout snapshot: signals.") + signal +
-                                     " must be true or false");
+      return Status::invalidArgument(std::string("rollout snapshot: signals.") + signal + " must be true or false");
     }
   }
   TIDE_RETURN_IF_ERROR(objectField(out, "state", ""));
   return out;
 }
 
-StrategyInterpreter::StrategyInterpreter(std::shared_ptr<const ScriptSet> set,
-                                         std::unique_ptr<LuaState> state, const Clock& clock)
+StrategyInterpreter::StrategyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state,
+                                         const Clock& clock)
     : set_(std::move(set)), state_(std::move(state)), clock_(clock) {}
 
-Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(
-    std::shared_ptr<const ScriptSet> set, const LuaLimits& limits, const Clock& clock) {
+Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(std::shared_ptr<const ScriptSet> set,
+                                                                         const LuaLimits& limits, const Clock& clock) {
   LuaStateOptions options;
   options.limits = limits;
   options.clock = &clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<LuaState> state, LuaState::create(std::move(options)));
-  std::unique_ptr<StrategyInterpreter> interpreter(
-      new StrategyInterpreter(std::move(set), std::move(state), clock));
+  std::unique_ptr<StrategyInterpreter> interpreter(new StrategyInterpreter(std::move(set), std::move(state), clock));
   StrategyInterpreter* self = interpreter.get();
   self->state_->setLogSink([self](const LogRecord& record) {
     if (!self->logs_) return;
@@ -300,11 +278,9 @@ Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(
       self->load_errors_[file->path] = statusOf(e, file->path);
       continue;
     }
-    Result<ParamSpecs> specs =
-        declared.isOk() ? parseParamSpecs(*declared) : Result<ParamSpecs>(declared.status());
+    Result<ParamSpecs> specs = declared.isOk() ? parseParamSpecs(*declared) : Result<ParamSpecs>(declared.status());
     if (!specs.isOk()) {
-      self->load_errors_[file->path] =
-          Status::unprocessable(file->path + ": " + specs.status().message());
+      self->load_errors_[file->path] = Status::unprocessable(file->path + ": " + specs.status().message());
       continue;
     }
     loaded.params = std::move(specs).value();
@@ -313,12 +289,10 @@ Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(
   return interpreter;
 }
 
-Result<const StrategyInterpreter::Loaded*> StrategyInterpreter::find(
-    const ScriptFile& strategy) const {
+Result<const StrategyInterpreter::Loaded*> StrategyInterpreter::find(const ScriptFile& strategy) const {
   if (auto it = load_errors_.find(strategy.path); it != load_errors_.end()) return it->second;
   auto it = loaded_.find(strategy.path);
-  if (it == loaded_.end())
-    return Status::notFound(strategy.path + ": not loaded in this interpreter");
+  if (it == loaded_.end()) return Status::notFound(strategy.path + ": not loaded in this interpreter");
   return &it->second;
 }
 
@@ -328,8 +302,7 @@ Result<Json> StrategyInterpreter::resolveParams(const ScriptFile& strategy, cons
   return lua::resolveParams(loaded->script.name, loaded->params, plan_params, deployment_params);
 }
 
-Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy,
-                                                      const Json& snapshot) {
+Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy, const Json& snapshot) {
   const auto started = std::chrono::steady_clock::now();
   TIDE_ASSIGN_OR_RETURN(const Loaded* loaded, find(strategy));
   const Json none;
@@ -338,11 +311,9 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
   };
   StrategyResult result;
   result.script_sha256 = strategy.sha256;
-  TIDE_ASSIGN_OR_RETURN(
-      result.params, lua::resolveParams(loaded->script.name, loaded->params, field("plan_params"),
-                                        field("deployment_params")));
-  TIDE_ASSIGN_OR_RETURN(const Json normalized,
-                        normalizeRolloutSnapshot(snapshot, result.params, clock_));
+  TIDE_ASSIGN_OR_RETURN(result.params, lua::resolveParams(loaded->script.name, loaded->params, field("plan_params"),
+                                                          field("deployment_params")));
+  TIDE_ASSIGN_OR_RETURN(const Json normalized, normalizeRolloutSnapshot(snapshot, result.params, clock_));
 
   Json returned;
   logs_ = &result.logs;
@@ -364,8 +335,7 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
     auto saved = toJson(L, state);
     if (!saved.isOk() || !saved->is_object()) {
       luaL_error(L, "%s: r.state cannot be saved: %s", strategy.path.c_str(),
-                 saved.isOk() ? "it must hold named fields, not a list"
-                              : saved.status().message().c_str());
+                 saved.isOk() ? "it must hold named fields, not a list" : saved.status().message().c_str());
     }
     result.state = std::move(saved).value();
   });
@@ -377,9 +347,8 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
   if (!parsed.isOk()) {
     return Status::unprocessable(strategy.path + ": reconcile returned " + parsed.message());
   }
-  result.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - started)
-                           .count();
+  result.duration_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   return result;
 }
 
@@ -389,8 +358,7 @@ Result<std::vector<StrategyTestCase>> StrategyInterpreter::testCases(const Scrip
   std::string problem;
   LuaError e = state_->call([&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
-    problem = kStrategyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item,
-                                                              const TestCaseItem& c) {
+    problem = kStrategyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item, const TestCaseItem& c) {
       return readCase(L, item, c, &cases);
     });
   });
@@ -399,8 +367,7 @@ Result<std::vector<StrategyTestCase>> StrategyInterpreter::testCases(const Scrip
   return cases;
 }
 
-std::string StrategyInterpreter::runCheck(const ScriptFile& strategy, int index,
-                                          const StrategyResult& result) {
+std::string StrategyInterpreter::runCheck(const ScriptFile& strategy, int index, const StrategyResult& result) {
   auto loaded = find(strategy);
   if (!loaded.isOk()) return loaded.status().message();
   std::string failure;

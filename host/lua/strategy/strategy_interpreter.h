@@ -50,16 +50,14 @@ class StrategyInterpreter {
   // params) does not fail creation: its calls report the load error. `clock` must outlive
   // the interpreter.
   static Result<std::unique_ptr<StrategyInterpreter>> create(std::shared_ptr<const ScriptSet> set,
-                                                             const LuaLimits& limits,
-                                                             const Clock& clock);
+                                                             const LuaLimits& limits, const Clock& clock);
 
   const ScriptSet& scripts() const { return *set_; }
   LuaState& state() { return *state_; }
 
   // See StrategyEngine::reconcile and StrategyEngine::resolveParams.
   Result<StrategyResult> reconcile(const ScriptFile& strategy, const Json& snapshot);
-  Result<Json> resolveParams(const ScriptFile& strategy, const Json& plan_params,
-                             const Json& deployment_params) const;
+  Result<Json> resolveParams(const ScriptFile& strategy, const Json& plan_params, const Json& deployment_params) const;
 
   // The cases of `strategy`'s tests table (empty when it has none).
   Result<std::vector<StrategyTestCase>> testCases(const ScriptFile& strategy);
@@ -73,8 +71,7 @@ class StrategyInterpreter {
     ParamSpecs params;
   };
 
-  StrategyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state,
-                      const Clock& clock);
+  StrategyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state, const Clock& clock);
   Result<const Loaded*> find(const ScriptFile& strategy) const;
 
   std::shared_ptr<const ScriptSet> set_;

@@ -8,8 +8,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kTypes[] = {"number", "integer", "string", "boolean",
-                                  "list",   "table",   "count"};
+constexpr const char* kTypes[] = {"number", "integer", "string", "boolean", "list", "table", "count"};
 constexpr const char* kSpecFields[] = {"type", "default", "description", "one_of", "min", "max"};
 
 bool isIntegral(const Json& value) {
@@ -29,8 +28,7 @@ std::string shown(const Json& value) {
 }
 
 std::string shownNumber(double n) {
-  return std::floor(n) == n && std::fabs(n) < 1e15 ? std::to_string(static_cast<int64_t>(n))
-                                                   : Json(n).dump();
+  return std::floor(n) == n && std::fabs(n) < 1e15 ? std::to_string(static_cast<int64_t>(n)) : Json(n).dump();
 }
 
 std::string typeOfDefault(const Json& value) {
@@ -62,14 +60,12 @@ bool hasType(const std::string& type, const Json& value) {
 }
 
 Status specError(const std::string& name, const std::string& message) {
-  return Status::invalidArgument("params." + name + ": " + message,
-                                 {{"params." + name, message, ""}});
+  return Status::invalidArgument("params." + name + ": " + message, {{"params." + name, message, ""}});
 }
 
 Result<ParamSpec> parseSpec(const std::string& name, const Json& declared) {
   ParamSpec spec;
-  const bool is_spec =
-      declared.is_object() && declared.contains("type") && declared["type"].is_string();
+  const bool is_spec = declared.is_object() && declared.contains("type") && declared["type"].is_string();
   if (!is_spec) {
     spec.type = typeOfDefault(declared);
     spec.default_value = declared;
@@ -79,20 +75,18 @@ Result<ParamSpec> parseSpec(const std::string& name, const Json& declared) {
     bool known = false;
     for (const char* field : kSpecFields) known = known || key == field;
     if (!known) {
-      return specError(name, "unknown spec field '" + key +
-                                 "' (known: type, default, description, one_of, min, max)");
+      return specError(name, "unknown spec field '" + key + "' (known: type, default, description, one_of, min, max)");
     }
   }
   spec.type = declared["type"].get<std::string>();
   bool known_type = false;
   for (const char* type : kTypes) known_type = known_type || spec.type == type;
   if (!known_type) {
-    return specError(name, "unknown type '" + spec.type +
-                               "' (known: number, integer, string, boolean, list, table, count)");
+    return specError(name,
+                     "unknown type '" + spec.type + "' (known: number, integer, string, boolean, list, table, count)");
   }
   if (declared.contains("description")) {
-    if (!declared["description"].is_string())
-      return specError(name, "description must be a string");
+    if (!declared["description"].is_string()) return specError(name, "description must be a string");
     spec.description = declared["description"].get<std::string>();
   }
   if (declared.contains("one_of")) {
@@ -103,15 +97,13 @@ Result<ParamSpec> parseSpec(const std::string& name, const Json& declared) {
   }
   for (auto [field, target] : {std::pair{"min", &spec.min}, std::pair{"max", &spec.max}}) {
     if (!declared.contains(field)) continue;
-    if (!declared[field].is_number())
-      return specError(name, std::string(field) + " must be a number");
+    if (!declared[field].is_number()) return specError(name, std::string(field) + " must be a number");
     *target = declared[field].get<double>();
   }
   if (declared.contains("default")) {
     spec.default_value = declared["default"];
     // Lua cannot tell an empty list from an empty table; the declared type can.
-    if (spec.type == "list" && spec.default_value == Json::object())
-      spec.default_value = Json::array();
+    if (spec.type == "list" && spec.default_value == Json::object()) spec.default_value = Json::array();
     if (std::string problem = checkParam(spec, spec.default_value); !problem.empty()) {
       return specError(name, "the default " + problem);
     }
@@ -145,22 +137,19 @@ std::string checkParam(const ParamSpec& spec, const Json& value) {
   }
   if (value.is_number()) {
     const double n = value.get<double>();
-    if (spec.min && n < *spec.min)
-      return "must be at least " + shownNumber(*spec.min) + ", not " + shown(value);
-    if (spec.max && n > *spec.max)
-      return "must be at most " + shownNumber(*spec.max) + ", not " + shown(value);
+    if (spec.min && n < *spec.min) return "must be at least " + shownNumber(*spec.min) + ", not " + shown(value);
+    if (spec.max && n > *spec.max) return "must be at most " + shownNumber(*spec.max) + ", not " + shown(value);
   }
   return "";
 }
 
-Result<Json> resolveParams(const std::string& script, const ParamSpecs& specs,
-                           const Json& plan_params, const Json& deployment_params) {
+Result<Json> resolveParams(const std::string& script, const ParamSpecs& specs, const Json& plan_params,
+                           const Json& deployment_params) {
   Json out = Json::object();
   for (const auto& [name, spec] : specs) {
     if (!spec.default_value.is_null()) out[name] = spec.default_value;
   }
-  for (auto [source, params] :
-       {std::pair{"plan", &plan_params}, std::pair{"deployment", &deployment_params}}) {
+  for (auto [source, params] : {std::pair{"plan", &plan_params}, std::pair{"deployment", &deployment_params}}) {
     if (params->is_null()) continue;
     if (!params->is_object()) {
       const std::string message = std::string("the ") + source + "'s params must be an object";
@@ -171,11 +160,9 @@ Result<Json> resolveParams(const std::string& script, const ParamSpecs& specs,
       auto spec = specs.find(name);
       if (spec == specs.end()) {
         std::string known;
-        for (const auto& [known_name, unused] : specs)
-          known += (known.empty() ? "" : ", ") + known_name;
-        const std::string message = std::string("unknown ") + source + " param '" + name + "' (" +
-                                    script + " knows " + (known.empty() ? "no params" : known) +
-                                    ")";
+        for (const auto& [known_name, unused] : specs) known += (known.empty() ? "" : ", ") + known_name;
+        const std::string message = std::string("unknown ") + source + " param '" + name + "' (" + script + " knows " +
+                                    (known.empty() ? "no params" : known) + ")";
         return Status::invalidArgument(script + ": " + message, {{"params." + name, message, ""}});
       }
       if (std::string problem = checkParam(spec->second, value); !problem.empty()) {

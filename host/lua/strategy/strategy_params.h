@@ -49,7 +49,6 @@ std::string checkParam(const ParamSpec& spec, const nlohmann::json& value);
 // is "params.<name>": an unknown name, a value of another type, a source that is not an
 // object. `script` names the strategy in messages.
 Result<nlohmann::json> resolveParams(const std::string& script, const ParamSpecs& specs,
-                                     const nlohmann::json& plan_params,
-                                     const nlohmann::json& deployment_params);
+                                     const nlohmann::json& plan_params, const nlohmann::json& deployment_params);
 
 }  // namespace tide::lua

@@ -24,8 +24,7 @@ std::string stateMismatch(const Json& expected, const Json& state) {
   std::string out;
   for (const auto& [key, value] : expected.items()) {
     if (state.contains(key) && state[key] == value) continue;
-    out += (out.empty() ? "" : ", ") + key + "=" +
-           (state.contains(key) ? state[key].dump() : std::string("nil"));
+    out += (out.empty() ? "" : ", ") + key + "=" + (state.contains(key) ? state[key].dump() : std::string("nil"));
   }
   return out;
 }
@@ -41,8 +40,8 @@ std::string describeExpectation(const StrategyTestCase& c) {
   return out;
 }
 
-CaseResult runCase(StrategyInterpreter& interpreter, const ScriptFile& strategy,
-                   const StrategyTestCase& c, FakeClock&) {
+CaseResult runCase(StrategyInterpreter& interpreter, const ScriptFile& strategy, const StrategyTestCase& c,
+                   FakeClock&) {
   CaseResult result;
   result.expected = describeExpectation(c);
   auto snapshot = fixtureSnapshot(c.r);
@@ -53,8 +52,7 @@ CaseResult runCase(StrategyInterpreter& interpreter, const ScriptFile& strategy,
   auto run = interpreter.reconcile(strategy, *snapshot);
   if (!run.isOk()) {
     result.actual = "error: " + run.status().message();
-    result.passed = !c.expect_error.empty() &&
-                    run.status().message().find(c.expect_error) != std::string::npos;
+    result.passed = !c.expect_error.empty() && run.status().message().find(c.expect_error) != std::string::npos;
     return result;
   }
   result.actual = describeActions(run->actions);
@@ -81,8 +79,7 @@ Result<Json> fixtureSnapshot(const Json& fixture) {
   if (!fixture.is_object()) return Status::invalidArgument("r must be a table of named fields");
   Json out = fixture;
   if (out.contains("count")) {
-    if (!out.contains("deployment") || !out["deployment"].is_object())
-      out["deployment"] = Json::object();
+    if (!out.contains("deployment") || !out["deployment"].is_object()) out["deployment"] = Json::object();
     if (!out["deployment"].contains("count")) out["deployment"]["count"] = out["count"];
     out.erase("count");
   }
@@ -90,8 +87,7 @@ Result<Json> fixtureSnapshot(const Json& fixture) {
     if (!out.contains("deployment_params") || !out["deployment_params"].is_object()) {
       out["deployment_params"] = Json::object();
     }
-    if (!out["params"].is_object())
-      return Status::invalidArgument("r.params must be a table of named fields");
+    if (!out["params"].is_object()) return Status::invalidArgument("r.params must be a table of named fields");
     out["deployment_params"].update(out["params"]);
     out.erase("params");
   }
@@ -106,8 +102,7 @@ Result<Json> fixtureSnapshot(const Json& fixture) {
     }
     for (Json instance : list) {
       if (!instance.is_object()) {
-        return Status::invalidArgument(std::string("r.") + version +
-                                       " must be a list of instances");
+        return Status::invalidArgument(std::string("r.") + version + " must be a list of instances");
       }
       instance["version"] = version;
       out["instances"].push_back(std::move(instance));
@@ -122,8 +117,7 @@ Result<Json> fixtureSnapshot(const Json& fixture) {
   return out;
 }
 
-Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy,
-                                                     const ScriptSet& libs,
+Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy, const ScriptSet& libs,
                                                      const LuaLimits& limits) {
   return runTestTable<StrategyInterpreter>(strategy, libs, limits, runCase);
 }

@@ -7,7 +7,7 @@
 //     r = { count = 3, params = { max_surge = 1 },          -- a rollout snapshot fixture
 //           old = { { name = "web-a", state = "RUNNING", healthy = true } } },
 //     expect = { create(1) },          -- exactly these actions, in any order
-//     expect_state = { phase = "replacing" },   -- optional: fields r.state must end with
+//     expect_state = { step = 1 },              -- optional: fields r.state must end with
 //     check = function(actions, state) ... end, -- optional: false or an error fails
 //     expect_error = "max_surge" }     -- or: reconcile must fail with this text
 // The fixture `r` is a snapshot (strategy_engine.h) with shorthands: `count` for
@@ -33,8 +33,7 @@ Result<nlohmann::json> fixtureSnapshot(const nlohmann::json& fixture);
 // Loads `strategy` with the libs of `libs` in a fresh state (the production loader and
 // sandbox) and runs its cases. An error Status means the file, its params declaration or
 // its tests table could not be loaded; failing cases are results with passed == false.
-Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy,
-                                                     const ScriptSet& libs,
+Result<std::vector<CaseResult>> runStrategyFileTests(const ScriptFile& strategy, const ScriptSet& libs,
                                                      const LuaLimits& limits);
 
 }  // namespace tide::lua

@@ -58,8 +58,7 @@ struct HookFixture {
 
 // A hook named `name` whose operation.before handler has `body`.
 std::string beforeHook(const std::string& name, const std::string& body) {
-  return "return { name = \"" + name + "\", on = { [\"operation.before\"] = function(op, ctx)\n" + body +
-         "\nend } }\n";
+  return "return { name = \"" + name + "\", on = { [\"operation.before\"] = function(op, ctx)\n" + body + "\nend } }\n";
 }
 
 const Json kOp = {{"id", 7}, {"type", "UPDATE"}, {"meta_instance", "web-a1"}, {"plan", "web"}};
@@ -68,8 +67,7 @@ const Json kOp = {{"id", 7}, {"type", "UPDATE"}, {"meta_instance", "web-a1"}, {"
 
 TEST_CASE("hooks: a hook file with an unknown event or field is refused, naming the file and the field") {
   HookFixture f;
-  writeFile(f.hooksDir() / "typo.lua",
-            "return { name = 'typo', on = { ['operation.befor'] = function() end } }\n");
+  writeFile(f.hooksDir() / "typo.lua", "return { name = 'typo', on = { ['operation.befor'] = function() end } }\n");
   writeFile(f.hooksDir() / "extra.lua", "return { name = 'extra', on = {}, when = 'always' }\n");
   writeFile(f.hooksDir() / "handler.lua", "return { name = 'handler', on = { route = 'yes' } }\n");
   writeFile(f.hooksDir() / "tests.lua", "return { name = 'tests', on = {}, tests = {} }\n");
@@ -131,18 +129,18 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
   limits.memory_bytes = size_t{8} << 20;
   HookFixture f(limits);
   const std::string marker = "ctx.emit_file('seen-' .. op.id, 'x')";
-  f.hook("a.lua", "return { name = 'a-error', on = { ['operation.before'] = function(op) error('boom') end, "
-                  "['operation.after'] = function(op) error('after boom') end } }\n");
+  f.hook("a.lua",
+         "return { name = 'a-error', on = { ['operation.before'] = function(op) error('boom') end, "
+         "['operation.after'] = function(op) error('after boom') end } }\n");
   f.hook("b.lua", beforeHook("b-loop", "while true do end"));
   // Megabyte pieces reach the cap within a few hundred VM instructions, before the deadline
   // hook (every 1000) ever looks at the clock: memory, not the machine's speed, stops it.
-  f.hook("c.lua", beforeHook("c-bomb",
-                             "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 1024 * 1024) .. i end"));
+  f.hook("c.lua",
+         beforeHook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 1024 * 1024) .. i end"));
   f.hook("d.lua", beforeHook("d-nonsense", "return { veto = 42 }"));
   f.hook("e.lua", beforeHook("e-word", "return 'veto'"));
   f.hook("f.lua", "return { name = 'f-fine', on = { ['operation.before'] = function(op, ctx) " + marker +
-                      " return { delay = 5 } end, ['operation.after'] = function(op, ctx) " + marker +
-                      " end } }\n");
+                      " return { delay = 5 } end, ['operation.after'] = function(op, ctx) " + marker + " end } }\n");
 
   const HookVerdict verdict = f.engine().before(kOp);
   CHECK(verdict.kind == HookVerdict::Kind::kDelay);  // the only hook that said something sensible
@@ -172,8 +170,9 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
 
 TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and texts over 1 MiB") {
   HookFixture f;
-  f.hook("emit.lua", "return { name = 'emit', on = { route = function(a, ctx) "
-                     "ctx.emit_file(a.name, a.text or string.rep('y', a.size)) end } }\n");
+  f.hook("emit.lua",
+         "return { name = 'emit', on = { route = function(a, ctx) "
+         "ctx.emit_file(a.name, a.text or string.rep('y', a.size)) end } }\n");
   HookEngine& engine = f.engine();
 
   CHECK(engine.notify("route", {{"name", "route-web.json"}, {"text", "first"}}).empty());
@@ -183,7 +182,8 @@ TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and text
   CHECK(engine.notify("route", {{"name", "big"}, {"size", kMaxEmitFileBytes}}).empty());
   CHECK(std::filesystem::file_size(f.options.output_dir / "big") == kMaxEmitFileBytes);
 
-  for (const std::string& name : std::vector<std::string>{"../escape", "a/b", "", ".", "..", "sp ace", std::string(101, 'n')}) {
+  for (const std::string& name :
+       std::vector<std::string>{"../escape", "a/b", "", ".", "..", "sp ace", std::string(101, 'n')}) {
     CAPTURE(name);
     const auto failures = engine.notify("route", {{"name", name}, {"text", "x"}});
     REQUIRE(failures.size() == 1);
@@ -243,11 +243,16 @@ TEST_CASE("hooks: the shipped log hook logs every event with a compact summary")
   f.hook("log.lua", text.str());
   HookEngine& engine = f.engine();
   CHECK(engine.before(kOp).kind == HookVerdict::Kind::kProceed);
-  CHECK(engine.notify("deployment.state",
-                      {{"plan", "web"}, {"deployment", "v2"}, {"state", "COMPLETED"}, {"from", "IN_PROGRESS"}})
+  CHECK(engine
+            .notify("deployment.state",
+                    {{"plan", "web"}, {"deployment", "v2"}, {"state", "COMPLETED"}, {"from", "IN_PROGRESS"}})
             .empty());
-  CHECK(engine.notify("instance.state", {{"id", 3}, {"meta_instance", "web-a1"}, {"node", "worker-1"},
-                                         {"state", "RUNNING"}, {"from", "STARTING"}})
+  CHECK(engine
+            .notify("instance.state", {{"id", 3},
+                                       {"meta_instance", "web-a1"},
+                                       {"node", "worker-1"},
+                                       {"state", "RUNNING"},
+                                       {"from", "STARTING"}})
             .empty());
   CHECK(engine.notify("route", {{"plan", "web"}, {"deployment", "v2"}, {"new", 10}, {"old", 90}}).empty());
   std::lock_guard<std::mutex> lock(f.mu);
@@ -255,8 +260,7 @@ TEST_CASE("hooks: the shipped log hook logs every event with a compact summary")
   CHECK(f.logs[0].message == "operation.before");
   CHECK(f.logs[0].fields == Json{{"id", 7}, {"type", "UPDATE"}, {"instance", "web-a1"}, {"plan", "web"}});
   CHECK(f.logs[1].message == "deployment.state");
-  CHECK(f.logs[1].fields ==
-        Json{{"plan", "web"}, {"deployment", "v2"}, {"to", "COMPLETED"}, {"from", "IN_PROGRESS"}});
+  CHECK(f.logs[1].fields == Json{{"plan", "web"}, {"deployment", "v2"}, {"to", "COMPLETED"}, {"from", "IN_PROGRESS"}});
   CHECK(f.logs[2].fields ==
         Json{{"id", 3}, {"instance", "web-a1"}, {"node", "worker-1"}, {"to", "RUNNING"}, {"from", "STARTING"}});
   CHECK(f.logs[3].fields == Json{{"plan", "web"}, {"deployment", "v2"}, {"new", 10}, {"old", 90}});
@@ -274,8 +278,8 @@ TEST_CASE("hooks: the shipped route_file hook writes route-<plan>.json") {
             .empty());
   CHECK(f.output("route-web.json") == "{\"deployment\":\"v2\",\"previous\":\"v1\",\"new\":10,\"old\":90}\n");
   CHECK(f.engine()
-            .notify("route", {{"plan", "web"}, {"deployment", "a\"b"}, {"previous", nullptr}, {"new", 2.5},
-                              {"old", 97.5}})
+            .notify("route",
+                    {{"plan", "web"}, {"deployment", "a\"b"}, {"previous", nullptr}, {"new", 2.5}, {"old", 97.5}})
             .empty());
   const Json written = Json::parse(f.output("route-web.json"));
   CHECK(written == Json{{"deployment", "a\"b"}, {"previous", nullptr}, {"new", 2.5}, {"old", 97.5}});

@@ -14,19 +14,12 @@ namespace {
 // Answers ctx.* with fixed values and remembers what it was asked.
 class FakeData final : public PolicyDataSource {
  public:
-  Result<int64_t> inFlight(const Json& filter) override {
-    return remember("in_flight", filter, in_flight);
-  }
-  Result<int64_t> count(const Json& filter) override {
-    return remember("count", filter, count_value);
-  }
-  Result<int64_t> recentFailures(const Json& filter) override {
-    return remember("recent_failures", filter, failures);
-  }
+  Result<int64_t> inFlight(const Json& filter) override { return remember("in_flight", filter, in_flight); }
+  Result<int64_t> count(const Json& filter) override { return remember("count", filter, count_value); }
+  Result<int64_t> recentFailures(const Json& filter) override { return remember("recent_failures", filter, failures); }
   Result<Json> instances(const std::string& plan) override {
     asked.push_back({{"instances", plan}});
-    return Json::array(
-        {{{"name", plan + "-a"}, {"healthy", true}}, {{"name", plan + "-b"}, {"healthy", false}}});
+    return Json::array({{{"name", plan + "-a"}, {"healthy", true}}, {{"name", plan + "-b"}, {"healthy", false}}});
   }
   Result<Json> node(const std::string& name) override {
     asked.push_back({{"node", name}});
@@ -208,18 +201,16 @@ TEST_CASE("lua: ctx reads the injected data source") {
 TEST_CASE("lua: ctx errors fail closed and unknown filter fields are refused") {
   RegistryFixture fx;
   writeFile(fx.policy("down.lua"), simplePolicy("down", "ctx.node('broken') and approve('x')"));
-  writeFile(
-      fx.policy("typo.lua"),
-      simplePolicy("typo", "ctx.in_flight({ plan = 'web', zone = 'a' }) == 0 and approve('x')"));
+  writeFile(fx.policy("typo.lua"),
+            simplePolicy("typo", "ctx.in_flight({ plan = 'web', zone = 'a' }) == 0 and approve('x')"));
   fx.registry->reloadAll();
   PolicyEngine engine(*fx.registry, fx.clock);
   FakeData data;
   const Evaluation e = engine.evaluate(prodOp(), data);
   CHECK(e.outcome == Outcome::kPendingApproval);
-  CHECK(decisionOf(e, "down")->record.reasons[0].get<std::string>().find("ledger is down") !=
+  CHECK(decisionOf(e, "down")->record.reasons[0].get<std::string>().find("ledger is down") != std::string::npos);
+  CHECK(decisionOf(e, "typo")->record.reasons[0].get<std::string>().find("unknown filter field 'zone'") !=
         std::string::npos);
-  CHECK(decisionOf(e, "typo")->record.reasons[0].get<std::string>().find(
-            "unknown filter field 'zone'") != std::string::npos);
 }
 
 TEST_CASE("lua: a plan's approval.policies list selects the policies that apply") {

@@ -22,11 +22,7 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
   using enum Verdict;
   const Outcome kManualDefault = Outcome::kPendingApproval;
   const std::vector<CombinationCase> cases = {
-      {"a hard deny rejects",
-       {vote(kHard, kDeny), vote(kHard, kApprove)},
-       kManualDefault,
-       Outcome::kRejected,
-       false},
+      {"a hard deny rejects", {vote(kHard, kDeny), vote(kHard, kApprove)}, kManualDefault, Outcome::kRejected, false},
       {"a soft deny rejects, overridably",
        {vote(kSoft, kDeny), vote(kHard, kApprove)},
        kManualDefault,
@@ -42,11 +38,7 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
        kManualDefault,
        Outcome::kApproved,
        false},
-      {"deny beats manual",
-       {vote(kHard, kManual), vote(kSoft, kDeny)},
-       kManualDefault,
-       Outcome::kRejected,
-       true},
+      {"deny beats manual", {vote(kHard, kManual), vote(kSoft, kDeny)}, kManualDefault, Outcome::kRejected, true},
       {"manual beats approve",
        {vote(kHard, kApprove), vote(kSoft, kManual)},
        kManualDefault,
@@ -67,17 +59,9 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
        kManualDefault,
        Outcome::kPendingApproval,
        false},
-      {"only abstains: the manual default",
-       {vote(kHard, kAbstain)},
-       kManualDefault,
-       Outcome::kPendingApproval,
-       false},
+      {"only abstains: the manual default", {vote(kHard, kAbstain)}, kManualDefault, Outcome::kPendingApproval, false},
       {"no policies: the manual default", {}, kManualDefault, Outcome::kPendingApproval, false},
-      {"only abstains: the deny default",
-       {vote(kHard, kAbstain)},
-       Outcome::kRejected,
-       Outcome::kRejected,
-       false},
+      {"only abstains: the deny default", {vote(kHard, kAbstain)}, Outcome::kRejected, Outcome::kRejected, false},
       {"the default does not override an approve",
        {vote(kHard, kApprove)},
        Outcome::kRejected,
@@ -94,9 +78,9 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
 }
 
 TEST_CASE("lua: the summary names the policies that decided") {
-  const Combined combined = combineVotes({{"freeze", Level::kHard, Verdict::kDeny, "year-end"},
-                                          {"dev", Level::kHard, Verdict::kApprove, "dev"}},
-                                         Outcome::kPendingApproval);
+  const Combined combined = combineVotes(
+      {{"freeze", Level::kHard, Verdict::kDeny, "year-end"}, {"dev", Level::kHard, Verdict::kApprove, "dev"}},
+      Outcome::kPendingApproval);
   CHECK(combined.summary == "denied by freeze: year-end");
   CHECK(std::string(outcomeName(Outcome::kPendingApproval)) == "PENDING_APPROVAL");
   CHECK(parseVerdict("manual") == Verdict::kManual);

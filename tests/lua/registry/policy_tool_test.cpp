@@ -37,8 +37,8 @@ TEST_CASE("lua: every shipped policy's own tests pass through testScriptFiles") 
   CHECK(occurrences(out.str(), "FAIL") == 0);
   CHECK(occurrences(out.str(), "PASS") >= 20);
   CHECK(out.str().find(" passed, 0 failed") != std::string::npos);
-  for (const char* file : {"auto_approve_dev.lua", "prod_delete_manual.lua",
-                           "update_domain_budget.lua", "change_freeze.lua", "business_hours.lua"}) {
+  for (const char* file : {"auto_approve_dev.lua", "prod_delete_manual.lua", "update_domain_budget.lua",
+                           "change_freeze.lua", "business_hours.lua"}) {
     CHECK(out.str().find(file) != std::string::npos);
   }
 }
@@ -80,8 +80,7 @@ TEST_CASE("lua: testScriptFiles reports failing cases and returns non-zero") {
   INFO(out.str());
   CHECK(code == 1);
   CHECK(out.str().find("PASS  right") != std::string::npos);
-  CHECK(out.str().find("FAIL  wrong verdict: expected deny, got approve: always") !=
-        std::string::npos);
+  CHECK(out.str().find("FAIL  wrong verdict: expected deny, got approve: always") != std::string::npos);
   CHECK(out.str().find("FAIL  wrong reason") != std::string::npos);
   CHECK(out.str().find("FAIL  an error is never a pass") != std::string::npos);
   CHECK(out.str().find("1 passed, 3 failed") != std::string::npos);
@@ -92,15 +91,13 @@ TEST_CASE("lua: testScriptFiles reports failing cases and returns non-zero") {
 
 TEST_CASE("lua: policy eval evaluates the example ops offline") {
   std::ostringstream dev;
-  CHECK(evalOpFile((kSource / "examples" / "op-dev-create.json").string(), dev, shippedOptions()) ==
-        0);
+  CHECK(evalOpFile((kSource / "examples" / "op-dev-create.json").string(), dev, shippedOptions()) == 0);
   INFO(dev.str());
   CHECK(dev.str().find("verdict: APPROVED") != std::string::npos);
   CHECK(dev.str().find("auto-approve-dev") != std::string::npos);
 
   std::ostringstream prod;
-  CHECK(evalOpFile((kSource / "examples" / "op-prod-delete.json").string(), prod,
-                   shippedOptions()) == 0);
+  CHECK(evalOpFile((kSource / "examples" / "op-prod-delete.json").string(), prod, shippedOptions()) == 0);
   INFO(prod.str());
   CHECK(prod.str().find("verdict: PENDING_APPROVAL") != std::string::npos);
   CHECK(prod.str().find("prod-delete-manual") != std::string::npos);

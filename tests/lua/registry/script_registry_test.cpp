@@ -47,8 +47,7 @@ TEST_CASE("lua: a syntax error in a new version keeps the old version deciding")
   PolicyEngine engine(*fx.registry, fx.clock);
   CHECK(verdictOf(engine, "gate") == "approve");
 
-  writeFile(fx.policy("gate.lua"),
-            "return { name = 'gate',\n decide = function(op, ctx) return manual('x') end\n");
+  writeFile(fx.policy("gate.lua"), "return { name = 'gate',\n decide = function(op, ctx) return manual('x') end\n");
   ReloadSummary second = fx.registry->reloadAll();
   CHECK(second.failed == 1);
   CHECK(second.version == 1);  // nothing new published
@@ -90,12 +89,10 @@ TEST_CASE("lua: editing a policy file on disk changes decisions without restart"
 
   // A new file is picked up, and a deleted one unloaded, the same way.
   writeFile(fx.policy("extra.lua"), simplePolicy("extra", "deny('no')"));
-  CHECK(eventually(
-      [&] { return fx.registry->current()->find(ScriptKind::kPolicy, "extra") != nullptr; }));
+  CHECK(eventually([&] { return fx.registry->current()->find(ScriptKind::kPolicy, "extra") != nullptr; }));
   CHECK(verdictOf(engine, "extra") == "deny");
   std::filesystem::remove(fx.policy("extra.lua"));
-  CHECK(eventually(
-      [&] { return fx.registry->current()->find(ScriptKind::kPolicy, "extra") == nullptr; }));
+  CHECK(eventually([&] { return fx.registry->current()->find(ScriptKind::kPolicy, "extra") == nullptr; }));
   CHECK(verdictOf(engine, "extra") == "");
   fx.registry->stopWatching();
 }
@@ -156,22 +153,16 @@ TEST_CASE("lua: files that define globals, have the wrong shape or fail their te
   CHECK(summary.failed == static_cast<int>(bad.size()));
   CHECK(summary.loaded == 0);
   CHECK(fx.registry->current()->files.empty());
-  CHECK(
-      statusOf(*fx.registry, "global.lua")->last_error.find("attempt to assign global 'helper'") !=
-      std::string::npos);
-  CHECK(statusOf(*fx.registry, "function_global.lua")
-            ->last_error.find("attempt to assign global 'decide'") != std::string::npos);
-  CHECK(statusOf(*fx.registry, "no_decide.lua")->last_error.find("needs decide") !=
+  CHECK(statusOf(*fx.registry, "global.lua")->last_error.find("attempt to assign global 'helper'") !=
         std::string::npos);
-  CHECK(statusOf(*fx.registry, "bad_level.lua")->last_error.find("level must be") !=
+  CHECK(statusOf(*fx.registry, "function_global.lua")->last_error.find("attempt to assign global 'decide'") !=
         std::string::npos);
-  CHECK(statusOf(*fx.registry, "typo.lua")->last_error.find("unknown field 'appiles'") !=
-        std::string::npos);
-  CHECK(statusOf(*fx.registry, "not_table.lua")->last_error.find("must return a table") !=
-        std::string::npos);
+  CHECK(statusOf(*fx.registry, "no_decide.lua")->last_error.find("needs decide") != std::string::npos);
+  CHECK(statusOf(*fx.registry, "bad_level.lua")->last_error.find("level must be") != std::string::npos);
+  CHECK(statusOf(*fx.registry, "typo.lua")->last_error.find("unknown field 'appiles'") != std::string::npos);
+  CHECK(statusOf(*fx.registry, "not_table.lua")->last_error.find("must return a table") != std::string::npos);
   CHECK(statusOf(*fx.registry, "bytecode.lua")->last_error_class == "load");
-  CHECK(statusOf(*fx.registry, "failing_tests.lua")
-            ->last_error.find("test 'should deny' expected deny, got approve") !=
+  CHECK(statusOf(*fx.registry, "failing_tests.lua")->last_error.find("test 'should deny' expected deny, got approve") !=
         std::string::npos);
 }
 
@@ -192,8 +183,7 @@ TEST_CASE("lua: a lib change that would break a policy is refused") {
   writeFile(fx.lib("greeting.lua"), "return { word = function() return 'bye' end }");
   ReloadSummary refused = fx.registry->reloadAll();
   CHECK(refused.failed == 1);
-  CHECK(statusOf(*fx.registry, "greeting.lua")->last_error.find("would break") !=
-        std::string::npos);
+  CHECK(statusOf(*fx.registry, "greeting.lua")->last_error.find("would break") != std::string::npos);
 
   writeFile(fx.lib("greeting.lua"), "return { word = function() return 'hello there' end }");
   ReloadSummary accepted = fx.registry->reloadAll();
@@ -211,8 +201,7 @@ TEST_CASE("lua: strategies, hooks and libs are loaded by shape") {
             "{} end }");
   writeFile(scripts / "hooks" / "notify.lua",
             "return { name = 'notify', on = { ['operation.after'] = function(op, ctx) end } }");
-  writeFile(scripts / "hooks" / "bad.lua",
-            "return { name = 'bad', on = { ['operation.whenever'] = function() end } }");
+  writeFile(scripts / "hooks" / "bad.lua", "return { name = 'bad', on = { ['operation.whenever'] = function() end } }");
   writeFile(fx.lib("empty.lua"), "local x = 1");
   ReloadSummary summary = fx.registry->reloadAll();
   CHECK(summary.loaded == 2);
@@ -221,8 +210,7 @@ TEST_CASE("lua: strategies, hooks and libs are loaded by shape") {
   CHECK(set->find(ScriptKind::kStrategy, "rolling") != nullptr);
   CHECK(set->find(ScriptKind::kHook, "notify") != nullptr);
   CHECK(statusOf(*fx.registry, "bad.lua")->last_error.find("unknown event") != std::string::npos);
-  CHECK(statusOf(*fx.registry, "empty.lua")->last_error.find("must return a value") !=
-        std::string::npos);
+  CHECK(statusOf(*fx.registry, "empty.lua")->last_error.find("must return a value") != std::string::npos);
   auto rolling = statusOf(*fx.registry, "rolling.lua");
   REQUIRE(rolling);
   CHECK(rolling->kind == "strategy");

@@ -258,8 +258,7 @@ TEST_CASE("lua: Lua code called back from C library functions is under the deadl
 TEST_CASE("lua: patterns too costly to run uninterrupted are refused") {
   auto state = newState(shortDeadline());
   REQUIRE(state);
-  ChunkResult r =
-      runChunk(*state, "return string.find(string.rep('a', 40), string.rep('.-', 12) .. 'b')");
+  ChunkResult r = runChunk(*state, "return string.find(string.rep('a', 40), string.rep('.-', 12) .. 'b')");
   CHECK(r.error.error_class == LuaErrorClass::kRuntime);
   CHECK(r.error.message.find("too expensive") != std::string::npos);
   r = runChunk(*state, "return (string.rep('a', 40)):match(string.rep('a*', 12) .. 'b')");

@@ -36,30 +36,18 @@ TEST_CASE("lua: the sandbox's global set equals the allow-list exactly") {
   auto state = newState();
   REQUIRE(state);
   const std::vector<std::string> expected = {
-      "assert",       "error",         "getmetatable",
-      "ipairs",       "math",          "math.abs",
-      "math.acos",    "math.asin",     "math.atan",
-      "math.atan2",   "math.ceil",     "math.cos",
-      "math.cosh",    "math.deg",      "math.exp",
-      "math.floor",   "math.fmod",     "math.frexp",
-      "math.huge",    "math.ldexp",    "math.log",
-      "math.log10",   "math.max",      "math.min",
-      "math.modf",    "math.pi",       "math.pow",
-      "math.rad",     "math.random",   "math.randomseed",
-      "math.sin",     "math.sinh",     "math.sqrt",
-      "math.tan",     "math.tanh",     "next",
-      "os",           "os.clock",      "os.date",
-      "os.time",      "pairs",         "pcall",
-      "print",        "select",        "setmetatable",
-      "string",       "string.byte",   "string.char",
-      "string.find",  "string.format", "string.gmatch",
-      "string.gsub",  "string.len",    "string.lower",
-      "string.match", "string.rep",    "string.reverse",
-      "string.sub",   "string.upper",  "table",
-      "table.concat", "table.insert",  "table.maxn",
-      "table.remove", "table.sort",    "tide",
-      "tide.lib",     "tide.log",      "tide.version",
-      "tonumber",     "tostring",      "type",
+      "assert",       "error",         "getmetatable",   "ipairs",       "math",         "math.abs",
+      "math.acos",    "math.asin",     "math.atan",      "math.atan2",   "math.ceil",    "math.cos",
+      "math.cosh",    "math.deg",      "math.exp",       "math.floor",   "math.fmod",    "math.frexp",
+      "math.huge",    "math.ldexp",    "math.log",       "math.log10",   "math.max",     "math.min",
+      "math.modf",    "math.pi",       "math.pow",       "math.rad",     "math.random",  "math.randomseed",
+      "math.sin",     "math.sinh",     "math.sqrt",      "math.tan",     "math.tanh",    "next",
+      "os",           "os.clock",      "os.date",        "os.time",      "pairs",        "pcall",
+      "print",        "select",        "setmetatable",   "string",       "string.byte",  "string.char",
+      "string.find",  "string.format", "string.gmatch",  "string.gsub",  "string.len",   "string.lower",
+      "string.match", "string.rep",    "string.reverse", "string.sub",   "string.upper", "table",
+      "table.concat", "table.insert",  "table.maxn",     "table.remove", "table.sort",   "tide",
+      "tide.lib",     "tide.log",      "tide.version",   "tonumber",     "tostring",     "type",
       "unpack",       "xpcall",
   };
   CHECK(allowList() == expected);
@@ -74,14 +62,11 @@ TEST_CASE("lua: the sandbox's global set equals the allow-list exactly") {
 TEST_CASE("lua: escape attempts all fail") {
   auto state = newState();
   REQUIRE(state);
-  for (const char* name : {"io",       "ffi",     "debug",    "jit",
-                           "package",  "require", "load",     "loadstring",
-                           "loadfile", "dofile",  "setfenv",  "getfenv",
-                           "rawset",   "rawget",  "rawequal", "collectgarbage",
-                           "newproxy", "gcinfo",  "module",   "coroutine",
-                           "_G",       "bit"}) {
-    expectRefused(*state, std::string("return ") + name,
-                  std::string("unknown global '") + name + "'");
+  for (const char* name :
+       {"io",       "ffi",    "debug",   "jit",       "package", "require", "load",     "loadstring",
+        "loadfile", "dofile", "setfenv", "getfenv",   "rawset",  "rawget",  "rawequal", "collectgarbage",
+        "newproxy", "gcinfo", "module",  "coroutine", "_G",      "bit"}) {
+    expectRefused(*state, std::string("return ") + name, std::string("unknown global '") + name + "'");
   }
   expectRefused(*state, "os.execute('true')", "attempt to call field 'execute'");
   expectRefused(*state, "return os.getenv('HOME')", "attempt to call field 'getenv'");
@@ -102,8 +87,7 @@ TEST_CASE("lua: the string metatable is protected") {
   expectRefused(*state, "getmetatable('').__index.upper = nil", "attempt to index");
   expectRefused(*state, "('').x = 1", "attempt to index");
   expectRefused(*state, "setmetatable('', {})", "table expected");
-  expectRefused(*state, "string.upper = function() return 'pwned' end",
-                "attempt to modify read-only field 'upper'");
+  expectRefused(*state, "string.upper = function() return 'pwned' end", "attempt to modify read-only field 'upper'");
   r = runChunk(*state, "return ('abc'):upper()");
   CHECK(r.value == "ABC");
 }
@@ -127,8 +111,7 @@ TEST_CASE("lua: read-only views refuse writes at every depth and still read like
   REQUIRE(state);
   nlohmann::json value;
   LuaError e = state->call([&](lua_State* L) {
-    pushReadOnlyJson(
-        L, {{"name", "web"}, {"plan", {{"labels", {{"tier", "gold"}}}}}, {"list", {1, 2, 3}}});
+    pushReadOnlyJson(L, {{"name", "web"}, {"plan", {{"labels", {{"tier", "gold"}}}}}, {"list", {1, 2, 3}}});
     pushEnvironment(L, {});
     const int env = lua_gettop(L);
     loadTextChunk(L, R"(
@@ -206,16 +189,14 @@ TEST_CASE("lua: tide.log writes to the log sink with level, source line and fiel
   options.log = [&logs](const LogRecord& record) { logs.push_back(record); };
   auto state = newState(options);
   REQUIRE(state);
-  REQUIRE(runChunk(*state, "tide.log.warn('slow', { ms = 7 })\ntide.log.info('x')",
-                   "scripts/rollout/x.lua")
-              .error.ok());
+  REQUIRE(
+      runChunk(*state, "tide.log.warn('slow', { ms = 7 })\ntide.log.info('x')", "scripts/rollout/x.lua").error.ok());
   REQUIRE(logs.size() == 2);
   CHECK(logs[0].level == "warn");
   CHECK(logs[0].where == "scripts/rollout/x.lua:1");
   CHECK(logs[0].fields == nlohmann::json{{"ms", 7}});
   CHECK(logs[1].level == "info");
-  CHECK(runChunk(*state, "tide.log.info = print").error.message.find("read-only") !=
-        std::string::npos);
+  CHECK(runChunk(*state, "tide.log.info = print").error.message.find("read-only") != std::string::npos);
 }
 
 TEST_CASE("lua: a table marked writable is handed out as itself by the view around it") {

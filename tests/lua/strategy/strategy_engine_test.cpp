@@ -44,40 +44,33 @@ class FixedScripts final : public ScriptSetProvider {
 };
 
 // A strategy named `name` whose reconcile body is `body` (r is its argument).
-std::string strategy(const std::string& name, const std::string& body,
-                     const std::string& params = "{}") {
-  return "return {\n  name = \"" + name + "\",\n  params = " + params +
-         ",\n  reconcile = function(r)\n" + body + "\n  end,\n}\n";
+std::string strategy(const std::string& name, const std::string& body, const std::string& params = "{}") {
+  return "return {\n  name = \"" + name + "\",\n  params = " + params + ",\n  reconcile = function(r)\n" + body +
+         "\n  end,\n}\n";
 }
 
 FakeClock testClock() { return FakeClock(*parseTimestamp("2026-03-03T10:00:00Z")); }
 
 Json readyInstance(const std::string& name, const std::string& version) {
-  return {{"name", name},
-          {"version", version},
-          {"state", "RUNNING"},
-          {"healthy", true},
-          {"update_domain", "ud-1"}};
+  return {{"name", name}, {"version", version}, {"state", "RUNNING"}, {"healthy", true}, {"update_domain", "ud-1"}};
 }
 
 }  // namespace
 
 TEST_CASE("lua: a strategy's params merge defaults, plan and deployment params") {
   FixedScripts scripts;
-  scripts.publish(
-      {{"echo", strategy("echo", "r.state.seen = r.params\n return {}",
-                         "{ surge = { type = 'count', default = 0 }, steps = { 10, 50 }, "
-                         "label = 'x' }")}});
+  scripts.publish({{"echo", strategy("echo", "r.state.seen = r.params\n return {}",
+                                     "{ surge = { type = 'count', default = 0 }, steps = { 10, 50 }, "
+                                     "label = 'x' }")}});
   const FakeClock clock = testClock();
   StrategyEngine engine(scripts, clock);
 
-  auto params = engine.resolveParams("echo", Json{{"surge", 2}, {"label", "plan"}},
-                                     Json{{"label", "deployment"}});
+  auto params = engine.resolveParams("echo", Json{{"surge", 2}, {"label", "plan"}}, Json{{"label", "deployment"}});
   REQUIRE(params.isOk());
   CHECK(*params == Json{{"surge", 2}, {"steps", {10, 50}}, {"label", "deployment"}});
 
-  auto result = engine.reconcile(
-      "echo", Json{{"plan_params", {{"surge", "50%"}}}, {"deployment_params", {{"label", "y"}}}});
+  auto result =
+      engine.reconcile("echo", Json{{"plan_params", {{"surge", "50%"}}}, {"deployment_params", {{"label", "y"}}}});
   REQUIRE(result.isOk());
   const Json expected = {{"surge", "50%"}, {"steps", {10, 50}}, {"label", "y"}};
   CHECK(result->params == expected);
@@ -146,10 +139,8 @@ TEST_CASE("lua: reconcile must return a list of valid actions") {
       {"return create(1)", "a single action; return a list of actions"},
       {"return { { action = 'explode' } }", "actions[1] has an unknown action 'explode'"},
       {"return { function() end }", "cannot convert a function"},
-      {"return { update('ghost') }",
-       "update names 'ghost', which is not an instance of this rollout"},
-      {"return { update('web-a'), delete({ r.instances[1] }) }",
-       "instance 'web-a' is named by more than one action"},
+      {"return { update('ghost') }", "update names 'ghost', which is not an instance of this rollout"},
+      {"return { update('web-a'), delete({ r.instances[1] }) }", "instance 'web-a' is named by more than one action"},
       {"return { complete(), fail('no') }", "at most one of complete, fail and rollback"},
       {"r.state.f = print\n return {}", "r.state cannot be saved"},
       {"r.state[1] = 'x'\n return {}", "r.state cannot be saved: it must hold named fields"},
@@ -199,14 +190,13 @@ TEST_CASE("lua: strategy verbs check their arguments and name themselves") {
 
 TEST_CASE("lua: every verb's action reaches the host in StrategyAction's shape") {
   FixedScripts scripts;
-  scripts.publish(
-      {{"all", strategy("all", R"(
+  scripts.publish({{"all", strategy("all", R"(
     return {
       create(2), update(r.old), delete({ 'web-n' }), relocate(r.new[2]), delete(0),
       update({}), pause('waiting for promotion', r.now + 60), route({ new = 10, old = 90 }),
     })")},
-       {"done", strategy("done", "    return { complete() }")},
-       {"more", strategy("more", "    return { delete(3), rollback('analysis failed') }")}});
+                   {"done", strategy("done", "    return { complete() }")},
+                   {"more", strategy("more", "    return { delete(3), rollback('analysis failed') }")}});
   const FakeClock clock = testClock();
   StrategyEngine engine(scripts, clock);
   const Json snapshot = {{"now_unix", 1790000000.25},
@@ -261,8 +251,7 @@ TEST_CASE("lua: r describes the rollout and is read-only except r.state, which p
   Json busy = readyInstance("web-b", "new");
   busy["operation"] = {{"id", 5}, {"type", "CREATE"}, {"state", "RUNNING"}};
   Json snapshot = {
-      {"deployment",
-       {{"id", "deployment-2"}, {"count", 3}, {"coordinates", {{"web", {{"image", "v2"}}}}}}},
+      {"deployment", {{"id", "deployment-2"}, {"count", 3}, {"coordinates", {{"web", {{"image", "v2"}}}}}}},
       {"previous", nullptr},
       {"plan", {{"name", "web"}}},
       {"instances",
@@ -277,23 +266,15 @@ TEST_CASE("lua: r describes the rollout and is read-only except r.state, which p
   REQUIRE(first.isOk());
   const Json& view = first->state["view"];
   CHECK(view["count"] == 3);
-  CHECK(view["counts"] == Json{{"total", 4},
-                               {"new", 3},
-                               {"old", 1},
-                               {"ready", 2},
-                               {"new_ready", 1},
-                               {"old_ready", 1},
-                               {"in_flight", 1}});
+  CHECK(view["counts"] ==
+        Json{{"total", 4}, {"new", 3}, {"old", 1}, {"ready", 2}, {"new_ready", 1}, {"old_ready", 1}, {"in_flight", 1}});
   CHECK(view["now"] == 1772532030);
   CHECK(view["new"] == 3);
   CHECK(view["old"] == 1);
   CHECK(view["same_table"] == true);
   CHECK(view["previous"] == true);
-  CHECK(view["signals"] == Json{{"promote", true},
-                                {"promote_full", false},
-                                {"abort", false},
-                                {"pause", false},
-                                {"resume", false}});
+  CHECK(view["signals"] ==
+        Json{{"promote", true}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}});
   CHECK(view["ready"] == true);
   CHECK(view["version"] == "new");  // derived from deployment_id
   CHECK(view["plan"] == "web");
@@ -314,8 +295,7 @@ TEST_CASE("lua: r describes the rollout and is read-only except r.state, which p
     auto refused = engine.reconcile(name, snapshot);
     REQUIRE(!refused.isOk());
     CHECK(refused.status().code() == Code::kUnprocessable);
-    CHECK(refused.status().message().find("attempt to modify read-only field") !=
-          std::string::npos);
+    CHECK(refused.status().message().find("attempt to modify read-only field") != std::string::npos);
   }
 }
 
@@ -337,8 +317,7 @@ TEST_CASE("lua: the strategy engine picks up a new version of a script") {
   CHECK(v2->script_sha256 != v1->script_sha256);
 }
 
-TEST_CASE(
-    "lua: the registry loads strategies, runs their tests and keeps the old version on failure") {
+TEST_CASE("lua: the registry loads strategies, runs their tests and keeps the old version on failure") {
   RegistryFixture fx;
   const std::filesystem::path file = fx.dir.path() / "scripts" / "rollout" / "grow.lua";
   const std::string passing = R"(return {
@@ -361,9 +340,8 @@ TEST_CASE(
   summary = fx.registry->reloadAll();
   CHECK(summary.failed == 1);
   REQUIRE(summary.errors.size() == 1);
-  CHECK(
-      summary.errors[0].find("test 'creates what is missing' expected create(1), got create(2)") !=
-      std::string::npos);
+  CHECK(summary.errors[0].find("test 'creates what is missing' expected create(1), got create(2)") !=
+        std::string::npos);
 
   writeFile(file, strategy("grow", "return {}", "{ x = { type = 'int' } }"));
   summary = fx.registry->reloadAll();
@@ -420,12 +398,11 @@ TEST_CASE("lua: strategy test cases report expectations, checks, state and expec
 
 TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
   ScriptSet libs;
-  auto lib = readScriptFile(kSource / "scripts" / "lib" / "rollout.lua", "scripts/lib/rollout.lua",
-                            ScriptKind::kLib);
+  auto lib = readScriptFile(kSource / "scripts" / "lib" / "rollout.lua", "scripts/lib/rollout.lua", ScriptKind::kLib);
   REQUIRE(lib.isOk());
   libs.files[lib->path] = *lib;
-  auto rolling = readScriptFile(kSource / "scripts" / "rollout" / "rolling.lua",
-                                "scripts/rollout/rolling.lua", ScriptKind::kStrategy);
+  auto rolling = readScriptFile(kSource / "scripts" / "rollout" / "rolling.lua", "scripts/rollout/rolling.lua",
+                                ScriptKind::kStrategy);
   REQUIRE(rolling.isOk());
   auto results = runStrategyFileTests(*rolling, libs, LuaLimits{});
   REQUIRE(results.isOk());

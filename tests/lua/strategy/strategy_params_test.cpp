@@ -29,8 +29,8 @@ TEST_CASE("lua: strategy params take their type from a default or a spec") {
 }
 
 TEST_CASE("lua: unknown params and params of another type are refused, naming the param") {
-  auto specs = parseParamSpecs(Json{{"max_surge", {{"type", "count"}, {"default", 0}}},
-                                    {"pause_seconds", {{"type", "integer"}, {"min", 0}}}});
+  auto specs = parseParamSpecs(
+      Json{{"max_surge", {{"type", "count"}, {"default", 0}}}, {"pause_seconds", {{"type", "integer"}, {"min", 0}}}});
   REQUIRE(specs.isOk());
   auto unknown = resolveParams("rolling", *specs, Json::object(), Json{{"max_surg", 1}});
   REQUIRE(!unknown.isOk());
