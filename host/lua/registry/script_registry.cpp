@@ -119,8 +119,10 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   trial->files[candidate.path] = candidate;
   const ScriptFile& file = trial->files[candidate.path];
 
+  LuaLimits limits = options_.limits;
+  limits.deadline = std::max(limits.deadline, options_.validation_deadline);
   LuaStateOptions state_options;
-  state_options.limits = options_.limits;
+  state_options.limits = limits;
   auto state = LuaState::create(state_options);
   if (!state.isOk()) {
     v.error = {LuaErrorClass::kMemory, state.status().message()};
@@ -151,7 +153,7 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
   named.level = loaded.level;
   // A strategy also when it has no tests: loading it this way checks its params declaration.
   if ((file.kind == ScriptKind::kPolicy && loaded.has_tests) || file.kind == ScriptKind::kStrategy) {
-    v.error = testFailures(file.path, runScriptTests(named, *trial, options_.limits));
+    v.error = testFailures(file.path, runScriptTests(named, *trial, limits));
   }
   return v;
 }

@@ -90,6 +90,10 @@ struct ScriptRegistryOptions {
   std::filesystem::path policies_dir = "policies";
   std::filesystem::path scripts_dir = "scripts";
   LuaLimits limits;  // for validation and test runs
+  // The deadline per call while a candidate loads and its own `tests` run (at least limits.deadline):
+  // validation is off the hot path, and a busy host must not refuse a good script because one
+  // of its test cases took longer than a production decision may.
+  std::chrono::milliseconds validation_deadline{500};
   std::chrono::milliseconds debounce{200};
 };
 
