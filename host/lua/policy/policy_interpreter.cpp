@@ -23,13 +23,6 @@ Json& objectField(Json& object, const char* key) {
   return object[key];
 }
 
-std::string fieldString(lua_State* L, int table, const char* key) {
-  lua_getfield(L, table, key);
-  std::string value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
-  lua_pop(L, 1);
-  return value;
-}
-
 // Reads the policy case at `item` into `cases`; "" or what is wrong with it.
 std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std::vector<PolicyTestCase>* cases) {
   PolicyTestCase c;

@@ -3,16 +3,12 @@
 #include <lua.hpp>
 
 namespace tide::lua {
-namespace {
-
 std::string fieldString(lua_State* L, int table, const char* key) {
   lua_getfield(L, table, key);
   std::string value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
   lua_pop(L, 1);
   return value;
 }
-
-}  // namespace
 
 std::string TestTable::read(lua_State* L, int script, const ReadCase& read_case) const {
   lua_pushliteral(L, "tests");

@@ -25,6 +25,10 @@ namespace tide::lua {
 // Monday 2026-01-05 12:00:00 UTC: the time a case runs at unless its fixture sets one.
 inline constexpr const char* kDefaultTestNow = "2026-01-05T12:00:00Z";
 
+// The string at `key` of the table at stack index `table`; "" when it is absent or not a
+// string. Leaves the stack as it was.
+std::string fieldString(lua_State* L, int table, const char* key);
+
 // What one case came to.
 struct CaseResult {
   std::string name;

@@ -111,13 +111,6 @@ Status checkActions(const std::vector<StrategyAction>& actions, const Json& snap
   return Status::ok();
 }
 
-std::string fieldString(lua_State* L, int table, const char* key) {
-  lua_getfield(L, table, key);
-  std::string value = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
-  lua_pop(L, 1);
-  return value;
-}
-
 // Reads the strategy case at `item` into `cases`; "" or what is wrong with it.
 std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std::vector<StrategyTestCase>* cases) {
   const std::string& label = item_info.label;
