@@ -25,6 +25,25 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
   response.body += "# HELP tide_events_last_seq Sequence number of the newest ledger event.\n";
   response.body += "# TYPE tide_events_last_seq gauge\n";
   response.body += "tide_events_last_seq " + std::to_string(context.ledger.lastEventSeq()) + "\n";
+  const ledger::Ledger::WriteStats writes = context.ledger.writeStats();
+  response.body +=
+      "# HELP tide_ledger_writes_total Ledger writes (one record change each, with its events).\n"
+      "# TYPE tide_ledger_writes_total counter\n"
+      "tide_ledger_writes_total " +
+      std::to_string(writes.writes) + "\n" +
+      "# HELP tide_ledger_commits_total Ledger transactions committed: one fsync each; "
+      "writes_total / commits_total is the mean group-commit batch.\n"
+      "# TYPE tide_ledger_commits_total counter\n"
+      "tide_ledger_commits_total " +
+      std::to_string(writes.commits) + "\n" +
+      "# HELP tide_ledger_failed_commits_total Ledger transactions the database refused to commit.\n"
+      "# TYPE tide_ledger_failed_commits_total counter\n"
+      "tide_ledger_failed_commits_total " +
+      std::to_string(writes.failed_commits) + "\n" +
+      "# HELP tide_ledger_largest_group Most writes one commit has carried.\n"
+      "# TYPE tide_ledger_largest_group gauge\n"
+      "tide_ledger_largest_group " +
+      std::to_string(writes.largest_group) + "\n";
   if (auto counts = context.ledger.operationCounts(); counts.isOk()) {
     response.body += "# HELP tide_operations Operations in the ledger by type and state.\n";
     response.body += "# TYPE tide_operations gauge\n";

@@ -26,7 +26,13 @@ namespace {
 
 using std::chrono::steady_clock;
 
-constexpr size_t kWorkerThreads = 32;
+// httplib gives each open connection a worker for as long as it is kept alive, so the
+// pool is sized for many concurrent clients (threads that wait on a socket cost memory,
+// not CPU); the listen backlog (CMakeLists.txt, CPPHTTPLIB_LISTEN_BACKLOG) queues bursts.
+constexpr size_t kWorkerThreads = 128;
+// Requests one kept-alive connection may carry before httplib closes it (its default, 5,
+// makes a busy client reconnect all the time).
+constexpr size_t kKeepAliveRequests = 100000;
 // Long polls and event streams together; the rest of the pool stays free for requests.
 constexpr int kMaxWaitingRequests = 16;
 // How much past max_body_bytes is still read (and dropped) so that a client that is still
@@ -180,6 +186,8 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   // readBody() enforces max_body_bytes; httplib only stops what is not worth draining.
   http.set_payload_max_length(options_.max_body_bytes + kDrainAllowance);
   http.set_keep_alive_timeout(2);
+  http.set_keep_alive_max_count(kKeepAliveRequests);
+  http.set_tcp_nodelay(true);
 
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true};

@@ -34,6 +34,7 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
     : ledger_(ledger),
       clock_(clock),
       options_(std::move(options)),
+      feed_(ledger),
       policies_(scripts, clock, lua::PolicyEngineOptions{options_.lua_limits, options_.default_outcome}),
       strategies_(scripts, clock, options_.lua_limits),
       controller_(ledger, strategies_, clock, options_.controller),
@@ -98,20 +99,27 @@ void Engine::loop() {
 PassReport Engine::runPass() {
   const auto t0 = std::chrono::steady_clock::now();
   PassReport report;
-  auto world = World::load(ledger_);
-  if (!world.isOk()) {
-    report.error = world.status().toString();
-    return report;
+  // The picture as the ledger has it now: the approval stage and dispatch act on what the
+  // controller just asked for, so it is brought up to date after each stage that wrote.
+  auto refresh = [&] {
+    Status updated = feed_.update(world_);
+    if (!updated.isOk()) report.error = updated.toString();
+    metrics_.observeDirty(feed_.lastDirty());
+    return updated.isOk();
+  };
+  if (!refresh()) return report;
+  {
+    ledger::Ledger::Batch batch(ledger_);
+    report.controller_changes = controller_.pass(*world_);
   }
-  report.controller_changes = controller_.pass(world.value());
-  // The approval stage and dispatch act on what the controller just asked for.
-  if (report.controller_changes > 0) world = World::load(ledger_);
-  if (!world.isOk()) return report;
-  report.approval_changes = approval_.pass(world.value());
-  if (report.approval_changes > 0) world = World::load(ledger_);
-  if (!world.isOk()) return report;
-  if (!observer_.halted()) report.dispatched = dispatch(world.value());
-  report.observer_changes = observer_.pass(world.value(), executor_.busyInstances());
+  if (report.controller_changes > 0 && !refresh()) return report;
+  {
+    ledger::Ledger::Batch batch(ledger_);
+    report.approval_changes = approval_.pass(*world_);
+  }
+  if (report.approval_changes > 0 && !refresh()) return report;
+  if (!observer_.halted()) report.dispatched = dispatch(*world_);
+  report.observer_changes = observer_.pass(*world_, executor_.busyInstances());
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
 }

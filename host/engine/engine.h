@@ -2,7 +2,12 @@
 // The control loop (docs/architecture.md#the-control-loop): one thread runs passes — deployment controller, approval,
 // dispatch to the executor, observer — every `interval`, or at once when the ledger
 // changes (a new deployment, an approval) or an operation attempt ends. Nothing depends
-// on remembering an event: every pass starts from the ledger.
+// on remembering an event: every pass starts from what the ledger committed.
+//
+// The picture a pass works on is loaded from the ledger once and then refreshed from the
+// ledger's change feed (World::refresh): a pass costs what changed, not the fleet's size.
+// The controller's and approval stage's writes of one pass are group-committed
+// (ledger::Ledger::Batch).
 //
 // Crash safety comes from the ledger, not from this class: operations left RUNNING by a
 // host that died are dispatched again on the first pass and resume from their recorded
@@ -89,6 +94,8 @@ class Engine {
   const Clock& clock_;
   EngineOptions options_;
   EngineMetrics metrics_;
+  WorldFeed feed_;              // subscribed before the first load, so no change is missed
+  std::optional<World> world_;  // loop thread only; kept between passes, refreshed from feed_
   lua::PolicyEngine policies_;
   lua::StrategyEngine strategies_;
   DeploymentController controller_;

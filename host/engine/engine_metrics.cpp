@@ -44,6 +44,12 @@ void EngineMetrics::observeDriverCall(const std::string& call, bool ok, std::chr
   if (!ok) ++driver_errors_[call];
 }
 
+void EngineMetrics::observeDirty(size_t rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dirty_last_ = rows;
+  dirty_total_ += rows;
+}
+
 void EngineMetrics::countAttempt(const std::string& type, const std::string& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   ++attempts_[{type, outcome}];
@@ -56,6 +62,12 @@ std::string EngineMetrics::render() const {
       << "# TYPE tide_reconcile_pass_duration_seconds histogram\n";
   renderHistogram(out, "tide_reconcile_pass_duration_seconds", "", kBuckets, passes_.buckets, passes_.count,
                   passes_.sum);
+  out << "# HELP tide_reconcile_dirty_rows Ledger rows the last pass refreshed its picture from.\n"
+      << "# TYPE tide_reconcile_dirty_rows gauge\n"
+      << "tide_reconcile_dirty_rows " << dirty_last_ << "\n"
+      << "# HELP tide_reconcile_dirty_rows_total Ledger rows passes refreshed their picture from.\n"
+      << "# TYPE tide_reconcile_dirty_rows_total counter\n"
+      << "tide_reconcile_dirty_rows_total " << dirty_total_ << "\n";
   out << "# HELP tide_driver_call_duration_seconds Latency of driver calls.\n"
       << "# TYPE tide_driver_call_duration_seconds histogram\n";
   for (const auto& [call, h] : driver_calls_) {

@@ -28,8 +28,11 @@ class EngineMetrics {
     return result;
   }
   void countAttempt(const std::string& type, const std::string& outcome);  // succeeded|retry|failed
+  // The rows a pass refreshed its picture from (its dirty set).
+  void observeDirty(size_t rows);
 
-  // tide_reconcile_pass_duration_seconds, tide_driver_call_duration_seconds{call},
+  // tide_reconcile_pass_duration_seconds, tide_reconcile_dirty_rows (last pass) and
+  // tide_reconcile_dirty_rows_total, tide_driver_call_duration_seconds{call},
   // tide_driver_call_errors_total{call}, tide_operation_attempts_total{type,outcome}.
   std::string render() const;
 
@@ -47,6 +50,8 @@ class EngineMetrics {
   std::map<std::string, Histogram> driver_calls_;                     // REQUIRES: mu_
   std::map<std::string, uint64_t> driver_errors_;                     // REQUIRES: mu_
   std::map<std::pair<std::string, std::string>, uint64_t> attempts_;  // REQUIRES: mu_
+  uint64_t dirty_last_ = 0;                                           // REQUIRES: mu_
+  uint64_t dirty_total_ = 0;                                          // REQUIRES: mu_
 };
 
 }  // namespace tide::engine

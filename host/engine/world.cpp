@@ -29,45 +29,192 @@ Json coordinatesOf(const model::Deployment& deployment) {
   return out;
 }
 
+namespace {
+
+// Files a runtime instance under its view, as World::load and refresh both do.
+void placeRuntime(InstanceView& view, model::RuntimeInstance r) {
+  if (!view.newest || view.newest->meta.id < r.meta.id) view.newest = r;
+  if (!model::holdsResources(r.state)) return;
+  if (r.is_active) {
+    view.active = std::move(r);
+  } else {
+    view.passive.push_back(std::move(r));
+  }
+}
+
+void placeOperation(InstanceView& view, model::Operation o) {
+  if (!model::isTerminalOperationState(o.state)) {
+    view.unfinished = o;
+  } else {
+    view.unfinished.reset();
+  }
+  view.last = std::move(o);
+}
+
+// Tables whose rows the control loop's picture does not hold.
+bool outsideTheWorld(const std::string& table) {
+  return table == "events" || table == "decisions" || table == "script_versions" || table == "tokens" ||
+         table == "schema_version";
+}
+
+}  // namespace
+
+Status World::loadInventory(ledger::Ledger& ledger) {
+  TIDE_ASSIGN_OR_RETURN(plans, ledger::listAll(ledger, &ledger::Ledger::listPlans));
+  TIDE_ASSIGN_OR_RETURN(nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
+  TIDE_ASSIGN_OR_RETURN(clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
+  TIDE_ASSIGN_OR_RETURN(capabilities, ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
+  plan_by_name.clear();
+  for (const auto& p : plans) plan_by_name[p.name] = &p;
+  indexNodes();
+  return Status::ok();
+}
+
+void World::indexNodes() {
+  node_by_name.clear();
+  node_index_.clear();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    node_by_name[nodes[i].name] = &nodes[i];
+    node_index_[nodes[i].name] = i;
+  }
+}
+
+Status World::loadDeployments(ledger::Ledger& ledger) {
+  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger, &ledger::Ledger::listDeployments));
+  deployments.clear();
+  for (auto& d : all) deployments[d.plan].push_back(std::move(d));
+  return Status::ok();
+}
+
+void World::recomputeRemaining() {
+  for (auto& n : nodes) {
+    n.remaining = {n.total.cores - n.system_reserved.cores, n.total.memory_gib - n.system_reserved.memory_gib};
+  }
+  for (const auto& [name, view] : instances) reserve(view, 1);
+}
+
+void World::reserve(const InstanceView& view, double sign) {
+  auto take = [&](const model::RuntimeInstance& r) {
+    auto it = node_index_.find(r.node);
+    if (it == node_index_.end()) return;
+    model::Node& node = nodes[it->second];
+    node.remaining.cores -= sign * r.reservation.cores;
+    node.remaining.memory_gib -= sign * r.reservation.memory_gib;
+  };
+  if (view.active) take(*view.active);
+  for (const auto& p : view.passive) take(p);
+}
+
 Result<World> World::load(ledger::Ledger& ledger) {
   World w;
-  TIDE_ASSIGN_OR_RETURN(w.plans, ledger::listAll(ledger, &ledger::Ledger::listPlans));
-  TIDE_ASSIGN_OR_RETURN(auto deployments, ledger::listAll(ledger, &ledger::Ledger::listDeployments));
-  TIDE_ASSIGN_OR_RETURN(w.nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
-  TIDE_ASSIGN_OR_RETURN(w.clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
-  TIDE_ASSIGN_OR_RETURN(w.capabilities, ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
+  TIDE_RETURN_IF_ERROR(w.loadInventory(ledger));
+  TIDE_RETURN_IF_ERROR(w.loadDeployments(ledger));
   TIDE_ASSIGN_OR_RETURN(auto metas, ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
   TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
-
-  for (const auto& p : w.plans) w.plan_by_name[p.name] = &p;
-  for (auto& d : deployments) w.deployments[d.plan].push_back(std::move(d));
-  for (const auto& n : w.nodes) w.node_by_name[n.name] = &n;
   for (auto& m : metas) {
     if (m.state == "DELETED") continue;
     InstanceView view;
     view.meta = std::move(m);
-    w.instances.emplace(view.meta.name, std::move(view));
+    w.addInstance(std::move(view));
   }
   for (auto& r : runtimes) {
     auto it = w.instances.find(r.meta_instance);
-    if (it == w.instances.end()) continue;
-    InstanceView& view = it->second;
-    if (!view.newest || view.newest->meta.id < r.meta.id) view.newest = r;
-    if (!model::holdsResources(r.state)) continue;
-    if (r.is_active) {
-      view.active = std::move(r);
-    } else {
-      view.passive.push_back(std::move(r));
-    }
+    if (it != w.instances.end()) placeRuntime(it->second, std::move(r));
   }
   for (auto& o : operations) {
     auto it = w.instances.find(o.meta_instance);
-    if (it == w.instances.end()) continue;
-    if (!model::isTerminalOperationState(o.state)) it->second.unfinished = o;
-    it->second.last = std::move(o);
+    if (it != w.instances.end()) placeOperation(it->second, std::move(o));
   }
+  w.recomputeRemaining();
   return w;
+}
+
+Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes) {
+  std::vector<int64_t> metas, runtimes, operations;
+  bool inventory = false;
+  bool deployments_changed = false;
+  for (const auto& change : changes) {
+    if (change.table == "meta_instances") {
+      metas.push_back(change.id);
+    } else if (change.table == "runtime_instances") {
+      runtimes.push_back(change.id);
+    } else if (change.table == "operations") {
+      operations.push_back(change.id);
+    } else if (change.table == "deployments") {
+      deployments_changed = true;
+    } else if (!outsideTheWorld(change.table)) {
+      inventory = true;  // plans, nodes, clusters, capabilities and their parts
+    }
+  }
+  if (inventory) TIDE_RETURN_IF_ERROR(loadInventory(ledger));
+  if (deployments_changed) TIDE_RETURN_IF_ERROR(loadDeployments(ledger));
+  if (metas.empty() && runtimes.empty() && operations.empty()) {
+    if (inventory) recomputeRemaining();
+    return Status::ok();
+  }
+  TIDE_ASSIGN_OR_RETURN(auto slice, ledger.instanceSlice(metas, runtimes, operations));
+  std::map<std::string, InstanceView> fresh;
+  for (auto& m : slice.metas) {
+    if (auto old = instances.find(m.name); old != instances.end()) {
+      if (!inventory) reserve(old->second, -1);
+      dropInstance(old);
+    }
+    if (m.state == "DELETED") continue;
+    InstanceView view;
+    view.meta = std::move(m);
+    fresh.emplace(view.meta.name, std::move(view));
+  }
+  for (auto& r : slice.runtimes) {
+    auto it = fresh.find(r.meta_instance);
+    if (it != fresh.end()) placeRuntime(it->second, std::move(r));
+  }
+  for (auto& o : slice.operations) {
+    auto it = fresh.find(o.meta_instance);
+    if (it != fresh.end()) placeOperation(it->second, std::move(o));
+  }
+  for (auto& [name, view] : fresh) {
+    if (!inventory) reserve(view, 1);
+    addInstance(std::move(view));
+  }
+  if (inventory) recomputeRemaining();
+  return Status::ok();
+}
+
+WorldFeed::WorldFeed(ledger::Ledger& ledger) : ledger_(ledger) {
+  subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (overflowed_) return;
+    if (pending_.size() + changes.size() > kMaxPending) {
+      overflowed_ = true;
+      pending_.clear();
+      return;
+    }
+    pending_.insert(pending_.end(), changes.begin(), changes.end());
+  });
+}
+
+WorldFeed::~WorldFeed() { ledger_.unsubscribe(subscription_); }
+
+Status WorldFeed::update(std::optional<World>& world) {
+  std::vector<ledger::Ledger::RowChange> changes;
+  bool reload = !world || !ledger_.changesTracked();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changes.swap(pending_);
+    reload = reload || overflowed_;
+    overflowed_ = false;
+  }
+  last_dirty_ = changes.size();
+  if (!reload) {
+    Status refreshed = world->refresh(ledger_, changes);
+    if (refreshed.isOk()) return refreshed;
+  }
+  world.reset();
+  auto loaded = World::load(ledger_);
+  if (!loaded.isOk()) return loaded.status();
+  world = std::move(loaded.value());
+  return Status::ok();
 }
 
 const model::Deployment* World::deployment(const std::string& plan, const std::string& id) const {
@@ -97,10 +244,26 @@ const model::Deployment* World::lastCompleted(const std::string& plan, const std
 
 std::vector<const InstanceView*> World::instancesOf(const std::string& plan) const {
   std::vector<const InstanceView*> out;
-  for (const auto& [name, view] : instances) {
-    if (view.meta.plan == plan) out.push_back(&view);
-  }
+  auto names = names_by_plan_.find(plan);
+  if (names == names_by_plan_.end()) return out;
+  out.reserve(names->second.size());
+  for (const std::string& name : names->second) out.push_back(&instances.at(name));
   return out;
+}
+
+void World::addInstance(InstanceView view) {
+  names_by_plan_[view.meta.plan].insert(view.meta.name);
+  std::string name = view.meta.name;
+  instances.emplace(std::move(name), std::move(view));
+}
+
+void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
+  auto names = names_by_plan_.find(it->second.meta.plan);
+  if (names != names_by_plan_.end()) {
+    names->second.erase(it->first);
+    if (names->second.empty()) names_by_plan_.erase(names);
+  }
+  instances.erase(it);
 }
 
 sched::ClusterSnapshot World::schedulerSnapshot() const {

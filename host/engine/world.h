@@ -8,7 +8,9 @@
 // stale decision fails instead of corrupting anything, and the next pass sees the truth.
 
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,12 @@ struct World {
   std::map<std::string, InstanceView> instances;  // live (not DELETED) meta instances, by name
 
   static Result<World> load(ledger::Ledger& ledger);
+  // Brings this picture up to date with the rows `changes` name (the ledger's change feed
+  // since the last load or refresh): instances are re-read one by one, the inventory
+  // (plans, nodes, clusters, capabilities) and deployments only when rows of theirs
+  // changed. Nodes' remaining resources follow the instances' reservations in memory.
+  // On error the picture is unusable: load() again.
+  Status refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes);
 
   const model::Deployment* deployment(const std::string& plan, const std::string& id) const;
   // The plan `deployment` belongs to, or null.
@@ -59,6 +67,48 @@ struct World {
   std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
   // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.
   sched::ClusterSnapshot schedulerSnapshot() const;
+
+ private:
+  Status loadInventory(ledger::Ledger& ledger);
+  Status loadDeployments(ledger::Ledger& ledger);
+  // Node remaining resources: total − system reserved − the reservations of the live
+  // runtime instances in `instances`, all recomputed, or adjusted for one view.
+  void recomputeRemaining();
+  void reserve(const InstanceView& view, double sign);
+  void indexNodes();
+
+  void addInstance(InstanceView view);
+  void dropInstance(std::map<std::string, InstanceView>::iterator it);
+
+  std::map<std::string, size_t> node_index_;                    // name → position in `nodes`
+  std::map<std::string, std::set<std::string>> names_by_plan_;  // plan → its instances' names
+};
+
+// Collects the ledger's change feed for the control loop between passes. Subscribes at
+// construction and unsubscribes at destruction; thread-safe.
+class WorldFeed {
+ public:
+  explicit WorldFeed(ledger::Ledger& ledger);
+  ~WorldFeed();
+  WorldFeed(const WorldFeed&) = delete;
+  WorldFeed& operator=(const WorldFeed&) = delete;
+
+  // The picture to start a pass from: `world` loaded the first time (or after an error, or
+  // when the ledger cannot tell what changed, or more changed than is worth replaying),
+  // refreshed from the changes since otherwise.
+  Status update(std::optional<World>& world);
+  // How many rows the last update() refreshed (the pass's dirty set), for /metrics.
+  size_t lastDirty() const { return last_dirty_; }
+
+ private:
+  static constexpr size_t kMaxPending = 200000;
+
+  ledger::Ledger& ledger_;
+  int subscription_ = 0;
+  std::mutex mu_;
+  std::vector<ledger::Ledger::RowChange> pending_;  // REQUIRES: mu_ is held
+  bool overflowed_ = false;                         // REQUIRES: mu_ is held
+  size_t last_dirty_ = 0;
 };
 
 // {"<payload_name>": coordinates, ...}: the deployment's coordinates as a runtime carries them.

@@ -8,7 +8,22 @@
 
 namespace tide::ledger {
 
-Result<std::unique_ptr<Db>> Db::open(const std::string& url) {
+bool Db::isInMemory(const std::string& url) { return url == "sqlite://:memory:"; }
+
+bool Db::onRowChange(std::function<void(const char*, int64_t)> hook) {
+  if (dialect_ != Dialect::kSqlite) return false;
+  row_hook_ = std::move(hook);
+  auto* backend = static_cast<soci::sqlite3_session_backend*>(session_.get_backend());
+  sqlite_api::sqlite3_update_hook(
+      backend->conn_,
+      [](void* self, int, const char*, const char* table, sqlite_api::sqlite3_int64 id) {
+        static_cast<Db*>(self)->row_hook_(table, static_cast<int64_t>(id));
+      },
+      this);
+  return true;
+}
+
+Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
   std::unique_ptr<Db> db(new Db());
   constexpr std::string_view kSqlite = "sqlite://";
   constexpr std::string_view kPostgres = "postgresql://";
@@ -24,6 +39,7 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& url) {
         std::string mode;
         db->session_ << "PRAGMA journal_mode = WAL", soci::into(mode);
       }
+      if (role == Role::kReader) db->session_ << "PRAGMA query_only = ON";
     } else if (url.rfind(kPostgres, 0) == 0) {
       db->dialect_ = Dialect::kPostgres;
       db->session_.open(soci::postgresql, url);

@@ -3,8 +3,9 @@
 // whatever column type the backend reports. Only host/ledger/ talks to SOCI; callers of
 // the ledger never see a soci type or a soci exception.
 //
-// Not thread-safe: a Db is owned by the Ledger, which serializes access.
+// Not thread-safe: a Db is owned by the Ledger, which serializes access to each connection.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,8 +24,15 @@ enum class Dialect { kSqlite, kPostgres };
 
 class Db {
  public:
+  // kReader connections refuse writes (PRAGMA query_only) and are for file ledgers only.
+  enum class Role { kWriter, kReader };
   // "sqlite://<path>" (":memory:" allowed) or "postgresql://..." (libpq connection URI).
-  static Result<std::unique_ptr<Db>> open(const std::string& url);
+  static Result<std::unique_ptr<Db>> open(const std::string& url, Role role = Role::kWriter);
+  static bool isInMemory(const std::string& url);
+
+  // Calls `hook` with (table, rowid) for every row this connection inserts, updates or
+  // deletes, as it happens (before commit). False when the backend cannot tell.
+  bool onRowChange(std::function<void(const char* table, int64_t id)> hook);
 
   soci::session& session() { return session_; }
   Dialect dialect() const { return dialect_; }
@@ -37,6 +45,7 @@ class Db {
   Db() = default;
   soci::session session_;
   Dialect dialect_ = Dialect::kSqlite;
+  std::function<void(const char*, int64_t)> row_hook_;
 };
 
 // Row accessors tolerant of the backend's type mapping (SQLite reports declared types,

@@ -10,7 +10,19 @@ namespace tide::ledger {
 // --- Tx ----------------------------------------------------------------------------------
 
 Ledger::Tx::Tx(Ledger& ledger, std::string actor)
-    : sql_(ledger.db_->session()), actor_(std::move(actor)), now_(ledger.now()), tx_(sql_) {}
+    : sql_(ledger.db_->session()), actor_(std::move(actor)), now_(ledger.now()) {
+  sql_ << "SAVEPOINT tide_write";
+}
+
+Ledger::Tx::~Tx() {
+  if (committed_) return;
+  try {
+    sql_ << "ROLLBACK TO tide_write";
+    sql_ << "RELEASE tide_write";
+  } catch (...) {
+    // The database already ended the whole transaction; the group's commit reports it.
+  }
+}
 
 namespace {
 
@@ -49,7 +61,10 @@ void Ledger::Tx::event(const std::string& kind, const std::string& subject, cons
   last_hash_ = hash;
 }
 
-void Ledger::Tx::commit() { tx_.commit(); }
+void Ledger::Tx::commit() {
+  sql_ << "RELEASE tide_write";
+  committed_ = true;
+}
 
 // --- shared helpers --------------------------------------------------------------------------
 
@@ -147,9 +162,21 @@ Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t i
 // --- Ledger ------------------------------------------------------------------------------------
 
 Ledger::Ledger(std::unique_ptr<Db> db, const Clock& clock) : db_(std::move(db)), clock_(clock) {}
-Ledger::~Ledger() = default;
+
+Ledger::~Ledger() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (group_open_) (void)commitGroup();
+}
 
 std::string Ledger::now() const { return formatTimestamp(clock_.now()); }
+
+namespace {
+
+// Reader connections of a file ledger: API requests and the control loop read side by
+// side; more would only contend for the same two cores' worth of page cache.
+constexpr int kReaderConnections = 4;
+
+}  // namespace
 
 Result<std::unique_ptr<Ledger>> Ledger::open(const std::string& url, const Clock& clock) {
   TIDE_ASSIGN_OR_RETURN(auto db, Db::open(url));
@@ -159,8 +186,171 @@ Result<std::unique_ptr<Ledger>> Ledger::open(const std::string& url, const Clock
   TIDE_ASSIGN_OR_RETURN(int version, db->migrate(embedded::sqliteMigrations(), formatTimestamp(clock.now())));
   std::unique_ptr<Ledger> ledger(new Ledger(std::move(db), clock));
   ledger->schema_version_ = version;
-  ledger->last_seq_ = ledger->lastEventSeq();
+  if (!Db::isInMemory(url)) {
+    for (int i = 0; i < kReaderConnections; ++i) {
+      TIDE_ASSIGN_OR_RETURN(auto reader, Db::open(url, Db::Role::kReader));
+      ledger->free_readers_.push_back(reader.get());
+      ledger->readers_.push_back(std::move(reader));
+    }
+  }
+  Ledger* raw = ledger.get();
+  ledger->changes_tracked_ =
+      ledger->db_->onRowChange([raw](const char* table, int64_t id) { raw->recordChange(table, id); });
+  auto seq = ledger->read("last event", [&](soci::session& sql) -> Result<int64_t> {
+    long long value = 0;
+    soci::indicator ind = soci::i_null;
+    sql << "SELECT MAX(seq) FROM events", soci::into(value, ind);
+    return ind == soci::i_null ? 0 : value;
+  });
+  TIDE_RETURN_IF_ERROR(seq.status());
+  ledger->last_seq_ = *seq;
   return ledger;
+}
+
+// --- group commit ------------------------------------------------------------------------------
+
+namespace {
+
+// The Ledger whose Batch is open on this thread, if any.
+thread_local Ledger* t_batch_ledger = nullptr;
+
+}  // namespace
+
+bool Ledger::inOpenBatch() const { return t_batch_ledger == this; }
+
+uint64_t Ledger::joinGroup() {
+  if (!group_open_) {
+    db_->session().begin();
+    group_open_ = true;
+    ++group_;
+    group_writes_ = 0;
+    group_waiters_ = 0;
+    group_seq_ = 0;
+    group_opened_ = std::chrono::steady_clock::now();
+  }
+  ++group_writes_;
+  return group_;
+}
+
+Status Ledger::finishWrite(std::unique_lock<std::mutex>& lock, uint64_t group) {
+  auto statusOf = [this](uint64_t g) {
+    auto it = failed_groups_.find(g);
+    return it == failed_groups_.end() ? Status::ok() : it->second;
+  };
+  if (!group_open_ || group_ != group) return statusOf(group);
+  const bool batch = inOpenBatch();
+  const bool full =
+      group_writes_ >= kMaxGroupWrites || std::chrono::steady_clock::now() - group_opened_ >= kMaxGroupAge;
+  // Commit when nobody else is about to join, when the group is as big or old as it may
+  // get, or when a batch holds writers of other threads waiting.
+  if (full || (batch && group_waiters_ > 0) || (!batch && queued_writers_.load() == 0)) return commitGroup();
+  if (batch) return Status::ok();
+  ++group_waiters_;
+  group_cv_.wait(lock, [&] { return committed_group_ >= group; });
+  return statusOf(group);
+}
+
+Status Ledger::commitGroup() {
+  Status status = Status::ok();
+  try {
+    db_->session().commit();
+  } catch (const std::exception& e) {
+    status = statusFromException("commit", e);
+    try {
+      db_->session().rollback();
+    } catch (...) {
+      // Nothing left to roll back.
+    }
+  }
+  group_open_ = false;
+  committed_group_ = group_;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.writes += group_writes_;
+    stats_.largest_group = std::max<int64_t>(stats_.largest_group, group_writes_);
+    if (status.isOk()) {
+      ++stats_.commits;
+    } else {
+      ++stats_.failed_commits;
+    }
+  }
+  if (status.isOk()) {
+    if (!group_changes_.empty()) {
+      for (const auto& [id, sink] : sinks_) sink(group_changes_);
+    }
+    if (group_seq_ > 0) {
+      std::lock_guard<std::mutex> lock(events_mu_);
+      last_seq_ = std::max(last_seq_, group_seq_);
+    }
+    events_cv_.notify_all();
+  } else {
+    failed_groups_[group_] = status;
+    while (failed_groups_.size() > 64) failed_groups_.erase(failed_groups_.begin());
+  }
+  group_changes_.clear();
+  group_cv_.notify_all();
+  return status;
+}
+
+void Ledger::recordChange(const char* table, int64_t id) { group_changes_.push_back({table, id}); }
+
+int Ledger::subscribe(ChangeSink sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sinks_.emplace(next_sink_, std::move(sink));
+  return next_sink_++;
+}
+
+void Ledger::unsubscribe(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sinks_.erase(id);
+}
+
+Ledger::WriteStats Ledger::writeStats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+Ledger::Batch::Batch(Ledger& ledger) : ledger_(ledger) {
+  if (t_batch_ledger != nullptr) return;
+  outermost_ = true;
+  t_batch_ledger = &ledger;
+  std::lock_guard<std::mutex> lock(ledger.mu_);
+  first_group_ = ledger.group_open_ ? ledger.group_ : ledger.group_ + 1;
+}
+
+Ledger::Batch::~Batch() {
+  if (!outermost_) return;
+  (void)commit();
+  t_batch_ledger = nullptr;
+}
+
+Status Ledger::Batch::commit() {
+  if (!outermost_) return Status::ok();
+  std::lock_guard<std::mutex> lock(ledger_.mu_);
+  Status status = ledger_.group_open_ ? ledger_.commitGroup() : Status::ok();
+  if (!status.isOk()) return status;
+  auto failed = ledger_.failed_groups_.lower_bound(first_group_);
+  if (failed != ledger_.failed_groups_.end()) return failed->second;
+  first_group_ = ledger_.group_ + 1;
+  return Status::ok();
+}
+
+// --- readers -----------------------------------------------------------------------------------
+
+Db* Ledger::acquireReader() {
+  std::unique_lock<std::mutex> lock(readers_mu_);
+  readers_cv_.wait(lock, [this] { return !free_readers_.empty(); });
+  Db* reader = free_readers_.back();
+  free_readers_.pop_back();
+  return reader;
+}
+
+void Ledger::releaseReader(Db* reader) {
+  {
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    free_readers_.push_back(reader);
+  }
+  readers_cv_.notify_one();
 }
 
 // --- events ------------------------------------------------------------------------------------
@@ -186,7 +376,7 @@ Event eventFromRow(const soci::row& r) {
 
 Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
   TIDE_RETURN_IF_ERROR(checkFilters(options, {{"kind", "kind"}, {"subject", "subject"}}));
-  return read("list events", [&]() -> Result<Page<Event>> {
+  return read("list events", [&](soci::session& sql) -> Result<Page<Event>> {
     Where where(kEventColumns);
     where.greater("seq", options.after);
     if (auto it = options.filters.find("kind"); it != options.filters.end()) {
@@ -201,8 +391,7 @@ Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
     const int64_t limit = pageLimit(options);
     Page<Event> page;
     soci::rowset<soci::row> rows =
-        (db_->session().prepare << where.clause() + " ORDER BY seq LIMIT " + std::to_string(limit + 1),
-         soci::use(where.values()));
+        (sql.prepare << where.clause() + " ORDER BY seq LIMIT " + std::to_string(limit + 1), soci::use(where.values()));
     for (const auto& row : rows) page.items.push_back(eventFromRow(row));
     if (static_cast<int64_t>(page.items.size()) > limit) {
       page.items.pop_back();
@@ -213,13 +402,8 @@ Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
 }
 
 int64_t Ledger::lastEventSeq() {
-  auto seq = read("last event", [&]() -> Result<int64_t> {
-    long long value = 0;
-    soci::indicator ind = soci::i_null;
-    db_->session() << "SELECT MAX(seq) FROM events", soci::into(value, ind);
-    return ind == soci::i_null ? 0 : value;
-  });
-  return seq.isOk() ? *seq : 0;
+  std::lock_guard<std::mutex> lock(events_mu_);
+  return last_seq_;
 }
 
 bool Ledger::waitForEvents(int64_t after, std::chrono::milliseconds timeout) {
@@ -236,8 +420,8 @@ Status Ledger::appendEvent(const std::string& kind, const std::string& subject, 
 }
 
 Status Ledger::verifyEventChain() {
-  return read("verify events", [&]() -> Status {
-    soci::rowset<soci::row> rows = (db_->session().prepare << std::string(kEventColumns) + " ORDER BY seq");
+  return read("verify events", [&](soci::session& sql) -> Status {
+    soci::rowset<soci::row> rows = (sql.prepare << std::string(kEventColumns) + " ORDER BY seq");
     std::string prev;
     int64_t expected_seq = 0;
     for (const auto& row : rows) {
@@ -275,11 +459,10 @@ Result<ScriptVersion> Ledger::recordScriptVersion(const ScriptVersion& version) 
 }
 
 Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string& path) {
-  return read("list script versions", [&]() -> Result<std::vector<ScriptVersion>> {
+  return read("list script versions", [&](soci::session& sql) -> Result<std::vector<ScriptVersion>> {
     Where where("SELECT id, path, kind, sha256, loaded_at, status, error FROM script_versions");
     if (!path.empty()) where.eq("path", path);
-    soci::rowset<soci::row> rows =
-        (db_->session().prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
+    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
     std::vector<ScriptVersion> out;
     for (const auto& r : rows) {
       out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowString(r, 5),
@@ -305,11 +488,11 @@ Status Ledger::recordDecisions(const std::vector<Decision>& decisions) {
 }
 
 Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
-  return read("list decisions", [&]() -> Result<std::vector<Decision>> {
+  return read("list decisions", [&](soci::session& sql) -> Result<std::vector<Decision>> {
     const long long op = operation_id;
     soci::rowset<soci::row> rows =
-        (db_->session().prepare << "SELECT id, operation_id, policy, script_sha256, verdict, reasons, duration_us, "
-                                   "error_class, at FROM decisions WHERE operation_id = :o ORDER BY id",
+        (sql.prepare << "SELECT id, operation_id, policy, script_sha256, verdict, reasons, duration_us, "
+                        "error_class, at FROM decisions WHERE operation_id = :o ORDER BY id",
          soci::use(op));
     std::vector<Decision> out;
     for (const auto& r : rows) {
@@ -339,19 +522,19 @@ Result<ApiToken> Ledger::createToken(const std::string& name, const std::string&
 }
 
 Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
-  return read("find token", [&]() -> Result<ApiToken> {
+  return read("find token", [&](soci::session& sql) -> Result<ApiToken> {
     soci::row r;
-    db_->session() << "SELECT id, name, role, created_at FROM tokens WHERE token_sha256 = :s AND revoked_at IS NULL",
+    sql << "SELECT id, name, role, created_at FROM tokens WHERE token_sha256 = :s AND revoked_at IS NULL",
         soci::use(token_sha256), soci::into(r);
-    if (!db_->session().got_data()) return Status::notFound("unknown token");
+    if (!sql.got_data()) return Status::notFound("unknown token");
     return ApiToken{rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)};
   });
 }
 
 int64_t Ledger::countTokens() {
-  auto n = read("count tokens", [&]() -> Result<int64_t> {
+  auto n = read("count tokens", [&](soci::session& sql) -> Result<int64_t> {
     long long count = 0;
-    db_->session() << "SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL", soci::into(count);
+    sql << "SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL", soci::into(count);
     return count;
   });
   return n.isOk() ? *n : 0;
@@ -360,9 +543,8 @@ int64_t Ledger::countTokens() {
 // --- invariants --------------------------------------------------------------------------------
 
 Result<std::vector<std::string>> Ledger::checkInvariants() {
-  auto violations = read("check invariants", [&]() -> Result<std::vector<std::string>> {
+  auto violations = read("check invariants", [&](soci::session& sql) -> Result<std::vector<std::string>> {
     std::vector<std::string> out;
-    auto& sql = db_->session();
     {
       soci::rowset<soci::row> rows =
           (sql.prepare

@@ -12,11 +12,18 @@
 // - Node remaining resources are derived on every read from total − system reserved −
 //   reservations of runtime instances that are not TERMINATED/FAILED; no counter can drift.
 //
-// Thread-safety: a Ledger may be shared by any number of threads; calls are serialized
-// internally. waitForEvents() blocks without holding the lock.
+// Thread-safety: a Ledger may be shared by any number of threads. Writes are serialized
+// on one connection and group-committed (docs/architecture.md#the-ledger): writes of
+// several threads that queue up together share one transaction, each in its own
+// savepoint (a failing write rolls back alone), and one commit (one fsync); a write
+// returns once its group is durable, so callers see no difference but speed. Reads of a
+// file ledger run on a small pool of their own WAL connections and never wait for a
+// write; they see what was committed. waitForEvents() blocks without holding a lock.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -30,6 +37,10 @@
 #include "host/model/manifest.h"
 #include "host/model/records.h"
 #include "host/model/transitions.h"
+
+namespace soci {
+class session;
+}
 
 namespace tide::ledger {
 
@@ -224,6 +235,17 @@ class Ledger {
   // TERMINATED/FAILED, and the newest of each meta instance whatever its state. What the
   // control loop looks at every pass, without the history.
   Result<std::vector<RuntimeInstance>> currentRuntimeInstances();
+  // What currentRuntimeInstances(), latestOperations() and the meta instance list say about
+  // the meta instances that rows `meta_ids`, `runtime_ids` and `operation_ids` belong to
+  // (DELETED ones included, so a reader can drop them): for a reader that keeps those lists
+  // in memory and refreshes only what the change feed names.
+  struct InstanceSlice {
+    std::vector<MetaInstance> metas;
+    std::vector<RuntimeInstance> runtimes;
+    std::vector<Operation> operations;
+  };
+  Result<InstanceSlice> instanceSlice(const std::vector<int64_t>& meta_ids, const std::vector<int64_t>& runtime_ids,
+                                      const std::vector<int64_t>& operation_ids);
   // Makes runtime instance `id` the active one of its meta instance and the previously
   // active one passive, in one transaction (the switch of a make-before-break RELOCATE).
   Result<RuntimeInstance> activateRuntimeInstance(int64_t id, const std::string& actor);
@@ -293,6 +315,54 @@ class Ledger {
   // A write transaction; opaque outside host/ledger/.
   class Tx;
 
+  // --- group commit ---------------------------------------------------------------------
+  // Holds the calling thread's writes in one transaction until the Batch ends (or
+  // kMaxGroupWrites / kMaxGroupAge pass, or another thread waits for the group): for a
+  // stage of the control loop that writes many records one after the other. While a
+  // Batch is open, a write returns before it is durable and reads on this thread see the
+  // batch's writes. A failing write rolls back alone (a savepoint); commit() reports
+  // whether the rest reached the disk — a batch commits whole or not at all.
+  class Batch {
+   public:
+    explicit Batch(Ledger& ledger);
+    ~Batch();  // commit()s
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+    Status commit();
+
+   private:
+    Ledger& ledger_;
+    bool outermost_ = false;  // a nested Batch of the same thread leaves the work to the outer one
+    uint64_t first_group_ = 0;
+  };
+  static constexpr int kMaxGroupWrites = 256;
+  static constexpr std::chrono::milliseconds kMaxGroupAge{50};
+
+  struct WriteStats {
+    int64_t writes = 0;   // write calls that reached the database
+    int64_t commits = 0;  // transactions committed: one fsync each on a file ledger
+    int64_t failed_commits = 0;
+    int64_t largest_group = 0;
+  };
+  WriteStats writeStats() const;
+
+  // --- change feed ----------------------------------------------------------------------
+  // Every row a committed transaction inserted, updated or deleted, as (table, row id),
+  // in commit order. Rows written by a write that rolled back may appear too: a reader
+  // re-reads what it is told about and finds the truth. Empty for ledgers that cannot
+  // tell (changesTracked() false): then readers must reload.
+  struct RowChange {
+    std::string table;
+    int64_t id = 0;
+  };
+  using ChangeSink = std::function<void(const std::vector<RowChange>&)>;
+  // `sink` runs under the write lock right after each commit: it must be quick and must
+  // not call the ledger. Returns an id for unsubscribe(), which must come before whatever
+  // the sink refers to dies.
+  int subscribe(ChangeSink sink);
+  void unsubscribe(int id);
+  bool changesTracked() const { return changes_tracked_; }
+
   // --- invariants ----------------------------------------------------------------------
   // The rules of docs/architecture.md#invariants, which must hold at rest; each violation as one sentence.
   // The host runs this at start and refuses to act on a ledger that fails it.
@@ -304,14 +374,50 @@ class Ledger {
   template <class Fn>
   auto write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>()));
   template <class Fn>
-  auto read(const char* what, Fn&& fn) -> decltype(fn());
+  auto read(const char* what, Fn&& fn) -> decltype(fn(std::declval<soci::session&>()));
 
   std::string now() const;
+
+  // Group commit steps of write(). REQUIRES: mu_ is held (through `lock`).
+  uint64_t joinGroup();
+  // Commits the group now or leaves it for a later writer (and waits for that, unless
+  // this thread is in a Batch); the status of the group's commit.
+  Status finishWrite(std::unique_lock<std::mutex>& lock, uint64_t group);
+  Status commitGroup();
+  void recordChange(const char* table, int64_t id);  // the writer connection's update hook
+
+  // Reader connections (empty for ":memory:": reads then share the writer under mu_).
+  Db* acquireReader();
+  void releaseReader(Db* reader);
+  bool inOpenBatch() const;
 
   std::unique_ptr<Db> db_;
   const Clock& clock_;
   int schema_version_ = 0;
   std::mutex mu_;  // serializes every use of db_
+  std::vector<std::unique_ptr<Db>> readers_;
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<Db*> free_readers_;  // REQUIRES: readers_mu_ is held
+
+  // The open group. REQUIRES: mu_ is held.
+  bool group_open_ = false;
+  uint64_t group_ = 0;            // number of the newest group
+  uint64_t committed_group_ = 0;  // every group up to this one has ended
+  int group_writes_ = 0;
+  int group_waiters_ = 0;
+  int64_t group_seq_ = 0;
+  std::chrono::steady_clock::time_point group_opened_;
+  std::vector<RowChange> group_changes_;
+  std::map<uint64_t, Status> failed_groups_;  // the newest few
+  std::condition_variable group_cv_;
+  std::atomic<int> queued_writers_{0};
+  WriteStats stats_;  // REQUIRES: stats_mu_ is held
+  mutable std::mutex stats_mu_;
+  std::map<int, ChangeSink> sinks_;  // REQUIRES: mu_ is held
+  int next_sink_ = 1;
+  bool changes_tracked_ = false;
+
   std::mutex events_mu_;
   std::condition_variable events_cv_;
   int64_t last_seq_ = 0;  // REQUIRES: events_mu_ is held

@@ -292,17 +292,17 @@ Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, 
 }
 
 Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
-  return read("get instance", [&]() -> Result<MetaInstance> { return loadMeta(db_->session(), name); });
+  return read("get instance", [&](soci::session& sql) -> Result<MetaInstance> { return loadMeta(sql, name); });
 }
 
 Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
   static const FilterColumns kMetaInstancesFilters = {
       {"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kMetaInstancesFilters));
-  return read("list instances", [&]() -> Result<Page<MetaInstance>> {
+  return read("list instances", [&](soci::session& sql) -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
     where.greater("m.id", options.after).filters(options, kMetaInstancesFilters);
-    return fetchPage<MetaInstance>(db_->session(), where, "m.id", options, metaFromRow);
+    return fetchPage<MetaInstance>(sql, where, "m.id", options, metaFromRow);
   });
 }
 
@@ -354,17 +354,18 @@ Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const 
 }
 
 Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
-  return read("get runtime instance", [&]() -> Result<RuntimeInstance> { return loadRuntime(db_->session(), id); });
+  return read("get runtime instance",
+              [&](soci::session& sql) -> Result<RuntimeInstance> { return loadRuntime(sql, id); });
 }
 
 Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
   static const FilterColumns kRuntimeInstancesFilters = {
       {"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kRuntimeInstancesFilters));
-  return read("list runtime instances", [&]() -> Result<Page<RuntimeInstance>> {
+  return read("list runtime instances", [&](soci::session& sql) -> Result<Page<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.greater("r.id", options.after).filters(options, kRuntimeInstancesFilters);
-    return fetchPage<RuntimeInstance>(db_->session(), where, "r.id", options, runtimeFromRow);
+    return fetchPage<RuntimeInstance>(sql, where, "r.id", options, runtimeFromRow);
   });
 }
 
@@ -397,17 +398,78 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
 }
 
 Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
-  return read("current runtime instances", [&]() -> Result<std::vector<RuntimeInstance>> {
+  return read("current runtime instances", [&](soci::session& sql) -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
         .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
              " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
              "GROUP BY r2.meta_instance_id))");
     std::vector<RuntimeInstance> out;
-    soci::rowset<soci::row> rows =
-        (db_->session().prepare << where.clause() + " ORDER BY r.id", soci::use(where.values()));
+    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY r.id", soci::use(where.values()));
     for (const auto& row : rows) out.push_back(runtimeFromRow(row));
     return out;
+  });
+}
+
+namespace {
+
+// "(1, 2, 3)" for an IN list of row ids (numbers only: nothing to escape).
+std::string idList(const std::vector<int64_t>& ids) {
+  std::string out = "(";
+  for (int64_t id : ids) {
+    if (out.size() > 1) out += ", ";
+    out += std::to_string(id);
+  }
+  return out + ")";
+}
+
+constexpr size_t kIdsPerQuery = 500;
+
+// Runs `each` with `ids` in slices small enough for one statement.
+template <class Fn>
+void inSlices(const std::vector<int64_t>& ids, Fn&& each) {
+  for (size_t i = 0; i < ids.size(); i += kIdsPerQuery) {
+    const auto end = ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), i + kIdsPerQuery));
+    each(idList(std::vector<int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(i), end)));
+  }
+}
+
+}  // namespace
+
+Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& meta_ids,
+                                                    const std::vector<int64_t>& runtime_ids,
+                                                    const std::vector<int64_t>& operation_ids) {
+  return read("instance slice", [&](soci::session& sql) -> Result<InstanceSlice> {
+    std::vector<int64_t> metas = meta_ids;
+    auto owners = [&](const char* table, const std::vector<int64_t>& ids) {
+      inSlices(ids, [&](const std::string& in) {
+        soci::rowset<soci::row> rows =
+            (sql.prepare << std::string("SELECT meta_instance_id FROM ") + table + " WHERE id IN " + in);
+        for (const auto& row : rows) metas.push_back(rowInt(row, 0));
+      });
+    };
+    owners("runtime_instances", runtime_ids);
+    owners("operations", operation_ids);
+    std::sort(metas.begin(), metas.end());
+    metas.erase(std::unique(metas.begin(), metas.end()), metas.end());
+
+    InstanceSlice slice;
+    inSlices(metas, [&](const std::string& in) {
+      soci::rowset<soci::row> meta_rows = (sql.prepare << std::string(kMetaSelect) + " WHERE m.id IN " + in);
+      for (const auto& row : meta_rows) slice.metas.push_back(metaFromRow(row));
+      soci::rowset<soci::row> runtime_rows =
+          (sql.prepare << std::string(kRuntimeSelect) + " WHERE r.meta_instance_id IN " + in +
+                              " AND (r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+                              " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 WHERE r2.meta_instance_id IN " +
+                              in + " GROUP BY r2.meta_instance_id)) ORDER BY r.id");
+      for (const auto& row : runtime_rows) slice.runtimes.push_back(runtimeFromRow(row));
+      soci::rowset<soci::row> operation_rows =
+          (sql.prepare << std::string(kOperationSelect) +
+                              " WHERE o.id IN (SELECT MAX(o2.id) FROM operations o2 WHERE o2.meta_instance_id IN " +
+                              in + " GROUP BY o2.meta_instance_id) ORDER BY o.id");
+      for (const auto& row : operation_rows) slice.operations.push_back(operationFromRow(row));
+    });
+    return slice;
   });
 }
 
@@ -469,23 +531,23 @@ Result<Operation> Ledger::createInstanceWithOperation(const std::string& plan, c
 }
 
 Result<std::map<std::pair<std::string, std::string>, int64_t>> Ledger::operationCounts() {
-  return read("count operations", [&]() -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
-    std::map<std::pair<std::string, std::string>, int64_t> out;
-    soci::rowset<soci::row> rows =
-        (db_->session().prepare << "SELECT type, state, COUNT(*) FROM operations GROUP BY type, state");
-    for (const auto& row : rows) out[{rowString(row, 0), rowString(row, 1)}] = rowInt(row, 2);
-    return out;
-  });
+  return read("count operations",
+              [&](soci::session& sql) -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
+                std::map<std::pair<std::string, std::string>, int64_t> out;
+                soci::rowset<soci::row> rows =
+                    (sql.prepare << "SELECT type, state, COUNT(*) FROM operations GROUP BY type, state");
+                for (const auto& row : rows) out[{rowString(row, 0), rowString(row, 1)}] = rowInt(row, 2);
+                return out;
+              });
 }
 
 Result<std::vector<Operation>> Ledger::latestOperations() {
-  return read("latest operations", [&]() -> Result<std::vector<Operation>> {
+  return read("latest operations", [&](soci::session& sql) -> Result<std::vector<Operation>> {
     Where where(kOperationSelect);
     where.raw("m.deleted_at IS NULL")
         .raw("o.id IN (SELECT MAX(o2.id) FROM operations o2 GROUP BY o2.meta_instance_id)");
     std::vector<Operation> out;
-    soci::rowset<soci::row> rows =
-        (db_->session().prepare << where.clause() + " ORDER BY o.id", soci::use(where.values()));
+    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY o.id", soci::use(where.values()));
     for (const auto& row : rows) out.push_back(operationFromRow(row));
     return out;
   });
@@ -508,17 +570,17 @@ Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& upd
 }
 
 Result<Operation> Ledger::getOperation(int64_t id) {
-  return read("get operation", [&]() -> Result<Operation> { return loadOperation(db_->session(), id); });
+  return read("get operation", [&](soci::session& sql) -> Result<Operation> { return loadOperation(sql, id); });
 }
 
 Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   static const FilterColumns kOperationsFilters = {
       {"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
-  return read("list operations", [&]() -> Result<Page<Operation>> {
+  return read("list operations", [&](soci::session& sql) -> Result<Page<Operation>> {
     Where where(kOperationSelect);
     where.greater("o.id", options.after).filters(options, kOperationsFilters);
-    return fetchPage<Operation>(db_->session(), where, "o.id", options, operationFromRow);
+    return fetchPage<Operation>(sql, where, "o.id", options, operationFromRow);
   });
 }
 

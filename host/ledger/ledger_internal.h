@@ -17,11 +17,15 @@
 
 namespace tide::ledger {
 
-// One write transaction. Rolled back on destruction unless commit() ran.
+// One write: a savepoint inside the open group transaction (Ledger::write). Rolled back
+// to its start on destruction unless commit() ran.
 // REQUIRES: Ledger::mu_ is held for its whole life.
 class Ledger::Tx {
  public:
   Tx(Ledger& ledger, std::string actor);
+  ~Tx();
+  Tx(const Tx&) = delete;
+  Tx& operator=(const Tx&) = delete;
 
   soci::session& sql() { return sql_; }
   const std::string& now() const { return now_; }
@@ -36,7 +40,7 @@ class Ledger::Tx {
   soci::session& sql_;
   std::string actor_;
   std::string now_;
-  soci::transaction tx_;
+  bool committed_ = false;
   int64_t last_seq_ = 0;
   std::string last_hash_;
   bool chain_loaded_ = false;
@@ -143,33 +147,36 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
 template <class Fn>
 auto Ledger::write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>())) {
   using R = decltype(fn(std::declval<Tx&>()));
-  int64_t seq = 0;
-  R result = [&]() -> R {
-    std::lock_guard<std::mutex> lock(mu_);
-    return guarded(what, [&]() -> R {
-      Tx tx(*this, actor);
-      R r = fn(tx);
-      if (r.isOk()) {
-        tx.commit();
-        seq = tx.lastSeq();
-      }
-      return r;
-    });
-  }();
-  if (seq > 0) {
-    {
-      std::lock_guard<std::mutex> lock(events_mu_);
-      if (seq > last_seq_) last_seq_ = seq;
+  queued_writers_.fetch_add(1);
+  std::unique_lock<std::mutex> lock(mu_);
+  queued_writers_.fetch_sub(1);
+  uint64_t group = 0;
+  R result = guarded(what, [&]() -> R {
+    group = joinGroup();
+    Tx tx(*this, actor);
+    R r = fn(tx);
+    if (r.isOk()) {
+      tx.commit();
+      group_seq_ = std::max(group_seq_, tx.lastSeq());
     }
-    events_cv_.notify_all();
-  }
+    return r;
+  });
+  if (group == 0) return result;  // could not even begin
+  Status durable = finishWrite(lock, group);
+  if (!durable.isOk() && result.isOk()) return durable;
   return result;
 }
 
 template <class Fn>
-auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn()) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return guarded(what, std::forward<Fn>(fn));
+auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn(std::declval<soci::session&>())) {
+  if (readers_.empty() || inOpenBatch()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guarded(what, [&] { return fn(db_->session()); });
+  }
+  Db* reader = acquireReader();
+  auto result = guarded(what, [&] { return fn(reader->session()); });
+  releaseReader(reader);
+  return result;
 }
 
 }  // namespace tide::ledger

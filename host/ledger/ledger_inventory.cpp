@@ -51,11 +51,15 @@ Cluster clusterFromRow(const soci::row& r) {
 const char* kNodeSelect =
     "SELECT n.id, n.generation, n.created_at, n.updated_at, n.name, COALESCE(c.name, ''), n.update_domain, "
     "n.total_cores, n.total_memory_gib, n.reserved_cores, n.reserved_memory_gib, n.spec, n.state, n.message, "
-    "COALESCE(u.cores, 0), COALESCE(u.memory, 0) "
+    "(SELECT COALESCE(SUM(r.reserved_cores), 0) FROM runtime_instances r "
+    " WHERE r.node_id = n.id AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+    "), "
+    "(SELECT COALESCE(SUM(r.reserved_memory_gib), 0) FROM runtime_instances r "
+    " WHERE r.node_id = n.id AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+    ") "
+    // Correlated per node (index runtime_instances_node), so reading one node costs its
+    // own instances, not an aggregate over the whole fleet.
     "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
-    "LEFT JOIN (SELECT node_id, SUM(reserved_cores) AS cores, SUM(reserved_memory_gib) AS memory "
-    "FROM runtime_instances WHERE state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-    " GROUP BY node_id) u ON u.node_id = n.id "
     "WHERE n.deleted_at IS NULL";
 
 Node nodeFromRow(const soci::row& r) {
@@ -131,18 +135,18 @@ Result<Capability> Ledger::createCapability(const Capability& capability, const 
 }
 
 Result<Capability> Ledger::getCapability(const std::string& name) {
-  return read("get capability", [&]() -> Result<Capability> {
-    return loadOne<Capability>(db_->session(), kCapabilitySelect, name, "capability", capabilityFromRow);
+  return read("get capability", [&](soci::session& sql) -> Result<Capability> {
+    return loadOne<Capability>(sql, kCapabilitySelect, name, "capability", capabilityFromRow);
   });
 }
 
 Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
   static const FilterColumns kCapabilitiesFilters = {{"type", "type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kCapabilitiesFilters));
-  return read("list capabilities", [&]() -> Result<Page<Capability>> {
+  return read("list capabilities", [&](soci::session& sql) -> Result<Page<Capability>> {
     Where where(kCapabilitySelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kCapabilitiesFilters);
-    return fetchPage<Capability>(db_->session(), where, "id", options, capabilityFromRow);
+    return fetchPage<Capability>(sql, where, "id", options, capabilityFromRow);
   });
 }
 
@@ -190,18 +194,18 @@ Result<Cluster> Ledger::createCluster(const Cluster& cluster, const std::string&
 }
 
 Result<Cluster> Ledger::getCluster(const std::string& name) {
-  return read("get cluster", [&]() -> Result<Cluster> {
-    return loadOne<Cluster>(db_->session(), kClusterSelect, name, "cluster", clusterFromRow);
+  return read("get cluster", [&](soci::session& sql) -> Result<Cluster> {
+    return loadOne<Cluster>(sql, kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
 
 Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
   static const FilterColumns kClustersFilters = {{"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kClustersFilters));
-  return read("list clusters", [&]() -> Result<Page<Cluster>> {
+  return read("list clusters", [&](soci::session& sql) -> Result<Page<Cluster>> {
     Where where(kClusterSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kClustersFilters);
-    return fetchPage<Cluster>(db_->session(), where, "id", options, clusterFromRow);
+    return fetchPage<Cluster>(sql, where, "id", options, clusterFromRow);
   });
 }
 
@@ -290,17 +294,17 @@ Result<Node> Ledger::createNode(const Node& node, const std::string& actor) {
 }
 
 Result<Node> Ledger::getNode(const std::string& name) {
-  return read("get node", [&]() -> Result<Node> { return loadNode(db_->session(), name); });
+  return read("get node", [&](soci::session& sql) -> Result<Node> { return loadNode(sql, name); });
 }
 
 Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
   static const FilterColumns kNodesFilters = {
       {"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
-  return read("list nodes", [&]() -> Result<Page<Node>> {
+  return read("list nodes", [&](soci::session& sql) -> Result<Page<Node>> {
     Where where(kNodeSelect);
     where.greater("n.id", options.after).filters(options, kNodesFilters);
-    return fetchPage<Node>(db_->session(), where, "n.id", options, nodeFromRow);
+    return fetchPage<Node>(sql, where, "n.id", options, nodeFromRow);
   });
 }
 

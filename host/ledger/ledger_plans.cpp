@@ -179,16 +179,16 @@ Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor) {
 }
 
 Result<Plan> Ledger::getPlan(const std::string& name) {
-  return read("get plan", [&]() -> Result<Plan> { return loadPlan(db_->session(), name); });
+  return read("get plan", [&](soci::session& sql) -> Result<Plan> { return loadPlan(sql, name); });
 }
 
 Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
   static const FilterColumns kPlansFilters = {{"namespace", "namespace"}, {"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kPlansFilters));
-  return read("list plans", [&]() -> Result<Page<Plan>> {
+  return read("list plans", [&](soci::session& sql) -> Result<Page<Plan>> {
     Where where(kPlanSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kPlansFilters);
-    return fetchPage<Plan>(db_->session(), where, "id", options, planFromRow);
+    return fetchPage<Plan>(sql, where, "id", options, planFromRow);
   });
 }
 
@@ -292,16 +292,16 @@ Result<Deployment> Ledger::addDeployment(const Deployment& deployment, const std
 
 Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::string& deployment_id) {
   return read("get deployment",
-              [&]() -> Result<Deployment> { return loadDeployment(db_->session(), plan, deployment_id); });
+              [&](soci::session& sql) -> Result<Deployment> { return loadDeployment(sql, plan, deployment_id); });
 }
 
 Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
   static const FilterColumns kDeploymentsFilters = {{"plan", "p.name"}, {"state", "d.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kDeploymentsFilters));
-  return read("list deployments", [&]() -> Result<Page<Deployment>> {
+  return read("list deployments", [&](soci::session& sql) -> Result<Page<Deployment>> {
     Where where(kDeploymentSelect);
     where.raw("p.deleted_at IS NULL").greater("d.id", options.after).filters(options, kDeploymentsFilters);
-    return fetchPage<Deployment>(db_->session(), where, "d.id", options, deploymentFromRow);
+    return fetchPage<Deployment>(sql, where, "d.id", options, deploymentFromRow);
   });
 }
 

@@ -1,0 +1,301 @@
+#pragma once
+// What the benches that drive a real `tide serve` share: a scratch directory, the server
+// as a child process started from the source tree (so the shipped policies and scripts
+// run), an authenticated HTTP client, generated fleet manifests, percentiles, and the one
+// JSON line each bench prints on stdout. Progress goes to stderr.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace tide::bench {
+
+using Json = nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+inline double secondsSince(Steady::time_point start) {
+  return std::chrono::duration<double>(Steady::now() - start).count();
+}
+
+[[noreturn]] inline void fail(const std::string& why) {
+  std::fprintf(stderr, "bench failed: %s\n", why.c_str());
+  std::exit(1);
+}
+
+inline void note(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); }
+
+// The value at quantile `q` (0..1) of `values` (sorted here); 0 for none.
+inline double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t at = std::min(values.size() - 1, static_cast<size_t>(q * static_cast<double>(values.size())));
+  return values[at];
+}
+
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tide-bench-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) fail("mkdtemp");
+    path = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+// A free TCP port on 127.0.0.1 (bound and released; good enough for a bench run alone).
+inline int freePort() {
+  httplib::Server probe;
+  const int port = probe.bind_to_any_port("127.0.0.1");
+  if (port <= 0) fail("no free port");
+  return port;
+}
+
+// `tide serve` on its own port and data dir with `config_yaml` as its tide.yaml.
+class Server {
+ public:
+  Server(const ScratchDir& dir, const std::string& config_yaml) : dir_(dir.path) {
+    port_ = freePort();
+    std::ofstream(dir_ / "tide.yaml") << config_yaml;
+    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    const std::string data_dir = (dir_ / "data").string();
+    const std::string config = (dir_ / "tide.yaml").string();
+    const std::string log = (dir_ / "serve.log").string();
+    pid_ = ::fork();
+    if (pid_ < 0) fail("fork");
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
+              config.c_str(), nullptr);
+      ::_exit(127);
+    }
+    waitReady();
+    std::ifstream(dir_ / "data" / "admin.token") >> token_;
+    if (token_.empty()) fail("no admin token in " + data_dir);
+  }
+  ~Server() {
+    stop();
+    killWorkloads();
+  }
+
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // The process driver's workloads outlive the host by design; a bench ends them: every
+  // process whose environment names a runtime instance under this data dir.
+  void killWorkloads() const {
+    const std::string data_dir = (dir_ / "data").string();
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ignored)) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::stringstream environment;
+      environment << std::ifstream(entry.path() / "environ").rdbuf();
+      const std::string text = environment.str();
+      if (text.find("TIDE_RUNTIME_ID=") == std::string::npos || text.find(data_dir) == std::string::npos) continue;
+      const pid_t pid = std::stoi(name);
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+
+  // Time from exec to /readyz answering 200, in seconds.
+  double waitReady() {
+    const auto started = Steady::now();
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(std::chrono::milliseconds(200));
+    while (secondsSince(started) < 120) {
+      auto reply = client.Get("/readyz");
+      if (reply && reply->status == 200) return secondsSince(started);
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) fail("tide serve exited; see " + (dir_ / "serve.log").string());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    fail("tide serve not ready after 120 s");
+  }
+
+  // Kills the server (SIGKILL) and starts it again on the same data dir; returns the
+  // seconds from exec to ready.
+  double restart() {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    const std::string data_dir = (dir_ / "data").string();
+    const std::string config = (dir_ / "tide.yaml").string();
+    const std::string log = (dir_ / "serve.log").string();
+    const auto started = Steady::now();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
+              config.c_str(), nullptr);
+      ::_exit(127);
+    }
+    waitReady();
+    return secondsSince(started);
+  }
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& token() const { return token_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // A client carrying the admin token.
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_bearer_token_auth(token_.c_str());
+    c->set_read_timeout(std::chrono::seconds(120));
+    c->set_write_timeout(std::chrono::seconds(120));
+    return c;
+  }
+
+  Json get(const std::string& path) const {
+    auto reply = client()->Get(path.c_str());
+    if (!reply) fail("GET " + path + ": no reply");
+    if (reply->status != 200) fail("GET " + path + ": " + std::to_string(reply->status) + " " + reply->body);
+    return Json::parse(reply->body);
+  }
+
+  Json post(const std::string& path, const std::string& body, const std::string& type) const {
+    auto reply = client()->Post(path.c_str(), body, type.c_str());
+    if (!reply) fail("POST " + path + ": no reply");
+    if (reply->status / 100 != 2) fail("POST " + path + ": " + std::to_string(reply->status) + " " + reply->body);
+    return reply->body.empty() ? Json() : Json::parse(reply->body);
+  }
+
+  // Resident set size of the server, in MiB, from /proc.
+  double rssMib() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    }
+    return 0;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string token_;
+};
+
+// tide.yaml for a bench: no hooks of note, executor sized for a fleet.
+inline std::string benchConfig(int reconcile_interval_ms = 200) {
+  std::ostringstream out;
+  out << "limits:\n"
+      << "  reconcile_interval_ms: " << reconcile_interval_ms << "\n"
+      << "  executor_workers: 32\n"
+      << "  executor_chunk: 1000\n"
+      << "  executor_rate_per_second: 10000\n";
+  return out.str();
+}
+
+struct Fleet {
+  std::string driver = "sim";  // sim | process
+  int nodes = 100;
+  int domains = 10;
+  int instances = 1000;
+  int max_per_node = 10;
+  std::string plan = "big";
+  std::string driver_config = "{start_latency_ms: 50, seed: 7}";
+};
+
+// Capabilities, one cluster and `nodes` nodes in `domains` update domains, as one manifest.
+inline std::string inventoryManifest(const Fleet& fleet) {
+  std::ostringstream out;
+  out << "capabilities:\n  - {name: \"intel-xeon\", type: \"CPU\", score: 10}\n"
+      << "clusters:\n  - name: \"fleet\"\n    driver: \"" << fleet.driver << "\"\n";
+  if (fleet.driver == "sim") out << "    driver_config: " << fleet.driver_config << "\n";
+  out << "nodes:\n";
+  for (int i = 0; i < fleet.nodes; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "n%05d", i);
+    out << "  - {name: \"" << name << "\", cluster: \"fleet\", updateDomain: \"ud-" << (i % fleet.domains)
+        << "\", totalResources: {cores: 64, memory: 256}, systemReservedResources: {cores: 2, memory: 4}, "
+        << "capabilityIDs: [\"intel-xeon\"]}\n";
+  }
+  return out.str();
+}
+
+// A dev-namespace plan (auto-approved by policies/auto_approve_dev.lua), rolling with
+// max_surge 100%, with an HTTP health check on the workload's port.
+inline std::string planManifest(const Fleet& fleet) {
+  std::ostringstream out;
+  out << "plans:\n  - name: \"" << fleet.plan << "\"\n    namespace: \"" << fleet.plan << "-dev\"\n"
+      << "    serviceName: \"" << fleet.plan << "\"\n"
+      << (fleet.max_per_node > 1 ? "    placement: {max_per_node: " + std::to_string(fleet.max_per_node) + "}\n" : "")
+      << "    applications:\n      - payloadName: \"web\"\n        resources: {cores: 0.1, memory: 0.1}\n"
+      << "        ports: [{protocol: \"TCP\", port: 80}]\n"
+      << "        healthCheck: {type: http, port: 80, path: /healthz, intervalSeconds: 1}\n"
+      << "    strategy: {script: rolling, params: {max_surge: \"100%\"}}\n";
+  return out.str();
+}
+
+inline std::string deploymentManifest(const Fleet& fleet, const std::string& id, const std::string& version) {
+  std::ostringstream out;
+  out << "deployments:\n  - deployment_plan_name: \"" << fleet.plan << "\"\n    deployment_id: \"" << id << "\"\n"
+      << "    payload_coordinates:\n      - payload_name: \"web\"\n        coordinates: {image: \"tide-workload:"
+      << version << "\"}\n    instance_count: " << fleet.instances << "\n";
+  return out.str();
+}
+
+// The plan view's count of instances whose active runtime instance is RUNNING.
+inline int64_t runningInstances(const Server& server, const std::string& plan) {
+  const Json view = server.get("/v1/plans/" + plan);
+  return view["instance_summary"].value("running", 0);
+}
+
+// Polls the deployment until it is COMPLETED (the rolling strategy completes only when
+// every new instance is RUNNING and healthy); false after `limit_s`. Every second or so
+// `progress` gets (seconds, running instances, deployment state).
+template <class Progress>
+bool waitRolledOut(const Server& server, const Fleet& fleet, const std::string& deployment, double limit_s,
+                   Steady::time_point started, Progress&& progress) {
+  double last_note = 0;
+  while (secondsSince(started) < limit_s) {
+    const Json d = server.get("/v1/plans/" + fleet.plan + "/deployments/" + deployment);
+    const std::string state = d.value("state", "");
+    if (state == "COMPLETED") return true;
+    if (state == "FAILED") fail("deployment FAILED: " + d.value("message", ""));
+    const double now = secondsSince(started);
+    if (now - last_note >= 1) {
+      progress(now, runningInstances(server, fleet.plan), state);
+      last_note = now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+}  // namespace tide::bench

@@ -1,0 +1,154 @@
+// World::refresh (host/engine/world.h) against World::load: after every kind of change the
+// control loop makes, the picture kept up to date from the change feed equals the picture
+// read afresh from the ledger.
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "host/engine/world.h"
+#include "tests/ledger/ledger_test_util.h"
+
+namespace tide {
+namespace {
+
+using engine::InstanceView;
+using engine::World;
+using engine::WorldFeed;
+using testing::LedgerFixture;
+
+std::string idOf(const std::optional<model::RuntimeInstance>& r) {
+  return r ? std::to_string(r->meta.id) + ":" + r->state + (r->healthy ? "+" : "") : "-";
+}
+
+std::string idOf(const std::optional<model::Operation>& o) {
+  return o ? std::to_string(o->meta.id) + ":" + o->state : "-";
+}
+
+// Everything the loop's decisions read from a World, as text, so a difference shows.
+std::string describe(const World& w) {
+  std::ostringstream out;
+  for (const auto& p : w.plans) {
+    out << "plan " << p.name << " " << p.state << " g" << p.meta.generation << " instances";
+    for (const InstanceView* view : w.instancesOf(p.name)) out << " " << view->meta.name;
+    out << "\n";
+  }
+  for (const auto& [plan, list] : w.deployments) {
+    for (const auto& d : list) out << "deployment " << plan << "/" << d.deployment_id << " " << d.state << "\n";
+  }
+  for (const auto& n : w.nodes) {
+    out << "node " << n.name << " " << n.state << " " << n.remaining.cores << "/" << n.remaining.memory_gib << "\n";
+    CHECK(w.node_by_name.at(n.name) == &n);
+  }
+  for (const auto& [name, view] : w.instances) {
+    out << "instance " << name << " " << view.meta.state << " " << view.meta.deployment_id << " active "
+        << idOf(view.active) << " newest " << idOf(view.newest) << " unfinished " << idOf(view.unfinished) << " last "
+        << idOf(view.last) << " passive";
+    for (const auto& p : view.passive) out << " " << p.meta.id << ":" << p.state;
+    out << "\n";
+  }
+  return out.str();
+}
+
+struct WorldFixture : LedgerFixture {
+  WorldFeed feed{*ledger};
+  std::optional<World> world;
+
+  // The kept picture, refreshed, equals a fresh load.
+  void checkInStep(const char* step) {
+    CAPTURE(step);
+    REQUIRE(feed.update(world).isOk());
+    auto fresh = World::load(*ledger);
+    REQUIRE(fresh.isOk());
+    CHECK(describe(*world) == describe(*fresh));
+  }
+
+  model::RuntimeInstance runtimeOn(const std::string& node, bool active = true) {
+    model::RuntimeInstance ri;
+    ri.node = node;
+    ri.is_active = active;
+    ri.reservation = {4, 64};
+    return ri;
+  }
+};
+
+TEST_CASE("world: a picture refreshed from the change feed equals one loaded afresh, step by step") {
+  WorldFixture f;
+  f.addInventory();
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "t").isOk());
+  f.checkInStep("loaded with an empty fleet");
+  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 3), "t").isOk());
+  f.checkInStep("a deployment added");
+
+  model::Operation create;
+  create.type = "CREATE";
+  create.intent = "d1";
+  create.requested_by = "controller";
+  std::vector<model::Operation> ops;
+  {
+    ledger::Ledger::Batch batch(*f.ledger);
+    for (int i = 0; i < 3; ++i) {
+      auto op = f.ledger->createInstanceWithOperation("web", "d1", create, "controller");
+      REQUIRE(op.isOk());
+      ops.push_back(*op);
+    }
+  }
+  f.checkInStep("three instances with their CREATE");
+
+  std::vector<model::RuntimeInstance> runtimes;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    model::RuntimeInstance instance = f.runtimeOn(i % 2 ? "node-a" : "node-b");
+    instance.meta_instance = ops[i].meta_instance;
+    auto r = f.ledger->reserveForOperation(ops[i].meta.id, instance, "approval");
+    REQUIRE_MESSAGE(r.isOk(), r.status().toString());
+    runtimes.push_back(*r);
+    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "APPROVED", std::nullopt, "approval", "", "policy").isOk());
+  }
+  f.checkInStep("reserved and approved: nodes' remaining resources fall");
+
+  for (size_t i = 0; i < ops.size(); ++i) {
+    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[i].meta.id, "STARTING", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    ledger::Ledger::RuntimeUpdate healthy;
+    healthy.healthy = true;
+    REQUIRE(f.ledger->updateRuntimeInstance(runtimes[i].meta.id, healthy, "executor").isOk());
+    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  }
+  f.checkInStep("running and healthy");
+
+  // A failure releases the reservation; a relocation holds a passive instance beside the active one.
+  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[0].meta.id, "FAILED", std::nullopt, "observer").isOk());
+  model::Operation relocate;
+  relocate.type = "RELOCATE";
+  relocate.intent = "user";
+  relocate.requested_by = "alice";
+  relocate.meta_instance = ops[1].meta_instance;
+  auto moving = f.ledger->createOperation(relocate, "alice");
+  REQUIRE(moving.isOk());
+  model::RuntimeInstance passive = f.runtimeOn("node-b", false);
+  passive.meta_instance = ops[1].meta_instance;
+  auto reserved = f.ledger->reserveForOperation(moving->meta.id, passive, "approval");
+  REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
+  f.checkInStep("one failed, one relocating");
+
+  REQUIRE(f.ledger->setMetaInstanceState(ops[2].meta_instance, "MARKED_FOR_DELETION", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[2].meta.id, "STOPPING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[2].meta.id, "TERMINATED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->setMetaInstanceState(ops[2].meta_instance, "DELETED", std::nullopt, "t").isOk());
+  f.checkInStep("one deleted: it leaves the picture and its node's resources come back");
+
+  REQUIRE(f.ledger->setNodeState("node-a", "CORDONED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->createNode(LedgerFixture::node("node-c"), "t").isOk());
+  f.checkInStep("inventory changed: a node cordoned and one added");
+
+  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller").isOk());
+  REQUIRE(f.ledger->setRolloutState("web", "d1", {{"step", 2}}, std::nullopt, "controller").isOk());
+  f.checkInStep("the deployment moved on");
+  CHECK(f.feed.lastDirty() > 0);
+  f.checkInStep("nothing changed since");
+  CHECK(f.feed.lastDirty() == 0);
+}
+
+}  // namespace
+}  // namespace tide
