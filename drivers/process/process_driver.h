@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,9 +30,6 @@
 #include "drivers/process/state_store.h"
 
 namespace tide::drivers {
-
-// The local volumes a node declares (model::Node::local_volumes), by node name.
-using NodeVolumesFn = std::function<std::vector<model::LocalVolume>(const std::string& node)>;
 
 struct ProcessDriverOptions {
   std::string state_dir;    // e.g. <data_dir>/process
