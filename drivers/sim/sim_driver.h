@@ -23,13 +23,13 @@
 //   {"seed": 42, "start_latency_ms": 500, "stop_latency_ms": 200, "start_failure_rate": 0.01,
 //    "crash_rate_per_hour": 0.1, "unhealthy_rate": 0.02}
 //
-// Thread-safe: one mutex around the inventory; every call is O(1) in the number of instances
-// but list() and statusAll(), which are O(their answer).
+// Thread-safe: one mutex around the inventory. Instance calls are O(1) in the number of
+// instances (volume calls O(log n)), but list() and statusAll(), which are O(their answer) and
+// hold the mutex throughout (about 2 µs an entry).
 
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
