@@ -11,8 +11,17 @@
 //   kInvalidArgument / kUnprocessable for specs that can never work, kNotFound from
 //   status() when the runtime has no such object.
 // - Thread-safe: the executor calls one driver from several worker threads.
+// - Health, when the driver knows it: a driver that can tell whether an instance is
+//   healthy (the sim driver, node agents) reports it in RuntimeStatus::healthy, and tide
+//   takes that word instead of running the plan's http/tcp/exec check
+//   (docs/architecture.md#health-checks). A driver that cannot tell leaves it empty.
+// - Status in batches: the observer asks each driver once per pass about every instance it
+//   judges (statusAll), so a driver that talks to a remote runtime can answer many
+//   instances in one round trip.
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,7 +68,18 @@ struct RuntimeStatus {
   Json ports = Json::object();  // {"tcp/80": 31080}
   int exit_code = 0;            // for EXITED
   std::string message;
+  // For RUNNING: whether the instance is healthy, when the driver knows (see above); empty
+  // when it does not, and the plan's health check decides.
+  std::optional<bool> healthy;
 };
+
+// One runtime's answer within a batch: its status; kNotFound when the driver has no such
+// runtime; another error (kUnavailable, kInternal, ...) about that runtime alone.
+using RuntimeAnswer = Result<RuntimeStatus>;
+
+// The local volumes a node declares (model::Node::local_volumes), by node name: what
+// drivers account volume capacity against.
+using NodeVolumesFn = std::function<std::vector<model::LocalVolume>(const std::string& node)>;
 
 class Driver {
  public:
@@ -71,6 +91,17 @@ class Driver {
   virtual Status remove(const RuntimeRef& ref) = 0;
   virtual Result<RuntimeStatus> status(const RuntimeRef& ref) = 0;
   virtual Result<std::vector<RuntimeRef>> list() = 0;  // inventory, for the observer
+
+  // The status of every ref, in one call: answer i is refs[i]'s, exactly what status()
+  // would return for it. An error of the whole call (kUnavailable: the runtime could not be
+  // asked at all) judges none of them. Like status(), it changes nothing. The default asks
+  // status() once per ref; drivers that can do better (one lock, one round trip) override it.
+  virtual Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) {
+    std::vector<RuntimeAnswer> answers;
+    answers.reserve(refs.size());
+    for (const RuntimeRef& ref : refs) answers.push_back(status(ref));
+    return answers;
+  }
 };
 
 }  // namespace tide::drivers

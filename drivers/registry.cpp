@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "drivers/fault/fault_driver.h"
+#include "drivers/sim/sim_driver.h"
 
 namespace tide::drivers {
 namespace {
@@ -40,6 +41,16 @@ Result<std::unique_ptr<Driver>> makeProcessDriver(const Json& config, const Driv
   return std::unique_ptr<Driver>(std::move(driver));
 }
 
+Result<std::unique_ptr<Driver>> makeSimDriver(const Json& config, const DriverContext& context) {
+  static const SystemClock kSystemClock;
+  TIDE_ASSIGN_OR_RETURN(SimOptions options, parseSimOptions(config));
+  options.port_range_start = context.port_range_start;
+  options.port_range_end = context.port_range_end;
+  options.node_volumes = context.node_volumes;
+  const Clock& clock = context.clock != nullptr ? *context.clock : kSystemClock;
+  return std::unique_ptr<Driver>(std::make_unique<SimDriver>(std::move(options), clock));
+}
+
 Result<std::unique_ptr<Driver>> makeFaultDriver(const Json& config, const DriverContext& context) {
   TIDE_ASSIGN_OR_RETURN(FaultOptions options, parseFaultOptions(config));
   Result<std::unique_ptr<Driver>> inner = makeDriver(options.inner, options.inner_config, context);
@@ -52,6 +63,8 @@ Result<std::unique_ptr<Driver>> makeFaultDriver(const Json& config, const Driver
 const std::vector<DriverKind>& driverKinds() {
   static const std::vector<DriverKind> kKinds = {
       {"process", "local processes, one logical node per cluster node", makeProcessDriver},
+      {"sim", "in-memory runtimes with seeded latencies, failures and health, for scale tests and dry runs",
+       makeSimDriver},
       {"fault", "wraps another driver and injects errors, latency, hangs and lost replies", makeFaultDriver},
   };
   return kKinds;
@@ -71,6 +84,9 @@ Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& 
 Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes) {
   if (auto* process = dynamic_cast<ProcessDriver*>(&driver)) return process->readLog(runtime_id, max_bytes);
   if (auto* fault = dynamic_cast<FaultDriver*>(&driver)) return readInstanceLog(fault->inner(), runtime_id, max_bytes);
+  if (dynamic_cast<SimDriver*>(&driver) != nullptr) {
+    return Status::unprocessable("the sim driver keeps no logs: its instances run nothing");
+  }
   return Status::unprocessable("this cluster's driver keeps no logs");
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Which driver runs a cluster: one explicit table from driver kind ("process", "fault")
+// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault")
 // to a factory. Adding a driver means adding a row in registry.cpp, nothing else.
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include "drivers/driver.h"
 #include "drivers/process/launch.h"
 #include "drivers/process/process_driver.h"
+#include "host/core/clock.h"
 
 namespace tide::drivers {
 
@@ -25,6 +26,9 @@ struct DriverContext {
   std::string tide_binary;
   NodeVolumesFn node_volumes;
   std::string cluster;  // the cluster being built, scopes list() of process drivers
+  // The host's clock, which sim drivers measure their latencies on; must outlive the drivers.
+  // nullptr: the system clock.
+  const Clock* clock = nullptr;
 };
 
 using DriverFactory = Result<std::unique_ptr<Driver>> (*)(const Json& driver_config, const DriverContext& context);
@@ -45,7 +49,8 @@ Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& 
                                            const DriverContext& context);
 
 // The last `max_bytes` of a runtime instance's log, for `tide logs`: looks through fault
-// drivers to the driver underneath. kUnprocessable when that driver keeps no logs.
+// drivers to the driver underneath. kUnprocessable when that driver keeps no logs (sim
+// drivers among them).
 Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes);
 
 }  // namespace tide::drivers

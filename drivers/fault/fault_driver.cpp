@@ -226,6 +226,10 @@ Result<RuntimeStatus> FaultDriver::status(const RuntimeRef& ref) {
   return inject<Result<RuntimeStatus>>(DriverCall::kStatus, [&] { return inner_->status(ref); });
 }
 
+Result<std::vector<RuntimeAnswer>> FaultDriver::statusAll(const std::vector<RuntimeRef>& refs) {
+  return inject<Result<std::vector<RuntimeAnswer>>>(DriverCall::kStatus, [&] { return inner_->statusAll(refs); });
+}
+
 Result<std::vector<RuntimeRef>> FaultDriver::list() {
   return inject<Result<std::vector<RuntimeRef>>>(DriverCall::kList, [&] { return inner_->list(); });
 }

@@ -8,6 +8,8 @@
 //   hang        sleeps `hang` (bounded, interruptible), then kDeadlineExceeded without
 //               making the inner call: the caller's own deadline should fire first
 //   latency     a uniform delay in [latency_min, latency_max] before the call
+// A batched statusAll() is one call: it draws one fate, under "status", for the whole batch
+// (a remote runtime answers a batch in one round trip, and loses or refuses it as one).
 //
 // Cluster driver_config:
 //   {"inner": "process", "inner_config": {...}, "seed": 42, "error_rate": 0.1,
@@ -69,6 +71,7 @@ class FaultDriver final : public Driver {
   Status stop(const RuntimeRef& ref) override;
   Status remove(const RuntimeRef& ref) override;
   Result<RuntimeStatus> status(const RuntimeRef& ref) override;
+  Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) override;
   Result<std::vector<RuntimeRef>> list() override;
 
   // Ends every injected hang or latency sleeping right now; those calls return at once.

@@ -139,17 +139,51 @@ Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOption
   options.volume_root = fs::absolute(options.volume_root, ec).lexically_normal().string();
   if (ec) return Status::internal("bad volume root: " + ec.message());
   TIDE_ASSIGN_OR_RETURN(StateStore store, StateStore::open(options.state_dir));
-  return std::unique_ptr<ProcessDriver>(new ProcessDriver(std::move(options), std::move(store)));
+  // Every readable record; one that cannot be read stays on disk, where status() finds it
+  // (and reports why) as before.
+  std::map<std::string, Known> known;
+  for (const std::string& id : store.instanceIds()) {
+    Result<std::optional<InstanceRecord>> record = store.loadInstance(id);
+    if (record.isOk() && record.value()) known[id].record = std::move(**record);
+  }
+  return std::unique_ptr<ProcessDriver>(new ProcessDriver(std::move(options), std::move(store), std::move(known)));
 }
 
-ProcessDriver::ProcessDriver(ProcessDriverOptions options, StateStore store)
-    : options_(std::move(options)), store_(std::move(store)) {}
+ProcessDriver::ProcessDriver(ProcessDriverOptions options, StateStore store, std::map<std::string, Known> known)
+    : options_(std::move(options)), store_(std::move(store)), known_(std::move(known)) {}
 
 std::shared_ptr<std::mutex> ProcessDriver::instanceMutex(const std::string& id) {
   std::lock_guard<std::mutex> lock(instance_mus_mu_);
   std::shared_ptr<std::mutex>& mu = instance_mus_[id];
   if (!mu) mu = std::make_shared<std::mutex>();
   return mu;
+}
+
+Result<std::optional<InstanceRecord>> ProcessDriver::recorded(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(known_mu_);
+    if (auto it = known_.find(id); it != known_.end()) return std::optional<InstanceRecord>(it->second.record);
+  }
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, store_.loadInstance(id));
+  if (record) {
+    std::lock_guard<std::mutex> lock(known_mu_);
+    known_.try_emplace(id, Known{*record, false, std::nullopt});
+  }
+  return record;
+}
+
+Status ProcessDriver::record(const InstanceRecord& record) {
+  TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
+  std::lock_guard<std::mutex> lock(known_mu_);
+  known_[record.id] = Known{record, false, std::nullopt};
+  return Status::ok();
+}
+
+Status ProcessDriver::forget(const std::string& id) {
+  TIDE_RETURN_IF_ERROR(store_.removeInstance(id));
+  std::lock_guard<std::mutex> lock(known_mu_);
+  known_.erase(id);
+  return Status::ok();
 }
 
 // --- volumes ------------------------------------------------------------------------
@@ -292,13 +326,13 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
   std::shared_ptr<std::mutex> instance_mu = instanceMutex(spec.id);
   std::lock_guard<std::mutex> instance_lock(*instance_mu);
 
-  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> previous, store_.loadInstance(spec.id));
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> previous, recorded(spec.id));
   if (previous && isRunning(previous->workload)) {
     if (previous->stop_requested) {
       previous->stop_requested = false;
-      TIDE_RETURN_IF_ERROR(store_.saveInstance(*previous));
+      TIDE_RETURN_IF_ERROR(record(*previous));
     }
-    return describe(*previous);
+    return describe(spec.id, sightingOf(*previous));
   }
   if (previous) {
     // Whatever the last run left in its process group must not hold its ports now; and
@@ -326,10 +360,10 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     LaunchContext context{options_.tide_binary, spec.meta_instance, spec.id, spec.node, record.ports, {}};
     for (const MountedVolume& volume : volumes) context.volumes[volume.mount_path] = volume.host_path;
     TIDE_ASSIGN_OR_RETURN(launch, buildLaunch(spec.coordinates, options_.image_catalog, context));
-    TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
+    TIDE_RETURN_IF_ERROR(this->record(record));
   }
   auto forgetIfNew = [&](Status status) {
-    if (!previous) (void)store_.removeInstance(spec.id);  // best effort: `status` is what the caller needs
+    if (!previous) (void)forget(spec.id);  // best effort: `status` is what the caller needs
     return status;
   };
 
@@ -356,8 +390,8 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
   for (const auto& [name, value] : launch.env) record.env_names.push_back(name);
   record.stop_requested = false;
   ++record.starts;
-  TIDE_RETURN_IF_ERROR(store_.saveInstance(record));
-  return describe(record);
+  TIDE_RETURN_IF_ERROR(this->record(record));
+  return describe(spec.id, sightingOf(record));
 }
 
 Status ProcessDriver::terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const {
@@ -373,12 +407,12 @@ Status ProcessDriver::terminate(const ProcessIdentity& workload, std::chrono::mi
 }
 
 Status ProcessDriver::stopLocked(const std::string& id) {
-  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, store_.loadInstance(id));
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, recorded(id));
   if (!record) return Status::ok();
   if (!record->stop_requested) {
     // Recorded before signalling, so an exit seen after a host crash mid-stop still reads STOPPED.
     record->stop_requested = true;
-    TIDE_RETURN_IF_ERROR(store_.saveInstance(*record));
+    TIDE_RETURN_IF_ERROR(this->record(*record));
   }
   if (record->workload.pid <= 0) killStrays(options_.state_dir, id);  // started, never recorded
   return terminate(record->workload, options_.stop_grace);
@@ -398,37 +432,98 @@ Status ProcessDriver::remove(const RuntimeRef& ref) {
   TIDE_RETURN_IF_ERROR(stopLocked(ref.id));
   std::lock_guard<std::mutex> lock(store_mu_);
   StateStore::Lock file_lock = store_.lock();
-  return store_.removeInstance(ref.id);
+  return forget(ref.id);
+}
+
+ProcessDriver::Sighting ProcessDriver::sightingOf(const InstanceRecord& r) {
+  return Sighting{r.workload, r.waiter, r.stop_requested, r.ports, false, std::nullopt};
+}
+
+std::optional<ProcessDriver::Sighting> ProcessDriver::sight(const std::string& id) const {
+  auto it = known_.find(id);
+  if (it == known_.end()) return std::nullopt;
+  Sighting seen = sightingOf(it->second.record);
+  seen.gone = it->second.gone;
+  seen.exit_code = it->second.exit_code;
+  return seen;
 }
 
 Result<RuntimeStatus> ProcessDriver::status(const RuntimeRef& ref) {
   if (!isSafeName(ref.id)) return badName("id", ref.id);
-  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, store_.loadInstance(ref.id));
-  if (!record) return Status::notFound("no process instance " + ref.id);
-  return describe(*record);
+  std::optional<Sighting> seen;
+  {
+    std::lock_guard<std::mutex> lock(known_mu_);
+    seen = sight(ref.id);
+  }
+  if (!seen) return statusFromJournal(ref.id);
+  return describe(ref.id, *seen);
 }
 
-RuntimeStatus ProcessDriver::describe(const InstanceRecord& record) const {
+Result<std::vector<RuntimeAnswer>> ProcessDriver::statusAll(const std::vector<RuntimeRef>& refs) {
+  std::vector<std::optional<Sighting>> seen(refs.size());
+  {
+    std::lock_guard<std::mutex> lock(known_mu_);
+    for (size_t i = 0; i < refs.size(); ++i) seen[i] = sight(refs[i].id);
+  }
+  std::vector<RuntimeAnswer> answers;
+  answers.reserve(refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (!isSafeName(refs[i].id)) {
+      answers.push_back(badName("id", refs[i].id));
+    } else if (seen[i]) {
+      answers.push_back(describe(refs[i].id, *seen[i]));
+    } else {
+      answers.push_back(statusFromJournal(refs[i].id));
+    }
+  }
+  return answers;
+}
+
+Result<RuntimeStatus> ProcessDriver::statusFromJournal(const std::string& id) {
+  std::shared_ptr<std::mutex> instance_mu = instanceMutex(id);
+  std::lock_guard<std::mutex> instance_lock(*instance_mu);
+  TIDE_ASSIGN_OR_RETURN(std::optional<InstanceRecord> record, recorded(id));
+  if (!record) return Status::notFound("no process instance " + id);
+  std::optional<Sighting> seen;
+  {
+    std::lock_guard<std::mutex> lock(known_mu_);
+    seen = sight(id);
+  }
+  if (!seen) return Status::notFound("no process instance " + id);
+  return describe(id, *seen);
+}
+
+RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& seen) {
   RuntimeStatus status;
-  status.handle = handleOf(record.workload);
-  status.ports = portsJson(record.ports);
-  if (isRunning(record.workload)) {
+  status.handle = handleOf(seen.workload);
+  status.ports = portsJson(seen.ports);
+  if (!seen.gone && isRunning(seen.workload)) {
     status.state = "RUNNING";
-    status.message = "pid " + std::to_string(record.workload.pid);
+    status.message = "pid " + std::to_string(seen.workload.pid);
     return status;
   }
-  std::optional<int> code = store_.readExitCode(record.id);
-  if (!code && isRunning(record.waiter)) {
-    pollUntil([&] { return (code = store_.readExitCode(record.id)).has_value() || !isRunning(record.waiter); },
-              kExitCodeWait);
-    if (!code) code = store_.readExitCode(record.id);
+  std::optional<int> code = seen.exit_code;
+  if (!code) code = store_.readExitCode(id);
+  if (!code && isRunning(seen.waiter)) {
+    pollUntil([&] { return (code = store_.readExitCode(id)).has_value() || !isRunning(seen.waiter); }, kExitCodeWait);
+    if (!code) code = store_.readExitCode(id);
   }
-  status.state = record.stop_requested ? "STOPPED" : "EXITED";
+  {
+    // Learnt for good, unless the record changed meanwhile (a new start, a stop).
+    std::lock_guard<std::mutex> lock(known_mu_);
+    auto it = known_.find(id);
+    if (it != known_.end() && it->second.record.workload.pid == seen.workload.pid &&
+        it->second.record.workload.start_time == seen.workload.start_time) {
+      it->second.gone = true;
+      if (code) it->second.exit_code = code;
+    }
+  }
+  status.state = seen.stop_requested ? "STOPPED" : "EXITED";
   status.exit_code = code.value_or(-1);
-  if (record.workload.pid <= 0) {
+  if (seen.workload.pid <= 0) {
     status.message = "never started";
   } else if (code) {
-    status.message = (record.stop_requested ? "stopped, exit code " : "exited with code ") + std::to_string(*code);
+    status.message = (seen.stop_requested ? "stopped, exit code " : "exited with code ") + std::to_string(*code);
   } else {
     status.message = "exited, exit code unknown";
   }
@@ -437,10 +532,9 @@ RuntimeStatus ProcessDriver::describe(const InstanceRecord& record) const {
 
 Result<std::vector<RuntimeRef>> ProcessDriver::list() {
   std::vector<RuntimeRef> refs;
-  for (const std::string& id : store_.instanceIds()) {
-    Result<std::optional<InstanceRecord>> record = store_.loadInstance(id);
-    if (!record.isOk() || !record.value()) continue;  // vanished or unreadable meanwhile
-    const InstanceRecord& r = **record;
+  std::lock_guard<std::mutex> lock(known_mu_);
+  for (const auto& [id, known] : known_) {
+    const InstanceRecord& r = known.record;
     if (!options_.cluster.empty() && r.cluster != options_.cluster) continue;
     refs.push_back({r.id, r.node, handleOf(r.workload)});
   }

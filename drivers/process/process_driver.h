@@ -5,9 +5,15 @@
 // - A process runs in a session and process group of its own, detached from the host
 //   (spawn.h), so it survives a host restart. stdout and stderr are appended to
 //   <state dir>/logs/<runtime id>.log.
-// - Each instance has a record under <state dir>/instances (state_store.h). A new driver
-//   over the same state dir re-adopts every instance; a pid counts as the instance's only
-//   while /proc/<pid>/stat shows the recorded start time, so a reused pid is never signalled.
+// - Each instance has a record under <state dir>/instances (state_store.h). The driver keeps
+//   the records in memory: it loads them once when created and writes a record's file (the
+//   journal) before changing it in memory, so a new driver over the same state dir re-adopts
+//   every instance. status(), statusAll() and list() answer from memory plus a liveness
+//   check (/proc/<pid>/stat, skipped once the workload was seen gone); they read a record's
+//   file only for an id memory does not hold (one another driver over the same state dir
+//   recorded after this one started), and the exit file once per exit. A pid counts as the
+//   instance's only while /proc/<pid>/stat shows the recorded start time, so a reused pid is
+//   never signalled.
 // - Declared ports get host ports from the configured range, unique among all records of
 //   the state dir, checked free by binding before first use, and kept across restarts.
 // - Volumes are directories <volume root>/<node>/<storage class>/<volume id>/ with
@@ -19,10 +25,10 @@
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +37,6 @@
 #include "drivers/process/state_store.h"
 
 namespace tide::drivers {
-
-// The local volumes a node declares (model::Node::local_volumes), by node name.
-using NodeVolumesFn = std::function<std::vector<model::LocalVolume>(const std::string& node)>;
 
 struct ProcessDriverOptions {
   std::string state_dir;    // e.g. <data_dir>/process
@@ -74,7 +77,10 @@ class ProcessDriver final : public Driver {
   Status remove(const RuntimeRef& ref) override;
   // kNotFound for an id without a record.
   Result<RuntimeStatus> status(const RuntimeRef& ref) override;
-  // Every recorded instance (of `cluster`, when set), sorted by id.
+  // status() of each ref, the records looked up under one lock.
+  Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) override;
+  // Every instance in memory (of `cluster`, when set), sorted by id: the records found when
+  // the driver was created and those it wrote since.
   Result<std::vector<RuntimeRef>> list() override;
 
   // The last `max_bytes` of the instance's log (kept after remove). kNotFound when there
@@ -82,21 +88,51 @@ class ProcessDriver final : public Driver {
   Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes) const;
 
  private:
-  ProcessDriver(ProcessDriverOptions options, StateStore store);
+  // A record and what the driver learnt since it was written.
+  struct Known {
+    InstanceRecord record;
+    bool gone = false;             // the workload was seen exited (a process never comes back)
+    std::optional<int> exit_code;  // read from the exit file once the waiter wrote it
+  };
+  // What describing an instance needs of its Known, copied out under known_mu_.
+  struct Sighting {
+    ProcessIdentity workload;
+    ProcessIdentity waiter;
+    bool stop_requested = false;
+    std::map<std::string, int> ports;
+    bool gone = false;
+    std::optional<int> exit_code;
+  };
+
+  ProcessDriver(ProcessDriverOptions options, StateStore store, std::map<std::string, Known> known);
 
   std::shared_ptr<std::mutex> instanceMutex(const std::string& id);
+  // The record of `id`: memory's, else the journal's (then kept in memory). nullopt when
+  // there is none; kInternal when its file cannot be read. REQUIRES: the id's instance mutex.
+  Result<std::optional<InstanceRecord>> recorded(const std::string& id);
+  // Writes the record's file, then memory. REQUIRES: the id's instance mutex.
+  Status record(const InstanceRecord& record);
+  // Removes the record's file, then memory. REQUIRES: the id's instance mutex.
+  Status forget(const std::string& id);
+  static Sighting sightingOf(const InstanceRecord& record);    // as if nothing was learnt yet
+  std::optional<Sighting> sight(const std::string& id) const;  // REQUIRES: known_mu_
+  // Liveness and exit code of what `seen` shows, remembered in memory when learnt.
+  RuntimeStatus describe(const std::string& id, const Sighting& seen);
+  // status() of an id memory does not hold.
+  Result<RuntimeStatus> statusFromJournal(const std::string& id);
   // REQUIRES: store_mu_ and the store's file lock are held.
   Result<std::map<std::string, int>> assignPorts(const RuntimeSpec& spec, const std::map<std::string, int>& kept) const;
   Result<std::vector<MountedVolume>> mountVolumes(const RuntimeSpec& spec);
   Status stopLocked(const std::string& id);  // REQUIRES: the id's instance mutex is held
   Status terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const;
-  RuntimeStatus describe(const InstanceRecord& record) const;
 
   const ProcessDriverOptions options_;
   const StateStore store_;
   std::mutex store_mu_;  // with store_.lock(): read-modify-write of records across ids
   std::mutex instance_mus_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> instance_mus_;  // per runtime id
+  mutable std::mutex known_mu_;                                      // never held while waiting for anything
+  std::map<std::string, Known> known_;                               // GUARDED_BY(known_mu_), by runtime id
 };
 
 }  // namespace tide::drivers

@@ -109,8 +109,9 @@ void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config,
   }
 }
 
-drivers::DriverContext driverContext(const config::HostConfig& config) {
+drivers::DriverContext driverContext(const config::HostConfig& config, const Clock& clock) {
   drivers::DriverContext context;
+  context.clock = &clock;
   context.data_dir = config.data_dir;
   context.volume_root = config.process.volume_root;
   context.port_range_start = config.process.port_range_start;
@@ -199,7 +200,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   loadScripts(scripts, config, out, err);
 
   // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
-  engine::DriverSet driver_set(ledger, driverContext(config));
+  engine::DriverSet driver_set(ledger, driverContext(config, clock));
   std::mutex out_mu;
   const engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);

@@ -351,7 +351,14 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   }
   TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));
 
-  if (app && app->health_check) {
+  if (status.healthy) {
+    // The driver knows the instance's health: its word stands in for any check.
+    const auto interval =
+        app && app->health_check
+            ? std::chrono::milliseconds(static_cast<int64_t>(std::min(app->health_check->interval_seconds, 0.5) * 1000))
+            : options_.poll_interval;
+    TIDE_RETURN_IF_ERROR(waitReportedHealthy(a, r, *driver, ref, status, interval));
+  } else if (app && app->health_check) {
     ProbeTarget target;
     target.ports = r.ports;
     for (const auto& [declared, host_port] : r.ports.items()) {
@@ -378,6 +385,29 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   if (!r.healthy || r.ready_since.empty()) healthy.ready_since = formatTimestamp(clock_.now());
   healthy.message = "";
   TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, healthy, options_.actor));
+  return Status::ok();
+}
+
+Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r, drivers::Driver& driver,
+                                     const drivers::RuntimeRef& ref, drivers::RuntimeStatus status,
+                                     std::chrono::milliseconds interval) {
+  while (!status.healthy.value_or(false)) {
+    if (status.state != "RUNNING") {
+      return Status::unavailable("instance " + status.state + " (exit code " + std::to_string(status.exit_code) +
+                                 ") before it was healthy" + (status.message.empty() ? "" : ": " + status.message));
+    }
+    if (a.cancelled(ledger_, clock_)) return Status(Code::kConflict, "cancelled while starting");
+    if (a.expired(clock_) || stopping_) {
+      const std::string why = status.message.empty() ? "the driver reports it unhealthy" : status.message;
+      ledger::Ledger::RuntimeUpdate unhealthy;
+      unhealthy.healthy = false;
+      unhealthy.message = why;
+      (void)ledger_.updateRuntimeInstance(r.meta.id, unhealthy, options_.actor);
+      return Status(Code::kDeadlineExceeded, "not healthy in time: " + why);
+    }
+    clock_.sleepFor(std::max(interval, std::chrono::milliseconds(10)), [this] { return stopping_.load(); });
+    TIDE_ASSIGN_OR_RETURN(status, metrics_.timeDriverCall("status", [&] { return driver.status(ref); }));
+  }
   return Status::ok();
 }
 

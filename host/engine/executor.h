@@ -6,7 +6,8 @@
 // has happened (runtime instance states, the operation's target), so an operation that
 // was RUNNING when the host died is simply run again after restart and picks up where it
 // stopped, without starting anything twice:
-//   CREATE    ensure volumes → ensure instance → RUNNING → healthy
+//   CREATE    ensure volumes → ensure instance → RUNNING → healthy (by the plan's health
+//             check, or by the driver's word when its status reports health)
 //   UPDATE    in place: stop and remove the old process → new coordinates → start → healthy;
 //             the meta instance then belongs to the operation's deployment
 //   RELOCATE  make-before-break: start the passive instance reserved on another node, wait
@@ -125,6 +126,12 @@ class Executor {
 
   // Brings `r` from PENDING/STARTING/STOPPED/RUNNING to RUNNING and healthy.
   Status startRuntime(Attempt& a, model::RuntimeInstance& r);
+  // Polls `driver` every `interval` until it reports `r` healthy (kOk), it stops running
+  // (kUnavailable) or the attempt ends (kDeadlineExceeded, kConflict when cancelled).
+  // `status` is the driver's last RUNNING answer, carrying healthy.
+  Status waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r, drivers::Driver& driver,
+                             const drivers::RuntimeRef& ref, drivers::RuntimeStatus status,
+                             std::chrono::milliseconds interval);
   // Brings `r` to STOPPED (remove = false) or TERMINATED (remove = true, the driver forgets it).
   Status stopRuntime(Attempt& a, model::RuntimeInstance& r, bool remove);
   Status removeVolumes(Attempt& a, const model::RuntimeInstance& r);

@@ -1,13 +1,17 @@
 #include "host/engine/observer.h"
 
 #include <algorithm>
-#include <future>
 
 namespace tide::engine {
 
 Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
                    ObserverOptions options)
-    : ledger_(ledger), drivers_(drivers), clock_(clock), metrics_(metrics), options_(std::move(options)) {}
+    : ledger_(ledger),
+      drivers_(drivers),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      probe_pool_(options_.probe_threads) {}
 
 int Observer::pass(const World& world, const std::set<std::string>& busy) {
   const Inventories inventories = listInventories(world);
@@ -38,6 +42,15 @@ Observer::Inventories Observer::listInventories(const World& world) {
 Observer::Observation Observer::compareWithDrivers(const World& world, const std::set<std::string>& busy,
                                                    const Inventories& inventories) {
   Observation seen;
+  // Who is asked about, in the world's order, and the batch of each cluster.
+  struct Asked {
+    const InstanceView* view;
+    const model::RuntimeInstance* runtime;
+    const std::string* cluster;
+    size_t index;  // in the cluster's batch
+  };
+  std::vector<Asked> asked;
+  std::map<std::string, std::vector<drivers::RuntimeRef>> batches;
   for (const auto& [name, view] : world.instances) {
     if (busy.count(name)) continue;
     std::vector<const model::RuntimeInstance*> runtimes;
@@ -51,25 +64,39 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const std
         continue;
       }
       if (r->state != "RUNNING") continue;
-      auto driver = drivers_.forNode(r->node);
-      if (!driver.isOk()) continue;
-      const auto t0 = std::chrono::steady_clock::now();
-      auto status = driver.value()->status({std::to_string(r->meta.id), r->node, r->driver_handle});
-      metrics_.observeDriverCall("status", status.isOk() || status.status().code() == Code::kNotFound,
-                                 std::chrono::steady_clock::now() - t0);
-      if (!status.isOk()) {
-        if (status.status().code() == Code::kNotFound) seen.gone.push_back({&view, *r, "the driver does not know it"});
-        continue;
-      }
-      const auto& s = status.value();
-      if (s.state == "EXITED" || s.state == "STOPPED") {
-        seen.gone.push_back(
-            {&view, *r,
-             "exited with code " + std::to_string(s.exit_code) + (s.message.empty() ? "" : ": " + s.message)});
-        continue;
-      }
-      if (s.state == "RUNNING") seen.running.push_back(r);
+      auto& batch = batches[node->second->cluster];
+      asked.push_back({&view, r, &node->second->cluster, batch.size()});
+      batch.push_back({std::to_string(r->meta.id), r->node, r->driver_handle});
     }
+  }
+
+  // A cluster whose driver cannot answer is not judged this pass.
+  std::map<std::string, std::vector<drivers::RuntimeAnswer>> answers;
+  for (const auto& [cluster, refs] : batches) {
+    auto driver = drivers_.forCluster(cluster);
+    if (!driver.isOk()) continue;
+    auto answered = metrics_.timeDriverCall("status_all", [&] { return driver.value()->statusAll(refs); });
+    if (!answered.isOk() || answered->size() != refs.size()) continue;
+    answers.emplace(cluster, std::move(answered).value());
+  }
+
+  for (const Asked& a : asked) {
+    auto batch = answers.find(*a.cluster);
+    if (batch == answers.end()) continue;
+    const drivers::RuntimeAnswer& status = batch->second[a.index];
+    if (!status.isOk()) {
+      if (status.status().code() == Code::kNotFound)
+        seen.gone.push_back({a.view, *a.runtime, "the driver does not know it"});
+      continue;
+    }
+    const auto& s = status.value();
+    if (s.state == "EXITED" || s.state == "STOPPED") {
+      seen.gone.push_back(
+          {a.view, *a.runtime,
+           "exited with code " + std::to_string(s.exit_code) + (s.message.empty() ? "" : ": " + s.message)});
+      continue;
+    }
+    if (s.state == "RUNNING") seen.running.push_back({a.runtime, s.healthy, s.message});
   }
   return seen;
 }
@@ -108,10 +135,30 @@ int Observer::markGone(const std::vector<Gone>& gone) {
   return changes;
 }
 
-int Observer::probeHealth(const World& world, const std::vector<const model::RuntimeInstance*>& running) {
+bool Observer::recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message) {
+  if (healthy == r.healthy) return false;
+  ledger::Ledger::RuntimeUpdate update;
+  update.healthy = healthy;
+  update.ready_since = healthy ? formatTimestamp(clock_.now()) : "";
+  update.message = healthy ? "" : message;
+  return ledger_.updateRuntimeInstance(r.meta.id, update, options_.actor).isOk();
+}
+
+int Observer::probeHealth(const World& world, const std::vector<Running>& running) {
   const TimePoint now = clock_.now();
+  int changes = 0;
   std::vector<std::pair<const model::RuntimeInstance*, const model::HealthCheck*>> due;
-  for (const auto* r : running) {
+  for (const Running& seen : running) {
+    const model::RuntimeInstance* r = seen.runtime;
+    if (seen.reported_healthy) {
+      // The driver knows: its word, with no probe and no thresholds.
+      probes_.erase(r->meta.id);
+      if (recordHealth(*r, *seen.reported_healthy,
+                       seen.message.empty() ? "unhealthy, says the driver" : seen.message)) {
+        ++changes;
+      }
+      continue;
+    }
     auto plan = world.plan_by_name.find(world.instances.at(r->meta_instance).meta.plan);
     if (plan == world.plan_by_name.end() || plan->second->applications.empty()) continue;
     const auto& check = plan->second->applications[0].health_check;
@@ -123,30 +170,26 @@ int Observer::probeHealth(const World& world, const std::vector<const model::Run
     if (it->second.next > now || due.size() >= options_.max_probes_per_pass) continue;
     due.emplace_back(r, &*check);
   }
-  std::vector<std::future<ProbeResult>> results;
+  std::vector<ProbeJob> jobs;
+  jobs.reserve(due.size());
   for (const auto& [r, check] : due) {
-    ProbeTarget target;
-    target.ports = r->ports;
-    results.push_back(std::async(std::launch::async, [check = *check, target] { return probeOnce(check, target); }));
+    ProbeJob job{*check, {}};
+    job.target.ports = r->ports;
+    jobs.push_back(std::move(job));
   }
-  int changes = 0;
+  const std::vector<ProbeResult> results = probe_pool_.run(jobs);
   for (size_t i = 0; i < due.size(); ++i) {
     const auto& [r, check] = due[i];
-    ProbeResult result = results[i].get();
     Probe& p = probes_.at(r->meta.id);
     p.next = now + std::chrono::milliseconds(static_cast<int64_t>(check->interval_seconds * 1000));
-    p.tracker.record(result);
-    if (p.tracker.healthy() == r->healthy) continue;
-    ledger::Ledger::RuntimeUpdate update;
-    update.healthy = p.tracker.healthy();
-    update.ready_since = p.tracker.healthy() ? formatTimestamp(clock_.now()) : "";
-    update.message = p.tracker.healthy() ? "" : result.message;
-    if (ledger_.updateRuntimeInstance(r->meta.id, update, options_.actor).isOk()) ++changes;
+    p.tracker.record(results[i]);
+    if (recordHealth(*r, p.tracker.healthy(), results[i].message)) ++changes;
   }
   // Forget trackers of instances that are no longer running.
+  std::set<int64_t> still;
+  for (const Running& seen : running) still.insert(seen.runtime->meta.id);
   for (auto it = probes_.begin(); it != probes_.end();) {
-    bool still = std::any_of(running.begin(), running.end(), [&](auto* r) { return r->meta.id == it->first; });
-    it = still ? std::next(it) : probes_.erase(it);
+    it = still.count(it->first) ? std::next(it) : probes_.erase(it);
   }
   return changes;
 }

@@ -5,10 +5,15 @@
 // Every pass, for each RUNNING runtime instance nobody is operating on:
 // - the driver's status: an instance that exited on its own (or vanished) becomes FAILED
 //   (releasing its reservation), and the controller then asks for a RESTART;
-// - the plan's health check, once per its interval, through a HealthTracker with the
-//   check's thresholds: changes of `healthy` (and ready_since) are written.
+// - its health: the driver's word when its status carries one (RuntimeStatus::healthy),
+//   else the plan's health check, once per its interval, through a HealthTracker with the
+//   check's thresholds, on a bounded pool of probe threads: changes of `healthy` (and
+//   ready_since) are written.
 // And the driver inventories are compared with the ledger: objects the ledger does not
-// know are orphans, removed after a grace period (with an event). When more RUNNING
+// know are orphans, removed after a grace period (with an event).
+//
+// Each driver is asked twice a pass whatever the number of instances: one list() and one
+// statusAll() with every instance of its cluster to judge. When more RUNNING
 // instances are missing from their driver than the discrepancy threshold allows, the
 // observer marks nothing FAILED, raises an alarm event and reports `halted()`: the engine
 // stops executing until the disagreement is gone (refuse rather than "repair").
@@ -17,6 +22,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,6 +31,7 @@
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
 #include "host/engine/health_probe.h"
+#include "host/engine/probe_pool.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 
@@ -37,6 +44,7 @@ struct ObserverOptions {
   // execution instead of failing them all.
   int discrepancy_threshold = 5;
   size_t max_probes_per_pass = 64;
+  size_t probe_threads = 8;  // health probes run on at most this many threads
 };
 
 class Observer {
@@ -63,22 +71,33 @@ class Observer {
     model::RuntimeInstance runtime;
     std::string why;
   };
+  // A runtime instance RUNNING by its driver's word too, and the health that driver
+  // reported, if any.
+  struct Running {
+    const model::RuntimeInstance* runtime;
+    std::optional<bool> reported_healthy;
+    std::string message;  // the driver's
+  };
   struct Observation {
     std::vector<Gone> gone;
-    std::vector<const model::RuntimeInstance*> running;  // RUNNING by the driver's word too
+    std::vector<Running> running;
   };
 
   // The inventories of the clusters that have nodes; a cluster whose driver cannot list is
   // left out, and its instances are not judged this pass.
   Inventories listInventories(const World& world);
-  // Compares each instance not `busy` on a listed cluster with its driver's status.
+  // Compares each instance not `busy` on a listed cluster with its driver's status, asked of
+  // each driver in one batch.
   Observation compareWithDrivers(const World& world, const std::set<std::string>& busy, const Inventories& inventories);
   // True while too many instances are gone at once to trust the readings: raises the alarm on
   // the way in and clears it on the way out.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
   int markGone(const std::vector<Gone>& gone);
-  // Runs the health probes that are due, concurrently, and records what changed.
-  int probeHealth(const World& world, const std::vector<const model::RuntimeInstance*>& running);
+  // Records the health drivers reported, runs the health probes that are due on the probe
+  // pool, and records what changed.
+  int probeHealth(const World& world, const std::vector<Running>& running);
+  // Writes `healthy` (and ready_since, message) of `r` when it changed.
+  bool recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   int collectOrphans(const World& world, const Inventories& inventories);
 
   ledger::Ledger& ledger_;
@@ -89,6 +108,7 @@ class Observer {
   std::map<int64_t, Probe> probes_;                // by runtime instance id
   std::map<std::string, TimePoint> orphans_seen_;  // "cluster/id" → first seen
   bool halted_ = false;
+  ProbePool probe_pool_;
 };
 
 }  // namespace tide::engine

@@ -22,7 +22,7 @@ class CountingDriver final : public Driver {
   Status removeVolume(const VolumeRef&) override { return Status::ok(); }
   Result<RuntimeStatus> ensure(const RuntimeSpec&) override {
     ++ensures;
-    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, ""};
+    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, "", std::nullopt};
   }
   Status stop(const RuntimeRef&) override {
     ++stops;
@@ -31,7 +31,7 @@ class CountingDriver final : public Driver {
   Status remove(const RuntimeRef&) override { return Status::ok(); }
   Result<RuntimeStatus> status(const RuntimeRef&) override {
     ++statuses;
-    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, ""};
+    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, "", std::nullopt};
   }
   Result<std::vector<RuntimeRef>> list() override { return std::vector<RuntimeRef>{}; }
 };
@@ -143,4 +143,24 @@ TEST_CASE("driver: fault config errors name every bad field") {
   CHECK(options.latency_min == std::chrono::milliseconds(5));
   CHECK(options.latency_max == std::chrono::milliseconds(9));
   CHECK(options.calls == std::set<DriverCall>{DriverCall::kEnsureVolume, DriverCall::kList});
+}
+
+TEST_CASE("driver: fault statusAll draws one fate for the whole batch") {
+  auto inner = std::make_unique<CountingDriver>();
+  CountingDriver& counting = *inner;
+  FaultDriver failing(std::move(inner),
+                      optionsFrom({{"inner", "process"}, {"error_rate", 1.0}, {"calls", {"status"}}}));
+  const std::vector<RuntimeRef> batch = {{"1", "n", ""}, {"2", "n", ""}, {"3", "n", ""}};
+  CHECK(failing.statusAll(batch).status().code() == Code::kUnavailable);
+  CHECK(failing.counts().calls == 1);
+  CHECK(counting.statuses == 0);
+
+  auto inner2 = std::make_unique<CountingDriver>();
+  CountingDriver& counting2 = *inner2;
+  FaultDriver passing(std::move(inner2), optionsFrom({{"inner", "process"}, {"seed", 3}, {"error_rate", 0.0}}));
+  auto answers = passing.statusAll(batch);
+  REQUIRE(answers.isOk());
+  CHECK(answers->size() == 3);
+  CHECK(passing.counts().calls == 1);
+  CHECK(counting2.statuses == 3);  // the inner driver's own statusAll (here the default, per ref)
 }

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 #include <spawn.h>
+#include <sys/inotify.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -12,6 +14,42 @@ using namespace tide::drivers;
 using namespace tide::testing;
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// What happens to the files of one directory, from inotify: "open <name>", "write <name>", ...
+class DirectoryWatch {
+ public:
+  explicit DirectoryWatch(const std::string& dir) : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    REQUIRE(fd_ >= 0);
+    REQUIRE(inotify_add_watch(fd_, dir.c_str(), IN_OPEN | IN_MODIFY | IN_CREATE | IN_DELETE | IN_MOVED_TO) >= 0);
+  }
+  ~DirectoryWatch() { close(fd_); }
+  DirectoryWatch(const DirectoryWatch&) = delete;
+  DirectoryWatch& operator=(const DirectoryWatch&) = delete;
+
+  // The events since the last call.
+  std::vector<std::string> events() {
+    std::vector<std::string> out;
+    alignas(inotify_event) char buffer[8192];
+    ssize_t n = 0;
+    while ((n = read(fd_, buffer, sizeof buffer)) > 0) {
+      for (ssize_t at = 0; at < n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
+        const std::string name = event->len > 0 ? event->name : "";
+        const char* what = (event->mask & IN_OPEN) ? "open" : (event->mask & IN_MODIFY) ? "write" : "change";
+        out.push_back(std::string(what) + " " + name);
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      }
+    }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
 
 TEST_CASE("driver: process ensure starts a command with its host ports in argv and env") {
   ProcessDriverFixture f;
@@ -332,4 +370,54 @@ TEST_CASE("driver: process list is scoped to the driver's cluster") {
   REQUIRE(green_refs->size() == 1);
   CHECK(green_refs->front().id == "g1");
   REQUIRE((*green)->remove({"g1", "node-a", ""}).isOk());
+}
+
+TEST_CASE("driver: process status and list answer from memory, opening no state file per call") {
+  ProcessDriverFixture f;
+  const std::string go = f.dir.file("go");
+  REQUIRE(f.driver->ensure(f.command("run", "exec sleep 300")).isOk());
+  REQUIRE(f.driver->ensure(f.command("die", "while [ ! -e " + go + " ]; do sleep 0.05; done; exit 3")).isOk());
+  const std::vector<RuntimeRef> both = {{"run", "node-a", ""}, {"die", "node-a", ""}};
+
+  DirectoryWatch instances(f.options.state_dir + "/instances");
+  for (int i = 0; i < 50; ++i) {
+    CHECK(f.stateOf("run") == "RUNNING");
+    auto answers = f.driver->statusAll(both);
+    REQUIRE(answers.isOk());
+    CHECK(answers->at(1)->state == "RUNNING");
+    CHECK(f.driver->list()->size() == 2);
+  }
+  CHECK(instances.events().empty());
+
+  std::ofstream(go) << "go\n";
+  REQUIRE(eventually([&] { return f.stateOf("die") == "EXITED"; }));
+  (void)instances.events();  // the waiter wrote the exit file, the driver read it once
+  for (int i = 0; i < 50; ++i) {
+    auto died = f.driver->status({"die", "node-a", ""});
+    REQUIRE(died.isOk());
+    CHECK(died->state == "EXITED");
+    CHECK(died->exit_code == 3);
+    CHECK(f.driver->statusAll(both)->at(1)->exit_code == 3);
+  }
+  CHECK(instances.events().empty());
+
+  // The journal is what a new driver reads (the watch sees it do so): it agrees.
+  auto reopened = f.another();
+  const std::vector<std::string> read_at_start = instances.events();
+  CHECK(std::count(read_at_start.begin(), read_at_start.end(), "open die.json") == 1);
+  CHECK(reopened->status({"die", "node-a", ""})->exit_code == 3);
+  CHECK(reopened->status({"run", "node-a", ""})->state == "RUNNING");
+}
+
+TEST_CASE("driver: process status finds what another driver over the same state dir recorded later") {
+  ProcessDriverFixture f;
+  std::unique_ptr<ProcessDriver> other = f.another();
+  REQUIRE(other->ensure(f.command("late", "exec sleep 300")).isOk());
+  CHECK(f.stateOf("late") == "RUNNING");
+  auto answers = f.driver->statusAll({{"late", "node-a", ""}, {"never", "node-a", ""}});
+  REQUIRE(answers.isOk());
+  CHECK(answers->at(0)->state == "RUNNING");
+  CHECK(answers->at(1).status().code() == Code::kNotFound);
+  REQUIRE(f.driver->remove({"late", "node-a", ""}).isOk());
+  CHECK(f.driver->status({"late", "node-a", ""}).status().code() == Code::kNotFound);
 }

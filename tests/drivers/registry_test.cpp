@@ -25,12 +25,12 @@ DriverContext contextIn(const TempDir& dir) {
 TEST_CASE("driver: registry lists the known kinds and refuses others") {
   std::vector<std::string> kinds;
   for (const DriverKind& kind : driverKinds()) kinds.emplace_back(kind.kind);
-  CHECK(kinds == std::vector<std::string>{"process", "fault"});
+  CHECK(kinds == std::vector<std::string>{"process", "sim", "fault"});
 
   TempDir dir;
   auto unknown = makeDriver("kubernetes", Json::object(), contextIn(dir));
   CHECK(unknown.status().code() == Code::kInvalidArgument);
-  CHECK(unknown.status().message().find("process, fault") != std::string::npos);
+  CHECK(unknown.status().message().find("process, sim, fault") != std::string::npos);
 }
 
 TEST_CASE("driver: registry validates driver_config naming the field") {

@@ -102,6 +102,7 @@ struct EngineFixture {
     context.port_range_end = ports.end;
     context.image_catalog = config::HostConfig{}.process.image_catalog;
     context.tide_binary = TIDE_BINARY;
+    context.clock = &clock;
     drivers = std::make_unique<engine::DriverSet>(*ledger, context);
     if (options.hooks_output_dir.empty()) options.hooks_output_dir = hooksOutputDir();
     engine = std::make_unique<engine::Engine>(*ledger, *scripts, *drivers, clock, options);

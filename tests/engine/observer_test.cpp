@@ -1,0 +1,112 @@
+// The observer over sim clusters (sim_test_support.h): how often it asks the drivers, and
+// whose word on health it records.
+
+#include "host/engine/observer.h"
+
+#include "tests/engine/sim_test_support.h"
+
+namespace tide {
+namespace {
+
+using testing::CountingDriver;
+using testing::engineDeployment;
+using testing::EngineFixture;
+using testing::installCountingSim;
+using testing::kSimCapabilities;
+using testing::kSimPlan;
+using testing::simCluster;
+
+std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
+  std::vector<model::RuntimeInstance> out;
+  for (auto& r : f.running()) {
+    if (r.is_active) out.push_back(r);
+  }
+  return out;
+}
+
+TEST_CASE("observer: asks each driver once a pass, one list and one batched status") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim-a", 10));
+  f.apply(simCluster("sim-b", 10));
+  CountingDriver& a = installCountingSim(f, "sim-a");
+  CountingDriver& b = installCountingSim(f, "sim-b");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 20, "1"));
+  f.engine->settle();
+  REQUIRE(activeRunning(f).size() == 20);
+
+  a.resetCounts();
+  b.resetCounts();
+  for (int pass = 0; pass < 5; ++pass) f.engine->runPass();
+  for (CountingDriver* driver : {&a, &b}) {
+    CHECK(driver->lists == 5);
+    CHECK(driver->batches == 5);
+    CHECK(driver->batched_refs == 50);  // its 10 instances, every pass
+    CHECK(driver->statuses == 0);
+  }
+  const std::string metrics = f.engine->metrics().render();
+  CHECK(metrics.find("tide_driver_call_duration_seconds_count{call=\"status_all\"}") != std::string::npos);
+}
+
+TEST_CASE("observer: records the health a driver reports instead of running the plan's check") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 3));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 3, "1"));
+  f.engine->settle();
+  // Healthy by the driver's word: the http check on port 80 would fail, nothing listens.
+  auto running = activeRunning(f);
+  REQUIRE(running.size() == 3);
+  for (const auto& r : running) {
+    CHECK(r.healthy);
+    CHECK_FALSE(r.ready_since.empty());
+  }
+  CHECK(f.deployment("v1").state == "COMPLETED");
+
+  driver.reported_health = 0;
+  CHECK(f.engine->runPass().observer_changes == 3);
+  for (const auto& r : activeRunning(f)) {
+    CHECK_FALSE(r.healthy);
+    CHECK(r.message == "the test says so");
+    CHECK(r.ready_since.empty());
+  }
+  driver.reported_health = 1;
+  CHECK(f.engine->runPass().observer_changes == 3);
+  for (const auto& r : activeRunning(f)) CHECK(r.healthy);
+
+  // A driver that does not know leaves it to the plan's check, which fails three times in a
+  // row (unhealthy_threshold), one probe per interval.
+  driver.reported_health = -1;
+  for (int probe = 0; probe < 3; ++probe) {
+    f.clock.advance(std::chrono::seconds(1));
+    f.engine->runPass();
+  }
+  for (const auto& r : activeRunning(f)) {
+    CHECK_FALSE(r.healthy);
+    CHECK(r.message.find("GET http://127.0.0.1:") != std::string::npos);
+  }
+}
+
+TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is restarted") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 2, "1"));
+  f.engine->settle();
+  auto running = activeRunning(f);
+  REQUIRE(running.size() == 2);
+
+  // Stopped behind tide's back: the batch answers STOPPED for it.
+  REQUIRE(driver.stop({std::to_string(running[0].meta.id), running[0].node, ""}).isOk());
+  f.engine->runPass();
+  auto failed = f.ledger->getRuntimeInstance(running[0].meta.id);
+  REQUIRE(failed.isOk());
+  CHECK(failed->state == "FAILED");
+  f.engine->settle();
+  CHECK(activeRunning(f).size() == 2);
+}
+
+}  // namespace
+}  // namespace tide
