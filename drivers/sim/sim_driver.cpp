@@ -82,12 +82,13 @@ Result<SimOptions> parseSimOptions(const Json& config) {
   }
   ConfigReader r(config);
   static const std::set<std::string> kKnown = {
-      "seed", "start_latency_ms", "stop_latency_ms", "start_failure_rate", "crash_rate_per_hour", "unhealthy_rate"};
+      "seed", "start_latency_ms", "stop_latency_ms", "start_failure_rate", "crash_rate_per_hour", "unhealthy_rate",
+      "adopt"};
   for (const auto& [key, value] : config.items()) {
     if (kKnown.count(key) == 0) {
       r.problem(key,
                 "unknown key (known: seed, start_latency_ms, stop_latency_ms, start_failure_rate, "
-                "crash_rate_per_hour, unhealthy_rate)");
+                "crash_rate_per_hour, unhealthy_rate, adopt)");
     }
   }
   if (config.contains("seed")) {
@@ -102,6 +103,13 @@ Result<SimOptions> parseSimOptions(const Json& config) {
   r.latency("stop_latency_ms", options.stop_latency);
   r.rate("start_failure_rate", options.start_failure_rate);
   r.rate("unhealthy_rate", options.unhealthy_rate);
+  if (config.contains("adopt")) {
+    if (config["adopt"].is_boolean()) {
+      options.adopt = config["adopt"].get<bool>();
+    } else {
+      r.problem("adopt", "must be true or false");
+    }
+  }
   if (config.contains("crash_rate_per_hour")) {
     const Json& v = config["crash_rate_per_hour"];
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxCrashRatePerHour)) {
@@ -304,10 +312,25 @@ RuntimeStatus SimDriver::describe(const std::string& id, const Instance& instanc
   return status;
 }
 
+SimDriver::Instances::iterator SimDriver::findOrAdopt(const RuntimeRef& ref, TimePoint now) {
+  auto it = instances_.find(ref.id);
+  if (it != instances_.end() || !options_.adopt || ref.id.empty() || ref.node.empty()) return it;
+  // It ran before this driver was made (a host restart): running since, with its first
+  // start's fate, except that the start did not fail.
+  Instance adopted;
+  adopted.node = ref.node;
+  adopted.starts = 1;
+  adopted.fate = simFate(options_, ref.id, 1);
+  adopted.fate.start_fails = false;
+  adopted.started_at = now - options_.start_latency;
+  adopted.handle = ref.handle.empty() ? "sim:" + ref.id + ":1" : ref.handle;
+  return instances_.emplace(ref.id, std::move(adopted)).first;
+}
+
 Result<RuntimeStatus> SimDriver::status(const RuntimeRef& ref) {
   const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = instances_.find(ref.id);
+  auto it = findOrAdopt(ref, now);
   if (it == instances_.end()) return Status::notFound("no sim instance " + ref.id);
   return describe(ref.id, it->second, now);
 }
@@ -318,7 +341,7 @@ Result<std::vector<RuntimeAnswer>> SimDriver::statusAll(const std::vector<Runtim
   const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lock(mu_);
   for (const RuntimeRef& ref : refs) {
-    auto it = instances_.find(ref.id);
+    auto it = findOrAdopt(ref, now);
     if (it == instances_.end()) {
       answers.push_back(Status::notFound("no sim instance " + ref.id));
     } else {

@@ -17,11 +17,13 @@
 //   declared local volumes when node_volumes is set.
 // - The inventory is this driver's memory: one driver per cluster, so list() holds that
 //   cluster's instances only. It dies with the driver: a host restarted over a sim cluster
-//   finds its instances gone.
+//   finds its instances gone, unless `adopt` is set: then status() of an instance it does
+//   not know answers as if it had run all along (RUNNING since now, its first start's fate
+//   minus a start failure) and keeps it, as real runtimes outlive their host.
 //
 // Cluster driver_config (every key optional):
 //   {"seed": 42, "start_latency_ms": 500, "stop_latency_ms": 200, "start_failure_rate": 0.01,
-//    "crash_rate_per_hour": 0.1, "unhealthy_rate": 0.02}
+//    "crash_rate_per_hour": 0.1, "unhealthy_rate": 0.02, "adopt": false}
 //
 // Thread-safe: one mutex around the inventory. Instance calls are O(1) in the number of
 // instances (volume calls O(log n)), but list() and statusAll(), which are O(their answer) and
@@ -55,6 +57,7 @@ struct SimOptions {
   double start_failure_rate = 0;   // share of starts that end EXITED instead of RUNNING
   double crash_rate_per_hour = 0;  // crashes of a running instance: Poisson, this many an hour
   double unhealthy_rate = 0;       // share of running instances that report unhealthy
+  bool adopt = false;              // status() of an unknown instance: it runs (see above)
   int port_range_start = 30000;
   int port_range_end = 32767;
   NodeVolumesFn node_volumes;  // unset: volumes are not limited by capacity
@@ -119,6 +122,10 @@ class SimDriver final : public Driver {
   };
 
   RuntimeStatus describe(const std::string& id, const Instance& instance, TimePoint now) const;
+  using Instances = std::unordered_map<std::string, Instance>;
+  // The instance `ref` names; with options_.adopt, one made up for an id not known yet.
+  // REQUIRES: mu_ is held.
+  Instances::iterator findOrAdopt(const RuntimeRef& ref, TimePoint now);
   void start(const std::string& id, Instance& instance, TimePoint now) const;  // REQUIRES: mu_
   Status ensureVolumeLocked(const VolumeSpec& volume, double declared);        // REQUIRES: mu_
   double declaredCapacity(const std::string& node, const std::string& storage_class) const;
@@ -127,7 +134,7 @@ class SimDriver final : public Driver {
   const SimOptions options_;
   const Clock& clock_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Instance> instances_;                 // GUARDED_BY(mu_), by runtime id
+  Instances instances_;                                                 // GUARDED_BY(mu_), by runtime id
   std::map<std::pair<std::string, std::string>, Volume> volumes_;       // GUARDED_BY(mu_), by (node, id)
   std::map<std::pair<std::string, std::string>, double> volumes_used_;  // GUARDED_BY(mu_), (node, class) → GiB
   std::unordered_map<std::string, int> ports_given_;                    // GUARDED_BY(mu_), by node

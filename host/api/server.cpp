@@ -15,6 +15,10 @@
 #include <mutex>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "host/api/auth.h"
 #include "host/api/errors.h"
 #include "host/api/handler.h"
@@ -28,11 +32,33 @@ using std::chrono::steady_clock;
 
 // httplib gives each open connection a worker for as long as it is kept alive, so the
 // pool is sized for many concurrent clients (threads that wait on a socket cost memory,
-// not CPU); the listen backlog (CMakeLists.txt, CPPHTTPLIB_LISTEN_BACKLOG) queues bursts.
+// not CPU); the listen backlog (deepenListenBacklog) queues bursts.
 constexpr size_t kWorkerThreads = 128;
 // Requests one kept-alive connection may carry before httplib closes it (its default, 5,
 // makes a busy client reconnect all the time).
 constexpr size_t kKeepAliveRequests = 100000;
+constexpr int kListenBacklog = 1024;
+
+// Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of
+// new clients (64 at once from a load generator, agents reconnecting after a restart) gets
+// SYNs dropped and waits a second for the retry. listen() again on the bound socket sets
+// the backlog it should have had; the socket is found by its port, as httplib keeps it
+// private.
+void deepenListenBacklog(int port) {
+  for (int fd = 3; fd < 1024; ++fd) {
+    int listening = 0;
+    socklen_t size = sizeof listening;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening == 0) continue;
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) continue;
+    int bound = 0;
+    if (address.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+    if (address.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+    if (bound == port) (void)::listen(fd, kListenBacklog);
+  }
+}
+
 // Long polls and event streams together; the rest of the pool stays free for requests.
 constexpr int kMaxWaitingRequests = 16;
 // How much past max_body_bytes is still read (and dropped) so that a client that is still
@@ -151,6 +177,7 @@ Status ApiServer::Impl::start() {
       return Status::unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                                  " (address in use, not local, or not permitted)");
     }
+    deepenListenBacklog(port);
     stopping_ = false;
     auto listening = std::make_shared<std::atomic<bool>>(false);
     listener_ = std::thread([server = http.get(), listening] {

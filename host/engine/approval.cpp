@@ -67,7 +67,19 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
               {"node", node_json}};
 }
 
+const std::vector<std::string>& ApprovalStage::otherVersions(const World& world, const std::string& plan,
+                                                             const std::string& deployment) {
+  auto [it, added] = other_versions_.try_emplace({plan, deployment});
+  if (added) {
+    for (const auto* other : world.instancesOf(plan)) {
+      if (other->meta.deployment_id != deployment) it->second.push_back(other->meta.name);
+    }
+  }
+  return it->second;
+}
+
 int ApprovalStage::pass(const World& world) {
+  other_versions_.clear();
   releaseUnused(world);
   int changed = 0;
   std::optional<sched::ClusterSnapshot> snapshot;
@@ -103,9 +115,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   if (op.type == "CREATE" && op.intent != "user") {
     // Anti-affinity between versions where possible: a canary lands away from the nodes
     // of the version it is compared with, so a bad node does not look like a bad version.
-    for (const auto* other : world.instancesOf(op.plan)) {
-      if (other->meta.deployment_id != op.intent) placement_options.avoid_nodes_of.push_back(other->meta.name);
-    }
+    placement_options.avoid_nodes_of = otherVersions(world, op.plan, op.intent);
   }
   TIDE_ASSIGN_OR_RETURN(auto placements, sched::Scheduler(snapshot).place(plan, 1, placement_options));
   const sched::Placement& placement = placements.front();

@@ -9,6 +9,7 @@
 //
 // Thread-safety: none; the control loop's thread owns it.
 
+#include <map>
 #include <string>
 
 #include "host/core/clock.h"
@@ -44,11 +45,17 @@ class ApprovalStage {
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
                               model::Operation& op);
   void releaseUnused(const World& world);
+  // The instances of `plan` that belong to other deployments than `deployment`, for
+  // anti-affinity between versions; computed once per pass and pair, not once per
+  // operation (which made a pass quadratic in the plan's size).
+  const std::vector<std::string>& otherVersions(const World& world, const std::string& plan,
+                                                const std::string& deployment);
 
   ledger::Ledger& ledger_;
   lua::PolicyEngine& policies_;
   const Clock& clock_;
   ApprovalOptions options_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_versions_;  // this pass's
 };
 
 // What an operation installs: the coordinates of its deployment (intent), else of the

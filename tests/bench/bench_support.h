@@ -4,8 +4,11 @@
 // run), an authenticated HTTP client, generated fleet manifests, percentiles, and the one
 // JSON line each bench prints on stdout. Progress goes to stderr.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +38,7 @@ inline double secondsSince(Steady::time_point start) {
 
 [[noreturn]] inline void fail(const std::string& why) {
   std::fprintf(stderr, "bench failed: %s\n", why.c_str());
-  std::exit(1);
+  std::exit(1);  // no destructors: with TIDE_BENCH_KEEP set the scratch dir stays for a look
 }
 
 inline void note(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); }
@@ -56,17 +59,26 @@ struct ScratchDir {
     path = pattern;
   }
   ~ScratchDir() {
+    if (std::getenv("TIDE_BENCH_KEEP") != nullptr) return;  // to read serve.log after a failure
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
   }
 };
 
-// A free TCP port on 127.0.0.1 (bound and released; good enough for a bench run alone).
+// A free TCP port on 127.0.0.1: bound to port 0 and closed again (good enough for a bench
+// that runs alone).
 inline int freePort() {
-  httplib::Server probe;
-  const int port = probe.bind_to_any_port("127.0.0.1");
-  if (port <= 0) fail("no free port");
-  return port;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    fail("no free port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 // `tide serve` on its own port and data dir with `config_yaml` as its tide.yaml.
@@ -181,14 +193,14 @@ class Server {
 
   Json get(const std::string& path) const {
     auto reply = client()->Get(path.c_str());
-    if (!reply) fail("GET " + path + ": no reply");
+    if (!reply) fail("GET " + path + ": no reply (" + httplib::to_string(reply.error()) + ")");
     if (reply->status != 200) fail("GET " + path + ": " + std::to_string(reply->status) + " " + reply->body);
     return Json::parse(reply->body);
   }
 
   Json post(const std::string& path, const std::string& body, const std::string& type) const {
     auto reply = client()->Post(path.c_str(), body, type.c_str());
-    if (!reply) fail("POST " + path + ": no reply");
+    if (!reply) fail("POST " + path + ": no reply (" + httplib::to_string(reply.error()) + ")");
     if (reply->status / 100 != 2) fail("POST " + path + ": " + std::to_string(reply->status) + " " + reply->body);
     return reply->body.empty() ? Json() : Json::parse(reply->body);
   }
@@ -215,7 +227,7 @@ inline std::string benchConfig(int reconcile_interval_ms = 200) {
   std::ostringstream out;
   out << "limits:\n"
       << "  reconcile_interval_ms: " << reconcile_interval_ms << "\n"
-      << "  executor_workers: 32\n"
+      << "  executor_workers: 128\n"
       << "  executor_chunk: 1000\n"
       << "  executor_rate_per_second: 10000\n";
   return out.str();

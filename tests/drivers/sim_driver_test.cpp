@@ -314,3 +314,26 @@ TEST_CASE("driver: tide logs of a sim instance says the sim driver keeps no logs
   FaultDriver wrapped(makeSim(nullptr, clock), parseFaultOptions({{"inner", "sim"}}).value());
   CHECK(readInstanceLog(wrapped, "1", 1024).status().message().find("sim driver") != std::string::npos);
 }
+
+TEST_CASE("driver: sim with adopt answers for instances it never started, as runtimes that outlived their host") {
+  FakeClock clock(kStart);
+  auto plain = makeSim({{"start_latency_ms", 10}}, clock);
+  CHECK(plain->status({"7", "node-1", "sim:7:1"}).status().code() == Code::kNotFound);
+
+  auto adopting = makeSim({{"start_latency_ms", 10}, {"adopt", true}}, clock);
+  auto answers = adopting->statusAll({{"7", "node-1", "sim:7:1"}, {"8", "node-2", ""}});
+  REQUIRE(answers.isOk());
+  REQUIRE(answers->at(0).isOk());
+  CHECK(answers->at(0)->state == "RUNNING");
+  CHECK(answers->at(0)->handle == "sim:7:1");
+  CHECK(answers->at(0)->healthy == std::optional<bool>(true));
+  CHECK(answers->at(1)->state == "RUNNING");
+  // Adopted instances belong to the inventory from then on, and stop like any other.
+  auto listed = adopting->list();
+  REQUIRE(listed.isOk());
+  CHECK(listed->size() == 2);
+  REQUIRE(adopting->stop({"7", "node-1", ""}).isOk());
+  CHECK(statusOf(*adopting, "7").state == "STOPPED");
+  auto bad = makeDriver("sim", {{"adopt", "yes"}}, DriverContext{});
+  CHECK(fields(bad.status()) == std::vector<std::string>{"driver_config.adopt"});
+}
