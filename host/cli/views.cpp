@@ -275,6 +275,8 @@ void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   printField(out, "Namespace", text(plan, {"namespace"}));
   printField(out, "Service Name", text(plan, {"service_name"}));
   printField(out, "Strategy", text(plan, {"strategy", "script"}));
+  printField(out, "Max Per Node", text(plan, {"placement", "max_per_node"}));
+  printField(out, "Bin Pack", text(plan, {"placement", "bin_pack"}));
   out << '\n';
 
   printHeading(out, "Status");

@@ -105,6 +105,11 @@ const KeyTable kStrategyKeys = {{"script", {"script"}}, {"params", {"params"}}};
 
 const KeyTable kApprovalKeys = {{"policies", {"policies"}}};
 
+const KeyTable kPlacementKeys = {
+    {"max_per_node", {"maxPerNode", "max_per_node"}},
+    {"bin_pack", {"binPack", "bin_pack"}},
+};
+
 const KeyTable kPlanKeys = {
     {"metadata", {"metadata"}},
     {"name", {"name"}},
@@ -115,6 +120,7 @@ const KeyTable kPlanKeys = {
     {"applications", {"applications"}},
     {"strategy", {"strategy"}},
     {"approval", {"approval"}},
+    {"placement", {"placement"}},
 };
 
 const KeyTable kPayloadCoordinatesKeys = {
@@ -142,6 +148,7 @@ constexpr Bounds kInstanceCount{0, 10000};
 constexpr Bounds kThreshold{1, 1000};
 constexpr Bounds kSeconds{0, 86400, true};
 constexpr Bounds kId{0, 9.2e18};
+constexpr Bounds kMaxPerNode{1, model::kMaxPerNodeLimit};
 
 // --- small helpers --------------------------------------------------------------------------
 
@@ -473,6 +480,14 @@ model::StrategyRef readPlanStrategy(const YamlNode& node, const std::string& pat
   return out;
 }
 
+model::PlanPlacement readPlacement(const YamlNode& node, const std::string& path, Problems& problems) {
+  MapReader m(node, path, kPlacementKeys, problems);
+  model::PlanPlacement out;
+  if (auto v = m.integer("max_per_node", Need::kOptional, kMaxPerNode)) out.max_per_node = static_cast<int>(*v);
+  if (auto v = m.boolean("bin_pack", Need::kOptional)) out.bin_pack = *v;
+  return out;
+}
+
 model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPlanKeys, problems);
   model::Plan out;
@@ -504,6 +519,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
                   if (auto name = readName(item, field, problems)) out.approval_policies.push_back(*name);
                 });
   }
+  if (const YamlNode* v = m.get("placement")) out.placement = readPlacement(*v, m.field("placement"), problems);
   return out;
 }
 

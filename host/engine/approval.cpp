@@ -109,8 +109,8 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   if (plan_it == world.plan_by_name.end()) return Status::notFound("plan '" + op.plan + "' not found");
   const model::Plan& plan = *plan_it->second;
   sched::PlacementOptions placement_options;
-  placement_options.max_per_node = options_.max_per_node;
-  placement_options.bin_pack = options_.bin_pack;
+  placement_options.max_per_node = plan.placement.max_per_node;
+  placement_options.bin_pack = plan.placement.bin_pack;
   if (op.type == "RELOCATE" && view.active) placement_options.exclude_nodes.push_back(view.active->node);
   if (op.type == "CREATE" && op.intent != "user") {
     // Anti-affinity between versions where possible: a canary lands away from the nodes

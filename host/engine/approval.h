@@ -21,8 +21,6 @@ namespace tide::engine {
 
 struct ApprovalOptions {
   std::string actor = "approval";
-  int max_per_node = 1;  // plan anti-affinity
-  bool bin_pack = false;
 };
 
 class ApprovalStage {

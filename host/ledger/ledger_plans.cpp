@@ -12,7 +12,8 @@ namespace tide::ledger {
 namespace {
 
 const char* kPlanSelect =
-    "SELECT id, generation, created_at, updated_at, name, namespace, service_name, spec, state, message FROM plans";
+    "SELECT id, generation, created_at, updated_at, name, namespace, service_name, spec, state, message, "
+    "max_per_node, bin_pack FROM plans";
 
 Plan planFromRow(const soci::row& r) {
   Plan p;
@@ -27,6 +28,8 @@ Plan planFromRow(const soci::row& r) {
   p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
   p.state = rowString(r, 8);
   p.message = rowString(r, 9);
+  p.placement.max_per_node = static_cast<int>(rowInt(r, 10));
+  p.placement.bin_pack = rowInt(r, 11) != 0;
   return p;
 }
 
@@ -133,6 +136,11 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
     return Status::invalidArgument("plan '" + plan.name + "' needs at least one application",
                                    {{"applications", "required", ""}});
   }
+  if (plan.placement.max_per_node < 1 || plan.placement.max_per_node > model::kMaxPerNodeLimit) {
+    const std::string bounds = "must be between 1 and " + std::to_string(model::kMaxPerNodeLimit);
+    return Status::invalidArgument("plan '" + plan.name + "': placement.max_per_node " + bounds,
+                                   {{"placement.max_per_node", bounds, ""}});
+  }
   {
     if (liveIdByName(tx.sql(), "plans", plan.name) != 0) {
       return Status::alreadyExists("plan '" + plan.name + "' already exists");
@@ -164,11 +172,13 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
         {"approval_policies",
          plan.approval_policies}}.dump();
     const std::string state = "ACTIVE";
+    const int max_per_node = plan.placement.max_per_node;
+    const int bin_pack = plan.placement.bin_pack ? 1 : 0;
     long long id = 0;
-    tx.sql() << "INSERT INTO plans (name, namespace, service_name, spec, state, created_at, updated_at) "
-                "VALUES (:n, :ns, :s, :spec, :st, :c, :u) RETURNING id",
+    tx.sql() << "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, created_at, "
+                "updated_at) VALUES (:n, :ns, :s, :spec, :st, :mpn, :bp, :c, :u) RETURNING id",
         soci::use(plan.name), soci::use(plan.ns), soci::use(plan.service_name), soci::use(spec), soci::use(state),
-        soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+        soci::use(max_per_node), soci::use(bin_pack), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
     tx.event("plan.created", "plan/" + plan.name, Json{{"namespace", plan.ns}, {"service_name", plan.service_name}});
     return loadPlan(tx.sql(), plan.name);
   }

@@ -133,6 +133,8 @@ void from_json(const Json& j, StrategyRef& v) {
   v.params = j.contains("params") ? j["params"] : Json::object();
 }
 
+void to_json(Json& j, const PlanPlacement& v) { j = Json{{"max_per_node", v.max_per_node}, {"bin_pack", v.bin_pack}}; }
+
 void to_json(Json& j, const Plan& v) {
   j = Json{{"metadata", v.meta},
            {"name", v.name},
@@ -142,6 +144,7 @@ void to_json(Json& j, const Plan& v) {
            {"applications", v.applications},
            {"strategy", v.strategy},
            {"approval", Json{{"policies", v.approval_policies}}},
+           {"placement", v.placement},
            {"state", v.state},
            {"message", v.message}};
 }

@@ -117,6 +117,16 @@ struct StrategyRef {
   Json params = Json::object();
 };
 
+// The most instances of one plan a plan may allow on one node.
+inline constexpr int kMaxPerNodeLimit = 1000;
+
+// How the scheduler places a plan's instances (docs/architecture.md#scheduling). The
+// defaults are one instance per node, spread over the least-allocated nodes.
+struct PlanPlacement {
+  int max_per_node = 1;   // 1..kMaxPerNodeLimit instances of the plan on one node
+  bool bin_pack = false;  // true: the fullest node that fits first, instead of the emptiest
+};
+
 struct Plan {
   Meta meta;
   std::string name;
@@ -126,7 +136,8 @@ struct Plan {
   std::vector<Application> applications;
   StrategyRef strategy;
   std::vector<std::string> approval_policies;  // empty: every applicable policy
-  std::string state = "ACTIVE";                // ACTIVE | INACTIVE
+  PlanPlacement placement;
+  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
   std::string message;
 };
 
@@ -270,6 +281,7 @@ void to_json(Json& j, const Application& v);
 void from_json(const Json& j, Application& v);
 void to_json(Json& j, const StrategyRef& v);
 void from_json(const Json& j, StrategyRef& v);
+void to_json(Json& j, const PlanPlacement& v);
 void to_json(Json& j, const Plan& v);
 void to_json(Json& j, const PayloadCoordinates& v);
 void from_json(const Json& j, PayloadCoordinates& v);

@@ -8,10 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
+#include "host/sched/placement_index.h"
+#include "host/sched/plan_demand.h"
+
 namespace tide::sched {
 namespace {
-
-constexpr double kEpsilon = 1e-9;  // the ledger's tolerance when it re-checks a reservation
 
 // In filter order: a node is counted under the first one it fails.
 enum class Filter : uint8_t { kNone, kExcluded, kState, kCluster, kCapability, kMaxPerNode, kCores, kMemory, kVolume };
@@ -19,20 +20,6 @@ enum class Filter : uint8_t { kNone, kExcluded, kState, kCluster, kCapability, k
 struct Rejection {
   Filter filter = Filter::kNone;
   int detail = 0;  // kCapability: the rule; kVolume: the volume request
-};
-
-// One matching_capabilities rule resolved to the snapshot's capability ids.
-struct CapabilityRule {
-  const model::CapabilityMatch* match = nullptr;
-  bool must_have = true;       // false for NOT_IN: the node must have none of `accepted`
-  std::vector<char> accepted;  // by capability id
-  std::string bound;           // GTE/LTE: the name whose score is the bound; empty if none is known
-};
-
-struct VolumeRequest {
-  const model::Application* application = nullptr;
-  const model::PersistentVolume* volume = nullptr;
-  int storage_class = -1;  // -1: no node has the class
 };
 
 // What one place() call changes about a node as it goes.
@@ -71,23 +58,19 @@ std::string joinNames(const std::vector<std::string>& names) {
 
 }  // namespace
 
-// The plan resolved against the snapshot, and a working copy of everything a placement
-// changes. Lives for one place() call.
+// The full computation over every node: the batch path, the first placement of a plan
+// and options (before placement_index.h keeps an index for them), and the explanation when
+// nothing fits. Works on a copy of everything a placement changes; lives for one call.
 class PlacementRun {
  public:
-  PlacementRun(const ClusterSnapshot& snapshot, const model::Plan& plan, const PlacementOptions& options)
-      : s_(snapshot), plan_(plan), options_(options) {}
+  PlacementRun(const ClusterSnapshot& snapshot, const model::Plan& plan, const PlanDemand& demand,
+               const PlacementOptions& options);
 
-  Status prepare();
   Result<std::vector<Placement>> run(int count);
 
  private:
   Result<std::vector<Placement>> runOne();
   Rejection rejection(int node);
-  // The first request (index into requests_) that finds no room on `node`, or -1. Leaves
-  // the node's local volumes after assignment in scratch_free_ and, per request, the
-  // chosen local volume (offset within the node) in scratch_chosen_.
-  int fitVolumes(int node);
   double score(int node) const;
   Candidate candidate(int node) const { return {node, state_[node].avoid, score(node)}; }
   bool worse(const Candidate& a, const Candidate& b) const;
@@ -100,74 +83,24 @@ class PlacementRun {
 
   const ClusterSnapshot& s_;
   const model::Plan& plan_;
+  const PlanDemand& demand_;
   const PlacementOptions& options_;
-  model::Resources demand_;
-  std::vector<CapabilityRule> rules_;
-  std::vector<VolumeRequest> requests_;  // plan order
-  std::vector<int> request_order_;       // largest first
-  std::vector<NodeState> state_;         // by node
-  std::vector<int> domain_count_;        // by domain
+  std::vector<const model::PersistentVolume*> volumes_;  // the plan's, in request order
+  std::vector<NodeState> state_;                         // by node
+  std::vector<int> domain_count_;                        // by domain
   // Free capacity per local volume: the snapshot's, or (for batches) a copy updated as
   // instances are placed.
   const double* volume_free_ = nullptr;
   std::vector<double> volume_free_copy_;
-  std::vector<double> scratch_free_;
-  std::vector<int> scratch_chosen_;
+  PlanDemand::VolumeFit fit_;
 };
 
-Status PlacementRun::prepare() {
-  const auto& capabilities = s_.capabilities_;
-  for (size_t i = 0; i < plan_.matching_capabilities.size(); ++i) {
-    const model::CapabilityMatch& match = plan_.matching_capabilities[i];
-    CapabilityRule rule;
-    rule.match = &match;
-    rule.accepted.assign(capabilities.size(), 0);
-    const std::string& comparator = match.comparator;
-    if (comparator == "IN" || comparator == "EQ" || comparator == "NOT_IN") {
-      rule.must_have = comparator != "NOT_IN";
-      for (const auto& name : match.names) {
-        auto it = s_.capability_index_.find(name);
-        if (it != s_.capability_index_.end()) rule.accepted[it->second] = 1;
-      }
-    } else if (comparator == "GTE" || comparator == "LTE") {
-      const bool at_least = comparator == "GTE";
-      int64_t bound = 0;
-      for (const auto& name : match.names) {
-        auto it = s_.capability_index_.find(name);
-        if (it == s_.capability_index_.end()) continue;
-        const auto& capability = capabilities[it->second];
-        if (!capability.known || capability.type != match.type) continue;
-        if (rule.bound.empty() || (at_least ? capability.score < bound : capability.score > bound)) {
-          bound = capability.score;
-          rule.bound = name;
-        }
-      }
-      for (size_t id = 0; id < capabilities.size() && !rule.bound.empty(); ++id) {
-        const auto& capability = capabilities[id];
-        rule.accepted[id] = capability.known && capability.type == match.type &&
-                            (at_least ? capability.score >= bound : capability.score <= bound);
-      }
-    } else {
-      return Status::invalidArgument("plan '" + plan_.name + "': unknown comparator '" + comparator + "'",
-                                     {{"matching_capabilities[" + std::to_string(i) + "].comparator",
-                                       "must be one of IN, NOT_IN, EQ, GTE, LTE", ""}});
-    }
-    rules_.push_back(std::move(rule));
-  }
-
+PlacementRun::PlacementRun(const ClusterSnapshot& snapshot, const model::Plan& plan, const PlanDemand& demand,
+                           const PlacementOptions& options)
+    : s_(snapshot), plan_(plan), demand_(demand), options_(options) {
   for (const auto& application : plan_.applications) {
-    demand_.cores += application.resources.cores;
-    demand_.memory_gib += application.resources.memory_gib;
-    for (const auto& volume : application.persistent_volumes) {
-      auto cls = s_.storage_class_index_.find(volume.storage_class);
-      requests_.push_back({&application, &volume, cls == s_.storage_class_index_.end() ? -1 : cls->second});
-    }
+    for (const auto& volume : application.persistent_volumes) volumes_.push_back(&volume);
   }
-  request_order_.resize(requests_.size());
-  for (size_t i = 0; i < requests_.size(); ++i) request_order_[i] = static_cast<int>(i);
-  std::stable_sort(request_order_.begin(), request_order_.end(),
-                   [&](int a, int b) { return requests_[a].volume->capacity_gib > requests_[b].volume->capacity_gib; });
-  scratch_chosen_.resize(requests_.size());
   volume_free_ = s_.volume_free_.data();
 
   const size_t nodes = s_.nodes_.size();
@@ -189,7 +122,6 @@ Status PlacementRun::prepare() {
     if (it == s_.nodes_of_meta_.end()) continue;
     for (int node : it->second) state_[node].avoid = true;
   }
-  return Status::ok();
 }
 
 Rejection PlacementRun::rejection(int node) {
@@ -198,42 +130,15 @@ Rejection PlacementRun::rejection(int node) {
   if (state.excluded) return {Filter::kExcluded};
   if (!entry.allocated) return {Filter::kState};
   if (!entry.cluster_active) return {Filter::kCluster};
-  for (size_t i = 0; i < rules_.size(); ++i) {
-    const auto& accepted = rules_[i].accepted;
-    const int* first = s_.node_capabilities_.data() + entry.first_capability;
-    const bool has = std::any_of(first, first + entry.capability_count, [&](int id) { return accepted[id] != 0; });
-    if (has != rules_[i].must_have) return {Filter::kCapability, static_cast<int>(i)};
-  }
+  if (int rule = demand_.failedRule(s_, node); rule >= 0) return {Filter::kCapability, rule};
   if (state.count >= options_.max_per_node) return {Filter::kMaxPerNode};
-  if (state.cores + kEpsilon < demand_.cores) return {Filter::kCores};
-  if (state.memory + kEpsilon < demand_.memory_gib) return {Filter::kMemory};
-  if (int failed = fitVolumes(node); failed >= 0) return {Filter::kVolume, failed};
+  if (!demand_.coresFit(state.cores)) return {Filter::kCores};
+  if (!demand_.memoryFits(state.memory)) return {Filter::kMemory};
+  if (int failed = demand_.fitVolumes(s_, volume_free_, node, fit_); failed >= 0) return {Filter::kVolume, failed};
   return {};
 }
 
-int PlacementRun::fitVolumes(int node) {
-  if (requests_.empty()) return -1;
-  const auto& entry = s_.nodes_[node];
-  scratch_free_.assign(volume_free_ + entry.first_volume, volume_free_ + entry.first_volume + entry.volume_count);
-  for (int request : request_order_) {
-    const VolumeRequest& wanted = requests_[request];
-    int best = -1;
-    for (int i = 0; i < entry.volume_count; ++i) {
-      if (s_.volume_class_[entry.first_volume + i] != wanted.storage_class) continue;
-      if (best < 0 || scratch_free_[i] > scratch_free_[best]) best = i;
-    }
-    if (best < 0 || scratch_free_[best] + kEpsilon < wanted.volume->capacity_gib) return request;
-    scratch_free_[best] -= wanted.volume->capacity_gib;
-    scratch_chosen_[request] = best;
-  }
-  return -1;
-}
-
-double PlacementRun::score(int node) const {
-  const auto& entry = s_.nodes_[node];
-  const NodeState& state = state_[node];
-  return ((state.cores - demand_.cores) * entry.per_core + (state.memory - demand_.memory_gib) * entry.per_gib) / 2;
-}
+double PlacementRun::score(int node) const { return demand_.score(s_, node, state_[node].cores, state_[node].memory); }
 
 // The heaps below are max-heaps under this ordering: the best candidate is on top.
 bool PlacementRun::worse(const Candidate& a, const Candidate& b) const {
@@ -244,32 +149,21 @@ bool PlacementRun::worse(const Candidate& a, const Candidate& b) const {
 
 Placement PlacementRun::apply(int node) {
   const auto& entry = s_.nodes_[node];
-  const model::Node& record = s_.records_[node];
-  Placement placement{record.name, s_.domains_[entry.domain], demand_, {}};
-  if (!requests_.empty()) {
-    fitVolumes(node);  // succeeds: rejection() just passed on the same state
-    if (!volume_free_copy_.empty()) {
-      std::copy(scratch_free_.begin(), scratch_free_.end(), volume_free_copy_.begin() + entry.first_volume);
-    }
-    placement.volumes.reserve(requests_.size());
-    for (size_t i = 0; i < requests_.size(); ++i) {
-      const auto& wanted = requests_[i];
-      placement.volumes.push_back({wanted.application->payload_name, wanted.volume->mount_path,
-                                   wanted.volume->storage_class, wanted.volume->capacity_gib,
-                                   record.local_volumes[scratch_chosen_[i]].mount_path});
-    }
+  (void)demand_.fitVolumes(s_, volume_free_, node, fit_);  // fits: rejection() just passed on the same state
+  if (!volume_free_copy_.empty()) {
+    std::copy(fit_.free.begin(), fit_.free.end(), volume_free_copy_.begin() + entry.first_volume);
   }
   NodeState& state = state_[node];
-  state.cores -= demand_.cores;
-  state.memory -= demand_.memory_gib;
+  state.cores -= demand_.resources().cores;
+  state.memory -= demand_.resources().memory_gib;
   ++state.count;
   ++domain_count_[entry.domain];
-  return placement;
+  return demand_.placement(s_, plan_, node, fit_);
 }
 
 Result<std::vector<Placement>> PlacementRun::run(int count) {
   if (count == 1) return runOne();
-  if (!requests_.empty()) {
+  if (!demand_.requests().empty()) {
     volume_free_copy_ = s_.volume_free_;
     volume_free_ = volume_free_copy_.data();
   }
@@ -318,8 +212,7 @@ Result<std::vector<Placement>> PlacementRun::run(int count) {
   return placements;
 }
 
-// The same choice as run() makes first, by one scan instead of building heaps: the
-// engine asks for one instance per operation.
+// The same choice as run() makes first, by one scan instead of building heaps.
 Result<std::vector<Placement>> PlacementRun::runOne() {
   int best = -1;
   int best_count = 0;
@@ -370,9 +263,9 @@ std::string PlacementRun::failure(size_t placed, int count) {
 }
 
 int PlacementRun::firstAlike(int request) const {
-  const model::PersistentVolume& wanted = *requests_[request].volume;
+  const model::PersistentVolume& wanted = *volumes_[request];
   for (int i = 0; i < request; ++i) {
-    const model::PersistentVolume& other = *requests_[i].volume;
+    const model::PersistentVolume& other = *volumes_[i];
     if (other.storage_class == wanted.storage_class && other.capacity_gib == wanted.capacity_gib) return i;
   }
   return request;
@@ -392,8 +285,8 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
       return n + is + "in " + it->second + " cluster '" + subject + "'";
     }
     case Filter::kCapability: {
-      const CapabilityRule& rule = rules_[detail];
-      const model::CapabilityMatch& match = *rule.match;
+      const PlanDemand::Rule& rule = demand_.rules()[detail];
+      const model::CapabilityMatch& match = plan_.matching_capabilities[detail];
       const std::string type = "capability type " + match.type;
       const std::string names = joinNames(match.names);
       if (match.comparator == "NOT_IN") return n + (one ? "has " : "have ") + type + " in " + names + " (NOT_IN)";
@@ -408,10 +301,10 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
     case Filter::kMaxPerNode:
       return n + "already " + (one ? "runs " : "run ") + std::to_string(options_.max_per_node) + " instance" +
              (options_.max_per_node == 1 ? "" : "s") + " of the plan (max_per_node)";
-    case Filter::kCores: return n + lack + amount(demand_.cores) + " free cores";
-    case Filter::kMemory: return n + lack + amount(demand_.memory_gib) + " GiB free memory";
+    case Filter::kCores: return n + lack + amount(demand_.resources().cores) + " free cores";
+    case Filter::kMemory: return n + lack + amount(demand_.resources().memory_gib) + " GiB free memory";
     case Filter::kVolume: {
-      const model::PersistentVolume& volume = *requests_[detail].volume;
+      const model::PersistentVolume& volume = *volumes_[detail];
       return n + lack + "a " + volume.storage_class + " volume with " + amount(volume.capacity_gib) + " GiB free";
     }
     case Filter::kNone: break;
@@ -425,10 +318,14 @@ Result<std::vector<Placement>> Scheduler::place(const model::Plan& plan, int cou
   if (options.max_per_node < 1) {
     return Status::invalidArgument("max_per_node must be at least 1", {{"max_per_node", "< 1", ""}});
   }
-  PlacementRun run(snapshot_, plan, options);
-  TIDE_RETURN_IF_ERROR(run.prepare());
+  if (count == 1) {
+    if (auto placed = snapshot_.indexes().placeOne(snapshot_, plan, options)) {
+      return std::vector<Placement>{std::move(*placed)};
+    }
+  }
+  TIDE_ASSIGN_OR_RETURN(PlanDemand demand, PlanDemand::resolve(snapshot_, plan));
   if (count == 0) return std::vector<Placement>{};
-  return run.run(count);
+  return PlacementRun(snapshot_, plan, demand, options).run(count);
 }
 
 std::vector<std::string> Scheduler::chooseScaleDown(const std::vector<InstanceFact>& instances, int count) const {

@@ -28,15 +28,28 @@
 // Each placement updates the node's remaining resources, volume capacity, per-node and
 // per-domain counts before the next is chosen, so one batch never over-commits.
 //
+// place(count = 1) is what the control loop asks for, once per operation, with a commit()
+// in between: the second time the snapshot sees the same plan and options (all but
+// exclude_nodes), it builds a candidate index for them (placement_index.h) that commit()
+// keeps current, so later calls skip the scan. Answers are the scan's, exactly; when the
+// index finds no node, the scan runs to explain why.
+//
 // Complexity, for N nodes in D update domains, R capability rules, c capabilities per
-// node, v local volumes per node and P volumes per plan:
-//   place(count = k):   O(N·(R·c + P·v) + k·(log N + log D + P·v)) time, O(N + V) memory,
+// node, v local volumes per node, P volumes per plan, X excluded nodes and a key of K bytes
+// (the plan's rules and resources, and options.avoid_nodes_of):
+//   place(count = 1), the first time for a plan and options, or when nothing fits:
+//                       O(N·(R·c + P·v)) time, O(N) memory.
+//   place(count = 1) again (indexed): O(K + P·v + (1 + X)·(log N + log D)); the index is
+//                       built once, O(N·(R·c + P·v)), and takes O(N + D) memory.
+//   place(count = k > 1): O(N·(R·c + P·v) + k·(log N + log D + P·v)) time, O(N + V) memory,
 //                       allocated once per call; capability rules are resolved to a
 //                       per-capability table once per call, not per node or instance.
+//   ClusterSnapshot::commit(): O(I·(log N + log D + P·v)) for I <= 8 indexes kept.
 //   chooseScaleDown(n instances, k): O(n log n + k·D).
 //
 // Thread-safety: const; any number of threads may call it while nobody commit()s to the
-// snapshot. The snapshot must outlive the Scheduler.
+// snapshot (the snapshot's index cache has its own lock). The snapshot must outlive the
+// Scheduler.
 
 #include <string>
 #include <vector>

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "host/sched/placement_index.h"
+
 namespace tide::sched {
 namespace {
 
@@ -86,8 +88,17 @@ Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_
     if (volume >= 0) volume_free_[volume] -= assignment.capacity_gib;
   }
   count(plan, meta_instance, node, entry.domain);
+  indexes().committed(*this, plan, meta_instance, node);
   return Status::ok();
 }
+
+ClusterSnapshot::IndexesSlot::IndexesSlot() : indexes_(std::make_unique<PlacementIndexes>()) {}
+ClusterSnapshot::IndexesSlot::IndexesSlot(const IndexesSlot&) : IndexesSlot() {}
+ClusterSnapshot::IndexesSlot& ClusterSnapshot::IndexesSlot::operator=(const IndexesSlot&) {
+  indexes_ = std::make_unique<PlacementIndexes>();
+  return *this;
+}
+ClusterSnapshot::IndexesSlot::~IndexesSlot() = default;
 
 const model::Node* ClusterSnapshot::findNode(const std::string& name) const {
   const int node = nodeIndex(name);

@@ -8,9 +8,14 @@
 // when it writes a reservation, so a stale snapshot makes that write fail rather than
 // over-commit a node; it does not re-check volume capacity.
 //
+// commit() also keeps current the candidate indexes that place() builds for plans it is
+// asked to place again and again (placement_index.h); a copy of a snapshot starts without
+// them.
+//
 // Thread-safety: const methods may run concurrently; commit() needs exclusive access.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,7 +26,11 @@
 
 namespace tide::sched {
 
-class PlacementRun;  // scheduler.cpp: the working state of one Scheduler::place() call
+class Scheduler;         // scheduler.h
+class PlacementRun;      // scheduler.cpp: the working state of one full Scheduler::place() scan
+class PlanDemand;        // plan_demand.h
+class PlacementIndex;    // placement_index.h
+class PlacementIndexes;  // placement_index.h
 
 class ClusterSnapshot {
  public:
@@ -48,7 +57,25 @@ class ClusterSnapshot {
   double volumeFree(const std::string& node, const std::string& local_volume) const;
 
  private:
+  friend class Scheduler;
   friend class PlacementRun;
+  friend class PlanDemand;
+  friend class PlacementIndex;
+  friend class PlacementIndexes;
+
+  // Owns the snapshot's PlacementIndexes. A copy (or a moved-to snapshot) starts with none:
+  // they are a cache, rebuilt on demand.
+  class IndexesSlot {
+   public:
+    IndexesSlot();
+    IndexesSlot(const IndexesSlot&);
+    IndexesSlot& operator=(const IndexesSlot&);
+    ~IndexesSlot();
+    PlacementIndexes* get() const { return indexes_.get(); }
+
+   private:
+    std::unique_ptr<PlacementIndexes> indexes_;
+  };
 
   // What placement reads for every node, kept small so a scan stays in cache; the full
   // record is records_[same index].
@@ -81,6 +108,7 @@ class ClusterSnapshot {
   int internDomain(const std::string& name);
   int internStorageClass(const std::string& name);
   int nodeIndex(const std::string& name) const;  // -1 if unknown
+  PlacementIndexes& indexes() const { return *indexes_.get(); }
   // The local volume (global index) that takes `use` on node `node`; -1 if none fits the class.
   int volumeFor(int node, const VolumeUse& use) const;
   void count(const std::string& plan, const std::string& meta_instance, int node, int domain);
@@ -100,6 +128,7 @@ class ClusterSnapshot {
   std::vector<int> volume_class_;                                // per local volume: index into storage_classes_
   std::unordered_map<std::string, PlanUsage> plans_;
   std::unordered_map<std::string, std::vector<int>> nodes_of_meta_;  // meta instance -> node indexes
+  IndexesSlot indexes_;
 };
 
 }  // namespace tide::sched

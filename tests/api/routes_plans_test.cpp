@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "host/core/embedded.h"
 #include "tests/api/api_test_support.h"
 
 using namespace tide;
@@ -74,6 +75,39 @@ TEST_CASE("api: plans round trip from the MRDS deployment-plan file") {
 
   CHECK(h.del("/v1/plans/web").status == 200);
   CHECK(h.get("/v1/plans/web").status == 404);
+}
+
+TEST_CASE("api: a plan's placement is returned by create, get, list and the show view") {
+  ApiHarness h;
+  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  Reply defaults = h.post("/v1/plans", kMrdsPlan, "application/yaml");
+  REQUIRE(defaults.status == 201);
+  CHECK(defaults.json()["placement"] == Json{{"max_per_node", 1}, {"bin_pack", false}});
+
+  Json packed = {{"name", "batch"},
+                 {"namespace", "batch-ns"},
+                 {"service_name", "batch"},
+                 {"placement", {{"max_per_node", 3}, {"bin_pack", true}}},
+                 {"applications", {{{"payload_name", "job"}, {"resources", {{"cores", 1}, {"memory_gib", 1}}}}}}};
+  Reply created = h.post("/v1/plans", packed.dump());
+  REQUIRE(created.status == 201);
+  const Json placement = {{"max_per_node", 3}, {"bin_pack", true}};
+  CHECK(created.json()["placement"] == placement);
+  CHECK(h.get("/v1/plans/batch", kViewerToken).json()["plan"]["placement"] == placement);
+  CHECK(h.get("/v1/plans?namespace=batch-ns").json()["items"][0]["placement"] == placement);
+
+  // The document describes the field the views return.
+  Json schema = Json::parse(embedded::openapiDocument().front().text)["components"]["schemas"]["Plan"];
+  CHECK(schema["properties"]["placement"]["properties"]["max_per_node"]["maximum"] == model::kMaxPerNodeLimit);
+  CHECK(schema["properties"]["placement"]["properties"]["bin_pack"]["type"] == "boolean");
+
+  Json before = h.everything();
+  packed["name"] = "too-many";
+  packed["placement"]["max_per_node"] = 1001;
+  Reply refused = h.post("/v1/plans", packed.dump());
+  CHECK(refused.status == 400);
+  CHECK(refused.detailNames("placement.max_per_node"));
+  CHECK(h.everything() == before);
 }
 
 TEST_CASE("api: deployments are added to the plan named in the path") {

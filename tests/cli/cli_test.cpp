@@ -171,6 +171,23 @@ TEST_CASE("cli: deployment create, add-deployment and show a pending rollout") {
   CHECK(contains(operations.out, "Total: 0\n"));
 }
 
+TEST_CASE("cli: deployment show prints a plan's placement, and -o json returns it") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+  CliRun created = live.run({"deployment", "create", "-m", example("nginx-packed-plan.yaml")});
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+
+  CliRun show = live.run({"deployment", "show", "nginx-packed"});
+  REQUIRE_MESSAGE(show.code == 0, show.err);
+  CHECK(contains(show.out, "Max Per Node:             3\nBin Pack:                 true\n"));
+  Json view = Json::parse(live.run({"deployment", "show", "nginx-packed", "-o", "json"}).out);
+  CHECK(view["plan"]["placement"] == Json{{"max_per_node", 3}, {"bin_pack", true}});
+
+  REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
+  CHECK(contains(live.run({"deployment", "show", "nginx-deployment-plan"}).out,
+                 "Max Per Node:             1\nBin Pack:                 false\n"));
+}
+
 TEST_CASE("cli: a broken manifest names file, line and field and leaves the ledger unchanged") {
   LiveServer live;
   REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);

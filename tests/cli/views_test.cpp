@@ -25,6 +25,7 @@ Json planView() {
       }],
       "strategy": {"script": "rolling", "params": {}},
       "approval": {"policies": []},
+      "placement": {"max_per_node": 1, "bin_pack": false},
       "state": "ACTIVE", "message": ""
     },
     "deployments": [{
@@ -55,6 +56,8 @@ TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instan
         "Namespace:                nginx-namespace\n"
         "Service Name:             nginx-service\n"
         "Strategy:                 rolling\n"
+        "Max Per Node:             1\n"
+        "Bin Pack:                 false\n"
         "\n"
         "Status\n"
         "    State:                ACTIVE\n"

@@ -204,6 +204,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
                        {"sidecar", {0.5, 0.25}, {}, {}, std::nullopt}};
   plan.strategy = {"canary", Json{{"steps", {10, 50, 100}}}};
   plan.approval_policies = {"prod-guard"};
+  plan.placement = {4, true};
   Json planJson = plan;
   for (const char* key : {"state", "message"}) planJson.erase(key);
 
@@ -357,6 +358,21 @@ deployments:
   CHECK(d.payload_coordinates[0].coordinates ==
         Json{{"command", {"/usr/bin/web", "--port", "8080"}}, {"env", {{"MODE", "prod"}, {"WORKERS", 4}}}});
   CHECK(d.strategy == Json{{"params", {{"steps", {100}}}}});
+}
+
+TEST_CASE("manifest: a plan's placement defaults to one instance per node, least-allocated") {
+  const model::Plan plain = parseOk(planWith("")).plans.at(0).value;
+  CHECK(plain.placement.max_per_node == 1);
+  CHECK_FALSE(plain.placement.bin_pack);
+
+  const model::Plan camel = parseOk(planWith("", "placement: {maxPerNode: 3, binPack: true}\n")).plans.at(0).value;
+  CHECK(camel.placement.max_per_node == 3);
+  CHECK(camel.placement.bin_pack);
+  const model::Plan snake = parseOk(planWith("", "placement: {max_per_node: 1000}\n")).plans.at(0).value;
+  CHECK(snake.placement.max_per_node == 1000);
+  CHECK_FALSE(snake.placement.bin_pack);
+  const model::Plan empty = parseOk(planWith("", "placement: {}\n")).plans.at(0).value;
+  CHECK(empty.placement.max_per_node == 1);
 }
 
 TEST_CASE("manifest: free-form values keep YAML's types, quoted scalars stay strings") {
@@ -643,6 +659,32 @@ TEST_CASE("manifest error: negative and absurd numbers") {
       "deployment_plan_name: p\ndeployment_id: d\ninstance_count: 99999999999999999999\n"
       "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
   CHECK(contains(detailAt(huge, "instance_count").message, "must be between 0 and 10000"));
+}
+
+TEST_CASE("manifest error: placement takes max_per_node 1..1000, a boolean bin_pack and nothing else") {
+  auto bounds = parseErrors(planWith("", "placement:\n  max_per_node: 0\n  bin_pack: yes please\n"));
+  ErrorDetail zero = detailAt(bounds, "placement.max_per_node");
+  CHECK(zero.location == "m.yaml:5");
+  CHECK(zero.message == "must be between 1 and 1000, got 0");
+  ErrorDetail pack = detailAt(bounds, "placement.bin_pack");
+  CHECK(pack.location == "m.yaml:6");
+  CHECK(pack.message == "expected true or false, got the string \"yes please\"");
+  CHECK(bounds.size() == 2);
+
+  CHECK(detailAt(parseErrors(planWith("", "placement: {maxPerNode: 1001}\n")), "placement.maxPerNode").message ==
+        "must be between 1 and 1000, got 1001");
+  CHECK(detailAt(parseErrors(planWith("", "placement: {maxPerNode: 2.5}\n")), "placement.maxPerNode").message ==
+        "expected an integer, got the number 2.5");
+  CHECK(detailAt(parseErrors(planWith("", "placement: {binPack: \"true\"}\n")), "placement.binPack").message ==
+        "expected true or false, got the string \"true\"");
+  CHECK(detailAt(parseErrors(planWith("", "placement: 3\n")), "placement").message ==
+        "expected a mapping, got the number 3");
+
+  auto unknown = parseErrors(planWith("", "placement: {max_per_node: 2, spread: zone}\n"));
+  ErrorDetail spread = detailAt(unknown, "placement.spread");
+  CHECK(spread.location == "m.yaml:4");
+  CHECK(contains(spread.message, "unknown key \"spread\"; known keys: maxPerNode, binPack"));
+  CHECK(unknown.size() == 1);
 }
 
 TEST_CASE("manifest error: duplicate names within a manifest, per kind") {

@@ -215,5 +215,62 @@ TEST_CASE("engine: a new deployment supersedes one that waits for approval") {
   CHECK(invariants->empty());
 }
 
+TEST_CASE("engine: a plan's max_per_node and bin_pack decide where the approval stage places its instances") {
+  EngineFixture f;
+  f.apply(R"(
+capabilities:
+  - {name: intel-xeon, type: CPU, score: 10}
+clusters:
+  - {name: local, driver: process}
+nodes:
+  - {name: worker-1, cluster: local, update_domain: ud-1, total: {cores: 16, memory_gib: 32}, capabilities: [intel-xeon]}
+  - {name: worker-2, cluster: local, update_domain: ud-1, total: {cores: 16, memory_gib: 32}, capabilities: [intel-xeon]}
+)");
+  auto plan = [](const std::string& name, bool bin_pack) {
+    return "plans:\n  - name: " + name + "\n    namespace: web-prod\n    service_name: " + name +
+           "\n    placement: {max_per_node: 3, bin_pack: " + (bin_pack ? "true" : "false") +
+           "}\n    applications:\n      - payload_name: web\n        resources: {cores: 2, memory_gib: 4}\n"
+           "        ports: [{protocol: TCP, port: 80}]\n"
+           "        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}\n";
+  };
+  auto deployment = [](const std::string& plan, int count) {
+    return "deployments:\n  - plan: " + plan + "\n    deployment_id: d1\n    instance_count: " + std::to_string(count) +
+           "\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"nginx:1.0\"}}]\n";
+  };
+  // The nodes of a plan's runtime instances in the order they were reserved.
+  auto nodesInOrder = [&](const std::string& plan) {
+    ledger::ListOptions o;
+    o.limit = ledger::kMaxPageSize;
+    o.filters["plan"] = plan;
+    auto page = f.ledger->listRuntimeInstances(o);
+    REQUIRE(page.isOk());
+    std::vector<std::string> nodes;
+    for (const auto& r : page->items) nodes.push_back(r.node);
+    return nodes;
+  };
+
+  // Six instances on two nodes, three each; bin_pack fills worker-1 before it starts worker-2.
+  f.apply(plan("packed", true));
+  f.apply(deployment("packed", 6));
+  f.settleApproving();
+  CHECK(f.ledger->getDeployment("packed", "d1")->state == "COMPLETED");
+  CHECK(activeRunning(f).size() == 6);
+  CHECK(nodesInOrder("packed") ==
+        std::vector<std::string>{"worker-1", "worker-1", "worker-1", "worker-2", "worker-2", "worker-2"});
+  for (const auto& r : activeRunning(f)) CHECK(httpGet(hostPort(r), "/version").find("1.0") != std::string::npos);
+
+  // Least-allocated (the default) alternates between the equally full nodes instead.
+  f.apply(plan("spread", false));
+  f.apply(deployment("spread", 6));
+  f.engine->settle();
+  CHECK(nodesInOrder("spread") ==
+        std::vector<std::string>{"worker-1", "worker-2", "worker-1", "worker-2", "worker-1", "worker-2"});
+  CHECK(f.ledger->getNode("worker-1")->remaining.cores == doctest::Approx(4));
+
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
 }  // namespace
 }  // namespace tide

@@ -28,7 +28,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 3);
+  CHECK(f.ledger->schemaVersion() == 4);
   CHECK(f.eventCount() == 0);
 }
 
@@ -271,11 +271,78 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 3);
+  CHECK(again.ledger->schemaVersion() == 4);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
   CHECK(again.ledger->verifyEventChain().isOk());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ledger: a plan's placement is stored and read back") {
+  auto dir = tempDir("placement");
+  const std::string url = "sqlite://" + (dir / "tide.db").string();
+  {
+    LedgerFixture f(url);
+    f.addInventory();
+    model::Plan packed = LedgerFixture::plan("packed");
+    packed.placement = {3, true};
+    auto created = f.ledger->createPlan(packed, "test");
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    CHECK(created->placement.max_per_node == 3);
+    CHECK(created->placement.bin_pack);
+    REQUIRE(f.ledger->createPlan(LedgerFixture::plan("plain"), "test").isOk());
+
+    for (int refused : {0, model::kMaxPerNodeLimit + 1}) {
+      model::Plan bad = LedgerFixture::plan("bad");
+      bad.placement.max_per_node = refused;
+      auto status = f.ledger->createPlan(bad, "test").status();
+      CHECK(status.code() == Code::kInvalidArgument);
+      REQUIRE(status.details().size() == 1);
+      CHECK(status.details()[0].field == "placement.max_per_node");
+    }
+  }
+  LedgerFixture again(url);
+  auto packed = again.ledger->getPlan("packed");
+  REQUIRE(packed.isOk());
+  CHECK(packed->placement.max_per_node == 3);
+  CHECK(packed->placement.bin_pack);
+  auto plain = again.ledger->getPlan("plain");
+  REQUIRE(plain.isOk());
+  CHECK(plain->placement.max_per_node == 1);
+  CHECK_FALSE(plain->placement.bin_pack);
+  auto listed = again.ledger->listPlans({});
+  REQUIRE(listed.isOk());
+  REQUIRE(listed->items.size() == 2);
+  CHECK(listed->items[0].placement.max_per_node == 3);
+  CHECK_FALSE(again.ledger->getPlan("bad").isOk());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one per node, least-allocated") {
+  auto dir = tempDir("migrate-placement");
+  const std::string path = (dir / "tide.db").string();
+  {
+    // A ledger as the last release left it: migrations 001..003 and a plan row of that shape.
+    auto db = Db::open("sqlite://" + path);
+    REQUIRE(db.isOk());
+    const auto& all = embedded::sqliteMigrations();
+    REQUIRE(all.size() >= 4);
+    const std::vector<embedded::File> before(all.begin(), all.begin() + 3);
+    auto version = (*db)->migrate(before, "2026-01-01T00:00:00.000Z");
+    REQUIRE(version.isOk());
+    REQUIRE(*version == 3);
+    (*db)->session() << "INSERT INTO plans (name, namespace, service_name, spec, state, created_at, updated_at) "
+                        "VALUES ('old', 'ns', 'svc', '{\"applications\": [{\"payload_name\": \"app\"}]}', 'ACTIVE', "
+                        "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
+  }
+  LedgerFixture migrated("sqlite://" + path);
+  CHECK(migrated.ledger->schemaVersion() == 4);
+  auto old = migrated.ledger->getPlan("old");
+  REQUIRE_MESSAGE(old.isOk(), old.status().toString());
+  CHECK(old->applications.size() == 1);
+  CHECK(old->placement.max_per_node == 1);
+  CHECK_FALSE(old->placement.bin_pack);
   std::filesystem::remove_all(dir);
 }
 
