@@ -75,9 +75,11 @@ uint64_t PolicyEngine::loadedVersion() const { return interpreter_.version(); }
 
 size_t PolicyEngine::luaMemoryUsed() const { return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0; }
 
-Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
+Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) { return evaluate(op, data, clock_); }
+
+Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const Clock& clock) {
   Evaluation evaluation;
-  evaluation.at = formatTimestamp(clock_.now());
+  evaluation.at = formatTimestamp(clock.now());
   std::shared_ptr<const ScriptSet> set = scripts_.current();
   evaluation.script_set_version = set->version;
   const Status built = interpreter_.ensure(set, [this](std::shared_ptr<const ScriptSet> scripts) {
@@ -95,6 +97,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
 
   LuaError op_error;
   if (interpreter) {
+    interpreter->state().setClock(&clock);
     op_error = interpreter->setOp(normalized);
     interpreter->setLogCollector(&evaluation.logs);
   } else {
@@ -102,6 +105,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   }
 
   std::vector<PolicyVote> votes;
+  bool hit_limit = op_error.error_class == LuaErrorClass::kTimeout || op_error.error_class == LuaErrorClass::kMemory;
   for (const auto& [name, file] : policies) {
     PolicyRun run;
     std::string level = "hard";
@@ -111,11 +115,16 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
       level = file->level.empty() ? "hard" : file->level;
       run = op_error.ok() ? interpreter->run(*file, data) : failedRun(op_error.error_class, op_error.message);
     }
+    hit_limit = hit_limit || run.error_class == LuaErrorClass::kTimeout || run.error_class == LuaErrorClass::kMemory;
     if (!run.applicable) continue;
     votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
     evaluation.decisions.push_back({level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
   }
-  if (interpreter) interpreter->setLogCollector(nullptr);
+  if (interpreter) {
+    interpreter->setLogCollector(nullptr);
+    interpreter->state().setClock(&clock_);
+    if (hit_limit) interpreter_.reset();
+  }
 
   Combined combined = combineVotes(votes, options_.default_outcome);
   evaluation.outcome = combined.outcome;
