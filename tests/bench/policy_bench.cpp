@@ -11,7 +11,10 @@
 // Prints one JSON line; notes go to stderr. Exits 1 when the mix misses a rule or the two
 // disagree.
 //
-//   build-release/policy_bench [decisions] [distinct requests]
+//   build-release/policy_bench [decisions per round] [distinct requests]
+//
+// Each side runs three rounds of `decisions` (default 100,000) after a warm-up and reports
+// its best round: on a shared machine the other work only adds noise.
 //   TIDE_CEDAR_DIR  where `npm install --prefix DIR @cedar-policy/cedar-wasm` put the package
 //                   (default: <build dir>/cedar)
 
@@ -223,7 +226,10 @@ struct Figures {
   double per_s = 0;
   double per_cpu_s = 0;  // what one core does when other work shares the machine
   double p50_us = 0;
+  double p90_us = 0;
   double p99_us = 0;
+  double p999_us = 0;
+  double max_us = 0;
 };
 
 Figures measure(lua::PolicyEngine& engine, BenchData& data, const std::vector<Request>& requests, int decisions) {
@@ -241,7 +247,20 @@ Figures measure(lua::PolicyEngine& engine, BenchData& data, const std::vector<Re
   const double cpu_seconds = static_cast<double>(std::clock() - cpu_started) / CLOCKS_PER_SEC;
   std::sort(latencies_us.begin(), latencies_us.end());
   auto at = [&](double q) { return latencies_us[static_cast<size_t>(q * (latencies_us.size() - 1))]; };
-  return {decisions / seconds, decisions / cpu_seconds, at(0.50), at(0.99)};
+  return {decisions / seconds, decisions / cpu_seconds, at(0.50), at(0.90), at(0.99), at(0.999), latencies_us.back()};
+}
+
+// The best of `rounds` measurements: on a shared machine the others only add noise.
+Figures bestOf(int rounds, lua::PolicyEngine& engine, BenchData& data, const std::vector<Request>& requests,
+               int decisions) {
+  Figures best;
+  for (int round = 0; round < rounds; ++round) {
+    const Figures f = measure(engine, data, requests, decisions);
+    std::fprintf(stderr, "policy_bench: tide round %d: %.0f/s, p50 %.2f us, p99 %.2f us\n", round + 1, f.per_s,
+                 f.p50_us, f.p99_us);
+    if (f.per_s > best.per_s) best = f;
+  }
+  return best;
 }
 
 std::optional<fs::path> findOnPath(const std::string& program) {
@@ -309,9 +328,10 @@ double rounded(double value, int digits) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int decisions = argc > 1 ? std::atoi(argv[1]) : 200000;
+  const int decisions = argc > 1 ? std::atoi(argv[1]) : 100000;
   const int distinct = argc > 2 ? std::atoi(argv[2]) : 2048;
   const int warmup = std::min(decisions, 20000);
+  constexpr int kRounds = 3;
 
   const SystemClock system_clock;
   lua::ScriptRegistryOptions registry_options;
@@ -367,17 +387,19 @@ int main(int argc, char** argv) {
   }
 
   (void)measure(engine, data, requests, warmup);
-  const Figures tide = measure(engine, data, requests, decisions);
+  const Figures tide = bestOf(kRounds, engine, data, requests, decisions);
   std::fprintf(stderr,
-               "policy_bench: tide %d decisions: %.0f/s wall, %.0f/s CPU, p50 %.2f us, p99 %.2f us (Lua state %zu "
-               "KiB)\n",
-               decisions, tide.per_s, tide.per_cpu_s, tide.p50_us, tide.p99_us, engine.luaMemoryUsed() / 1024);
+               "policy_bench: tide, best of %d rounds of %d decisions: %.0f/s wall, %.0f/s CPU; per decision p50 "
+               "%.2f, p90 %.2f, p99 %.2f, p99.9 %.2f, max %.0f us (Lua state %zu KiB)\n",
+               kRounds, decisions, tide.per_s, tide.per_cpu_s, tide.p50_us, tide.p90_us, tide.p99_us, tide.p999_us,
+               tide.max_us, engine.luaMemoryUsed() / 1024);
 
   Json cedar = nullptr;
   char dir_template[] = "/tmp/tide-policy-bench-XXXXXX";
   if (const char* dir = ::mkdtemp(dir_template)) {
     const fs::path requests_file = fs::path(dir) / "requests.json";
-    std::ofstream(requests_file) << Json{{"decisions", decisions}, {"warmup", warmup}, {"requests", expected}}.dump();
+    std::ofstream(requests_file)
+        << Json{{"decisions", decisions}, {"rounds", kRounds}, {"warmup", warmup}, {"requests", expected}}.dump();
     cedar = runCedar(requests_file);
     std::error_code ignored;
     fs::remove_all(dir, ignored);
