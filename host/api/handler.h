@@ -32,8 +32,9 @@ class HttpMetrics;
 }  // namespace tide::api
 
 namespace tide::lua {
+class PolicyPool;
 class ScriptRegistry;
-}
+}  // namespace tide::lua
 
 namespace tide::api {
 
@@ -102,8 +103,9 @@ struct ApiContext {
   WaitSlots& wait_slots;
   // Null when the host runs without scripts (the script routes answer 503).
   lua::ScriptRegistry* scripts = nullptr;
+  // The policy engines dry runs borrow (over `scripts`); null exactly when `scripts` is.
+  lua::PolicyPool* policies = nullptr;
   lua::LuaLimits lua_limits = {};
-  lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
   // Whether a person may approve or reject only operations someone else requested.
   bool approver_must_differ = true;
   // The last `tail_bytes` of a meta instance's log; null when the host cannot read logs

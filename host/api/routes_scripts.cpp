@@ -8,7 +8,7 @@
 #include "host/api/request_inputs.h"
 #include "host/engine/policy_data_source.h"
 #include "host/lua/policy/policy_data.h"
-#include "host/lua/policy/policy_engine.h"
+#include "host/lua/policy/policy_pool.h"
 #include "host/lua/registry/script_registry.h"
 
 namespace tide::api::scripts {
@@ -17,6 +17,11 @@ namespace {
 Result<lua::ScriptRegistry*> registryOf(const ApiContext& context) {
   if (context.scripts == nullptr) return Status::unavailable("scripts are not loaded");
   return context.scripts;
+}
+
+Result<lua::PolicyPool*> policiesOf(const ApiContext& context) {
+  if (context.policies == nullptr) return Status::unavailable("scripts are not loaded");
+  return context.policies;
 }
 
 Status badField(const std::string& field, const std::string& problem) {
@@ -72,27 +77,24 @@ Result<ApiResponse> reload(ApiContext& context, const ApiRequest& request) {
   return jsonReply(summaryJson(registry->reloadAll()));
 }
 
-// A dry run: one PolicyEngine per request (engines are single-threaded and cheap next to
-// a request), over the registry's current set; nothing is recorded.
+// A dry run over the registry's current set with an engine borrowed from the pool (its Lua
+// state is reused until the scripts change); nothing is recorded.
 Result<ApiResponse> evaluate(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(lua::ScriptRegistry * registry, registryOf(context));
+  TIDE_ASSIGN_OR_RETURN(lua::PolicyPool * policies, policiesOf(context));
   TIDE_ASSIGN_OR_RETURN(EvaluateInput input, readEvaluateInput(request));
 
-  lua::PolicyEngineOptions options;
-  options.limits = context.lua_limits;
-  options.default_outcome = context.default_outcome;
   if (input.ctx) {
     auto now = lua::fixtureNow(*input.ctx, context.clock.now());
     if (!now.isOk()) return badField("ctx.now", now.status().message());
     FakeClock clock(*now);
     lua::SnapshotDataSource data(*input.ctx, clock);
-    lua::PolicyEngine engine(*registry, clock, options);
-    return jsonReply(Json(engine.evaluate(input.op, data)));
+    TIDE_ASSIGN_OR_RETURN(lua::Evaluation evaluation, policies->evaluate(input.op, data, clock));
+    return jsonReply(Json(evaluation));
   }
   engine::LedgerPolicyDataSource data(context.ledger, context.clock);
-  lua::PolicyEngine engine(*registry, context.clock, options);
-  return jsonReply(Json(engine.evaluate(input.op, data)));
+  TIDE_ASSIGN_OR_RETURN(lua::Evaluation evaluation, policies->evaluate(input.op, data, context.clock));
+  return jsonReply(Json(evaluation));
 }
 
 }  // namespace tide::api::scripts

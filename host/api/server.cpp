@@ -24,6 +24,8 @@
 #include "host/api/handler.h"
 #include "host/api/metrics.h"
 #include "host/api/routes.h"
+#include "host/lua/policy/policy_pool.h"
+#include "host/lua/registry/script_registry.h"
 
 namespace tide::api {
 namespace {
@@ -102,6 +104,14 @@ std::string joined(const std::vector<std::string_view>& items) {
   return out;
 }
 
+// Dry runs' policy engines (docs/architecture.md#lua-states-and-threads); none without scripts.
+std::unique_ptr<lua::PolicyPool> makePolicyPool(const ServerOptions& options, const Clock& clock) {
+  if (options.scripts == nullptr) return nullptr;
+  lua::PolicyPoolOptions pool;
+  pool.engine = {options.lua_limits, options.default_outcome};
+  return std::make_unique<lua::PolicyPool>(*options.scripts, clock, pool);
+}
+
 void renderError(const Status& status, httplib::Response& response) {
   response.status = httpStatusOf(status.code());
   response.set_content(errorEnvelope(status), "application/json");
@@ -115,14 +125,15 @@ class ApiServer::Impl {
   Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
       : options_(std::move(options)),
         auth_(ledger, options_.auth_enabled, options_.config_tokens),
+        policy_pool_(makePolicyPool(options_, clock)),
         context_{ledger,
                  clock,
                  metrics_,
                  stopping_,
                  wait_slots_,
                  options_.scripts,
+                 policy_pool_.get(),
                  options_.lua_limits,
-                 options_.default_outcome,
                  options_.approver_must_differ && options_.auth_enabled,
                  options_.read_logs,
                  options_.extra_metrics} {}
@@ -150,6 +161,7 @@ class ApiServer::Impl {
   HttpMetrics metrics_;
   std::atomic<bool> stopping_{false};
   WaitSlots wait_slots_{kMaxWaitingRequests};
+  std::unique_ptr<lua::PolicyPool> policy_pool_;  // before context_, which points to it
   ApiContext context_;
 
   std::mutex lifecycle_mu_;                // serializes start() and stop()

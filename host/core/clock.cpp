@@ -101,20 +101,42 @@ void FakeClock::set(TimePoint to) {
 }
 
 std::string formatTimestamp(TimePoint t) {
+  // Calendar arithmetic and digits by hand, not gmtime_r and snprintf: every policy
+  // decision formats one.
   using namespace std::chrono;
-  const auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  long millis = static_cast<long>(ms % 1000);
-  if (millis < 0) {
-    millis += 1000;
-    secs -= 1;
+  const long long ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
+  const sys_days day = floor<days>(sys_time<milliseconds>(milliseconds(ms)));
+  const year_month_day date{day};
+  const long long in_day = ms - duration_cast<milliseconds>(day.time_since_epoch()).count();
+  const long long year = static_cast<int>(date.year());
+  if (year < 0 || year > 9999) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%03lldZ", year,
+                  static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()), in_day / 3600000,
+                  in_day / 60000 % 60, in_day / 1000 % 60, in_day % 1000);
+    return buf;
   }
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-  return buf;
+  std::string out(24, '0');
+  char* p = out.data();
+  auto digits = [&p](long long value, int width) {
+    for (int i = width - 1; i >= 0; --i, value /= 10) p[i] = static_cast<char>('0' + value % 10);
+    p += width;
+  };
+  digits(year, 4);
+  *p++ = '-';
+  digits(static_cast<unsigned>(date.month()), 2);
+  *p++ = '-';
+  digits(static_cast<unsigned>(date.day()), 2);
+  *p++ = 'T';
+  digits(in_day / 3600000, 2);
+  *p++ = ':';
+  digits(in_day / 60000 % 60, 2);
+  *p++ = ':';
+  digits(in_day / 1000 % 60, 2);
+  *p++ = '.';
+  digits(in_day % 1000, 3);
+  *p++ = 'Z';
+  return out;
 }
 
 Result<TimePoint> parseTimestamp(std::string_view text) {

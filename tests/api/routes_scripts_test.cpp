@@ -3,11 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "host/cli/cli.h"
 #include "host/engine/script_recorder.h"
@@ -133,6 +135,41 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
 
   // Nothing of a dry run reaches the ledger's decisions.
   CHECK(h.api->ledger->listDecisions(0)->empty());
+}
+
+TEST_CASE("wire: concurrent dry runs at different fixture times each get their own answer") {
+  ScriptsHarness h;
+  fs::copy_file(kSourceDir / "policies" / "business_hours.lua", h.policies / "business_hours.lua");
+  REQUIRE(h.registry->reloadAll().failed == 0);
+  // The pooled Lua states are reused between requests; each request's ctx.now must still
+  // be its own fixture's.
+  auto body = [](const std::string& now) {
+    return Json{{"op", {{"type", "UPDATE"}, {"plan", {{"name", "web"}, {"namespace", "prod-web"}}}}},
+                {"ctx", {{"now", now}}}}
+        .dump();
+  };
+  const std::string open_hours = body("2026-03-03T10:00:00Z");
+  const std::string saturday = body("2026-03-07T11:00:00Z");
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        const bool weekend = (t + i) % 2 == 1;
+        Reply reply =
+            h.api->post("/v1/policies/evaluate", weekend ? saturday : open_hours, "application/json", kOperatorToken);
+        if (reply.status != 200) {
+          ++wrong;
+          continue;
+        }
+        Json evaluation = reply.json();
+        const bool manual = !evaluation["decisions"].empty() && evaluation["decisions"][0]["verdict"] == "manual";
+        if (manual != weekend) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("wire: scripts reload is admin-only and returns the summary") {

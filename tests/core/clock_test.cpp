@@ -93,5 +93,16 @@ TEST_CASE("a real-time fake clock runs on its own and jumps when advanced") {
   CHECK_FALSE(clock.sleepFor(5ms));  // and a short wait ends by itself
 }
 
+TEST_CASE("timestamps format as RFC 3339 UTC with milliseconds, before the epoch and on leap days too") {
+  CHECK(formatTimestamp(TimePoint{}) == "1970-01-01T00:00:00.000Z");
+  CHECK(formatTimestamp(TimePoint{} - 1ms) == "1969-12-31T23:59:59.999Z");
+  CHECK(formatTimestamp(TimePoint{} + 951868799999ms) == "2000-02-29T23:59:59.999Z");
+  for (const char* text : {"2026-11-21T11:47:50.123Z", "2024-02-29T00:00:00.000Z", "2026-12-31T23:59:59.999Z"}) {
+    auto parsed = parseTimestamp(text);
+    REQUIRE(parsed.isOk());
+    CHECK(formatTimestamp(*parsed) == text);
+  }
+}
+
 }  // namespace
 }  // namespace tide

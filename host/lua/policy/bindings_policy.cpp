@@ -17,11 +17,39 @@ char kPolicyDataKey;  // LuaState context: the PolicyDataSource of the evaluatio
 
 constexpr size_t kMaxReasonBytes = 1024;
 
-int pushVerdict(lua_State* L, const char* verdict, bool reason_required) {
+// Registry keys of the verdicts approve() and abstain() return without a reason.
+char kReasonlessApproveKey;
+char kReasonlessAbstainKey;
+
+// Pushes the read-only verdict table { verdict = `verdict`, reason = "" }, made once per
+// state and kept in the registry under `key`: verdicts are immutable, so every reasonless
+// approve() (or abstain()) can return the same one.
+void pushReasonlessVerdict(lua_State* L, const char* verdict, void* key) {
+  lua_pushlightuserdata(L, key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (!lua_isnil(L, -1)) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 2);
+  lua_pushstring(L, verdict);
+  lua_setfield(L, -2, "verdict");
+  lua_pushliteral(L, "");
+  lua_setfield(L, -2, "reason");
+  pushReadOnly(L, -1);
+  lua_replace(L, -2);
+  lua_pushlightuserdata(L, key);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, LUA_REGISTRYINDEX);
+}
+
+// `shared_key`: where the reasonless verdict is kept, for verbs whose reason is optional.
+int pushVerdict(lua_State* L, const char* verdict, bool reason_required, void* shared_key = nullptr) {
   if (reason_required) {
     luaL_checkstring(L, 1);
   } else if (!lua_isnoneornil(L, 1)) {
     luaL_checkstring(L, 1);
+  } else {
+    pushReasonlessVerdict(L, verdict, shared_key);
+    return 1;
   }
   size_t len = 0;
   const char* reason = lua_isstring(L, 1) ? lua_tolstring(L, 1, &len) : "";
@@ -35,10 +63,10 @@ int pushVerdict(lua_State* L, const char* verdict, bool reason_required) {
   return 1;
 }
 
-int approveVerb(lua_State* L) { return pushVerdict(L, "approve", false); }
+int approveVerb(lua_State* L) { return pushVerdict(L, "approve", false, &kReasonlessApproveKey); }
 int denyVerb(lua_State* L) { return pushVerdict(L, "deny", true); }
 int manualVerb(lua_State* L) { return pushVerdict(L, "manual", true); }
-int abstainVerb(lua_State* L) { return pushVerdict(L, "abstain", false); }
+int abstainVerb(lua_State* L) { return pushVerdict(L, "abstain", false, &kReasonlessAbstainKey); }
 
 const Verb kPolicyVerbs[] = {
     {"abstain", guarded<abstainVerb>},

@@ -29,12 +29,17 @@ PolicyRun failedRun(LuaErrorClass error_class, const std::string& message) {
 
 // The policy names a plan restricts evaluation to, or nullopt for "every policy".
 std::optional<std::vector<std::string>> selectedPolicies(const Json& op) {
-  const Json* plan = op.contains("plan") ? &op["plan"] : nullptr;
-  if (!plan || !plan->is_object() || !plan->contains("approval")) return std::nullopt;
-  const Json& approval = (*plan)["approval"];
-  if (!approval.is_object() || !approval.contains("policies")) return std::nullopt;
-  const Json& policies = approval["policies"];
-  if (!policies.is_array() || policies.empty()) return std::nullopt;
+  // find(), not contains() and operator[]: this runs for every decision.
+  auto field = [](const Json& object, const char* key) -> const Json* {
+    if (!object.is_object()) return nullptr;
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  };
+  const Json* plan = field(op, "plan");
+  const Json* approval = plan ? field(*plan, "approval") : nullptr;
+  const Json* listed = approval ? field(*approval, "policies") : nullptr;
+  if (!listed || !listed->is_array() || listed->empty()) return std::nullopt;
+  const Json& policies = *listed;
   std::vector<std::string> names;
   for (const Json& name : policies) {
     if (name.is_string()) names.push_back(name.get<std::string>());
@@ -75,9 +80,11 @@ uint64_t PolicyEngine::loadedVersion() const { return interpreter_.version(); }
 
 size_t PolicyEngine::luaMemoryUsed() const { return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0; }
 
-Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
+Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) { return evaluate(op, data, clock_); }
+
+Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const Clock& clock) {
   Evaluation evaluation;
-  evaluation.at = formatTimestamp(clock_.now());
+  evaluation.at = formatTimestamp(clock.now());
   std::shared_ptr<const ScriptSet> set = scripts_.current();
   evaluation.script_set_version = set->version;
   const Status built = interpreter_.ensure(set, [this](std::shared_ptr<const ScriptSet> scripts) {
@@ -85,24 +92,32 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
   });
   PolicyInterpreter* interpreter = interpreter_.get();
 
-  const Json normalized = normalizeOp(op);
-  std::vector<std::pair<std::string, const ScriptFile*>> policies;  // name -> file (null: missing)
-  if (auto names = selectedPolicies(normalized)) {
-    for (const std::string& name : *names) policies.emplace_back(name, set->find(ScriptKind::kPolicy, name));
+  const std::optional<std::vector<std::string>> names = selectedPolicies(op);
+  std::vector<std::pair<const std::string*, const ScriptFile*>> policies;  // name -> file (null: missing)
+  if (names) {
+    policies.reserve(names->size());
+    for (const std::string& name : *names) policies.emplace_back(&name, set->find(ScriptKind::kPolicy, name));
   } else {
-    for (const ScriptFile* file : set->ofKind(ScriptKind::kPolicy)) policies.emplace_back(file->name, file);
+    const std::vector<const ScriptFile*> files = set->ofKind(ScriptKind::kPolicy);
+    policies.reserve(files.size());
+    for (const ScriptFile* file : files) policies.emplace_back(&file->name, file);
   }
+  evaluation.decisions.reserve(policies.size());
 
   LuaError op_error;
   if (interpreter) {
-    op_error = interpreter->setOp(normalized);
+    interpreter->state().setClock(&clock);
+    op_error = interpreter->setOp(op);
     interpreter->setLogCollector(&evaluation.logs);
   } else {
     op_error = {LuaErrorClass::kMemory, built.message()};
   }
 
   std::vector<PolicyVote> votes;
-  for (const auto& [name, file] : policies) {
+  votes.reserve(policies.size());
+  bool hit_limit = op_error.error_class == LuaErrorClass::kTimeout || op_error.error_class == LuaErrorClass::kMemory;
+  for (const auto& [name_of, file] : policies) {
+    const std::string& name = *name_of;
     PolicyRun run;
     std::string level = "hard";
     if (!file) {
@@ -111,11 +126,16 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data) {
       level = file->level.empty() ? "hard" : file->level;
       run = op_error.ok() ? interpreter->run(*file, data) : failedRun(op_error.error_class, op_error.message);
     }
+    hit_limit = hit_limit || run.error_class == LuaErrorClass::kTimeout || run.error_class == LuaErrorClass::kMemory;
     if (!run.applicable) continue;
     votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
     evaluation.decisions.push_back({level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
   }
-  if (interpreter) interpreter->setLogCollector(nullptr);
+  if (interpreter) {
+    interpreter->setLogCollector(nullptr);
+    interpreter->state().setClock(&clock_);
+    if (hit_limit) interpreter_.reset();
+  }
 
   Combined combined = combineVotes(votes, options_.default_outcome);
   evaluation.outcome = combined.outcome;

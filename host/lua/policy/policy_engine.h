@@ -6,9 +6,15 @@
 // fails: a policy that errors, times out or runs out of memory votes `manual` with the
 // error as its reason, and a policy a plan names that is not loaded does the same.
 //
-// Thread-safety: none. Each evaluating thread owns its PolicyEngine; the ScriptSetProvider
-// is shared (ScriptRegistry is thread-safe). When the provider publishes a new version the
-// engine rebuilds its Lua state on the next evaluate().
+// The engine keeps one Lua state with every policy loaded and reuses it across
+// evaluations. It rebuilds the state on the next evaluate() when the provider publishes a
+// new version, and after an evaluation in which a policy hit its deadline or memory limit:
+// the interrupted policy may have left its top-level locals half-updated, and one that
+// leaks would otherwise fail every later call.
+//
+// Thread-safety: none. Each evaluating thread owns its PolicyEngine (or borrows one from a
+// PolicyPool, policy_pool.h); the ScriptSetProvider is shared (ScriptRegistry is
+// thread-safe).
 
 #include <memory>
 #include <string>
@@ -62,9 +68,16 @@ class PolicyEngine {
 
   // `op` is the snapshot documented in docs/lua.md; `data` answers ctx.* for this call.
   Evaluation evaluate(const Json& op, PolicyDataSource& data);
+  // The same, with `clock` as what this evaluation's policies read as now (ctx.now(),
+  // os.time(), os.date()) and its `at`: a dry run at a fixture's time. The policies' top-level
+  // code ran when the state was built and read the engine's own clock.
+  Evaluation evaluate(const Json& op, PolicyDataSource& data, const Clock& clock);
 
-  // The ScriptSet version the engine's state was built from (0 before the first evaluate).
+  // The ScriptSet version the engine's state was built from (0 before the first evaluate
+  // and after one that discarded the state).
   uint64_t loadedVersion() const;
+  // How many times the engine has built its Lua state.
+  uint64_t builds() const { return interpreter_.builds(); }
   // Bytes held by the engine's Lua state (0 before the first evaluate).
   size_t luaMemoryUsed() const;
 

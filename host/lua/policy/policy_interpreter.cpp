@@ -1,5 +1,8 @@
 #include "host/lua/policy/policy_interpreter.h"
 
+#include <cstdint>
+#include <span>
+
 #include <lua.hpp>
 
 #include "host/lua/policy/bindings_policy.h"
@@ -13,14 +16,80 @@ namespace {
 constexpr const char* kCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
 constexpr TestTable kPolicyTests(kCaseFields);
 
-void setDefault(Json& object, const char* key, Json value) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) object[key] = std::move(value);
+// The op snapshot's documented fields and their defaults (docs/lua.md): strings default
+// to "", tables to {}, attempt to 1; plan, deployment and node are tables with defaults of
+// their own. Filled in while the op is pushed, so the op JSON is never copied.
+struct Default {
+  const char* key;
+  enum { kString, kNumber, kTable } kind;
+  lua_Number number = 0;
+};
+struct Nested {
+  const char* key;
+  std::span<const Default> defaults;
+};
+constexpr Default kOpDefaults[] = {{"id", Default::kNumber, 0},         {"type", Default::kString},
+                                   {"intent", Default::kString},        {"requested_by", Default::kString},
+                                   {"meta_instance", Default::kString}, {"attempt", Default::kNumber, 1}};
+constexpr Default kPlanDefaults[] = {{"name", Default::kString},
+                                     {"namespace", Default::kString},
+                                     {"service_name", Default::kString},
+                                     {"approval", Default::kTable}};
+constexpr Default kDeploymentDefaults[] = {
+    {"id", Default::kString}, {"old_coordinates", Default::kTable}, {"new_coordinates", Default::kTable}};
+constexpr Default kNodeDefaults[] = {
+    {"name", Default::kString}, {"update_domain", Default::kString}, {"labels", Default::kTable}};
+constexpr Nested kOpNested[] = {{"plan", kPlanDefaults}, {"deployment", kDeploymentDefaults}, {"node", kNodeDefaults}};
+
+// Pushes `object` (JSON nulls left out, as pushJson does) as a table, then sets every field
+// of `defaults` and `nested` it lacks. A `nested` field holding an object gets its own
+// defaults; one holding something else is kept as it is.
+void pushWithDefaults(lua_State* L, const Json& object, std::span<const Default> defaults,
+                      std::span<const Nested> nested) {
+  luaL_checkstack(L, 4, "op snapshot");
+  lua_createtable(L, 0, static_cast<int>(object.size() + defaults.size() + nested.size()));
+  uint32_t seen = 0;  // bit i: defaults[i], then nested[i - defaults.size()], is present
+  for (const auto& [key, value] : object.items()) {
+    if (value.is_null()) continue;
+    lua_pushlstring(L, key.data(), key.size());
+    bool pushed = false;
+    for (size_t i = 0; i < defaults.size(); ++i) {
+      if (key == defaults[i].key) seen |= 1u << i;
+    }
+    for (size_t i = 0; i < nested.size(); ++i) {
+      if (key != nested[i].key) continue;
+      seen |= 1u << (defaults.size() + i);
+      if (value.is_object()) {
+        pushWithDefaults(L, value, nested[i].defaults, {});
+        pushed = true;
+      }
+    }
+    if (!pushed) pushJson(L, value);
+    lua_rawset(L, -3);
+  }
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    if (seen & (1u << i)) continue;
+    lua_pushstring(L, defaults[i].key);
+    switch (defaults[i].kind) {
+      case Default::kString: lua_pushliteral(L, ""); break;
+      case Default::kNumber: lua_pushnumber(L, defaults[i].number); break;
+      case Default::kTable: lua_newtable(L); break;
+    }
+    lua_rawset(L, -3);
+  }
+  static const Json kNoFields = Json::object();
+  for (size_t i = 0; i < nested.size(); ++i) {
+    if (seen & (1u << (defaults.size() + i))) continue;
+    lua_pushstring(L, nested[i].key);
+    pushWithDefaults(L, kNoFields, nested[i].defaults, {});
+    lua_rawset(L, -3);
+  }
 }
 
-Json& objectField(Json& object, const char* key) {
-  setDefault(object, key, Json::object());
-  return object[key];
+// Pushes the op snapshot as a plain table with every documented field present.
+void pushOpTable(lua_State* L, const Json& op) {
+  static const Json kNoFields = Json::object();
+  pushWithDefaults(L, op.is_object() ? op : kNoFields, kOpDefaults, kOpNested);
 }
 
 // Reads the policy case at `item` into `cases`; "" or what is wrong with it.
@@ -48,33 +117,6 @@ std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std:
 }
 
 }  // namespace
-
-Json normalizeOp(const Json& op) {
-  Json out = op.is_object() ? op : Json::object();
-  setDefault(out, "id", 0);
-  setDefault(out, "type", "");
-  setDefault(out, "intent", "");
-  setDefault(out, "requested_by", "");
-  setDefault(out, "meta_instance", "");
-  setDefault(out, "attempt", 1);
-  if (Json& plan = objectField(out, "plan"); plan.is_object()) {
-    setDefault(plan, "name", "");
-    setDefault(plan, "namespace", "");
-    setDefault(plan, "service_name", "");
-    setDefault(plan, "approval", Json::object());
-  }
-  if (Json& deployment = objectField(out, "deployment"); deployment.is_object()) {
-    setDefault(deployment, "id", "");
-    setDefault(deployment, "old_coordinates", Json::array());
-    setDefault(deployment, "new_coordinates", Json::array());
-  }
-  if (Json& node = objectField(out, "node"); node.is_object()) {
-    setDefault(node, "name", "");
-    setDefault(node, "update_domain", "");
-    setDefault(node, "labels", Json::object());
-  }
-  return out;
-}
 
 PolicyInterpreter::PolicyInterpreter(std::shared_ptr<const ScriptSet> set, std::unique_ptr<LuaState> state)
     : set_(std::move(set)), state_(std::move(state)) {}
@@ -116,11 +158,11 @@ Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared
 }
 
 LuaError PolicyInterpreter::setOp(const Json& op) {
-  const Json normalized = normalizeOp(op);
-  return state_->call([this, &normalized](lua_State* L) {
+  return state_->call([this, &op](lua_State* L) {
     luaL_unref(L, LUA_REGISTRYINDEX, op_ref_);
     op_ref_ = LUA_NOREF;
-    pushReadOnlyJson(L, normalized);
+    pushOpTable(L, op);
+    pushReadOnly(L, -1);
     op_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
   });
 }
@@ -170,6 +212,7 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
       luaL_error(L, "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
                  policy.path.c_str(), luaL_typename(L, -1));
     }
+    pushUnderlying(L, -1);  // a verdict is a view; read its table without the view's metamethods
     verdict = fieldString(L, lua_gettop(L), "verdict");
     reason = fieldString(L, lua_gettop(L), "reason");
     if (!parseVerdict(verdict)) {

@@ -22,10 +22,6 @@
 
 namespace tide::lua {
 
-// The op snapshot with every documented field present (docs/lua.md): strings
-// default to "", tables to {}, attempt to 1. Unknown fields are kept.
-Json normalizeOp(const Json& op);
-
 // What one policy said about one op.
 struct PolicyRun {
   bool applicable = true;  // false: applies(op) returned false; nothing else is set
@@ -54,7 +50,9 @@ class PolicyInterpreter {
   const ScriptSet& scripts() const { return *set_; }
   LuaState& state() { return *state_; }
 
-  // The op the following run() calls see, as one shared read-only snapshot.
+  // The op the following run() calls see, as one shared read-only snapshot with every
+  // documented field present (docs/lua.md): strings default to "", tables to {}, attempt
+  // to 1. Unknown fields are kept.
   LuaError setOp(const Json& op);
   // Runs applies(op) and decide(op, ctx) of `policy`, whose ctx reads `data`. An error,
   // timeout or memory error yields verdict manual with the error as the reason.

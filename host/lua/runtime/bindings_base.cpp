@@ -1,7 +1,9 @@
 #include "host/lua/runtime/bindings_base.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <string>
 #include <string_view>
@@ -32,17 +34,19 @@ void setIntField(lua_State* L, const char* key, long long value) {
   lua_setfield(L, -2, key);
 }
 
-// log10 of the worst-case number of matcher steps of `pattern` over a subject of
-// `length` bytes: every `*`, `+` or `-` can multiply the work by the length, every `?` by
-// two, and an unanchored pattern is retried at every position.
-double patternCostLog10(std::string_view pattern, size_t length) {
-  const double per_repeat = std::log10(static_cast<double>(std::max<size_t>(length, 2)));
-  double cost = 0;
+// The worst-case number of matcher steps of `pattern` over a subject of `length` bytes:
+// every `*`, `+` or `-` can multiply the work by the length, every `?` by two, and an
+// unanchored pattern is retried at every position. A product, not a sum of logarithms: it
+// runs on every string.find/match/gmatch/gsub call, and a product too large for a double
+// becomes infinity, which is refused all the same.
+double patternCost(std::string_view pattern, size_t length) {
+  const double per_repeat = static_cast<double>(std::max<size_t>(length, 2));
+  double cost = 1;
   size_t i = 0;
   if (!pattern.empty() && pattern[0] == '^') {
     i = 1;
   } else {
-    cost += per_repeat;
+    cost *= per_repeat;
   }
   while (i < pattern.size()) {
     const char c = pattern[i];
@@ -60,10 +64,10 @@ double patternCostLog10(std::string_view pattern, size_t length) {
     if (i < pattern.size()) {
       const char q = pattern[i];
       if (q == '*' || q == '+' || q == '-') {
-        cost += per_repeat;
+        cost *= per_repeat;
         ++i;
       } else if (q == '?') {
-        cost += std::log10(2.0);
+        cost *= 2;
         ++i;
       }
     }
@@ -123,7 +127,7 @@ int guardedPatternCall(lua_State* L) {
     size_t pattern_length = 0;
     lua_tolstring(L, 1, &subject_length);
     const char* pattern = lua_tolstring(L, 2, &pattern_length);
-    if (patternCostLog10({pattern, pattern_length}, subject_length) > std::log10(kMaxPatternSteps)) {
+    if (patternCost({pattern, pattern_length}, subject_length) > kMaxPatternSteps) {
       return luaL_error(L,
                         "pattern '%s' is too expensive for a %d-byte subject "
                         "(fewer repetitions, an anchor, or a shorter subject)",
@@ -204,22 +208,54 @@ int mathRandomseed(lua_State* L) {
 }
 
 void pushTimeTable(lua_State* L, TimePoint t) {
+  // Calendar arithmetic rather than gmtime_r, which takes glibc's time zone lock: ctx.now()
+  // runs in most decisions.
+  using namespace std::chrono;
   const std::time_t secs = epochSeconds(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  lua_createtable(L, 0, 10);
-  setIntField(L, "year", tm.tm_year + 1900);
-  setIntField(L, "month", tm.tm_mon + 1);
-  setIntField(L, "day", tm.tm_mday);
-  setIntField(L, "hour", tm.tm_hour);
-  setIntField(L, "min", tm.tm_min);
-  setIntField(L, "sec", tm.tm_sec);
-  setIntField(L, "wday", tm.tm_wday + 1);
-  setIntField(L, "yday", tm.tm_yday + 1);
+  const sys_days day = floor<days>(sys_seconds{seconds{secs}});
+  const year_month_day date{day};
+  const long long in_day = secs - duration_cast<seconds>(day.time_since_epoch()).count();
+  const long long year = static_cast<int>(date.year());
+  const long long month = static_cast<unsigned>(date.month());
+  const long long mday = static_cast<unsigned>(date.day());
+  const long long hour = in_day / 3600, minute = in_day / 60 % 60, second = in_day % 60;
+  lua_createtable(L, 0, 11);
+  setIntField(L, "year", year);
+  setIntField(L, "month", month);
+  setIntField(L, "day", mday);
+  setIntField(L, "hour", hour);
+  setIntField(L, "min", minute);
+  setIntField(L, "sec", second);
+  setIntField(L, "wday", weekday{day}.c_encoding() + 1);
+  setIntField(L, "yday", (day - sys_days{date.year() / January / 1}).count() + 1);
   setIntField(L, "epoch", secs);
-  char iso[32];
-  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  lua_pushstring(L, iso);
+  char iso[48];
+  int len = 0;
+  if (year >= 0 && year <= 9999) {
+    // "%04d-%02d-%02dT%02d:%02d:%02dZ" by hand: snprintf costs more than the rest of ctx.now().
+    char* out = iso;
+    auto digits = [&out](long long value, int width) {
+      for (int i = width - 1; i >= 0; --i, value /= 10) out[i] = static_cast<char>('0' + value % 10);
+      out += width;
+    };
+    digits(year, 4);
+    *out++ = '-';
+    digits(month, 2);
+    *out++ = '-';
+    digits(mday, 2);
+    *out++ = 'T';
+    digits(hour, 2);
+    *out++ = ':';
+    digits(minute, 2);
+    *out++ = ':';
+    digits(second, 2);
+    *out++ = 'Z';
+    len = static_cast<int>(out - iso);
+  } else {
+    len = std::snprintf(iso, sizeof iso, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", year, month, mday, hour, minute,
+                        second);
+  }
+  lua_pushlstring(L, iso, static_cast<size_t>(len));
   lua_setfield(L, -2, "iso");
   lua_pushboolean(L, 0);
   lua_setfield(L, -2, "isdst");

@@ -1,5 +1,6 @@
 #include "host/lua/runtime/bindings_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -152,6 +153,10 @@ Result<Json> convert(lua_State* L, int index, int depth) {
 }  // namespace
 
 std::string validUtf8(std::string_view text) {
+  // Most text is ASCII, which is valid as it is.
+  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    return std::string(text);
+  }
   std::string out;
   out.reserve(text.size());
   size_t i = 0;

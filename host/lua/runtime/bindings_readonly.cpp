@@ -10,6 +10,7 @@ namespace {
 char kViewMetatableKey;  // registry: the metatable shared by all views
 char kViewCacheKey;      // registry: table -> view, weak in keys and values
 char kWritableKey;       // registry: table -> true for tables views hand out unwrapped
+char kSealedKey;         // in a sealed view's own metatable: true
 
 void raiseReadOnly(lua_State* L, int key_index) {
   if (lua_type(L, key_index) == LUA_TSTRING || lua_type(L, key_index) == LUA_TNUMBER) {
@@ -52,11 +53,23 @@ void wrapTop(lua_State* L, bool wrap) {
   }
 }
 
+// __index of views. Upvalues: 1 the writable marks, 2 the view cache (the registry's
+// tables, held here so that a read needs no registry lookup).
 int viewIndex(lua_State* L) {
   lua_getfenv(L, 1);
   lua_pushvalue(L, 2);
   lua_rawget(L, -2);
-  wrapTop(L, true);
+  if (lua_type(L, -1) != LUA_TTABLE) return 1;
+  lua_pushvalue(L, -1);
+  lua_rawget(L, lua_upvalueindex(1));
+  const bool writable = lua_toboolean(L, -1) != 0;
+  lua_pop(L, 1);
+  if (writable) return 1;
+  lua_pushvalue(L, -1);
+  lua_rawget(L, lua_upvalueindex(2));
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  pushReadOnly(L, -1);
   return 1;
 }
 
@@ -83,7 +96,9 @@ void pushViewMetatable(lua_State* L) {
   if (!lua_isnil(L, -1)) return;
   lua_pop(L, 1);
   lua_createtable(L, 0, 5);
-  lua_pushcfunction(L, guarded<viewIndex>);
+  pushWeakRegistryTable(L, &kWritableKey);
+  pushWeakRegistryTable(L, &kViewCacheKey);
+  lua_pushcclosure(L, guarded<viewIndex>, 2);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, guarded<viewNewindex>);
   lua_setfield(L, -2, "__newindex");
@@ -168,11 +183,60 @@ void markWritable(lua_State* L, int index) {
   lua_pop(L, 1);
 }
 
+void pushSealedReadOnly(lua_State* L, int index) {
+  index = index < 0 && index > LUA_REGISTRYINDEX ? lua_gettop(L) + index + 1 : index;
+  lua_pushnil(L);
+  while (lua_next(L, index)) {
+    const bool nested = lua_type(L, -1) == LUA_TTABLE;
+    lua_pop(L, 1);
+    if (nested) {
+      lua_pop(L, 1);
+      pushReadOnly(L, index);  // its tables need wrapping on the way out
+      return;
+    }
+  }
+  pushViewCache(L);
+  lua_pushvalue(L, index);
+  lua_rawget(L, -2);
+  if (!lua_isnil(L, -1)) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_newuserdata(L, 0);
+  lua_createtable(L, 0, 6);
+  pushViewMetatable(L);
+  for (const char* field : {"__newindex", "__len", "__tostring", "__metatable"}) {
+    lua_getfield(L, -1, field);
+    lua_setfield(L, -3, field);
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, index);
+  lua_setfield(L, -2, "__index");  // reads go straight to the table, without a C call
+  lua_pushlightuserdata(L, &kSealedKey);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, index);
+  lua_setfenv(L, -2);
+  lua_pushvalue(L, index);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, -4);
+  lua_remove(L, -2);
+}
+
 bool isReadOnly(lua_State* L, int index) {
   if (lua_type(L, index) != LUA_TUSERDATA || !lua_getmetatable(L, index)) return false;
   pushViewMetatable(L);
-  const bool view = lua_rawequal(L, -1, -2) != 0;
-  lua_pop(L, 2);
+  bool view = lua_rawequal(L, -1, -2) != 0;
+  lua_pop(L, 1);
+  if (!view) {
+    lua_pushlightuserdata(L, &kSealedKey);
+    lua_rawget(L, -2);
+    view = lua_toboolean(L, -1) != 0;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   return view;
 }
 
@@ -197,16 +261,18 @@ int readOnlyAwareNext(lua_State* L) {
 }
 
 int readOnlyAwarePairs(lua_State* L) {
-  if (!isReadOnly(L, 1)) luaL_checktype(L, 1, LUA_TTABLE);
-  lua_pushvalue(L, lua_upvalueindex(1));  // the sandbox's next
+  const bool view = isReadOnly(L, 1);
+  if (!view) luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushvalue(L, lua_upvalueindex(view ? 1 : 2));  // the sandbox's next, or the built-in one
   lua_pushvalue(L, 1);
   lua_pushnil(L);
   return 3;
 }
 
 int readOnlyAwareIpairs(lua_State* L) {
-  if (!isReadOnly(L, 1)) luaL_checktype(L, 1, LUA_TTABLE);
-  lua_pushvalue(L, lua_upvalueindex(1));  // readOnlyAwareIpairsStep
+  const bool view = isReadOnly(L, 1);
+  if (!view) luaL_checktype(L, 1, LUA_TTABLE);
+  lua_pushvalue(L, lua_upvalueindex(view ? 1 : 2));  // readOnlyAwareIpairsStep, or the built-in step
   lua_pushvalue(L, 1);
   lua_pushinteger(L, 0);
   return 3;

@@ -18,6 +18,10 @@ inline constexpr const char* kProtectedMetatable = "protected";
 
 // Pushes a read-only view of the table at `index`.
 void pushReadOnly(lua_State* L, int index);
+// The same for a table that holds no tables and that nobody changes any more (the
+// sandbox's string, table, math and os): the view reads it without calling into C. A table
+// holding tables gets an ordinary view.
+void pushSealedReadOnly(lua_State* L, int index);
 bool isReadOnly(lua_State* L, int index);
 // Pushes the table behind the view at `index`, or the value itself if it is not a view.
 // Host code only: handing the result to a script would make the data writable.
@@ -28,8 +32,10 @@ void pushUnderlying(lua_State* L, int index);
 void markWritable(lua_State* L, int index);
 
 // View-aware replacements the sandbox installs under the standard names.
-int readOnlyAwarePairs(lua_State* L);   // upvalue 1: readOnlyAwareNext
-int readOnlyAwareIpairs(lua_State* L);  // upvalue 1: readOnlyAwareIpairsStep
+// pairs: upvalue 1 readOnlyAwareNext (for views), 2 the built-in next (for tables).
+int readOnlyAwarePairs(lua_State* L);
+// ipairs: upvalue 1 readOnlyAwareIpairsStep (for views), 2 the built-in step (for tables).
+int readOnlyAwareIpairs(lua_State* L);
 int readOnlyAwareIpairsStep(lua_State* L);
 int readOnlyAwareNext(lua_State* L);
 int readOnlyAwareType(lua_State* L);

@@ -106,6 +106,10 @@ LuaState::LuaState(LuaStateOptions options)
   if (!L_) return;
   lua_atpanic(L_, panic);
   luaJIT_setmode(L_, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+  // Installed once for the state's life: lua_sethook rebuilds LuaJIT's dispatch table, too
+  // dear to do around every call. Lua only runs inside call(), and the hook does nothing
+  // outside one.
+  lua_sethook(L_, &LuaState::countHook, LUA_MASKCOUNT, options_.limits.hook_instructions);
 }
 
 Result<std::unique_ptr<LuaState>> LuaState::create(LuaStateOptions options) {
@@ -146,16 +150,20 @@ void LuaState::log(LogRecord record) const {
 }
 
 void LuaState::setContext(const void* key, void* value) {
-  if (value) {
-    context_[key] = value;
-  } else {
-    context_.erase(key);
+  for (auto& [k, v] : context_) {
+    if (k == key) {
+      v = value;
+      return;
+    }
   }
+  if (value) context_.emplace_back(key, value);
 }
 
 void* LuaState::context(const void* key) const {
-  auto it = context_.find(key);
-  return it == context_.end() ? nullptr : it->second;
+  for (const auto& [k, v] : context_) {
+    if (k == key) return v;
+  }
+  return nullptr;
 }
 
 void LuaState::seedRandom(uint64_t seed) { random_state_ = seed ? seed : kRandomSeed; }
@@ -194,6 +202,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
 
 void LuaState::onHook(lua_State* L) {
+  if (!in_call_) return;
   if (!capped_ && !memory_exceeded_ && memoryUsed() > options_.limits.memory_bytes) {
     lua_gc(L, LUA_GCCOLLECT, 0);
     memory_exceeded_ = memoryUsed() > options_.limits.memory_bytes;
@@ -222,11 +231,9 @@ LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
   load_error_ = false;
   random_state_ = kRandomSeed;
   deadline_ = std::chrono::steady_clock::now() + options_.limits.deadline;
-  lua_sethook(L_, &LuaState::countHook, LUA_MASKCOUNT, options_.limits.hook_instructions);
 
   PendingCall pending{thunk, body};
   const int status = lua_cpcall(L_, runBody, &pending);
-  lua_sethook(L_, nullptr, 0, 0);
 
   LuaError result;
   std::string message;

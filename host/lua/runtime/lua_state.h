@@ -18,7 +18,7 @@
 // - memory: the allocator refuses to grow past `memory_bytes` and the call fails with a
 //   memory error, also sticky. If LuaJIT refuses a custom allocator (non-GC64 builds),
 //   the state falls back to luaL_newstate and the hook compares the GC count instead.
-// After a timeout or memory error the hook is disarmed and a full GC runs, so the next
+// After a timeout or memory error the limits are reset and a full GC runs, so the next
 // call starts clean.
 //
 // Thread-safety: none. A LuaState belongs to the thread that uses it and is never shared;
@@ -29,10 +29,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -166,7 +167,9 @@ class LuaState {
   lua_State* L_ = nullptr;
   bool capped_ = false;
   size_t used_ = 0;  // bytes held through the capped allocator
-  std::map<const void*, void*> context_;
+  // A handful of keys, set and cleared around every policy run: a flat list whose slots
+  // stay allocated, searched linearly.
+  std::vector<std::pair<const void*, void*>> context_;
   uint64_t random_state_ = kRandomSeed;
 
   // Per call.

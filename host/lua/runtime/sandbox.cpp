@@ -77,9 +77,10 @@ void setFunction(lua_State* L, const char* name, lua_CFunction fn) {
   lua_setfield(L, -2, name);
 }
 
-// Replaces the table on top of the stack by its read-only view.
+// Replaces the library table on top of the stack by its read-only view. The sandbox never
+// changes it again, so the view can be a sealed one (bindings_readonly.h).
 void makeTopReadOnly(lua_State* L) {
-  pushReadOnly(L, -1);
+  pushSealedReadOnly(L, -1);
   lua_replace(L, -2);
 }
 
@@ -138,13 +139,19 @@ void installSandbox(lua_State* L) {
   const int values = lua_gettop(L);
   copyFields(L, globals, kBaseFunctions);
   setClosure(L, "print", guarded<basePrint>, globals, "tostring");
+  // pairs and ipairs hand plain tables the built-in iterators, which LuaJIT runs without
+  // leaving the VM; only views need the view-aware ones.
   lua_pushcfunction(L, guarded<readOnlyAwareNext>);
   lua_pushvalue(L, -1);
   lua_setfield(L, values, "next");
-  lua_pushcclosure(L, guarded<readOnlyAwarePairs>, 1);
+  lua_getfield(L, globals, "next");
+  lua_pushcclosure(L, guarded<readOnlyAwarePairs>, 2);
   lua_setfield(L, values, "pairs");
   lua_pushcfunction(L, guarded<readOnlyAwareIpairsStep>);
-  lua_pushcclosure(L, guarded<readOnlyAwareIpairs>, 1);
+  lua_getfield(L, globals, "ipairs");
+  lua_newtable(L);
+  lua_call(L, 1, 1);  // ipairs' own step function
+  lua_pushcclosure(L, guarded<readOnlyAwareIpairs>, 2);
   lua_setfield(L, values, "ipairs");
   setFunction(L, "type", guarded<readOnlyAwareType>);
   setFunction(L, "xpcall", guarded<baseXpcall>);

@@ -16,6 +16,7 @@ const char* scriptKindName(ScriptKind kind) {
 
 std::vector<const ScriptFile*> ScriptSet::ofKind(ScriptKind kind) const {
   std::vector<const ScriptFile*> out;
+  out.reserve(files.size());
   for (const auto& [path, file] : files) {
     if (file.kind == kind) out.push_back(&file);
   }

@@ -31,21 +31,28 @@ class VersionedBuild {
     if (built_ && version_ == set->version) return Status::ok();
     built_.reset();  // free the old state before building the new one
     version_ = set->version;
+    ++builds_;
     Result<std::unique_ptr<Built>> created = build(std::move(set));
     if (!created.isOk()) return created.status().withPrefix("cannot build the " + what_);
     built_ = std::move(created).value();
     return Status::ok();
   }
 
-  // Null before the first ensure() and after a failed one.
+  // Frees what was built, so the next ensure() builds again whatever the version.
+  void reset() { built_.reset(); }
+
+  // Null before the first ensure(), after a failed one and after reset().
   Built* get() const { return built_.get(); }
   // The ScriptSet version get() was built from; 0 when nothing is built.
   uint64_t version() const { return built_ ? version_ : 0; }
+  // How many times ensure() called its build (failed attempts included).
+  uint64_t builds() const { return builds_; }
 
  private:
   std::string what_;
   std::unique_ptr<Built> built_;
   uint64_t version_ = 0;
+  uint64_t builds_ = 0;
 };
 
 }  // namespace tide::lua

@@ -259,6 +259,37 @@ TEST_CASE("lua: applies() filters policies and the default decides when nobody a
   CHECK(deny_default.evaluate(dev, data).outcome == Outcome::kApproved);
 }
 
+TEST_CASE("lua: the op snapshot has every documented field, absent and null ones at their defaults") {
+  RegistryFixture fx;
+  writeFile(fx.policy("shape.lua"), R"(
+    return {
+      name = "shape",
+      decide = function(op, ctx)
+        local defaults = op.id == 0 and op.type == "" and op.intent == "" and op.requested_by == ""
+          and op.meta_instance == "" and op.attempt == 1
+          and op.plan.namespace == "" and op.plan.service_name == "" and type(op.plan.approval) == "table"
+          and op.deployment.id == "" and #op.deployment.old_coordinates == 0
+          and type(op.deployment.new_coordinates) == "table"
+          and op.node.name == "" and op.node.update_domain == "" and type(op.node.labels) == "table"
+        if not defaults then return deny("a default is missing") end
+        return approve(tostring(op.plan.name) .. " " .. tostring(op.custom) .. " " .. tostring(op.plan.extra))
+      end,
+    })");
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  FakeData data;
+  PolicyEngine engine(*fx.registry, fx.clock);
+  auto reason = [&](const Json& op) {
+    Evaluation e = engine.evaluate(op, data);
+    REQUIRE(e.decisions.size() == 1);
+    return e.decisions[0].record.verdict + ": " + e.decisions[0].record.reasons[0].get<std::string>();
+  };
+  CHECK(reason(Json::object()) == "approve:  nil nil");
+  CHECK(reason(Json::array()) == "approve:  nil nil");
+  CHECK(reason(Json{{"type", nullptr}, {"plan", nullptr}, {"node", {{"name", nullptr}, {"labels", nullptr}}}}) ==
+        "approve:  nil nil");
+  CHECK(reason(Json{{"custom", "x"}, {"plan", {{"name", "web"}, {"extra", 3}}}}) == "approve: web x 3");
+}
+
 TEST_CASE("lua: an evaluation serialises to the dry-run JSON shape") {
   RegistryFixture fx;
   writeFile(fx.policy("gate.lua"), simplePolicy("gate", "manual('look first')", "soft"));

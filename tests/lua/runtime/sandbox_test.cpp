@@ -92,6 +92,30 @@ TEST_CASE("lua: the string metatable is protected") {
   CHECK(r.value == "ABC");
 }
 
+TEST_CASE("lua: the sealed library tables read like tables and refuse writes") {
+  auto state = newState();
+  REQUIRE(state);
+  ChunkResult r = runChunk(*state, R"(
+    local fields = 0
+    for _ in pairs(math) do fields = fields + 1 end
+    return table.concat({ type(string), getmetatable(math), tostring(fields > 10),
+                          tostring(string.match("dev-web", "^dev%-")), tostring(#os) }, " ")
+  )");
+  CHECK(r.value == "table protected true dev- 0");
+  expectRefused(*state, "math.pi = 3", "attempt to modify read-only field 'pi'");
+  expectRefused(*state, "os.time = nil", "attempt to modify read-only field 'time'");
+  // pairs and ipairs hand plain tables the built-in iterators and views their own.
+  r = runChunk(*state, R"(
+    local plain = { 1, 2, x = 3 }
+    local sum = 0
+    for _, v in pairs(plain) do sum = sum + v end
+    for _, v in ipairs(plain) do sum = sum + v end
+    for name in pairs(tide) do sum = sum + (name == "lib" and 100 or 0) end
+    return sum
+  )");
+  CHECK(r.value == 109);
+}
+
 TEST_CASE("lua: reading an unknown global or assigning any global raises") {
   auto state = newState();
   REQUIRE(state);

@@ -48,5 +48,20 @@ TEST_CASE("lua: a versioned build is rebuilt only for another set version, and a
   fail = false;
   REQUIRE(build.ensure(setAt(2), make).isOk());
   CHECK(builds == 3);
+  CHECK(build.builds() == 3);
   CHECK(build.get()->from_version == 2);
+}
+
+TEST_CASE("lua: a reset versioned build is built again for the same set version") {
+  VersionedBuild<Built> build("test state");
+  auto make = [](std::shared_ptr<const ScriptSet> set) -> Result<std::unique_ptr<Built>> {
+    return std::make_unique<Built>(Built{set->version});
+  };
+  REQUIRE(build.ensure(setAt(4), make).isOk());
+  build.reset();
+  CHECK(build.get() == nullptr);
+  CHECK(build.version() == 0);
+  REQUIRE(build.ensure(setAt(4), make).isOk());
+  CHECK(build.builds() == 2);
+  CHECK(build.get()->from_version == 4);
 }
