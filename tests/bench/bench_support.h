@@ -87,24 +87,10 @@ class Server {
   Server(const ScratchDir& dir, const std::string& config_yaml) : dir_(dir.path) {
     port_ = freePort();
     std::ofstream(dir_ / "tide.yaml") << config_yaml;
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
-    const std::string data_dir = (dir_ / "data").string();
-    const std::string config = (dir_ / "tide.yaml").string();
-    const std::string log = (dir_ / "serve.log").string();
-    pid_ = ::fork();
-    if (pid_ < 0) fail("fork");
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
-              config.c_str(), nullptr);
-      ::_exit(127);
-    }
+    launch();
     waitReady();
     std::ifstream(dir_ / "data" / "admin.token") >> token_;
-    if (token_.empty()) fail("no admin token in " + data_dir);
+    if (token_.empty()) fail("no admin token in " + (dir_ / "data").string());
   }
   ~Server() {
     stop();
@@ -158,21 +144,8 @@ class Server {
     ::kill(pid_, SIGKILL);
     int status = 0;
     ::waitpid(pid_, &status, 0);
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
-    const std::string data_dir = (dir_ / "data").string();
-    const std::string config = (dir_ / "tide.yaml").string();
-    const std::string log = (dir_ / "serve.log").string();
     const auto started = Steady::now();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
-              config.c_str(), nullptr);
-      ::_exit(127);
-    }
+    launch();
     waitReady();
     return secondsSince(started);
   }
@@ -216,6 +189,25 @@ class Server {
   }
 
  private:
+  // Forks `tide serve` on port_ with the scratch dir's config, data dir and log.
+  void launch() {
+    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    const std::string data_dir = (dir_ / "data").string();
+    const std::string config = (dir_ / "tide.yaml").string();
+    const std::string log = (dir_ / "serve.log").string();
+    pid_ = ::fork();
+    if (pid_ < 0) fail("fork");
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
+              config.c_str(), nullptr);
+      ::_exit(127);
+    }
+  }
+
   std::filesystem::path dir_;
   int port_ = 0;
   pid_t pid_ = -1;
