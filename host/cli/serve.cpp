@@ -129,6 +129,7 @@ engine::EngineOptions engineOptions(const config::HostConfig& config, const lua:
   engine::EngineOptions options;
   options.interval = std::chrono::milliseconds(config.limits.reconcile_interval_ms);
   options.chunk = config.limits.executor_chunk;
+  options.approval.max_per_pass = config.limits.approval_chunk;
   options.rate_per_second = config.limits.executor_rate_per_second;
   options.executor.workers = config.limits.executor_workers;
   options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);

@@ -44,6 +44,7 @@ const KeyTable kLimitsKeys = {
     {"reconcile_interval_ms", {"reconcile_interval_ms"}},
     {"executor_workers", {"executor_workers"}},
     {"executor_chunk", {"executor_chunk"}},
+    {"approval_chunk", {"approval_chunk"}},
     {"executor_rate_per_second", {"executor_rate_per_second"}},
     {"operation_deadline_s", {"operation_deadline_s"}},
     {"max_attempts", {"max_attempts"}},
@@ -181,6 +182,7 @@ void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limit
   readInt(m, "reconcile_interval_ms", {10, 600'000}, out.reconcile_interval_ms);
   readInt(m, "executor_workers", {1, 256}, out.executor_workers);
   readInt(m, "executor_chunk", {1, 10'000}, out.executor_chunk);
+  readInt(m, "approval_chunk", {1, 100'000}, out.approval_chunk);
   readInt(m, "executor_rate_per_second", {1, 10'000}, out.executor_rate_per_second);
   readInt(m, "operation_deadline_s", {1, 86'400}, out.operation_deadline_s);
   readInt(m, "max_attempts", {1, 100}, out.max_attempts);

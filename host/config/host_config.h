@@ -49,6 +49,7 @@ struct HostConfig {
     int reconcile_interval_ms = 1000;
     int executor_workers = 4;
     int executor_chunk = 32;
+    int approval_chunk = 500;  // operations the approval stage decides per pass
     int executor_rate_per_second = 20;  // operations started per second, globally
     int operation_deadline_s = 120;
     int max_attempts = 5;

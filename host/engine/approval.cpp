@@ -82,12 +82,23 @@ int ApprovalStage::pass(const World& world) {
   other_versions_.clear();
   releaseUnused(world);
   int changed = 0;
+  int decided = 0;
   std::optional<sched::ClusterSnapshot> snapshot;
-  for (const auto& [name, view] : world.instances) {
-    if (!view.unfinished || view.unfinished->state != "PENDING") continue;
-    if (!snapshot) snapshot = world.schedulerSnapshot();
-    if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
-  }
+  // From after where the last pass stopped to the end, then from the start up to there.
+  const auto resume = world.instances.upper_bound(resume_after_);
+  std::string stopped_after;
+  auto visit = [&](auto first, auto last) {
+    for (auto it = first; it != last && stopped_after.empty(); ++it) {
+      const InstanceView& view = it->second;
+      if (!view.unfinished || view.unfinished->state != "PENDING") continue;
+      if (!snapshot) snapshot = world.schedulerSnapshot();
+      if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
+      if (++decided >= options_.max_per_pass) stopped_after = it->first;
+    }
+  };
+  visit(resume, world.instances.end());
+  visit(world.instances.begin(), resume);
+  resume_after_ = stopped_after;
   return changed;
 }
 

@@ -21,6 +21,10 @@ namespace tide::engine {
 
 struct ApprovalOptions {
   std::string actor = "approval";
+  // Operations decided per pass at most (limits.approval_chunk), so that a deployment of
+  // 10,000 instances does not hold the loop in one pass: what is approved reaches the
+  // executor after each chunk, and the next pass goes on after the last one decided.
+  int max_per_pass = 500;
 };
 
 class ApprovalStage {
@@ -28,9 +32,14 @@ class ApprovalStage {
   // Everything must outlive the stage.
   ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies, const Clock& clock, ApprovalOptions options);
 
-  // Decides every PENDING operation of `world`; releases reservations of operations that
-  // ended without using them. Returns how many operations changed state.
+  // Decides up to max_per_pass PENDING operations of `world`, in meta instance name order
+  // starting after the last one the previous pass decided (so operations that cannot be
+  // placed do not starve the others); releases reservations of operations that ended
+  // without using them. Returns how many operations changed state.
   int pass(const World& world);
+
+  // Whether the last pass stopped at max_per_pass with PENDING operations left.
+  bool backlog() const { return !resume_after_.empty(); }
 
   // The op snapshot policies see (docs/lua.md), for the operation as `world` shows it.
   static Json opSnapshot(const World& world, const model::Operation& op, const std::string& node);
@@ -54,6 +63,7 @@ class ApprovalStage {
   const Clock& clock_;
   ApprovalOptions options_;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_versions_;  // this pass's
+  std::string resume_after_;  // the meta instance the last pass stopped after; "" when it finished
 };
 
 // What an operation installs: the coordinates of its deployment (intent), else of the

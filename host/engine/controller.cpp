@@ -37,6 +37,8 @@ DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::Strategy
     : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)) {}
 
 int DeploymentController::pass(const World& world) {
+  creates_left_ = options_.max_creates_per_pass;
+  creates_cut_ = false;
   int changes = repair(world);
   for (const auto& plan : world.plans) {
     if (plan.state != "ACTIVE") continue;
@@ -306,6 +308,9 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
 
 int DeploymentController::createInstances(const model::Deployment& deployment, int64_t count) {
   int changes = 0;
+  if (count > creates_left_) creates_cut_ = true;
+  count = std::min<int64_t>(count, creates_left_);
+  creates_left_ -= static_cast<int>(count);
   for (int64_t i = 0; i < count; ++i) {
     model::Operation op;
     op.type = "CREATE";

@@ -27,6 +27,10 @@ namespace tide::engine {
 
 struct ControllerOptions {
   std::string actor = "controller";
+  // Instances created per pass at most: a strategy asking for 10,000 gets them over
+  // several passes (it asks again for what is still missing), so one pass never holds
+  // the loop for the whole deployment.
+  int max_creates_per_pass = 500;
 };
 
 class DeploymentController {
@@ -37,6 +41,9 @@ class DeploymentController {
 
   // One pass over `world`; returns how many ledger changes it made.
   int pass(const World& world);
+
+  // Whether the last pass left creations its strategies asked for to the next one.
+  bool backlog() const { return creates_cut_; }
 
   // The rollout snapshot of `deployment` (docs/lua.md), as the strategy sees it.
   Json snapshot(const World& world, const model::Deployment& deployment) const;
@@ -66,6 +73,8 @@ class DeploymentController {
   ControllerOptions options_;
   std::map<std::string, std::string> last_error_;  // "plan/deployment" → message
   std::map<std::string, Json> last_route_;         // plan → {deployment, weights} last routed
+  int creates_left_ = 0;                           // of this pass's max_creates_per_pass
+  bool creates_cut_ = false;                       // this pass created fewer than asked
 };
 
 }  // namespace tide::engine

@@ -117,6 +117,8 @@ PassReport Engine::runPass() {
     ledger::Ledger::Batch batch(ledger_);
     report.approval_changes = approval_.pass(*world_);
   }
+  // A stage that stopped at its bound with work left: the next pass goes on at once.
+  if (controller_.backlog() || approval_.backlog()) poked_ = true;
   if (report.approval_changes > 0 && !refresh()) return report;
   if (!observer_.halted()) report.dispatched = dispatch(*world_);
   report.observer_changes = observer_.pass(*world_, executor_.busyInstances());

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   std::thread rollout([&] {
     const auto started = Steady::now();
     server.post("/v1/manifests", deploymentManifest(fleet, "d1", "1"), "application/yaml");
-    if (!waitRolledOut(server, fleet, "d1", 600, started, [](double, int64_t, const std::string&) {})) {
+    if (!waitRolledOut(server, fleet, "d1", 600, started, [](double, int64_t, const std::string&) {}, 1e9)) {
       fail("the rollout did not complete");
     }
     rollout_s = secondsSince(started);

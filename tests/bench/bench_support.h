@@ -235,22 +235,34 @@ struct Fleet {
   std::string driver_config = "{start_latency_ms: 50, seed: 7}";
 };
 
-// Capabilities, one cluster and `nodes` nodes in `domains` update domains, as one manifest.
-inline std::string inventoryManifest(const Fleet& fleet) {
+// Capabilities, one cluster and `nodes` nodes in `domains` update domains, as manifests of at most `per_manifest` nodes each (the first also
+// declares the capability and the cluster): one manifest is capped at 100,000 YAML values,
+// about 7,000 of these nodes.
+inline std::vector<std::string> inventoryManifests(const Fleet& fleet, int per_manifest = 2000) {
+  std::vector<std::string> manifests;
   std::ostringstream out;
   out << "capabilities:\n  - {name: \"intel-xeon\", type: \"CPU\", score: 10}\n"
       << "clusters:\n  - name: \"fleet\"\n    driver: \"" << fleet.driver << "\"\n";
   if (fleet.driver == "sim") out << "    driver_config: " << fleet.driver_config << "\n";
   out << "nodes:\n";
   for (int i = 0; i < fleet.nodes; ++i) {
+    if (i > 0 && i % per_manifest == 0) {
+      manifests.push_back(out.str());
+      out.str("");
+      out << "nodes:\n";
+    }
     char name[32];
     std::snprintf(name, sizeof name, "n%05d", i);
     out << "  - {name: \"" << name << "\", cluster: \"fleet\", updateDomain: \"ud-" << (i % fleet.domains)
         << "\", totalResources: {cores: 64, memory: 256}, systemReservedResources: {cores: 2, memory: 4}, "
         << "capabilityIDs: [\"intel-xeon\"]}\n";
   }
-  return out.str();
+  manifests.push_back(out.str());
+  return manifests;
 }
+
+// The same inventory as one manifest.
+inline std::string inventoryManifest(const Fleet& fleet) { return inventoryManifests(fleet, fleet.nodes + 1).front(); }
 
 // A dev-namespace plan (auto-approved by policies/auto_approve_dev.lua), rolling with
 // max_surge 100%, with an HTTP health check on the workload's port.
@@ -281,11 +293,12 @@ inline int64_t runningInstances(const Server& server, const std::string& plan) {
 }
 
 // Polls the deployment until it is COMPLETED (the rolling strategy completes only when
-// every new instance is RUNNING and healthy); false after `limit_s`. Every second or so
-// `progress` gets (seconds, running instances, deployment state).
+// every new instance is RUNNING and healthy); false after `limit_s`. Every `every_s` seconds
+// or so `progress` gets (seconds, running instances, deployment state); counting them reads
+// the plan view, which is not free at 10,000 instances.
 template <class Progress>
 bool waitRolledOut(const Server& server, const Fleet& fleet, const std::string& deployment, double limit_s,
-                   Steady::time_point started, Progress&& progress) {
+                   Steady::time_point started, Progress&& progress, double every_s = 1) {
   double last_note = 0;
   while (secondsSince(started) < limit_s) {
     const Json d = server.get("/v1/plans/" + fleet.plan + "/deployments/" + deployment);
@@ -293,7 +306,7 @@ bool waitRolledOut(const Server& server, const Fleet& fleet, const std::string& 
     if (state == "COMPLETED") return true;
     if (state == "FAILED") fail("deployment FAILED: " + d.value("message", ""));
     const double now = secondsSince(started);
-    if (now - last_note >= 1) {
+    if (now - last_note >= every_s) {
       progress(now, runningInstances(server, fleet.plan), state);
       last_note = now;
     }

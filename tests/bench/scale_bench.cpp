@@ -44,19 +44,36 @@ int main(int argc, char** argv) {
   // the ledger says runs instead of reporting it gone.
   fleet.driver_config = "{start_latency_ms: 0, seed: 7, adopt: true}";
 
+  // A deployment holds at most 10,000 instances: the fleet is served by as many plans
+  // (services) as that takes, all rolled out at once.
+  std::vector<Fleet> services;
+  for (int placed = 0; placed < fleet.instances; placed += 10000) {
+    Fleet service = fleet;
+    service.plan = "svc" + std::to_string(services.size());
+    service.instances = std::min(10000, fleet.instances - placed);
+    services.push_back(service);
+  }
+
   ScratchDir dir;
   Server server(dir, benchConfig(500));
-  server.post("/v1/manifests", inventoryManifest(fleet), "application/yaml");
-  server.post("/v1/manifests", planManifest(fleet), "application/yaml");
-  std::fprintf(stderr, "scale: %d instances on %d sim nodes\n", fleet.instances, fleet.nodes);
+  for (const auto& manifest : inventoryManifests(fleet)) server.post("/v1/manifests", manifest, "application/yaml");
+  for (const auto& service : services) server.post("/v1/manifests", planManifest(service), "application/yaml");
+  std::fprintf(stderr, "scale: %d instances in %zu plans on %d sim nodes\n", fleet.instances, services.size(),
+               fleet.nodes);
 
   const auto started = Steady::now();
-  server.post("/v1/manifests", deploymentManifest(fleet, "d1", "1"), "application/yaml");
-  const bool done =
-      waitRolledOut(server, fleet, "d1", 3600, started, [](double s, int64_t running, const std::string&) {
-        std::fprintf(stderr, "  %7.1f s  %7lld running\n", s, static_cast<long long>(running));
-      });
-  if (!done) fail("deployment not COMPLETED after an hour");
+  for (const auto& service : services) {
+    server.post("/v1/manifests", deploymentManifest(service, "d1", "1"), "application/yaml");
+  }
+  for (const auto& service : services) {
+    const bool done = waitRolledOut(server, service, "d1", 3600, started,
+                                    [&](double s, int64_t running, const std::string&) {
+                                      std::fprintf(stderr, "  %7.1f s  %s: %7lld running\n", s, service.plan.c_str(),
+                                                   static_cast<long long>(running));
+                                    },
+                                    10);
+    if (!done) fail(service.plan + ": deployment not COMPLETED after an hour");
+  }
   const double rollout_s = secondsSince(started);
 
   // At rest: a few passes to settle, then a quiet window.
@@ -76,7 +93,8 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const double first_pass_s = secondsSince(restarted);
-  const int64_t running = runningInstances(server, fleet.plan);
+  int64_t running = 0;
+  for (const auto& service : services) running += runningInstances(server, service.plan);
   std::fprintf(stderr, "  restart: ready in %.2f s, first pass done in %.2f s, %lld running\n", ready_s, first_pass_s,
                static_cast<long long>(running));
   if (running != fleet.instances) fail("after the restart " + std::to_string(running) + " instances run");

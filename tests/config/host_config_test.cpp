@@ -116,6 +116,7 @@ limits:
   reconcile_interval_ms: 250
   executor_workers: 8
   executor_chunk: 16
+  approval_chunk: 40
   executor_rate_per_second: 7
   operation_deadline_s: 30
   max_attempts: 3
@@ -145,6 +146,7 @@ default_verdict: deny
   CHECK(c.limits.reconcile_interval_ms == 250);
   CHECK(c.limits.executor_workers == 8);
   CHECK(c.limits.executor_chunk == 16);
+  CHECK(c.limits.approval_chunk == 40);
   CHECK(c.limits.executor_rate_per_second == 7);
   CHECK(c.limits.operation_deadline_s == 30);
   CHECK(c.limits.max_attempts == 3);
@@ -156,6 +158,7 @@ default_verdict: deny
   HostConfig partial = parseOk("limits: {executor_workers: 2}\nlisten: \"[::1]:0\"\n");
   CHECK(partial.limits.executor_workers == 2);
   CHECK(partial.limits.executor_chunk == 32);
+  CHECK(partial.limits.approval_chunk == 500);
   CHECK(partial.limits.executor_rate_per_second == 20);
   CHECK(partial.listen == "[::1]:0");
   CHECK(parseOk("database: sqlite:///tmp/x.db\n").database == "sqlite:///tmp/x.db");

@@ -40,5 +40,56 @@ TEST_CASE("engine: a plan on a sim cluster rolls 200 instances out to RUNNING an
   CHECK(log.status().message().find("sim driver keeps no logs") != std::string::npos);
 }
 
+TEST_CASE("engine: the controller creates at most max_creates_per_pass instances a pass until the strategy has all") {
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.controller.max_creates_per_pass = 8;
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 20, {{"seed", 1}}));
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 20, "1"));
+
+  f.engine->runPass();
+  CHECK(f.operations().size() == 8);
+  f.engine->runPass();
+  CHECK(f.operations().size() == 16);
+  f.engine->runPass();
+  CHECK(f.operations().size() == 20);
+  f.engine->settle(1000);
+  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.running().size() == 20);
+}
+
+TEST_CASE("engine: the approval stage decides at most approval_chunk operations a pass and reaches every one") {
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.approval.max_per_pass = 7;
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 20, {{"seed", 1}}));
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 30, "1"));  // 20 nodes fit 20: ten can never be placed
+
+  // Nothing runs the executor here: each pass only creates and decides.
+  auto decided = [&] {
+    int n = 0;
+    for (const auto& op : f.operations()) {
+      if (op.state != "PENDING" || op.message.rfind("waiting for placement", 0) == 0) ++n;
+    }
+    return n;
+  };
+  f.engine->runPass();
+  CHECK(f.operations().size() == 30);
+  CHECK(f.operations("APPROVED").size() == 7);
+  CHECK(decided() == 7);
+  f.engine->runPass();
+  f.engine->runPass();
+  CHECK(decided() == 21);
+  CHECK(f.operations("APPROVED").size() == 20);  // the 21st found no node
+  // The unplaceable ones stay PENDING; the next passes go on after them instead of
+  // deciding the same ones again, so every operation gets its answer.
+  f.engine->runPass();
+  f.engine->runPass();
+  CHECK(decided() == 30);
+  CHECK(f.operations("PENDING").size() == 10);
+}
+
 }  // namespace
 }  // namespace tide
