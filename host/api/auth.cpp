@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -61,23 +62,24 @@ Status writePrivateFile(const std::filesystem::path& path, const std::string& te
 
 }  // namespace
 
-Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled,
-                             const std::vector<std::pair<std::string, std::string>>& config_tokens)
+Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens)
     : ledger_(ledger), enabled_(enabled) {
-  for (size_t i = 0; i < config_tokens.size(); ++i) {
-    const auto& [token, role] = config_tokens[i];
-    config_tokens_.push_back({sha256Hex(token), "config-token-" + std::to_string(i + 1), role});
+  for (const config::TokenConfig& token : config_tokens) {
+    config_tokens_.push_back({sha256Hex(token.token), token.name, token.role});
   }
 }
 
 Status Authenticator::checkConfig() const {
-  for (const ConfigToken& token : config_tokens_) {
+  for (size_t i = 0; i < config_tokens_.size(); ++i) {
+    const ConfigToken& token = config_tokens_[i];
+    const std::string field = "auth.tokens[" + std::to_string(i) + "]";
+    if (token.name.empty()) return Status::invalidArgument(field + ".name is empty", {{field + ".name", "is empty", ""}});
     if (token.sha256 == sha256Hex("")) {
-      return Status::invalidArgument(token.name + " is empty", {{token.name, "is empty", ""}});
+      return Status::invalidArgument(field + " (" + token.name + ") has an empty token", {{field + ".token", "is empty", ""}});
     }
     if (!parseRole(token.role)) {
       std::string message = "role '" + token.role + "' is not one of viewer, operator, approver, admin";
-      return Status::invalidArgument(token.name + ": " + message, {{token.name, message, ""}});
+      return Status::invalidArgument(field + " (" + token.name + "): " + message, {{field + ".role", message, ""}});
     }
   }
   return Status::ok();
@@ -106,6 +108,39 @@ Status Authenticator::bootstrap(const std::string& data_dir) {
   return Status::ok();
 }
 
+Result<IssuedToken> Authenticator::issue(const std::string& name, const std::string& role,
+                                         const std::string& expires_at, const std::string& actor) {
+  if (configToken(name) != nullptr) {
+    return Status::alreadyExists("a token named '" + name + "' is configured in auth.tokens");
+  }
+  TIDE_ASSIGN_OR_RETURN(std::string secret, randomHex(32));
+  TIDE_ASSIGN_OR_RETURN(model::ApiToken record, ledger_.createToken(name, sha256Hex(secret), role, actor, expires_at));
+  return IssuedToken{std::move(record), std::move(secret)};
+}
+
+Result<model::ApiToken> Authenticator::revoke(const std::string& name, const std::string& actor) {
+  if (configToken(name) != nullptr) {
+    return Status::invalidArgument("token '" + name + "' comes from the host config; remove it from auth.tokens",
+                                   {{"name", "a config token", name}});
+  }
+  const bool config_admin = std::any_of(config_tokens_.begin(), config_tokens_.end(),
+                                        [](const ConfigToken& token) { return token.role == "admin"; });
+  return ledger_.revokeToken(name, actor, /*keep_an_admin=*/!config_admin);
+}
+
+std::vector<Authenticator::ConfigTokenInfo> Authenticator::configTokens() const {
+  std::vector<ConfigTokenInfo> out;
+  for (const ConfigToken& token : config_tokens_) out.push_back({token.name, token.role});
+  return out;
+}
+
+const Authenticator::ConfigToken* Authenticator::configToken(const std::string& name) const {
+  for (const ConfigToken& token : config_tokens_) {
+    if (token.name == name) return &token;
+  }
+  return nullptr;
+}
+
 Result<Principal> Authenticator::authenticate(std::string_view authorization) const {
   if (!enabled_) return Principal{"anonymous", Role::kAdmin};
   static constexpr std::string_view kScheme = "Bearer ";
@@ -125,7 +160,8 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   }
   Result<model::ApiToken> found = ledger_.findToken(digest);
   if (!found.isOk()) {
-    if (found.status().code() == Code::kNotFound) return Status::unauthenticated("unknown or revoked token");
+    // Unknown, revoked or expired: the message says which (the caller holds the token).
+    if (found.status().code() == Code::kNotFound) return Status::unauthenticated(found.status().message());
     return found.status();
   }
   std::optional<Role> role = parseRole(found->role);

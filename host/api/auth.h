@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/api/handler.h"
+#include "host/config/host_config.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
 
@@ -20,14 +21,19 @@ namespace tide::api {
 inline constexpr std::string_view kBootstrapTokenName = "bootstrap-admin";
 inline constexpr std::string_view kAdminTokenFile = "admin.token";
 
+// A token as issued: the ledger's record and the secret, which is shown once and never stored.
+struct IssuedToken {
+  model::ApiToken record;
+  std::string secret;
+};
+
 class Authenticator {
  public:
-  // `config_tokens` are {token, role} pairs; the n-th (from 1) acts as "config-token-<n>".
-  // With `enabled` false every request acts as "anonymous" with the admin role.
-  Authenticator(ledger::Ledger& ledger, bool enabled,
-                const std::vector<std::pair<std::string, std::string>>& config_tokens);
+  // `config_tokens` (auth.tokens) act under their own names. With `enabled` false every
+  // request acts as "anonymous" with the admin role.
+  Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens);
 
-  // kInvalidArgument when a configured token is empty or names an unknown role.
+  // kInvalidArgument when a configured token or its name is empty, or names an unknown role.
   Status checkConfig() const;
 
   // When auth is on and neither the ledger nor the configuration holds a token: creates a
@@ -37,8 +43,24 @@ class Authenticator {
   Status bootstrap(const std::string& data_dir);
 
   // The principal behind an `Authorization` header value. kUnauthenticated when the header
-  // is missing, not a bearer token, or the token is unknown or revoked.
+  // is missing, not a bearer token, or the token is unknown, revoked or expired.
   Result<Principal> authenticate(std::string_view authorization) const;
+
+  // A new random token named `name` in the ledger (`expires_at` "" for never). A name a
+  // config token holds is kAlreadyExists, like the name of a live ledger token.
+  Result<IssuedToken> issue(const std::string& name, const std::string& role, const std::string& expires_at,
+                            const std::string& actor);
+  // Revokes the live ledger token `name`. A config token cannot be revoked here
+  // (kInvalidArgument: edit auth.tokens), and the last admin token is kept (kConflict)
+  // unless a config token holds the admin role.
+  Result<model::ApiToken> revoke(const std::string& name, const std::string& actor);
+
+  struct ConfigTokenInfo {
+    std::string name;
+    std::string role;
+  };
+  // The configured tokens, without their secrets, in config order.
+  std::vector<ConfigTokenInfo> configTokens() const;
 
  private:
   struct ConfigToken {
@@ -46,6 +68,7 @@ class Authenticator {
     std::string name;
     std::string role;
   };
+  const ConfigToken* configToken(const std::string& name) const;
 
   ledger::Ledger& ledger_;
   bool enabled_;

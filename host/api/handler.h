@@ -28,6 +28,7 @@ namespace tide::api {
 
 using Json = nlohmann::json;
 
+class Authenticator;
 class HttpMetrics;
 }  // namespace tide::api
 
@@ -113,6 +114,8 @@ struct ApiContext {
   std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
   // Appended to /metrics when set.
   std::function<std::string()> extra_metrics;
+  // Issues, lists and revokes tokens (the /v1/tokens routes).
+  Authenticator* auth = nullptr;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

@@ -44,5 +44,8 @@ HandlerFunction list, stream;
 namespace scripts {
 HandlerFunction list, reload, evaluate;
 }
+namespace tokens {
+HandlerFunction create, list, revoke;
+}
 
 }  // namespace tide::api

@@ -67,6 +67,10 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/scripts", kViewer, scripts::list},
     {"POST", "/v1/scripts/reload", kAdmin, scripts::reload},
     {"POST", "/v1/policies/evaluate", kOperator, scripts::evaluate},
+
+    {"POST", "/v1/tokens", kAdmin, tokens::create},
+    {"GET", "/v1/tokens", kAdmin, tokens::list},
+    {"DELETE", "/v1/tokens/{name}", kAdmin, tokens::revoke},
 };
 
 // Splits "/a/b" into {"a", "b"}; a trailing slash yields a final empty segment.

@@ -136,7 +136,8 @@ class ApiServer::Impl {
                  options_.lua_limits,
                  options_.approver_must_differ && options_.auth_enabled,
                  options_.read_logs,
-                 options_.extra_metrics} {}
+                 options_.extra_metrics,
+                 &auth_} {}
 
   Status start();
   void stop();

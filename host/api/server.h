@@ -22,6 +22,7 @@
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/policy/policy_verdict.h"
+#include "host/config/host_config.h"
 #include "host/lua/runtime/lua_state.h"
 
 namespace tide::lua {
@@ -35,7 +36,7 @@ struct ServerOptions {
   int port = 7700;  // 0 = ephemeral; see ApiServer::port()
   size_t max_body_bytes = 1 << 20;
   bool auth_enabled = true;
-  std::vector<std::pair<std::string, std::string>> config_tokens;  // {token, role}
+  std::vector<config::TokenConfig> config_tokens;  // auth.tokens: each acts under its name
   // Where the bootstrap admin token is written (<data_dir>/admin.token, mode 0600).
   std::string data_dir;
   // The scripts /v1/scripts and /v1/policies/evaluate serve; not owned, must outlive the

@@ -54,6 +54,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addInventoryCommands(app, verbs);
   addDeploymentCommands(app, verbs);
   addActivityCommands(app, verbs);
+  addTokenCommands(app, verbs);
   OfflineAction offline;
   addPolicyCommands(app, verbs, offline);
 

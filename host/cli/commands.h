@@ -107,6 +107,7 @@ void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
 // promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
+void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

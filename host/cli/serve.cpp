@@ -154,7 +154,7 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
   options.port = address.second;
   options.max_body_bytes = config.limits.max_body_bytes;
   options.auth_enabled = config.auth.enabled;
-  for (const auto& token : config.auth.tokens) options.config_tokens.emplace_back(token.token, token.role);
+  options.config_tokens = config.auth.tokens;
   options.approver_must_differ = config.auth.approver_must_differ;
   options.data_dir = config.data_dir;
   options.lua_limits = engine_options.lua_limits;

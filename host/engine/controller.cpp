@@ -108,12 +108,7 @@ int DeploymentController::repair(const World& world) {
     if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
-    const std::string type = view.newest ? "RESTART" : "CREATE";
-    model::Operation op;
-    op.meta_instance = name;
-    op.type = type;
-    op.intent = view.meta.deployment_id;
-    op.requested_by = options_.actor;
+    const model::Operation op = operationFor(*own, view.newest ? "RESTART" : "CREATE", name);
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
   }
   return changes;
@@ -253,14 +248,14 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   return changes;
 }
 
-Status DeploymentController::requestOperation(const std::string& meta_instance, const std::string& type,
-                                              const std::string& intent) {
+model::Operation DeploymentController::operationFor(const model::Deployment& deployment, const std::string& type,
+                                                    const std::string& meta_instance) const {
   model::Operation op;
   op.meta_instance = meta_instance;
   op.type = type;
-  op.intent = intent;
-  op.requested_by = options_.actor;
-  return ledger_.createOperation(op, options_.actor).status();
+  op.intent = deployment.deployment_id;
+  op.requested_by = deployment.added_by.empty() ? options_.actor : deployment.added_by;
+  return op;
 }
 
 int DeploymentController::apply(const World& world, const model::Deployment& deployment,
@@ -312,10 +307,7 @@ int DeploymentController::createInstances(const model::Deployment& deployment, i
   count = std::min<int64_t>(count, creates_left_);
   creates_left_ -= static_cast<int>(count);
   for (int64_t i = 0; i < count; ++i) {
-    model::Operation op;
-    op.type = "CREATE";
-    op.intent = deployment.deployment_id;
-    op.requested_by = options_.actor;
+    const model::Operation op = operationFor(deployment, "CREATE", "");
     if (ledger_.createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor).isOk()) {
       ++changes;
     }
@@ -330,7 +322,7 @@ int DeploymentController::requestOperations(const World& world, const model::Dep
     auto it = world.instances.find(name);
     // An instance with an operation already (or one that is gone): nothing to ask.
     if (it == world.instances.end() || it->second.unfinished.has_value()) continue;
-    if (requestOperation(name, type, deployment.deployment_id).isOk()) ++changes;
+    if (ledger_.createOperation(operationFor(deployment, type, name), options_.actor).isOk()) ++changes;
   }
   return changes;
 }

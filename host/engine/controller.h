@@ -63,7 +63,11 @@ class DeploymentController {
   int route(const World& world, const model::Deployment& deployment, const Json& weights);
   int completeRollout(const model::Deployment& deployment, const std::string& reason);
   int rollBack(const model::Deployment& deployment, const std::string& reason);
-  Status requestOperation(const std::string& meta_instance, const std::string& type, const std::string& intent);
+  // An operation asked for on a deployment's behalf: its intent is the deployment, and it is
+  // requested by whoever added the deployment (the controller's own actor for a deployment with
+  // no recorded author), so the four-eyes rule needs someone else to approve the rollout.
+  model::Operation operationFor(const model::Deployment& deployment, const std::string& type,
+                                const std::string& meta_instance) const;
   // Records a strategy error once per distinct message (not on every pass).
   void reportError(const model::Deployment& deployment, const std::string& message);
 

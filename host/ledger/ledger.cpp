@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/names.h"
 #include "host/core/sha256.h"
 #include "host/ledger/ledger_internal.h"
 
@@ -505,29 +506,91 @@ Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
 
 // --- tokens ------------------------------------------------------------------------------------
 
+namespace {
+
+const char* kTokenSelect = "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by FROM tokens";
+
+ApiToken tokenFromRow(const soci::row& r) {
+  return ApiToken{rowInt(r, 0),    rowString(r, 1), rowString(r, 2), rowString(r, 3),
+                  rowString(r, 4), rowString(r, 5), rowString(r, 6)};
+}
+
+}  // namespace
+
 Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
-                                     const std::string& actor) {
+                                     const std::string& actor, const std::string& expires_at) {
   static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
+  if (std::string problem = nameProblem(name); !problem.empty()) {
+    return Status::invalidArgument("token name '" + name + "': " + problem, {{"name", problem, ""}});
+  }
   if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end()) {
     return Status::invalidArgument("role '" + role + "' is not one of viewer, operator, approver, admin",
                                    {{"role", "unknown role", ""}});
   }
   return write("create token", actor, [&](Tx& tx) -> Result<ApiToken> {
+    long long live = 0;
+    tx.sql() << "SELECT COUNT(*) FROM tokens WHERE name = :n AND revoked_at IS NULL", soci::use(name),
+        soci::into(live);
+    if (live > 0) return Status::alreadyExists("a live token is already named '" + name + "'; revoke it first");
     long long id = 0;
-    tx.sql() << "INSERT INTO tokens (name, token_sha256, role, created_at) VALUES (:n, :s, :r, :c) RETURNING id",
-        soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::into(id);
-    tx.event("token.created", "token/" + name, Json{{"role", role}});
-    return ApiToken{id, name, role, tx.now()};
+    soci::indicator expiry = expires_at.empty() ? soci::i_null : soci::i_ok;
+    tx.sql() << "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at) VALUES (:n, :s, :r, :c, :e) "
+                "RETURNING id",
+        soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::use(expires_at, expiry),
+        soci::into(id);
+    Json data{{"role", role}};
+    if (!expires_at.empty()) data["expires_at"] = expires_at;
+    tx.event("token.created", "token/" + name, data);
+    return ApiToken{id, name, role, tx.now(), expires_at, "", ""};
   });
 }
 
 Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
-  return read("find token", [&](soci::session& sql) -> Result<ApiToken> {
+  TIDE_ASSIGN_OR_RETURN(ApiToken token, read("find token", [&](soci::session& sql) -> Result<ApiToken> {
     soci::row r;
-    sql << "SELECT id, name, role, created_at FROM tokens WHERE token_sha256 = :s AND revoked_at IS NULL",
-        soci::use(token_sha256), soci::into(r);
+    sql << std::string(kTokenSelect) + " WHERE token_sha256 = :s", soci::use(token_sha256), soci::into(r);
     if (!sql.got_data()) return Status::notFound("unknown token");
-    return ApiToken{rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)};
+    return tokenFromRow(r);
+  }));
+  if (!token.revoked_at.empty()) return Status::notFound("token '" + token.name + "' was revoked");
+  // Timestamps share one fixed-width UTC format, so they compare as text.
+  if (!token.expires_at.empty() && token.expires_at <= now()) {
+    return Status::notFound("token '" + token.name + "' expired at " + token.expires_at);
+  }
+  return token;
+}
+
+Result<std::vector<ApiToken>> Ledger::listTokens() {
+  return read("list tokens", [&](soci::session& sql) -> Result<std::vector<ApiToken>> {
+    soci::rowset<soci::row> rows = (sql.prepare << std::string(kTokenSelect) + " ORDER BY id");
+    std::vector<ApiToken> out;
+    for (const auto& r : rows) out.push_back(tokenFromRow(r));
+    return out;
+  });
+}
+
+Result<ApiToken> Ledger::revokeToken(const std::string& name, const std::string& actor, bool keep_an_admin) {
+  return write("revoke token", actor, [&](Tx& tx) -> Result<ApiToken> {
+    soci::row r;
+    tx.sql() << std::string(kTokenSelect) + " WHERE name = :n AND revoked_at IS NULL", soci::use(name), soci::into(r);
+    if (!tx.sql().got_data()) return Status::notFound("no live token is named '" + name + "'");
+    ApiToken token = tokenFromRow(r);
+    if (keep_an_admin && token.role == "admin") {
+      long long admins = 0;
+      const std::string now = tx.now();
+      tx.sql() << "SELECT COUNT(*) FROM tokens WHERE role = 'admin' AND revoked_at IS NULL AND id <> :id AND "
+                  "(expires_at IS NULL OR expires_at > :now)",
+          soci::use(token.id), soci::use(now), soci::into(admins);
+      if (admins == 0) {
+        return Status::conflict("'" + name + "' is the last admin token; create another admin token before revoking it");
+      }
+    }
+    tx.sql() << "UPDATE tokens SET revoked_at = :at, revoked_by = :by WHERE id = :id", soci::use(tx.now()),
+        soci::use(actor), soci::use(token.id);
+    tx.event("token.revoked", "token/" + name, Json{{"role", token.role}});
+    token.revoked_at = tx.now();
+    token.revoked_by = actor;
+    return token;
   });
 }
 

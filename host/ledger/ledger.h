@@ -306,10 +306,20 @@ class Ledger {
 
   // --- API tokens ----------------------------------------------------------------------
   // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin.
+  // `expires_at` is a timestamp (formatTimestamp) or "" for never. kInvalidArgument for a bad
+  // name or role, kAlreadyExists when a live token has the name.
   Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
-                               const std::string& actor);
-  // kNotFound for an unknown or revoked token.
+                               const std::string& actor, const std::string& expires_at = "");
+  // The live token with this digest; kNotFound for an unknown, revoked or expired one (the
+  // message says which of the last two).
   Result<ApiToken> findToken(const std::string& token_sha256);
+  // Every token the ledger holds, revoked and expired ones too, oldest first.
+  Result<std::vector<ApiToken>> listTokens();
+  // Revokes the live token named `name` (kNotFound when there is none). With
+  // `keep_an_admin`, refuses (kConflict) to revoke the last live admin token, so
+  // nobody can lock every admin out.
+  Result<ApiToken> revokeToken(const std::string& name, const std::string& actor, bool keep_an_admin);
+  // Live tokens (not revoked; expired ones count until revoked).
   int64_t countTokens();
 
   // A write transaction; opaque outside host/ledger/.

@@ -41,7 +41,8 @@ Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
 
 const char* kDeploymentSelect =
     "SELECT d.id, d.generation, d.created_at, d.updated_at, p.name, d.deployment_id, d.spec, d.instance_count, "
-    "d.rollout_state, d.state, d.message, d.signals, d.started_at, d.completed_at, d.paused_seconds, d.paused_since "
+    "d.rollout_state, d.state, d.message, d.signals, d.started_at, d.completed_at, d.paused_seconds, d.paused_since, "
+    "d.added_by "
     "FROM deployments d JOIN plans p ON p.id = d.plan_id";
 
 Deployment deploymentFromRow(const soci::row& r) {
@@ -61,6 +62,7 @@ Deployment deploymentFromRow(const soci::row& r) {
   d.completed_at = rowString(r, 13);
   d.paused_seconds = rowDouble(r, 14);
   d.paused_since = rowString(r, 15);
+  d.added_by = rowString(r, 16);
   return d;
 }
 
@@ -285,10 +287,10 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
     const std::string state = "PENDING";
     const long long count = deployment.instance_count;
     long long id = 0;
-    tx.sql() << "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, created_at, "
-                "updated_at) VALUES (:p, :d, :spec, :n, :st, :c, :u) RETURNING id",
+    tx.sql() << "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, added_by, created_at, "
+                "updated_at) VALUES (:p, :d, :spec, :n, :st, :by, :c, :u) RETURNING id",
         soci::use(plan_id), soci::use(deployment.deployment_id), soci::use(spec_text), soci::use(count),
-        soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+        soci::use(state), soci::use(tx.actor()), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
     tx.event(
         "deployment.created", subjectOf(plan.name, deployment.deployment_id),
         Json{{"instance_count", deployment.instance_count}, {"payload_coordinates", deployment.payload_coordinates}});

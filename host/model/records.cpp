@@ -171,7 +171,8 @@ void to_json(Json& j, const Deployment& v) {
            {"started_at", v.started_at},
            {"completed_at", v.completed_at},
            {"paused_seconds", v.paused_seconds},
-           {"paused_since", v.paused_since}};
+           {"paused_since", v.paused_since},
+           {"added_by", v.added_by}};
 }
 
 void to_json(Json& j, const MetaInstance& v) {

@@ -164,6 +164,9 @@ struct Deployment {
   std::string completed_at;   // last COMPLETED; "" if it never completed
   double paused_seconds = 0;  // closed PAUSED intervals
   std::string paused_since;   // "" unless PAUSED now
+  // Who added it (the actor of Ledger::addDeployment; "" in a ledger older than migration 005).
+  // The operations the controller asks for to roll it out are requested by this person.
+  std::string added_by;
 };
 
 struct MetaInstance {
@@ -249,6 +252,9 @@ struct ApiToken {
   std::string name;
   std::string role;  // viewer | operator | approver | admin
   std::string created_at;
+  std::string expires_at;  // "" never expires
+  std::string revoked_at;  // "" while live
+  std::string revoked_by;
 };
 
 // What a deployment runs: the script its own strategy override names, else its plan's, else

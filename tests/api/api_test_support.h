@@ -23,12 +23,19 @@ inline const std::string kViewerToken = "viewer-secret";
 inline const std::string kOperatorToken = "operator-secret";
 inline const std::string kApproverToken = "approver-secret";
 inline const std::string kAdminToken = "admin-secret";
+// The names those tokens act under (auth.tokens names), as events and approved_by show them.
+inline const std::string kViewerName = "vera";
+inline const std::string kOperatorName = "otto";
+inline const std::string kApproverName = "alice";
+inline const std::string kAdminName = "root";
 
 inline api::ServerOptions testServerOptions() {
   api::ServerOptions options;
   options.port = 0;
-  options.config_tokens = {
-      {kViewerToken, "viewer"}, {kOperatorToken, "operator"}, {kApproverToken, "approver"}, {kAdminToken, "admin"}};
+  options.config_tokens = {{"vera", kViewerToken, "viewer"},
+                           {"otto", kOperatorToken, "operator"},
+                           {"alice", kApproverToken, "approver"},
+                           {"root", kAdminToken, "admin"}};
   return options;
 }
 

@@ -89,14 +89,14 @@ TEST_CASE("api: roles are ordered viewer < operator < approver < admin") {
   CHECK(h.del("/v1/capabilities/x", kAdminToken).status == 200);
 }
 
-TEST_CASE("api: the token's name is the actor in ledger events") {
+TEST_CASE("api: a config token's name (auth.tokens) is the actor in ledger events") {
   ApiHarness h;
   REQUIRE(h.post("/v1/capabilities", R"({"name":"gpu-x","type":"GPU"})", "application/json", kOperatorToken).status ==
           201);
   Reply events = h.get("/v1/events?kind=capability.*");
   REQUIRE(events.status == 200);
   REQUIRE(events.json()["items"].size() == 1);
-  CHECK(events.json()["items"][0]["actor"] == "config-token-2");
+  CHECK(events.json()["items"][0]["actor"] == kOperatorName);
 }
 
 TEST_CASE("api: tokens stored in the ledger authenticate with their role") {
@@ -165,7 +165,7 @@ TEST_CASE("api: start refuses bad token configuration") {
   REQUIRE(opened.isOk());
   api::ServerOptions options;
   options.port = 0;
-  options.config_tokens = {{"t", "superuser"}};
+  options.config_tokens = {{"t", "a-long-enough-secret", "superuser"}};
   api::ApiServer bad_role(options, **opened, clock);
   CHECK(bad_role.start().code() == Code::kInvalidArgument);
 

@@ -19,10 +19,6 @@ using namespace tide::testing;
 namespace {
 
 const std::string kPlan = "nginx-deployment-plan";
-// The names the server gives the test tokens (config tokens are named by position).
-const std::string kOperatorName = "config-token-2";
-const std::string kApproverName = "config-token-3";
-const std::string kAdminName = "config-token-4";
 
 // Inventory, the MRDS plan and its first deployment, and one meta instance of it.
 struct Fixture {

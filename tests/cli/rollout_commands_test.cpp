@@ -217,8 +217,10 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
   CHECK(resumed.out == "Deployment deployment-1 of plan " + kPlan + ": IN_PROGRESS (resumed by bootstrap-admin)\n");
 
-  // The rollout completes once its CREATE is approved; watch sees it through and exits 0.
-  for (int i = 0; i < 300 && serve.tide("deployment approve-operation " + kPlan).code != 0; ++i) {
+  // The rollout completes once someone other than the admin who added the deployment
+  // approves its CREATE (the four-eyes rule); watch sees it through and exits 0.
+  const std::string alice = serve.newToken("alice", "approver");
+  for (int i = 0; i < 300 && serve.tide("deployment approve-operation " + kPlan, {}, alice).code != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   CliRun watched = serve.tide("deployment watch " + kPlan, std::chrono::seconds(120));

@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_test_support.h"
 #include "tests/support/ports.h"
@@ -92,6 +93,14 @@ class ServeProcess {
 
   const std::string& url() const { return url_; }
 
+  // A new token for a second person (`tide token create`), e.g. an approver for the
+  // operations the admin's deployments ask for (the four-eyes rule).
+  std::string newToken(const std::string& name, const std::string& role) const {
+    CliRun created = tide("token create --name " + name + " --role " + role + " -o json");
+    REQUIRE_MESSAGE(created.code == 0, created.err);
+    return nlohmann::json::parse(created.out)["token"].get<std::string>();
+  }
+
   // Stops the server (SIGTERM) and returns its exit status; -1 when it was not running.
   int stop() {
     if (pid_ <= 0) return -1;
@@ -103,12 +112,15 @@ class ServeProcess {
   }
 
   // `TIDE_BINARY <args> --server URL --token T` as a process, killed after `limit` when
-  // one is given (exit code 124, as timeout(1) reports it).
-  CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0)) const {
+  // one is given (exit code 124, as timeout(1) reports it). T is the bootstrap admin token
+  // unless `token` names another.
+  CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0),
+              const std::string& token = "") const {
     std::string err_file = (data_dir_.path / "cli.err").string();
     std::string timeout = limit.count() > 0 ? "timeout " + std::to_string(limit.count()) + " " : "";
     std::string command =
-        timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + token_ + " 2>" + err_file;
+        timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + (token.empty() ? token_ : token) +
+        " 2>" + err_file;
     CliRun result;
     FILE* pipe = ::popen(command.c_str(), "r");
     REQUIRE(pipe != nullptr);

@@ -1,0 +1,99 @@
+// /v1/tokens: API tokens an admin issues and revokes (docs/api.md#tokens). A token's secret
+// is in the reply to its creation and nowhere else: the ledger keeps its sha256.
+
+#include <charconv>
+
+#include "host/api/auth.h"
+#include "host/api/handlers.h"
+#include "host/api/request_inputs.h"
+
+namespace tide::api::tokens {
+namespace {
+
+constexpr int64_t kMaxLifetimeDays = 3650;
+
+// "<n>m", "<n>h" or "<n>d" → seconds; a detail naming `expires_in` otherwise.
+Result<int64_t> lifetimeSeconds(const std::string& text) {
+  const auto bad = [&] {
+    return Status::invalidArgument(
+        "expires_in '" + text + "' must be a whole number of minutes, hours or days, such as 90m, 12h or 30d",
+        {{"expires_in", "must be <n>m, <n>h or <n>d", text}});
+  };
+  if (text.size() < 2) return bad();
+  int64_t count = 0;
+  const char* end = text.data() + text.size() - 1;
+  auto [stop, error] = std::from_chars(text.data(), end, count);
+  if (error != std::errc() || stop != end || count <= 0) return bad();
+  int64_t unit = 0;
+  switch (text.back()) {
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    case 'd': unit = 86400; break;
+    default: return bad();
+  }
+  if (count > kMaxLifetimeDays * 86400 / unit) {
+    return Status::invalidArgument("expires_in '" + text + "' is longer than " + std::to_string(kMaxLifetimeDays) + "d",
+                                   {{"expires_in", "at most " + std::to_string(kMaxLifetimeDays) + "d", text}});
+  }
+  return count * unit;
+}
+
+// A token as the API shows it, never with its digest. `source`: "ledger" or "config".
+Json tokenJson(const model::ApiToken& token, const std::string& now, const std::string& source = "ledger") {
+  std::string state = "ACTIVE";
+  if (!token.revoked_at.empty()) {
+    state = "REVOKED";
+  } else if (!token.expires_at.empty() && token.expires_at <= now) {
+    state = "EXPIRED";
+  }
+  return Json{{"name", token.name},
+              {"role", token.role},
+              {"source", source},
+              {"state", state},
+              {"created_at", token.created_at},
+              {"expires_at", token.expires_at},
+              {"revoked_at", token.revoked_at},
+              {"revoked_by", token.revoked_by}};
+}
+
+}  // namespace
+
+Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"name", "role", "expires_in"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> name, readStringField(body, "name"));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> role, readStringField(body, "role"));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> expires_in, readStringField(body, "expires_in"));
+  if (!name) return Status::invalidArgument("a token needs a name", {{"name", "is required", ""}});
+  if (!role) return Status::invalidArgument("a token needs a role", {{"role", "is required", ""}});
+  std::string expires_at;
+  if (expires_in) {
+    TIDE_ASSIGN_OR_RETURN(int64_t seconds, lifetimeSeconds(*expires_in));
+    expires_at = formatTimestamp(context.clock.now() + std::chrono::seconds(seconds));
+  }
+  TIDE_ASSIGN_OR_RETURN(IssuedToken issued, context.auth->issue(*name, *role, expires_at, request.principal.name));
+  Json reply = tokenJson(issued.record, formatTimestamp(context.clock.now()));
+  reply["token"] = issued.secret;
+  return jsonReply(reply, 201);
+}
+
+Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
+  // The usual list parameters are accepted, but tokens are few: the reply is one page.
+  TIDE_RETURN_IF_ERROR(readListOptions(request, {}).status());
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::ApiToken> stored, context.ledger.listTokens());
+  const std::string now = formatTimestamp(context.clock.now());
+  Json items = Json::array();
+  for (const auto& token : context.auth->configTokens()) {
+    items.push_back(tokenJson(model::ApiToken{.name = token.name, .role = token.role}, now, "config"));
+  }
+  for (const auto& token : stored) items.push_back(tokenJson(token, now));
+  return jsonReply(Json{{"items", items}});
+}
+
+Result<ApiResponse> revoke(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(model::ApiToken revoked, context.auth->revoke(request.param("name"), request.principal.name));
+  return jsonReply(tokenJson(revoked, formatTimestamp(context.clock.now())));
+}
+
+}  // namespace tide::api::tokens
