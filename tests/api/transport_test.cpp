@@ -6,10 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "host/api/request_inputs.h"
 #include "host/api/routes.h"
@@ -76,6 +78,22 @@ Drip dripUntilCutOff(int port, const std::string& prefix, std::chrono::milliseco
   return drip;
 }
 
+struct SlowClientRun {
+  Drip drip;
+  std::vector<int> health_meanwhile;  // GET /healthz statuses while the slow client was connected
+};
+
+// A slow client sending `prefix` then a byte every 100 ms to `h`, while this thread asks
+// GET /healthz over and over.
+SlowClientRun runSlowClient(const ApiHarness& h, const std::string& prefix) {
+  const int port = h.server->port();
+  auto slow = std::async(std::launch::async, [&] { return dripUntilCutOff(port, prefix, 100ms, 120s); });
+  SlowClientRun run;
+  while (slow.wait_for(10ms) != std::future_status::ready) run.health_meanwhile.push_back(h.get("/healthz", "").status);
+  run.drip = slow.get();
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("transport: a body nested deeper than max_json_depth is refused with 400 before it is parsed") {
@@ -128,24 +146,18 @@ TEST_CASE("transport: a client drip-feeding its request is cut off at the read d
   options.limits.request_read_deadline = 1s;
   options.limits.max_connections = 8;
   ApiHarness h(options);
-  const int port = h.server->port();
   // Headers that never end, and a body that never ends: a byte every 100 ms keeps any
   // per-read timeout (5 s) from firing, so only the whole-request deadline can end them.
   const std::string slow_headers = "GET /healthz HTTP/1.1\r\nHost: tide\r\nX-Slow: ";
   const std::string slow_body = "POST /v1/capabilities HTTP/1.1\r\nHost: tide\r\nAuthorization: Bearer " + kAdminToken +
                                 "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"name\":\"";
   for (const std::string& prefix : {slow_headers, slow_body}) {
-    auto slow = std::async(std::launch::async, [&] { return dripUntilCutOff(port, prefix, 100ms, 120s); });
-    int served = 0;
-    while (slow.wait_for(10ms) != std::future_status::ready) {
-      REQUIRE(h.get("/healthz", "").status == 200);
-      ++served;
-    }
-    Drip drip = slow.get();
-    CHECK(drip.cut_off);
-    CHECK(drip.answer.empty());  // a client this slow gets no answer
-    CHECK(drip.lasted >= options.limits.request_read_deadline);
-    CHECK(served > 0);
+    SlowClientRun run = runSlowClient(h, prefix);
+    CHECK(run.drip.cut_off);
+    CHECK(run.drip.answer.empty());  // a client this slow gets no answer
+    CHECK(run.drip.lasted >= options.limits.request_read_deadline);
+    CHECK_FALSE(run.health_meanwhile.empty());
+    CHECK(std::ranges::all_of(run.health_meanwhile, [](int status) { return status == 200; }));
   }
   CHECK(h.get("/v1/capabilities").json()["items"].empty());
 }
@@ -155,15 +167,9 @@ TEST_CASE("transport: a slow client holding the only connection slot gives it up
   options.limits.request_read_deadline = 2s;
   options.limits.max_connections = 1;
   ApiHarness h(options);
-  const int port = h.server->port();
-  auto slow = std::async(std::launch::async,
-                         [&] { return dripUntilCutOff(port, "GET /healthz HTTP/1.1\r\nX-Slow: ", 100ms, 120s); });
-  bool refused_meanwhile = false;
-  while (slow.wait_for(10ms) != std::future_status::ready) {
-    if (h.get("/healthz", "").status == 503) refused_meanwhile = true;
-  }
-  CHECK(slow.get().cut_off);
-  CHECK(refused_meanwhile);
+  SlowClientRun run = runSlowClient(h, "GET /healthz HTTP/1.1\r\nX-Slow: ");
+  CHECK(run.drip.cut_off);
+  CHECK(std::ranges::find(run.health_meanwhile, 503) != run.health_meanwhile.end());
   CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
 }
 
