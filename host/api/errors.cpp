@@ -39,6 +39,7 @@ Status statusForTransportError(int http_status, const std::string& method, const
     case 404: return Status::notFound("no route for " + method + " " + path);
     case 413: return Status::payloadTooLarge("request body is larger than the server accepts");
     case 400: return Status::invalidArgument("malformed HTTP request");
+    case 414: return Status::invalidArgument("the request target is longer than the server accepts");
     case 503: return Status::unavailable("server is shutting down");
     default: return Status::internal("HTTP " + std::to_string(http_status) + " while serving " + method + " " + path);
   }

@@ -148,6 +148,32 @@ Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request) {
   return from_header ? from_header : ledger::Generation(from_query);
 }
 
+Status checkNestingDepth(std::string_view body, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        std::string problem = "nests arrays and objects deeper than the limit of " + std::to_string(max_depth) +
+                              " levels (limits.max_json_depth)";
+        return Status::invalidArgument("request body " + problem, {{"body", problem, ""}});
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::ok();
+}
+
 Result<std::string_view> readBodyText(const ApiRequest& request) {
   const std::string& type = request.content_type;
   if (type.empty()) {

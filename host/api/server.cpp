@@ -1,6 +1,7 @@
-// The adapter between cpp-httplib and tide's handlers: the only file that sees httplib
-// (and catches what it throws). It matches the route, authenticates, reads the body within
-// the limit, calls the handler and renders its Result; it also logs and counts requests.
+// The adapter between cpp-httplib and tide's handlers: with transport.cpp (connections,
+// limits, TLS) the only file that sees httplib, and the one that catches what it throws. It
+// matches the route, authenticates, reads the body within the limits, calls the handler and
+// renders its Result; it also logs and counts requests.
 
 #include "host/api/server.h"
 
@@ -15,15 +16,13 @@
 #include <mutex>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "host/api/auth.h"
 #include "host/api/errors.h"
 #include "host/api/handler.h"
 #include "host/api/metrics.h"
+#include "host/api/request_inputs.h"
 #include "host/api/routes.h"
+#include "host/api/transport.h"
 #include "host/lua/policy/policy_pool.h"
 #include "host/lua/registry/script_registry.h"
 
@@ -32,34 +31,12 @@ namespace {
 
 using std::chrono::steady_clock;
 
-// httplib gives each open connection a worker for as long as it is kept alive, so the
-// pool is sized for many concurrent clients (threads that wait on a socket cost memory,
-// not CPU); the listen backlog (deepenListenBacklog) queues bursts.
-constexpr size_t kWorkerThreads = 128;
 // Requests one kept-alive connection may carry before httplib closes it (its default, 5,
 // makes a busy client reconnect all the time).
 constexpr size_t kKeepAliveRequests = 100000;
+// Connections waiting to be accepted; a burst of new clients (a load generator, agents
+// reconnecting after a restart) would otherwise have SYNs dropped and wait for the retry.
 constexpr int kListenBacklog = 1024;
-
-// Debian's cpp-httplib is a compiled library that listens with a backlog of 5: a burst of
-// new clients (64 at once from a load generator, agents reconnecting after a restart) gets
-// SYNs dropped and waits a second for the retry. listen() again on the bound socket sets
-// the backlog it should have had; the socket is found by its port, as httplib keeps it
-// private.
-void deepenListenBacklog(int port) {
-  for (int fd = 3; fd < 1024; ++fd) {
-    int listening = 0;
-    socklen_t size = sizeof listening;
-    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening == 0) continue;
-    sockaddr_storage address{};
-    socklen_t length = sizeof address;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) continue;
-    int bound = 0;
-    if (address.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-    if (address.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
-    if (bound == port) (void)::listen(fd, kListenBacklog);
-  }
-}
 
 // Long polls and event streams together; the rest of the pool stays free for requests.
 constexpr int kMaxWaitingRequests = 16;
@@ -118,6 +95,21 @@ void renderError(const Status& status, httplib::Response& response) {
   if (status.code() == Code::kUnauthenticated) response.set_header("WWW-Authenticate", "Bearer realm=\"tide\"");
 }
 
+// The answer to a request on a connection the transport refused (over the connection cap,
+// headers over the limits), which is then closed. False for a connection in good standing.
+bool renderRefusal(httplib::Response& response) {
+  std::optional<Status> refusal = connectionRefusal();
+  if (!refusal) return false;
+  renderError(*refusal, response);
+  response.set_header("Connection", "close");
+  if (refusal->code() == Code::kUnavailable) response.set_header("Retry-After", "1");
+  return true;
+}
+
+bool isLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+}
+
 }  // namespace
 
 class ApiServer::Impl {
@@ -165,9 +157,9 @@ class ApiServer::Impl {
   std::unique_ptr<lua::PolicyPool> policy_pool_;  // before context_, which points to it
   ApiContext context_;
 
-  std::mutex lifecycle_mu_;                // serializes start() and stop()
-  std::unique_ptr<httplib::Server> http_;  // REQUIRES: lifecycle_mu_ is held
-  std::thread listener_;                   // REQUIRES: lifecycle_mu_ is held
+  std::mutex lifecycle_mu_;              // serializes start() and stop()
+  std::unique_ptr<GuardedServer> http_;  // REQUIRES: lifecycle_mu_ is held
+  std::thread listener_;                 // REQUIRES: lifecycle_mu_ is held
   std::atomic<int> port_{0};
 };
 
@@ -178,11 +170,16 @@ Status ApiServer::Impl::start() {
   if (options_.port < 0 || options_.port > 65535) {
     return Status::invalidArgument("port must be between 0 and 65535, got " + std::to_string(options_.port));
   }
+  if (options_.limits.max_connections == 0 || options_.limits.max_header_bytes == 0 ||
+      options_.limits.max_headers == 0 || options_.limits.max_json_depth < 1 ||
+      options_.limits.request_read_deadline.count() <= 0) {
+    return Status::invalidArgument("every HTTP limit must be positive");
+  }
   TIDE_RETURN_IF_ERROR(auth_.checkConfig());
   TIDE_RETURN_IF_ERROR(auth_.bootstrap(options_.data_dir));
 
   try {
-    auto http = std::make_unique<httplib::Server>();
+    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls));
     configure(*http);
     int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
                                   : (http->bind_to_port(options_.host, options_.port) ? options_.port : -1);
@@ -190,7 +187,7 @@ Status ApiServer::Impl::start() {
       return Status::unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                                  " (address in use, not local, or not permitted)");
     }
-    deepenListenBacklog(port);
+    http->setListenBacklog(kListenBacklog);
     stopping_ = false;
     auto listening = std::make_shared<std::atomic<bool>>(false);
     listener_ = std::thread([server = http.get(), listening] {
@@ -215,6 +212,7 @@ void ApiServer::Impl::stop() {
   std::lock_guard<std::mutex> lock(lifecycle_mu_);
   if (!http_) return;
   stopping_ = true;
+  http_->interruptConnections();
   http_->stop();
   if (listener_.joinable()) listener_.join();
   http_.reset();
@@ -222,16 +220,16 @@ void ApiServer::Impl::stop() {
 }
 
 void ApiServer::Impl::configure(httplib::Server& http) {
-  http.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
   // readBody() enforces max_body_bytes; httplib only stops what is not worth draining.
   http.set_payload_max_length(options_.max_body_bytes + kDrainAllowance);
   http.set_keep_alive_timeout(2);
   http.set_keep_alive_max_count(kKeepAliveRequests);
   http.set_tcp_nodelay(true);
 
-  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
     t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true};
-    return httplib::Server::HandlerResponse::Unhandled;
+    return renderRefusal(response) ? httplib::Server::HandlerResponse::Handled
+                                   : httplib::Server::HandlerResponse::Unhandled;
   });
   auto plain = [this](const httplib::Request& request, httplib::Response& response) {
     serve(request, response, nullptr);
@@ -251,6 +249,7 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& request, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (renderRefusal(response)) return httplib::Server::HandlerResponse::Handled;
         renderError(statusForTransportError(response.status, request.method, request.path), response);
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -281,7 +280,10 @@ void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& 
     result = Status::internal("unexpected error");
   }
   // Whatever is left of the body would be taken for the next request.
-  if (body != BodyState::kRead) response.set_header("Connection", "close");
+  if (body != BodyState::kRead) {
+    response.set_header("Connection", "close");
+    closeConnectionAfterResponse();
+  }
   render(std::move(result), response);
 }
 
@@ -318,6 +320,9 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
   request.last_event_id = http_request.get_header_value("Last-Event-ID");
   if (reader != nullptr) {
     TIDE_ASSIGN_OR_RETURN(request.body, readBody(http_request, *reader, body));
+    // Before any handler parses it: a parsed document this deep would overflow the stack
+    // when copied or destroyed.
+    TIDE_RETURN_IF_ERROR(checkNestingDepth(request.body, options_.limits.max_json_depth));
   }
   return route.handler(context_, request);
 }
@@ -413,6 +418,18 @@ void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib:
   if (!trace.actor.empty()) line += " actor=" + trace.actor;
   line += "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+std::vector<std::string> exposureWarnings(const ServerOptions& options) {
+  std::vector<std::string> warnings;
+  if (!options.auth_enabled) {
+    warnings.push_back("auth is off (auth.enabled: false): anyone who can reach " + options.host + " acts as admin");
+  }
+  if (!isLoopback(options.host) && !options.tls.enabled()) {
+    warnings.push_back("listening on " + options.host +
+                       " without TLS: tokens and records cross the network in clear text; set tls.cert and tls.key");
+  }
+  return warnings;
 }
 
 ApiServer::ApiServer(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)

@@ -11,6 +11,7 @@
 // Thread-safety: every method may be called from any thread. Requests are served on a
 // pool owned by the server; `ledger` and `clock` must outlive it.
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -31,10 +32,30 @@ class ScriptRegistry;
 
 namespace tide::api {
 
+// What one client may ask of the transport (docs/api.md#limits; the host config's `limits`).
+struct HttpLimits {
+  size_t max_connections = 128;  // served at once; the ones beyond are answered 503
+  // A request's TLS handshake, request line, headers and body must all arrive within this,
+  // counted from the connection's first byte (or the previous response on a kept-alive one).
+  std::chrono::milliseconds request_read_deadline{30'000};
+  size_t max_header_bytes = 16 * 1024;  // the request line and all header lines
+  size_t max_headers = 100;
+  int max_json_depth = 64;  // arrays and objects nested in a body
+};
+
+// PEM files for TLS (the host config's `tls`); both empty: plain HTTP.
+struct TlsFiles {
+  std::string cert;  // the certificate chain, leaf first
+  std::string key;
+  bool enabled() const { return !cert.empty() || !key.empty(); }
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 7700;  // 0 = ephemeral; see ApiServer::port()
   size_t max_body_bytes = 1 << 20;
+  HttpLimits limits;
+  TlsFiles tls;
   bool auth_enabled = true;
   std::vector<config::TokenConfig> config_tokens;  // auth.tokens: each acts under its name
   // Where the bootstrap admin token is written (<data_dir>/admin.token, mode 0600).
@@ -56,6 +77,11 @@ struct ServerOptions {
   // attempt series). Called on the server's threads, so it must be thread-safe.
   std::function<std::string()> extra_metrics;
 };
+
+// What a person starting the host must hear about how exposed it is: auth turned off, or a
+// listener beyond loopback without TLS (tokens and records would cross the network in clear
+// text). Empty when neither holds.
+std::vector<std::string> exposureWarnings(const ServerOptions& options);
 
 class ApiServer {
  public:

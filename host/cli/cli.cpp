@@ -9,23 +9,26 @@
 #include "drivers/process/workload.h"
 #include "host/cli/commands.h"
 #include "host/cli/serve.h"
+#include "host/cli/terminal_text.h"
 
 namespace tide::cli {
 namespace {
 
+// Error messages and details mostly come from the server.
 void printError(std::ostream& err, const Status& status) {
-  err << "error: " << status.message() << '\n';
+  std::string text = "error: " + status.message() + '\n';
   for (const ErrorDetail& detail : status.details()) {
     std::string line;
     if (!detail.location.empty()) line += detail.location + ": ";
     if (!detail.field.empty()) line += detail.field + ": ";
     line += detail.message;
     // A lone problem is usually the message itself.
-    if (line != status.message()) err << "  " << line << '\n';
+    if (line != status.message()) text += "  " + line + '\n';
   }
   if (status.code() == Code::kUnauthenticated) {
-    err << "hint: pass --token or set TIDE_TOKEN (`tide serve` writes an admin token to <data-dir>/admin.token)\n";
+    text += "hint: pass --token or set TIDE_TOKEN (`tide serve` writes an admin token to <data-dir>/admin.token)\n";
   }
+  err << stripTerminalControls(text);
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 namespace tide::cli {
 namespace {
 
-constexpr std::string_view kScheme = "http://";
+constexpr std::string_view kPlainScheme = "http://";
+constexpr std::string_view kTlsScheme = "https://";
 constexpr std::chrono::seconds kConnectTimeout{5};
 
 constexpr int kFirstErrorCode = static_cast<int>(Code::kInvalidArgument);
@@ -58,9 +59,11 @@ std::string withQuery(const std::string& path, const Query& query) {
   return out;
 }
 
+bool hasScheme(const std::string& server) { return server.starts_with(kPlainScheme) || server.starts_with(kTlsScheme); }
+
 // "http://host:port/prefix" → {"http://host:port", "/prefix"}.
 std::pair<std::string, std::string> splitServer(const std::string& server) {
-  size_t slash = server.find('/', kScheme.size());
+  size_t slash = server.find('/', server.find("://") + 3);
   if (slash == std::string::npos) return {server, ""};
   std::string prefix = server.substr(slash);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
@@ -104,7 +107,7 @@ Status statusFromErrorResponse(int http_status, const std::string& body) {
 }
 
 Client::Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {
-  while (endpoint_.server.size() > kScheme.size() && endpoint_.server.back() == '/') endpoint_.server.pop_back();
+  while (endpoint_.server.size() > kTlsScheme.size() && endpoint_.server.back() == '/') endpoint_.server.pop_back();
 }
 
 Result<Json> Client::get(const std::string& path, const Query& query) { return send("GET", path, query, "", ""); }
@@ -150,8 +153,8 @@ Result<Json> Client::send(const std::string& method, const std::string& path, co
 
 Result<std::string> Client::sendRaw(const std::string& method, const std::string& path, const Query& query,
                                     const std::string& body, const std::string& content_type) {
-  if (!endpoint_.server.starts_with(kScheme)) {
-    return Status::invalidArgument("server URL must start with http:// (got \"" + endpoint_.server + "\")");
+  if (!hasScheme(endpoint_.server)) {
+    return Status::invalidArgument("server URL must start with http:// or https:// (got \"" + endpoint_.server + "\")");
   }
   auto [host, prefix] = splitServer(endpoint_.server);
   std::string target = withQuery(prefix + path, query);
@@ -159,6 +162,8 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
     httplib::Client http(host);
     if (!http.is_valid()) return Status::invalidArgument("invalid server URL \"" + endpoint_.server + "\"");
     http.set_connection_timeout(kConnectTimeout);
+    if (!endpoint_.ca_file.empty()) http.set_ca_cert_path(endpoint_.ca_file);
+    http.enable_server_certificate_verification(true);
     http.set_read_timeout(endpoint_.read_timeout);
     httplib::Headers headers = {{"Accept", "application/json"}};
     if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
@@ -169,6 +174,10 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
     if (!result) {
       if (result.error() == httplib::Error::Connection || result.error() == httplib::Error::ConnectionTimeout) {
         return Status::unavailable("cannot reach tide at " + endpoint_.server + " (is `tide serve` running?)");
+      }
+      if (result.error() == httplib::Error::SSLServerVerification) {
+        return Status::unavailable("the certificate of " + endpoint_.server +
+                                   " is not trusted; pass the CA that signed it with --ca-file or TIDE_CA_FILE");
       }
       return Status::unavailable(method + " " + endpoint_.server + target +
                                  " failed: " + httplib::to_string(result.error()));

@@ -28,8 +28,11 @@ using Query = std::vector<std::pair<std::string, std::string>>;
 inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:7700";
 
 struct Endpoint {
-  std::string server = std::string(kDefaultServer);  // http://host:port[/prefix]
+  std::string server = std::string(kDefaultServer);  // http[s]://host:port[/prefix]
   std::string token;                                 // bearer token; empty sends none
+  // For https://: the PEM file of CAs the server's certificate must chain to (a
+  // self-signed certificate is its own CA); empty: the system's CAs.
+  std::string ca_file;
   // Long enough for the events long poll (wait=30) plus a slow server.
   std::chrono::seconds read_timeout{65};
 };

@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "host/cli/terminal_text.h"
 #include "host/cli/views.h"
 #include "host/config/field_reader.h"
 
@@ -130,6 +131,7 @@ Endpoint resolveEndpoint(const ClientFlags& flags) {
   endpoint.server = !flags.server.empty() ? flags.server : environment("TIDE_SERVER");
   if (endpoint.server.empty()) endpoint.server = std::string(kDefaultServer);
   endpoint.token = !flags.token.empty() ? flags.token : environment("TIDE_TOKEN");
+  endpoint.ca_file = !flags.ca_file.empty() ? flags.ca_file : environment("TIDE_CA_FILE");
   if (endpoint.token.empty() && isDefaultLocalServer(endpoint.server)) {
     std::string data_dir = environment("TIDE_DATA_DIR");
     if (data_dir.empty()) data_dir = kDefaultDataDir;
@@ -147,6 +149,9 @@ CLI::App* Verbs::add(CLI::App& parent, const std::string& name, const std::strin
   verb->add_option("--token", flags_.token,
                    "bearer token (default: $TIDE_TOKEN, else, for the default local server, "
                    "the admin.token file in $TIDE_DATA_DIR or ./.tide)");
+  verb->add_option("--ca-file", flags_.ca_file,
+                   "PEM file of the CA (or the self-signed certificate) an https:// server's certificate is checked "
+                   "against (default: $TIDE_CA_FILE, else the system's CAs)");
   verb->add_option("-o,--output", flags_.output, "output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -157,8 +162,12 @@ CLI::App* Verbs::add(CLI::App& parent, const std::string& name, const std::strin
 
 Status Verbs::runChosen(std::ostream& out) const {
   Client client(resolveEndpoint(flags_));
-  Session session{client, flags_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable, out};
-  return (*chosen_)(session);
+  TerminalSafeBuffer safe_buffer(out);
+  std::ostream safe_out(&safe_buffer);
+  Session session{client, flags_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable, safe_out};
+  Status status = (*chosen_)(session);
+  safe_out.flush();
+  return status;
 }
 
 CLI::App* addNamedVerb(CLI::App& parent, Verbs& verbs, const std::string& name, const std::string& description,

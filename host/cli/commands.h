@@ -45,8 +45,9 @@ using NamedAction = std::function<Status(Session&, const std::string& name)>;
 
 // The options every client verb takes.
 struct ClientFlags {
-  std::string server;  // --server, else $TIDE_SERVER, else kDefaultServer
-  std::string token;   // --token, else $TIDE_TOKEN, else the local admin token file
+  std::string server;   // --server, else $TIDE_SERVER, else kDefaultServer
+  std::string token;    // --token, else $TIDE_TOKEN, else the local admin token file
+  std::string ca_file;  // --ca-file, else $TIDE_CA_FILE
   std::string output = "table";
 };
 
@@ -63,7 +64,7 @@ class Verbs {
   CLI::App* add(CLI::App& parent, const std::string& name, const std::string& description, VerbAction action);
 
   bool chosen() const { return chosen_ != nullptr; }
-  // Runs the chosen verb. REQUIRES: chosen().
+  // Runs the chosen verb, its output passed through stripTerminalControls. REQUIRES: chosen().
   Status runChosen(std::ostream& out) const;
 
  private:

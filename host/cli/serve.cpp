@@ -153,6 +153,12 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
   options.host = address.first;
   options.port = address.second;
   options.max_body_bytes = config.limits.max_body_bytes;
+  options.limits.max_connections = static_cast<size_t>(config.limits.max_connections);
+  options.limits.request_read_deadline = std::chrono::seconds(config.limits.request_read_deadline_s);
+  options.limits.max_header_bytes = static_cast<size_t>(config.limits.max_header_bytes);
+  options.limits.max_headers = static_cast<size_t>(config.limits.max_headers);
+  options.limits.max_json_depth = config.limits.max_json_depth;
+  options.tls = {config.tls.cert, config.tls.key};
   options.auth_enabled = config.auth.enabled;
   options.config_tokens = config.auth.tokens;
   options.approver_must_differ = config.auth.approver_must_differ;
@@ -217,7 +223,11 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     err << "tide serve: " << started.toString() << "\n";
     return 1;
   }
-  const std::string url = "http://" + address->first + ":" + std::to_string(server.port());
+  for (const std::string& warning : api::exposureWarnings(server_options)) {
+    err << "tide serve: WARNING: " << warning << std::endl;
+  }
+  const std::string scheme = server_options.tls.enabled() ? "https://" : "http://";
+  const std::string url = scheme + address->first + ":" + std::to_string(server.port());
   std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
   if (*sound) {
     control_loop.start();

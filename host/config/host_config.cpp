@@ -19,8 +19,11 @@ const KeyTable kHostKeys = {
     {"auth", {"auth"}},
     {"process", {"process"}},
     {"limits", {"limits"}},
+    {"tls", {"tls"}},
     {"default_verdict", {"default_verdict"}},
 };
+
+const KeyTable kTlsKeys = {{"cert", {"cert"}}, {"key", {"key"}}};
 
 const KeyTable kAuthKeys = {
     {"enabled", {"enabled"}},
@@ -48,6 +51,11 @@ const KeyTable kLimitsKeys = {
     {"executor_rate_per_second", {"executor_rate_per_second"}},
     {"operation_deadline_s", {"operation_deadline_s"}},
     {"max_attempts", {"max_attempts"}},
+    {"max_connections", {"max_connections"}},
+    {"request_read_deadline_s", {"request_read_deadline_s"}},
+    {"max_header_bytes", {"max_header_bytes"}},
+    {"max_headers", {"max_headers"}},
+    {"max_json_depth", {"max_json_depth"}},
 };
 
 constexpr size_t kMinTokenLength = 16;
@@ -186,6 +194,21 @@ void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limit
   readInt(m, "executor_rate_per_second", {1, 10'000}, out.executor_rate_per_second);
   readInt(m, "operation_deadline_s", {1, 86'400}, out.operation_deadline_s);
   readInt(m, "max_attempts", {1, 100}, out.max_attempts);
+  readInt(m, "max_connections", {1, 4096}, out.max_connections);
+  readInt(m, "request_read_deadline_s", {1, 3600}, out.request_read_deadline_s);
+  readInt(m, "max_header_bytes", {1024, 1 << 20}, out.max_header_bytes);
+  readInt(m, "max_headers", {8, 10'000}, out.max_headers);
+  readInt(m, "max_json_depth", {8, 512}, out.max_json_depth);
+}
+
+void readTls(const YamlNode& node, const std::string& path, HostConfig::Tls& out, Problems& problems) {
+  MapReader m(node, path, kTlsKeys, problems);
+  readNonEmptyString(m, "cert", out.cert);
+  readNonEmptyString(m, "key", out.key);
+  if (out.cert.empty() != out.key.empty()) {
+    std::string_view given = out.cert.empty() ? "key" : "cert";
+    problems.add(*m.get(given), m.field(given), "tls.cert and tls.key must be given together");
+  }
 }
 
 std::string joinPath(const std::string& dir, std::string_view leaf) {
@@ -240,6 +263,7 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("auth")) readAuth(*v, m.field("auth"), config.auth, problems);
   if (const YamlNode* v = m.get("process")) readProcess(*v, m.field("process"), config.process, problems);
   if (const YamlNode* v = m.get("limits")) readLimits(*v, m.field("limits"), config.limits, problems);
+  if (const YamlNode* v = m.get("tls")) readTls(*v, m.field("tls"), config.tls, problems);
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

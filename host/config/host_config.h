@@ -53,7 +53,18 @@ struct HostConfig {
     int executor_rate_per_second = 20;  // operations started per second, globally
     int operation_deadline_s = 120;
     int max_attempts = 5;
+    // The HTTP transport (docs/api.md#limits).
+    int max_connections = 128;
+    int request_read_deadline_s = 30;
+    int max_header_bytes = 16 * 1024;
+    int max_headers = 100;
+    int max_json_depth = 64;
   } limits;
+  // PEM files; both or neither. With them the API speaks HTTPS only.
+  struct Tls {
+    std::string cert;
+    std::string key;
+  } tls;
   std::string default_verdict = "manual";  // manual | deny: what an operation gets when no policy decides
 };
 

@@ -1,5 +1,6 @@
 #include "host/config/yaml_tree.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 namespace tide::config {
@@ -7,6 +8,7 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxValues = 100'000;
+const std::string kTooDeep = "nesting deeper than " + std::to_string(kMaxDepth) + " levels";
 
 Status syntaxError(const std::string& source, int line, const std::string& message) {
   std::string location = source + ":" + std::to_string(line);
@@ -28,7 +30,7 @@ class Converter {
     if (++values_ > kMaxValues) {
       return syntaxError(source_, fallbackLine, "document too large (more than 100000 values after alias expansion)");
     }
-    if (depth > kMaxDepth) return syntaxError(source_, fallbackLine, "nesting deeper than 64 levels");
+    if (depth > kMaxDepth) return syntaxError(source_, fallbackLine, kTooDeep);
     out.line = lineOf(in, fallbackLine);
     switch (in.Type()) {
       case YAML::NodeType::Scalar: {
@@ -82,6 +84,9 @@ Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const st
       out.push_back(std::move(node));
     }
     return out;
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard, far deeper than kMaxDepth, against overflowing its parser's stack.
+    return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, kTooDeep);
   } catch (const YAML::Exception& e) {
     return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, "YAML syntax error: " + e.msg);
   } catch (const std::exception& e) {

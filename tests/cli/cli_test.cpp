@@ -26,6 +26,7 @@
 #include "tests/cli/cli_test_support.h"
 #include "tests/cli/serve_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/self_signed.h"
 
 namespace {
 
@@ -357,4 +358,56 @@ TEST_CASE("cli: the token comes from the flag, then TIDE_TOKEN, then the local a
     CHECK(resolve().server == "http://10.1.2.3:7700");
     CHECK(resolve().token.empty());
   }
+}
+
+TEST_CASE("cli: an https:// server is trusted through --ca-file or TIDE_CA_FILE") {
+  tide::testing::SelfSignedCertificate certificate;
+  LiveServer live([&](tide::api::ServerOptions& options) { options.tls = {certificate.cert, certificate.key}; });
+  const std::string url = "https://127.0.0.1:" + std::to_string(live.server->port());
+  ScopedEnv no_ca("TIDE_CA_FILE", nullptr);
+
+  CliRun untrusted = runCli({"node", "list", "--server", url, "--token", live.token});
+  CHECK(untrusted.code == 1);
+  CHECK(contains(untrusted.err, "is not trusted; pass the CA that signed it with --ca-file or TIDE_CA_FILE"));
+
+  CliRun flagged = runCli({"node", "list", "--server", url, "--token", live.token, "--ca-file", certificate.cert});
+  CHECK(flagged.code == 0);
+  CHECK(contains(flagged.out, "Name"));
+  ScopedEnv ca("TIDE_CA_FILE", certificate.cert.c_str());
+  CHECK(runCli({"node", "list", "--server", url, "--token", live.token}).code == 0);
+  CHECK(runCli({"node", "list", "--server", live.url, "--token", live.token}).code == 1);  // http:// to TLS
+}
+
+// Which exposures are warned of is api::exposureWarnings' test; this one checks that
+// `tide serve` says them (on loopback: a test does not open an auth-less host to the network).
+TEST_CASE("cli: tide serve warns loudly at start when auth is off") {
+  TempDir dir;
+  std::ofstream(dir.path / "tide.yaml") << "auth: {enabled: false}\npolicies_dir: " << kSourceDir
+                                        << "/policies\nscripts_dir: " << kSourceDir << "/scripts\n";
+  const fs::path log = dir.path / "serve.log";
+  const std::string data_dir = (dir.path / "data").string();
+  const std::string config = (dir.path / "tide.yaml").string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::execl(TIDE_BINARY, "tide", "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--config",
+            config.c_str(), nullptr);
+    ::_exit(127);
+  }
+  auto logText = [&] {
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    return text.str();
+  };
+  const bool listening = eventually([&] { return contains(logText(), "tide listening on"); }, std::chrono::seconds(60));
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE_MESSAGE(listening, logText());
+  const std::string text = logText();
+  CHECK(contains(text, "tide serve: WARNING: auth is off (auth.enabled: false)"));
+  CHECK_FALSE(contains(text, "without TLS"));
 }

@@ -52,6 +52,13 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.limits.executor_chunk == 32);
   CHECK(c.limits.operation_deadline_s == 120);
   CHECK(c.limits.max_attempts == 5);
+  CHECK(c.limits.max_connections == 128);
+  CHECK(c.limits.request_read_deadline_s == 30);
+  CHECK(c.limits.max_header_bytes == 16384);
+  CHECK(c.limits.max_headers == 100);
+  CHECK(c.limits.max_json_depth == 64);
+  CHECK(c.tls.cert.empty());
+  CHECK(c.tls.key.empty());
   CHECK(c.default_verdict == "manual");
 }
 
@@ -120,6 +127,12 @@ limits:
   executor_rate_per_second: 7
   operation_deadline_s: 30
   max_attempts: 3
+  max_connections: 64
+  request_read_deadline_s: 10
+  max_header_bytes: 8192
+  max_headers: 50
+  max_json_depth: 32
+tls: {cert: /etc/tide/cert.pem, key: /etc/tide/key.pem}
 default_verdict: deny
 )");
   CHECK(c.listen == "0.0.0.0:8080");
@@ -150,6 +163,13 @@ default_verdict: deny
   CHECK(c.limits.executor_rate_per_second == 7);
   CHECK(c.limits.operation_deadline_s == 30);
   CHECK(c.limits.max_attempts == 3);
+  CHECK(c.limits.max_connections == 64);
+  CHECK(c.limits.request_read_deadline_s == 10);
+  CHECK(c.limits.max_header_bytes == 8192);
+  CHECK(c.limits.max_headers == 50);
+  CHECK(c.limits.max_json_depth == 32);
+  CHECK(c.tls.cert == "/etc/tide/cert.pem");
+  CHECK(c.tls.key == "/etc/tide/key.pem");
   CHECK(c.default_verdict == "deny");
   finalizeHostConfig(c);  // explicit values survive
   CHECK(c.database == "postgresql://tide:secret@db/tide");
@@ -212,6 +232,14 @@ default_verdict: approve
   CHECK(at("default_verdict").message == "unknown verdict \"approve\"; expected manual or deny");
   CHECK(details.size() == 16);
   for (const auto& d : details) CHECK_FALSE(contains(d.message, "0123456789abcdef"));  // secrets stay out
+}
+
+TEST_CASE("host config error: tls.cert and tls.key come together, HTTP limits have bounds") {
+  auto details = parseErrors("tls: {cert: /etc/tide/cert.pem}\nlimits: {max_connections: 0, max_json_depth: 100000}\n");
+  REQUIRE(details.size() == 3);
+  CHECK(details[0].field == "limits.max_connections");
+  CHECK(details[1] == ErrorDetail{"limits.max_json_depth", "must be between 8 and 512, got 100000", "tide.yaml:2"});
+  CHECK(details[2] == ErrorDetail{"tls.cert", "tls.cert and tls.key must be given together", "tide.yaml:1"});
 }
 
 TEST_CASE("host config error: port range start must be below its end") {

@@ -1,0 +1,65 @@
+#pragma once
+// How connections reach the API's handlers (docs/architecture.md#http-limits-and-tls): a
+// cpp-httplib server whose connection loop is tide's own, so that
+//   - at most `max_connections` connections are served at once; the ones beyond are answered
+//     503 by two spare threads and closed,
+//   - a request must arrive whole (TLS handshake, request line, headers and body) within
+//     `request_read_deadline`, however slowly its bytes trickle in,
+//   - the request line and headers may take `max_header_bytes` and `max_headers` fields,
+//   - TLS is spoken when a certificate and key are given.
+// Debian's cpp-httplib is a compiled library: its compile-time limits cannot be changed and
+// its read timeout restarts with every byte, so GuardedServer overrides the per-connection
+// entry point (Server::process_and_close_socket, a virtual) and feeds httplib's request
+// parser (Server::process_request) through a Stream that enforces the limits. TLS is that
+// Stream over an OpenSSL session, for the same reason.
+//
+// Only server.cpp includes this header (with httplib's); its hooks ask
+// connectionRefusal() what to answer when the connection itself was refused.
+//
+// Thread-safety: httplib runs process_and_close_socket on the queue's threads; everything
+// per connection lives on that thread's stack. interruptConnections() may be called from
+// any thread.
+
+#include <httplib.h>
+
+#include <memory>
+#include <optional>
+
+#include "host/api/server.h"
+#include "host/core/status.h"
+
+namespace tide::api {
+
+class GuardedServer final : public httplib::Server {
+ public:
+  // kInvalidArgument naming the file when the TLS certificate or key cannot be loaded.
+  static Result<std::unique_ptr<GuardedServer>> create(const HttpLimits& limits, const TlsFiles& tls);
+  ~GuardedServer() override;
+
+  // After binding: lets `backlog` connections wait to be accepted (httplib listens with 5,
+  // so a burst of new clients would have SYNs dropped).
+  void setListenBacklog(int backlog);
+  // Ends every connection at its next wait, including one whose request is still being
+  // read, so stop() does not wait for clients. Call before stop(); not undone.
+  void interruptConnections();
+
+ private:
+  class Tls;
+  GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls);
+  bool process_and_close_socket(socket_t sock) override;
+
+  const HttpLimits limits_;
+  std::unique_ptr<Tls> tls_;  // null: plain HTTP
+  int interrupt_fd_ = -1;     // an eventfd, readable once interruptConnections() ran
+};
+
+// What to answer on the connection being served on this thread when the transport refused
+// it: kUnavailable over the connection cap, kInvalidArgument for headers over the limits.
+// nullopt for a connection in good standing (or on a thread that serves none).
+std::optional<Status> connectionRefusal();
+
+// Closes the connection being served on this thread once its response is written, letting
+// the client finish sending first (for a request whose body was left unread).
+void closeConnectionAfterResponse();
+
+}  // namespace tide::api

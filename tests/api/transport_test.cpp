@@ -1,0 +1,290 @@
+// The transport's limits and TLS (host/api/transport.cpp), over real sockets on 127.0.0.1.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "host/api/request_inputs.h"
+#include "host/api/routes.h"
+#include "tests/api/api_test_support.h"
+#include "tests/support/eventually.h"
+#include "tests/support/self_signed.h"
+
+using namespace tide;
+using namespace tide::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool mentions(const Reply& reply, const std::string& part) {
+  return reply.json()["error"].value("message", "").find(part) != std::string::npos;
+}
+
+int connectTo(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  return fd;
+}
+
+struct Drip {
+  std::chrono::steady_clock::duration lasted{};
+  size_t bytes = 0;      // dripped after the prefix
+  bool cut_off = false;  // the server closed the connection
+  std::string answer;    // what the server sent before closing
+};
+
+// A slow client: sends `prefix`, then one byte every `interval` (each well within the
+// server's idle read timeout) until the server closes the connection or `give_up` passes.
+Drip dripUntilCutOff(int port, const std::string& prefix, std::chrono::milliseconds interval,
+                     std::chrono::seconds give_up) {
+  const auto start = std::chrono::steady_clock::now();
+  int fd = connectTo(port);
+  Drip drip;
+  REQUIRE(::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(prefix.size()));
+  while (std::chrono::steady_clock::now() - start < give_up) {
+    pollfd ready{fd, POLLIN, 0};
+    if (::poll(&ready, 1, static_cast<int>(interval.count())) > 0) {
+      char buffer[4096];
+      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        drip.cut_off = true;
+        break;
+      }
+      drip.answer.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (::send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+      drip.cut_off = true;
+      break;
+    }
+    ++drip.bytes;
+  }
+  drip.lasted = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  return drip;
+}
+
+struct SlowClientRun {
+  Drip drip;
+  std::vector<int> health_meanwhile;  // GET /healthz statuses while the slow client was connected
+};
+
+// A slow client sending `prefix` then a byte every 100 ms to `h`, while this thread asks
+// GET /healthz over and over.
+SlowClientRun runSlowClient(const ApiHarness& h, const std::string& prefix) {
+  const int port = h.server->port();
+  auto slow = std::async(std::launch::async, [&] { return dripUntilCutOff(port, prefix, 100ms, 120s); });
+  SlowClientRun run;
+  while (slow.wait_for(10ms) != std::future_status::ready) run.health_meanwhile.push_back(h.get("/healthz", "").status);
+  run.drip = slow.get();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("transport: a body nested deeper than max_json_depth is refused with 400 before it is parsed") {
+  ApiHarness h;
+  Json before = h.everything();
+  const std::string deep = std::string(400'000, '[') + std::string(400'000, ']');
+  // Every route that reads a body, through the one check in the dispatcher.
+  for (const api::Route& route : api::routeTable()) {
+    if (route.method == "GET") continue;
+    const std::string path = std::regex_replace(std::string(route.pattern), std::regex("\\{[a-z_]+\\}"), "1");
+    Reply refused =
+        route.method == "POST" ? h.post(path, deep) : toReply(h.client().Delete(path, {}, deep, "application/json"));
+    CHECK_MESSAGE(refused.status == 400, route.method, " ", path);
+    CHECK_MESSAGE(mentions(refused, "deeper than the limit of 64 levels (limits.max_json_depth)"), path);
+    CHECK(refused.detailNames("body"));
+  }
+  // YAML's flow style nests the same way, and a declared type does not matter; its block
+  // style is held to 64 levels by the YAML reader.
+  CHECK(h.post("/v1/manifests", deep, "application/yaml").status == 400);
+  std::string block;
+  for (int i = 0; i < 400'000; ++i) block += "- ";
+  Reply deep_block = h.post("/v1/manifests", block + "1", "application/yaml");
+  CHECK(deep_block.status == 400);
+  CHECK(mentions(deep_block, "nesting deeper than 64 levels"));
+  CHECK(h.post("/v1/policies/evaluate", deep, "text/plain").status == 400);
+  std::string objects;
+  for (int i = 0; i < 65; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(65, '}');
+  CHECK(h.post("/v1/capabilities", objects).status == 400);
+
+  // As deep as the limit is fine.
+  std::string within = R"({"name":"gpu","type":"GPU","pad":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  Reply accepted = h.post("/v1/capabilities", within);
+  CHECK_FALSE(mentions(accepted, "max_json_depth"));
+
+  CHECK(h.get("/healthz", "").status == 200);
+  CHECK(h.everything() == before);
+}
+
+TEST_CASE("transport: checkNestingDepth counts brackets outside strings only") {
+  CHECK(api::checkNestingDepth(R"({"a":[1,{"b":[]}]})", 4).isOk());
+  CHECK(api::checkNestingDepth(R"({"a":[1,{"b":[]}]})", 3).code() == Code::kInvalidArgument);
+  CHECK(api::checkNestingDepth(R"({"a":"[[[[[[ {{{{ \" [[[["})", 1).isOk());
+  CHECK(api::checkNestingDepth("]]]]}}}} [", 1).isOk());
+  CHECK(api::checkNestingDepth("", 1).isOk());
+}
+
+TEST_CASE("transport: a client drip-feeding its request is cut off at the read deadline while others are served") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.request_read_deadline = 1s;
+  options.limits.max_connections = 8;
+  ApiHarness h(options);
+  // Headers that never end, and a body that never ends: a byte every 100 ms keeps any
+  // per-read timeout (5 s) from firing, so only the whole-request deadline can end them.
+  const std::string slow_headers = "GET /healthz HTTP/1.1\r\nHost: tide\r\nX-Slow: ";
+  const std::string slow_body = "POST /v1/capabilities HTTP/1.1\r\nHost: tide\r\nAuthorization: Bearer " + kAdminToken +
+                                "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"name\":\"";
+  for (const std::string& prefix : {slow_headers, slow_body}) {
+    SlowClientRun run = runSlowClient(h, prefix);
+    CHECK(run.drip.cut_off);
+    CHECK(run.drip.answer.empty());  // a client this slow gets no answer
+    CHECK(run.drip.lasted >= options.limits.request_read_deadline);
+    CHECK_FALSE(run.health_meanwhile.empty());
+    CHECK(std::ranges::all_of(run.health_meanwhile, [](int status) { return status == 200; }));
+  }
+  CHECK(h.get("/v1/capabilities").json()["items"].empty());
+}
+
+TEST_CASE("transport: a slow client holding the only connection slot gives it up at the read deadline") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.request_read_deadline = 2s;
+  options.limits.max_connections = 1;
+  ApiHarness h(options);
+  SlowClientRun run = runSlowClient(h, "GET /healthz HTTP/1.1\r\nX-Slow: ");
+  CHECK(run.drip.cut_off);
+  CHECK(std::ranges::find(run.health_meanwhile, 503) != run.health_meanwhile.end());
+  CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
+}
+
+TEST_CASE("transport: connections beyond max_connections are answered 503 and closed") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.max_connections = 2;
+  ApiHarness h(options);
+  const std::string wait = "/v1/events?after=" + std::to_string(h.lastEventSeq()) + "&wait=60";
+  auto first = std::async(std::launch::async, [&] { return h.get(wait); });
+  auto second = std::async(std::launch::async, [&] { return h.get(wait); });
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 2; }));
+
+  Reply refused = h.get("/healthz", "");
+  CHECK(refused.status == 503);
+  CHECK(refused.errorCode() == "unavailable");
+  CHECK(mentions(refused, "limit of 2 connections (limits.max_connections)"));
+  CHECK(refused.header("Retry-After") == "1");
+  CHECK(refused.header("Connection") == "close");
+  Reply refused_post = h.post("/v1/capabilities", R"({"name":"gpu","type":"GPU"})");
+  CHECK(refused_post.status == 503);
+
+  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
+  CHECK(first.get().status == 200);
+  CHECK(second.get().status == 200);
+  CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
+  CHECK(h.get("/v1/capabilities").json()["items"].empty());
+}
+
+TEST_CASE("transport: request lines and headers beyond the limits are refused with 400") {
+  ApiHarness h;
+  httplib::Headers many;
+  for (int i = 0; i < 150; ++i) many.emplace("X-Many-" + std::to_string(i), "v");
+  Reply too_many = toReply(h.client().Get("/healthz", many));
+  CHECK(too_many.status == 400);
+  CHECK(mentions(too_many, "more than the limit of 100 header fields (limits.max_headers)"));
+  CHECK(too_many.detailNames("headers"));
+
+  Reply too_big = toReply(h.client().Get("/healthz", {{"X-Big", std::string(20'000, 'b')}}));
+  CHECK(too_big.status == 400);
+  CHECK(mentions(too_big, "larger than the limit of 16384 bytes (limits.max_header_bytes)"));
+
+  Reply long_line = h.get("/healthz?pad=" + std::string(20'000, 'p'), "");
+  CHECK(long_line.status == 400);
+  CHECK(mentions(long_line, "limits.max_header_bytes"));
+  Reply long_target = h.get("/healthz?pad=" + std::string(10'000, 'p'), "");
+  CHECK(long_target.status == 400);
+
+  httplib::Headers within;
+  for (int i = 0; i < 90; ++i) within.emplace("X-Ok-" + std::to_string(i), std::string(100, 'v'));
+  CHECK(toReply(h.client().Get("/healthz", within)).status == 200);
+}
+
+TEST_CASE("transport: with tls.cert and tls.key the API speaks HTTPS only") {
+  SelfSignedCertificate certificate;
+  api::ServerOptions options = testServerOptions();
+  options.tls = {certificate.cert, certificate.key};
+  ApiHarness h(options);
+
+  httplib::SSLClient tls("127.0.0.1", h.server->port());
+  tls.set_ca_cert_path(certificate.cert);
+  tls.enable_server_certificate_verification(true);
+  tls.set_bearer_token_auth(kAdminToken.c_str());
+  tls.set_keep_alive(true);
+  Reply health = toReply(tls.Get("/healthz"));
+  CHECK(health.status == 200);
+  CHECK(health.json() == Json{{"status", "ok"}});
+  CHECK(toReply(tls.Post("/v1/capabilities", R"({"name":"gpu","type":"GPU"})", "application/json")).status == 201);
+  CHECK(toReply(tls.Get("/v1/capabilities/gpu")).json()["name"] == "gpu");
+  // The limits hold under TLS too.
+  const std::string deep = std::string(1000, '[') + std::string(1000, ']');
+  CHECK(toReply(tls.Post("/v1/capabilities", deep, "application/json")).status == 400);
+
+  CHECK(h.get("/healthz", "").status == 0);  // plain HTTP gets no answer
+  httplib::SSLClient untrusting("127.0.0.1", h.server->port());
+  untrusting.enable_server_certificate_verification(true);
+  auto refused = untrusting.Get("/healthz");
+  CHECK_FALSE(refused);
+  CHECK(refused.error() == httplib::Error::SSLServerVerification);
+  CHECK(toReply(tls.Get("/healthz")).status == 200);
+}
+
+TEST_CASE("transport: TLS files that cannot be used stop start() naming them") {
+  SelfSignedCertificate certificate, other;
+  auto startWith = [](const api::TlsFiles& tls) {
+    api::ServerOptions options = testServerOptions();
+    options.tls = tls;
+    SystemClock clock;
+    auto opened = ledger::Ledger::open("sqlite://:memory:", clock);
+    REQUIRE(opened.isOk());
+    api::ApiServer server(options, *opened.value(), clock);
+    return server.start();
+  };
+  Status missing = startWith({"/nonexistent/cert.pem", certificate.key});
+  CHECK(missing.code() == Code::kInvalidArgument);
+  CHECK(missing.message().find("tls.cert: cannot load a PEM certificate from /nonexistent/cert.pem") == 0);
+  Status mismatched = startWith({certificate.cert, other.key});
+  CHECK(mismatched.code() == Code::kInvalidArgument);
+  CHECK(mismatched.message().find("is not the key of the certificate") != std::string::npos);
+  CHECK(startWith({certificate.cert, ""}).code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("transport: exposureWarnings names auth off and a listener beyond loopback without TLS") {
+  api::ServerOptions options;
+  CHECK(api::exposureWarnings(options).empty());
+  options.host = "0.0.0.0";
+  REQUIRE(api::exposureWarnings(options).size() == 1);
+  CHECK(api::exposureWarnings(options)[0].find("without TLS") != std::string::npos);
+  options.tls = {"cert.pem", "key.pem"};
+  CHECK(api::exposureWarnings(options).empty());
+  options.auth_enabled = false;
+  REQUIRE(api::exposureWarnings(options).size() == 1);
+  CHECK(api::exposureWarnings(options)[0].find("auth is off") == 0);
+  for (const char* loopback : {"127.0.0.1", "127.0.1.1", "localhost", "::1"}) {
+    api::ServerOptions local;
+    local.host = loopback;
+    CHECK_MESSAGE(api::exposureWarnings(local).empty(), loopback);
+  }
+}
