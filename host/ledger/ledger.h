@@ -374,7 +374,7 @@ class Ledger {
   template <class Fn>
   auto write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>()));
   template <class Fn>
-  auto read(const char* what, Fn&& fn) -> decltype(fn(std::declval<soci::session&>()));
+  auto read(const char* what, Fn&& fn) -> decltype(fn(std::declval<Db&>()));
 
   std::string now() const;
 
