@@ -10,12 +10,13 @@ namespace tide::ledger {
 // --- Tx ----------------------------------------------------------------------------------
 
 Ledger::Tx::Tx(Ledger& ledger, std::string actor)
-    : db_(*ledger.db_), actor_(std::move(actor)), now_(ledger.now()) {
+    : ledger_(ledger), db_(*ledger.db_), actor_(std::move(actor)), now_(ledger.now()) {
   db_.run("SAVEPOINT tide_write");
 }
 
 Ledger::Tx::~Tx() {
   if (committed_) return;
+  ledger_.chain_tail_.reset();
   try {
     db_.run("ROLLBACK TO tide_write");
     db_.run("RELEASE tide_write");
@@ -40,32 +41,37 @@ std::string eventHash(const std::string& prev_hash, int64_t seq, const std::stri
 }  // namespace
 
 void Ledger::Tx::event(const std::string& kind, const std::string& subject, const Json& data) {
-  if (!chain_loaded_) {
-    soci::indicator ind = soci::i_null;
-    long long seq = 0;
-    std::string hash;
-    soci::indicator hash_ind = soci::i_null;
-    const bool found = db_.run("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
-                               soci::into(hash, hash_ind));
-    last_seq_ = found && ind != soci::i_null ? seq : 0;
-    last_hash_ = found && hash_ind != soci::i_null ? hash : "";
-    chain_loaded_ = true;
+  if (!appended_) {
+    if (ledger_.chain_tail_) {
+      tail_ = *ledger_.chain_tail_;
+    } else {
+      soci::indicator ind = soci::i_null;
+      long long seq = 0;
+      std::string hash;
+      soci::indicator hash_ind = soci::i_null;
+      const bool found = db_.run("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
+                                 soci::into(hash, hash_ind));
+      tail_.seq = found && ind != soci::i_null ? seq : 0;
+      tail_.hash = found && hash_ind != soci::i_null ? hash : "";
+    }
   }
-  const long long seq = last_seq_ + 1;
+  const long long seq = tail_.seq + 1;
   const std::string text = data.dump();
-  const std::string hash = eventHash(last_hash_, seq, now_, actor_, kind, subject, text);
+  std::string hash = eventHash(tail_.hash, seq, now_, actor_, kind, subject, text);
   db_.run(
       "INSERT INTO events (seq, at, actor, kind, subject, data, prev_hash, hash) "
       "VALUES (:seq, :at, :actor, :kind, :subject, :data, :prev, :hash)",
       soci::use(seq), soci::use(now_), soci::use(actor_), soci::use(kind), soci::use(subject), soci::use(text),
-      soci::use(last_hash_), soci::use(hash));
-  last_seq_ = seq;
-  last_hash_ = hash;
+      soci::use(tail_.hash), soci::use(hash));
+  tail_.seq = seq;
+  tail_.hash = std::move(hash);
+  appended_ = true;
 }
 
 void Ledger::Tx::commit() {
   db_.run("RELEASE tide_write");
   committed_ = true;
+  if (appended_) ledger_.chain_tail_ = tail_;
 }
 
 // --- shared helpers --------------------------------------------------------------------------
@@ -285,6 +291,7 @@ Status Ledger::commitGroup() {
     }
     events_cv_.notify_all();
   } else {
+    chain_tail_.reset();
     failed_groups_[group_] = status;
     while (failed_groups_.size() > 64) failed_groups_.erase(failed_groups_.begin());
   }

@@ -34,16 +34,16 @@ class Ledger::Tx {
   // Appends a hash-chained event inside this transaction.
   void event(const std::string& kind, const std::string& subject, const Json& data);
   void commit();
-  int64_t lastSeq() const { return last_seq_; }
+  int64_t lastSeq() const { return appended_ ? tail_.seq : 0; }  // of the last event appended here
 
  private:
+  Ledger& ledger_;
   Db& db_;
   std::string actor_;
   std::string now_;
   bool committed_ = false;
-  int64_t last_seq_ = 0;
-  std::string last_hash_;
-  bool chain_loaded_ = false;
+  bool appended_ = false;  // tail_ is this write's newest event
+  ChainTail tail_;
 };
 
 // The equality filters a list accepts: filter key → the column it compares.
