@@ -26,7 +26,8 @@ std::unique_ptr<Db> openDb(const std::string& url, Db::Role role = Db::Role::kWr
 
 std::unique_ptr<Db> openTable(const std::string& url) {
   auto db = openDb(url);
-  db->session() << "CREATE TEMP TABLE kv (k BIGINT PRIMARY KEY, v TEXT NOT NULL UNIQUE)";
+  db->session() << "DROP TABLE IF EXISTS kv";
+  db->session() << "CREATE TABLE kv (k BIGINT PRIMARY KEY, v TEXT NOT NULL UNIQUE)";
   return db;
 }
 
