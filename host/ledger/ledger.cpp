@@ -559,25 +559,20 @@ int64_t Ledger::countTokens() {
 Result<std::vector<std::string>> Ledger::checkInvariants() {
   auto violations = read("check invariants", [&](Db& db) -> Result<std::vector<std::string>> {
     std::vector<std::string> out;
-    {
-      db.forEachRow(
-          "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
-          "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-          " GROUP BY m.name HAVING COUNT(*) > 1",
-          [&](const soci::row& r) {
-            out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
-                          " active runtime instances (at most one allowed)");
-          });
-    }
-    {
-      db.forEachRow(
-          "SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = "
-          "o.meta_instance_id WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') "
-          "GROUP BY m.name HAVING COUNT(*) > 1",
-          [&](const soci::row& r) {
-            out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
-                          " unfinished operations (at most one allowed)");
-          });
+    // (meta instances holding more than one of something, what they hold)
+    const std::pair<const char*, const char*> kAtMostOne[] = {
+        {"SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+         "WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+         " GROUP BY m.name HAVING COUNT(*) > 1",
+         "active runtime instances"},
+        {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+         "WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') GROUP BY m.name HAVING COUNT(*) > 1",
+         "unfinished operations"}};
+    for (const auto& [query, held] : kAtMostOne) {
+      db.forEachRow(query, [&](const soci::row& r) {
+        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " + held +
+                      " (at most one allowed)");
+      });
     }
     {
       db.forEachRow(
