@@ -8,6 +8,100 @@
 
 namespace tide::ledger {
 
+// --- Bindings --------------------------------------------------------------------------------
+
+void Bindings::put(const std::string& name, Value value) {
+  for (auto& [existing, old] : values_) {
+    if (existing == name) {
+      old = std::move(value);
+      return;
+    }
+  }
+  values_.emplace_back(name, std::move(value));
+}
+
+void Bindings::exchangeInto(soci::statement& statement) const {
+  for (const auto& [name, value] : values_) {
+    std::visit([&](const auto& v) { statement.exchange(soci::use(v, name)); }, value);
+  }
+}
+
+// --- StatementCache ---------------------------------------------------------------------------
+
+StatementCache::Lease::Lease(StatementCache& cache, const std::string& query) : cache_(cache) {
+  auto found = cache.index_.find(query);
+  if (found == cache.index_.end()) {
+    entry_ = cache.insert(query);
+  } else if (!found->second->busy) {
+    entry_ = found->second;
+    cache.entries_.splice(cache.entries_.begin(), cache.entries_, entry_);
+  } else {
+    entry_ = cache.entries_.end();
+    own_.emplace(cache.prepare(query));
+    return;
+  }
+  entry_->busy = true;
+}
+
+StatementCache::Lease::~Lease() {
+  bool reusable = std::uncaught_exceptions() == exceptions_;
+  try {
+    cache_.release(statement());
+  } catch (...) {
+    reusable = false;
+  }
+  if (own_) return;
+  entry_->busy = false;
+  if (!reusable) cache_.erase(entry_);
+}
+
+soci::statement StatementCache::prepare(const std::string& query) {
+  soci::statement statement(session_);
+  statement.alloc();
+  statement.prepare(query);
+  ++prepares_;
+  return statement;
+}
+
+std::list<StatementCache::Entry>::iterator StatementCache::insert(const std::string& query) {
+  for (auto it = entries_.end(); entries_.size() >= kCapacity && it != entries_.begin();) {
+    --it;
+    if (!it->busy) it = erase(it);
+  }
+  soci::statement statement = prepare(query);  // throws before anything is kept
+  entries_.push_front(Entry{query, std::move(statement)});
+  index_.emplace(entries_.front().query, entries_.begin());
+  return entries_.begin();
+}
+
+void StatementCache::release(soci::statement& statement) {
+  statement.bind_clean_up();
+  if (dialect_ != Dialect::kSqlite) return;
+  // SOCI's SQLite backend leaves a statement where its last step left it: holding the
+  // read snapshot of a SELECT that was not read to the end, or an unfinished INSERT ...
+  // RETURNING that would block COMMIT. It also keeps the previous use's bindings (which
+  // point into the caller's strings) and binding mode. Start the next use afresh.
+  auto* sqlite = static_cast<soci::sqlite3_statement_backend*>(statement.get_backend());
+  sqlite_api::sqlite3_reset(sqlite->stmt_);
+  sqlite_api::sqlite3_clear_bindings(sqlite->stmt_);
+  sqlite->useData_.clear();
+  sqlite->boundByName_ = false;
+  sqlite->boundByPos_ = false;
+  sqlite->rowsAffectedBulk_ = -1;
+}
+
+std::list<StatementCache::Entry>::iterator StatementCache::erase(std::list<Entry>::iterator entry) {
+  index_.erase(entry->query);
+  return entries_.erase(entry);
+}
+
+void StatementCache::clear() {
+  index_.clear();
+  entries_.clear();
+}
+
+// --- Db ----------------------------------------------------------------------------------------
+
 bool Db::isInMemory(const std::string& url) { return url == "sqlite://:memory:"; }
 
 bool Db::onRowChange(std::function<void(const char*, int64_t)> hook) {
@@ -24,14 +118,13 @@ bool Db::onRowChange(std::function<void(const char*, int64_t)> hook) {
 }
 
 Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
-  std::unique_ptr<Db> db(new Db());
   constexpr std::string_view kSqlite = "sqlite://";
   constexpr std::string_view kPostgres = "postgresql://";
   try {
     if (url.rfind(kSqlite, 0) == 0) {
       const std::string path = url.substr(kSqlite.size());
       if (path.empty()) return Status::invalidArgument("database: sqlite:// needs a path");
-      db->dialect_ = Dialect::kSqlite;
+      std::unique_ptr<Db> db(new Db(Dialect::kSqlite));
       db->session_.open(soci::sqlite3, "db=" + path + " timeout=10");
       db->session_ << "PRAGMA foreign_keys = ON";
       db->session_ << "PRAGMA synchronous = FULL";
@@ -40,20 +133,21 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
         db->session_ << "PRAGMA journal_mode = WAL", soci::into(mode);
       }
       if (role == Role::kReader) db->session_ << "PRAGMA query_only = ON";
-    } else if (url.rfind(kPostgres, 0) == 0) {
-      db->dialect_ = Dialect::kPostgres;
+      return db;
+    }
+    if (url.rfind(kPostgres, 0) == 0) {
+      std::unique_ptr<Db> db(new Db(Dialect::kPostgres));
       db->session_.open(soci::postgresql, url);
-    } else {
-      return Status::invalidArgument("database: '" + url + "' must start with sqlite:// or postgresql://");
+      return db;
     }
   } catch (const std::exception& e) {
     return Status::unavailable("database: cannot open '" + url + "': " + e.what());
   }
-  return db;
+  return Status::invalidArgument("database: '" + url + "' must start with sqlite:// or postgresql://");
 }
 
 Result<int> Db::migrate(const std::vector<embedded::File>& migrations, const std::string& now) {
-  return guarded("migrate", [&]() -> Result<int> {
+  Result<int> applied = guarded("migrate", [&]() -> Result<int> {
     session_ << "CREATE TABLE IF NOT EXISTS schema_version ("
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)";
     soci::indicator ind = soci::i_null;
@@ -95,6 +189,8 @@ Result<int> Db::migrate(const std::vector<embedded::File>& migrations, const std
     tx.commit();
     return static_cast<int>(std::max<long long>(current, version));
   });
+  statements_.clear();  // a statement prepared before may describe columns that changed
+  return applied;
 }
 
 int64_t rowInt(const soci::row& r, std::size_t i) {

@@ -11,15 +11,16 @@ namespace tide::ledger {
 // --- Tx ----------------------------------------------------------------------------------
 
 Ledger::Tx::Tx(Ledger& ledger, std::string actor)
-    : sql_(ledger.db_->session()), actor_(std::move(actor)), now_(ledger.now()) {
-  sql_ << "SAVEPOINT tide_write";
+    : ledger_(ledger), db_(*ledger.db_), actor_(std::move(actor)), now_(ledger.now()) {
+  db_.run("SAVEPOINT tide_write");
 }
 
 Ledger::Tx::~Tx() {
   if (committed_) return;
+  ledger_.chain_tail_.reset();
   try {
-    sql_ << "ROLLBACK TO tide_write";
-    sql_ << "RELEASE tide_write";
+    db_.run("ROLLBACK TO tide_write");
+    db_.run("RELEASE tide_write");
   } catch (...) {
     // The database already ended the whole transaction; the group's commit reports it.
   }
@@ -41,30 +42,37 @@ std::string eventHash(const std::string& prev_hash, int64_t seq, const std::stri
 }  // namespace
 
 void Ledger::Tx::event(const std::string& kind, const std::string& subject, const Json& data) {
-  if (!chain_loaded_) {
-    soci::indicator ind = soci::i_null;
-    long long seq = 0;
-    std::string hash;
-    soci::indicator hash_ind = soci::i_null;
-    sql_ << "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind), soci::into(hash, hash_ind);
-    last_seq_ = sql_.got_data() && ind != soci::i_null ? seq : 0;
-    last_hash_ = sql_.got_data() && hash_ind != soci::i_null ? hash : "";
-    chain_loaded_ = true;
+  if (!appended_) {
+    if (ledger_.chain_tail_) {
+      tail_ = *ledger_.chain_tail_;
+    } else {
+      soci::indicator ind = soci::i_null;
+      long long seq = 0;
+      std::string hash;
+      soci::indicator hash_ind = soci::i_null;
+      const bool found = db_.run("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
+                                 soci::into(hash, hash_ind));
+      tail_.seq = found && ind != soci::i_null ? seq : 0;
+      tail_.hash = found && hash_ind != soci::i_null ? hash : "";
+    }
   }
-  const long long seq = last_seq_ + 1;
+  const long long seq = tail_.seq + 1;
   const std::string text = data.dump();
-  const std::string hash = eventHash(last_hash_, seq, now_, actor_, kind, subject, text);
-  sql_ << "INSERT INTO events (seq, at, actor, kind, subject, data, prev_hash, hash) "
-          "VALUES (:seq, :at, :actor, :kind, :subject, :data, :prev, :hash)",
+  std::string hash = eventHash(tail_.hash, seq, now_, actor_, kind, subject, text);
+  db_.run(
+      "INSERT INTO events (seq, at, actor, kind, subject, data, prev_hash, hash) "
+      "VALUES (:seq, :at, :actor, :kind, :subject, :data, :prev, :hash)",
       soci::use(seq), soci::use(now_), soci::use(actor_), soci::use(kind), soci::use(subject), soci::use(text),
-      soci::use(last_hash_), soci::use(hash);
-  last_seq_ = seq;
-  last_hash_ = hash;
+      soci::use(tail_.hash), soci::use(hash));
+  tail_.seq = seq;
+  tail_.hash = std::move(hash);
+  appended_ = true;
 }
 
 void Ledger::Tx::commit() {
-  sql_ << "RELEASE tide_write";
+  db_.run("RELEASE tide_write");
   committed_ = true;
+  if (appended_) ledger_.chain_tail_ = tail_;
 }
 
 // --- shared helpers --------------------------------------------------------------------------
@@ -114,16 +122,16 @@ Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
 
 int64_t pageLimit(const ListOptions& options) { return std::clamp<int64_t>(options.limit, 1, kMaxPageSize); }
 
-int64_t liveIdByName(soci::session& sql, const char* table, const std::string& name) {
+int64_t liveIdByName(Db& db, const char* table, const std::string& name) {
   long long id = 0;
   soci::indicator ind = soci::i_null;
-  sql << "SELECT id FROM " + std::string(table) + " WHERE name = :name AND deleted_at IS NULL", soci::use(name),
-      soci::into(id, ind);
-  return sql.got_data() && ind != soci::i_null ? id : 0;
+  const bool found = db.run("SELECT id FROM " + std::string(table) + " WHERE name = :name AND deleted_at IS NULL",
+                            soci::use(name), soci::into(id, ind));
+  return found && ind != soci::i_null ? id : 0;
 }
 
 Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation generation,
-                     const std::string& assignments, soci::values& values) {
+                     const std::string& assignments, Bindings& values) {
   values.set("guard_id", static_cast<long long>(id));
   values.set("guard_now", tx.now());
   std::string query = "UPDATE " + std::string(table) + " SET " + assignments + (assignments.empty() ? "" : ", ") +
@@ -132,14 +140,13 @@ Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation g
     values.set("guard_generation", static_cast<long long>(*generation));
     query += " AND generation = :guard_generation";
   }
-  soci::statement st = (tx.sql().prepare << query, soci::use(values));
-  st.execute(true);
-  if (st.get_affected_rows() == 1) return Status::ok();
+  if (tx.db().update(query, values) == 1) return Status::ok();
   long long current = 0;
   soci::indicator ind = soci::i_null;
-  tx.sql() << "SELECT generation FROM " + std::string(table) + " WHERE id = :id", soci::use(static_cast<long long>(id)),
-      soci::into(current, ind);
-  if (!tx.sql().got_data()) return Status::notFound(std::string(table) + " row " + std::to_string(id) + " is gone");
+  if (!tx.db().run("SELECT generation FROM " + std::string(table) + " WHERE id = :id",
+                   soci::use(static_cast<long long>(id)), soci::into(current, ind))) {
+    return Status::notFound(std::string(table) + " row " + std::to_string(id) + " is gone");
+  }
   return Status::conflict("stale generation: you read " + std::to_string(generation.value_or(0)) +
                           ", the record is now at " + std::to_string(current));
 }
@@ -148,7 +155,7 @@ Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t i
                    const std::string& from, const std::string& to, Generation generation, const std::string& message,
                    Json extra) {
   TIDE_RETURN_IF_ERROR(checkTransition(kind, from, to).withPrefix(subject));
-  soci::values values;
+  Bindings values;
   values.set("state", to);
   values.set("message", message);
   TIDE_RETURN_IF_ERROR(
@@ -197,10 +204,10 @@ Result<std::unique_ptr<Ledger>> Ledger::open(const std::string& url, const Clock
   Ledger* raw = ledger.get();
   ledger->changes_tracked_ =
       ledger->db_->onRowChange([raw](const char* table, int64_t id) { raw->recordChange(table, id); });
-  auto seq = ledger->read("last event", [&](soci::session& sql) -> Result<int64_t> {
+  auto seq = ledger->read("last event", [&](Db& db) -> Result<int64_t> {
     long long value = 0;
     soci::indicator ind = soci::i_null;
-    sql << "SELECT MAX(seq) FROM events", soci::into(value, ind);
+    db.run("SELECT MAX(seq) FROM events", soci::into(value, ind));
     return ind == soci::i_null ? 0 : value;
   });
   TIDE_RETURN_IF_ERROR(seq.status());
@@ -285,6 +292,7 @@ Status Ledger::commitGroup() {
     }
     events_cv_.notify_all();
   } else {
+    chain_tail_.reset();
     failed_groups_[group_] = status;
     while (failed_groups_.size() > 64) failed_groups_.erase(failed_groups_.begin());
   }
@@ -377,7 +385,7 @@ Event eventFromRow(const soci::row& r) {
 
 Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
   TIDE_RETURN_IF_ERROR(checkFilters(options, {{"kind", "kind"}, {"subject", "subject"}}));
-  return read("list events", [&](soci::session& sql) -> Result<Page<Event>> {
+  return read("list events", [&](Db& db) -> Result<Page<Event>> {
     Where where(kEventColumns);
     where.greater("seq", options.after);
     if (auto it = options.filters.find("kind"); it != options.filters.end()) {
@@ -390,10 +398,11 @@ Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
     }
     if (auto it = options.filters.find("subject"); it != options.filters.end()) where.eq("subject", it->second);
     const int64_t limit = pageLimit(options);
+    where.values().set("page_limit", static_cast<long long>(limit + 1));
     Page<Event> page;
-    soci::rowset<soci::row> rows =
-        (sql.prepare << where.clause() + " ORDER BY seq LIMIT " + std::to_string(limit + 1), soci::use(where.values()));
-    for (const auto& row : rows) page.items.push_back(eventFromRow(row));
+    db.forEachRow(
+        where.clause() + " ORDER BY seq LIMIT :page_limit",
+        [&](const soci::row& row) { page.items.push_back(eventFromRow(row)); }, where.values());
     if (static_cast<int64_t>(page.items.size()) > limit) {
       page.items.pop_back();
       page.next_after = page.items.back().seq;
@@ -421,23 +430,23 @@ Status Ledger::appendEvent(const std::string& kind, const std::string& subject, 
 }
 
 Status Ledger::verifyEventChain() {
-  return read("verify events", [&](soci::session& sql) -> Status {
-    soci::rowset<soci::row> rows = (sql.prepare << std::string(kEventColumns) + " ORDER BY seq");
+  return read("verify events", [&](Db& db) -> Status {
     std::string prev;
     int64_t expected_seq = 0;
-    for (const auto& row : rows) {
+    Status broken = Status::ok();
+    db.forEachRow(std::string(kEventColumns) + " ORDER BY seq", [&](const soci::row& row) {
+      if (!broken.isOk()) return;
       Event e = eventFromRow(row);
       const std::string data = rowString(row, 5);
       if (expected_seq != 0 && e.seq != expected_seq) {
-        return Status::internal("event chain: seq " + std::to_string(expected_seq) + " is missing");
-      }
-      if (e.prev_hash != prev || eventHash(prev, e.seq, e.at, e.actor, e.kind, e.subject, data) != e.hash) {
-        return Status::internal("event chain: event " + std::to_string(e.seq) + " does not match its hash");
+        broken = Status::internal("event chain: seq " + std::to_string(expected_seq) + " is missing");
+      } else if (e.prev_hash != prev || eventHash(prev, e.seq, e.at, e.actor, e.kind, e.subject, data) != e.hash) {
+        broken = Status::internal("event chain: event " + std::to_string(e.seq) + " does not match its hash");
       }
       prev = e.hash;
       expected_seq = e.seq + 1;
-    }
-    return Status::ok();
+    });
+    return broken;
   });
 }
 
@@ -448,10 +457,11 @@ Result<ScriptVersion> Ledger::recordScriptVersion(const ScriptVersion& version) 
     ScriptVersion v = version;
     if (v.loaded_at.empty()) v.loaded_at = tx.now();
     long long id = 0;
-    tx.sql() << "INSERT INTO script_versions (path, kind, sha256, loaded_at, status, error) "
-                "VALUES (:p, :k, :s, :l, :st, :e) RETURNING id",
+    tx.db().run(
+        "INSERT INTO script_versions (path, kind, sha256, loaded_at, status, error) "
+        "VALUES (:p, :k, :s, :l, :st, :e) RETURNING id",
         soci::use(v.path), soci::use(v.kind), soci::use(v.sha256), soci::use(v.loaded_at), soci::use(v.status),
-        soci::use(v.error), soci::into(id);
+        soci::use(v.error), soci::into(id));
     v.id = id;
     tx.event("script." + v.status, "script/" + v.path,
              Json{{"kind", v.kind}, {"sha256", v.sha256}, {"error", v.error}});
@@ -460,15 +470,17 @@ Result<ScriptVersion> Ledger::recordScriptVersion(const ScriptVersion& version) 
 }
 
 Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string& path) {
-  return read("list script versions", [&](soci::session& sql) -> Result<std::vector<ScriptVersion>> {
+  return read("list script versions", [&](Db& db) -> Result<std::vector<ScriptVersion>> {
     Where where("SELECT id, path, kind, sha256, loaded_at, status, error FROM script_versions");
     if (!path.empty()) where.eq("path", path);
-    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY id", soci::use(where.values()));
     std::vector<ScriptVersion> out;
-    for (const auto& r : rows) {
-      out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowString(r, 5),
-                     rowString(r, 6)});
-    }
+    db.forEachRow(
+        where.clause() + " ORDER BY id",
+        [&](const soci::row& r) {
+          out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
+                         rowString(r, 5), rowString(r, 6)});
+        },
+        where.values());
     return out;
   });
 }
@@ -479,27 +491,28 @@ Status Ledger::recordDecisions(const std::vector<Decision>& decisions) {
       const std::string at = d.at.empty() ? tx.now() : d.at;
       const std::string reasons = d.reasons.dump();
       const long long op = d.operation_id, duration = d.duration_us;
-      tx.sql() << "INSERT INTO decisions (operation_id, policy, script_sha256, verdict, reasons, duration_us, "
-                  "error_class, at) VALUES (:o, :p, :s, :v, :r, :d, :e, :a)",
+      tx.db().run(
+          "INSERT INTO decisions (operation_id, policy, script_sha256, verdict, reasons, duration_us, "
+          "error_class, at) VALUES (:o, :p, :s, :v, :r, :d, :e, :a)",
           soci::use(op), soci::use(d.policy), soci::use(d.script_sha256), soci::use(d.verdict), soci::use(reasons),
-          soci::use(duration), soci::use(d.error_class), soci::use(at);
+          soci::use(duration), soci::use(d.error_class), soci::use(at));
     }
     return Status::ok();
   });
 }
 
 Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
-  return read("list decisions", [&](soci::session& sql) -> Result<std::vector<Decision>> {
+  return read("list decisions", [&](Db& db) -> Result<std::vector<Decision>> {
     const long long op = operation_id;
-    soci::rowset<soci::row> rows =
-        (sql.prepare << "SELECT id, operation_id, policy, script_sha256, verdict, reasons, duration_us, "
-                        "error_class, at FROM decisions WHERE operation_id = :o ORDER BY id",
-         soci::use(op));
     std::vector<Decision> out;
-    for (const auto& r : rows) {
-      out.push_back({rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowJson(r, 5),
-                     rowInt(r, 6), rowString(r, 7), rowString(r, 8)});
-    }
+    db.forEachRow(
+        "SELECT id, operation_id, policy, script_sha256, verdict, reasons, duration_us, error_class, at FROM decisions "
+        "WHERE operation_id = :o ORDER BY id",
+        [&](const soci::row& r) {
+          out.push_back({rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4), rowJson(r, 5),
+                         rowInt(r, 6), rowString(r, 7), rowString(r, 8)});
+        },
+        soci::use(op));
     return out;
   });
 }
@@ -529,15 +542,15 @@ Result<ApiToken> Ledger::createToken(const std::string& name, const std::string&
   }
   return write("create token", actor, [&](Tx& tx) -> Result<ApiToken> {
     long long live = 0;
-    tx.sql() << "SELECT COUNT(*) FROM tokens WHERE name = :n AND revoked_at IS NULL", soci::use(name),
-        soci::into(live);
+    tx.db().run("SELECT COUNT(*) FROM tokens WHERE name = :n AND revoked_at IS NULL", soci::use(name), soci::into(live));
     if (live > 0) return Status::alreadyExists("a live token is already named '" + name + "'; revoke it first");
     long long id = 0;
     soci::indicator expiry = expires_at.empty() ? soci::i_null : soci::i_ok;
-    tx.sql() << "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at) VALUES (:n, :s, :r, :c, :e) "
-                "RETURNING id",
+    tx.db().run(
+        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at) VALUES (:n, :s, :r, :c, :e) "
+        "RETURNING id",
         soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::use(expires_at, expiry),
-        soci::into(id);
+        soci::into(id));
     Json data{{"role", role}};
     if (!expires_at.empty()) data["expires_at"] = expires_at;
     tx.event("token.created", "token/" + name, data);
@@ -546,10 +559,11 @@ Result<ApiToken> Ledger::createToken(const std::string& name, const std::string&
 }
 
 Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
-  TIDE_ASSIGN_OR_RETURN(ApiToken token, read("find token", [&](soci::session& sql) -> Result<ApiToken> {
+  TIDE_ASSIGN_OR_RETURN(ApiToken token, read("find token", [&](Db& db) -> Result<ApiToken> {
     soci::row r;
-    sql << std::string(kTokenSelect) + " WHERE token_sha256 = :s", soci::use(token_sha256), soci::into(r);
-    if (!sql.got_data()) return Status::notFound("unknown token");
+    if (!db.run(std::string(kTokenSelect) + " WHERE token_sha256 = :s", soci::use(token_sha256), soci::into(r))) {
+      return Status::notFound("unknown token");
+    }
     return tokenFromRow(r);
   }));
   if (!token.revoked_at.empty()) return Status::notFound("token '" + token.name + "' was revoked");
@@ -561,10 +575,9 @@ Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
 }
 
 Result<std::vector<ApiToken>> Ledger::listTokens() {
-  return read("list tokens", [&](soci::session& sql) -> Result<std::vector<ApiToken>> {
-    soci::rowset<soci::row> rows = (sql.prepare << std::string(kTokenSelect) + " ORDER BY id");
+  return read("list tokens", [&](Db& db) -> Result<std::vector<ApiToken>> {
     std::vector<ApiToken> out;
-    for (const auto& r : rows) out.push_back(tokenFromRow(r));
+    db.forEachRow(std::string(kTokenSelect) + " ORDER BY id", [&](const soci::row& r) { out.push_back(tokenFromRow(r)); });
     return out;
   });
 }
@@ -572,21 +585,24 @@ Result<std::vector<ApiToken>> Ledger::listTokens() {
 Result<ApiToken> Ledger::revokeToken(const std::string& name, const std::string& actor, bool keep_an_admin) {
   return write("revoke token", actor, [&](Tx& tx) -> Result<ApiToken> {
     soci::row r;
-    tx.sql() << std::string(kTokenSelect) + " WHERE name = :n AND revoked_at IS NULL", soci::use(name), soci::into(r);
-    if (!tx.sql().got_data()) return Status::notFound("no live token is named '" + name + "'");
+    if (!tx.db().run(std::string(kTokenSelect) + " WHERE name = :n AND revoked_at IS NULL", soci::use(name),
+                     soci::into(r))) {
+      return Status::notFound("no live token is named '" + name + "'");
+    }
     ApiToken token = tokenFromRow(r);
     if (keep_an_admin && token.role == "admin") {
       long long admins = 0;
       const std::string now = tx.now();
-      tx.sql() << "SELECT COUNT(*) FROM tokens WHERE role = 'admin' AND revoked_at IS NULL AND id <> :id AND "
-                  "(expires_at IS NULL OR expires_at > :now)",
-          soci::use(token.id), soci::use(now), soci::into(admins);
+      tx.db().run(
+          "SELECT COUNT(*) FROM tokens WHERE role = 'admin' AND revoked_at IS NULL AND id <> :id AND "
+          "(expires_at IS NULL OR expires_at > :now)",
+          soci::use(token.id), soci::use(now), soci::into(admins));
       if (admins == 0) {
         return Status::conflict("'" + name + "' is the last admin token; create another admin token before revoking it");
       }
     }
-    tx.sql() << "UPDATE tokens SET revoked_at = :at, revoked_by = :by WHERE id = :id", soci::use(tx.now()),
-        soci::use(actor), soci::use(token.id);
+    tx.db().run("UPDATE tokens SET revoked_at = :at, revoked_by = :by WHERE id = :id", soci::use(tx.now()),
+                soci::use(actor), soci::use(token.id));
     tx.event("token.revoked", "token/" + name, Json{{"role", token.role}});
     token.revoked_at = tx.now();
     token.revoked_by = actor;
@@ -595,9 +611,9 @@ Result<ApiToken> Ledger::revokeToken(const std::string& name, const std::string&
 }
 
 int64_t Ledger::countTokens() {
-  auto n = read("count tokens", [&](soci::session& sql) -> Result<int64_t> {
+  auto n = read("count tokens", [&](Db& db) -> Result<int64_t> {
     long long count = 0;
-    sql << "SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL", soci::into(count);
+    db.run("SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL", soci::into(count));
     return count;
   });
   return n.isOk() ? *n : 0;
@@ -606,43 +622,37 @@ int64_t Ledger::countTokens() {
 // --- invariants --------------------------------------------------------------------------------
 
 Result<std::vector<std::string>> Ledger::checkInvariants() {
-  auto violations = read("check invariants", [&](soci::session& sql) -> Result<std::vector<std::string>> {
+  auto violations = read("check invariants", [&](Db& db) -> Result<std::vector<std::string>> {
     std::vector<std::string> out;
-    {
-      soci::rowset<soci::row> rows =
-          (sql.prepare
-           << "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m "
-              "ON m.id = r.meta_instance_id WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-              " GROUP BY m.name HAVING COUNT(*) > 1");
-      for (const auto& r : rows) {
-        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
-                      " active runtime instances (at most one allowed)");
-      }
+    // (meta instances holding more than one of something, what they hold)
+    const std::pair<const char*, const char*> kAtMostOne[] = {
+        {"SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+         "WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+         " GROUP BY m.name HAVING COUNT(*) > 1",
+         "active runtime instances"},
+        {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+         "WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') GROUP BY m.name HAVING COUNT(*) > 1",
+         "unfinished operations"}};
+    for (const auto& [query, held] : kAtMostOne) {
+      db.forEachRow(query, [&](const soci::row& r) {
+        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " + held +
+                      " (at most one allowed)");
+      });
     }
     {
-      soci::rowset<soci::row> rows =
-          (sql.prepare << "SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = "
-                          "o.meta_instance_id WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') "
-                          "GROUP BY m.name HAVING COUNT(*) > 1");
-      for (const auto& r : rows) {
-        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
-                      " unfinished operations (at most one allowed)");
-      }
-    }
-    {
-      soci::rowset<soci::row> rows =
-          (sql.prepare << "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
-                          "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
-                          "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT "
-                          "IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-                          " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
-                          "n.total_memory_gib, n.reserved_memory_gib");
-      for (const auto& r : rows) {
-        if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
-          out.push_back("node " + rowString(r, 0) + " is over-committed (remaining cores " +
-                        std::to_string(rowDouble(r, 1)) + ", memory " + std::to_string(rowDouble(r, 2)) + " GiB)");
-        }
-      }
+      db.forEachRow(
+          "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
+          "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
+          "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT "
+          "IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+          " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
+          "n.total_memory_gib, n.reserved_memory_gib",
+          [&](const soci::row& r) {
+            if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
+              out.push_back("node " + rowString(r, 0) + " is over-committed (remaining cores " +
+                            std::to_string(rowDouble(r, 1)) + ", memory " + std::to_string(rowDouble(r, 2)) + " GiB)");
+            }
+          });
     }
     for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
                             RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
@@ -653,12 +663,11 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
                                                                 {RecordKind::kMetaInstance, "meta_instances"},
                                                                 {RecordKind::kRuntimeInstance, "runtime_instances"},
                                                                 {RecordKind::kOperation, "operations"}};
-      soci::rowset<soci::row> rows = (sql.prepare << "SELECT DISTINCT state FROM " + std::string(kTables.at(kind)));
-      for (const auto& r : rows) {
+      db.forEachRow("SELECT DISTINCT state FROM " + std::string(kTables.at(kind)), [&](const soci::row& r) {
         if (!isKnownState(kind, rowString(r, 0))) {
           out.push_back(std::string(recordKindName(kind)) + " rows hold unknown state '" + rowString(r, 0) + "'");
         }
-      }
+      });
     }
     return out;
   });

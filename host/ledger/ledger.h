@@ -384,7 +384,7 @@ class Ledger {
   template <class Fn>
   auto write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>()));
   template <class Fn>
-  auto read(const char* what, Fn&& fn) -> decltype(fn(std::declval<soci::session&>()));
+  auto read(const char* what, Fn&& fn) -> decltype(fn(std::declval<Db&>()));
 
   std::string now() const;
 
@@ -427,6 +427,17 @@ class Ledger {
   std::map<int, ChangeSink> sinks_;  // REQUIRES: mu_ is held
   int next_sink_ = 1;
   bool changes_tracked_ = false;
+
+  // The newest event's (seq, hash) as the committed writes left it, so that a write need
+  // not read it back: set by each write that appends events, dropped whenever a write or
+  // a group rolls back (the next write reads it from the database). This Ledger is the
+  // database's only writer; were another to append, the next insert would fail on seq's
+  // key and roll back, dropping it. REQUIRES: mu_ is held.
+  struct ChainTail {
+    int64_t seq = 0;
+    std::string hash;
+  };
+  std::optional<ChainTail> chain_tail_;
 
   std::mutex events_mu_;
   std::condition_variable events_cv_;

@@ -26,10 +26,10 @@ MetaInstance metaFromRow(const soci::row& r) {
   return m;
 }
 
-Result<MetaInstance> loadMeta(soci::session& sql, const std::string& name) {
+Result<MetaInstance> loadMeta(Db& db, const std::string& name) {
   Where where(kMetaSelect);
   where.eq("m.name", name);
-  return fetchOne(sql, where, "instance '" + name + "' not found", metaFromRow);
+  return fetchOne(db, where, "instance '" + name + "' not found", metaFromRow);
 }
 
 const char* kRuntimeSelect =
@@ -56,10 +56,10 @@ RuntimeInstance runtimeFromRow(const soci::row& r) {
   return ri;
 }
 
-Result<RuntimeInstance> loadRuntime(soci::session& sql, int64_t id) {
+Result<RuntimeInstance> loadRuntime(Db& db, int64_t id) {
   Where where(kRuntimeSelect);
   where.raw("r.id = " + where.bind(std::to_string(id)));
-  return fetchOne(sql, where, "runtime instance " + std::to_string(id) + " not found", runtimeFromRow);
+  return fetchOne(db, where, "runtime instance " + std::to_string(id) + " not found", runtimeFromRow);
 }
 
 const char* kOperationSelect =
@@ -86,10 +86,10 @@ Operation operationFromRow(const soci::row& r) {
   return o;
 }
 
-Result<Operation> loadOperation(soci::session& sql, int64_t id) {
+Result<Operation> loadOperation(Db& db, int64_t id) {
   Where where(kOperationSelect);
   where.raw("o.id = " + where.bind(std::to_string(id)));
-  return fetchOne(sql, where, "operation " + std::to_string(id) + " not found", operationFromRow);
+  return fetchOne(db, where, "operation " + std::to_string(id) + " not found", operationFromRow);
 }
 
 const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
@@ -110,14 +110,14 @@ Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance&
   std::map<std::string, double> asked;
   for (const Json& v : instance.volumes) asked[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
   std::map<std::string, double> used;
-  soci::rowset<std::string> rows = (tx.sql().prepare << "SELECT volumes FROM runtime_instances WHERE node_id = :id "
-                                                        "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-                                    soci::use(node_id));
-  for (const std::string& text : rows) {
-    const Json volumes = Json::parse(text, nullptr, false);
-    if (!volumes.is_array()) continue;
-    for (const Json& v : volumes) used[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
-  }
+  tx.db().forEachRow(
+      "SELECT volumes FROM runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+      [&](const soci::row& row) {
+        const Json volumes = Json::parse(rowString(row, 0), nullptr, false);
+        if (!volumes.is_array()) return;
+        for (const Json& v : volumes) used[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
+      },
+      soci::use(node_id));
   for (const auto& [local, gib] : asked) {
     auto found = capacity.find(local);
     if (found == capacity.end()) {
@@ -138,26 +138,29 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
     return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
   }
-  TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), instance.meta_instance));
+  TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), instance.meta_instance));
   if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
     return Status::conflict("instance '" + meta.name + "' is " + meta.state);
   }
   long long node_id = 0;
   double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
   std::string node_state, node_spec;
-  tx.sql() << "SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state, spec FROM nodes "
-              "WHERE name = :n AND deleted_at IS NULL",
-      soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
-      soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state), soci::into(node_spec);
-  if (!tx.sql().got_data()) return Status::notFound("node '" + instance.node + "' not found");
+  if (!tx.db().run("SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state, spec FROM "
+                   "nodes WHERE name = :n AND deleted_at IS NULL",
+                   soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
+                   soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state),
+                   soci::into(node_spec))) {
+    return Status::notFound("node '" + instance.node + "' not found");
+  }
   TIDE_RETURN_IF_ERROR(checkVolumeRoom(tx, node_id, instance, node_spec));
 
   // Capacity is checked against the derivation, inside this transaction, so two
   // placements racing for the last core cannot both win.
   soci::row used;
-  tx.sql() << "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
-              "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-      soci::use(node_id), soci::into(used);
+  tx.db().run(
+      "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
+      "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+      soci::use(node_id), soci::into(used));
   const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
   const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
   if (instance.reservation.cores > free_cores + 1e-9 || instance.reservation.memory_gib > free_memory + 1e-9) {
@@ -169,9 +172,10 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   const long long meta_id = meta.meta.id;
   if (instance.is_active) {
     long long active = 0;
-    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
-                "NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(meta_id), soci::into(active);
+    tx.db().run(
+        "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
+        "NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+        soci::use(meta_id), soci::into(active));
     if (active > 0) {
       return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
     }
@@ -180,19 +184,20 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   const std::string coordinates = instance.coordinates.dump(), ports = instance.ports.dump(),
                     volumes = instance.volumes.dump(), state = "PENDING";
   long long id = 0;
-  tx.sql() << "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
-              "reserved_memory_gib, ports, volumes, driver_handle, state, created_at, updated_at) VALUES (:m, :n, "
-              ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
+  tx.db().run(
+      "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
+      "reserved_memory_gib, ports, volumes, driver_handle, state, created_at, updated_at) VALUES (:m, :n, "
+      ":a, :c, :rc, :rm, :p, :v, :h, :s, :ca, :ua) RETURNING id",
       soci::use(meta_id), soci::use(node_id), soci::use(is_active), soci::use(coordinates),
       soci::use(instance.reservation.cores), soci::use(instance.reservation.memory_gib), soci::use(ports),
       soci::use(volumes), soci::use(instance.driver_handle), soci::use(state), soci::use(tx.now()), soci::use(tx.now()),
-      soci::into(id);
+      soci::into(id));
   tx.event("runtime_instance.created", "runtime/" + std::to_string(id),
            Json{{"instance", meta.name},
                 {"node", instance.node},
                 {"is_active", instance.is_active},
                 {"reservation", instance.reservation}});
-  return loadRuntime(tx.sql(), id);
+  return loadRuntime(tx.db(), id);
 }
 
 // The body of createOperation, shared with createInstanceWithOperation.
@@ -206,10 +211,8 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   Where open(kOperationSelect);
   open.eq("m.name", meta.name).raw("o.state NOT IN ('SUCCEEDED', 'FAILED', 'REJECTED', 'CANCELLED')");
   std::vector<Operation> unfinished;
-  {
-    soci::rowset<soci::row> rows = (tx.sql().prepare << open.clause(), soci::use(open.values()));
-    for (const auto& row : rows) unfinished.push_back(operationFromRow(row));
-  }
+  tx.db().forEachRow(
+      open.clause(), [&](const soci::row& row) { unfinished.push_back(operationFromRow(row)); }, open.values());
   for (const auto& existing : unfinished) {
     const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
     if (!replaceable || existing.priority >= operation.priority) {
@@ -225,13 +228,14 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
   const std::string state = "PENDING", decision = operation.decision.dump();
   long long id = 0;
-  tx.sql() << "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
-              "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
+  tx.db().run(
+      "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
+      "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
       soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by), soci::use(decision),
-      soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+      soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
   tx.event("operation.created", "operation/" + std::to_string(id),
            Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
-  return loadOperation(tx.sql(), id);
+  return loadOperation(tx.db(), id);
 }
 
 // The body of createMetaInstance, shared with createInstanceWithOperation.
@@ -239,25 +243,25 @@ Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const s
   long long plan_id = 0, deployment_ref = 0;
   std::string service, plan_state;
   soci::indicator ind = soci::i_null;
-  tx.sql() << "SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
-              "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
-      soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service), soci::into(plan_state),
-      soci::into(deployment_ref);
-  if (!tx.sql().got_data()) {
+  if (!tx.db().run("SELECT p.id, p.service_name, p.state, d.id FROM plans p JOIN deployments d ON d.plan_id = p.id "
+                   "WHERE p.name = :p AND p.deleted_at IS NULL AND d.deployment_id = :d",
+                   soci::use(plan), soci::use(deployment_id), soci::into(plan_id, ind), soci::into(service),
+                   soci::into(plan_state), soci::into(deployment_ref))) {
     return Status::notFound("deployment '" + deployment_id + "' of plan '" + plan + "' not found");
   }
   std::string name;
   do {
     name = randomName(service, 10);
-  } while (liveIdByName(tx.sql(), "meta_instances", name) != 0);
+  } while (liveIdByName(tx.db(), "meta_instances", name) != 0);
   const std::string state = "ACTIVE";
   long long id = 0;
-  tx.sql() << "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
-              "VALUES (:n, :p, :d, :s, :c, :u) RETURNING id",
+  tx.db().run(
+      "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
+      "VALUES (:n, :p, :d, :s, :c, :u) RETURNING id",
       soci::use(name), soci::use(plan_id), soci::use(deployment_ref), soci::use(state), soci::use(tx.now()),
-      soci::use(tx.now()), soci::into(id);
+      soci::use(tx.now()), soci::into(id));
   tx.event("meta_instance.created", "instance/" + name, Json{{"plan", plan}, {"deployment_id", deployment_id}});
-  return loadMeta(tx.sql(), name);
+  return loadMeta(tx.db(), name);
 }
 
 }  // namespace
@@ -273,36 +277,35 @@ Result<MetaInstance> Ledger::createMetaInstance(const std::string& plan, const s
 Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, const std::string& deployment_id,
                                                        const std::string& actor) {
   return write("set instance deployment", actor, [&](Tx& tx) -> Result<MetaInstance> {
-    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.db(), name));
     if (m.deployment_id == deployment_id) return m;
     long long deployment_ref = 0;
-    tx.sql() << "SELECT d.id FROM deployments d JOIN plans p ON p.id = d.plan_id WHERE p.name = :p AND "
-                "p.deleted_at IS NULL AND d.deployment_id = :d",
-        soci::use(m.plan), soci::use(deployment_id), soci::into(deployment_ref);
-    if (!tx.sql().got_data()) {
+    if (!tx.db().run("SELECT d.id FROM deployments d JOIN plans p ON p.id = d.plan_id WHERE p.name = :p AND "
+                     "p.deleted_at IS NULL AND d.deployment_id = :d",
+                     soci::use(m.plan), soci::use(deployment_id), soci::into(deployment_ref))) {
       return Status::notFound("deployment '" + deployment_id + "' of plan '" + m.plan + "' not found");
     }
-    soci::values values;
+    Bindings values;
     values.set("deployment_ref", deployment_ref);
     TIDE_RETURN_IF_ERROR(
         updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deployment_ref = :deployment_ref", values));
     tx.event("meta_instance.deployment", "instance/" + name, Json{{"from", m.deployment_id}, {"to", deployment_id}});
-    return loadMeta(tx.sql(), name);
+    return loadMeta(tx.db(), name);
   });
 }
 
 Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
-  return read("get instance", [&](soci::session& sql) -> Result<MetaInstance> { return loadMeta(sql, name); });
+  return read("get instance", [&](Db& db) -> Result<MetaInstance> { return loadMeta(db, name); });
 }
 
 Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
   static const FilterColumns kMetaInstancesFilters = {
       {"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kMetaInstancesFilters));
-  return read("list instances", [&](soci::session& sql) -> Result<Page<MetaInstance>> {
+  return read("list instances", [&](Db& db) -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
     where.greater("m.id", options.after).filters(options, kMetaInstancesFilters);
-    return fetchPage<MetaInstance>(sql, where, "m.id", options, metaFromRow);
+    return fetchPage<MetaInstance>(db, where, "m.id", options, metaFromRow);
   });
 }
 
@@ -310,16 +313,16 @@ Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const
                                                   Generation generation, const std::string& actor,
                                                   const std::string& message) {
   return write("set instance state", actor, [&](Tx& tx) -> Result<MetaInstance> {
-    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.db(), name));
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kMetaInstance, "meta_instances", m.meta.id, "instance/" + name,
                                      m.state, state, generation, message));
     if (state == "DELETED") {
-      soci::values values;
+      Bindings values;
       values.set("deleted_at", tx.now());
       TIDE_RETURN_IF_ERROR(
           updateGuarded(tx, "meta_instances", m.meta.id, std::nullopt, "deleted_at = :deleted_at", values));
     }
-    return loadMeta(tx.sql(), name);
+    return loadMeta(tx.db(), name);
   });
 }
 
@@ -333,7 +336,7 @@ Result<RuntimeInstance> Ledger::createRuntimeInstance(const RuntimeInstance& ins
 Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
                                                     const std::string& actor) {
   return write("reserve for operation", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
-    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), operation_id));
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), operation_id));
     if (o.meta_instance != instance.meta_instance) {
       return Status::invalidArgument("operation " + std::to_string(operation_id) + " is for instance '" +
                                      o.meta_instance + "', not '" + instance.meta_instance + "'");
@@ -346,7 +349,7 @@ Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const 
     Json target = o.target.is_object() ? o.target : Json::object();
     target["runtime_instance"] = created.meta.id;
     target["node"] = created.node;
-    soci::values values;
+    Bindings values;
     values.set("target", target.dump());
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, "target = :target", values));
     return created;
@@ -354,25 +357,24 @@ Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const 
 }
 
 Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
-  return read("get runtime instance",
-              [&](soci::session& sql) -> Result<RuntimeInstance> { return loadRuntime(sql, id); });
+  return read("get runtime instance", [&](Db& db) -> Result<RuntimeInstance> { return loadRuntime(db, id); });
 }
 
 Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
   static const FilterColumns kRuntimeInstancesFilters = {
       {"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kRuntimeInstancesFilters));
-  return read("list runtime instances", [&](soci::session& sql) -> Result<Page<RuntimeInstance>> {
+  return read("list runtime instances", [&](Db& db) -> Result<Page<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.greater("r.id", options.after).filters(options, kRuntimeInstancesFilters);
-    return fetchPage<RuntimeInstance>(sql, where, "r.id", options, runtimeFromRow);
+    return fetchPage<RuntimeInstance>(db, where, "r.id", options, runtimeFromRow);
   });
 }
 
 Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update,
                                                       const std::string& actor) {
   return write("update runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
-    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     Assignments assign;
     if (update.driver_handle) assign.set("driver_handle", *update.driver_handle);
     if (update.ports) assign.set("ports", update.ports->dump());
@@ -393,20 +395,21 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
       tx.event("runtime_instance.coordinates", subject,
                Json{{"instance", ri.meta_instance}, {"from", ri.coordinates}, {"to", *update.coordinates}});
     }
-    return loadRuntime(tx.sql(), id);
+    return loadRuntime(tx.db(), id);
   });
 }
 
 Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
-  return read("current runtime instances", [&](soci::session& sql) -> Result<std::vector<RuntimeInstance>> {
+  return read("current runtime instances", [&](Db& db) -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
         .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
              " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
              "GROUP BY r2.meta_instance_id))");
     std::vector<RuntimeInstance> out;
-    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY r.id", soci::use(where.values()));
-    for (const auto& row : rows) out.push_back(runtimeFromRow(row));
+    db.forEachRow(
+        where.clause() + " ORDER BY r.id", [&](const soci::row& row) { out.push_back(runtimeFromRow(row)); },
+        where.values());
     return out;
   });
 }
@@ -439,77 +442,84 @@ void inSlices(const std::vector<int64_t>& ids, Fn&& each) {
 Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& meta_ids,
                                                     const std::vector<int64_t>& runtime_ids,
                                                     const std::vector<int64_t>& operation_ids) {
-  return read("instance slice", [&](soci::session& sql) -> Result<InstanceSlice> {
-    std::vector<int64_t> metas = meta_ids;
-    auto owners = [&](const char* table, const std::vector<int64_t>& ids) {
-      inSlices(ids, [&](const std::string& in) {
-        soci::rowset<soci::row> rows =
-            (sql.prepare << std::string("SELECT meta_instance_id FROM ") + table + " WHERE id IN " + in);
-        for (const auto& row : rows) metas.push_back(rowInt(row, 0));
-      });
-    };
-    owners("runtime_instances", runtime_ids);
-    owners("operations", operation_ids);
-    std::sort(metas.begin(), metas.end());
-    metas.erase(std::unique(metas.begin(), metas.end()), metas.end());
+  return read("instance slice",
+              [&](Db& db) -> Result<InstanceSlice> {
+                // Every IN list makes a new query text: these run past the statement cache.
+                std::vector<int64_t> metas = meta_ids;
+                auto owners = [&](const char* table, const std::vector<int64_t>& ids) {
+                  inSlices(ids, [&](const std::string& in) {
+                    soci::rowset<soci::row> rows =
+                        (db.session().prepare
+                         << std::string("SELECT meta_instance_id FROM ") + table + " WHERE id IN " + in);
+                    for (const auto& row : rows) metas.push_back(rowInt(row, 0));
+                  });
+                };
+                owners("runtime_instances", runtime_ids);
+                owners("operations", operation_ids);
+                std::sort(metas.begin(), metas.end());
+                metas.erase(std::unique(metas.begin(), metas.end()), metas.end());
 
-    InstanceSlice slice;
-    inSlices(metas, [&](const std::string& in) {
-      soci::rowset<soci::row> meta_rows = (sql.prepare << std::string(kMetaSelect) + " WHERE m.id IN " + in);
-      for (const auto& row : meta_rows) slice.metas.push_back(metaFromRow(row));
-      soci::rowset<soci::row> runtime_rows =
-          (sql.prepare << std::string(kRuntimeSelect) + " WHERE r.meta_instance_id IN " + in +
+                InstanceSlice slice;
+                inSlices(metas, [&](const std::string& in) {
+                  soci::rowset<soci::row> meta_rows =
+                      (db.session().prepare << std::string(kMetaSelect) + " WHERE m.id IN " + in);
+                  for (const auto& row : meta_rows) slice.metas.push_back(metaFromRow(row));
+                  soci::rowset<soci::row> runtime_rows =
+                      (db.session().prepare
+                       << std::string(kRuntimeSelect) + " WHERE r.meta_instance_id IN " + in +
                               " AND (r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
                               " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 WHERE r2.meta_instance_id IN " +
                               in + " GROUP BY r2.meta_instance_id)) ORDER BY r.id");
-      for (const auto& row : runtime_rows) slice.runtimes.push_back(runtimeFromRow(row));
-      soci::rowset<soci::row> operation_rows =
-          (sql.prepare << std::string(kOperationSelect) +
+                  for (const auto& row : runtime_rows) slice.runtimes.push_back(runtimeFromRow(row));
+                  soci::rowset<soci::row> operation_rows =
+                      (db.session().prepare
+                       << std::string(kOperationSelect) +
                               " WHERE o.id IN (SELECT MAX(o2.id) FROM operations o2 WHERE o2.meta_instance_id IN " +
                               in + " GROUP BY o2.meta_instance_id) ORDER BY o.id");
-      for (const auto& row : operation_rows) slice.operations.push_back(operationFromRow(row));
-    });
-    return slice;
-  });
+                  for (const auto& row : operation_rows) slice.operations.push_back(operationFromRow(row));
+                });
+                return slice;
+              });
 }
 
 Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::string& actor) {
   return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
-    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     if (!model::holdsResources(ri.state)) {
       return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state);
     }
     if (ri.is_active) return ri;
     long long previous = 0;
     soci::indicator ind = soci::i_null;
-    tx.sql() << "SELECT r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id WHERE "
-                "m.name = :m AND r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(ri.meta_instance), soci::into(previous, ind);
-    soci::values passive, active;
+    const bool found = tx.db().run(
+        "SELECT r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id WHERE "
+        "m.name = :m AND r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+        soci::use(ri.meta_instance), soci::into(previous, ind));
+    Bindings passive, active;
     passive.set("is_active", 0);
     active.set("is_active", 1);
-    if (tx.sql().got_data() && ind == soci::i_ok) {
+    if (found && ind == soci::i_ok) {
       TIDE_RETURN_IF_ERROR(
           updateGuarded(tx, "runtime_instances", previous, std::nullopt, "is_active = :is_active", passive));
     }
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, "is_active = :is_active", active));
     tx.event("runtime_instance.activated", "runtime/" + std::to_string(id),
              Json{{"instance", ri.meta_instance}, {"node", ri.node}, {"previous", previous}});
-    return loadRuntime(tx.sql(), id);
+    return loadRuntime(tx.db(), id);
   });
 }
 
 Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
                                                         const std::string& actor, const std::string& message) {
   return write("set runtime instance state", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
-    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.sql(), id));
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
     // The reservation stops counting the moment the state is terminal (see the node
     // derivation); say so in the event for anyone auditing capacity.
     if (!model::holdsResources(state)) extra["released"] = ri.reservation;
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", id,
                                      "runtime/" + std::to_string(id), ri.state, state, generation, message, extra));
-    return loadRuntime(tx.sql(), id);
+    return loadRuntime(tx.db(), id);
   });
 }
 
@@ -517,7 +527,7 @@ Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::s
 
 Result<Operation> Ledger::createOperation(const Operation& operation, const std::string& actor) {
   return write("create operation", actor, [&](Tx& tx) -> Result<Operation> {
-    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.sql(), operation.meta_instance));
+    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), operation.meta_instance));
     return insertOperation(tx, meta, operation);
   });
 }
@@ -531,31 +541,31 @@ Result<Operation> Ledger::createInstanceWithOperation(const std::string& plan, c
 }
 
 Result<std::map<std::pair<std::string, std::string>, int64_t>> Ledger::operationCounts() {
-  return read("count operations",
-              [&](soci::session& sql) -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
-                std::map<std::pair<std::string, std::string>, int64_t> out;
-                soci::rowset<soci::row> rows =
-                    (sql.prepare << "SELECT type, state, COUNT(*) FROM operations GROUP BY type, state");
-                for (const auto& row : rows) out[{rowString(row, 0), rowString(row, 1)}] = rowInt(row, 2);
-                return out;
-              });
+  return read("count operations", [&](Db& db) -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
+    std::map<std::pair<std::string, std::string>, int64_t> out;
+    db.forEachRow("SELECT type, state, COUNT(*) FROM operations GROUP BY type, state", [&](const soci::row& row) {
+      out[{rowString(row, 0), rowString(row, 1)}] = rowInt(row, 2);
+    });
+    return out;
+  });
 }
 
 Result<std::vector<Operation>> Ledger::latestOperations() {
-  return read("latest operations", [&](soci::session& sql) -> Result<std::vector<Operation>> {
+  return read("latest operations", [&](Db& db) -> Result<std::vector<Operation>> {
     Where where(kOperationSelect);
     where.raw("m.deleted_at IS NULL")
         .raw("o.id IN (SELECT MAX(o2.id) FROM operations o2 GROUP BY o2.meta_instance_id)");
     std::vector<Operation> out;
-    soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY o.id", soci::use(where.values()));
-    for (const auto& row : rows) out.push_back(operationFromRow(row));
+    db.forEachRow(
+        where.clause() + " ORDER BY o.id", [&](const soci::row& row) { out.push_back(operationFromRow(row)); },
+        where.values());
     return out;
   });
 }
 
 Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor) {
   return write("update operation", actor, [&](Tx& tx) -> Result<Operation> {
-    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     Assignments assign;
     if (update.attempts) assign.set("attempts", static_cast<long long>(*update.attempts));
     if (update.next_attempt_at) assign.set("next_attempt_at", *update.next_attempt_at);
@@ -565,22 +575,22 @@ Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& upd
     if (!assign.empty()) {
       TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, assign.sql(), assign.values()));
     }
-    return loadOperation(tx.sql(), id);
+    return loadOperation(tx.db(), id);
   });
 }
 
 Result<Operation> Ledger::getOperation(int64_t id) {
-  return read("get operation", [&](soci::session& sql) -> Result<Operation> { return loadOperation(sql, id); });
+  return read("get operation", [&](Db& db) -> Result<Operation> { return loadOperation(db, id); });
 }
 
 Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   static const FilterColumns kOperationsFilters = {
       {"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
-  return read("list operations", [&](soci::session& sql) -> Result<Page<Operation>> {
+  return read("list operations", [&](Db& db) -> Result<Page<Operation>> {
     Where where(kOperationSelect);
     where.greater("o.id", options.after).filters(options, kOperationsFilters);
-    return fetchPage<Operation>(sql, where, "o.id", options, operationFromRow);
+    return fetchPage<Operation>(db, where, "o.id", options, operationFromRow);
   });
 }
 
@@ -588,17 +598,17 @@ Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state
                                             const std::string& actor, const std::string& message,
                                             const std::string& approved_by) {
   return write("set operation state", actor, [&](Tx& tx) -> Result<Operation> {
-    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.sql(), id));
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     Json extra{{"instance", o.meta_instance}, {"type", o.type}};
     if (!approved_by.empty()) extra["approved_by"] = approved_by;
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, state,
                                      generation, message, extra));
     if (!approved_by.empty()) {
-      soci::values values;
+      Bindings values;
       values.set("approved_by", approved_by);
       TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", values));
     }
-    return loadOperation(tx.sql(), id);
+    return loadOperation(tx.db(), id);
   });
 }
 

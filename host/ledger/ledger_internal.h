@@ -27,23 +27,23 @@ class Ledger::Tx {
   Tx(const Tx&) = delete;
   Tx& operator=(const Tx&) = delete;
 
-  soci::session& sql() { return sql_; }
+  Db& db() { return db_; }
   const std::string& now() const { return now_; }
   const std::string& actor() const { return actor_; }
 
   // Appends a hash-chained event inside this transaction.
   void event(const std::string& kind, const std::string& subject, const Json& data);
   void commit();
-  int64_t lastSeq() const { return last_seq_; }
+  int64_t lastSeq() const { return appended_ ? tail_.seq : 0; }  // of the last event appended here
 
  private:
-  soci::session& sql_;
+  Ledger& ledger_;
+  Db& db_;
   std::string actor_;
   std::string now_;
   bool committed_ = false;
-  int64_t last_seq_ = 0;
-  std::string last_hash_;
-  bool chain_loaded_ = false;
+  bool appended_ = false;  // tail_ is this write's newest event
+  ChainTail tail_;
 };
 
 // The equality filters a list accepts: filter key → the column it compares.
@@ -62,13 +62,13 @@ class Where {
     return *this;
   }
   const std::string& clause() const { return clause_; }
-  soci::values& values() { return values_; }
+  Bindings& values() { return values_; }
   std::string bind(const std::string& value);  // returns the placeholder
 
  private:
   void add(const std::string& condition);
   std::string clause_;
-  soci::values values_;
+  Bindings values_;
   int next_ = 0;
 };
 
@@ -84,11 +84,11 @@ class Assignments {
   }
   bool empty() const { return sql_.empty(); }
   const std::string& sql() const { return sql_; }
-  soci::values& values() { return values_; }
+  Bindings& values() { return values_; }
 
  private:
   std::string sql_;
-  soci::values values_;
+  Bindings values_;
 };
 
 // kInvalidArgument naming the first filter key not in `columns`.
@@ -98,13 +98,14 @@ int64_t pageLimit(const ListOptions& options);
 // One page of `where`'s rows in `order_column` order (the record id), mapped through
 // `fromRow`; fetches one row more than the limit to know whether another page follows.
 template <class T, class FromRow>
-Page<T> fetchPage(soci::session& sql, Where& where, const std::string& order_column, const ListOptions& options,
+Page<T> fetchPage(Db& db, Where& where, const std::string& order_column, const ListOptions& options,
                   FromRow&& fromRow) {
   const int64_t limit = pageLimit(options);
-  const std::string query = where.clause() + " ORDER BY " + order_column + " LIMIT " + std::to_string(limit + 1);
+  where.values().set("page_limit", static_cast<long long>(limit + 1));
   Page<T> page;
-  soci::rowset<soci::row> rows = (sql.prepare << query, soci::use(where.values()));
-  for (const auto& row : rows) page.items.push_back(fromRow(row));
+  db.forEachRow(
+      where.clause() + " ORDER BY " + order_column + " LIMIT :page_limit",
+      [&](const soci::row& row) { page.items.push_back(fromRow(row)); }, where.values());
   if (static_cast<int64_t>(page.items.size()) > limit) {
     page.items.pop_back();
     page.next_after = page.items.back().meta.id;
@@ -114,21 +115,21 @@ Page<T> fetchPage(soci::session& sql, Where& where, const std::string& order_col
 
 // The first row of `where` mapped through `fromRow`, or kNotFound with `not_found`.
 template <class FromRow>
-auto fetchOne(soci::session& sql, Where& where, const std::string& not_found, FromRow&& fromRow)
+auto fetchOne(Db& db, Where& where, const std::string& not_found, FromRow&& fromRow)
     -> Result<decltype(fromRow(std::declval<const soci::row&>()))> {
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause(), soci::use(where.values()));
-  for (const auto& row : rows) return fromRow(row);
-  return Status::notFound(not_found);
+  soci::row row;
+  if (!db.run(where.clause(), soci::into(row), where.values())) return Status::notFound(not_found);
+  return fromRow(row);
 }
 
 // Looks up a live record's id by name; 0 when there is none.
-int64_t liveIdByName(soci::session& sql, const char* table, const std::string& name);
+int64_t liveIdByName(Db& db, const char* table, const std::string& name);
 
 // UPDATE of `table` row `id` guarded by `generation` (when given): bumps generation and
 // updated_at. `assignments` is "col = :x, ..." bound from `values`. kConflict when the
 // generation moved, kNotFound when the row is gone.
 Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation generation,
-                     const std::string& assignments, soci::values& values);
+                     const std::string& assignments, Bindings& values);
 
 // Validates `from` → `to` for `kind`, then updates the row's state and message and
 // appends a "<kind>.state" event for `subject`.
@@ -168,13 +169,13 @@ auto Ledger::write(const char* what, const std::string& actor, Fn&& fn) -> declt
 }
 
 template <class Fn>
-auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn(std::declval<soci::session&>())) {
+auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn(std::declval<Db&>())) {
   if (readers_.empty() || inOpenBatch()) {
     std::lock_guard<std::mutex> lock(mu_);
-    return guarded(what, [&] { return fn(db_->session()); });
+    return guarded(what, [&] { return fn(*db_); });
   }
   Db* reader = acquireReader();
-  auto result = guarded(what, [&] { return fn(reader->session()); });
+  auto result = guarded(what, [&] { return fn(*reader); });
   releaseReader(reader);
   return result;
 }

@@ -81,23 +81,22 @@ Node nodeFromRow(const soci::row& r) {
   return n;
 }
 
-Result<Node> loadNode(soci::session& sql, const std::string& name) {
+Result<Node> loadNode(Db& db, const std::string& name) {
   Where where(kNodeSelect);
   where.eq("n.name", name);
-  return fetchOne(sql, where, "node '" + name + "' not found", nodeFromRow);
+  return fetchOne(db, where, "node '" + name + "' not found", nodeFromRow);
 }
 
 template <class T, class FromRow>
-Result<T> loadOne(soci::session& sql, const std::string& select, const std::string& name, const char* what,
-                  FromRow&& fromRow) {
+Result<T> loadOne(Db& db, const std::string& select, const std::string& name, const char* what, FromRow&& fromRow) {
   Where where(select);
   where.eq("name", name).raw("deleted_at IS NULL");
-  return fetchOne(sql, where, std::string(what) + " '" + name + "' not found", fromRow);
+  return fetchOne(db, where, std::string(what) + " '" + name + "' not found", fromRow);
 }
 
 Status softDelete(Ledger::Tx& tx, const char* table, const char* kind, int64_t id, const std::string& name,
                   Generation generation) {
-  soci::values values;
+  Bindings values;
   values.set("deleted_at", tx.now());
   TIDE_RETURN_IF_ERROR(updateGuarded(tx, table, id, generation, "deleted_at = :deleted_at", values)
                            .withPrefix(std::string(kind) + " " + name));
@@ -115,18 +114,19 @@ Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability
     return Status::invalidArgument("capability type must not be empty", {{"type", "required", ""}});
   }
   {
-    if (liveIdByName(tx.sql(), "capabilities", capability.name) != 0) {
+    if (liveIdByName(tx.db(), "capabilities", capability.name) != 0) {
       return Status::alreadyExists("capability '" + capability.name + "' already exists");
     }
     const long long score = capability.score;
     long long id = 0;
-    tx.sql() << "INSERT INTO capabilities (name, type, score, created_at, updated_at) "
-                "VALUES (:n, :t, :s, :c, :u) RETURNING id",
+    tx.db().run(
+        "INSERT INTO capabilities (name, type, score, created_at, updated_at) "
+        "VALUES (:n, :t, :s, :c, :u) RETURNING id",
         soci::use(capability.name), soci::use(capability.type), soci::use(score), soci::use(tx.now()),
-        soci::use(tx.now()), soci::into(id);
+        soci::use(tx.now()), soci::into(id));
     tx.event("capability.created", "capability/" + capability.name,
              Json{{"type", capability.type}, {"score", capability.score}});
-    return loadOne<Capability>(tx.sql(), kCapabilitySelect, capability.name, "capability", capabilityFromRow);
+    return loadOne<Capability>(tx.db(), kCapabilitySelect, capability.name, "capability", capabilityFromRow);
   }
 }
 
@@ -135,30 +135,30 @@ Result<Capability> Ledger::createCapability(const Capability& capability, const 
 }
 
 Result<Capability> Ledger::getCapability(const std::string& name) {
-  return read("get capability", [&](soci::session& sql) -> Result<Capability> {
-    return loadOne<Capability>(sql, kCapabilitySelect, name, "capability", capabilityFromRow);
+  return read("get capability", [&](Db& db) -> Result<Capability> {
+    return loadOne<Capability>(db, kCapabilitySelect, name, "capability", capabilityFromRow);
   });
 }
 
 Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
   static const FilterColumns kCapabilitiesFilters = {{"type", "type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kCapabilitiesFilters));
-  return read("list capabilities", [&](soci::session& sql) -> Result<Page<Capability>> {
+  return read("list capabilities", [&](Db& db) -> Result<Page<Capability>> {
     Where where(kCapabilitySelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kCapabilitiesFilters);
-    return fetchPage<Capability>(sql, where, "id", options, capabilityFromRow);
+    return fetchPage<Capability>(db, where, "id", options, capabilityFromRow);
   });
 }
 
 Status Ledger::deleteCapability(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete capability", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Capability c,
-                          loadOne<Capability>(tx.sql(), kCapabilitySelect, name, "capability", capabilityFromRow));
+                          loadOne<Capability>(tx.db(), kCapabilitySelect, name, "capability", capabilityFromRow));
     // A capability still named by a live node would leave that node pointing at nothing.
     long long users = 0;
     const std::string needle = "%\"" + name + "\"%";
-    tx.sql() << "SELECT COUNT(*) FROM nodes WHERE deleted_at IS NULL AND spec LIKE :needle", soci::use(needle),
-        soci::into(users);
+    tx.db().run("SELECT COUNT(*) FROM nodes WHERE deleted_at IS NULL AND spec LIKE :needle", soci::use(needle),
+                soci::into(users));
     if (users > 0) {
       return Status::conflict("capability '" + name + "' is still used by " + std::to_string(users) + " node(s)");
     }
@@ -174,18 +174,19 @@ Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster) {
     return Status::invalidArgument("cluster driver must not be empty", {{"driver_kind", "required", ""}});
   }
   {
-    if (liveIdByName(tx.sql(), "clusters", cluster.name) != 0) {
+    if (liveIdByName(tx.db(), "clusters", cluster.name) != 0) {
       return Status::alreadyExists("cluster '" + cluster.name + "' already exists");
     }
     const std::string config = cluster.driver_config.is_null() ? "{}" : cluster.driver_config.dump();
     const std::string state = "ACTIVE";
     long long id = 0;
-    tx.sql() << "INSERT INTO clusters (name, driver_kind, driver_config, state, created_at, updated_at) "
-                "VALUES (:n, :d, :c, :s, :ca, :ua) RETURNING id",
+    tx.db().run(
+        "INSERT INTO clusters (name, driver_kind, driver_config, state, created_at, updated_at) "
+        "VALUES (:n, :d, :c, :s, :ca, :ua) RETURNING id",
         soci::use(cluster.name), soci::use(cluster.driver_kind), soci::use(config), soci::use(state),
-        soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+        soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
     tx.event("cluster.created", "cluster/" + cluster.name, Json{{"driver_kind", cluster.driver_kind}});
-    return loadOne<Cluster>(tx.sql(), kClusterSelect, cluster.name, "cluster", clusterFromRow);
+    return loadOne<Cluster>(tx.db(), kClusterSelect, cluster.name, "cluster", clusterFromRow);
   }
 }
 
@@ -194,38 +195,38 @@ Result<Cluster> Ledger::createCluster(const Cluster& cluster, const std::string&
 }
 
 Result<Cluster> Ledger::getCluster(const std::string& name) {
-  return read("get cluster", [&](soci::session& sql) -> Result<Cluster> {
-    return loadOne<Cluster>(sql, kClusterSelect, name, "cluster", clusterFromRow);
+  return read("get cluster", [&](Db& db) -> Result<Cluster> {
+    return loadOne<Cluster>(db, kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
 
 Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
   static const FilterColumns kClustersFilters = {{"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kClustersFilters));
-  return read("list clusters", [&](soci::session& sql) -> Result<Page<Cluster>> {
+  return read("list clusters", [&](Db& db) -> Result<Page<Cluster>> {
     Where where(kClusterSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kClustersFilters);
-    return fetchPage<Cluster>(sql, where, "id", options, clusterFromRow);
+    return fetchPage<Cluster>(db, where, "id", options, clusterFromRow);
   });
 }
 
 Result<Cluster> Ledger::setClusterState(const std::string& name, const std::string& state, Generation generation,
                                         const std::string& actor, const std::string& message) {
   return write("set cluster state", actor, [&](Tx& tx) -> Result<Cluster> {
-    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow));
+    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow));
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state, state,
                                      generation, message));
-    return loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow);
+    return loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
 
 Status Ledger::deleteCluster(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete cluster", actor, [&](Tx& tx) -> Status {
-    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.sql(), kClusterSelect, name, "cluster", clusterFromRow));
+    TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow));
     long long nodes = 0;
     const long long id = c.meta.id;
-    tx.sql() << "SELECT COUNT(*) FROM nodes WHERE cluster_id = :id AND deleted_at IS NULL", soci::use(id),
-        soci::into(nodes);
+    tx.db().run("SELECT COUNT(*) FROM nodes WHERE cluster_id = :id AND deleted_at IS NULL", soci::use(id),
+                soci::into(nodes));
     if (nodes > 0) {
       return Status::conflict("cluster '" + name + "' still has " + std::to_string(nodes) + " node(s)");
     }
@@ -246,13 +247,13 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
                                    {{"total", "invalid resources", ""}});
   }
   {
-    if (liveIdByName(tx.sql(), "nodes", node.name) != 0) {
+    if (liveIdByName(tx.db(), "nodes", node.name) != 0) {
       return Status::alreadyExists("node '" + node.name + "' already exists");
     }
     soci::indicator cluster_ind = soci::i_null;
     long long cluster_id = 0;
     if (!node.cluster.empty()) {
-      cluster_id = liveIdByName(tx.sql(), "clusters", node.cluster);
+      cluster_id = liveIdByName(tx.db(), "clusters", node.cluster);
       if (cluster_id == 0) {
         return Status(Code::kUnprocessable, "node '" + node.name + "': cluster '" + node.cluster + "' does not exist",
                       {{"cluster", "no such cluster", ""}});
@@ -261,7 +262,7 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
     }
     std::vector<std::string> missing;
     for (const auto& capability : node.capabilities) {
-      if (liveIdByName(tx.sql(), "capabilities", capability) == 0) missing.push_back(capability);
+      if (liveIdByName(tx.db(), "capabilities", capability) == 0) missing.push_back(capability);
     }
     if (!missing.empty()) {
       std::string list;
@@ -276,16 +277,17 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
         {"local_volumes", node.local_volumes},
         {"labels", node.labels}}.dump();
     long long id = 0;
-    tx.sql() << "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
-                "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
-                "VALUES (:n, :c, :ud, :tc, :tm, :rc, :rm, :spec, :st, :ca, :ua) RETURNING id",
+    tx.db().run(
+        "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
+        "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
+        "VALUES (:n, :c, :ud, :tc, :tm, :rc, :rm, :spec, :st, :ca, :ua) RETURNING id",
         soci::use(node.name), soci::use(cluster_id, cluster_ind), soci::use(node.update_domain),
         soci::use(node.total.cores), soci::use(node.total.memory_gib), soci::use(node.system_reserved.cores),
         soci::use(node.system_reserved.memory_gib), soci::use(spec), soci::use(state), soci::use(tx.now()),
-        soci::use(tx.now()), soci::into(id);
+        soci::use(tx.now()), soci::into(id));
     tx.event("node.created", "node/" + node.name,
              Json{{"cluster", node.cluster}, {"update_domain", node.update_domain}, {"state", state}});
-    return loadNode(tx.sql(), node.name);
+    return loadNode(tx.db(), node.name);
   }
 }
 
@@ -294,41 +296,42 @@ Result<Node> Ledger::createNode(const Node& node, const std::string& actor) {
 }
 
 Result<Node> Ledger::getNode(const std::string& name) {
-  return read("get node", [&](soci::session& sql) -> Result<Node> { return loadNode(sql, name); });
+  return read("get node", [&](Db& db) -> Result<Node> { return loadNode(db, name); });
 }
 
 Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
   static const FilterColumns kNodesFilters = {
       {"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
-  return read("list nodes", [&](soci::session& sql) -> Result<Page<Node>> {
+  return read("list nodes", [&](Db& db) -> Result<Page<Node>> {
     Where where(kNodeSelect);
     where.greater("n.id", options.after).filters(options, kNodesFilters);
-    return fetchPage<Node>(sql, where, "n.id", options, nodeFromRow);
+    return fetchPage<Node>(db, where, "n.id", options, nodeFromRow);
   });
 }
 
 Result<Node> Ledger::setNodeState(const std::string& name, const std::string& state, Generation generation,
                                   const std::string& actor, const std::string& message) {
   return write("set node state", actor, [&](Tx& tx) -> Result<Node> {
-    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
     if (state == "ALLOCATED" && n.cluster.empty()) {
       return Status(Code::kUnprocessable, "node '" + name + "' has no cluster; it cannot be ALLOCATED");
     }
     TIDE_RETURN_IF_ERROR(
         changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state, generation, message));
-    return loadNode(tx.sql(), name);
+    return loadNode(tx.db(), name);
   });
 }
 
 Status Ledger::deleteNode(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete node", actor, [&](Tx& tx) -> Status {
-    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
     long long live = 0;
     const long long id = n.meta.id;
-    tx.sql() << "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT "
-                "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(id), soci::into(live);
+    tx.db().run(
+        "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT "
+        "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+        soci::use(id), soci::into(live));
     if (live > 0) {
       return Status::conflict("node '" + name + "' still holds " + std::to_string(live) +
                               " runtime instance(s); drain it first");

@@ -33,10 +33,10 @@ Plan planFromRow(const soci::row& r) {
   return p;
 }
 
-Result<Plan> loadPlan(soci::session& sql, const std::string& name) {
+Result<Plan> loadPlan(Db& db, const std::string& name) {
   Where where(kPlanSelect);
   where.eq("name", name).raw("deleted_at IS NULL");
-  return fetchOne(sql, where, "plan '" + name + "' not found", planFromRow);
+  return fetchOne(db, where, "plan '" + name + "' not found", planFromRow);
 }
 
 const char* kDeploymentSelect =
@@ -66,10 +66,10 @@ Deployment deploymentFromRow(const soci::row& r) {
   return d;
 }
 
-Result<Deployment> loadDeployment(soci::session& sql, const std::string& plan, const std::string& deployment_id) {
+Result<Deployment> loadDeployment(Db& db, const std::string& plan, const std::string& deployment_id) {
   Where where(kDeploymentSelect);
   where.eq("p.name", plan).raw("p.deleted_at IS NULL").eq("d.deployment_id", deployment_id);
-  return fetchOne(sql, where, "deployment '" + deployment_id + "' of plan '" + plan + "' not found", deploymentFromRow);
+  return fetchOne(db, where, "deployment '" + deployment_id + "' of plan '" + plan + "' not found", deploymentFromRow);
 }
 
 std::string subjectOf(const std::string& plan, const std::string& deployment_id) {
@@ -102,7 +102,7 @@ Status changeDeploymentState(Ledger::Tx& tx, const Deployment& d, const std::str
   if (to == "COMPLETED") timing.set("completed_at", tx.now());
   if (timing.empty()) return Status::ok();
   timing.values().set("id", static_cast<long long>(d.meta.id));
-  tx.sql() << "UPDATE deployments SET " + timing.sql() + " WHERE id = :id", soci::use(timing.values());
+  tx.db().update("UPDATE deployments SET " + timing.sql() + " WHERE id = :id", timing.values());
   return Status::ok();
 }
 
@@ -144,7 +144,7 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
                                    {{"placement.max_per_node", bounds, ""}});
   }
   {
-    if (liveIdByName(tx.sql(), "plans", plan.name) != 0) {
+    if (liveIdByName(tx.db(), "plans", plan.name) != 0) {
       return Status::alreadyExists("plan '" + plan.name + "' already exists");
     }
     // A typo in a capability name would make the plan silently unschedulable: refuse it.
@@ -154,10 +154,10 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
       for (const auto& name : match.names) {
         std::string type;
         soci::indicator ind = soci::i_null;
-        tx.sql() << "SELECT type FROM capabilities WHERE name = :n AND deleted_at IS NULL", soci::use(name),
-            soci::into(type, ind);
+        const bool found = tx.db().run("SELECT type FROM capabilities WHERE name = :n AND deleted_at IS NULL",
+                                       soci::use(name), soci::into(type, ind));
         const std::string field = "matching_capabilities[" + std::to_string(i) + "].names";
-        if (!tx.sql().got_data()) {
+        if (!found) {
           problems.push_back({field, "unknown capability '" + name + "'", ""});
         } else if (type != match.type) {
           problems.push_back({field, "capability '" + name + "' has type " + type + ", not " + match.type, ""});
@@ -177,12 +177,13 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
     const int max_per_node = plan.placement.max_per_node;
     const int bin_pack = plan.placement.bin_pack ? 1 : 0;
     long long id = 0;
-    tx.sql() << "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, created_at, "
-                "updated_at) VALUES (:n, :ns, :s, :spec, :st, :mpn, :bp, :c, :u) RETURNING id",
+    tx.db().run(
+        "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, created_at, "
+        "updated_at) VALUES (:n, :ns, :s, :spec, :st, :mpn, :bp, :c, :u) RETURNING id",
         soci::use(plan.name), soci::use(plan.ns), soci::use(plan.service_name), soci::use(spec), soci::use(state),
-        soci::use(max_per_node), soci::use(bin_pack), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+        soci::use(max_per_node), soci::use(bin_pack), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
     tx.event("plan.created", "plan/" + plan.name, Json{{"namespace", plan.ns}, {"service_name", plan.service_name}});
-    return loadPlan(tx.sql(), plan.name);
+    return loadPlan(tx.db(), plan.name);
   }
 }
 
@@ -191,44 +192,45 @@ Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor) {
 }
 
 Result<Plan> Ledger::getPlan(const std::string& name) {
-  return read("get plan", [&](soci::session& sql) -> Result<Plan> { return loadPlan(sql, name); });
+  return read("get plan", [&](Db& db) -> Result<Plan> { return loadPlan(db, name); });
 }
 
 Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
   static const FilterColumns kPlansFilters = {{"namespace", "namespace"}, {"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kPlansFilters));
-  return read("list plans", [&](soci::session& sql) -> Result<Page<Plan>> {
+  return read("list plans", [&](Db& db) -> Result<Page<Plan>> {
     Where where(kPlanSelect);
     where.raw("deleted_at IS NULL").greater("id", options.after).filters(options, kPlansFilters);
-    return fetchPage<Plan>(sql, where, "id", options, planFromRow);
+    return fetchPage<Plan>(db, where, "id", options, planFromRow);
   });
 }
 
 Result<Plan> Ledger::setPlanState(const std::string& name, const std::string& state, Generation generation,
                                   const std::string& actor, const std::string& message) {
   return write("set plan state", actor, [&](Tx& tx) -> Result<Plan> {
-    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
     TIDE_RETURN_IF_ERROR(
         changeState(tx, RecordKind::kPlan, "plans", p.meta.id, "plan/" + name, p.state, state, generation, message));
-    return loadPlan(tx.sql(), name);
+    return loadPlan(tx.db(), name);
   });
 }
 
 Status Ledger::deletePlan(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete plan", actor, [&](Tx& tx) -> Status {
-    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.sql(), name));
+    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
     const long long id = p.meta.id;
     long long live_instances = 0, unfinished = 0;
-    tx.sql() << "SELECT COUNT(*) FROM meta_instances WHERE plan_id = :id AND state <> 'DELETED'", soci::use(id),
-        soci::into(live_instances);
-    tx.sql() << "SELECT COUNT(*) FROM deployments WHERE plan_id = :id AND state IN "
-                "('PENDING', 'IN_PROGRESS', 'PAUSED')",
-        soci::use(id), soci::into(unfinished);
+    tx.db().run("SELECT COUNT(*) FROM meta_instances WHERE plan_id = :id AND state <> 'DELETED'", soci::use(id),
+                soci::into(live_instances));
+    tx.db().run(
+        "SELECT COUNT(*) FROM deployments WHERE plan_id = :id AND state IN "
+        "('PENDING', 'IN_PROGRESS', 'PAUSED')",
+        soci::use(id), soci::into(unfinished));
     if (live_instances > 0 || unfinished > 0) {
       return Status::conflict("plan '" + name + "' still has " + std::to_string(live_instances) + " instance(s) and " +
                               std::to_string(unfinished) + " unfinished deployment(s); scale it to 0 first");
     }
-    soci::values values;
+    Bindings values;
     values.set("deleted_at", tx.now());
     TIDE_RETURN_IF_ERROR(
         updateGuarded(tx, "plans", id, generation, "deleted_at = :deleted_at", values).withPrefix("plan " + name));
@@ -248,7 +250,7 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
     return Status::invalidArgument("instance_count must not be negative", {{"instance_count", "negative", ""}});
   }
   {
-    TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.sql(), deployment.plan));
+    TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.db(), deployment.plan));
     if (plan.state != "ACTIVE") {
       return Status(Code::kUnprocessable, "plan '" + plan.name + "' is " + plan.state + "; activate it first");
     }
@@ -275,8 +277,8 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
     }
     long long exists = 0;
     const long long plan_id = plan.meta.id;
-    tx.sql() << "SELECT COUNT(*) FROM deployments WHERE plan_id = :p AND deployment_id = :d", soci::use(plan_id),
-        soci::use(deployment.deployment_id), soci::into(exists);
+    tx.db().run("SELECT COUNT(*) FROM deployments WHERE plan_id = :p AND deployment_id = :d", soci::use(plan_id),
+                soci::use(deployment.deployment_id), soci::into(exists));
     if (exists > 0) {
       return Status::alreadyExists("deployment '" + deployment.deployment_id + "' already exists in plan '" +
                                    plan.name + "'");
@@ -287,14 +289,15 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
     const std::string state = "PENDING";
     const long long count = deployment.instance_count;
     long long id = 0;
-    tx.sql() << "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, added_by, created_at, "
-                "updated_at) VALUES (:p, :d, :spec, :n, :st, :by, :c, :u) RETURNING id",
+    tx.db().run(
+        "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, added_by, created_at, "
+        "updated_at) VALUES (:p, :d, :spec, :n, :st, :by, :c, :u) RETURNING id",
         soci::use(plan_id), soci::use(deployment.deployment_id), soci::use(spec_text), soci::use(count),
-        soci::use(state), soci::use(tx.actor()), soci::use(tx.now()), soci::use(tx.now()), soci::into(id);
+        soci::use(state), soci::use(tx.actor()), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
     tx.event(
         "deployment.created", subjectOf(plan.name, deployment.deployment_id),
         Json{{"instance_count", deployment.instance_count}, {"payload_coordinates", deployment.payload_coordinates}});
-    return loadDeployment(tx.sql(), plan.name, deployment.deployment_id);
+    return loadDeployment(tx.db(), plan.name, deployment.deployment_id);
   }
 }
 
@@ -303,17 +306,16 @@ Result<Deployment> Ledger::addDeployment(const Deployment& deployment, const std
 }
 
 Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::string& deployment_id) {
-  return read("get deployment",
-              [&](soci::session& sql) -> Result<Deployment> { return loadDeployment(sql, plan, deployment_id); });
+  return read("get deployment", [&](Db& db) -> Result<Deployment> { return loadDeployment(db, plan, deployment_id); });
 }
 
 Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
   static const FilterColumns kDeploymentsFilters = {{"plan", "p.name"}, {"state", "d.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kDeploymentsFilters));
-  return read("list deployments", [&](soci::session& sql) -> Result<Page<Deployment>> {
+  return read("list deployments", [&](Db& db) -> Result<Page<Deployment>> {
     Where where(kDeploymentSelect);
     where.raw("p.deleted_at IS NULL").greater("d.id", options.after).filters(options, kDeploymentsFilters);
-    return fetchPage<Deployment>(sql, where, "d.id", options, deploymentFromRow);
+    return fetchPage<Deployment>(db, where, "d.id", options, deploymentFromRow);
   });
 }
 
@@ -321,22 +323,22 @@ Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std
                                               const std::string& state, Generation generation, const std::string& actor,
                                               const std::string& message) {
   return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, state, generation, message));
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
 Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::string& deployment_id,
                                            const Json& rollout_state, Generation generation, const std::string& actor) {
   return write("set rollout state", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
-    soci::values values;
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
+    Bindings values;
     values.set("rollout_state", rollout_state.dump());
     TIDE_RETURN_IF_ERROR(
         updateGuarded(tx, "deployments", d.meta.id, generation, "rollout_state = :rollout_state", values)
             .withPrefix(subjectOf(plan, deployment_id)));
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
@@ -345,12 +347,13 @@ Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::s
 namespace {
 
 // Every deployment of `plan`, oldest first.
-std::vector<Deployment> deploymentsOf(soci::session& sql, const std::string& plan) {
+std::vector<Deployment> deploymentsOf(Db& db, const std::string& plan) {
   Where where(kDeploymentSelect);
   where.eq("p.name", plan).raw("p.deleted_at IS NULL");
   std::vector<Deployment> out;
-  soci::rowset<soci::row> rows = (sql.prepare << where.clause() + " ORDER BY d.id", soci::use(where.values()));
-  for (const auto& row : rows) out.push_back(deploymentFromRow(row));
+  db.forEachRow(
+      where.clause() + " ORDER BY d.id", [&](const soci::row& row) { out.push_back(deploymentFromRow(row)); },
+      where.values());
   return out;
 }
 
@@ -358,14 +361,13 @@ std::vector<Deployment> deploymentsOf(soci::session& sql, const std::string& pla
 // executor stops working on an operation once it sees it CANCELLED).
 Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string& message) {
   std::vector<std::pair<long long, std::string>> ops;
-  soci::rowset<soci::row> rows =
-      (tx.sql().prepare << "SELECT o.id, o.state, m.name, o.type FROM operations o JOIN meta_instances m ON "
-                           "m.id = o.meta_instance_id WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id "
-                           "= :d) AND o.intent = :intent AND o.state IN ('PENDING', 'PENDING_APPROVAL', "
-                           "'APPROVED', 'RUNNING')",
-       soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
   std::vector<std::tuple<long long, std::string, std::string, std::string>> found;
-  for (const auto& r : rows) found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3));
+  tx.db().forEachRow(
+      "SELECT o.id, o.state, m.name, o.type FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+      "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN "
+      "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING')",
+      [&](const soci::row& r) { found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)); },
+      soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
   for (const auto& [id, state, instance, type] : found) {
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, "operation/" + std::to_string(id),
                                      state, "CANCELLED", std::nullopt, message,
@@ -385,13 +387,13 @@ Json stamp(const Ledger::Tx& tx, const std::string& reason = "") {
 Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std::string& deployment_id,
                                              const RestoreRequest& request, const std::string& actor) {
   return write("restore deployment", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(checkTransition(RecordKind::kDeployment, d.state, request.final_state)
                              .withPrefix(subjectOf(plan, deployment_id)));
     // The target: the newest earlier deployment that completed and was not rolled back
     // since (one already being restored counts: it completed before).
     const Deployment* target = nullptr;
-    const std::vector<Deployment> all = deploymentsOf(tx.sql(), plan);
+    const std::vector<Deployment> all = deploymentsOf(tx.db(), plan);
     for (const auto& other : all) {
       if (other.meta.id >= d.meta.id || other.completed_at.empty() || other.state == "ROLLED_BACK") continue;
       if (other.state != "COMPLETED" && !unfinishedDeploymentState(other.state)) continue;
@@ -413,18 +415,18 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
                   {"reason", request.reason},
                   {"target", target ? Json(target->deployment_id) : Json(nullptr)}});
     if (target != nullptr) {
-      TIDE_ASSIGN_OR_RETURN(Deployment t, loadDeployment(tx.sql(), plan, target->deployment_id));
+      TIDE_ASSIGN_OR_RETURN(Deployment t, loadDeployment(tx.db(), plan, target->deployment_id));
       Json restore{{"from", deployment_id}, {"kind", request.kind}, {"reason", request.reason}, {"at", tx.now()}};
       Json target_signals = Json::object();
       target_signals["restore"] = restore;
       if (t.state == "COMPLETED") {
         TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, t, "IN_PROGRESS", std::nullopt,
                                                    "restoring after the " + request.kind + " of " + deployment_id));
-        TIDE_ASSIGN_OR_RETURN(t, loadDeployment(tx.sql(), plan, target->deployment_id));
+        TIDE_ASSIGN_OR_RETURN(t, loadDeployment(tx.db(), plan, target->deployment_id));
       }
       writeSignals(tx, t, target_signals, Json::object());
     }
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
@@ -451,7 +453,7 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
     return restoreDeployment(plan, deployment_id, {"ROLLED_BACK", "rolled back by " + by, "rollback", reason}, actor);
   }
   return write("control deployment", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     const std::string subject = subjectOf(plan, deployment_id);
     Json signals = d.signals.is_object() ? d.signals : Json::object();
     auto refuse = [&](const std::string& what) {
@@ -469,7 +471,7 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
       if (d.state == "IN_PROGRESS") {
         TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "PAUSED", std::nullopt, message));
       } else {
-        soci::values values;
+        Bindings values;
         values.set("message", message);
         TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
       }
@@ -482,33 +484,33 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
       }
     } else if (control == "retry") {
       if (d.state != "FAILED") return refuse("only a FAILED (aborted) rollout can be retried");
-      for (const auto& other : deploymentsOf(tx.sql(), plan)) {
+      for (const auto& other : deploymentsOf(tx.db(), plan)) {
         if (other.meta.id > d.meta.id) {
           return Status::conflict("deployment '" + deployment_id + "' has been followed by '" + other.deployment_id +
                                   "'; only the newest deployment can be retried");
         }
       }
       TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "IN_PROGRESS", std::nullopt, "retried by " + by));
-      TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+      TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
       writeSignals(tx, d, Json::object(), Json::object());
       tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
-      return loadDeployment(tx.sql(), plan, deployment_id);
+      return loadDeployment(tx.db(), plan, deployment_id);
     } else {
       return Status::invalidArgument(
           "unknown rollout control '" + control + "'",
           {{"control", "one of promote, promote_full, pause, resume, abort, rollback, retry", ""}});
     }
-    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
     writeSignals(tx, d, signals);
     tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
 Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
                                           const std::string& actor) {
   return write("consume signals", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (!d.signals.is_object() || !seen.is_object()) return d;
     Json signals = d.signals;
     bool changed = false;
@@ -521,33 +523,33 @@ Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::st
     }
     if (!changed) return d;
     writeSignals(tx, d, signals);
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
 Result<Deployment> Ledger::setDeploymentMessage(const std::string& plan, const std::string& deployment_id,
                                                 const std::string& message, const std::string& actor) {
   return write("set deployment message", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (d.message == message) return d;
-    soci::values values;
+    Bindings values;
     values.set("message", message);
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
     tx.event("deployment.message", subjectOf(plan, deployment_id), Json{{"state", d.state}, {"message", message}});
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 
 Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::string& deployment_id,
                                          const std::string& message, const std::string& actor) {
   return write("finish restore", actor, [&](Tx& tx) -> Result<Deployment> {
-    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "COMPLETED", std::nullopt, message));
-    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.sql(), plan, deployment_id));
+    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
     Json signals = d.signals.is_object() ? d.signals : Json::object();
     signals.erase("restore");
     writeSignals(tx, d, signals);
-    return loadDeployment(tx.sql(), plan, deployment_id);
+    return loadDeployment(tx.db(), plan, deployment_id);
   });
 }
 

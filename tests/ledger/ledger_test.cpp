@@ -263,6 +263,31 @@ TEST_CASE("ledger: events are hash-chained and tampering is detected") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("ledger: the event chain continues from the last committed event after writes that rolled back") {
+  LedgerFixture f;
+  f.addInventory();
+  {
+    Ledger::Batch batch(*f.ledger);
+    REQUIRE(f.ledger->createCapability({{}, "in-batch", "CPU", 1}, "test").isOk());
+    CHECK_FALSE(f.ledger->createNode(LedgerFixture::node("node-a"), "test").isOk());  // a duplicate
+    REQUIRE(f.ledger->createNode(LedgerFixture::node("node-c"), "test").isOk());
+    REQUIRE(batch.commit().isOk());
+  }
+  // A manifest whose second node fails appends events of its first ones, then rolls back.
+  model::Manifest manifest;
+  manifest.capabilities.push_back({{{}, "from-manifest", "CPU", 1}, "m.yaml:1"});
+  manifest.nodes.push_back({LedgerFixture::node("node-d"), "m.yaml:2"});
+  manifest.nodes.push_back({LedgerFixture::node("node-e", "elsewhere"), "m.yaml:3"});
+  CHECK_FALSE(f.ledger->applyManifest(manifest, "test").isOk());
+  REQUIRE(f.ledger->createNode(LedgerFixture::node("node-f"), "test").isOk());
+
+  CHECK(f.ledger->verifyEventChain().isOk());
+  auto events = f.ledger->listEvents({});
+  REQUIRE(events->items.size() == 9);
+  for (std::size_t i = 0; i < events->items.size(); ++i) CHECK(events->items[i].seq == static_cast<int64_t>(i + 1));
+  CHECK(events->items.back().subject == "node/node-f");
+}
+
 TEST_CASE("ledger: records survive closing and reopening the database") {
   auto dir = tempDir("persist");
   const std::string url = "sqlite://" + (dir / "tide.db").string();
