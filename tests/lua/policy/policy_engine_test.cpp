@@ -95,6 +95,19 @@ TEST_CASE("lua: a failing policy yields manual, never approve") {
   }
 }
 
+TEST_CASE("lua: a failing policy denies where the host denies by default") {
+  RegistryFixture fx;
+  writeFile(fx.policy("approver.lua"), simplePolicy("approver"));
+  writeFile(fx.policy("failing.lua"), simplePolicy("failing", "error('broken')"));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock, {LuaLimits{}, Outcome::kRejected});
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK(decisionOf(e, "failing")->record.verdict == "deny");
+  CHECK(decisionOf(e, "failing")->record.error_class == "runtime");
+}
+
 // A ledger slower than the deadline: each query takes `delay`.
 class SlowData final : public PolicyDataSource {
  public:
