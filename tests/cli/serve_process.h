@@ -31,12 +31,14 @@ namespace tide::testing {
 // `tide serve` as a child process on a free port with its own data dir.
 class ServeProcess {
  public:
-  ServeProcess() {
+  // `extra_config`: more lines of tide.yaml (policies_dir, limits, ...).
+  explicit ServeProcess(const std::string& extra_config = "") {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
     std::ofstream(data_dir_.path / "tide.yaml")
-        << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n";
+        << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n"
+        << extra_config;
     start();
   }
 
@@ -92,6 +94,8 @@ class ServeProcess {
   }
 
   const std::string& url() const { return url_; }
+  // The admin token the server wrote at its first start.
+  const std::string& token() const { return token_; }
 
   // A new token for a second person (`tide token create`), e.g. an approver for the
   // operations the admin's deployments ask for (the four-eyes rule).

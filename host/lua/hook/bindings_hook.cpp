@@ -74,11 +74,8 @@ int ctxEmitFile(lua_State* L) {
   LuaState& state = LuaState::from(L);
   const auto* dir = static_cast<const std::filesystem::path*>(state.context(&kOutputDirKey));
   if (!dir || dir->empty()) return luaL_error(L, "ctx.emit_file: no hooks output directory is configured");
-  std::string error;
-  {
-    LuaState::HostTime host(state);
-    error = writeAtomically(*dir, std::string(name, name_len), std::string_view(text, text_len));
-  }
+  const std::string error = state.hostWork(
+      L, [&] { return writeAtomically(*dir, std::string(name, name_len), std::string_view(text, text_len)); });
   if (!error.empty()) return luaL_error(L, "ctx.emit_file: %s", error.c_str());
   return 0;
 }

@@ -102,7 +102,8 @@ Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(std::shared_ptr<con
     hook.load_error = loadScript(state, *file, &script);
     if (hook.load_error.ok()) {
       hook.ref = script.ref;
-      hook.load_error = state.call([&hook](lua_State* L) {
+      hook.budget = script.budget;
+      hook.load_error = state.call(hook.budget, [&hook](lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
         lua_getfield(L, -1, "on");
         if (lua_type(L, -1) != LUA_TTABLE) return;
@@ -126,7 +127,7 @@ Result<HookEngine::Loaded*> HookEngine::refresh() {
 
 LuaError HookEngine::call(Loaded& loaded, const Hook& hook, const std::string& event, const Json& arg, Json* result) {
   std::string problem;
-  LuaError e = loaded.state->call([&](lua_State* L) {
+  LuaError e = loaded.state->call(hook.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
     lua_getfield(L, -1, "on");
     if (lua_type(L, -1) != LUA_TTABLE) luaL_error(L, "%s: on is no longer a table", hook.file->path.c_str());

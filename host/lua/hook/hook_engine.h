@@ -82,6 +82,7 @@ class HookEngine {
   struct Hook {
     const ScriptFile* file = nullptr;
     int ref = -2;  // LUA_NOREF: the script's table; -2 with load_error set when it did not load
+    MemoryBudget budget = kStateBudget;  // the hook's own (LoadedScript::budget)
     std::set<std::string> events;
     LuaError load_error;
   };

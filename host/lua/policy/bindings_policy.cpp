@@ -117,23 +117,20 @@ int ctxNow(lua_State* L) {
 int ctxInFlight(lua_State* L) {
   const Json filter = readFilter(L, "in_flight", {"plan", "namespace", "update_domain", "node", "type"});
   PolicyDataSource& data = dataSource(L, "in_flight");
-  LuaState::HostTime host(LuaState::from(L));
-  return pushCount(L, "in_flight", data.inFlight(filter));
+  return pushCount(L, "in_flight", LuaState::from(L).hostWork(L, [&] { return data.inFlight(filter); }));
 }
 
 int ctxCount(lua_State* L) {
   const Json filter = readFilter(L, "count", {"plan", "namespace", "update_domain", "node", "type", "state"});
   PolicyDataSource& data = dataSource(L, "count");
-  LuaState::HostTime host(LuaState::from(L));
-  return pushCount(L, "count", data.count(filter));
+  return pushCount(L, "count", LuaState::from(L).hostWork(L, [&] { return data.count(filter); }));
 }
 
 int ctxRecentFailures(lua_State* L) {
   Json filter = readFilter(L, "recent_failures", {"plan", "namespace", "update_domain", "node", "type", "seconds"});
   if (!filter.contains("seconds")) filter["seconds"] = 3600;
   PolicyDataSource& data = dataSource(L, "recent_failures");
-  LuaState::HostTime host(LuaState::from(L));
-  return pushCount(L, "recent_failures", data.recentFailures(filter));
+  return pushCount(L, "recent_failures", LuaState::from(L).hostWork(L, [&] { return data.recentFailures(filter); }));
 }
 
 int pushData(lua_State* L, const char* function, const Result<Json>& value) {
@@ -145,15 +142,13 @@ int pushData(lua_State* L, const char* function, const Result<Json>& value) {
 int ctxInstances(lua_State* L) {
   const std::string plan = luaL_checkstring(L, 1);
   PolicyDataSource& data = dataSource(L, "instances");
-  LuaState::HostTime host(LuaState::from(L));
-  return pushData(L, "instances", data.instances(plan));
+  return pushData(L, "instances", LuaState::from(L).hostWork(L, [&] { return data.instances(plan); }));
 }
 
 int ctxNode(lua_State* L) {
   const std::string name = luaL_checkstring(L, 1);
   PolicyDataSource& data = dataSource(L, "node");
-  LuaState::HostTime host(LuaState::from(L));
-  return pushData(L, "node", data.node(name));
+  return pushData(L, "node", LuaState::from(L).hostWork(L, [&] { return data.node(name); }));
 }
 
 void setFunction(lua_State* L, const char* name, lua_CFunction fn) {

@@ -127,6 +127,11 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
       run = op_error.ok() ? interpreter->run(*file, data) : failedRun(op_error.error_class, op_error.message);
     }
     hit_limit = hit_limit || run.error_class == LuaErrorClass::kTimeout || run.error_class == LuaErrorClass::kMemory;
+    // A failing policy fails closed: it asks a person, or denies where the host denies by
+    // default.
+    if (run.error_class != LuaErrorClass::kNone && options_.default_outcome == Outcome::kRejected) {
+      run.verdict = Verdict::kDeny;
+    }
     if (!run.applicable) continue;
     votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
     evaluation.decisions.push_back({level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});

@@ -3,8 +3,9 @@
 //
 // evaluate() runs every applicable policy of the current ScriptSet (or only those a plan
 // names in approval.policies) against an op snapshot and combines their verdicts. It never
-// fails: a policy that errors, times out or runs out of memory votes `manual` with the
-// error as its reason, and a policy a plan names that is not loaded does the same.
+// fails: a policy that errors, times out or runs out of memory votes `manual` (`deny` when
+// the default outcome is kRejected) with the error as its reason, and a policy a plan names
+// that is not loaded does the same.
 //
 // The engine keeps one Lua state with every policy loaded and reuses it across
 // evaluations. It rebuilds the state on the next evaluate() when the provider publishes a

@@ -187,11 +187,12 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     return out;
   }
   const int policy_ref = it->second.ref;
+  const MemoryBudget budget = it->second.budget;
   std::string verdict;
   std::string reason;
   bool applicable = true;
   setPolicyData(*state_, &data);
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = state_->call(budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, policy_ref);
     const int table = lua_gettop(L);
     lua_pushliteral(L, "applies");
@@ -243,7 +244,7 @@ Result<std::vector<PolicyTestCase>> PolicyInterpreter::testCases(const ScriptFil
   const int policy_ref = it->second.ref;
   std::vector<PolicyTestCase> cases;
   std::string problem;
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = state_->call(it->second.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, policy_ref);
     problem = kPolicyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item, const TestCaseItem& c) {
       return readCase(L, item, c, &cases);

@@ -1,6 +1,5 @@
 #include "host/lua/runtime/bindings_base.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/lua_state.h"
 
 namespace tide::lua {
@@ -34,45 +34,19 @@ void setIntField(lua_State* L, const char* key, long long value) {
   lua_setfield(L, -2, key);
 }
 
-// The worst-case number of matcher steps of `pattern` over a subject of `length` bytes:
-// every `*`, `+` or `-` can multiply the work by the length, every `?` by two, and an
-// unanchored pattern is retried at every position. A product, not a sum of logarithms: it
-// runs on every string.find/match/gmatch/gsub call, and a product too large for a double
-// becomes infinity, which is refused all the same.
-double patternCost(std::string_view pattern, size_t length) {
-  const double per_repeat = static_cast<double>(std::max<size_t>(length, 2));
-  double cost = 1;
-  size_t i = 0;
-  if (!pattern.empty() && pattern[0] == '^') {
-    i = 1;
-  } else {
-    cost *= per_repeat;
+// lua_pcall as one level of C depth, restoring the depth the unwinding may have skipped.
+// Once the call is tripped an error is raised on instead of returned.
+int protectedCall(lua_State* L, int nargs) {
+  LuaState& state = LuaState::from(L);
+  const int depth = state.callDepth();
+  int status = 0;
+  {
+    LuaState::CallDepth level(L);
+    status = lua_pcall(L, nargs, LUA_MULTRET, 0);
   }
-  while (i < pattern.size()) {
-    const char c = pattern[i];
-    if (c == '%') {
-      i += (i + 1 < pattern.size() && pattern[i + 1] == 'b') ? 4 : 2;
-    } else if (c == '[') {
-      ++i;
-      if (i < pattern.size() && pattern[i] == '^') ++i;
-      if (i < pattern.size() && pattern[i] == ']') ++i;
-      while (i < pattern.size() && pattern[i] != ']') i += pattern[i] == '%' ? 2 : 1;
-      ++i;
-    } else {
-      ++i;
-    }
-    if (i < pattern.size()) {
-      const char q = pattern[i];
-      if (q == '*' || q == '+' || q == '-') {
-        cost *= per_repeat;
-        ++i;
-      } else if (q == '?') {
-        cost *= 2;
-        ++i;
-      }
-    }
-  }
-  return cost;
+  state.restoreCallDepth(depth);
+  if (status != 0 && state.tripped()) lua_error(L);
+  return status;
 }
 
 }  // namespace
@@ -86,6 +60,7 @@ std::string callerWhere(lua_State* L) {
 }
 
 int basePrint(lua_State* L) {
+  LuaState::CallDepth depth(L);
   const int n = lua_gettop(L);
   luaL_Buffer buffer;
   luaL_buffinit(L, &buffer);
@@ -102,43 +77,54 @@ int basePrint(lua_State* L) {
   return 0;
 }
 
+int callingBack(lua_State* L) {
+  LuaState::CallDepth depth(L);
+  const int nargs = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, nargs, LUA_MULTRET);
+  LuaState::from(L).checkLimits(L);
+  return lua_gettop(L);
+}
+
+int basePcall(lua_State* L) {
+  luaL_checkany(L, 1);
+  const int status = protectedCall(L, lua_gettop(L) - 1);
+  lua_pushboolean(L, status == 0);
+  lua_insert(L, 1);
+  return lua_gettop(L);
+}
+
 int baseXpcall(lua_State* L) {
   const int n = lua_gettop(L);
   luaL_checkany(L, 2);
   lua_pushvalue(L, 1);
   for (int i = 3; i <= n; ++i) lua_pushvalue(L, i);
-  if (lua_pcall(L, n - 2 < 0 ? 0 : n - 2, LUA_MULTRET, 0) == 0) {
+  if (protectedCall(L, n - 2 < 0 ? 0 : n - 2) == 0) {
     lua_pushboolean(L, 1);
     lua_insert(L, n + 1);
     return lua_gettop(L) - n;
   }
   lua_pushvalue(L, 2);
   lua_insert(L, -2);
-  lua_pcall(L, 1, 1, 0);  // an error in the handler becomes the result, as in Lua
+  protectedCall(L, 1);  // an error in the handler becomes the result, as in Lua
+  lua_settop(L, n + 1);
   lua_pushboolean(L, 0);
   lua_insert(L, -2);
   return 2;
 }
 
-int guardedPatternCall(lua_State* L) {
-  const bool plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);
-  if (lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TSTRING && !plain) {
-    size_t subject_length = 0;
-    size_t pattern_length = 0;
-    lua_tolstring(L, 1, &subject_length);
-    const char* pattern = lua_tolstring(L, 2, &pattern_length);
-    if (patternCost({pattern, pattern_length}, subject_length) > kMaxPatternSteps) {
-      return luaL_error(L,
-                        "pattern '%s' is too expensive for a %d-byte subject "
-                        "(fewer repetitions, an anchor, or a shorter subject)",
-                        pattern, static_cast<int>(subject_length));
-    }
+int tableSort(lua_State* L) {
+  if (lua_isnoneornil(L, 2)) {
+    lua_settop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(2));
   }
-  const int nargs = lua_gettop(L);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, nargs, LUA_MULTRET);
-  return lua_gettop(L);
+  return refuseReadOnlyFirstArgument(L);
+}
+
+void pushLessThan(lua_State* L) {
+  loadTextChunk(L, "return function(a, b) return a < b end", "table.sort");
+  lua_call(L, 0, 1);
 }
 
 int osTime(lua_State* L) {

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "host/lua/runtime/bindings_base.h"
 #include "host/lua/runtime/guard.h"
 
 namespace tide::lua {
@@ -140,19 +141,6 @@ int readOnlyAwareIpairsStep(lua_State* L) {
   return 2;
 }
 
-namespace {
-
-// Calls upvalue 1 with every argument and returns all its results.
-int callOriginal(lua_State* L) {
-  const int nargs = lua_gettop(L);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, nargs, LUA_MULTRET);
-  return lua_gettop(L);
-}
-
-}  // namespace
-
 void pushReadOnly(lua_State* L, int index) {
   index = index < 0 && index > LUA_REGISTRYINDEX ? lua_gettop(L) + index + 1 : index;
   pushViewCache(L);
@@ -285,7 +273,7 @@ int readOnlyAwareType(lua_State* L) {
 }
 
 int readOnlyAwareUnpack(lua_State* L) {
-  if (!isReadOnly(L, 1)) return callOriginal(L);
+  if (!isReadOnly(L, 1)) return callingBack(L);
   lua_settop(L, 3);
   lua_getfenv(L, 1);
   const int table = lua_gettop(L);
@@ -310,14 +298,14 @@ int readOnlyAwareConcat(lua_State* L) {
     lua_getfenv(L, 1);
     lua_replace(L, 1);
   }
-  return callOriginal(L);
+  return callingBack(L);
 }
 
 int readOnlyAwareMaxn(lua_State* L) { return readOnlyAwareConcat(L); }
 
 int refuseReadOnlyFirstArgument(lua_State* L) {
   if (isReadOnly(L, 1)) return luaL_error(L, "attempt to modify a read-only table");
-  return callOriginal(L);
+  return callingBack(L);
 }
 
 }  // namespace tide::lua

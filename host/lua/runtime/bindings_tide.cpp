@@ -59,6 +59,11 @@ int libIndex(lua_State* L) {
   const ScriptFile* file = set ? set->find(ScriptKind::kLib, name) : nullptr;
   if (!file) return luaL_error(L, "unknown lib '%s' (no scripts/lib/%s.lua)", name, name);
 
+  // A lib is shared by every script of the state: its memory is the state's, not that of
+  // the script that happened to use it first.
+  LuaState& state = LuaState::from(L);
+  LuaState::Charge charge(state, kStateBudget);
+  LuaState::CallDepth depth(L);
   loadTextChunk(L, file->text, file->path);
   pushLibEnvironment(L);
   lua_setfenv(L, -2);

@@ -78,6 +78,14 @@ void pushWhere(lua_State* L) {
   lua_pushliteral(L, "");
 }
 
+// Every block the capped allocator hands out carries a header naming the budget it is
+// charged to, so a block the GC frees during another script's call comes off the right
+// budget. A block that grows or shrinks is charged anew to the budget in effect (the one
+// that made it this size). 16 bytes keep malloc's alignment.
+struct alignas(16) BlockHeader {
+  MemoryBudget budget;
+};
+
 }  // namespace
 
 const char* errorClassName(LuaErrorClass error_class) {
@@ -178,54 +186,105 @@ uint64_t LuaState::nextRandom() {
   return x * 0x2545F4914F6CDD1DULL;
 }
 
-LuaState::HostTime::HostTime(LuaState& state) : state_(state), started_(std::chrono::steady_clock::now()) {}
+MemoryBudget LuaState::newBudget() {
+  budgets_.push_back(0);
+  return static_cast<MemoryBudget>(budgets_.size() - 1);
+}
 
-LuaState::HostTime::~HostTime() { state_.deadline_ += std::chrono::steady_clock::now() - started_; }
+size_t LuaState::memoryUsed(MemoryBudget budget) const {
+  return capped_ && budget >= 0 && static_cast<size_t>(budget) < budgets_.size() ? budgets_[budget] : 0;
+}
 
 void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) {
   auto* self = static_cast<LuaState*>(ud);
+  BlockHeader* block = ptr ? static_cast<BlockHeader*>(ptr) - 1 : nullptr;
+  if (!block) old_size = 0;  // LuaJIT may pass a type tag as old_size for a new block
+  const MemoryBudget owner = block ? block->budget : self->budget_;
   if (new_size == 0) {
-    std::free(ptr);
+    std::free(block);
     self->used_ -= old_size;
+    self->budgets_[owner] -= old_size;
     return nullptr;
   }
-  if (new_size > old_size && self->used_ - old_size + new_size > self->options_.limits.memory_bytes) {
+  const MemoryBudget charged = self->budget_;
+  const size_t charged_before = self->budgets_[charged] - (owner == charged ? old_size : 0);
+  if (new_size > old_size && charged_before + new_size > self->options_.limits.memory_bytes) {
     self->memory_exceeded_ = true;
     return nullptr;
   }
-  void* grown = std::realloc(ptr, new_size);
+  if (new_size > old_size && self->pastDeadlineAfter(new_size - old_size)) return nullptr;
+  auto* grown = static_cast<BlockHeader*>(std::realloc(block, sizeof(BlockHeader) + new_size));
   if (!grown) return nullptr;
+  grown->budget = charged;
+  self->budgets_[owner] -= old_size;
+  self->budgets_[charged] += new_size;
   self->used_ = self->used_ - old_size + new_size;
-  return grown;
+  return grown + 1;
+}
+
+bool LuaState::pastDeadlineAfter(size_t grown) {
+  grown_since_check_ += grown;
+  if (!in_call_ || timed_out_ || grown_since_check_ < kBytesPerDeadlineCheck) return false;
+  grown_since_check_ = 0;
+  // Only the allocation that finds the deadline passed is refused: the error it raises
+  // (and every check after it) must still be able to allocate its message.
+  timed_out_ = std::chrono::steady_clock::now() >= deadline_;
+  return timed_out_;
 }
 
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
 
 void LuaState::onHook(lua_State* L) {
   if (!in_call_) return;
-  if (!capped_ && !memory_exceeded_ && memoryUsed() > options_.limits.memory_bytes) {
+  const size_t limit = options_.limits.memory_bytes;
+  if (!capped_ && !memory_exceeded_ && memoryUsed() > limit) {
     lua_gc(L, LUA_GCCOLLECT, 0);
-    memory_exceeded_ = memoryUsed() > options_.limits.memory_bytes;
+    memory_exceeded_ = memoryUsed() > limit;
   }
-  if (!timed_out_ && std::chrono::steady_clock::now() >= deadline_) timed_out_ = true;
-  // Sticky: once a limit is hit, every hook raises again until the call ends.
-  if (memory_exceeded_) {
-    pushWhere(L);
-    lua_pushfstring(L, "memory limit of %s exceeded", describeBytes(options_.limits.memory_bytes).c_str());
-    lua_concat(L, 2);
-    lua_error(L);
+  // The GC paces itself on the whole state, not on one budget: a script close to its cap
+  // gets its garbage collected before an allocation fails for garbage alone.
+  if (capped_ && budgets_[budget_] > limit - limit / 4 && budgets_[budget_] > collected_at_ + limit / 8) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    collected_at_ = budgets_[budget_];
   }
-  if (timed_out_) {
-    pushWhere(L);
-    lua_pushfstring(L, "deadline of %d ms exceeded", static_cast<int>(options_.limits.deadline.count()));
-    lua_concat(L, 2);
-    lua_error(L);
-  }
+  checkLimits(L);
 }
 
-LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
+void LuaState::checkLimits(lua_State* L) {
+  if (!in_call_) return;
+  if (!timed_out_ && std::chrono::steady_clock::now() >= deadline_) timed_out_ = true;
+  // Sticky: once a limit is hit, every check raises again until the call ends.
+  if (tripped()) raiseLimit(L);
+}
+
+void LuaState::raiseLimit(lua_State* L) {
+  pushWhere(L);
+  if (memory_exceeded_) {
+    lua_pushfstring(L, "memory limit of %s exceeded", describeBytes(options_.limits.memory_bytes).c_str());
+  } else {
+    lua_pushfstring(L, "deadline of %d ms exceeded", static_cast<int>(options_.limits.deadline.count()));
+  }
+  lua_concat(L, 2);
+  lua_error(L);
+  __builtin_unreachable();
+}
+
+LuaState::CallDepth::CallDepth(lua_State* L) : state_(from(L)) {
+  if (state_.call_depth_ >= kMaxCallDepth) {
+    luaL_error(L, "C stack depth limit of %d exceeded (recursion through pcall, gsub, print or a metamethod)",
+               kMaxCallDepth);
+  }
+  ++state_.call_depth_;
+}
+
+LuaError LuaState::callImpl(MemoryBudget budget, void (*thunk)(void*, lua_State*), void* body) {
   if (in_call_) return {LuaErrorClass::kRuntime, "LuaState::call is not re-entrant"};
+  if (budget < 0 || static_cast<size_t>(budget) >= budgets_.size()) budget = kStateBudget;
+  Charge charge(*this, budget);
   in_call_ = true;
+  call_depth_ = 0;
+  collected_at_ = 0;
+  grown_since_check_ = 0;
   timed_out_ = false;
   memory_exceeded_ = false;
   load_error_ = false;
@@ -241,8 +300,9 @@ LuaError LuaState::callImpl(void (*thunk)(void*, lua_State*), void* body) {
     message = errorText(L_, -1);
     lua_pop(L_, 1);
   }
-  // A limit hit counts even when the script caught the error and returned normally.
-  if (memory_exceeded_ || status == LUA_ERRMEM) {
+  // A limit hit counts even when the script caught the error and returned normally. An
+  // allocation refused past the deadline raises LUA_ERRMEM too: that is a timeout.
+  if (memory_exceeded_ || (status == LUA_ERRMEM && !timed_out_)) {
     result.error_class = LuaErrorClass::kMemory;
     result.message = message.find("memory limit of") != std::string::npos
                          ? message

@@ -10,16 +10,24 @@
 // Lua code on the state, so a Lua error never escapes to the host and no C++ exception
 // ever crosses a Lua frame.
 //
-// Limits are per call:
-// - deadline: a count hook checks a steady clock every `hook_instructions` VM instructions.
-//   Once expired it is sticky: every later hook raises again, so a script's pcall cannot
-//   swallow it. C library functions (string.rep, string.find, ...) run to completion
-//   between two checks.
-// - memory: the allocator refuses to grow past `memory_bytes` and the call fails with a
-//   memory error, also sticky. If LuaJIT refuses a custom allocator (non-GC64 builds),
-//   the state falls back to luaL_newstate and the hook compares the GC count instead.
-// After a timeout or memory error the limits are reset and a full GC runs, so the next
-// call starts clean.
+// Limits are per call (docs/lua.md#limits):
+// - deadline: a count hook checks a steady clock every `hook_instructions` VM instructions,
+//   and C functions that can work for long (the pattern matcher, ctx.* queries,
+//   emit_file) call checkLimits() between chunks and after host work, so their time counts.
+//   C functions that copy a lot (string concatenation, string.rep, table.concat) are
+//   caught by the allocator, which reads the clock every kBytesPerDeadlineCheck bytes of
+//   growth and refuses to grow past the deadline.
+// - memory: every allocation is charged to a budget (MemoryBudget): the script whose file
+//   is loading or whose function is running, or the state's own. Each budget is capped at
+//   `memory_bytes`, so one script's hoard fails only that script. If LuaJIT refuses a
+//   custom allocator (non-GC64 builds), the state falls back to luaL_newstate and the hook
+//   compares the state's GC count against the one cap instead.
+// - C depth: functions that call back into Lua from C (pcall, xpcall, print, gsub with a
+//   function or table, string.format's __tostring, table.sort's comparator, tide.lib)
+//   count their nesting (CallDepth) and raise before the C stack could overflow.
+// Once a deadline or memory limit is hit the call is *tripped*: the hook raises at every
+// check, and the sandbox's pcall and xpcall re-raise instead of returning the error, so no
+// script can swallow it. After such a call a full GC runs, so the next call starts clean.
 //
 // Thread-safety: none. A LuaState belongs to the thread that uses it and is never shared;
 // it may be handed to another thread only with external synchronisation and never used
@@ -50,6 +58,19 @@ using Json = nlohmann::json;
 inline constexpr size_t kDefaultMemoryLimit = size_t{32} << 20;
 inline constexpr std::chrono::milliseconds kDefaultDeadline{50};
 inline constexpr int kDefaultHookInstructions = 1000;
+// How deep C functions may nest calls back into Lua (pcall inside gsub inside pcall ...).
+// Each level costs a few KiB of C stack (gsub's buffer alone is 8 KiB): 100 levels stay far
+// below any thread's stack, and no honest script nests more than a handful.
+inline constexpr int kMaxCallDepth = 100;
+
+// How many bytes the allocator hands out between two looks at the clock: 1 MiB is copied
+// in well under a millisecond, and a clock read per MiB costs nothing measurable.
+inline constexpr size_t kBytesPerDeadlineCheck = size_t{1} << 20;
+
+// Whose memory an allocation is: 0 is the state's own (sandbox, snapshots the host pushes,
+// libs), others come from LuaState::newBudget(), one per loaded script.
+using MemoryBudget = int;
+inline constexpr MemoryBudget kStateBudget = 0;
 
 enum class LuaErrorClass { kNone, kLoad, kRuntime, kTimeout, kMemory };
 
@@ -106,10 +127,15 @@ class LuaState {
   // Lua API freely (push, lua_call scripts, read results into C++ variables it captured);
   // whatever it leaves on the stack is discarded. Lua errors, limit violations and
   // std::exceptions thrown by the body end the call and are returned, classified.
+  // Allocations are charged to `budget` (kStateBudget when not given).
   template <class F>
   LuaError call(F&& body) {
+    return call(kStateBudget, std::forward<F>(body));
+  }
+  template <class F>
+  LuaError call(MemoryBudget budget, F&& body) {
     using Body = std::remove_reference_t<F>;
-    return callImpl([](void* fn, lua_State* L) { (*static_cast<Body*>(fn))(L); }, static_cast<void*>(&body));
+    return callImpl(budget, [](void* fn, lua_State* L) { (*static_cast<Body*>(fn))(L); }, static_cast<void*>(&body));
   }
 
   // The state behind a running call, for bindings. Only valid inside call().
@@ -120,6 +146,54 @@ class LuaState {
   bool usesCappedAllocator() const { return capped_; }
   // Bytes currently allocated by Lua (the GC count in fallback mode).
   size_t memoryUsed() const;
+  // A new memory budget, capped at limits().memory_bytes; for one script's allocations.
+  MemoryBudget newBudget();
+  // Bytes currently charged to `budget` (0 in fallback mode, which has one cap).
+  size_t memoryUsed(MemoryBudget budget) const;
+  // Charges allocations to `budget` until destroyed (then to the one before): a lib that
+  // loads on a script's first use of it is the state's, not that script's.
+  class Charge {
+   public:
+    Charge(LuaState& state, MemoryBudget budget) : state_(state), previous_(state.budget_) { state.budget_ = budget; }
+    ~Charge() { state_.budget_ = previous_; }
+    Charge(const Charge&) = delete;
+    Charge& operator=(const Charge&) = delete;
+
+   private:
+    LuaState& state_;
+    MemoryBudget previous_;
+  };
+
+  // True once the running call hit its deadline or memory limit; stays true until it ends.
+  bool tripped() const { return timed_out_ || memory_exceeded_; }
+  // Raises the call's limit error if it is tripped or its deadline has passed. For C
+  // functions that work for long (between chunks) or wait for the host (after it).
+  void checkLimits(lua_State* L);
+  // Runs `work` (a ledger query behind ctx.*, a file write) for a running C function: its
+  // time counts against the deadline, checked before and after. Raises like checkLimits.
+  template <class F>
+  auto hostWork(lua_State* L, F&& work) {
+    checkLimits(L);
+    auto result = work();
+    checkLimits(L);
+    return result;
+  }
+
+  // Counts one level of C calling back into Lua; raises "C stack depth ..." (a runtime
+  // error) past kMaxCallDepth. Every protected call (the sandbox's pcall) restores the
+  // depth it started with, so a level skipped by unwinding is not lost.
+  class CallDepth {
+   public:
+    explicit CallDepth(lua_State* L);
+    ~CallDepth() { --state_.call_depth_; }
+    CallDepth(const CallDepth&) = delete;
+    CallDepth& operator=(const CallDepth&) = delete;
+
+   private:
+    LuaState& state_;
+  };
+  int callDepth() const { return call_depth_; }
+  void restoreCallDepth(int depth) { call_depth_ = depth; }
 
   void setClock(const Clock* clock) { clock_ = clock ? clock : &systemClock(); }
   const Clock& clock() const { return *clock_; }
@@ -140,23 +214,14 @@ class LuaState {
   // Marks the running call's failure as a load (compile) error rather than a runtime one.
   void markLoadError() { load_error_ = true; }
 
-  // While alive, time spent in the host (ledger queries behind ctx.*) does not count
-  // against the running call's deadline.
-  class HostTime {
-   public:
-    explicit HostTime(LuaState& state);
-    ~HostTime();
-    HostTime(const HostTime&) = delete;
-    HostTime& operator=(const HostTime&) = delete;
-
-   private:
-    LuaState& state_;
-    std::chrono::steady_clock::time_point started_;
-  };
-
  private:
   explicit LuaState(LuaStateOptions options);
-  LuaError callImpl(void (*thunk)(void*, lua_State*), void* body);
+  LuaError callImpl(MemoryBudget budget, void (*thunk)(void*, lua_State*), void* body);
+  [[noreturn]] void raiseLimit(lua_State* L);
+  // For the allocator, which cannot raise: counts `grown` bytes and, every
+  // kBytesPerDeadlineCheck of them, marks the call timed out once its deadline has passed.
+  // True for the one allocation to refuse, whose failure raises the error.
+  bool pastDeadlineAfter(size_t grown);
   static const Clock& systemClock();
   static void* allocate(void* ud, void* ptr, size_t old_size, size_t new_size);
   static void countHook(lua_State* L, lua_Debug* ar);
@@ -167,6 +232,11 @@ class LuaState {
   lua_State* L_ = nullptr;
   bool capped_ = false;
   size_t used_ = 0;  // bytes held through the capped allocator
+  // Bytes held per MemoryBudget (capped allocator only); the budget in effect.
+  std::vector<size_t> budgets_ = std::vector<size_t>(1, 0);
+  MemoryBudget budget_ = kStateBudget;
+  size_t collected_at_ = 0;  // the budget's usage after the last collection the hook ran
+  size_t grown_since_check_ = 0;  // bytes allocated since the allocator last read the clock
   // A handful of keys, set and cleared around every policy run: a flat list whose slots
   // stay allocated, searched linearly.
   std::vector<std::pair<const void*, void*>> context_;
@@ -177,6 +247,7 @@ class LuaState {
   bool timed_out_ = false;
   bool memory_exceeded_ = false;
   bool load_error_ = false;
+  int call_depth_ = 0;
   std::chrono::steady_clock::time_point deadline_;
 };
 

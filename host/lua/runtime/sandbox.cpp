@@ -1,11 +1,11 @@
 #include "host/lua/runtime/sandbox.h"
 
 #include <algorithm>
-#include <string_view>
 
 #include <lua.hpp>
 
 #include "host/lua/runtime/bindings_base.h"
+#include "host/lua/runtime/bindings_pattern.h"
 #include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/bindings_tide.h"
 #include "host/lua/runtime/guard.h"
@@ -19,17 +19,16 @@ char kSandboxValuesKey;  // registry: name -> value of every allowed global
 
 // Base functions scripts get unchanged.
 constexpr const char* kBaseFunctions[] = {
-    "assert", "error", "getmetatable", "pcall", "select", "setmetatable", "tonumber", "tostring",
+    "assert", "error", "getmetatable", "select", "setmetatable", "tonumber", "tostring",
 };
 // Base functions replaced by view-aware or host-routed versions: next, pairs, ipairs,
-// type, unpack (bindings_readonly.cpp), print and xpcall (bindings_base.cpp).
-constexpr const char* kReplacedBaseFunctions[] = {"ipairs", "next", "pairs", "print", "type", "unpack", "xpcall"};
-// string: everything but dump.
-constexpr const char* kStringFunctions[] = {
-    "byte", "char", "find", "format", "gmatch", "gsub", "len", "lower", "match", "rep", "reverse", "sub", "upper",
-};
-// ... of which these take patterns, and refuse ones too costly to run uninterrupted.
-constexpr const char* kStringPatternFunctions[] = {"find", "gmatch", "gsub", "match"};
+// type, unpack (bindings_readonly.cpp), print, pcall and xpcall (bindings_base.cpp).
+constexpr const char* kReplacedBaseFunctions[] = {"ipairs", "next", "pairs", "pcall", "print", "type", "unpack", "xpcall"};
+// string: everything but dump ...
+constexpr const char* kStringFunctions[] = {"byte", "char", "len", "lower", "rep", "reverse", "sub", "upper"};
+// ... with the pattern functions run by tide's own matcher under the deadline
+// (bindings_pattern.h), and format, which may call __tostring, counting C depth.
+constexpr const char* kReplacedStringFunctions[] = {"find", "format", "gmatch", "gsub", "match"};
 // table: concat and maxn read views; insert, remove and sort refuse them.
 constexpr const char* kTableFunctions[] = {"concat", "insert", "maxn", "remove", "sort"};
 // math: everything, with random/randomseed replaced by the per-call seeded generator.
@@ -106,6 +105,7 @@ const std::vector<std::string>& allowList() {
     addNames(names, "", kBaseFunctions);
     addNames(names, "", kReplacedBaseFunctions);
     addNames(names, "string.", kStringFunctions);
+    addNames(names, "string.", kReplacedStringFunctions);
     addNames(names, "table.", kTableFunctions);
     addNames(names, "math.", kMathMembers);
     names.push_back("math.random");
@@ -154,6 +154,7 @@ void installSandbox(lua_State* L) {
   lua_pushcclosure(L, guarded<readOnlyAwareIpairs>, 2);
   lua_setfield(L, values, "ipairs");
   setFunction(L, "type", guarded<readOnlyAwareType>);
+  setFunction(L, "pcall", guarded<basePcall>);
   setFunction(L, "xpcall", guarded<baseXpcall>);
   setClosure(L, "unpack", guarded<readOnlyAwareUnpack>, globals, "unpack");
 
@@ -161,12 +162,11 @@ void installSandbox(lua_State* L) {
   // ("x"):rep(3) works and ("x").dump is nil.
   lua_newtable(L);
   copyFields(L, real_string, kStringFunctions);
-  for (const char* name : kStringPatternFunctions) {
-    lua_getfield(L, real_string, name);
-    lua_pushboolean(L, std::string_view(name) == "find");  // find's 4th argument is `plain`
-    lua_pushcclosure(L, guarded<guardedPatternCall>, 2);
-    lua_setfield(L, -2, name);
-  }
+  setFunction(L, "find", guarded<stringFind>);
+  setFunction(L, "match", guarded<stringMatch>);
+  setFunction(L, "gmatch", guarded<stringGmatch>);
+  setFunction(L, "gsub", guarded<stringGsub>);
+  setClosure(L, "format", guarded<callingBack>, real_string, "format");
   lua_pushliteral(L, "");
   lua_getmetatable(L, -1);
   lua_pushvalue(L, -3);
@@ -182,7 +182,10 @@ void installSandbox(lua_State* L) {
   setClosure(L, "maxn", guarded<readOnlyAwareMaxn>, real_table, "maxn");
   setClosure(L, "insert", guarded<refuseReadOnlyFirstArgument>, real_table, "insert");
   setClosure(L, "remove", guarded<refuseReadOnlyFirstArgument>, real_table, "remove");
-  setClosure(L, "sort", guarded<refuseReadOnlyFirstArgument>, real_table, "sort");
+  lua_getfield(L, real_table, "sort");
+  pushLessThan(L);
+  lua_pushcclosure(L, guarded<tableSort>, 2);
+  lua_setfield(L, -2, "sort");
   makeTopReadOnly(L);
   lua_setfield(L, values, "table");
 

@@ -149,7 +149,8 @@ LuaError prepareScriptState(LuaState& state, const ScriptSet* set) {
 
 LuaError loadScript(LuaState& state, const ScriptFile& file, LoadedScript* out) {
   *out = LoadedScript{};
-  return state.call([&file, out](lua_State* L) {
+  if (file.kind != ScriptKind::kLib) out->budget = state.newBudget();
+  return state.call(out->budget, [&file, out](lua_State* L) {
     lua_pushlightuserdata(L, environmentKey(file.kind));
     lua_rawget(L, LUA_REGISTRYINDEX);
     if (lua_isnil(L, -1)) luaL_error(L, "the state was not prepared for scripts");

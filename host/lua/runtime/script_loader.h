@@ -42,11 +42,14 @@ struct LoadedScript {
   std::string name;
   std::string level;  // policies: advisory | soft | hard
   bool has_tests = false;
+  // What the script's top level and calls are charged to (its own memory budget).
+  MemoryBudget budget = kStateBudget;
 };
 
 // Compiles and runs `file` in its kind's environment and checks the shape of its table.
 // Shape errors are load errors; errors while the chunk runs are runtime errors. For a lib,
-// loads it through tide.lib (so `set` must contain it).
+// loads it through tide.lib (so `set` must contain it), charged to the state's budget;
+// any other kind gets a budget of its own.
 LuaError loadScript(LuaState& state, const ScriptFile& file, LoadedScript* out);
 
 }  // namespace tide::lua

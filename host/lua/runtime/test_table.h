@@ -7,6 +7,8 @@
 // is named by its `name` or "case <n>". Problems read "tests[2] must be a table",
 // "tests[2] has an unknown field (known: name, op, ...)", "tests[2] (deny prod): ...".
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <span>
@@ -63,6 +65,18 @@ class TestTable {
   std::span<const char* const> case_fields_;
 };
 
+// A tests table runs for at most this many deadlines in all, and never longer than
+// kMaxTestRunTime (each case has its own deadline too), so a file of thousands of cases,
+// or of cases that spin, cannot hold up a reload or the host's start for long. Generous:
+// each shipped script's tests take well under a second, also under sanitizers.
+inline constexpr int kTestRunDeadlines = 100;
+inline constexpr std::chrono::seconds kMaxTestRunTime{10};
+
+// The time budget of one tests table run with `limits`.
+inline std::chrono::milliseconds testRunBudget(const LuaLimits& limits) {
+  return std::min<std::chrono::milliseconds>(kTestRunDeadlines * limits.deadline, kMaxTestRunTime);
+}
+
 // `script` together with the libs of `libs`: the set a script's tests run against.
 std::shared_ptr<ScriptSet> testSetOf(const ScriptFile& script, const ScriptSet& libs);
 
@@ -70,6 +84,7 @@ std::shared_ptr<ScriptSet> testSetOf(const ScriptFile& script, const ScriptSet& 
 // sandbox) on a FakeClock and runs every case of its tests table through `run_case`, with
 // the clock set back to kDefaultTestNow before each case. An error Status means the file
 // or its tests table could not be loaded; failing cases are results with passed == false.
+// Cases left when testRunBudget(limits) has passed are not run: one failing result says so.
 //
 // Interpreter provides
 //   static Result<std::unique_ptr<Interpreter>> create(std::shared_ptr<const ScriptSet>,
@@ -88,7 +103,19 @@ Result<std::vector<CaseResult>> runTestTable(const ScriptFile& script, const Scr
   TIDE_ASSIGN_OR_RETURN(auto cases, interpreter->testCases(file));
 
   std::vector<CaseResult> results;
+  const auto budget = testRunBudget(limits);
+  const auto stop_at = std::chrono::steady_clock::now() + budget;
   for (const auto& c : cases) {
+    if (std::chrono::steady_clock::now() >= stop_at) {
+      CaseResult rest;
+      rest.name = "(the rest)";
+      rest.expected = "every case to run";
+      rest.actual = "not run: " + std::to_string(cases.size() - results.size()) + " cases left after " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(budget).count()) +
+                    " ms, the time budget of a tests table";
+      results.push_back(std::move(rest));
+      break;
+    }
     clock.set(default_now);
     CaseResult result = run_case(*interpreter, file, c, clock);
     result.name = c.name;

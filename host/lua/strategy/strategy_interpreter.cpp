@@ -262,7 +262,7 @@ Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(std::sh
       continue;
     }
     Result<Json> declared = Json();
-    LuaError e = self->state_->call([&](lua_State* L) {
+    LuaError e = self->state_->call(loaded.script.budget, [&](lua_State* L) {
       lua_rawgeti(L, LUA_REGISTRYINDEX, loaded.script.ref);
       lua_getfield(L, -1, "params");
       declared = toJson(L, -1);
@@ -310,7 +310,7 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
 
   Json returned;
   logs_ = &result.logs;
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = state_->call(loaded->script.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
     lua_getfield(L, -1, "reconcile");
     const int reconcile = lua_gettop(L);
@@ -349,7 +349,7 @@ Result<std::vector<StrategyTestCase>> StrategyInterpreter::testCases(const Scrip
   TIDE_ASSIGN_OR_RETURN(const Loaded* loaded, find(strategy));
   std::vector<StrategyTestCase> cases;
   std::string problem;
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = state_->call(loaded->script.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
     problem = kStrategyTests.read(L, lua_gettop(L), [&cases](lua_State* L, int item, const TestCaseItem& c) {
       return readCase(L, item, c, &cases);
@@ -368,7 +368,7 @@ std::string StrategyInterpreter::runCheck(const ScriptFile& strategy, int index,
   for (const StrategyAction& action : result.actions) actions.push_back(action);
   std::vector<LogRecord> logs;
   logs_ = &logs;
-  LuaError e = state_->call([&](lua_State* L) {
+  LuaError e = state_->call((*loaded)->script.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, (*loaded)->script.ref);
     lua_getfield(L, -1, "tests");
     lua_rawgeti(L, -1, index);

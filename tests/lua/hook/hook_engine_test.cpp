@@ -133,10 +133,11 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
          "return { name = 'a-error', on = { ['operation.before'] = function(op) error('boom') end, "
          "['operation.after'] = function(op) error('after boom') end } }\n");
   f.hook("b.lua", beforeHook("b-loop", "while true do end"));
-  // Megabyte pieces reach the cap within a few hundred VM instructions, before the deadline
-  // hook (every 1000) ever looks at the clock: memory, not the machine's speed, stops it.
+  // Pieces of half the cap reach it at the second allocation, before the deadline hook
+  // (every 1000 instructions) runs and right after the allocator's only look at the clock
+  // (every MiB): memory, not the machine's speed, stops it.
   f.hook("c.lua",
-         beforeHook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 1024 * 1024) .. i end"));
+         beforeHook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 4 * 1024 * 1024) .. i end"));
   f.hook("d.lua", beforeHook("d-nonsense", "return { veto = 42 }"));
   f.hook("e.lua", beforeHook("e-word", "return 'veto'"));
   f.hook("f.lua", "return { name = 'f-fine', on = { ['operation.before'] = function(op, ctx) " + marker +
@@ -169,7 +170,11 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
 }
 
 TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and texts over 1 MiB") {
-  HookFixture f;
+  // The write and its fsync count against the deadline, and a loaded disk may take longer
+  // than a decision's 50 ms: this test is about what is written, not how fast.
+  LuaLimits limits;
+  limits.deadline = std::chrono::seconds(10);
+  HookFixture f(limits);
   f.hook("emit.lua",
          "return { name = 'emit', on = { route = function(a, ctx) "
          "ctx.emit_file(a.name, a.text or string.rep('y', a.size)) end } }\n");

@@ -1,6 +1,8 @@
 #include "host/lua/policy/policy_engine.h"
 #include <doctest/doctest.h>
 
+#include <thread>
+
 #include "host/core/sha256.h"
 #include "tests/lua/lua_test_util.h"
 
@@ -91,6 +93,81 @@ TEST_CASE("lua: a failing policy yields manual, never approve") {
     const Evaluation again = engine.evaluate(prodOp(), data);
     CHECK(decisionOf(again, "approver")->record.verdict == "approve");
   }
+}
+
+TEST_CASE("lua: a failing policy denies where the host denies by default") {
+  RegistryFixture fx;
+  writeFile(fx.policy("approver.lua"), simplePolicy("approver"));
+  writeFile(fx.policy("failing.lua"), simplePolicy("failing", "error('broken')"));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock, {LuaLimits{}, Outcome::kRejected});
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK(decisionOf(e, "failing")->record.verdict == "deny");
+  CHECK(decisionOf(e, "failing")->record.error_class == "runtime");
+}
+
+// A ledger slower than the deadline: each query takes `delay`.
+class SlowData final : public PolicyDataSource {
+ public:
+  explicit SlowData(std::chrono::milliseconds delay) : delay_(delay) {}
+  Result<int64_t> inFlight(const Json&) override { return wait(); }
+  Result<int64_t> count(const Json&) override { return wait(); }
+  Result<int64_t> recentFailures(const Json&) override { return wait(); }
+  Result<Json> instances(const std::string&) override { return Json::array(); }
+  Result<Json> node(const std::string&) override { return Json(); }
+
+ private:
+  Result<int64_t> wait() {
+    std::this_thread::sleep_for(delay_);  // the slow query itself, not a wait for the test
+    return 0;
+  }
+  std::chrono::milliseconds delay_;
+};
+
+TEST_CASE("lua: time spent in ctx queries counts against the deadline") {
+  LuaLimits limits;
+  limits.deadline = 100ms;
+  RegistryFixture fx(limits);
+  writeFile(fx.policy("asker.lua"),
+            simplePolicy("asker", "(function() for i = 1, 1000 do ctx.count({}) end return approve('ok') end)()"));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock, {limits, Outcome::kPendingApproval});
+  SlowData data(10ms);  // 1000 queries: 10 s if the time did not count
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  const PolicyDecision* asker = decisionOf(e, "asker");
+  REQUIRE(asker);
+  CHECK(asker->record.error_class == "timeout");
+  CHECK(asker->record.duration_us < 2 * 100'000);
+}
+
+TEST_CASE("lua: a policy that hoards memory fails alone") {
+  LuaLimits limits;
+  limits.memory_bytes = 8u << 20;
+  limits.deadline = 10s;  // the cap, not the clock, must stop it
+  RegistryFixture fx(limits);
+  // Holds 6 of its 8 MiB from the moment it loads (decide keeps the hoard alive), then asks
+  // for more at every decision.
+  writeFile(fx.policy("hoarder.lua"), R"(local hoard = {}
+for i = 1, 6 * 1024 do hoard[i] = string.rep("x", 1000) .. i end
+return { name = "hoarder", decide = function()
+  local more = {}
+  for i = 1, 4 * 1024 do more[i] = string.rep("y", 1000) .. i end
+  return approve("rich: " .. #hoard + #more)
+end })");
+  writeFile(fx.policy("modest.lua"), R"(return { name = "modest", decide = function()
+  local some = {}
+  for i = 1, 5 * 1024 do some[i] = string.rep("z", 1000) .. i end
+  return approve("enough")
+end })");
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock, {limits, Outcome::kPendingApproval});
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  CHECK(decisionOf(e, "hoarder")->record.error_class == "memory");
+  CHECK(decisionOf(e, "modest")->record.verdict == "approve");
+  CHECK(decisionOf(e, "modest")->record.error_class == "");
 }
 
 TEST_CASE("lua: a failing advisory policy is recorded but cannot block") {

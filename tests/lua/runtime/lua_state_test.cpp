@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "host/lua/runtime/guard.h"
@@ -15,6 +16,16 @@ LuaStateOptions shortDeadline() {
   LuaStateOptions options;
   options.limits.deadline = 20ms;
   return options;
+}
+
+// `code` ends with a timeout, and soon after its deadline (a ratio generous enough for a
+// loaded machine, not a measurement).
+void checkEndsAtDeadline(LuaState& state, const char* code) {
+  CAPTURE(code);
+  const auto started = std::chrono::steady_clock::now();
+  ChunkResult r = runChunk(state, code);
+  CHECK(r.error.error_class == LuaErrorClass::kTimeout);
+  CHECK(std::chrono::steady_clock::now() - started < 20 * state.limits().deadline);
 }
 
 }  // namespace
@@ -255,17 +266,20 @@ TEST_CASE("lua: Lua code called back from C library functions is under the deadl
   }
 }
 
-TEST_CASE("lua: patterns too costly to run uninterrupted are refused") {
+TEST_CASE("lua: costly patterns run into the deadline instead of running on in C") {
   auto state = newState(shortDeadline());
   REQUIRE(state);
-  ChunkResult r = runChunk(*state, "return string.find(string.rep('a', 40), string.rep('.-', 12) .. 'b')");
-  CHECK(r.error.error_class == LuaErrorClass::kRuntime);
-  CHECK(r.error.message.find("too expensive") != std::string::npos);
-  r = runChunk(*state, "return (string.rep('a', 40)):match(string.rep('a*', 12) .. 'b')");
-  CHECK(r.error.message.find("too expensive") != std::string::npos);
+  for (const char* code : {
+           "local s = string.rep('a', 10000) while true do s:find('a*b') end",
+           "return string.find(string.rep('a', 100000), '.-.-.-b')",
+           "return (string.gsub(string.rep('a', 100000), 'a-a-a-b', 'x'))",
+           "for x in string.rep('a', 100000):gmatch('.*.*b') do end",
+       }) {
+    checkEndsAtDeadline(*state, code);
+  }
 
   // Everyday patterns, and plain searches, are fine.
-  r = runChunk(*state, R"(
+  ChunkResult r = runChunk(*state, R"(
     local y, m, d = string.match("2026-12-21T00:00:00Z", "^(%d%d%d%d)%-(%d%d)%-(%d%d)T")
     local words = 0
     for _ in string.gmatch("a b c", "%a+") do words = words + 1 end
@@ -274,4 +288,160 @@ TEST_CASE("lua: patterns too costly to run uninterrupted are refused") {
              (string.gsub("a-b-c", "%-", "+")) })");
   REQUIRE(r.error.ok());
   CHECK(r.value == nlohmann::json({"2026", "12", "21", true, 3, true, "a+b+c"}));
+}
+
+TEST_CASE("lua: the sandbox's patterns behave as Lua 5.1's") {
+  auto state = newState();
+  REQUIRE(state);
+  ChunkResult r = runChunk(*state, R"lua(
+    local out = {}
+    local function add(...)
+      local values, parts = { ... }, {}
+      for i = 1, 4 do parts[i] = tostring(values[i]) end
+      out[#out + 1] = table.concat(parts, ",")
+    end
+    add(string.find("hello world", "o w"))
+    add(string.find("hello world", "o", 6))
+    add(string.find("hello", "l+"))
+    add(string.find("hello", "(l)(l)"))
+    add(string.find("a.b", ".", 1, true))
+    add(string.find("abc", "", 10))
+    add(string.find("abc", "b", -1))
+    add(string.match("key = value", "(%w+)%s*=%s*(%w+)"))
+    add(string.match("  trim  ", "^%s*(.-)%s*$"))
+    add(string.match("f(a(b)c)d", "%b()"))
+    add(string.match("THE (quick) fox", "%f[%a]%a+", 5))
+    add(string.match("hello", "()ll()"))
+    add(string.match("abcabc", "(abc)%1"))
+    add(string.match("[x]", "[%]x[]+"))
+    add(string.match("a-z", "[a%-z]+"))
+    add(string.match("2026-12-21", "^(%d+)%-(%d+)%-(%d+)$"))
+    add(string.match("x", "^y"))
+    add(string.gsub("hello world", "o", "0"))
+    add(string.gsub("hello world", "(%w+)", "<%1>"))
+    add(string.gsub("abc", "%w", "%0%0", 2))
+    add(string.gsub("abc", "", "-"))
+    add(string.gsub("hello", "l", { l = "L" }))
+    add(string.gsub("hello", "[eo]", function(c) if c == "e" then return "3" end end))
+    add(string.gsub("$1.5", "%$(%d+%.%d+)", "%1 USD"))
+    add(string.gsub("abc", "^a", "x"))
+    local words = {}
+    for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do words[#words + 1] = k .. v end
+    for w in string.gmatch("one two", "%a+") do words[#words + 1] = w end
+    for e in string.gmatch("ab", "x*") do words[#words + 1] = "[" .. e .. "]" end
+    add(table.concat(words, " "))
+    add(pcall(string.find, "a", "[a"))
+    add(pcall(string.find, "a", "%"))
+    add(pcall(string.match, "a", "(a"))
+    add(pcall(string.match, "a", "%1"))
+    return out)lua");
+  REQUIRE(r.error.ok());
+  CHECK(r.value == nlohmann::json({
+                       "5,7,nil,nil",
+                       "8,8,nil,nil",
+                       "3,4,nil,nil",
+                       "3,4,l,l",
+                       "2,2,nil,nil",
+                       "4,3,nil,nil",
+                       "nil,nil,nil,nil",
+                       "key,value,nil,nil",
+                       "trim,nil,nil,nil",
+                       "(a(b)c),nil,nil,nil",
+                       "quick,nil,nil,nil",
+                       "3,5,nil,nil",
+                       "abc,nil,nil,nil",
+                       "[x],nil,nil,nil",
+                       "a-z,nil,nil,nil",
+                       "2026,12,21,nil",
+                       "nil,nil,nil,nil",
+                       "hell0 w0rld,2,nil,nil",
+                       "<hello> <world>,2,nil,nil",
+                       "aabbc,2,nil,nil",
+                       "-a-b-c-,4,nil,nil",
+                       "heLLo,2,nil,nil",
+                       "h3llo,2,nil,nil",
+                       "1.5 USD,1,nil,nil",
+                       "xbc,1,nil,nil",
+                       "a1 b2 one two [] [] [],nil,nil,nil",
+                       "false,malformed pattern (missing ']'),nil,nil",
+                       "false,malformed pattern (ends with '%'),nil,nil",
+                       "false,unfinished capture,nil,nil",
+                       "false,invalid capture index %1,nil,nil",
+                   }));
+}
+
+TEST_CASE("lua: pcall and xpcall re-raise a limit error instead of returning it") {
+  auto state = newState(shortDeadline());
+  REQUIRE(state);
+  for (const char* code : {
+           "while true do pcall(function() while true do end end) end",
+           "while true do pcall(pcall, function() while true do end end) end",
+           "while true do xpcall(function() while true do end end, function() return 'caught' end) end",
+           "while true do pcall(error, 'x') pcall(function() while true do end end) end",
+       }) {
+    checkEndsAtDeadline(*state, code);
+  }
+  // Other errors are still caught as usual.
+  ChunkResult r = runChunk(*state, "local ok, e = pcall(error, 'boom', 0) return { ok, e }");
+  CHECK(r.value == nlohmann::json({false, "boom"}));
+}
+
+TEST_CASE("lua: C functions calling back into Lua stop at the C depth limit instead of overflowing the stack") {
+  auto state = newState();
+  REQUIRE(state);
+  for (const char* code : {
+           "local function r() return (string.gsub('a', 'a', r)) end pcall(r) r()",
+           "local t = setmetatable({}, { __tostring = function(s) print(s) return '' end }) print(t)",
+           "local t = setmetatable({}, { __tostring = function(s) return string.format('%s', s) end }) "
+           "return string.format('%s', t)",
+           "local function f() local _, e = pcall(f) error(e, 0) end f()",
+           "local function s(a, b) table.sort({ 2, 1 }, s) return a < b end table.sort({ 2, 1 }, s)",
+       }) {
+    CAPTURE(std::string(code));
+    ChunkResult r = runChunk(*state, code);
+    CAPTURE(r.error.message);
+    CHECK(r.error.error_class == LuaErrorClass::kRuntime);
+    CHECK(r.error.message.find("C stack depth limit of 100 exceeded") != std::string::npos);
+  }
+  // Nesting well below the limit is fine.
+  ChunkResult r = runChunk(*state, R"(
+    local function nest(n) if n == 0 then return "ok" end local _, v = pcall(nest, n - 1) return v end
+    return nest(50))");
+  CHECK(r.value == "ok");
+}
+
+TEST_CASE("lua: each script's memory is its own budget") {
+  LuaStateOptions options;
+  options.limits.memory_bytes = 8u << 20;
+  options.limits.deadline = 10s;
+  auto state = newState(options);
+  REQUIRE(state);
+  const MemoryBudget hoarder = state->newBudget();
+  const MemoryBudget modest = state->newBudget();
+  int hoard_ref = LUA_NOREF;
+  // Keeps `mib` MiB of strings made of `fill`: a different fill each time, since equal
+  // strings are interned once and charged to whoever made them first.
+  auto keep = [&](MemoryBudget budget, size_t mib, char fill, int* ref) {
+    return state->call(budget, [&](lua_State* L) {
+      loadTextChunk(L,
+                    "local t = {} for i = 1, " + std::to_string(mib) + " * 1024 do t[i] = string.rep('" +
+                        std::string(1, fill) + "', 1000) .. i end return t",
+                    "hoard.lua");
+      pushEnvironment(L, {});
+      lua_setfenv(L, -2);
+      lua_call(L, 0, 1);
+      *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    });
+  };
+  // The hoarder keeps 6 MiB of its 8: no other budget is touched.
+  REQUIRE(keep(hoarder, 6, 'h', &hoard_ref).ok());
+  CHECK(state->memoryUsed(hoarder) > (6u << 20));
+  CHECK(state->memoryUsed(modest) == 0);
+  // Another script still has all of its own 8 MiB ...
+  int modest_ref = LUA_NOREF;
+  CHECK(keep(modest, 5, 'm', &modest_ref).ok());
+  // ... while the hoarder fails alone when it wants more.
+  int more_ref = LUA_NOREF;
+  CHECK(keep(hoarder, 3, 'g', &more_ref).error_class == LuaErrorClass::kMemory);
+  CHECK(state->memoryUsed(modest) > (5u << 20));
 }
