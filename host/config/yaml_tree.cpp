@@ -4,6 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 namespace tide::config {
+
+YamlNode::YamlNode() = default;
+
 namespace {
 
 constexpr int kMaxDepth = 64;
