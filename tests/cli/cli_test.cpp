@@ -411,3 +411,34 @@ TEST_CASE("cli: tide serve warns loudly at start when auth is off") {
   CHECK(contains(text, "tide serve: WARNING: auth is off (auth.enabled: false)"));
   CHECK_FALSE(contains(text, "without TLS"));
 }
+
+TEST_CASE("cli: tide serve refuses to start with a process.run_as it cannot use, naming the key") {
+  TempDir dir;
+  std::ofstream(dir.path / "tide.yaml") << "process: {run_as: no-such-user-tide}\n";
+  const fs::path log = dir.path / "serve.log";
+  const std::string data_dir = (dir.path / "data").string();
+  const std::string config = (dir.path / "tide.yaml").string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    ::execl(TIDE_BINARY, "tide", "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--config",
+            config.c_str(), nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  const bool exited = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, std::chrono::seconds(60));
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  REQUIRE_MESSAGE(exited, text.str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(contains(text.str(), "process.run_as"));
+  CHECK_FALSE(contains(text.str(), "tide listening on"));
+}
