@@ -601,10 +601,8 @@ Status ProcessDriver::pruneRemoved() {
   const TimePoint now = clock_.now();
   std::lock_guard<std::mutex> lock(store_mu_);
   StateStore::Lock file_lock = store_.lock();
-  const std::vector<std::string> ids = store_.instanceIds();
-  const std::set<std::string> recorded(ids.begin(), ids.end());
   for (const std::string& id : store_.leftoverIds()) {
-    if (recorded.count(id) != 0) continue;
+    if (store_.hasInstance(id)) continue;
     std::optional<TimePoint> gone = store_.goneSince(id);
     if (!gone) {
       TIDE_RETURN_IF_ERROR(store_.markGone(id, now));

@@ -250,6 +250,11 @@ std::vector<std::string> StateStore::instanceIds() const {
   return ids;
 }
 
+bool StateStore::hasInstance(const std::string& id) const {
+  std::error_code ec;
+  return fs::exists(fs::path(dir_) / "instances" / (id + ".json"), ec);
+}
+
 std::optional<int> StateStore::readExitCode(const std::string& id) const {
   std::ifstream in(exitPath(id));
   int code = 0;

@@ -97,6 +97,7 @@ class StateStore {
   Status saveInstance(const InstanceRecord& record) const;
   Status removeInstance(const std::string& id) const;  // record and exit file; the log stays
   std::vector<std::string> instanceIds() const;        // sorted
+  bool hasInstance(const std::string& id) const;       // a record exists (a stat, no read)
   // The code in the exit file, nullopt when the waiter has not written one.
   std::optional<int> readExitCode(const std::string& id) const;
 
