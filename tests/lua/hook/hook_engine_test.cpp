@@ -127,6 +127,9 @@ TEST_CASE("hooks: the operation reaches operation.before read-only, with ctx.now
 TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense is a failure, never a veto") {
   LuaLimits limits;
   limits.memory_bytes = size_t{8} << 20;
+  // f-fine's emit_file syncs to disk, which on a busy machine can take longer than the
+  // default 50 ms: a deadline the looping hook reaches and a disk sync does not.
+  limits.deadline = std::chrono::milliseconds(1000);
   HookFixture f(limits);
   const std::string marker = "ctx.emit_file('seen-' .. op.id, 'x')";
   f.hook("a.lua",
