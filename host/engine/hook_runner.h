@@ -13,7 +13,8 @@
 // (subject "hook/<name>"), at most once per failure_repeat_window for the same hook, event
 // and error and at most kMaxFailureEventsPerWindow in all per window, so a broken hook
 // cannot flood the ledger; the next one written says how many were left out (`suppressed`).
-// Hooks never stop the host: their failures are recorded and nothing else happens.
+// Hooks never stop the host. A failing operation.before holds its operation unless the hook
+// declares fail_open (hook_engine.h); every other failure is recorded and nothing else happens.
 //
 // The arguments hooks receive are documented in docs/lua.md ("Runtime hooks").
 //

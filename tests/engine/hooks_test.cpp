@@ -1,6 +1,7 @@
 // Runtime hooks in the running control loop (docs/architecture.md#runtime-hooks): operation.before holds or lets
-// operations run, the other events reach hooks from the ledger's events, and a broken hook
-// is recorded without stopping anything.
+// operations run, the other events reach hooks from the ledger's events, a failing
+// operation.before holds its operation unless the hook fails open, and every other broken
+// hook is recorded without stopping anything.
 
 #include "tests/engine/engine_test_support.h"
 
@@ -160,11 +161,48 @@ return {
   CHECK(route == Json{{"deployment", "d1"}, {"previous", nullptr}, {"new", 100}, {"old", 0}});
 }
 
+TEST_CASE("engine hooks: an operation.before that errors holds the operation, which is neither approved away nor started") {
+  EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
+  const std::string broken =
+      "return { name = 'broken', %s on = { ['operation.before'] = function(op) error('before broke') end } }\n";
+  auto hook = [&broken](const std::string& extra) {
+    std::string text = broken;
+    return text.replace(text.find("%s"), 2, extra);
+  };
+  f.writeScript("hooks/broken.lua", hook(""));
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+
+  f.engine->settle();
+  f.clock.advance(400ms);  // past the recheck: the hook fails again
+  f.engine->settle();
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].message.rfind("held by hook broken: operation.before failed: ", 0) == 0);
+  CHECK(held[0].message.find("before broke") != std::string::npos);
+  CHECK(held[0].attempts == 0);
+  CHECK(f.driverInventory() == 0);
+  CHECK(f.running().empty());
+  CHECK(f.deployment("d1").state != "COMPLETED");
+  auto failed = events(f, "hook.failed");
+  REQUIRE(failed.size() == 1);  // asked twice, the same error: one event
+  CHECK(failed[0].data["event"] == "operation.before");
+
+  // Declaring that it fails open lets the operation through, still recording the failure.
+  f.writeScript("hooks/broken.lua", hook("fail_open = true,"));
+  f.clock.advance(400ms);
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.running().size() == 1);
+}
+
 TEST_CASE("engine hooks: a failing hook writes hook.failed, once per error, and the rollout still completes") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.writeScript("hooks/broken.lua", R"(
 return {
   name = "broken",
+  fail_open = true,
   on = {
     ["operation.before"] = function(op) error("before broke") end,
     ["operation.after"] = function(op) error("after broke") end,

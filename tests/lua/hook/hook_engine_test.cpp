@@ -124,22 +124,62 @@ TEST_CASE("hooks: the operation reaches operation.before read-only, with ctx.now
   CHECK(verdict.reason == "UPDATE web-a1 2026-03-03 10:00:00 wday 3 unix 1772532000 writable false");
 }
 
-TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense is a failure, never a veto") {
+// Hooks whose operation.before errors, loops, exhausts memory or answers nonsense, by name;
+// with `fail_open`, each declares it.
+std::vector<std::pair<std::string, std::string>> failingBeforeHooks(bool fail_open) {
+  const std::string open = fail_open ? "fail_open = true, " : "";
+  auto hook = [&open](const std::string& name, const std::string& body, const std::string& more = "") {
+    return "return { name = '" + name + "', " + open + "on = { ['operation.before'] = function(op, ctx)\n" + body +
+           "\nend" + more + " } }\n";
+  };
+  return {
+      {"a.lua", hook("a-error", "error('boom')", ", ['operation.after'] = function(op) error('after boom') end")},
+      {"b.lua", hook("b-loop", "while true do end")},
+      // Pieces of half the cap reach it at the second allocation, before the deadline hook
+      // (every 1000 instructions) runs and right after the allocator's only look at the clock
+      // (every MiB): memory, not the machine's speed, stops it.
+      {"c.lua", hook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 4 * 1024 * 1024) .. i end")},
+      {"d.lua", hook("d-nonsense", "return { veto = 42 }")},
+      {"e.lua", hook("e-word", "return 'veto'")},
+  };
+}
+
+LuaLimits smallMemory() {
   LuaLimits limits;
   limits.memory_bytes = size_t{8} << 20;
-  HookFixture f(limits);
+  return limits;
+}
+
+TEST_CASE("hooks: an operation.before that errors, loops, exhausts memory or answers nonsense vetoes") {
+  const std::vector<std::pair<std::string, LuaErrorClass>> expected = {
+      {"boom", LuaErrorClass::kRuntime},
+      {"", LuaErrorClass::kTimeout},
+      {"", LuaErrorClass::kMemory},
+      {"veto must be a non-empty string", LuaErrorClass::kRuntime},
+      {"scripts/hooks/e.lua", LuaErrorClass::kRuntime},
+  };
+  const auto hooks = failingBeforeHooks(false);
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const auto& [file, text] = hooks[i];
+    CAPTURE(file);
+    HookFixture f(smallMemory());
+    f.hook(file, text);
+    f.hook("z.lua", beforeHook("z-later", "return { delay = 5 }"));
+    const HookVerdict verdict = f.engine().before(kOp);
+    CHECK(verdict.kind == HookVerdict::Kind::kVeto);
+    REQUIRE(verdict.failures.size() == 1);
+    CHECK(verdict.hook == verdict.failures[0].hook);
+    CHECK(verdict.failures[0].error_class == expected[i].second);
+    CHECK(verdict.failures[0].error.find(expected[i].first) != std::string::npos);
+    CHECK(verdict.reason.rfind("operation.before failed: ", 0) == 0);
+    CHECK(verdict.reason.find(verdict.failures[0].error.substr(0, 200)) != std::string::npos);
+  }
+}
+
+TEST_CASE("hooks: a hook declaring fail_open = true that fails is reported and the other hooks decide") {
+  HookFixture f(smallMemory());
   const std::string marker = "ctx.emit_file('seen-' .. op.id, 'x')";
-  f.hook("a.lua",
-         "return { name = 'a-error', on = { ['operation.before'] = function(op) error('boom') end, "
-         "['operation.after'] = function(op) error('after boom') end } }\n");
-  f.hook("b.lua", beforeHook("b-loop", "while true do end"));
-  // Pieces of half the cap reach it at the second allocation, before the deadline hook
-  // (every 1000 instructions) runs and right after the allocator's only look at the clock
-  // (every MiB): memory, not the machine's speed, stops it.
-  f.hook("c.lua",
-         beforeHook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 4 * 1024 * 1024) .. i end"));
-  f.hook("d.lua", beforeHook("d-nonsense", "return { veto = 42 }"));
-  f.hook("e.lua", beforeHook("e-word", "return 'veto'"));
+  for (const auto& [file, text] : failingBeforeHooks(true)) f.hook(file, text);
   f.hook("f.lua", "return { name = 'f-fine', on = { ['operation.before'] = function(op, ctx) " + marker +
                       " return { delay = 5 } end, ['operation.after'] = function(op, ctx) " + marker + " end } }\n");
 
@@ -167,6 +207,14 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
   CHECK(failures[0].hook == "a-error");
   CHECK(failures[0].event == "operation.after");
   CHECK(f.output("seen-7") == "x");
+}
+
+TEST_CASE("hooks: fail_open must be a boolean") {
+  HookFixture f;
+  writeFile(f.hooksDir() / "maybe.lua", "return { name = 'maybe', fail_open = 'yes', on = {} }\n");
+  const ReloadSummary summary = f.registry.registry->reloadAll();
+  REQUIRE(summary.failed == 1);
+  CHECK(summary.errors[0].find("fail_open must be true or false") != std::string::npos);
 }
 
 TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and texts over 1 MiB") {

@@ -290,26 +290,43 @@ TEST_CASE("lua: ctx errors fail closed and unknown filter fields are refused") {
         std::string::npos);
 }
 
-TEST_CASE("lua: a plan's approval.policies list selects the policies that apply") {
+TEST_CASE("lua: a plan's approval.policies adds advisory policies but never leaves out a hard or soft one") {
   RegistryFixture fx;
-  writeFile(fx.policy("a.lua"), simplePolicy("a", "deny('a says no')"));
-  writeFile(fx.policy("b.lua"), simplePolicy("b", "approve('b says yes')"));
+  writeFile(fx.policy("guard.lua"), simplePolicy("guard", "deny('guard says no')", "hard"));
+  writeFile(fx.policy("review.lua"), simplePolicy("review", "manual('review wants a look')", "soft"));
+  writeFile(fx.policy("yes.lua"), simplePolicy("yes", "approve('yes says yes')", "hard"));
+  writeFile(fx.policy("note.lua"), simplePolicy("note", "deny('note would say no')", "advisory"));
   fx.registry->reloadAll();
   PolicyEngine engine(*fx.registry, fx.clock);
   FakeData data;
+  auto names = [](const Evaluation& e) {
+    std::vector<std::string> out;
+    for (const PolicyDecision& d : e.decisions) out.push_back(d.record.policy);
+    return out;
+  };
 
   Json op = prodOp();
-  CHECK(engine.evaluate(op, data).outcome == Outcome::kRejected);
-
-  op["plan"]["approval"] = {{"policies", {"b"}}};
   Evaluation e = engine.evaluate(op, data);
-  CHECK(e.outcome == Outcome::kApproved);
-  REQUIRE(e.decisions.size() == 1);
-  CHECK(e.decisions[0].record.policy == "b");
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK(names(e) == std::vector<std::string>{"guard", "note", "review", "yes"});
 
-  op["plan"]["approval"] = {{"policies", {"b", "missing"}}};
+  // Listing only an advisory policy (or only the approving one) still gets the hard deny.
+  for (const Json& listed : {Json::array({"note"}), Json::array({"yes"})}) {
+    CAPTURE(listed.dump());
+    op["plan"]["approval"] = {{"policies", listed}};
+    e = engine.evaluate(op, data);
+    CHECK(e.outcome == Outcome::kRejected);
+    REQUIRE(decisionOf(e, "guard"));
+    CHECK(decisionOf(e, "guard")->record.verdict == "deny");
+    CHECK(decisionOf(e, "review")->record.verdict == "manual");
+  }
+  CHECK(names(e) == std::vector<std::string>{"guard", "review", "yes"});  // an unlisted advisory one is left out
+
+  op["plan"]["approval"] = {{"policies", {"yes", "missing"}}};
   e = engine.evaluate(op, data);
-  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(e.outcome == Outcome::kRejected);
+  REQUIRE(decisionOf(e, "missing"));
+  CHECK(decisionOf(e, "missing")->record.verdict == "manual");
   CHECK(decisionOf(e, "missing")->record.error_class == "load");
 }
 
