@@ -37,6 +37,10 @@ Result<std::unique_ptr<Driver>> makeProcessDriver(const Json& config, const Driv
   options.tide_binary = context.tide_binary;
   options.node_volumes = context.node_volumes;
   options.cluster = context.cluster;
+  options.run_as = context.run_as;
+  options.log_max_bytes = context.log_max_bytes;
+  options.log_retention = context.log_retention;
+  options.clock = context.clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessDriver> driver, ProcessDriver::create(std::move(options)));
   return std::unique_ptr<Driver>(std::move(driver));
 }

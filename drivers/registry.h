@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,9 @@ struct DriverContext {
   int port_range_start = 30000;
   int port_range_end = 32767;
   ImageCatalog image_catalog;
+  std::optional<WorkloadUser> run_as;  // process workloads run as this user
+  size_t log_max_bytes = 10 << 20;
+  std::chrono::hours log_retention{24};
   std::string tide_binary;
   NodeVolumesFn node_volumes;
   std::string cluster;  // the cluster being built, scopes list() of process drivers

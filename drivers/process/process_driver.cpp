@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -27,9 +29,11 @@ constexpr auto kKillTimeout = std::chrono::seconds(5);
 constexpr auto kExitCodeWait = std::chrono::seconds(1);
 constexpr double kCapacityEpsilon = 1e-9;
 
-// Host variables a workload inherits; everything else (tokens, the host's own settings)
-// stays with the host.
-constexpr const char* kInheritedEnv[] = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR"};
+// A workload's PATH unless its coordinates declare one. Nothing of the host's environment
+// reaches a workload: not its PATH, not its tokens, not its settings.
+constexpr const char* kWorkloadPath = "/usr/local/bin:/usr/bin:/bin";
+// How often list() looks for logs past their retention, in the driver clock's time.
+constexpr auto kPruneInterval = std::chrono::minutes(1);
 
 Status badName(const std::string& field, const std::string& value) {
   return Status::invalidArgument(
@@ -125,6 +129,25 @@ void killStrays(const std::string& state_dir, const std::string& id) {
   }
 }
 
+const Clock& clockOf(const ProcessDriverOptions& options) {
+  static const SystemClock kSystemClock;
+  return options.clock != nullptr ? *options.clock : kSystemClock;
+}
+
+// The last `max_bytes` of the file at `path`; nullopt when it cannot be opened.
+std::optional<std::string> readTail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string text(size - start, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOptions options) {
@@ -150,7 +173,7 @@ Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOption
 }
 
 ProcessDriver::ProcessDriver(ProcessDriverOptions options, StateStore store, std::map<std::string, Known> known)
-    : options_(std::move(options)), store_(std::move(store)), known_(std::move(known)) {}
+    : options_(std::move(options)), clock_(clockOf(options_)), store_(std::move(store)), known_(std::move(known)) {}
 
 std::shared_ptr<std::mutex> ProcessDriver::instanceMutex(const std::string& id) {
   std::lock_guard<std::mutex> lock(instance_mus_mu_);
@@ -361,24 +384,29 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     for (const MountedVolume& volume : volumes) context.volumes[volume.mount_path] = volume.host_path;
     TIDE_ASSIGN_OR_RETURN(launch, buildLaunch(spec.coordinates, options_.image_catalog, context));
     TIDE_RETURN_IF_ERROR(this->record(record));
+    TIDE_RETURN_IF_ERROR(store_.clearGone(spec.id));  // an id in use again keeps its log
   }
   auto forgetIfNew = [&](Status status) {
     if (!previous) (void)forget(spec.id);  // best effort: `status` is what the caller needs
     return status;
   };
 
-  std::map<std::string, std::string> env;
-  for (const char* name : kInheritedEnv) {
-    if (const char* value = std::getenv(name)) env[name] = value;
-  }
+  Result<std::string> work_dir = prepareWorkDir(spec.id);
+  if (!work_dir.isOk()) return forgetIfNew(work_dir.status());
+  std::map<std::string, std::string> env = {{"PATH", kWorkloadPath}, {"HOME", *work_dir}};
   for (const auto& [name, value] : launch.env) env[name] = value;
   env[kStateEnv] = options_.state_dir;
-  auto path_variable = env.find("PATH");
-  Result<std::string> executable =
-      resolveExecutable(launch.argv.front(), path_variable != env.end() ? path_variable->second : "/usr/bin:/bin");
+  Result<std::string> executable = resolveExecutable(launch.argv.front(), env["PATH"]);
   if (!executable.isOk()) return forgetIfNew(executable.status());
 
-  SpawnRequest request{*executable, launch.argv, {}, store_.logPath(spec.id), store_.exitPath(spec.id)};
+  SpawnRequest request{.executable = *executable,
+                       .argv = launch.argv,
+                       .env = {},
+                       .log_path = store_.logPath(spec.id),
+                       .exit_path = store_.exitPath(spec.id),
+                       .working_dir = *work_dir,
+                       .user = options_.run_as,
+                       .log_max_bytes = options_.log_max_bytes};
   for (const auto& [name, value] : env) request.env.push_back(name + "=" + value);
   Result<SpawnedProcess> spawned = spawnDetached(request);
   if (!spawned.isOk()) return forgetIfNew(spawned.status().withPrefix("starting " + spec.id));
@@ -392,6 +420,19 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
   ++record.starts;
   TIDE_RETURN_IF_ERROR(this->record(record));
   return describe(spec.id, sightingOf(record));
+}
+
+Result<std::string> ProcessDriver::prepareWorkDir(const std::string& id) const {
+  const std::string dir = store_.workDir(id);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!ec) fs::permissions(dir, fs::perms::owner_all, ec);
+  if (ec) return Status::internal("cannot prepare working dir " + dir + ": " + ec.message());
+  if (options_.run_as && ::chown(dir.c_str(), options_.run_as->uid, options_.run_as->gid) != 0) {
+    return Status::internal("cannot give working dir " + dir + " to user " + options_.run_as->name + ": " +
+                            std::strerror(errno));
+  }
+  return dir;
 }
 
 Status ProcessDriver::terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const {
@@ -432,7 +473,8 @@ Status ProcessDriver::remove(const RuntimeRef& ref) {
   TIDE_RETURN_IF_ERROR(stopLocked(ref.id));
   std::lock_guard<std::mutex> lock(store_mu_);
   StateStore::Lock file_lock = store_.lock();
-  return forget(ref.id);
+  TIDE_RETURN_IF_ERROR(forget(ref.id));
+  return store_.markGone(ref.id, clock_.now());
 }
 
 ProcessDriver::Sighting ProcessDriver::sightingOf(const InstanceRecord& r) {
@@ -531,6 +573,7 @@ RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& see
 }
 
 Result<std::vector<RuntimeRef>> ProcessDriver::list() {
+  pruneWhenDue();
   std::vector<RuntimeRef> refs;
   std::lock_guard<std::mutex> lock(known_mu_);
   for (const auto& [id, known] : known_) {
@@ -543,16 +586,41 @@ Result<std::vector<RuntimeRef>> ProcessDriver::list() {
 
 Result<std::string> ProcessDriver::readLog(const std::string& runtime_id, size_t max_bytes) const {
   if (!isSafeName(runtime_id)) return badName("id", runtime_id);
-  std::ifstream in(store_.logPath(runtime_id), std::ios::binary);
-  if (!in) return Status::notFound("no log for instance " + runtime_id);
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<size_t>(in.tellg());
-  size_t start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string text(size - start, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
+  const std::string path = store_.logPath(runtime_id);
+  std::optional<std::string> text = readTail(path, max_bytes);
+  if (!text) return Status::notFound("no log for instance " + runtime_id);
+  if (text->size() < max_bytes) {
+    if (std::optional<std::string> before = readTail(path + ".1", max_bytes - text->size())) {
+      text->insert(0, *before);
+    }
+  }
+  return *text;
+}
+
+Status ProcessDriver::pruneRemoved() {
+  const TimePoint now = clock_.now();
+  std::lock_guard<std::mutex> lock(store_mu_);
+  StateStore::Lock file_lock = store_.lock();
+  for (const std::string& id : store_.leftoverIds()) {
+    if (store_.hasInstance(id)) continue;
+    std::optional<TimePoint> gone = store_.goneSince(id);
+    if (!gone) {
+      TIDE_RETURN_IF_ERROR(store_.markGone(id, now));
+    } else if (now - *gone >= options_.log_retention) {
+      TIDE_RETURN_IF_ERROR(store_.removeLeftovers(id));
+    }
+  }
+  return Status::ok();
+}
+
+void ProcessDriver::pruneWhenDue() {
+  {
+    std::lock_guard<std::mutex> lock(prune_mu_);
+    const TimePoint now = clock_.now();
+    if (now < next_prune_) return;
+    next_prune_ = now + kPruneInterval;
+  }
+  (void)pruneRemoved();  // best effort: the next due prune tries again
 }
 
 }  // namespace tide::drivers

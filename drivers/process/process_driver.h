@@ -4,7 +4,13 @@
 //
 // - A process runs in a session and process group of its own, detached from the host
 //   (spawn.h), so it survives a host restart. stdout and stderr are appended to
-//   <state dir>/logs/<runtime id>.log.
+//   <state dir>/logs/<runtime id>.log, rotated to <runtime id>.log.1 at log_max_bytes.
+// - A process sees nothing of the host: it starts in its own working directory
+//   <state dir>/workloads/<runtime id>/ (0700, owned by run_as when set), with only its
+//   declared environment, the TIDE_* variables, HOME (its working dir) and a minimal PATH,
+//   and with no descriptor of the host's but stdin (/dev/null), stdout and stderr.
+// - remove() marks the instance gone; its log and working dir are deleted log_retention
+//   later (by `clock`), by pruneRemoved(), which list() runs at most once a minute.
 // - Each instance has a record under <state dir>/instances (state_store.h). The driver keeps
 //   the records in memory: it loads them once when created and writes a record's file (the
 //   journal) before changing it in memory, so a new driver over the same state dir re-adopts
@@ -35,6 +41,8 @@
 #include "drivers/driver.h"
 #include "drivers/process/launch.h"
 #include "drivers/process/state_store.h"
+#include "drivers/process/workload_user.h"
+#include "host/core/clock.h"
 
 namespace tide::drivers {
 
@@ -50,6 +58,10 @@ struct ProcessDriverOptions {
   // When set, records carry it and list() reports only this cluster's instances, so two
   // process clusters sharing a state dir do not see each other's instances as orphans.
   std::string cluster;
+  std::optional<WorkloadUser> run_as;  // workloads run as this user; nullopt: the host's user
+  size_t log_max_bytes = 10 << 20;     // a log is rotated to <log>.1 beyond this; 0: never
+  std::chrono::hours log_retention{24};  // how long the log and working dir outlive remove()
+  const Clock* clock = nullptr;          // retention is measured on it; null: the system clock
 };
 
 class ProcessDriver final : public Driver {
@@ -73,7 +85,8 @@ class ProcessDriver final : public Driver {
   // SIGTERM to the process group, SIGKILL after the grace period. Idempotent; kUnavailable
   // when the group survives SIGKILL.
   Status stop(const RuntimeRef& ref) override;
-  // stop(), then forget the instance and release its ports. The log stays. Idempotent.
+  // stop(), then forget the instance and release its ports. The log and working dir stay
+  // for log_retention. Idempotent.
   Status remove(const RuntimeRef& ref) override;
   // kNotFound for an id without a record.
   Result<RuntimeStatus> status(const RuntimeRef& ref) override;
@@ -83,9 +96,14 @@ class ProcessDriver final : public Driver {
   // the driver was created and those it wrote since.
   Result<std::vector<RuntimeRef>> list() override;
 
-  // The last `max_bytes` of the instance's log (kept after remove). kNotFound when there
-  // is no log.
+  // The last `max_bytes` of the instance's log, reaching into the rotated log when the
+  // current one is shorter (kept after remove, for log_retention). kNotFound when there is no log.
   Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes) const;
+
+  // Deletes the logs and working dirs of instances removed log_retention ago or earlier,
+  // and marks as removed now what no record or mark accounts for (an older tide's logs, a
+  // start that failed). Safe beside other drivers over the same state dir.
+  Status pruneRemoved();
 
  private:
   // A record and what the driver learnt since it was written.
@@ -125,14 +143,20 @@ class ProcessDriver final : public Driver {
   Result<std::vector<MountedVolume>> mountVolumes(const RuntimeSpec& spec);
   Status stopLocked(const std::string& id);  // REQUIRES: the id's instance mutex is held
   Status terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const;
+  // Creates the working dir of `id` (0700, owned by run_as when set). kInternal on failure.
+  Result<std::string> prepareWorkDir(const std::string& id) const;
+  void pruneWhenDue();
 
   const ProcessDriverOptions options_;
+  const Clock& clock_;
   const StateStore store_;
   std::mutex store_mu_;  // with store_.lock(): read-modify-write of records across ids
   std::mutex instance_mus_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> instance_mus_;  // per runtime id
   mutable std::mutex known_mu_;                                      // never held while waiting for anything
   std::map<std::string, Known> known_;                               // GUARDED_BY(known_mu_), by runtime id
+  std::mutex prune_mu_;
+  TimePoint next_prune_{};  // GUARDED_BY(prune_mu_)
 };
 
 }  // namespace tide::drivers

@@ -1,8 +1,11 @@
 #include "drivers/process/spawn.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "host/core/fd.h"
@@ -27,8 +31,17 @@ struct Report {
   int64_t fork_errno = 0;
 };
 
+// Why a workload did not exec, sent through the exec pipe in one write.
+enum class Stage : int32_t { kEnterDir, kBecomeUser, kExec };
+struct ExecFailure {
+  Stage stage = Stage::kExec;
+  int32_t error = 0;
+};
+
 constexpr auto kExecReportTimeout = std::chrono::seconds(10);
 constexpr auto kWaiterExitTimeout = std::chrono::seconds(2);
+// Without a pidfd (kernels before 5.3) the waiter looks for the workload's exit this often.
+constexpr int kExitPollMs = 100;
 
 // Moves `fd` above the standard streams so dup2 onto 0..2 in the workload cannot clobber it.
 int aboveStdio(int fd) {
@@ -106,30 +119,117 @@ struct ChildPlan {
   char* const* envp;
   const char* exit_path;
   const char* exit_tmp_path;
+  const char* log_path;
+  const char* rotated_log_path;
+  const char* working_dir;  // null: stay where the host is
+  const WorkloadUser* user;  // null: stay the host's user
+  size_t log_max_bytes;
   int report_fd;
   int exec_fd;
   int log_fd;
   int null_fd;
 };
 
-[[noreturn]] void runWorkload(const ChildPlan& plan) {
+[[noreturn]] void failWorkload(const ChildPlan& plan, Stage stage) {
+  ExecFailure failure{stage, errno};
+  writeAll(plan.exec_fd, &failure, sizeof(failure));
+  _exit(127);
+}
+
+[[noreturn]] void runWorkload(const ChildPlan& plan, int output_fd) {
   setsid();
   resetSignals();
   dup2(plan.null_fd, 0);
-  dup2(plan.log_fd, 1);
-  dup2(plan.log_fd, 2);
+  dup2(output_fd, 1);
+  dup2(output_fd, 2);
+  if (plan.working_dir != nullptr && chdir(plan.working_dir) != 0) failWorkload(plan, Stage::kEnterDir);
+  if (plan.user != nullptr) {
+    // Groups first: once the uid changes, the process may no longer change them.
+    const WorkloadUser& user = *plan.user;
+    if (setgroups(user.groups.size(), user.groups.data()) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0) {
+      failWorkload(plan, Stage::kBecomeUser);
+    }
+  }
   execve(plan.executable, plan.argv, plan.envp);
-  int error = errno;
-  writeAll(plan.exec_fd, &error, sizeof(error));
-  _exit(127);
+  failWorkload(plan, Stage::kExec);
+}
+
+// The log the waiter copies the workload's output into, rotated at max_bytes (0: never).
+struct LogSink {
+  const ChildPlan& plan;
+  int fd;
+  size_t size;
+
+  void rotate() {
+    rename(plan.log_path, plan.rotated_log_path);
+    if (fd >= 0) close(fd);
+    fd = open(plan.log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    size = 0;
+  }
+
+  // Output that finds no log (it could not be reopened) is dropped: never written to <log>.1.
+  void append(const char* data, size_t length) {
+    while (length > 0) {
+      if (fd < 0 || (plan.log_max_bytes > 0 && size >= plan.log_max_bytes)) rotate();
+      size_t room = plan.log_max_bytes > 0 ? plan.log_max_bytes - size : length;
+      size_t take = length < room ? length : room;
+      if (fd >= 0) writeAll(fd, data, take);
+      size += take;
+      data += take;
+      length -= take;
+    }
+  }
+};
+
+// Copies what the non-blocking `fd` holds now into `sink`. False at end of file.
+bool copyAvailable(int fd, LogSink& sink) {
+  char buffer[16384];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      sink.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+// Copies the workload's output into the log until it exits; returns its wait status.
+int copyUntilExit(pid_t workload, int output_fd, LogSink& sink) {
+  fcntl(output_fd, F_SETFL, O_NONBLOCK);
+  int exited_fd = static_cast<int>(syscall(SYS_pidfd_open, workload, 0));
+  bool output_open = true;
+  int status = 0;
+  while (true) {
+    pid_t waited = waitpid(workload, &status, WNOHANG);
+    if (waited == workload) break;
+    if (waited < 0 && errno != EINTR) _exit(1);
+    pollfd watched[2];
+    nfds_t count = 0;
+    if (output_open) watched[count++] = {output_fd, POLLIN, 0};
+    if (exited_fd >= 0) watched[count++] = {exited_fd, POLLIN, 0};
+    poll(watched, count, exited_fd >= 0 ? -1 : kExitPollMs);
+    if (output_open) output_open = copyAvailable(output_fd, sink);
+  }
+  if (output_open) copyAvailable(output_fd, sink);  // what it wrote just before exiting
+  if (exited_fd >= 0) close(exited_fd);
+  return status;
 }
 
 [[noreturn]] void runWaiter(const ChildPlan& plan) {
   setsid();
   resetSignals();
   Report report;
+  int output[2];
+  if (pipe2(output, O_CLOEXEC) != 0) {
+    report.fork_errno = errno;
+    writeAll(plan.report_fd, &report, sizeof(report));
+    _exit(1);
+  }
   pid_t workload = fork();
-  if (workload == 0) runWorkload(plan);
+  if (workload == 0) runWorkload(plan, output[1]);
+  close(output[1]);
   if (workload < 0) {
     report.fork_errno = errno;
     writeAll(plan.report_fd, &report, sizeof(report));
@@ -145,13 +245,14 @@ struct ChildPlan {
   writeAll(plan.report_fd, &report, sizeof(report));
   close(plan.report_fd);
   close(plan.exec_fd);
-  close(plan.log_fd);
   close(plan.null_fd);
 
-  int status = 0;
-  while (waitpid(workload, &status, 0) < 0) {
-    if (errno != EINTR) _exit(1);
-  }
+  struct stat log_stat {};
+  LogSink sink{plan, plan.log_fd, fstat(plan.log_fd, &log_stat) == 0 ? static_cast<size_t>(log_stat.st_size) : 0};
+  int status = copyUntilExit(workload, output[0], sink);
+  close(output[0]);
+  if (sink.fd >= 0) close(sink.fd);
+
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
   char text[24];
   size_t length = formatCode(code, text);
@@ -191,19 +292,20 @@ size_t readFully(int fd, void* data, size_t size) {
   return got;
 }
 
-// The errno of a failed exec, 0 once exec succeeded (the pipe closed on exec). A workload
-// that neither execs nor exits within the timeout is taken as started.
-int awaitExec(int fd) {
+// Why the workload did not exec; nullopt once exec succeeded (the pipe closed on exec). A
+// workload that neither execs nor exits within the timeout is taken as started.
+std::optional<ExecFailure> awaitExec(int fd) {
   auto deadline = std::chrono::steady_clock::now() + kExecReportTimeout;
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return 0;
+    if (left.count() <= 0) return std::nullopt;
     pollfd poll_fd{fd, POLLIN, 0};
     int ready = poll(&poll_fd, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return 0;
-    int error = 0;
-    return readFully(fd, &error, sizeof(error)) == sizeof(error) ? error : 0;
+    if (ready <= 0) return std::nullopt;
+    ExecFailure failure;
+    if (readFully(fd, &failure, sizeof(failure)) != sizeof(failure)) return std::nullopt;
+    return failure;
   }
 }
 
@@ -217,7 +319,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   if (!makePipe(report_read, report_write) || !makePipe(exec_read, exec_write)) {
     return Status::unavailable("cannot create pipes: " + errnoText(errno));
   }
-  Fd log(aboveStdio(open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)));
+  Fd log(aboveStdio(open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)));
   if (log.get() < 0) return Status::internal("cannot open log " + request.log_path + ": " + errnoText(errno));
   Fd null(aboveStdio(open("/dev/null", O_RDWR | O_CLOEXEC)));
   if (null.get() < 0) return Status::internal("cannot open /dev/null: " + errnoText(errno));
@@ -229,6 +331,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   for (const std::string& entry : request.env) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
   std::string exit_tmp_path = request.exit_path + ".tmp";
+  std::string rotated_log_path = request.log_path + ".1";
   unlink(request.exit_path.c_str());
 
   ChildPlan plan{request.executable.c_str(),
@@ -236,6 +339,11 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
                  envp.data(),
                  request.exit_path.c_str(),
                  exit_tmp_path.c_str(),
+                 request.log_path.c_str(),
+                 rotated_log_path.c_str(),
+                 request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
+                 request.user ? &*request.user : nullptr,
+                 request.log_max_bytes,
                  report_write.get(),
                  exec_write.get(),
                  log.get(),
@@ -260,7 +368,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   spawned.workload = {static_cast<pid_t>(report.workload_pid), static_cast<uint64_t>(report.workload_start)};
   spawned.waiter = {static_cast<pid_t>(report.waiter_pid), static_cast<uint64_t>(report.waiter_start)};
 
-  if (int error = awaitExec(exec_read.get()); error != 0) {
+  if (std::optional<ExecFailure> failure = awaitExec(exec_read.get())) {
     // The waiter records the failed workload's exit; let it finish so no exit file
     // appears after the caller has cleaned up.
     auto deadline = std::chrono::steady_clock::now() + kWaiterExitTimeout;
@@ -268,7 +376,13 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     unlink(request.exit_path.c_str());
-    return Status::unprocessable("cannot execute " + request.executable + ": " + errnoText(error));
+    std::string why = errnoText(failure->error);
+    switch (failure->stage) {
+      case Stage::kEnterDir: return Status::unprocessable("cannot enter " + request.working_dir + ": " + why);
+      case Stage::kBecomeUser: return Status::unprocessable("cannot become user " + request.user->name + ": " + why);
+      case Stage::kExec: break;
+    }
+    return Status::unprocessable("cannot execute " + request.executable + ": " + why);
   }
   return spawned;
 }

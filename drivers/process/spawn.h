@@ -6,11 +6,20 @@
 // Neither process depends on the host, so both survive a host restart.
 //
 //   host ── fork ──> child (exits) ── fork ──> waiter (setsid) ── fork ──> workload (setsid, exec)
+//
+// The workload keeps nothing of the host but what the request names: its descriptors are
+// /dev/null, and a pipe to the waiter as stdout and stderr; it starts in its working
+// directory, as its user, with its environment. The waiter copies the pipe into the log,
+// rotating it to <log>.1 when it reaches log_max_bytes, until the workload exits; what the
+// workload's own children write after that is dropped.
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "drivers/process/proc_stat.h"
+#include "drivers/process/workload_user.h"
 #include "host/core/status.h"
 
 namespace tide::drivers {
@@ -18,9 +27,12 @@ namespace tide::drivers {
 struct SpawnRequest {
   std::string executable;         // absolute path, already resolved
   std::vector<std::string> argv;  // argv[0] included
-  std::vector<std::string> env;   // "NAME=value"
+  std::vector<std::string> env;   // "NAME=value", the whole environment
   std::string log_path;           // stdout and stderr, appended
   std::string exit_path;          // the waiter writes "<code>\n" here (via a temp file + rename)
+  std::string working_dir;        // entered before the user changes, so its parents need not be reachable
+  std::optional<WorkloadUser> user;  // nullopt: the host's user
+  size_t log_max_bytes = 0;          // 0: no cap
 };
 
 struct SpawnedProcess {
@@ -29,8 +41,9 @@ struct SpawnedProcess {
 };
 
 // Starts the workload. Exit code written to exit_path: the status it exited with, or
-// 128 + the signal that killed it. Errors: kUnprocessable when exec fails (the message
-// names the executable and errno), kUnavailable when fork or pipes fail, kInternal when
+// 128 + the signal that killed it. Errors: kUnprocessable when exec, entering the working
+// directory or becoming the user fails (the message names which, and errno; the workload
+// never runs as the host's user then), kUnavailable when fork or pipes fail, kInternal when
 // the log cannot be opened. Thread-safe; after fork only async-signal-safe calls are made.
 Result<SpawnedProcess> spawnDetached(const SpawnRequest& request);
 

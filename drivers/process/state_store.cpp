@@ -11,7 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -145,10 +147,13 @@ Result<StateStore> StateStore::open(const std::string& state_dir) {
   std::error_code ec;
   fs::path dir = fs::absolute(state_dir, ec);
   if (ec) return Status::internal("bad state dir " + state_dir + ": " + ec.message());
-  for (const char* sub : {"instances", "logs", "volumes"}) {
+  for (const char* sub : {"instances", "logs", "volumes", "workloads"}) {
     fs::create_directories(dir / sub, ec);
     if (ec) return Status::internal("cannot create " + (dir / sub).string() + ": " + ec.message());
   }
+  // Records, logs and working dirs are the host's and each workload's own business.
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  if (ec) return Status::internal("cannot restrict " + dir.string() + " to its owner: " + ec.message());
   return StateStore(dir.lexically_normal().string());
 }
 
@@ -172,6 +177,49 @@ std::string StateStore::logPath(const std::string& id) const {
 
 std::string StateStore::exitPath(const std::string& id) const {
   return (fs::path(dir_) / "instances" / (id + ".exit")).string();
+}
+
+std::string StateStore::workDir(const std::string& id) const {
+  return (fs::path(dir_) / "workloads" / id).string();
+}
+
+std::optional<TimePoint> StateStore::goneSince(const std::string& id) const {
+  std::ifstream in(fs::path(dir_) / "logs" / (id + ".gone"));
+  std::string text;
+  if (!(in >> text)) return std::nullopt;
+  Result<TimePoint> when = parseTimestamp(text);
+  if (!when.isOk()) return std::nullopt;
+  return *when;
+}
+
+Status StateStore::markGone(const std::string& id, TimePoint when) const {
+  return writeAtomically(fs::path(dir_) / "logs" / (id + ".gone"), formatTimestamp(when) + "\n");
+}
+
+Status StateStore::clearGone(const std::string& id) const { return removeFile(fs::path(dir_) / "logs" / (id + ".gone")); }
+
+std::vector<std::string> StateStore::leftoverIds() const {
+  std::set<std::string> ids;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(dir_) / "workloads", ec), end; !ec && it != end; it.increment(ec)) {
+    ids.insert(it->path().filename().string());
+  }
+  for (fs::directory_iterator it(fs::path(dir_) / "logs", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    for (std::string_view suffix : {".log", ".log.1", ".gone"}) {
+      if (name.size() > suffix.size() && name.ends_with(suffix)) ids.insert(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return {ids.begin(), ids.end()};
+}
+
+Status StateStore::removeLeftovers(const std::string& id) const {
+  TIDE_RETURN_IF_ERROR(removeFile(logPath(id)));
+  TIDE_RETURN_IF_ERROR(removeFile(logPath(id) + ".1"));
+  std::error_code ec;
+  fs::remove_all(workDir(id), ec);
+  if (ec) return Status::internal("cannot remove " + workDir(id) + ": " + ec.message());
+  return clearGone(id);
 }
 
 Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string& id) const {
@@ -200,6 +248,11 @@ std::vector<std::string> StateStore::instanceIds() const {
     ids.push_back(path.stem().string());
   }
   return ids;
+}
+
+bool StateStore::hasInstance(const std::string& id) const {
+  std::error_code ec;
+  return fs::exists(fs::path(dir_) / "instances" / (id + ".json"), ec);
 }
 
 std::optional<int> StateStore::readExitCode(const std::string& id) const {

@@ -3,6 +3,10 @@
 //   instances/<runtime id>.json   one record per instance (written via temp file + rename)
 //   instances/<runtime id>.exit   the exit code, written by the instance's waiter
 //   logs/<runtime id>.log         stdout + stderr of the instance, kept after remove
+//   logs/<runtime id>.log.1       the log before it was last rotated
+//   logs/<runtime id>.gone        when the instance was removed (an RFC 3339 time): its log
+//                                 and working dir are deleted a retention period later
+//   workloads/<runtime id>/       the instance's working directory (0700)
 //   volumes/<node>/<volume id>.json  capacity accounting of each volume directory
 //   lock                          flock'ed around read-modify-write of the records, so
 //                                 several drivers (or hosts) over one state dir agree
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "drivers/process/proc_stat.h"
+#include "host/core/clock.h"
 #include "host/core/status.h"
 
 namespace tide::drivers {
@@ -75,12 +80,24 @@ class StateStore {
   const std::string& dir() const { return dir_; }
   std::string logPath(const std::string& id) const;
   std::string exitPath(const std::string& id) const;
+  std::string workDir(const std::string& id) const;
+
+  // The time marked by markGone, nullopt when there is no (readable) mark.
+  std::optional<TimePoint> goneSince(const std::string& id) const;
+  Status markGone(const std::string& id, TimePoint when) const;
+  Status clearGone(const std::string& id) const;
+  // Every id with a log, a rotated log, a gone mark or a working dir; sorted.
+  std::vector<std::string> leftoverIds() const;
+  // The log, the rotated log and the working dir, then the gone mark (so an interrupted
+  // removal is retried). Idempotent.
+  Status removeLeftovers(const std::string& id) const;
 
   // nullopt when there is no record; kInternal when it cannot be read or parsed.
   Result<std::optional<InstanceRecord>> loadInstance(const std::string& id) const;
   Status saveInstance(const InstanceRecord& record) const;
   Status removeInstance(const std::string& id) const;  // record and exit file; the log stays
   std::vector<std::string> instanceIds() const;        // sorted
+  bool hasInstance(const std::string& id) const;       // a record exists (a stat, no read)
   // The code in the exit file, nullopt when the waiter has not written one.
   std::optional<int> readExitCode(const std::string& id) const;
 

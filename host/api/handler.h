@@ -116,6 +116,8 @@ struct ApiContext {
   std::function<std::string()> extra_metrics;
   // Issues, lists and revokes tokens (the /v1/tokens routes).
   Authenticator* auth = nullptr;
+  // process.command_allow: the programs a non-admin may run as a raw command (command_access.h).
+  std::vector<std::string> command_allow;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

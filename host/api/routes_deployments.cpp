@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/api/command_access.h"
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
@@ -62,6 +63,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     std::string location = kBodySource + ":" + std::to_string(plan_entry->second.line);
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
+  TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment));
   TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.getPlan(deployment.plan));
   TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
   TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));

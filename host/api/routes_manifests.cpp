@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "host/api/command_access.h"
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
@@ -12,13 +13,15 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Manifest manifest, config::parseManifest(text, kBodySource));
-  // Strategies and their params, as POST /v1/plans and deployments check them.
+  // Who may run raw commands, strategies and their params: as POST /v1/plans and deployments check them.
   for (const auto& plan : manifest.plans) {
+    TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan.value).withPrefix(plan.location));
     TIDE_RETURN_IF_ERROR(
         checkStrategyParams(context, plan.value.strategy.script, plan.value.strategy.params, Json::object())
             .withPrefix(plan.location));
   }
   for (const auto& deployment : manifest.deployments) {
+    TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment.value).withPrefix(deployment.location));
     std::optional<model::Plan> owner;
     for (const auto& plan : manifest.plans) {
       if (plan.value.name == deployment.value.plan) owner = plan.value;

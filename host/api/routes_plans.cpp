@@ -1,5 +1,6 @@
 // /v1/plans: deployment plans and their "show" view.
 
+#include "host/api/command_access.h"
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
@@ -12,6 +13,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, config::parsePlan(text, kBodySource));
+  TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan));
   TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));
   TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.createPlan(plan, request.principal.name));
   return recordReply(created, 201);

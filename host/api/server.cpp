@@ -129,7 +129,8 @@ class ApiServer::Impl {
                  options_.approver_must_differ && options_.auth_enabled,
                  options_.read_logs,
                  options_.extra_metrics,
-                 &auth_} {}
+                 &auth_,
+                 options_.command_allow} {}
 
   Status start();
   void stop();

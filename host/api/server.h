@@ -60,6 +60,9 @@ struct ServerOptions {
   std::vector<config::TokenConfig> config_tokens;  // auth.tokens: each acts under its name
   // Where the bootstrap admin token is written (<data_dir>/admin.token, mode 0600).
   std::string data_dir;
+  // process.command_allow: globs over argv[0] of the raw commands and exec health checks
+  // callers below admin may submit (host/api/command_access.h).
+  std::vector<std::string> command_allow;
   // The scripts /v1/scripts and /v1/policies/evaluate serve; not owned, must outlive the
   // server. Null: those routes answer 503.
   lua::ScriptRegistry* scripts = nullptr;

@@ -2,12 +2,14 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <ostream>
 
+#include "drivers/process/workload_user.h"
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
@@ -109,6 +111,23 @@ void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config,
   }
 }
 
+// docs/architecture.md#the-process-driver: with process.run_as, workloads run as another user, who
+// must not be able to read or change the data dir (the ledger, admin.token, other workloads' logs).
+Result<std::optional<drivers::WorkloadUser>> workloadUser(const config::HostConfig& config) {
+  if (config.process.run_as.empty()) return std::optional<drivers::WorkloadUser>();
+  TIDE_ASSIGN_OR_RETURN(drivers::WorkloadUser user,
+                        drivers::lookUpWorkloadUser(config.process.run_as, "process.run_as"));
+  struct stat info {};
+  if (::stat(config.data_dir.c_str(), &info) != 0) return Status::internal("cannot stat data dir " + config.data_dir);
+  if (info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
+    return Status::invalidArgument(
+        "process.run_as: the data dir " + config.data_dir + " must belong to the host's user with mode 0700, so " +
+            user.name + " cannot read it",
+        {{"data_dir", "must be owned by the host's user, mode 0700, when process.run_as is set", ""}});
+  }
+  return std::optional<drivers::WorkloadUser>(std::move(user));
+}
+
 drivers::DriverContext driverContext(const config::HostConfig& config, const Clock& clock) {
   drivers::DriverContext context;
   context.clock = &clock;
@@ -117,6 +136,8 @@ drivers::DriverContext driverContext(const config::HostConfig& config, const Clo
   context.port_range_start = config.process.port_range_start;
   context.port_range_end = config.process.port_range_end;
   context.image_catalog = config.process.image_catalog;
+  context.log_max_bytes = config.process.log_max_bytes;
+  context.log_retention = std::chrono::hours(config.process.log_retention_hours);
   std::error_code ec;
   context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   return context;
@@ -163,6 +184,7 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
   options.config_tokens = config.auth.tokens;
   options.approver_must_differ = config.auth.approver_must_differ;
   options.data_dir = config.data_dir;
+  options.command_allow = config.process.command_allow;
   options.lua_limits = engine_options.lua_limits;
   options.default_outcome = engine_options.default_outcome;
   return options;
@@ -186,6 +208,11 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     err << "tide serve: " << made.message() << "\n";
     return 1;
   }
+  auto run_as = workloadUser(config);
+  if (!run_as.isOk()) {
+    err << "tide serve: " << run_as.status().toString() << "\n";
+    return 2;
+  }
   sigset_t stop_signals = blockStopSignals();
 
   SystemClock clock;
@@ -207,7 +234,9 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   loadScripts(scripts, config, out, err);
 
   // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
-  engine::DriverSet driver_set(ledger, driverContext(config, clock));
+  drivers::DriverContext driver_context = driverContext(config, clock);
+  driver_context.run_as = *run_as;
+  engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;
   const engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
@@ -225,6 +254,11 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   }
   for (const std::string& warning : api::exposureWarnings(server_options)) {
     err << "tide serve: WARNING: " << warning << std::endl;
+  }
+  if (::geteuid() == 0 && !*run_as) {
+    err << "tide serve: WARNING: the host runs as root and process.run_as is not set: workloads run as root and "
+           "can read the data dir"
+        << std::endl;
   }
   const std::string scheme = server_options.tls.enabled() ? "https://" : "http://";
   const std::string url = scheme + address->first + ":" + std::to_string(server.port());

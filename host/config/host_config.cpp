@@ -38,6 +38,10 @@ const KeyTable kProcessKeys = {
     {"port_range_end", {"port_range_end"}},
     {"volume_root", {"volume_root"}},
     {"image_catalog", {"image_catalog"}},
+    {"run_as", {"run_as"}},
+    {"command_allow", {"command_allow"}},
+    {"log_max_bytes", {"log_max_bytes"}},
+    {"log_retention_hours", {"log_retention_hours"}},
 };
 
 const KeyTable kLimitsKeys = {
@@ -179,6 +183,17 @@ void readProcess(const YamlNode& node, const std::string& path, HostConfig::Proc
   readNonEmptyString(m, "volume_root", out.volume_root);
   if (const YamlNode* v = m.get("image_catalog"))
     readImageCatalog(*v, m.field("image_catalog"), out.image_catalog, problems);
+  readNonEmptyString(m, "run_as", out.run_as);
+  if (auto patterns = m.stringList("command_allow", Need::kOptional)) {
+    for (size_t i = 0; i < patterns->size(); ++i) {
+      if ((*patterns)[i].empty()) {
+        problems.add(*m.get("command_allow"), indexPath(m.field("command_allow"), i), "must not be empty");
+      }
+    }
+    out.command_allow = std::move(*patterns);
+  }
+  if (auto v = m.integer("log_max_bytes", Need::kOptional, {4096, 1LL << 40})) out.log_max_bytes = static_cast<size_t>(*v);
+  readInt(m, "log_retention_hours", {0, 87'600}, out.log_retention_hours);
 }
 
 void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limits& out, Problems& problems) {
@@ -292,6 +307,13 @@ const std::vector<std::string>* matchImage(const HostConfig::Process& process, s
     if (globMatch(pattern, image)) return &argv;
   }
   return nullptr;
+}
+
+bool commandAllowed(const std::vector<std::string>& command_allow, std::string_view program) {
+  for (const std::string& pattern : command_allow) {
+    if (globMatch(pattern, program)) return true;
+  }
+  return false;
 }
 
 }  // namespace tide::config

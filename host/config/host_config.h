@@ -41,6 +41,14 @@ struct HostConfig {
     int port_range_end = 32767;
     std::string volume_root;  // finalize: <data_dir>/volumes
     ImageCatalog image_catalog = defaultImageCatalog();
+    // The user workloads run as (resolved at start; the host must then run as root). Empty:
+    // the host's own user.
+    std::string run_as;
+    // Globs (`*`, `?`) matched against a raw command's argv[0]: the programs operators may run
+    // as a deployment's `command` or an `exec` health check. Everything else needs the admin role.
+    std::vector<std::string> command_allow;
+    size_t log_max_bytes = 10 << 20;  // a workload's log is rotated to <log>.1 beyond this
+    int log_retention_hours = 24;     // logs and working dirs of removed instances are kept this long
   } process;
   struct Limits {
     int lua_deadline_ms = 50;
@@ -85,5 +93,9 @@ void finalizeHostConfig(HostConfig& config);
 // (`*` matches any run of characters, `?` one character), or nullptr. The pointer stays
 // valid while `process` is alive and unchanged.
 const std::vector<std::string>* matchImage(const HostConfig::Process& process, std::string_view image);
+
+// True when `program` (a raw command's argv[0]) matches a glob of `command_allow`
+// (process.command_allow).
+bool commandAllowed(const std::vector<std::string>& command_allow, std::string_view program);
 
 }  // namespace tide::config

@@ -234,7 +234,7 @@ uint64_t Ledger::joinGroup() {
     group_writes_ = 0;
     group_waiters_ = 0;
     group_seq_ = 0;
-    group_opened_ = std::chrono::steady_clock::now();
+    group_opened_ = clock_.now();
   }
   ++group_writes_;
   return group_;
@@ -248,7 +248,7 @@ Status Ledger::finishWrite(std::unique_lock<std::mutex>& lock, uint64_t group) {
   if (!group_open_ || group_ != group) return statusOf(group);
   const bool batch = inOpenBatch();
   const bool full =
-      group_writes_ >= kMaxGroupWrites || std::chrono::steady_clock::now() - group_opened_ >= kMaxGroupAge;
+      group_writes_ >= kMaxGroupWrites || clock_.now() - group_opened_ >= kMaxGroupAge;
   // Commit when nobody else is about to join, when the group is as big or old as it may
   // get, or when a batch holds writers of other threads waiting.
   if (full || (batch && group_waiters_ > 0) || (!batch && queued_writers_.load() == 0)) return commitGroup();

@@ -424,7 +424,8 @@ class Ledger {
   int group_writes_ = 0;
   int group_waiters_ = 0;
   int64_t group_seq_ = 0;
-  std::chrono::steady_clock::time_point group_opened_;
+  // On the ledger's Clock, so a test's FakeClock decides when a group is old (kMaxGroupAge).
+  TimePoint group_opened_;
   std::vector<RowChange> group_changes_;
   std::map<uint64_t, Status> failed_groups_;  // the newest few
   std::condition_variable group_cv_;

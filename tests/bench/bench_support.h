@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -198,6 +199,8 @@ class Server {
     pid_ = ::fork();
     if (pid_ < 0) fail("fork");
     if (pid_ == 0) {
+      // The server ends with the bench, also when fail() exits without destructors.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);

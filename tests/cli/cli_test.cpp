@@ -378,36 +378,67 @@ TEST_CASE("cli: an https:// server is trusted through --ca-file or TIDE_CA_FILE"
   CHECK(runCli({"node", "list", "--server", live.url, "--token", live.token}).code == 1);  // http:// to TLS
 }
 
+// `tide serve` on an ephemeral loopback port over dir/data with the config `yaml`, stdout and
+// stderr going to dir/serve.log, as its own process, not waited for (unlike ServeProcess): for
+// tests of what it says at start. text() is what it said so far.
+struct CapturedServe {
+  pid_t pid = -1;
+  fs::path log;
+
+  CapturedServe(const TempDir& dir, const std::string& yaml) : log(dir.path / "serve.log") {
+    std::ofstream(dir.path / "tide.yaml") << yaml;
+    const std::string data_dir = (dir.path / "data").string();
+    const std::string config = (dir.path / "tide.yaml").string();
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::execl(TIDE_BINARY, "tide", "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--config",
+              config.c_str(), nullptr);
+      ::_exit(127);
+    }
+  }
+
+  std::string text() const {
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    return text.str();
+  }
+};
+
 // Which exposures are warned of is api::exposureWarnings' test; this one checks that
 // `tide serve` says them (on loopback: a test does not open an auth-less host to the network).
 TEST_CASE("cli: tide serve warns loudly at start when auth is off") {
   TempDir dir;
-  std::ofstream(dir.path / "tide.yaml") << "auth: {enabled: false}\npolicies_dir: " << kSourceDir
-                                        << "/policies\nscripts_dir: " << kSourceDir << "/scripts\n";
-  const fs::path log = dir.path / "serve.log";
-  const std::string data_dir = (dir.path / "data").string();
-  const std::string config = (dir.path / "tide.yaml").string();
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::execl(TIDE_BINARY, "tide", "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir.c_str(), "--config",
-            config.c_str(), nullptr);
-    ::_exit(127);
-  }
-  auto logText = [&] {
-    std::stringstream text;
-    text << std::ifstream(log).rdbuf();
-    return text.str();
-  };
-  const bool listening = eventually([&] { return contains(logText(), "tide listening on"); }, std::chrono::seconds(60));
-  ::kill(pid, SIGTERM);
+  CapturedServe serve(dir, std::string("auth: {enabled: false}\npolicies_dir: ") + kSourceDir +
+                              "/policies\nscripts_dir: " + kSourceDir + "/scripts\n");
+  const bool listening =
+      eventually([&] { return contains(serve.text(), "tide listening on"); }, std::chrono::seconds(60));
+  ::kill(serve.pid, SIGTERM);
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  REQUIRE_MESSAGE(listening, logText());
-  const std::string text = logText();
+  ::waitpid(serve.pid, &status, 0);
+  REQUIRE_MESSAGE(listening, serve.text());
+  const std::string text = serve.text();
   CHECK(contains(text, "tide serve: WARNING: auth is off (auth.enabled: false)"));
   CHECK_FALSE(contains(text, "without TLS"));
+}
+
+TEST_CASE("cli: tide serve refuses to start with a process.run_as it cannot use, naming the key") {
+  TempDir dir;
+  CapturedServe serve(dir, "process: {run_as: no-such-user-tide}\n");
+  int status = 0;
+  const bool exited =
+      eventually([&] { return ::waitpid(serve.pid, &status, WNOHANG) == serve.pid; }, std::chrono::seconds(60));
+  if (!exited) {
+    ::kill(serve.pid, SIGKILL);
+    ::waitpid(serve.pid, &status, 0);
+  }
+  const std::string text = serve.text();
+  REQUIRE_MESSAGE(exited, text);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(contains(text, "process.run_as"));
+  CHECK_FALSE(contains(text, "tide listening on"));
 }

@@ -44,6 +44,10 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.process.image_catalog[0].second == kWorkloadArgv);
   CHECK(c.process.image_catalog[1].first == "tide-workload:*");
   CHECK(c.process.image_catalog[1].second == kWorkloadArgv);
+  CHECK(c.process.run_as.empty());
+  CHECK(c.process.command_allow.empty());
+  CHECK(c.process.log_max_bytes == 10485760);
+  CHECK(c.process.log_retention_hours == 24);
   CHECK(c.limits.lua_deadline_ms == 50);
   CHECK(c.limits.lua_memory_mib == 32);
   CHECK(c.limits.max_body_bytes == 1048576);
@@ -116,6 +120,10 @@ process:
   image_catalog:
     "redis:7.?": [/usr/bin/redis-server, --port, "{{port.tcp.6379}}"]
     "*": [/bin/false]
+  run_as: tide-workload
+  command_allow: ["/usr/bin/python3*", "/opt/checks/*"]
+  log_max_bytes: 65536
+  log_retention_hours: 0
 limits:
   lua_deadline_ms: 100
   lua_memory_mib: 64
@@ -153,6 +161,14 @@ default_verdict: deny
   REQUIRE(c.process.image_catalog.size() == 2);  // replaces the default catalog
   CHECK(c.process.image_catalog[0].first == "redis:7.?");
   CHECK(c.process.image_catalog[1].second == std::vector<std::string>{"/bin/false"});
+  CHECK(c.process.run_as == "tide-workload");
+  CHECK(c.process.command_allow == std::vector<std::string>{"/usr/bin/python3*", "/opt/checks/*"});
+  CHECK(commandAllowed(c.process.command_allow, "/usr/bin/python3.11"));
+  CHECK(commandAllowed(c.process.command_allow, "/opt/checks/ready"));
+  CHECK_FALSE(commandAllowed(c.process.command_allow, "/bin/sh"));
+  CHECK_FALSE(commandAllowed(c.process.command_allow, "python3"));
+  CHECK(c.process.log_max_bytes == 65536);
+  CHECK(c.process.log_retention_hours == 0);
   CHECK(c.limits.lua_deadline_ms == 100);
   CHECK(c.limits.lua_memory_mib == 64);
   CHECK(c.limits.max_body_bytes == 4096);
@@ -232,6 +248,18 @@ default_verdict: approve
   CHECK(at("default_verdict").message == "unknown verdict \"approve\"; expected manual or deny");
   CHECK(details.size() == 16);
   for (const auto& d : details) CHECK_FALSE(contains(d.message, "0123456789abcdef"));  // secrets stay out
+}
+
+TEST_CASE("host config error: the process isolation keys name what is wrong") {
+  auto details = parseErrors(
+      "process:\n  run_as: \"\"\n  command_allow: [\"\"]\n  log_max_bytes: 10\n  log_retention_hours: -1\n");
+  REQUIRE(details.size() == 4);
+  CHECK(details[0].field == "process.run_as");
+  CHECK(details[0].message == "must not be empty");
+  CHECK(details[1].field == "process.command_allow[0]");
+  CHECK(details[1].message == "must not be empty");
+  CHECK(details[2].field == "process.log_max_bytes");
+  CHECK(details[3].field == "process.log_retention_hours");
 }
 
 TEST_CASE("host config error: tls.cert and tls.key come together, HTTP limits have bounds") {

@@ -349,6 +349,72 @@ TEST_CASE("driver: process logs capture stdout and stderr and outlive remove") {
   CHECK(f.driver->readLog("never", 4096).status().code() == Code::kNotFound);
 }
 
+TEST_CASE("driver: process logs are capped at log_max_bytes, keeping one rotated file") {
+  ProcessDriverFixture f;
+  f.options.log_max_bytes = 4096;
+  f.reopen();
+  // 2000 numbered lines, about 17 KiB: the log rotates four times.
+  std::string expected;
+  for (int i = 0; i < 2000; ++i) expected += "line-" + std::to_string(i) + "\n";
+  auto started =
+      f.driver->ensure(f.command("1", "i=0; while [ $i -lt 2000 ]; do echo line-$i; i=$((i+1)); done"));
+  REQUIRE_MESSAGE(started.isOk(), started.status().toString());
+  REQUIRE(eventually([&] { return f.stateOf("1") == "EXITED"; }));
+
+  const std::string log_path = f.dir.file("process/logs/1.log");
+  CHECK(fs::file_size(log_path) <= 4096);
+  CHECK(fs::file_size(log_path + ".1") == 4096);
+  // The two files hold the output's last bytes, in order, and readLog reaches across them.
+  const std::string both = readText(log_path + ".1") + readText(log_path);
+  CHECK(expected.ends_with(both));
+  CHECK(f.driver->readLog("1", 8192).value() == both);
+  CHECK(f.driver->readLog("1", 100).value() == expected.substr(expected.size() - 100));
+}
+
+TEST_CASE("driver: a removed instance's log and working dir go after log_retention, by the driver's clock") {
+  FakeClock clock(*parseTimestamp("2026-11-21T12:00:00Z"));  // outlives the fixture, whose end lists
+  ProcessDriverFixture f;
+  f.options.clock = &clock;
+  f.options.log_retention = std::chrono::hours(24);
+  f.reopen();
+  REQUIRE(f.driver->ensure(f.command("1", "echo kept; exec sleep 300")).isOk());
+  REQUIRE(eventually([&] { return f.driver->readLog("1", 4096).value() == "kept\n"; }));
+  const std::string work_dir = f.dir.file("process/workloads/1");
+  CHECK(fs::is_directory(work_dir));
+
+  REQUIRE(f.driver->remove({"1", "node-a", ""}).isOk());
+  clock.advance(std::chrono::hours(23));
+  REQUIRE(f.driver->list().isOk());
+  CHECK(f.driver->readLog("1", 4096).value() == "kept\n");
+  CHECK(fs::is_directory(work_dir));
+
+  clock.advance(std::chrono::hours(1));
+  REQUIRE(f.driver->list().isOk());  // list() prunes at most once a minute; this one is due
+  CHECK(f.driver->readLog("1", 4096).status().code() == Code::kNotFound);
+  CHECK_FALSE(fs::exists(work_dir));
+  CHECK(fs::is_empty(f.dir.file("process/logs")));
+}
+
+TEST_CASE("driver: a log no record accounts for (an older tide's) is kept for log_retention from when it is found") {
+  FakeClock clock(*parseTimestamp("2026-11-21T12:00:00Z"));  // outlives the fixture, whose end lists
+  ProcessDriverFixture f;
+  f.options.clock = &clock;
+  f.reopen();
+  std::ofstream(f.dir.file("process/logs/old.log")) << "from before\n";
+  REQUIRE(f.driver->ensure(f.command("live", "exec sleep 300")).isOk());
+
+  REQUIRE(f.driver->pruneRemoved().isOk());
+  clock.advance(std::chrono::hours(24) - std::chrono::seconds(1));
+  REQUIRE(f.driver->pruneRemoved().isOk());
+  CHECK(f.driver->readLog("old", 4096).isOk());
+  clock.advance(std::chrono::seconds(1));
+  REQUIRE(f.driver->pruneRemoved().isOk());
+  CHECK(f.driver->readLog("old", 4096).status().code() == Code::kNotFound);
+  // A recorded instance keeps its log and working dir however old they are.
+  CHECK(f.driver->readLog("live", 4096).isOk());
+  CHECK(fs::is_directory(f.dir.file("process/workloads/live")));
+}
+
 TEST_CASE("driver: process list is scoped to the driver's cluster") {
   ProcessDriverFixture f;
   f.options.cluster = "blue";

@@ -86,6 +86,8 @@ TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
+    // Frozen: the group never grows old (kMaxGroupAge), so however slowly this machine runs
+    // the 50 writes (fewer than kMaxGroupWrites), they stay in one uncommitted group.
     FakeClock clock(*parseTimestamp("2026-01-01T00:00:00Z"));
     auto ledger = ledger::Ledger::open(scratch.url, clock);
     if (!ledger.isOk()) ::_exit(2);

@@ -153,7 +153,9 @@ TEST_CASE("lua: concurrent pooled evaluations hold different engines and get ind
   CHECK(wrong == 0);
   CHECK(pool.engines() >= 2);
   CHECK(pool.engines() <= kThreads);
-  CHECK(pool.builds() == pool.engines());  // every engine built its state once
+  // No engine built its state twice. An engine is built on its first evaluation, so one that
+  // the threads never needed (they need not overlap on a loaded machine) was not built.
+  CHECK(pool.builds() <= pool.engines());
 }
 
 TEST_CASE("lua: a policy pool at its bound makes a borrower wait, then answers unavailable") {
