@@ -185,16 +185,51 @@ TEST_CASE("engine hooks: an operation.before that errors holds the operation, wh
   CHECK(f.driverInventory() == 0);
   CHECK(f.running().empty());
   CHECK(f.deployment("d1").state != "COMPLETED");
+  auto held_events = events(f, "operation.held");
+  REQUIRE(held_events.size() == 1);
+  CHECK(held_events[0].data["hook"] == "broken");
+  CHECK(held_events[0].data["kind"] == "veto");
+  CHECK(held_events[0].data["reason"].get<std::string>().find("before broke") != std::string::npos);
   auto failed = events(f, "hook.failed");
   REQUIRE(failed.size() == 1);  // asked twice, the same error: one event
+  CHECK(failed[0].subject == "hook/broken");
   CHECK(failed[0].data["event"] == "operation.before");
+  CHECK(failed[0].data["error"].get<std::string>().find("before broke") != std::string::npos);
+  CHECK(failed[0].data["failed_open"] == false);
 
-  // Declaring that it fails open lets the operation through, still recording the failure.
+  // Declaring that it fails open lets the operation through, recording that it did.
   f.writeScript("hooks/broken.lua", hook("fail_open = true,"));
   f.clock.advance(400ms);
   f.engine->settle();
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(f.running().size() == 1);
+  failed = events(f, "hook.failed");
+  REQUIRE(failed.size() == 2);
+  CHECK(failed[1].data["event"] == "operation.before");
+  CHECK(failed[1].data["failed_open"] == true);
+}
+
+TEST_CASE("engine hooks: a hook file broken from the start holds operations until it is fixed") {
+  EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
+  std::filesystem::create_directories(f.scriptsDir() / "hooks");
+  std::ofstream(f.scriptsDir() / "hooks" / "gate.lua") << "return { name = 'gate', on = {\n";
+  REQUIRE(f.scripts->reloadAll().failed == 1);
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", 1, "1.0"));
+
+  f.engine->settle();
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].message.rfind("held by hook ", 0) == 0);
+  CHECK(held[0].message.find("gate.lua: operation.before failed: ") != std::string::npos);
+  CHECK(held[0].message.find("failed validation") != std::string::npos);
+  CHECK(f.running().empty());
+
+  f.writeScript("hooks/gate.lua", "return { name = 'gate', on = { ['operation.before'] = function(op) end } }\n");
+  f.clock.advance(400ms);
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
 }
 
 TEST_CASE("engine hooks: a failing hook writes hook.failed, once per error, and the rollout still completes") {

@@ -74,7 +74,7 @@ struct Host {
     options.policies_dir = dir / "policies";
     options.scripts_dir = dir / "scripts";
     registry = std::make_unique<lua::ScriptRegistry>(options, *recorder, clock);
-    registry->reloadAll();
+    started = registry->reloadAll();
     policies = std::make_unique<lua::PolicyEngine>(*registry, clock);
   }
 
@@ -100,6 +100,7 @@ struct Host {
   std::unique_ptr<engine::LedgerScriptRecorder> recorder;
   std::unique_ptr<lua::ScriptRegistry> registry;
   std::unique_ptr<lua::PolicyEngine> policies;
+  lua::ReloadSummary started;  // the reload at start
 };
 
 const std::string kBroken = "return { name = 'gate',\n decide = function(op, ctx) return approve('x') end\n";
@@ -123,6 +124,11 @@ TEST_CASE("wire: a restart after a broken edit keeps deciding with the last good
   }
 
   Host restarted(dir.path(), clock);
+  CHECK(restarted.started.failed == 1);
+  CHECK(restarted.started.restored == 1);
+  REQUIRE(restarted.started.errors.size() == 1);
+  CHECK(restarted.started.errors[0].find("its last good version " + sha256Hex(good).substr(0, 12) +
+                                         ", kept in the ledger, runs instead") != std::string::npos);
   const lua::ScriptStatus status = restarted.status("gate.lua");
   CHECK(status.status == "stale");
   CHECK(status.active_sha256 == sha256Hex(good));

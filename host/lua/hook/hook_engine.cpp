@@ -157,6 +157,7 @@ HookVerdict HookEngine::before(const Json& op) {
   const std::string event = "operation.before";
   // Records `failure`; true when it holds the operation (the hook does not fail open).
   auto failed = [&verdict](HookFailure failure, bool fail_open) {
+    failure.failed_open = fail_open;
     verdict.failures.push_back(failure);
     if (fail_open) return false;
     verdict.kind = HookVerdict::Kind::kVeto;
@@ -171,6 +172,12 @@ HookVerdict HookEngine::before(const Json& op) {
     failed({"", event, "the hooks could not be loaded: " + loaded.status().message(), LuaErrorClass::kMemory},
            no_hooks);
     return verdict;
+  }
+  for (const auto& [path, file] : (*loaded)->set->failed) {
+    if (file.kind == ScriptKind::kHook) {
+      failed({file.shownName(), event, file.reason(), LuaErrorClass::kLoad}, false);
+      return verdict;
+    }
   }
   for (const Hook& hook : (*loaded)->hooks) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;

@@ -13,7 +13,9 @@
 // failure, and fails closed: it vetoes with "operation.before failed: <error>" as its
 // reason, unless its file declares `fail_open = true` (then the failure is only reported and
 // the other hooks decide). A hook that did not load vetoes too (it cannot say it fails open),
-// and so does a Lua state that cannot be built while there are hooks.
+// and so do a hook file that failed validation with no earlier good version
+// (ScriptSet::failed: it cannot say which events it guards) and a Lua state that cannot be
+// built while there are hooks.
 //
 // notify(event, arg) runs the handlers of one of the other four events; what they return
 // is ignored. Both report per-hook failures for the caller to record.
@@ -44,6 +46,9 @@ struct HookFailure {
   std::string event;  // "operation.before", ...
   std::string error;  // "scripts/hooks/x.lua:3: attempt to index a nil value"
   LuaErrorClass error_class = LuaErrorClass::kRuntime;
+  // operation.before only: the hook declares fail_open, so this failure let the operation go
+  // on instead of vetoing it.
+  bool failed_open = false;
 };
 
 struct HookVerdict {

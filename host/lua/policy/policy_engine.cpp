@@ -20,11 +20,6 @@ model::Decision makeRecord(const std::string& policy, const std::string& sha256,
   return record;
 }
 
-// `message`, naming `path` when it does not already.
-std::string naming(const std::string& path, const std::string& message) {
-  return (message.find(path) == std::string::npos ? path + ": " : "") + message;
-}
-
 PolicyRun failedRun(LuaErrorClass error_class, const std::string& message) {
   PolicyRun run;
   run.verdict = Verdict::kManual;
@@ -83,7 +78,7 @@ std::vector<Selected> selectPolicies(const ScriptSet& set, const std::optional<s
   for (const auto& [path, failed] : set.failed) {
     if (failed.kind != ScriptKind::kPolicy) continue;
     const std::string level = failed.level.empty() ? "hard" : failed.level;
-    const std::string& name = failed.name.empty() ? failed.path : failed.name;
+    const std::string& name = failed.shownName();
     if (counts(name, level)) out.push_back({&name, nullptr, &failed, level});
   }
   if (listed) {
@@ -162,8 +157,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
     if (policy.file) {
       run = op_error.ok() ? interpreter->run(*policy.file, data) : failedRun(op_error.error_class, op_error.message);
     } else if (policy.failed) {
-      run = failedRun(LuaErrorClass::kLoad, naming(policy.failed->path, policy.failed->error) +
-                                                " (the file failed validation and has no earlier good version)");
+      run = failedRun(LuaErrorClass::kLoad, policy.failed->reason());
     } else {
       run = failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
     }

@@ -230,6 +230,10 @@ void ScriptRegistry::reloadFile(const Candidate& candidate, ReloadPass& pass) {
   }
   const std::string running_sha = active_sha.empty() ? restoreLastGood(file, pass) : active_sha;
   refuse(file, v, running_sha, attempted_at, pass);
+  if (active_sha.empty() && !running_sha.empty()) {
+    ++pass.summary.restored;
+    pass.summary.errors.back() += " (its last good version " + running_sha.substr(0, 12) + ", kept in the ledger, runs instead)";
+  }
 }
 
 void ScriptRegistry::keepActive(const ScriptFile& active) {

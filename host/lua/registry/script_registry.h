@@ -98,7 +98,10 @@ struct ReloadSummary {
   int unchanged = 0;
   int failed = 0;  // files whose current content is refused
   int unloaded = 0;
-  std::vector<std::string> errors;  // "path: message", one per failed file
+  // Of the failed files, those with nothing in memory whose last good version, kept in the
+  // ledger, runs instead (after a restart).
+  int restored = 0;
+  std::vector<std::string> errors;  // "path: message", one per failed file; a restored one says so
 };
 
 struct ScriptRegistryOptions {

@@ -38,6 +38,11 @@ struct FailedScript {
   std::string level;  // policies: the declared level when known, else "" (counts as hard)
   std::string sha256;
   std::string error;  // why validation refused it
+
+  // The name it votes or vetoes under: the declared one, else the path.
+  const std::string& shownName() const { return name.empty() ? path : name; }
+  // What its failing vote or veto says: the validation error, naming the path.
+  std::string reason() const;
 };
 
 struct ScriptSet {

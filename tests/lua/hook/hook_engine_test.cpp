@@ -170,6 +170,7 @@ TEST_CASE("hooks: an operation.before that errors, loops, exhausts memory or ans
     REQUIRE(verdict.failures.size() == 1);
     CHECK(verdict.hook == verdict.failures[0].hook);
     CHECK(verdict.failures[0].error_class == expected[i].second);
+    CHECK_FALSE(verdict.failures[0].failed_open);
     CHECK(verdict.failures[0].error.find(expected[i].first) != std::string::npos);
     CHECK(verdict.reason.rfind("operation.before failed: ", 0) == 0);
     CHECK(verdict.reason.find(verdict.failures[0].error.substr(0, 200)) != std::string::npos);
@@ -187,6 +188,7 @@ TEST_CASE("hooks: a hook declaring fail_open = true that fails is reported and t
   CHECK(verdict.kind == HookVerdict::Kind::kDelay);  // the only hook that said something sensible
   CHECK(verdict.hook == "f-fine");
   REQUIRE(verdict.failures.size() == 5);
+  for (const HookFailure& failure : verdict.failures) CHECK(failure.failed_open);
   CHECK(verdict.failures[0].hook == "a-error");
   CHECK(verdict.failures[0].error.find("boom") != std::string::npos);
   CHECK(verdict.failures[0].error_class == LuaErrorClass::kRuntime);
@@ -209,12 +211,24 @@ TEST_CASE("hooks: a hook declaring fail_open = true that fails is reported and t
   CHECK(f.output("seen-7") == "x");
 }
 
-TEST_CASE("hooks: fail_open must be a boolean") {
+TEST_CASE("hooks: fail_open must be a boolean, and a hook file refused with no good version vetoes") {
   HookFixture f;
   writeFile(f.hooksDir() / "maybe.lua", "return { name = 'maybe', fail_open = 'yes', on = {} }\n");
   const ReloadSummary summary = f.registry.registry->reloadAll();
   REQUIRE(summary.failed == 1);
   CHECK(summary.errors[0].find("fail_open must be true or false") != std::string::npos);
+
+  const HookVerdict verdict = f.engine().before(kOp);
+  CHECK(verdict.kind == HookVerdict::Kind::kVeto);
+  REQUIRE(verdict.failures.size() == 1);
+  CHECK(verdict.failures[0].error_class == LuaErrorClass::kLoad);
+  CHECK_FALSE(verdict.failures[0].failed_open);
+  CHECK(verdict.reason.find("scripts/hooks/maybe.lua") != std::string::npos);
+  CHECK(verdict.reason.find("fail_open must be true or false") != std::string::npos);
+  CHECK(f.engine().notify("route", Json::object()).empty());  // only operation.before is a gate
+
+  f.hook("maybe.lua", "return { name = 'maybe', fail_open = true, on = {} }\n");
+  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kProceed);
 }
 
 TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and texts over 1 MiB") {

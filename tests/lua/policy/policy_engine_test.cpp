@@ -330,6 +330,34 @@ TEST_CASE("lua: a plan's approval.policies adds advisory policies but never leav
   CHECK(decisionOf(e, "missing")->record.error_class == "load");
 }
 
+TEST_CASE("lua: a plan listing only an allow-everything policy still gets prod-delete-manual and change-freeze") {
+  RegistryFixture fx;
+  const std::filesystem::path source = TIDE_SOURCE_DIR;
+  std::filesystem::copy(source / "policies", fx.dir.path() / "policies");
+  std::filesystem::copy(source / "scripts" / "lib", fx.dir.path() / "scripts" / "lib");
+  writeFile(fx.policy("allow_all.lua"), simplePolicy("allow-all", "approve('everything goes')"));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  Json op = prodOp();
+  op["plan"]["approval"] = {{"policies", {"allow-all"}}};
+
+  op["type"] = "DELETE";
+  Evaluation e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  REQUIRE(decisionOf(e, "prod-delete-manual"));
+  CHECK(decisionOf(e, "prod-delete-manual")->record.verdict == "manual");
+
+  op["type"] = "UPDATE";
+  fx.clock.set(*parseTimestamp("2026-11-27T12:00:00Z"));  // Black Friday weekend
+  e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK_FALSE(e.overridable);
+  REQUIRE(decisionOf(e, "change-freeze"));
+  CHECK(decisionOf(e, "change-freeze")->record.verdict == "deny");
+  CHECK(decisionOf(e, "allow-all")->record.verdict == "approve");
+}
+
 TEST_CASE("lua: applies() filters policies and the default decides when nobody approves") {
   RegistryFixture fx;
   writeFile(fx.policy("only_dev.lua"), R"(
