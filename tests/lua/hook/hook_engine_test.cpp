@@ -83,7 +83,8 @@ TEST_CASE("hooks: a hook file with an unknown event or field is refused, naming 
   CHECK(errorFor("extra.lua").find("unknown field 'when'") != std::string::npos);
   CHECK(errorFor("handler.lua").find("on[\"route\"] must be a function") != std::string::npos);
   CHECK(errorFor("tests.lua").find("hooks have no tests table") != std::string::npos);
-  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kProceed);  // nothing loaded, nothing held
+  // Nothing of them runs, and a gate that cannot be read holds the operation.
+  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kVeto);
 }
 
 TEST_CASE("hooks: the first veto in name order wins over any delay") {
