@@ -28,6 +28,14 @@ std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
   return all.value();
 }
 
+// Nodes, the web-dev plan and its deployment d1 of `instances` instances, then one settle.
+void deployWeb(EngineFixture& f, int instances = 1) {
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", instances, "1.0"));
+  f.engine->settle();
+}
+
 std::string vetoHook(const std::string& reason) {
   return "return { name = 'freeze', on = { ['operation.before'] = function(op, ctx)\n"
          "  if op.type == 'CREATE' and op.plan == 'web' then return { veto = '" +
@@ -41,11 +49,7 @@ std::string vetoHook(const std::string& reason) {
 TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until the hook changes its mind") {
   EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
   f.writeScript("hooks/freeze.lua", vetoHook("change freeze"));
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   f.clock.advance(400ms);  // past the recheck: the hook is asked again
   f.engine->settle();
   auto held = f.operations("APPROVED");
@@ -80,11 +84,7 @@ TEST_CASE("engine hooks: a delay puts the attempt off once, then it runs") {
   f.writeScript("hooks/later.lua",
                 "return { name = 'later', on = { ['operation.before'] = function(op, ctx)\n"
                 "  return { delay = 1, reason = 'let the caches warm' } end } }\n");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   auto delayed = f.operations("APPROVED");
   REQUIRE(delayed.size() == 1);
   CHECK(delayed[0].message == "delayed by hook later: let the caches warm");
@@ -115,10 +115,7 @@ return {
   },
 }
 )");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-  f.engine->settle();
+  deployWeb(f);
   REQUIRE(f.deployment("d1").state == "COMPLETED");
   auto done = f.operations("SUCCEEDED");
   REQUIRE(done.size() == 1);
@@ -170,11 +167,7 @@ TEST_CASE("engine hooks: an operation.before that errors holds the operation, wh
     return text.replace(text.find("%s"), 2, extra);
   };
   f.writeScript("hooks/broken.lua", hook(""));
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   f.clock.advance(400ms);  // past the recheck: the hook fails again
   f.engine->settle();
   auto held = f.operations("APPROVED");
@@ -214,11 +207,7 @@ TEST_CASE("engine hooks: a hook file broken from the start holds operations unti
   std::filesystem::create_directories(f.scriptsDir() / "hooks");
   std::ofstream(f.scriptsDir() / "hooks" / "gate.lua") << "return { name = 'gate', on = {\n";
   REQUIRE(f.scripts->reloadAll().failed == 1);
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   auto held = f.operations("APPROVED");
   REQUIRE(held.size() == 1);
   CHECK(held[0].message.rfind("held by hook ", 0) == 0);
@@ -245,10 +234,7 @@ return {
   },
 }
 )");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 2, "1.0"));
-  f.engine->settle();
+  deployWeb(f, 2);
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(f.running().size() == 2);
 
