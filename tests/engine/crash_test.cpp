@@ -36,7 +36,8 @@ class Host {
            << "policies_dir: " << dir_.file("policies") << "\n"
            << "scripts_dir: " << TIDE_SOURCE_DIR << "/scripts\n"
            << "process: {port_range_start: " << ports_.start << ", port_range_end: " << ports_.end << "}\n"
-           << "limits: {reconcile_interval_ms: 100}\n";
+           // Strategies run at every pass and on apply; a loaded machine must not time them out.
+           << "limits: {reconcile_interval_ms: 100, lua_deadline_ms: 2000}\n";
     std::filesystem::create_directories(dir_.file("policies"));
     std::filesystem::copy_file(std::string(TIDE_SOURCE_DIR) + "/policies/auto_approve_dev.lua",
                                dir_.file("policies") + "/auto_approve_dev.lua",
