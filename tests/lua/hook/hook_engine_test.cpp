@@ -161,10 +161,10 @@ TEST_CASE("hooks: an operation.before that errors, loops, exhausts memory or ans
   };
   const auto hooks = failingBeforeHooks(false);
   for (size_t i = 0; i < hooks.size(); ++i) {
-    const auto& [file, text] = hooks[i];
+    const std::string& file = hooks[i].first;
     CAPTURE(file);
     HookFixture f(smallMemory());
-    f.hook(file, text);
+    f.hook(file, hooks[i].second);
     f.hook("z.lua", beforeHook("z-later", "return { delay = 5 }"));
     const HookVerdict verdict = f.engine().before(kOp);
     CHECK(verdict.kind == HookVerdict::Kind::kVeto);

@@ -69,7 +69,9 @@ TEST_CASE("lua: a failing policy yields manual, never approve") {
       {"runtime", "{ verdict = 'maybe' }"},
       {"runtime", "leaked_global"},
   };
-  for (const auto& [error_class, body] : failures) {
+  for (const auto& failure : failures) {
+    const std::string& error_class = failure.first;
+    const std::string& body = failure.second;  // a reference, not a binding: clang 14 captures it
     CAPTURE(body);
     // Only the loop meets the deadline: the memory bomb has all the time it needs, so the
     // cap, not the speed of the machine, stops it.
