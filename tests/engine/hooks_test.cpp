@@ -158,7 +158,7 @@ return {
   CHECK(route == Json{{"deployment", "d1"}, {"previous", nullptr}, {"new", 100}, {"old", 0}});
 }
 
-TEST_CASE("engine hooks: an operation.before that errors holds the operation, which is neither approved away nor started") {
+TEST_CASE("engine hooks: an operation.before that errors holds the operation: not started, and fail_open lets it run") {
   EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
   const std::string broken =
       "return { name = 'broken', %s on = { ['operation.before'] = function(op) error('before broke') end } }\n";

@@ -183,8 +183,7 @@ HookVerdict HookEngine::before(const Json& op) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;
     if (!hook.load_error.ok()) {
       // Whether it fails open is unknown when it did not load.
-      if (failed({name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class},
-                 false)) {
+      if (failed({name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class}, false)) {
         return verdict;
       }
       continue;

@@ -232,7 +232,8 @@ void ScriptRegistry::reloadFile(const Candidate& candidate, ReloadPass& pass) {
   refuse(file, v, running_sha, attempted_at, pass);
   if (active_sha.empty() && !running_sha.empty()) {
     ++pass.summary.restored;
-    pass.summary.errors.back() += " (its last good version " + running_sha.substr(0, 12) + ", kept in the ledger, runs instead)";
+    pass.summary.errors.back() +=
+        " (its last good version " + running_sha.substr(0, 12) + ", kept in the ledger, runs instead)";
   }
 }
 
@@ -343,8 +344,7 @@ void ScriptRegistry::refuse(const ScriptFile& file, const Validation& v, const s
 }
 
 void ScriptRegistry::markFailed(const ScriptFile& file, const Validation& v, ReloadPass& pass) {
-  FailedScript failed{file.path, file.kind, v.name.empty() ? file.name : v.name, v.level, file.sha256,
-                      v.error.message};
+  FailedScript failed{file.path, file.kind, v.name.empty() ? file.name : v.name, v.level, file.sha256, v.error.message};
   auto [it, fresh] = pass.next.failed.try_emplace(file.path, failed);
   const bool new_content = fresh || it->second.sha256 != file.sha256;
   it->second = std::move(failed);
