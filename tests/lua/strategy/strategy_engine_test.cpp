@@ -145,7 +145,9 @@ TEST_CASE("lua: reconcile must return a list of valid actions") {
       {"r.state.f = print\n return {}", "r.state cannot be saved"},
       {"r.state[1] = 'x'\n return {}", "r.state cannot be saved: it must hold named fields"},
   };
-  for (const auto& [body, message] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& body = entry.first;
+    const std::string& message = entry.second;
     CAPTURE(body);
     FixedScripts scripts;
     scripts.publish({{"bad", strategy("bad", body)}});
@@ -175,7 +177,9 @@ TEST_CASE("lua: strategy verbs check their arguments and name themselves") {
       {"rollback()", "rollback: reason must be a non-empty string"},
       {"complete(3)", "complete: message must be a string"},
   };
-  for (const auto& [call, message] : bad) {
+  for (const auto& entry : bad) {
+    const std::string& call = entry.first;
+    const std::string& message = entry.second;
     CAPTURE(call);
     FixedScripts scripts;
     scripts.publish({{"verbs", strategy("verbs", "    return { " + call + " }")}});
