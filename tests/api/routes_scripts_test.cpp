@@ -68,6 +68,10 @@ struct ScriptsHarness {
     REQUIRE(registry->startWatching().isOk());
     api::ServerOptions server = testServerOptions();
     server.scripts = registry.get();
+    // A liveness bound, not the production 50 ms: a plan's or deployment's params are checked
+    // by loading every shipped strategy, which takes longer under ThreadSanitizer on a loaded
+    // machine. No test here is about the deadline (tests/lua/ are).
+    server.lua_limits.deadline = std::chrono::seconds(5);
     api = std::make_unique<ApiHarness>(server);
   }
   ~ScriptsHarness() {

@@ -28,17 +28,19 @@ struct Api {
   }
   ~Api() { server->stop(); }
 
-  Reply post(const std::string& path, const std::string& body, const std::string& content_type,
-             const std::string& token) const {
+  // Waits as long as ApiHarness's client (a liveness bound, not httplib's 5 s default, which
+  // a manifest's checks can take under ThreadSanitizer on a loaded machine).
+  httplib::Client client(const std::string& token) const {
     httplib::Client client("127.0.0.1", server->port());
     client.set_bearer_token_auth(token);
-    return testing::toReply(client.Post(path, body, content_type));
+    client.set_read_timeout(70, 0);
+    return client;
   }
-  Reply get(const std::string& path) const {
-    httplib::Client client("127.0.0.1", server->port());
-    client.set_bearer_token_auth(testing::kAdminToken);
-    return testing::toReply(client.Get(path));
+  Reply post(const std::string& path, const std::string& body, const std::string& content_type,
+             const std::string& token) const {
+    return testing::toReply(client(token).Post(path, body, content_type));
   }
+  Reply get(const std::string& path) const { return testing::toReply(client(testing::kAdminToken).Get(path)); }
 };
 
 std::string approvePath(const model::Operation& op) { return "/v1/operations/" + std::to_string(op.meta.id) + "/approve"; }
