@@ -1,6 +1,7 @@
 #include "host/core/clock.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -16,6 +17,11 @@ constexpr auto kLongestWait = std::chrono::hours(24 * 365 * 100);
 std::chrono::nanoseconds boundedWait(TimePoint::duration left) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::min<TimePoint::duration>(left, kLongestWait));
 }
+
+// The latest second parseTimestamp and timeFromUnixSeconds accept either side of the epoch: a
+// day inside what a TimePoint holds, so the fraction added to it cannot overflow either.
+constexpr int64_t kMaxUnixSeconds =
+    std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()).count() - 24 * 3600;
 
 }  // namespace
 
@@ -157,8 +163,8 @@ Result<TimePoint> parseTimestamp(std::string_view text) {
       ++pos;
     }
   }
-  if (pos != s.size() - 1 || s[pos] != 'Z' || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
-      minute > 59 || second > 60) {
+  if (pos != s.size() - 1 || s[pos] != 'Z' || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
     return Status::invalidArgument("timestamp '" + s + "' is not YYYY-MM-DDTHH:MM:SSZ");
   }
   std::tm tm{};
@@ -169,7 +175,18 @@ Result<TimePoint> parseTimestamp(std::string_view text) {
   tm.tm_min = minute;
   tm.tm_sec = second;
   const std::time_t secs = timegm(&tm);
+  if (secs < -kMaxUnixSeconds || secs > kMaxUnixSeconds) {
+    return Status::invalidArgument("timestamp '" + s + "' is outside the years 1677 to 2262 that tide can hold");
+  }
   return TimePoint(std::chrono::seconds(secs)) + std::chrono::milliseconds(millis);
+}
+
+Result<TimePoint> timeFromUnixSeconds(double seconds) {
+  if (!std::isfinite(seconds) || std::fabs(seconds) > static_cast<double>(kMaxUnixSeconds)) {
+    return Status::invalidArgument("unix time " + std::to_string(seconds) +
+                                   " is outside the years 1677 to 2262 that tide can hold");
+  }
+  return TimePoint(std::chrono::microseconds(std::llround(seconds * 1e6)));
 }
 
 }  // namespace tide

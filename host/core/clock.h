@@ -91,7 +91,13 @@ class FakeClock final : public Clock {
 };
 
 std::string formatTimestamp(TimePoint t);
+
+// Times read from outside (request bodies, fixtures, scripts). A TimePoint counts nanoseconds
+// in 64 bits, about 292 years either side of 1970: both refuse, as invalid argument, what lies
+// beyond 1677-09-22 .. 2262-04-10 instead of overflowing.
 // Accepts "YYYY-MM-DDTHH:MM:SS[.fff]Z".
 Result<TimePoint> parseTimestamp(std::string_view text);
+// Seconds since the epoch, to the microsecond; also refuses NaN and infinities.
+Result<TimePoint> timeFromUnixSeconds(double seconds);
 
 }  // namespace tide

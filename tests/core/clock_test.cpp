@@ -1,12 +1,14 @@
 // Waiting on a Clock: a FakeClock's waiters return when the clock is moved past their
 // deadline and not before, wake() ends waits whose condition holds, and the system clock's
-// waits take real time.
+// waits take real time. Timestamps format and parse within the years a TimePoint holds.
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <future>
+#include <limits>
 
 #include "host/core/clock.h"
 #include "tests/support/eventually.h"
@@ -102,6 +104,29 @@ TEST_CASE("timestamps format as RFC 3339 UTC with milliseconds, before the epoch
     REQUIRE(parsed.isOk());
     CHECK(formatTimestamp(*parsed) == text);
   }
+}
+
+TEST_CASE("times beyond the years a TimePoint holds are refused, not overflowed") {
+  // A ctx.now of "4026-03-03T10:00:00Z" in POST /v1/policies/evaluate overflowed the
+  // nanosecond count (found by api_body_fuzz under UBSan).
+  for (const char* text : {"4026-03-03T10:00:00Z", "9999-12-31T23:59:59Z", "2262-04-12T00:00:00Z",
+                           "0001-01-01T00:00:00Z", "-999-01-01T00:00:00Z", "2026-01-01T-1:00:00Z"}) {
+    CAPTURE(text);
+    CHECK(parseTimestamp(text).status().code() == Code::kInvalidArgument);
+  }
+  for (const char* text : {"2262-04-10T23:00:00.999Z", "1677-09-23T00:00:00.000Z"}) {
+    auto parsed = parseTimestamp(text);
+    REQUIRE(parsed.isOk());
+    CHECK(formatTimestamp(*parsed) == text);
+  }
+
+  for (double seconds : {1e300, -1e11, 9.3e9, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    CAPTURE(seconds);
+    CHECK(timeFromUnixSeconds(seconds).status().code() == Code::kInvalidArgument);
+  }
+  CHECK(formatTimestamp(*timeFromUnixSeconds(1790000000.25)) == "2026-09-21T14:13:20.250Z");
+  CHECK(formatTimestamp(*timeFromUnixSeconds(-1.5)) == "1969-12-31T23:59:58.500Z");
+  CHECK(formatTimestamp(*timeFromUnixSeconds(9.2e9)) == "2261-07-15T11:33:20.000Z");
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ Result<TimePoint> fixtureNow(const Json& fixture, TimePoint fallback) {
   if (!fixture.is_object()) return fallback;
   auto it = fixture.find("now");
   if (it == fixture.end() || it->is_null()) return fallback;
-  if (it->is_number()) return TimePoint(std::chrono::seconds(it->get<int64_t>()));
+  if (it->is_number()) return timeFromUnixSeconds(it->get<double>());
   if (it->is_string()) return parseTimestamp(it->get<std::string>());
   return Status::invalidArgument("ctx fixture 'now' must be a timestamp string or epoch seconds");
 }

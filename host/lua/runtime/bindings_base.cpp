@@ -1,5 +1,6 @@
 #include "host/lua/runtime/bindings_base.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,11 +18,22 @@ std::time_t epochSeconds(TimePoint t) {
   return static_cast<std::time_t>(std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count());
 }
 
+// Sets *out to `seconds` since the epoch; false when a TimePoint cannot hold it. Leaves no
+// C++ object alive for the caller's luaL_error to unwind past.
+bool timeOfUnixSeconds(lua_Number seconds, TimePoint* out) {
+  Result<TimePoint> time = timeFromUnixSeconds(seconds);
+  if (time.isOk()) *out = *time;
+  return time.isOk();
+}
+
+// A field of os.time()'s date table, clamped to a billion either way: far past any date
+// (timegm then reports the overflow), and the caller's "- 1900" cannot overflow an int.
 int tableField(lua_State* L, const char* key, int fallback) {
+  constexpr lua_Integer kLimit = 1000000000;
   lua_getfield(L, 1, key);
   int value = fallback;
   if (lua_isnumber(L, -1)) {
-    value = static_cast<int>(lua_tointeger(L, -1));
+    value = static_cast<int>(std::clamp(lua_tointeger(L, -1), -kLimit, kLimit));
   } else if (fallback < 0) {
     luaL_error(L, "field '%s' missing in date table", key);
   }
@@ -146,11 +158,14 @@ int osTime(lua_State* L) {
 
 int osDate(lua_State* L) {
   const char* format = luaL_optstring(L, 1, "%c");
-  const std::time_t t = lua_isnoneornil(L, 2) ? epochSeconds(LuaState::from(L).clock().now())
-                                              : static_cast<std::time_t>(luaL_checknumber(L, 2));
+  TimePoint when = LuaState::from(L).clock().now();
+  if (!lua_isnoneornil(L, 2) && !timeOfUnixSeconds(luaL_checknumber(L, 2), &when)) {
+    return luaL_error(L, "os.date: time out of range (years 1677 to 2262)");
+  }
+  const std::time_t t = epochSeconds(when);
   if (*format == '!') ++format;  // always UTC
   if (format[0] == '*' && format[1] == 't') {
-    pushTimeTable(L, TimePoint(std::chrono::seconds(t)));
+    pushTimeTable(L, when);
     return 1;
   }
   std::tm tm{};

@@ -208,8 +208,9 @@ Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params, 
     if (!out["now_unix"].is_number()) {
       return Status::invalidArgument("rollout snapshot: now_unix must be a number");
     }
-    const auto micros = static_cast<int64_t>(std::llround(out["now_unix"].get<double>() * 1e6));
-    setDefault(out, "now", formatTimestamp(TimePoint(std::chrono::microseconds(micros))));
+    Result<TimePoint> now = timeFromUnixSeconds(out["now_unix"].get<double>());
+    if (!now.isOk()) return Status::invalidArgument("rollout snapshot: now_unix: " + now.status().message());
+    setDefault(out, "now", formatTimestamp(*now));
   } else if (out.contains("now") && !out["now"].is_null()) {
     auto now = out["now"].is_string() ? parseTimestamp(out["now"].get<std::string>())
                                       : Result<TimePoint>(Status::invalidArgument(""));

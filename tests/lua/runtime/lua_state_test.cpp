@@ -239,6 +239,19 @@ TEST_CASE("lua: os.time and os.date read the injected clock in UTC") {
   CHECK(r.value[4] == 1772532930);
 }
 
+TEST_CASE("lua: os.date refuses times beyond the years tide holds, os.time takes absurd fields") {
+  auto state = newState({});
+  REQUIRE(state);
+  for (const char* code : {"return os.date('*t', 1e300)", "return os.date('%Y', 0/0)", "return os.date('*t', -1e12)"}) {
+    CAPTURE(code);
+    ChunkResult r = runChunk(*state, code);
+    CHECK(r.error.error_class == LuaErrorClass::kRuntime);
+    CHECK(r.error.message.find("os.date: time out of range") != std::string::npos);
+  }
+  ChunkResult r = runChunk(*state, "return os.time({ year = -2^31, month = -2^31, day = 2^31 })");
+  CHECK(r.error.ok());
+}
+
 TEST_CASE("lua: print goes to the log sink with its source line") {
   std::vector<LogRecord> logs;
   LuaStateOptions options;

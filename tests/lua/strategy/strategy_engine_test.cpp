@@ -235,6 +235,20 @@ TEST_CASE("lua: every verb's action reaches the host in StrategyAction's shape")
   CHECK(Json(more->actions.at(1)) == Json{{"action", "rollback"}, {"reason", "analysis failed"}});
 }
 
+TEST_CASE("lua: a rollout snapshot's time beyond the years tide holds is refused, not overflowed") {
+  FixedScripts scripts;
+  scripts.publish({{"done", strategy("done", "    return { complete() }")}});
+  const FakeClock clock = testClock();
+  StrategyEngine engine(scripts, clock);
+  for (const Json& snapshot : {Json{{"now_unix", 1e300}}, Json{{"now", "4026-03-03T10:00:00Z"}}}) {
+    CAPTURE(snapshot.dump());
+    auto refused = engine.reconcile("done", snapshot);
+    REQUIRE(!refused.isOk());
+    CHECK(refused.status().code() == Code::kInvalidArgument);
+    CHECK(refused.status().message().find("rollout snapshot: now") != std::string::npos);
+  }
+}
+
 TEST_CASE("lua: r describes the rollout and is read-only except r.state, which persists") {
   FixedScripts scripts;
   scripts.publish({{"look", strategy("look", R"(
