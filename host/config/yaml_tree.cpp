@@ -7,6 +7,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "host/core/utf8.h"
+
 namespace tide::config {
 
 YamlNode::YamlNode() = default;
@@ -43,6 +45,10 @@ class Converter {
       case YAML::NodeType::Scalar: {
         out.kind = YamlNode::Kind::kScalar;
         out.scalar = in.Scalar();
+        // Checked after escapes are resolved: yaml-cpp turns "\uD800" into a lone surrogate.
+        if (size_t bad = firstInvalidUtf8(out.scalar); bad != std::string::npos) {
+          return syntaxError(source_, out.line, "not UTF-8: byte " + std::to_string(bad + 1) + " of a value");
+        }
         const std::string& tag = in.Tag();
         out.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
         return Status::ok();

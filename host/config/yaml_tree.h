@@ -29,7 +29,8 @@ struct YamlNode {
 
 // Every non-empty document of `text`, in order (documents that hold nothing are skipped).
 // Fails with kInvalidArgument and one detail located at "<source>:<line>" on a syntax
-// error, on nesting deeper than 64 levels and on documents whose aliases expand beyond
+// error, on a value that is not UTF-8 (host/core/utf8.h: nothing downstream could write it
+// as JSON), on nesting deeper than 64 levels and on documents whose aliases expand beyond
 // 100k values (recursive aliases and "billion laughs").
 Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const std::string& source);
 

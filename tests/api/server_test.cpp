@@ -132,6 +132,12 @@ TEST_CASE("api: bodies must be JSON or YAML, and malformed ones name the line") 
   Reply empty = h.post("/v1/capabilities", "", "application/json");
   CHECK(empty.status == 400);
 
+  // Bytes that are not UTF-8 could never be written back as JSON (a 500 once, from deep in
+  // a handler; found by api_body_fuzz).
+  Reply not_utf8 = h.post("/v1/capabilities", "name: x\ntype: \"GPU\xF2\"\n", "application/yaml");
+  CHECK(not_utf8.status == 400);
+  CHECK(not_utf8.json()["error"]["details"][0]["location"] == "request body:2");
+
   CHECK(h.everything() == before);
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "host/core/utf8.h"
 #include "host/lua/runtime/bindings_readonly.h"
 
 namespace tide::lua {
@@ -161,18 +162,7 @@ std::string validUtf8(std::string_view text) {
   out.reserve(text.size());
   size_t i = 0;
   while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
-    if (ok && len > 1) {
-      // Reject overlong forms, surrogates and code points past U+10FFFF.
-      uint32_t cp = c & (0xFF >> (len + 1));
-      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-      const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= min[len] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
-    }
-    if (ok) {
+    if (const size_t len = utf8SequenceLength(text.substr(i)); len > 0) {
       out.append(text.substr(i, len));
       i += len;
     } else {
