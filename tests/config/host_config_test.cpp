@@ -64,6 +64,13 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.tls.cert.empty());
   CHECK(c.tls.key.empty());
   CHECK(c.default_verdict == "manual");
+  CHECK_FALSE(c.retention.enabled());
+  CHECK(c.retention.events_max_age_days == 0);
+  CHECK(c.retention.events_max_count == 0);
+  CHECK(c.retention.decisions_max_age_days == 0);
+  CHECK(c.retention.script_versions_keep == 0);
+  CHECK(c.retention.batch == 5000);
+  CHECK(c.retention.interval_minutes == 60);
 }
 
 }  // namespace
@@ -295,6 +302,44 @@ TEST_CASE("host config error: catalog entries, sections and documents") {
   auto syntax = parseErrors("limits:\n  max_attempts: [1\n");
   CHECK(syntax[0].location == "tide.yaml:3");
   CHECK(contains(syntax[0].message, "YAML syntax error"));
+}
+
+TEST_CASE("host config: retention rules are read, and out-of-range ones name their field") {
+  HostConfig c = parseOk(R"(
+retention:
+  events_max_age_days: 90
+  events_max_count: 1000000
+  decisions_max_age_days: 30
+  script_versions_keep: 20
+  batch: 1000
+  interval_minutes: 5
+)");
+  CHECK(c.retention.enabled());
+  CHECK(c.retention.events_max_age_days == 90);
+  CHECK(c.retention.events_max_count == 1000000);
+  CHECK(c.retention.decisions_max_age_days == 30);
+  CHECK(c.retention.script_versions_keep == 20);
+  CHECK(c.retention.batch == 1000);
+  CHECK(c.retention.interval_minutes == 5);
+  CHECK(parseOk("retention: {events_max_count: 0}\n").retention.events_max_count == 0);
+
+  auto details = parseErrors(
+      "retention:\n  events_max_count: 3\n  events_max_age_days: -1\n  batch: 10\n  interval_minutes: 0\n"
+      "  keep_forever: true\n");
+  REQUIRE(details.size() == 5);
+  auto at = [&](const std::string& field) {
+    for (const auto& d : details) {
+      if (d.field == field) return d;
+    }
+    FAIL("no error at " << field);
+    return ErrorDetail{};
+  };
+  CHECK(at("retention.events_max_count") ==
+        ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2"});
+  CHECK(at("retention.events_max_age_days").message == "must be between 0 and 36500, got -1");
+  CHECK(at("retention.batch").message == "must be between 100 and 100000, got 10");
+  CHECK(at("retention.interval_minutes").location == "tide.yaml:5");
+  CHECK(at("retention.keep_forever").message.starts_with("unknown key \"keep_forever\""));
 }
 
 TEST_CASE("host config: a config file named but missing is an error") {
