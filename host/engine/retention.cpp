@@ -45,8 +45,8 @@ Result<model::PruneReport> Pruner::runRound() {
     total.decisions += step->decisions;
     total.script_versions += step->script_versions;
     if (step->checkpoint) total.checkpoint = step->checkpoint;
-    const bool more = step->events >= policy_.batch || step->decisions >= policy_.batch ||
-                      step->script_versions >= policy_.batch;
+    const bool more =
+        step->events >= policy_.batch || step->decisions >= policy_.batch || step->script_versions >= policy_.batch;
     if (!more) break;
   }
   last_error_.clear();

@@ -53,8 +53,7 @@ constexpr int64_t kCheckpointHistory = 100;
 // predates checkpoints (read offline by an older file).
 std::optional<AuditCheckpoint> newestCheckpoint(Db& db) {
   long long tables = 0;
-  db.run("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoints'",
-         soci::into(tables));
+  db.run("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'audit_checkpoints'", soci::into(tables));
   if (tables == 0) return std::nullopt;
   soci::row r;
   if (!db.run(std::string(kCheckpointColumns) + " ORDER BY id DESC LIMIT 1", soci::into(r))) return std::nullopt;
@@ -136,10 +135,9 @@ class ChainWalker {
                          recorded.value("through_hash", std::string("-")) == want_hash;
     if (!matches) {
       const int64_t said = recorded.is_object() ? recorded.value("through_seq", int64_t{-1}) : -1;
-      breakAt(newest_prune_seq_, "audit.pruned records the checkpoint at seq " + std::to_string(said) +
-                                     ", but the newest checkpoint is " +
-                                     (checkpoint ? "at seq " + std::to_string(want_seq) + " with another hash"
-                                                 : "missing"));
+      breakAt(newest_prune_seq_,
+              "audit.pruned records the checkpoint at seq " + std::to_string(said) + ", but the newest checkpoint is " +
+                  (checkpoint ? "at seq " + std::to_string(want_seq) + " with another hash" : "missing"));
     }
   }
 
@@ -206,8 +204,8 @@ Result<std::optional<AuditCheckpoint>> pruneEvents(Ledger::Tx& tx, const Retenti
   long long oldest = 0;
   soci::indicator none = soci::i_null;
   db.run("SELECT MIN(seq) FROM events", soci::into(oldest, none));
-  const bool over_count = policy.events_max_count > 0 && none != soci::i_null &&
-                          newest - oldest + 1 > policy.events_max_count;
+  const bool over_count =
+      policy.events_max_count > 0 && none != soci::i_null && newest - oldest + 1 > policy.events_max_count;
   // Over the limit, leave room for the audit.pruned event this prune appends, so the count
   // ends at the limit and the next round has nothing to do.
   const int64_t count_bound = over_count ? newest - (policy.events_max_count - 1) : 0;
@@ -242,7 +240,12 @@ Result<std::optional<AuditCheckpoint>> pruneEvents(Ledger::Tx& tx, const Retenti
   }
   if (!last_pruned) return std::optional<AuditCheckpoint>();
   const long long through = last_pruned->seq;
-  AuditCheckpoint checkpoint{0,          last_pruned->seq, last_pruned->hash, tx.now(), tx.actor(), joinRules(rules),
+  AuditCheckpoint checkpoint{0,
+                             last_pruned->seq,
+                             last_pruned->hash,
+                             tx.now(),
+                             tx.actor(),
+                             joinRules(rules),
                              db.update("DELETE FROM events WHERE seq <= :through", soci::use(through))};
   long long id = 0;
   const long long pruned = checkpoint.events_pruned;

@@ -3,8 +3,12 @@
 namespace tide::model {
 
 void to_json(Json& j, const AuditCheckpoint& v) {
-  j = Json{{"id", v.id},       {"through_seq", v.through_seq}, {"through_hash", v.through_hash},
-           {"at", v.at},       {"actor", v.actor},             {"rule", v.rule},
+  j = Json{{"id", v.id},
+           {"through_seq", v.through_seq},
+           {"through_hash", v.through_hash},
+           {"at", v.at},
+           {"actor", v.actor},
+           {"rule", v.rule},
            {"events_pruned", v.events_pruned}};
 }
 

@@ -16,12 +16,12 @@ using Json = nlohmann::json;
 // How much history the ledger keeps (host config `retention`). 0 turns a rule off; with
 // every rule off nothing is ever pruned (the default).
 struct RetentionPolicy {
-  int events_max_age_days = 0;      // events older than this go (a prefix of the chain)
-  int64_t events_max_count = 0;     // at most this many events stay
-  int decisions_max_age_days = 0;   // decisions older than this go, unless their operation is unfinished
-  int script_versions_keep = 0;     // per script file; the newest row of each status always stays
-  int64_t batch = 5000;             // rows of each kind one prune transaction deletes at most
-  int interval_minutes = 60;        // between pruning rounds of `tide serve`
+  int events_max_age_days = 0;     // events older than this go (a prefix of the chain)
+  int64_t events_max_count = 0;    // at most this many events stay
+  int decisions_max_age_days = 0;  // decisions older than this go, unless their operation is unfinished
+  int script_versions_keep = 0;    // per script file; the newest row of each status always stays
+  int64_t batch = 5000;            // rows of each kind one prune transaction deletes at most
+  int interval_minutes = 60;       // between pruning rounds of `tide serve`
 
   bool enabled() const {
     return events_max_age_days > 0 || events_max_count > 0 || decisions_max_age_days > 0 || script_versions_keep > 0;
@@ -53,10 +53,11 @@ struct PruneReport {
 // newest event. `broken_seq` and `problem` name the first broken link when !ok.
 struct AuditReport {
   bool ok = true;
-  int64_t first_seq = 0;  // the first and last event checked; 0 when there are none
+  // The first and last event found intact (when broken: before the broken link); 0 when none.
+  int64_t first_seq = 0;
   int64_t last_seq = 0;
   int64_t events = 0;
-  std::string head_hash;  // the newest event's hash: record it elsewhere to detect a rewrite
+  std::string head_hash;  // last_seq's hash: when ok, record it elsewhere to detect a later rewrite
   std::optional<AuditCheckpoint> checkpoint;
   int64_t broken_seq = 0;
   std::string problem;

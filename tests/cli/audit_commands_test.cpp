@@ -4,9 +4,9 @@
 
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
 #include <soci/soci.h>
 #include <soci/sqlite3/soci-sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/cli/serve_process.h"
 #include "tests/support/eventually.h"
@@ -51,7 +51,8 @@ TEST_CASE("cli: audit verify proves a chain tide serve pruned, and names an even
   CliRun ok = serve.tide("audit verify");
   CHECK_MESSAGE(ok.code == 0, ok.err);
   CHECK(contains(ok.out, "audit: OK"));
-  CHECK(contains(ok.out, "checkpoint: through seq " + std::to_string(report["checkpoint"]["through_seq"].get<int64_t>())));
+  CHECK(contains(ok.out,
+                 "checkpoint: through seq " + std::to_string(report["checkpoint"]["through_seq"].get<int64_t>())));
   CliRun offline = verifyFile(serve);
   CHECK_MESSAGE(offline.code == 0, offline.err);
   CHECK(contains(offline.out, "audit: OK"));

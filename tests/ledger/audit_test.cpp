@@ -346,7 +346,9 @@ TEST_CASE("audit: script versions beyond the kept count go, but never a file's c
   REQUIRE(pruned.isOk());
   CHECK(pruned->script_versions == 5);
   std::vector<std::string> left;
-  for (const auto& v : *f.ledger->listScriptVersions("policies/a.lua")) left.push_back(v.status);
+  auto versions = f.ledger->listScriptVersions("policies/a.lua");
+  REQUIRE(versions.isOk());
+  for (const auto& v : *versions) left.push_back(v.status);
   // The newest of each status: the last active (a restart's fallback), unloaded, and the current failure.
   CHECK(left == std::vector<std::string>{"active", "unloaded", "failed"});
   CHECK(f.ledger->listScriptVersions("policies/b.lua")->size() == 1);
