@@ -24,6 +24,15 @@ std::vector<ErrorDetail> parseErrors(const std::string& text) {
   return result.status().details();
 }
 
+// The problem reported for `field`; fails the test when there is none.
+ErrorDetail detailAt(const std::vector<ErrorDetail>& details, const std::string& field) {
+  for (const auto& d : details) {
+    if (d.field == field) return d;
+  }
+  FAIL("no error at " << field);
+  return ErrorDetail{};
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<std::string> kWorkloadArgv = {"{{tide}}",  "workload",     "--listen", "127.0.0.1:{{port.tcp.80}}",
@@ -227,13 +236,7 @@ limits:
   max_body_bytes: 1.5
 default_verdict: approve
 )");
-  auto at = [&](const std::string& field) {
-    for (const auto& d : details) {
-      if (d.field == field) return d;
-    }
-    FAIL("no error at " << field);
-    return ErrorDetail{};
-  };
+  auto at = [&](const std::string& field) { return detailAt(details, field); };
   CHECK(at("listen") ==
         ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
   CHECK(
@@ -327,13 +330,7 @@ retention:
       "retention:\n  events_max_count: 3\n  events_max_age_days: -1\n  batch: 10\n  interval_minutes: 0\n"
       "  keep_forever: true\n");
   REQUIRE(details.size() == 5);
-  auto at = [&](const std::string& field) {
-    for (const auto& d : details) {
-      if (d.field == field) return d;
-    }
-    FAIL("no error at " << field);
-    return ErrorDetail{};
-  };
+  auto at = [&](const std::string& field) { return detailAt(details, field); };
   CHECK(at("retention.events_max_count") ==
         ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2"});
   CHECK(at("retention.events_max_age_days").message == "must be between 0 and 36500, got -1");

@@ -84,6 +84,14 @@ struct PrunedFile {
     fixture = std::make_unique<LedgerFixture>(url);
     return verified(ledger());
   }
+  // Reopens the file and checks that the first broken link is event `seq`, for `why`.
+  model::AuditReport expectBrokenAt(int64_t seq, const std::string& why) {
+    const model::AuditReport report = reopenAndVerify();
+    CHECK_FALSE(report.ok);
+    CHECK(report.broken_seq == seq);
+    CHECK_MESSAGE(says(report, why), report.problem);
+    return report;
+  }
 };
 
 }  // namespace
@@ -193,15 +201,10 @@ TEST_CASE("audit: a large prune goes in batches, each leaving a chain that verif
 
 TEST_CASE("audit: tampering with what a prune kept is named by the first broken link") {
   PrunedFile ledger;
-  const std::string from_checkpoint = "checked from the checkpoint at seq 31";
-
   SUBCASE("an edited event") {
     ledger.tamper("UPDATE events SET data = '{\"i\": 99}' WHERE seq = 35");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK_FALSE(report.ok);
-    CHECK(report.broken_seq == 35);
-    CHECK_MESSAGE(says(report, "event seq 35: hash mismatch"), report.problem);
-    CHECK_MESSAGE(says(report, from_checkpoint), report.problem);
+    const model::AuditReport report = ledger.expectBrokenAt(35, "event seq 35: hash mismatch");
+    CHECK_MESSAGE(says(report, "(checked from the checkpoint at seq 31)"), report.problem);
     // The host refuses to start its loop on it, and so would the offline check.
     CHECK_FALSE(ledger.ledger().checkInvariants()->empty());
     auto offline = verifyLedgerAt(ledger.url);
@@ -210,44 +213,32 @@ TEST_CASE("audit: tampering with what a prune kept is named by the first broken 
   }
   SUBCASE("a deleted event in the middle") {
     ledger.tamper("DELETE FROM events WHERE seq = 36");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK(report.broken_seq == 36);
-    CHECK_MESSAGE(says(report, "event seq 36: missing (the next event is seq 37)"), report.problem);
+    ledger.expectBrokenAt(36, "event seq 36: missing (the next event is seq 37)");
   }
   SUBCASE("two events swapped") {
     ledger.tamper("UPDATE events SET seq = -1 WHERE seq = 33");
     ledger.tamper("UPDATE events SET seq = 33 WHERE seq = 34");
     ledger.tamper("UPDATE events SET seq = 34 WHERE seq = -1");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK(report.broken_seq == 33);
-    CHECK_MESSAGE(says(report, "hash mismatch"), report.problem);
+    ledger.expectBrokenAt(33, "hash mismatch");
   }
   SUBCASE("the first kept event deleted, so the chain no longer meets the checkpoint") {
     ledger.tamper("DELETE FROM events WHERE seq = 32");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK(report.broken_seq == 32);
-    CHECK_MESSAGE(says(report, "missing"), report.problem);
+    ledger.expectBrokenAt(32, "missing");
   }
   SUBCASE("an edited checkpoint hash") {
     ledger.tamper("UPDATE audit_checkpoints SET through_hash = 'beef'");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK(report.broken_seq == 32);
-    CHECK_MESSAGE(says(report, "does not join the checkpoint"), report.problem);
+    ledger.expectBrokenAt(32, "does not join the checkpoint");
   }
   SUBCASE("a forged prune: more events deleted and the checkpoint moved to match") {
     const Event last_deleted = allEvents(ledger.ledger())[2];  // seq 34
     ledger.tamper("DELETE FROM events WHERE seq <= 34");
     ledger.tamper("UPDATE audit_checkpoints SET through_seq = 34, through_hash = '" + last_deleted.hash + "'");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK_FALSE(report.ok);
-    CHECK(report.broken_seq == 41);  // the audit.pruned event names the real checkpoint
-    CHECK_MESSAGE(says(report, "audit.pruned records the checkpoint at seq 31"), report.problem);
+    // The audit.pruned event names the real checkpoint.
+    ledger.expectBrokenAt(41, "audit.pruned records the checkpoint at seq 31");
   }
   SUBCASE("the checkpoint deleted") {
     ledger.tamper("DELETE FROM audit_checkpoints");
-    const model::AuditReport report = ledger.reopenAndVerify();
-    CHECK(report.broken_seq == 1);
-    CHECK_MESSAGE(says(report, "event seq 1: missing (the next event is seq 32)"), report.problem);
+    ledger.expectBrokenAt(1, "event seq 1: missing (the next event is seq 32)");
   }
   SUBCASE("the newest events cut off behind the running host's back") {
     ledger.tamper("DELETE FROM events WHERE seq >= 40");
@@ -299,16 +290,10 @@ TEST_CASE("audit: after a restart the chain continues from the kept events, or f
 
 TEST_CASE("audit: decisions go by age, but never those of an unfinished operation") {
   LedgerFixture f;
-  const std::string meta = f.addInstance();
-  Operation op;
-  op.meta_instance = meta;
-  op.type = "CREATE";
-  op.intent = "d1";
-  auto unfinished = f.ledger->createOperation(op, "controller");
-  REQUIRE(unfinished.isOk());
-  const int64_t finished_id = unfinished->meta.id + 1000;  // gone: counts as finished
+  const Operation unfinished = f.addOperation(f.addInstance());
+  const int64_t finished_id = unfinished.meta.id + 1000;  // gone: counts as finished
   REQUIRE(f.ledger
-              ->recordDecisions({{0, unfinished->meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
+              ->recordDecisions({{0, unfinished.meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
                                  {0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
               .isOk());
   f.clock.advance(std::chrono::hours(24 * 5));
@@ -321,7 +306,7 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   CHECK(pruned->decisions == 1);
   CHECK(pruned->events == 0);
   CHECK_FALSE(pruned->checkpoint);
-  CHECK(f.ledger->listDecisions(unfinished->meta.id)->size() == 1);
+  CHECK(f.ledger->listDecisions(unfinished.meta.id)->size() == 1);
   CHECK(f.ledger->listDecisions(finished_id)->size() == 1);  // the young one
   const Event recorded = allEvents(*f.ledger).back();
   CHECK(recorded.kind == "audit.pruned");
@@ -329,9 +314,9 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   CHECK(recorded.data["through_seq"] == 0);
   CHECK(verified(*f.ledger).ok);
 
-  REQUIRE(f.ledger->setOperationState(unfinished->meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  REQUIRE(f.ledger->setOperationState(unfinished.meta.id, "CANCELLED", std::nullopt, "test").isOk());
   CHECK(f.ledger->prune(policy, "retention")->decisions == 1);
-  CHECK(f.ledger->listDecisions(unfinished->meta.id)->empty());
+  CHECK(f.ledger->listDecisions(unfinished.meta.id)->empty());
 }
 
 TEST_CASE("audit: script versions beyond the kept count go, but never a file's current or last good version") {
