@@ -79,7 +79,8 @@ Where& Where::filters(const ListOptions& options, const FilterColumns& columns) 
 }
 
 Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
-  for (const auto& [key, value] : options.filters) {
+  for (const auto& filter : options.filters) {
+    const std::string& key = filter.first;
     const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == key; });
     if (!known_key) {
       std::string known;
@@ -559,8 +560,9 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
         {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
          "WHERE o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " GROUP BY m.name HAVING COUNT(*) > 1",
          "unfinished operations"}};
-    for (const auto& [query, held] : kAtMostOne) {
-      db.forEachRow(query, [&](const soci::row& r) {
+    for (const auto& check : kAtMostOne) {
+      const char* held = check.second;
+      db.forEachRow(check.first, [&](const soci::row& r) {
         out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " + held +
                       " (at most one allowed)");
       });
