@@ -130,15 +130,16 @@ class ChainWalker {
       }
       return;
     }
+    // The data was hashed with the event, so it is what the host wrote, unless the chain was rewritten.
     const Json recorded = Json::parse(newest_prune_data_, nullptr, false);
-    const bool matches = recorded.is_object() && recorded.value("through_seq", int64_t{-1}) == want_seq &&
-                         recorded.value("through_hash", std::string("-")) == want_hash;
-    if (!matches) {
-      const int64_t said = recorded.is_object() ? recorded.value("through_seq", int64_t{-1}) : -1;
-      breakAt(newest_prune_seq_,
-              "audit.pruned records the checkpoint at seq " + std::to_string(said) + ", but the newest checkpoint is " +
-                  (checkpoint ? "at seq " + std::to_string(want_seq) + " with another hash" : "missing"));
-    }
+    const Json said_seq = recorded.is_object() ? recorded.value("through_seq", Json()) : Json();
+    const Json said_hash = recorded.is_object() ? recorded.value("through_hash", Json()) : Json();
+    if (said_seq == Json(want_seq) && said_hash == Json(want_hash)) return;
+    std::string newest = "missing";
+    if (checkpoint)
+      newest = "at seq " + std::to_string(want_seq) + (said_seq == Json(want_seq) ? ", with another hash" : "");
+    breakAt(newest_prune_seq_, "audit.pruned records the checkpoint at seq " + said_seq.dump() +
+                                   ", but the newest checkpoint is " + newest);
   }
 
   bool broken() const { return broken_seq_ != 0; }

@@ -234,7 +234,8 @@ TEST_CASE("audit: tampering with what a prune kept is named by the first broken 
     ledger.tamper("DELETE FROM events WHERE seq <= 34");
     ledger.tamper("UPDATE audit_checkpoints SET through_seq = 34, through_hash = '" + last_deleted.hash + "'");
     // The audit.pruned event names the real checkpoint.
-    ledger.expectBrokenAt(41, "audit.pruned records the checkpoint at seq 31");
+    ledger.expectBrokenAt(
+        41, "audit.pruned records the checkpoint at seq 31, but the newest checkpoint is at seq 34 (checked");
   }
   SUBCASE("the checkpoint deleted") {
     ledger.tamper("DELETE FROM audit_checkpoints");
