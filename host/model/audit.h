@@ -23,6 +23,7 @@ struct RetentionPolicy {
   int64_t batch = 5000;            // rows of each kind one prune transaction deletes at most
   int interval_minutes = 60;       // between pruning rounds of `tide serve`
 
+  bool operator==(const RetentionPolicy&) const = default;
   bool enabled() const {
     return events_max_age_days > 0 || events_max_count > 0 || decisions_max_age_days > 0 || script_versions_keep > 0;
   }

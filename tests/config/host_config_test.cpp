@@ -73,13 +73,8 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.tls.cert.empty());
   CHECK(c.tls.key.empty());
   CHECK(c.default_verdict == "manual");
+  CHECK(c.retention == model::RetentionPolicy{0, 0, 0, 0, 5000, 60});
   CHECK_FALSE(c.retention.enabled());
-  CHECK(c.retention.events_max_age_days == 0);
-  CHECK(c.retention.events_max_count == 0);
-  CHECK(c.retention.decisions_max_age_days == 0);
-  CHECK(c.retention.script_versions_keep == 0);
-  CHECK(c.retention.batch == 5000);
-  CHECK(c.retention.interval_minutes == 60);
 }
 
 }  // namespace
@@ -317,13 +312,8 @@ retention:
   batch: 1000
   interval_minutes: 5
 )");
+  CHECK(c.retention == model::RetentionPolicy{90, 1000000, 30, 20, 1000, 5});
   CHECK(c.retention.enabled());
-  CHECK(c.retention.events_max_age_days == 90);
-  CHECK(c.retention.events_max_count == 1000000);
-  CHECK(c.retention.decisions_max_age_days == 30);
-  CHECK(c.retention.script_versions_keep == 20);
-  CHECK(c.retention.batch == 1000);
-  CHECK(c.retention.interval_minutes == 5);
   CHECK(parseOk("retention: {events_max_count: 0}\n").retention.events_max_count == 0);
 
   auto details = parseErrors(
