@@ -412,6 +412,24 @@ Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string&
   });
 }
 
+Status Ledger::keepScriptText(const std::string& sha256, const std::string& text) {
+  return write("keep script text", "scripts", [&](Tx& tx) -> Status {
+    tx.db().run("INSERT INTO script_texts (sha256, text) VALUES (:s, :t) ON CONFLICT (sha256) DO NOTHING",
+                soci::use(sha256), soci::use(text));
+    return Status::ok();
+  });
+}
+
+Result<std::optional<std::string>> Ledger::scriptText(const std::string& sha256) {
+  return read("read script text", [&](Db& db) -> Result<std::optional<std::string>> {
+    std::string text;
+    if (!db.run("SELECT text FROM script_texts WHERE sha256 = :s", soci::use(sha256), soci::into(text))) {
+      return std::optional<std::string>();
+    }
+    return std::optional<std::string>(std::move(text));
+  });
+}
+
 Status Ledger::recordDecisions(const std::vector<Decision>& decisions) {
   return write("record decisions", "policies", [&](Tx& tx) -> Status {
     for (const auto& d : decisions) {

@@ -280,12 +280,17 @@ int64_t pruneScriptVersions(Db& db, const RetentionPolicy& policy) {
   const long long keep = policy.script_versions_keep, batch = policy.batch;
   // A file's newest row is what runs (or failed) now; its newest `active` row is the last
   // good version a restart falls back to: keeping the newest row of every status keeps both.
-  return db.update(
+  const int64_t pruned = db.update(
       "DELETE FROM script_versions WHERE id IN (SELECT id FROM (SELECT id, "
       "ROW_NUMBER() OVER (PARTITION BY path ORDER BY id DESC) AS newest, "
       "ROW_NUMBER() OVER (PARTITION BY path, status ORDER BY id DESC) AS newest_of_status "
       "FROM script_versions) WHERE newest > :keep AND newest_of_status > 1 ORDER BY id LIMIT :batch)",
       soci::use(keep), soci::use(batch));
+  // The texts kept for a restart's fallback go with the last row that names them.
+  if (pruned > 0) {
+    db.update("DELETE FROM script_texts WHERE sha256 NOT IN (SELECT sha256 FROM script_versions)");
+  }
+  return pruned;
 }
 
 }  // namespace

@@ -320,8 +320,12 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   CHECK(f.ledger->listDecisions(unfinished.meta.id)->empty());
 }
 
-TEST_CASE("audit: script versions beyond the kept count go, but never a file's current or last good version") {
+TEST_CASE("audit: script versions beyond the kept count go with their texts, but never a file's current or last good version") {
   LedgerFixture f;
+  // The first version's text, kept for a restart's fallback, goes with its row; the last good one's stays.
+  REQUIRE(f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", "first", "", "active", ""}).isOk());
+  REQUIRE(f.ledger->keepScriptText("first", "return 1").isOk());
+  REQUIRE(f.ledger->keepScriptText("active", "return 2").isOk());
   for (const char* status : {"active", "failed", "active", "failed", "active", "unloaded", "failed", "failed"}) {
     REQUIRE(f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", status, "", status, ""}).isOk());
   }
@@ -330,7 +334,9 @@ TEST_CASE("audit: script versions beyond the kept count go, but never a file's c
   policy.script_versions_keep = 1;
   auto pruned = f.ledger->prune(policy, "retention");
   REQUIRE(pruned.isOk());
-  CHECK(pruned->script_versions == 5);
+  CHECK(pruned->script_versions == 6);
+  CHECK_FALSE(f.ledger->scriptText("first")->has_value());
+  CHECK(f.ledger->scriptText("active")->value() == "return 2");
   std::vector<std::string> left;
   auto versions = f.ledger->listScriptVersions("policies/a.lua");
   REQUIRE(versions.isOk());

@@ -467,6 +467,15 @@ TEST_CASE("ledger: script versions and decisions are recorded") {
   CHECK(decisions->front().reasons[0] == "ok");
 }
 
+TEST_CASE("ledger: a script version's text is kept once by its sha256 and read back") {
+  LedgerFixture f;
+  CHECK(f.ledger->scriptText("deadbeef")->has_value() == false);
+  REQUIRE(f.ledger->keepScriptText("deadbeef", "return {}").isOk());
+  REQUIRE(f.ledger->keepScriptText("deadbeef", "return {}").isOk());
+  CHECK(f.ledger->scriptText("deadbeef")->value() == "return {}");
+  CHECK(f.eventCount() == 0);
+}
+
 TEST_CASE("ledger: a reservation made for an operation is recorded on it, once") {
   LedgerFixture f;
   const std::string name = f.addInstance();
