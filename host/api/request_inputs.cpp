@@ -90,9 +90,10 @@ Result<std::optional<int64_t>> readIntegerHeader(const std::string& name, const 
 Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std::vector<QueryFilter>& filters,
                                             std::initializer_list<std::string_view> extra) {
   for (const auto& [name, value] : request.query) {
-    bool known = name == "limit" || name == "after" ||
-                 std::any_of(filters.begin(), filters.end(), [&](const QueryFilter& f) { return f.name == name; }) ||
-                 std::find(extra.begin(), extra.end(), name) != extra.end();
+    bool known =
+        name == "limit" || name == "after" ||
+        std::any_of(filters.begin(), filters.end(), [&name = name](const QueryFilter& f) { return f.name == name; }) ||
+        std::find(extra.begin(), extra.end(), name) != extra.end();
     if (known) continue;
     std::vector<std::string> accepted = {"limit", "after"};
     for (const QueryFilter& filter : filters) accepted.push_back(filter.name);

@@ -30,7 +30,8 @@ Status badField(const std::string& field, const std::string& problem) {
 
 Json summaryJson(const lua::ReloadSummary& summary) {
   return Json{{"version", summary.version}, {"loaded", summary.loaded},     {"unchanged", summary.unchanged},
-              {"failed", summary.failed},   {"unloaded", summary.unloaded}, {"errors", summary.errors}};
+              {"failed", summary.failed},   {"unloaded", summary.unloaded}, {"restored", summary.restored},
+              {"errors", summary.errors}};
 }
 
 // The op and the optional ctx fixture: {"op": {...}, "ctx": {...}} or the op itself.

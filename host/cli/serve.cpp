@@ -100,11 +100,13 @@ lua::ScriptRegistryOptions scriptRegistryOptions(const config::HostConfig& confi
 }
 
 // docs/architecture.md#the-lua-host: scripts load at start and on every change; a script that
-// fails is reported and left out (or its previous version kept), and never stops the host.
+// fails is reported, its last good version kept in the ledger runs instead (when there is
+// one), and it never stops the host.
 void loadScripts(lua::ScriptRegistry& scripts, const config::HostConfig& config, std::ostream& out, std::ostream& err) {
   const lua::ReloadSummary loaded = scripts.reloadAll();
-  out << "tide: scripts: " << loaded.loaded << " loaded, " << loaded.failed << " failed (" << config.policies_dir
-      << ", " << config.scripts_dir << ")" << std::endl;
+  out << "tide: scripts: " << loaded.loaded << " loaded, " << loaded.failed << " failed";
+  if (loaded.restored > 0) out << ", " << loaded.restored << " of them running their last good version from the ledger";
+  out << " (" << config.policies_dir << ", " << config.scripts_dir << ")" << std::endl;
   for (const std::string& error : loaded.errors) err << "tide serve: script not loaded: " << error << "\n";
   if (Status watching = scripts.startWatching(); !watching.isOk()) {
     err << "tide serve: scripts will not reload on change: " << watching.toString() << "\n";

@@ -143,6 +143,9 @@ std::string unknownKeyMessage(std::string_view spelled, const KeyTable& table) {
   std::string wanted = lower(spelled);
   for (const auto& spec : table) {
     for (auto spelling : spec.spellings) {
+      // The distance is at least the difference in length: a key of 100 KiB costs nothing.
+      const size_t longer = std::max(wanted.size(), spelling.size());
+      if (longer - std::min(wanted.size(), spelling.size()) >= bestDistance) continue;
       size_t d = editDistance(wanted, lower(spelling));
       if (d < bestDistance) bestDistance = d, best = spelling;
     }

@@ -1,9 +1,16 @@
 #include "host/config/yaml_tree.h"
 
+#include <optional>
+#include <sstream>
+
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace tide::config {
+
+YamlNode::YamlNode() = default;
+
 namespace {
 
 constexpr int kMaxDepth = 64;
@@ -70,10 +77,53 @@ class Converter {
   size_t values_ = 0;
 };
 
+// yaml-cpp 0.7 (Debian 12) loops for ever, allocating as it goes, on a token no rule takes
+// at the top of a document (a stray ',' as in "\n,"): each document it reads is an empty one
+// that consumes nothing, so LoadAll never gets to the end (jbeder/yaml-cpp#1040, fixed in
+// 0.8's LoadAll). This first pass reads only the parser's events and stops at the first
+// document that begins where the one before it did.
+class ProgressCheck : public YAML::EventHandler {
+ public:
+  // The mark of the document that did not move the parser on, if any.
+  std::optional<YAML::Mark> stuck;
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_start_.pos) stuck = mark;
+    started_ = true;
+    last_start_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  bool started_ = false;
+  YAML::Mark last_start_;
+};
+
+// Throws YAML::ParserException where LoadAll(text) would never return.
+void checkParserProgress(std::string_view text) {
+  std::istringstream stream{std::string(text)};
+  YAML::Parser parser(stream);
+  ProgressCheck check;
+  while (parser.HandleNextDocument(check)) {
+    if (!check.stuck) continue;
+    const size_t at = static_cast<size_t>(check.stuck->pos);
+    const std::string token = at < text.size() ? std::string(1, text[at]) : std::string("end of input");
+    throw YAML::ParserException(*check.stuck, "unexpected '" + token + "' where a document should begin");
+  }
+}
+
 }  // namespace
 
 Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const std::string& source) {
   try {
+    checkParserProgress(text);
     std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
     std::vector<YamlNode> out;
     Converter converter(source);

@@ -21,6 +21,10 @@ struct YamlNode {
   int line = 1;                 // 1-based line where the value starts
   std::vector<YamlNode> items;  // kSequence
   std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMapping, document order, duplicates kept
+
+  // Defined where YamlNode is complete: clang would otherwise instantiate the vector of
+  // pairs of this still-incomplete type while defining the constructor inline.
+  YamlNode();
 };
 
 // Every non-empty document of `text`, in order (documents that hold nothing are skipped).

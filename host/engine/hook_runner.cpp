@@ -230,7 +230,8 @@ void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
         window_count_ = 0;
       }
       if (failures_seen_.size() > 1000) failures_seen_.clear();
-      const std::string key = failure.hook + '\n' + failure.event + '\n' + failure.error;
+      const std::string key =
+          failure.hook + '\n' + failure.event + '\n' + failure.error + (failure.failed_open ? "\nopen" : "");
       auto [it, fresh] = failures_seen_.try_emplace(key);
       if ((!fresh && now - it->second.last < options_.failure_repeat_window) ||
           window_count_ >= kMaxFailureEventsPerWindow) {
@@ -246,6 +247,7 @@ void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
               {"event", failure.event},
               {"error", failure.error},
               {"error_class", lua::errorClassName(failure.error_class)}};
+    if (failure.event == "operation.before") data["failed_open"] = failure.failed_open;
     if (suppressed > 0) data["suppressed"] = suppressed;
     (void)ledger_.appendEvent("hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook),
                               data, options_.actor);

@@ -10,10 +10,13 @@
 //     deployment.route (appended by the deployment controller)      → route
 // - one behind a mutex for the executor's workers: before() runs operation.before.
 // A hook that fails is recorded as a `hook.failed` event {hook, event, error, error_class}
-// (subject "hook/<name>"), at most once per failure_repeat_window for the same hook, event
-// and error and at most kMaxFailureEventsPerWindow in all per window, so a broken hook
-// cannot flood the ledger; the next one written says how many were left out (`suppressed`).
-// Hooks never stop the host: their failures are recorded and nothing else happens.
+// (subject "hook/<name>"; an operation.before failure also says `failed_open`: true when
+// the hook's fail_open let the operation go on, false when the failure vetoed it), at most
+// once per failure_repeat_window for the same hook, event, error and failed_open and at
+// most kMaxFailureEventsPerWindow in all per window, so a broken hook cannot flood the
+// ledger; the next one written says how many were left out (`suppressed`).
+// Hooks never stop the host. A failing operation.before holds its operation unless the hook
+// declares fail_open (hook_engine.h); every other failure is recorded and nothing else happens.
 //
 // The arguments hooks receive are documented in docs/lua.md ("Runtime hooks").
 //

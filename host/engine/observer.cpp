@@ -99,7 +99,8 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const Sli
   for (const auto& [cluster, refs] : batches) {
     auto driver = drivers_.forCluster(cluster);
     if (!driver.isOk()) continue;
-    auto answered = metrics_.timeDriverCall("status_all", [&] { return driver.value()->statusAll(refs); });
+    auto answered =
+        metrics_.timeDriverCall("status_all", [&driver, &refs = refs] { return driver.value()->statusAll(refs); });
     if (!answered.isOk() || answered->size() != refs.size()) continue;
     answers.emplace(cluster, std::move(answered).value());
   }

@@ -7,15 +7,20 @@ namespace tide::engine {
 
 void LedgerScriptRecorder::recordScriptVersion(const model::ScriptVersion& version) {
   try {
+    const std::string key = version.path + " " + version.sha256;
     auto earlier = ledger_.listScriptVersions(version.path);
     if (earlier.isOk() && !earlier->empty()) {
       auto latest =
           std::max_element(earlier->begin(), earlier->end(), [](const auto& a, const auto& b) { return a.id < b.id; });
       if (latest->sha256 == version.sha256 && latest->status == version.status) {
         std::lock_guard<std::mutex> lock(mu_);
-        repeated_.insert(version.path + " " + version.sha256);
+        repeated_.insert(key);
         return;
       }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      repeated_.erase(key);
     }
     (void)ledger_.recordScriptVersion(version);
   } catch (const std::exception&) {}
@@ -26,10 +31,38 @@ void LedgerScriptRecorder::recordEvent(const std::string& kind, const std::strin
     const std::string key = data.value("path", "") + " " + data.value("sha256", "");
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (repeated_.erase(key) > 0) return;
+      if (repeated_.count(key) > 0) return;
     }
     (void)ledger_.appendEvent(kind, subject, data, "host");
   } catch (const std::exception&) {}
+}
+
+void LedgerScriptRecorder::keepText(const lua::ScriptFile& file) {
+  try {
+    (void)ledger_.keepScriptText(file.sha256, file.text);
+  } catch (const std::exception&) {}
+}
+
+std::optional<lua::ScriptFile> LedgerScriptRecorder::lastGoodVersion(const std::string& path) {
+  try {
+    auto versions = ledger_.listScriptVersions(path);  // oldest first
+    if (!versions.isOk()) return std::nullopt;
+    const model::ScriptVersion* last = nullptr;  // the latest row that made a version run or stop
+    for (const model::ScriptVersion& v : *versions) {
+      if (v.status == "active" || v.status == "unloaded") last = &v;
+    }
+    if (!last || last->status != "active") return std::nullopt;
+    auto text = ledger_.scriptText(last->sha256);
+    if (!text.isOk() || !text->has_value()) return std::nullopt;
+    lua::ScriptFile file;
+    file.path = path;
+    file.text = std::move(**text);
+    file.sha256 = last->sha256;
+    file.loaded_at = last->loaded_at;
+    return file;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace tide::engine

@@ -289,7 +289,7 @@ void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
 sched::ClusterSnapshot World::schedulerSnapshot() const {
   std::vector<sched::InstanceFact> facts;
   for (const auto& [name, view] : instances) {
-    auto add = [&](const model::RuntimeInstance& r) {
+    auto add = [&facts, &name = name, &view = view](const model::RuntimeInstance& r) {
       sched::InstanceFact fact;
       fact.meta_instance = name;
       fact.plan = view.meta.plan;

@@ -21,8 +21,9 @@ void Bindings::put(const std::string& name, Value value) {
 }
 
 void Bindings::exchangeInto(soci::statement& statement) const {
-  for (const auto& [name, value] : values_) {
-    std::visit([&](const auto& v) { statement.exchange(soci::use(v, name)); }, value);
+  for (const auto& binding : values_) {
+    const std::string& name = binding.first;
+    std::visit([&](const auto& v) { statement.exchange(soci::use(v, name)); }, binding.second);
   }
 }
 

@@ -108,7 +108,8 @@ Where& Where::filters(const ListOptions& options, const FilterColumns& columns) 
 }
 
 Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
-  for (const auto& [key, value] : options.filters) {
+  for (const auto& filter : options.filters) {
+    const std::string& key = filter.first;
     const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == key; });
     if (!known_key) {
       std::string known;
@@ -485,6 +486,24 @@ Result<std::vector<ScriptVersion>> Ledger::listScriptVersions(const std::string&
   });
 }
 
+Status Ledger::keepScriptText(const std::string& sha256, const std::string& text) {
+  return write("keep script text", "scripts", [&](Tx& tx) -> Status {
+    tx.db().run("INSERT INTO script_texts (sha256, text) VALUES (:s, :t) ON CONFLICT (sha256) DO NOTHING",
+                soci::use(sha256), soci::use(text));
+    return Status::ok();
+  });
+}
+
+Result<std::optional<std::string>> Ledger::scriptText(const std::string& sha256) {
+  return read("read script text", [&](Db& db) -> Result<std::optional<std::string>> {
+    std::string text;
+    if (!db.run("SELECT text FROM script_texts WHERE sha256 = :s", soci::use(sha256), soci::into(text))) {
+      return std::optional<std::string>();
+    }
+    return std::optional<std::string>(std::move(text));
+  });
+}
+
 Status Ledger::recordDecisions(const std::vector<Decision>& decisions) {
   return write("record decisions", "policies", [&](Tx& tx) -> Status {
     for (const auto& d : decisions) {
@@ -633,8 +652,9 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
         {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
          "WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') GROUP BY m.name HAVING COUNT(*) > 1",
          "unfinished operations"}};
-    for (const auto& [query, held] : kAtMostOne) {
-      db.forEachRow(query, [&](const soci::row& r) {
+    for (const auto& check : kAtMostOne) {
+      const char* held = check.second;
+      db.forEachRow(check.first, [&](const soci::row& r) {
         out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " + held +
                       " (at most one allowed)");
       });

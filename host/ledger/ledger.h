@@ -301,6 +301,13 @@ class Ledger {
   // --- scripts and decisions -----------------------------------------------------------
   Result<ScriptVersion> recordScriptVersion(const ScriptVersion& version);
   Result<std::vector<ScriptVersion>> listScriptVersions(const std::string& path = "");
+  // The text of a script version, by its sha256, kept when the version becomes active so a
+  // restart after a broken edit can run the last good version of the file
+  // (docs/architecture.md#hot-reload). Idempotent: keeping a text kept before changes
+  // nothing. No event (the version's row and events say what happened).
+  Status keepScriptText(const std::string& sha256, const std::string& text);
+  // The kept text of `sha256`, or nullopt when none was kept.
+  Result<std::optional<std::string>> scriptText(const std::string& sha256);
   Status recordDecisions(const std::vector<Decision>& decisions);
   Result<std::vector<Decision>> listDecisions(int64_t operation_id);
 

@@ -135,7 +135,7 @@ struct Plan {
   std::vector<CapabilityMatch> matching_capabilities;
   std::vector<Application> applications;
   StrategyRef strategy;
-  std::vector<std::string> approval_policies;  // empty: every applicable policy
+  std::vector<std::string> approval_policies;  // advisory policies to add; hard and soft ones always apply
   PlanPlacement placement;
   std::string state = "ACTIVE";  // ACTIVE | INACTIVE
   std::string message;

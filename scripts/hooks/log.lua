@@ -1,6 +1,7 @@
 -- Every event the host tells hooks about, one line each in the host log: what happened,
 -- to what, in a compact table. A starting point for hooks of your own, and a way to watch
--- a rollout from the log. It never holds anything back.
+-- a rollout from the log. It never holds anything back: it fails open, so an error while it
+-- logs lets the operation run.
 
 local function summary(event, arg)
   if event == "operation.before" or event == "operation.after" then
@@ -25,6 +26,7 @@ end
 return {
   name = "log",
   description = "Logs every hook event with a compact summary.",
+  fail_open = true,
   on = {
     ["operation.before"] = logged("operation.before"),
     ["operation.after"] = logged("operation.after"),

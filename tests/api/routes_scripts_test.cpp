@@ -137,6 +137,32 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
   CHECK(h.api->ledger->listDecisions(0)->empty());
 }
 
+TEST_CASE("wire: a policy file broken from the start shows as failed, raises an alarm and holds a dry run") {
+  ScriptsHarness h;
+  const std::string op_file = readFile(kSourceDir / "examples" / "op-dev-create.json");
+  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  REQUIRE(eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
+
+  std::ofstream(h.root / "typo.lua.tmp") << "return { name = \n";
+  fs::rename(h.root / "typo.lua.tmp", h.policies / "typo.lua");
+  REQUIRE(eventually([&] { return scriptAt(h.api->get("/v1/scripts").json(), "typo.lua").is_object(); }));
+  Json typo = scriptAt(h.api->get("/v1/scripts", kViewerToken).json(), "typo.lua");
+  CHECK(typo["status"] == "failed");
+  CHECK(typo["active_sha256"] == "");
+  CHECK(typo["last_error"].get<std::string>().find("typo.lua") != std::string::npos);
+
+  Json held = h.evaluate(op_file);
+  CHECK(held["outcome"] == "PENDING_APPROVAL");
+  REQUIRE(held["decisions"].size() == 2);
+  Json failing = held["decisions"][0]["error_class"] == "load" ? held["decisions"][0] : held["decisions"][1];
+  CHECK(failing["verdict"] == "manual");
+  CHECK(failing["level"] == "hard");
+  auto alarms = ledger::listAll(*h.recorder_ledger, &ledger::Ledger::listEvents, {{"kind", "alarm.script"}});
+  REQUIRE(alarms.isOk());
+  REQUIRE(alarms->size() == 1);
+  CHECK(alarms->front().data["path"].get<std::string>().ends_with("typo.lua"));
+}
+
 TEST_CASE("wire: concurrent dry runs at different fixture times each get their own answer") {
   ScriptsHarness h;
   fs::copy_file(kSourceDir / "policies" / "business_hours.lua", h.policies / "business_hours.lua");

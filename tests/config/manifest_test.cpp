@@ -979,3 +979,17 @@ TEST_CASE("manifest: hostile input is an error, never a crash or an exception") 
   CHECK_FALSE(parseManifest("{a: 1, a: 2}", "x").isOk());
   CHECK_FALSE(parseManifest("? [complex]\n: key\n", "x").isOk());
 }
+
+// yaml-cpp 0.7 reads a token no rule takes at the top of a document as an endless run of
+// empty documents (found by tests/fuzz/manifest_fuzz); each must end as a syntax error.
+TEST_CASE("manifest: a stray token where a document begins is an error, not an endless loop") {
+  for (const char* text : {"\n,\x8b", ",", "nodes: []\n---\n,\n", "]", "}"}) {
+    CAPTURE(text);
+    auto r = parseManifest(text, "body");
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+  }
+  auto r = parseManifest("\n,", "body");
+  REQUIRE_FALSE(r.isOk());
+  CHECK(contains(r.status().message(), "body:2: YAML syntax error: unexpected ','"));
+}

@@ -30,13 +30,14 @@ class Host {
  public:
   explicit Host(const testing::TempDir& dir) : dir_(dir) {
     port_ = testing::freePort();
+    // Strategies run at every pass and on apply: a loaded machine must not time them out.
     std::ofstream config(dir_.file("tide.yaml"));
     config << "listen: 127.0.0.1:" << port_ << "\n"
            << "data_dir: " << dir_.file("data") << "\n"
            << "policies_dir: " << dir_.file("policies") << "\n"
            << "scripts_dir: " << TIDE_SOURCE_DIR << "/scripts\n"
            << "process: {port_range_start: " << ports_.start << ", port_range_end: " << ports_.end << "}\n"
-           << "limits: {reconcile_interval_ms: 100}\n";
+           << "limits: {reconcile_interval_ms: 100, lua_deadline_ms: 2000}\n";
     std::filesystem::create_directories(dir_.file("policies"));
     std::filesystem::copy_file(std::string(TIDE_SOURCE_DIR) + "/policies/auto_approve_dev.lua",
                                dir_.file("policies") + "/auto_approve_dev.lua",

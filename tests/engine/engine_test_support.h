@@ -128,6 +128,10 @@ struct EngineFixture {
     o.executor.operation_deadline = std::chrono::seconds(20);
     o.executor.poll_interval = std::chrono::milliseconds(20);
     o.observer.orphan_grace = std::chrono::seconds(0);
+    // Policies and hooks that are meant to finish must, on a loaded machine too: a hook's
+    // emit_file syncs to disk, which can outlast the default 50 ms. The loop and memory
+    // limits have tests of their own (tests/lua/).
+    o.lua_limits.deadline = std::chrono::milliseconds(1000);
     return o;
   }
 

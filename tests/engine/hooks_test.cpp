@@ -1,6 +1,7 @@
 // Runtime hooks in the running control loop (docs/architecture.md#runtime-hooks): operation.before holds or lets
-// operations run, the other events reach hooks from the ledger's events, and a broken hook
-// is recorded without stopping anything.
+// operations run, the other events reach hooks from the ledger's events, a failing
+// operation.before holds its operation unless the hook fails open, and every other broken
+// hook is recorded without stopping anything.
 
 #include "tests/engine/engine_test_support.h"
 
@@ -27,6 +28,14 @@ std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
   return all.value();
 }
 
+// Nodes, the web-dev plan and its deployment d1 of `instances` instances, then one settle.
+void deployWeb(EngineFixture& f, int instances = 1) {
+  f.apply(kEngineNodes);
+  f.apply(enginePlan("web-dev"));
+  f.apply(engineDeployment("d1", instances, "1.0"));
+  f.engine->settle();
+}
+
 std::string vetoHook(const std::string& reason) {
   return "return { name = 'freeze', on = { ['operation.before'] = function(op, ctx)\n"
          "  if op.type == 'CREATE' and op.plan == 'web' then return { veto = '" +
@@ -40,11 +49,7 @@ std::string vetoHook(const std::string& reason) {
 TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until the hook changes its mind") {
   EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
   f.writeScript("hooks/freeze.lua", vetoHook("change freeze"));
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   f.clock.advance(400ms);  // past the recheck: the hook is asked again
   f.engine->settle();
   auto held = f.operations("APPROVED");
@@ -79,11 +84,7 @@ TEST_CASE("engine hooks: a delay puts the attempt off once, then it runs") {
   f.writeScript("hooks/later.lua",
                 "return { name = 'later', on = { ['operation.before'] = function(op, ctx)\n"
                 "  return { delay = 1, reason = 'let the caches warm' } end } }\n");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
+  deployWeb(f);
   auto delayed = f.operations("APPROVED");
   REQUIRE(delayed.size() == 1);
   CHECK(delayed[0].message == "delayed by hook later: let the caches warm");
@@ -114,10 +115,7 @@ return {
   },
 }
 )");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 1, "1.0"));
-  f.engine->settle();
+  deployWeb(f);
   REQUIRE(f.deployment("d1").state == "COMPLETED");
   auto done = f.operations("SUCCEEDED");
   REQUIRE(done.size() == 1);
@@ -160,11 +158,75 @@ return {
   CHECK(route == Json{{"deployment", "d1"}, {"previous", nullptr}, {"new", 100}, {"old", 0}});
 }
 
+TEST_CASE("engine hooks: an operation.before that errors holds the operation: not started, and fail_open lets it run") {
+  EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
+  const std::string broken =
+      "return { name = 'broken', %s on = { ['operation.before'] = function(op) error('before broke') end } }\n";
+  auto hook = [&broken](const std::string& extra) {
+    std::string text = broken;
+    return text.replace(text.find("%s"), 2, extra);
+  };
+  f.writeScript("hooks/broken.lua", hook(""));
+  deployWeb(f);
+  f.clock.advance(400ms);  // past the recheck: the hook fails again
+  f.engine->settle();
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].message.rfind("held by hook broken: operation.before failed: ", 0) == 0);
+  CHECK(held[0].message.find("before broke") != std::string::npos);
+  CHECK(held[0].attempts == 0);
+  CHECK(f.driverInventory() == 0);
+  CHECK(f.running().empty());
+  CHECK(f.deployment("d1").state != "COMPLETED");
+  auto held_events = events(f, "operation.held");
+  REQUIRE(held_events.size() == 1);
+  CHECK(held_events[0].data["hook"] == "broken");
+  CHECK(held_events[0].data["kind"] == "veto");
+  CHECK(held_events[0].data["reason"].get<std::string>().find("before broke") != std::string::npos);
+  auto failed = events(f, "hook.failed");
+  REQUIRE(failed.size() == 1);  // asked twice, the same error: one event
+  CHECK(failed[0].subject == "hook/broken");
+  CHECK(failed[0].data["event"] == "operation.before");
+  CHECK(failed[0].data["error"].get<std::string>().find("before broke") != std::string::npos);
+  CHECK(failed[0].data["failed_open"] == false);
+
+  // Declaring that it fails open lets the operation through, recording that it did.
+  f.writeScript("hooks/broken.lua", hook("fail_open = true,"));
+  f.clock.advance(400ms);
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.running().size() == 1);
+  failed = events(f, "hook.failed");
+  REQUIRE(failed.size() == 2);
+  CHECK(failed[1].data["event"] == "operation.before");
+  CHECK(failed[1].data["failed_open"] == true);
+}
+
+TEST_CASE("engine hooks: a hook file broken from the start holds operations until it is fixed") {
+  EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());
+  std::filesystem::create_directories(f.scriptsDir() / "hooks");
+  std::ofstream(f.scriptsDir() / "hooks" / "gate.lua") << "return { name = 'gate', on = {\n";
+  REQUIRE(f.scripts->reloadAll().failed == 1);
+  deployWeb(f);
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].message.rfind("held by hook ", 0) == 0);
+  CHECK(held[0].message.find("gate.lua: operation.before failed: ") != std::string::npos);
+  CHECK(held[0].message.find("failed validation") != std::string::npos);
+  CHECK(f.running().empty());
+
+  f.writeScript("hooks/gate.lua", "return { name = 'gate', on = { ['operation.before'] = function(op) end } }\n");
+  f.clock.advance(400ms);
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+}
+
 TEST_CASE("engine hooks: a failing hook writes hook.failed, once per error, and the rollout still completes") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.writeScript("hooks/broken.lua", R"(
 return {
   name = "broken",
+  fail_open = true,
   on = {
     ["operation.before"] = function(op) error("before broke") end,
     ["operation.after"] = function(op) error("after broke") end,
@@ -172,10 +234,7 @@ return {
   },
 }
 )");
-  f.apply(kEngineNodes);
-  f.apply(enginePlan("web-dev"));
-  f.apply(engineDeployment("d1", 2, "1.0"));
-  f.engine->settle();
+  deployWeb(f, 2);
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(f.running().size() == 2);
 

@@ -108,6 +108,10 @@ class MemoryRecorder final : public ScriptRecorder {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back({kind, subject, data});
   }
+  void keepText(const ScriptFile&) override {}
+  // Each registry over this recorder starts with no kept version (tests/engine covers the
+  // ledger's).
+  std::optional<ScriptFile> lastGoodVersion(const std::string&) override { return std::nullopt; }
   std::vector<model::ScriptVersion> versions() const {
     std::lock_guard<std::mutex> lock(mu_);
     return versions_;

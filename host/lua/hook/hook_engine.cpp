@@ -103,6 +103,7 @@ Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(std::shared_ptr<con
     if (hook.load_error.ok()) {
       hook.ref = script.ref;
       hook.budget = script.budget;
+      hook.fail_open = script.fail_open;
       hook.load_error = state.call(hook.budget, [&hook](lua_State* L) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, hook.ref);
         lua_getfield(L, -1, "on");
@@ -154,27 +155,50 @@ LuaError HookEngine::call(Loaded& loaded, const Hook& hook, const std::string& e
 HookVerdict HookEngine::before(const Json& op) {
   HookVerdict verdict;
   const std::string event = "operation.before";
+  // Records `failure`; true when it holds the operation (the hook does not fail open).
+  auto failed = [&verdict](HookFailure failure, bool fail_open) {
+    failure.failed_open = fail_open;
+    verdict.failures.push_back(failure);
+    if (fail_open) return false;
+    verdict.kind = HookVerdict::Kind::kVeto;
+    verdict.hook = failure.hook.empty() ? "host" : failure.hook;
+    verdict.reason = cut(failure.event + " failed: " + failure.error);
+    verdict.delay_seconds = 0;
+    return true;
+  };
   Result<Loaded*> loaded = refresh();
   if (!loaded.isOk()) {
-    verdict.failures.push_back({"", event, loaded.status().message(), LuaErrorClass::kMemory});
+    const bool no_hooks = scripts_.current()->ofKind(ScriptKind::kHook).empty();
+    failed({"", event, "the hooks could not be loaded: " + loaded.status().message(), LuaErrorClass::kMemory},
+           no_hooks);
     return verdict;
+  }
+  for (const auto& [path, file] : (*loaded)->set->failed) {
+    if (file.kind == ScriptKind::kHook) {
+      failed({file.shownName(), event, file.reason(), LuaErrorClass::kLoad}, false);
+      return verdict;
+    }
   }
   for (const Hook& hook : (*loaded)->hooks) {
     const std::string& name = hook.file->name.empty() ? hook.file->path : hook.file->name;
     if (!hook.load_error.ok()) {
-      verdict.failures.push_back(
-          {name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class});
+      // Whether it fails open is unknown when it did not load.
+      if (failed({name, event, naming(hook.file->path, hook.load_error.message), hook.load_error.error_class}, false)) {
+        return verdict;
+      }
       continue;
     }
     if (!hook.events.count(event)) continue;
     Json returned;
     if (LuaError e = call(**loaded, hook, event, op, &returned); !e.ok()) {
-      verdict.failures.push_back({name, event, e.message, e.error_class});
+      if (failed({name, event, e.message, e.error_class}, hook.fail_open)) return verdict;
       continue;
     }
     HookVerdict said;
     if (std::string problem = readBefore(returned, name, &said); !problem.empty()) {
-      verdict.failures.push_back({name, event, hook.file->path + ": " + problem, LuaErrorClass::kRuntime});
+      if (failed({name, event, hook.file->path + ": " + problem, LuaErrorClass::kRuntime}, hook.fail_open)) {
+        return verdict;
+      }
       continue;
     }
     if (said.kind == HookVerdict::Kind::kVeto) {

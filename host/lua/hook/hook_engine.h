@@ -10,7 +10,12 @@
 // operation run, { veto = "reason" } to hold it, or { delay = seconds, reason = "..." } to
 // postpone it. The first veto wins and no later hook is asked; otherwise the largest delay
 // wins. A hook that raises, times out, runs out of memory or returns anything else is a
-// failure: it neither vetoes nor delays (a broken hook never blocks the host).
+// failure, and fails closed: it vetoes with "operation.before failed: <error>" as its
+// reason, unless its file declares `fail_open = true` (then the failure is only reported and
+// the other hooks decide). A hook that did not load vetoes too (it cannot say it fails open),
+// and so do a hook file that failed validation with no earlier good version
+// (ScriptSet::failed: it cannot say which events it guards) and a Lua state that cannot be
+// built while there are hooks.
 //
 // notify(event, arg) runs the handlers of one of the other four events; what they return
 // is ignored. Both report per-hook failures for the caller to record.
@@ -41,13 +46,16 @@ struct HookFailure {
   std::string event;  // "operation.before", ...
   std::string error;  // "scripts/hooks/x.lua:3: attempt to index a nil value"
   LuaErrorClass error_class = LuaErrorClass::kRuntime;
+  // operation.before only: the hook declares fail_open, so this failure let the operation go
+  // on instead of vetoing it.
+  bool failed_open = false;
 };
 
 struct HookVerdict {
   enum class Kind { kProceed, kVeto, kDelay };
   Kind kind = Kind::kProceed;
-  std::string hook;          // the hook that vetoed or asked for the delay
-  std::string reason;        // veto's reason; delay's (possibly empty) reason
+  std::string hook;          // the hook that vetoed or asked for the delay ("host": no state)
+  std::string reason;        // veto's reason (a failure's, when it failed closed); delay's (possibly empty) reason
   double delay_seconds = 0;  // kDelay: > 0
   std::vector<HookFailure> failures;
 };
@@ -84,6 +92,7 @@ class HookEngine {
     int ref = -2;  // LUA_NOREF: the script's table; -2 with load_error set when it did not load
     MemoryBudget budget = kStateBudget;  // the hook's own (LoadedScript::budget)
     std::set<std::string> events;
+    bool fail_open = false;  // LoadedScript::fail_open
     LuaError load_error;
   };
 

@@ -1,6 +1,7 @@
 #include "host/lua/policy/policy_engine.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace tide::lua {
 namespace {
@@ -27,8 +28,8 @@ PolicyRun failedRun(LuaErrorClass error_class, const std::string& message) {
   return run;
 }
 
-// The policy names a plan restricts evaluation to, or nullopt for "every policy".
-std::optional<std::vector<std::string>> selectedPolicies(const Json& op) {
+// The policy names a plan lists in approval.policies, sorted, or nullopt when it lists none.
+std::optional<std::vector<std::string>> listedPolicies(const Json& op) {
   // find(), not contains() and operator[]: this runs for every decision.
   auto field = [](const Json& object, const char* key) -> const Json* {
     if (!object.is_object()) return nullptr;
@@ -47,6 +48,47 @@ std::optional<std::vector<std::string>> selectedPolicies(const Json& op) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
+}
+
+// One policy an evaluation asks: a loaded version, a file that failed validation, or a name
+// the plan lists that no file declares (both of the latter vote as failing).
+struct Selected {
+  const std::string* name;
+  const ScriptFile* file = nullptr;
+  const FailedScript* failed = nullptr;
+  std::string level;  // advisory | soft | hard
+};
+
+// The policies that decide `op`: every policy of `set` when the plan lists none; with a
+// list, every hard and soft policy plus the advisory ones it names. A plan may add
+// policies, never remove one that counts (fail closed). Files that failed validation take
+// part alike, counting as hard when their level is unknown. By name.
+std::vector<Selected> selectPolicies(const ScriptSet& set, const std::optional<std::vector<std::string>>& listed) {
+  auto isListed = [&listed](const std::string& name) {
+    return listed && std::binary_search(listed->begin(), listed->end(), name);
+  };
+  auto counts = [&](const std::string& name, const std::string& level) {
+    return !listed || level != "advisory" || isListed(name);
+  };
+  std::vector<Selected> out;
+  for (const ScriptFile* file : set.ofKind(ScriptKind::kPolicy)) {
+    const std::string level = file->level.empty() ? "hard" : file->level;
+    if (counts(file->name, level)) out.push_back({&file->name, file, nullptr, level});
+  }
+  for (const auto& [path, failed] : set.failed) {
+    if (failed.kind != ScriptKind::kPolicy) continue;
+    const std::string level = failed.level.empty() ? "hard" : failed.level;
+    const std::string& name = failed.shownName();
+    if (counts(name, level)) out.push_back({&name, nullptr, &failed, level});
+  }
+  if (listed) {
+    for (const std::string& name : *listed) {
+      const bool declared = std::any_of(out.begin(), out.end(), [&name](const Selected& s) { return *s.name == name; });
+      if (!declared) out.push_back({&name, nullptr, nullptr, "hard"});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Selected& a, const Selected& b) { return *a.name < *b.name; });
+  return out;
 }
 
 }  // namespace
@@ -92,16 +134,8 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
   });
   PolicyInterpreter* interpreter = interpreter_.get();
 
-  const std::optional<std::vector<std::string>> names = selectedPolicies(op);
-  std::vector<std::pair<const std::string*, const ScriptFile*>> policies;  // name -> file (null: missing)
-  if (names) {
-    policies.reserve(names->size());
-    for (const std::string& name : *names) policies.emplace_back(&name, set->find(ScriptKind::kPolicy, name));
-  } else {
-    const std::vector<const ScriptFile*> files = set->ofKind(ScriptKind::kPolicy);
-    policies.reserve(files.size());
-    for (const ScriptFile* file : files) policies.emplace_back(&file->name, file);
-  }
+  const std::optional<std::vector<std::string>> listed = listedPolicies(op);
+  const std::vector<Selected> policies = selectPolicies(*set, listed);
   evaluation.decisions.reserve(policies.size());
 
   LuaError op_error;
@@ -116,15 +150,16 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
   std::vector<PolicyVote> votes;
   votes.reserve(policies.size());
   bool hit_limit = op_error.error_class == LuaErrorClass::kTimeout || op_error.error_class == LuaErrorClass::kMemory;
-  for (const auto& [name_of, file] : policies) {
-    const std::string& name = *name_of;
+  for (const Selected& policy : policies) {
+    const std::string& name = *policy.name;
+    const std::string& level = policy.level;
     PolicyRun run;
-    std::string level = "hard";
-    if (!file) {
-      run = failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
+    if (policy.file) {
+      run = op_error.ok() ? interpreter->run(*policy.file, data) : failedRun(op_error.error_class, op_error.message);
+    } else if (policy.failed) {
+      run = failedRun(LuaErrorClass::kLoad, policy.failed->reason());
     } else {
-      level = file->level.empty() ? "hard" : file->level;
-      run = op_error.ok() ? interpreter->run(*file, data) : failedRun(op_error.error_class, op_error.message);
+      run = failedRun(LuaErrorClass::kLoad, "policy '" + name + "' named by the plan is not loaded");
     }
     hit_limit = hit_limit || run.error_class == LuaErrorClass::kTimeout || run.error_class == LuaErrorClass::kMemory;
     // A failing policy fails closed: it asks a person, or denies where the host denies by
@@ -134,7 +169,8 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
     }
     if (!run.applicable) continue;
     votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
-    evaluation.decisions.push_back({level, makeRecord(name, file ? file->sha256 : "", run, evaluation.at)});
+    const std::string& sha256 = policy.file ? policy.file->sha256 : policy.failed ? policy.failed->sha256 : "";
+    evaluation.decisions.push_back({level, makeRecord(name, sha256, run, evaluation.at)});
   }
   if (interpreter) {
     interpreter->setLogCollector(nullptr);

@@ -1,11 +1,13 @@
 #pragma once
 // Approval policies deciding operations (docs/architecture.md#approval).
 //
-// evaluate() runs every applicable policy of the current ScriptSet (or only those a plan
-// names in approval.policies) against an op snapshot and combines their verdicts. It never
-// fails: a policy that errors, times out or runs out of memory votes `manual` (`deny` when
-// the default outcome is kRejected) with the error as its reason, and a policy a plan names
-// that is not loaded does the same.
+// evaluate() runs every applicable policy of the current ScriptSet against an op snapshot
+// and combines their verdicts. A plan's approval.policies adds the advisory policies it
+// names; it never removes a hard or soft one. evaluate() never fails: a policy that errors,
+// times out or runs out of memory votes `manual` (`deny` when the default outcome is
+// kRejected) with the error as its reason, and so do a policy file that failed validation
+// with no earlier good version (ScriptSet::failed) and a policy a plan names that is not
+// loaded.
 //
 // The engine keeps one Lua state with every policy loaded and reuses it across
 // evaluations. It rebuilds the state on the next evaluate() when the provider publishes a

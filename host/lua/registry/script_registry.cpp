@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "host/core/sha256.h"
 #include "host/lua/registry/script_tests.h"
 #include "host/lua/runtime/directory_watcher.h"
 #include "host/lua/runtime/script_loader.h"
@@ -202,6 +203,9 @@ void ScriptRegistry::unloadMissing(const std::vector<Candidate>& candidates, Rel
     pass.changed = true;
     it = pass.next.files.erase(it);
   }
+  if (std::erase_if(pass.next.failed, [&present](const auto& entry) { return !present.count(entry.first); }) > 0) {
+    pass.changed = true;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = statuses_.begin(); it != statuses_.end();) {
     it = present.count(it->first) ? std::next(it) : statuses_.erase(it);
@@ -222,8 +226,14 @@ void ScriptRegistry::reloadFile(const Candidate& candidate, ReloadPass& pass) {
   const std::string attempted_at = formatTimestamp(clock_.now());
   if (v.error.ok()) {
     activate(file, v, active_sha, attempted_at, pass);
-  } else {
-    refuse(file, v.error, active_sha, attempted_at, pass);
+    return;
+  }
+  const std::string running_sha = active_sha.empty() ? restoreLastGood(file, pass) : active_sha;
+  refuse(file, v, running_sha, attempted_at, pass);
+  if (active_sha.empty() && !running_sha.empty()) {
+    ++pass.summary.restored;
+    pass.summary.errors.back() +=
+        " (its last good version " + running_sha.substr(0, 12) + ", kept in the ledger, runs instead)";
   }
 }
 
@@ -258,6 +268,7 @@ void ScriptRegistry::activate(const ScriptFile& file, const Validation& v, const
   accepted.level = v.level;
   accepted.loaded_at = pass.now;
   recordVersion(accepted, accepted.sha256, "active", "", pass.now);
+  recorder_.keepText(accepted);
   if (!active_sha.empty()) recordVersion(accepted, active_sha, "superseded", "", pass.now);
   recorder_.recordEvent("script.loaded", "script/" + file.path,
                         {{"path", file.path},
@@ -278,13 +289,36 @@ void ScriptRegistry::activate(const ScriptFile& file, const Validation& v, const
     s.last_attempt_at = attempted_at;
   }
   pass.libs_changed = pass.libs_changed || accepted.kind == ScriptKind::kLib;
+  pass.next.failed.erase(file.path);
   pass.next.files[file.path] = std::move(accepted);
   ++pass.summary.loaded;
   pass.changed = true;
 }
 
-void ScriptRegistry::refuse(const ScriptFile& file, const LuaError& error, const std::string& active_sha,
+std::string ScriptRegistry::restoreLastGood(const ScriptFile& failed, ReloadPass& pass) {
+  std::optional<ScriptFile> kept = recorder_.lastGoodVersion(failed.path);
+  // The same content failing now (a lib changed under it), or a text that is not what its
+  // sha256 says, is nothing to go back to.
+  if (!kept || kept->sha256 == failed.sha256 || sha256Hex(kept->text) != kept->sha256) return "";
+  ScriptFile good = failed;  // the path and kind (and a lib's name) are the file's
+  good.text = std::move(kept->text);
+  good.sha256 = kept->sha256;
+  const Validation v = good.kind == ScriptKind::kLib ? validateLib(good, pass.next) : validate(good, pass.next, true);
+  if (!v.error.ok()) return "";
+  good.name = v.name;
+  good.level = v.level;
+  good.loaded_at = kept->loaded_at;
+  keepActive(good);
+  pass.libs_changed = pass.libs_changed || good.kind == ScriptKind::kLib;
+  pass.next.failed.erase(good.path);
+  pass.next.files[good.path] = good;
+  pass.changed = true;
+  return good.sha256;
+}
+
+void ScriptRegistry::refuse(const ScriptFile& file, const Validation& v, const std::string& running_sha,
                             const std::string& attempted_at, ReloadPass& pass) {
+  const LuaError& error = v.error;
   recordVersion(file, file.sha256, "failed", error.message, pass.now);
   recorder_.recordEvent("script.failed", "script/" + file.path,
                         {{"path", file.path},
@@ -292,20 +326,37 @@ void ScriptRegistry::refuse(const ScriptFile& file, const LuaError& error, const
                          {"sha256", file.sha256},
                          {"error", error.message},
                          {"error_class", errorClassName(error.error_class)},
-                         {"active_sha256", active_sha}});
+                         {"active_sha256", running_sha}});
   {
     std::lock_guard<std::mutex> lock(mu_);
     ScriptStatus& s = statuses_[file.path];
     s.path = file.path;
     s.kind = scriptKindName(file.kind);
-    s.status = active_sha.empty() ? "failed" : "stale";
+    s.status = running_sha.empty() ? "failed" : "stale";
     s.last_error = error.message;
     s.last_error_class = errorClassName(error.error_class);
     s.failed_sha256 = file.sha256;
     s.last_attempt_at = attempted_at;
   }
+  if (running_sha.empty()) markFailed(file, v, pass);
   ++pass.summary.failed;
   pass.summary.errors.push_back(error.message);
+}
+
+void ScriptRegistry::markFailed(const ScriptFile& file, const Validation& v, ReloadPass& pass) {
+  FailedScript failed{file.path, file.kind, v.name.empty() ? file.name : v.name, v.level, file.sha256, v.error.message};
+  auto [it, fresh] = pass.next.failed.try_emplace(file.path, failed);
+  const bool new_content = fresh || it->second.sha256 != file.sha256;
+  it->second = std::move(failed);
+  pass.changed = true;
+  if (!new_content) return;  // the same content failing again after a lib changed
+  recorder_.recordEvent("alarm.script", "script/" + file.path,
+                        {{"path", file.path},
+                         {"kind", scriptKindName(file.kind)},
+                         {"sha256", file.sha256},
+                         {"error", v.error.message},
+                         {"error_class", errorClassName(v.error.error_class)},
+                         {"message", file.path + " failed validation and no earlier version of it is good"}});
 }
 
 ReloadSummary ScriptRegistry::reloadAll() {

@@ -13,8 +13,12 @@
 // another active file's name, and pass its own tests (a strategy's params declaration
 // must also be valid, strategy_params.h). A changed lib must also keep every
 // active script loading and passing its tests. A version that passes replaces the old one;
-// one that fails leaves the old one active (or nothing, for a new file). A deleted file is
-// unloaded. Every attempt is reported to the ScriptRecorder and visible in list().
+// one that fails leaves the old one active. With no old one in memory (a new file, or the
+// first reload after a start) the registry asks the recorder for the file's last good
+// version, kept in the ledger, and runs that if it still validates. With none, nothing of
+// the file runs: it is published in ScriptSet::failed (so policies fail closed) and an
+// `alarm.script` event is raised once per failing content. A deleted file is unloaded.
+// Every attempt is reported to the ScriptRecorder and visible in list().
 // When anything changed, a new ScriptSet is published atomically (RCU): evaluators see
 // either the old or the new set, never a mix.
 //
@@ -26,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,20 +55,30 @@ class ScriptRecorder {
   // status: active (this version now runs), failed (this version was refused; error set),
   // superseded (a newer version replaced this one), unloaded (the file was deleted).
   virtual void recordScriptVersion(const model::ScriptVersion& version) = 0;
-  // kind: script.loaded | script.failed | script.unloaded; subject "script/<path>".
+  // kind: script.loaded | script.failed | script.unloaded | alarm.script; subject
+  // "script/<path>"; data names the version's "path" and "sha256".
   virtual void recordEvent(const std::string& kind, const std::string& subject, const Json& data) = 0;
+  // Keeps the text of `file`, a version becoming active, for lastGoodVersion().
+  virtual void keepText(const ScriptFile& file) = 0;
+  // The last good version of `path`: the one recorded active most recently, unless the file
+  // was unloaded since. nullopt when there is none or its text was not kept. Its name and
+  // level are not known until it loads.
+  virtual std::optional<ScriptFile> lastGoodVersion(const std::string& path) = 0;
 };
 
 class DiscardingScriptRecorder final : public ScriptRecorder {
  public:
   void recordScriptVersion(const model::ScriptVersion&) override {}
   void recordEvent(const std::string&, const std::string&, const Json&) override {}
+  void keepText(const ScriptFile&) override {}
+  std::optional<ScriptFile> lastGoodVersion(const std::string&) override { return std::nullopt; }
 };
 
 // One file as GET /v1/scripts shows it.
 struct ScriptStatus {
   // active: the file's content is the version that runs; stale: an older version runs
-  // because the file's current content failed; failed: nothing runs.
+  // because the file's current content failed (after a restart, the last good version kept
+  // in the ledger); failed: nothing runs (a failed policy votes as failing).
   std::string status;
   std::string path;
   std::string kind;
@@ -83,7 +98,10 @@ struct ReloadSummary {
   int unchanged = 0;
   int failed = 0;  // files whose current content is refused
   int unloaded = 0;
-  std::vector<std::string> errors;  // "path: message", one per failed file
+  // Of the failed files, those with nothing in memory whose last good version, kept in the
+  // ledger, runs instead (after a restart).
+  int restored = 0;
+  std::vector<std::string> errors;  // "path: message", one per failed file; a restored one says so
 };
 
 struct ScriptRegistryOptions {
@@ -125,14 +143,21 @@ class ScriptRegistry final : public ScriptSetProvider {
   void unloadMissing(const std::vector<Candidate>& candidates, ReloadPass& pass);
   // Leaves an unchanged file as it is, or validates it and activates or refuses it.
   void reloadFile(const Candidate& candidate, ReloadPass& pass);
-  // Shows `active`, unchanged on disk, as active with no error.
+  // Shows `active` as the version that runs, with no error.
   void keepActive(const ScriptFile& active);
   // True (and counted as failed) when this content failed before and no lib changed since.
   bool failedBefore(const ScriptFile& file, ReloadPass& pass);
   void activate(const ScriptFile& file, const Validation& v, const std::string& active_sha,
                 const std::string& attempted_at, ReloadPass& pass);
-  void refuse(const ScriptFile& file, const LuaError& error, const std::string& active_sha,
+  // Puts the recorder's last good version of `failed`'s path back in `pass`, if it still
+  // validates; its sha256, or "" when there is none.
+  std::string restoreLastGood(const ScriptFile& failed, ReloadPass& pass);
+  // Records `file` as refused; `running_sha` is the version of its path that runs instead
+  // ("" for none: the file goes to ScriptSet::failed).
+  void refuse(const ScriptFile& file, const Validation& v, const std::string& running_sha,
               const std::string& attempted_at, ReloadPass& pass);
+  // Publishes `file` in ScriptSet::failed, raising alarm.script when its content is new there.
+  void markFailed(const ScriptFile& file, const Validation& v, ReloadPass& pass);
   void recordVersion(const ScriptFile& file, const std::string& sha256, const char* status, const std::string& error,
                      const std::string& at) const;
   std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;

@@ -73,6 +73,9 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
       out->level = level;
     } else if (file.kind == ScriptKind::kPolicy && key == "applies") {
       if (type != LUA_TFUNCTION) shapeError(L, file, "applies must be a function(op)");
+    } else if (file.kind == ScriptKind::kHook && key == "fail_open") {
+      if (type != LUA_TBOOLEAN) shapeError(L, file, "fail_open must be true or false");
+      out->fail_open = lua_toboolean(L, -1) != 0;
     } else if (file.kind == ScriptKind::kStrategy && key == "params") {
       if (type != LUA_TTABLE) shapeError(L, file, "params must be a table");
     } else if (key == entry) {

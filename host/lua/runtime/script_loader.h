@@ -8,7 +8,8 @@
 //   policy    name, decide(op, ctx); optional level (advisory|soft|hard, default hard),
 //             applies(op), tests, description
 //   strategy  name, reconcile(r); optional params, tests, description
-//   hook      name, on = { ["operation.before"] = fn, ... }; optional description (no tests)
+//   hook      name, on = { ["operation.before"] = fn, ... }; optional fail_open (boolean),
+//             description (no tests)
 //   lib       any value; reached as tide.lib.<file stem>
 
 #include <filesystem>
@@ -42,6 +43,7 @@ struct LoadedScript {
   std::string name;
   std::string level;  // policies: advisory | soft | hard
   bool has_tests = false;
+  bool fail_open = false;  // hooks: a failing operation.before lets the operation run
   // What the script's top level and calls are charged to (its own memory budget).
   MemoryBudget budget = kStateBudget;
 };

@@ -14,6 +14,11 @@ const char* scriptKindName(ScriptKind kind) {
   return "policy";
 }
 
+std::string FailedScript::reason() const {
+  const std::string prefix = error.find(path) == std::string::npos ? path + ": " : "";
+  return prefix + error + " (the file failed validation and has no earlier good version)";
+}
+
 std::vector<const ScriptFile*> ScriptSet::ofKind(ScriptKind kind) const {
   std::vector<const ScriptFile*> out;
   out.reserve(files.size());

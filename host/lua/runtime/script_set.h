@@ -28,9 +28,27 @@ struct ScriptFile {
   std::string loaded_at;  // RFC 3339, when this version became active
 };
 
+// A file whose content failed validation while no earlier version of it is good, so nothing
+// of it runs. It stays in the set so that evaluators can fail closed: a failed policy votes
+// as a failing policy (policy_engine.h) instead of being silently absent.
+struct FailedScript {
+  std::string path;
+  ScriptKind kind = ScriptKind::kPolicy;
+  std::string name;   // the declared name when loading got that far, else ""
+  std::string level;  // policies: the declared level when known, else "" (counts as hard)
+  std::string sha256;
+  std::string error;  // why validation refused it
+
+  // The name it votes or vetoes under: the declared one, else the path.
+  const std::string& shownName() const { return name.empty() ? path : name; }
+  // What its failing vote or veto says: the validation error, naming the path.
+  std::string reason() const;
+};
+
 struct ScriptSet {
   uint64_t version = 0;                     // bumped by every published change; 0 is the empty set
-  std::map<std::string, ScriptFile> files;  // by path
+  std::map<std::string, ScriptFile> files;  // by path: the versions that run
+  std::map<std::string, FailedScript> failed;  // by path: files with no version that runs
 
   // The files of one kind, ordered by name.
   std::vector<const ScriptFile*> ofKind(ScriptKind kind) const;

@@ -83,7 +83,8 @@ TEST_CASE("hooks: a hook file with an unknown event or field is refused, naming 
   CHECK(errorFor("extra.lua").find("unknown field 'when'") != std::string::npos);
   CHECK(errorFor("handler.lua").find("on[\"route\"] must be a function") != std::string::npos);
   CHECK(errorFor("tests.lua").find("hooks have no tests table") != std::string::npos);
-  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kProceed);  // nothing loaded, nothing held
+  // Nothing of them runs, and a gate that cannot be read holds the operation.
+  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kVeto);
 }
 
 TEST_CASE("hooks: the first veto in name order wins over any delay") {
@@ -124,22 +125,67 @@ TEST_CASE("hooks: the operation reaches operation.before read-only, with ctx.now
   CHECK(verdict.reason == "UPDATE web-a1 2026-03-03 10:00:00 wday 3 unix 1772532000 writable false");
 }
 
-TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense is a failure, never a veto") {
+// Hooks whose operation.before errors, loops, exhausts memory or answers nonsense, by name;
+// with `fail_open`, each declares it.
+std::vector<std::pair<std::string, std::string>> failingBeforeHooks(bool fail_open) {
+  const std::string open = fail_open ? "fail_open = true, " : "";
+  auto hook = [&open](const std::string& name, const std::string& body, const std::string& more = "") {
+    return "return { name = '" + name + "', " + open + "on = { ['operation.before'] = function(op, ctx)\n" + body +
+           "\nend" + more + " } }\n";
+  };
+  return {
+      {"a.lua", hook("a-error", "error('boom')", ", ['operation.after'] = function(op) error('after boom') end")},
+      {"b.lua", hook("b-loop", "while true do end")},
+      // Pieces of half the cap reach it at the second allocation, before the deadline hook
+      // (every 1000 instructions) runs and right after the allocator's only look at the clock
+      // (every MiB): memory, not the machine's speed, stops it.
+      {"c.lua", hook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 4 * 1024 * 1024) .. i end")},
+      {"d.lua", hook("d-nonsense", "return { veto = 42 }")},
+      {"e.lua", hook("e-word", "return 'veto'")},
+  };
+}
+
+LuaLimits smallMemory() {
   LuaLimits limits;
   limits.memory_bytes = size_t{8} << 20;
+  return limits;
+}
+
+TEST_CASE("hooks: an operation.before that errors, loops, exhausts memory or answers nonsense vetoes") {
+  const std::vector<std::pair<std::string, LuaErrorClass>> expected = {
+      {"boom", LuaErrorClass::kRuntime},
+      {"", LuaErrorClass::kTimeout},
+      {"", LuaErrorClass::kMemory},
+      {"veto must be a non-empty string", LuaErrorClass::kRuntime},
+      {"scripts/hooks/e.lua", LuaErrorClass::kRuntime},
+  };
+  const auto hooks = failingBeforeHooks(false);
+  for (size_t i = 0; i < hooks.size(); ++i) {
+    const std::string& file = hooks[i].first;
+    CAPTURE(file);
+    HookFixture f(smallMemory());
+    f.hook(file, hooks[i].second);
+    f.hook("z.lua", beforeHook("z-later", "return { delay = 5 }"));
+    const HookVerdict verdict = f.engine().before(kOp);
+    CHECK(verdict.kind == HookVerdict::Kind::kVeto);
+    REQUIRE(verdict.failures.size() == 1);
+    CHECK(verdict.hook == verdict.failures[0].hook);
+    CHECK(verdict.failures[0].error_class == expected[i].second);
+    CHECK_FALSE(verdict.failures[0].failed_open);
+    CHECK(verdict.failures[0].error.find(expected[i].first) != std::string::npos);
+    CHECK(verdict.reason.rfind("operation.before failed: ", 0) == 0);
+    CHECK(verdict.reason.find(verdict.failures[0].error.substr(0, 200)) != std::string::npos);
+  }
+}
+
+TEST_CASE("hooks: a hook declaring fail_open = true that fails is reported and the other hooks decide") {
+  // f-fine's emit_file syncs to disk, which on a busy machine can take longer than the
+  // default 50 ms: a deadline the looping hook reaches and a disk sync does not.
+  LuaLimits limits = smallMemory();
+  limits.deadline = std::chrono::milliseconds(1000);
   HookFixture f(limits);
   const std::string marker = "ctx.emit_file('seen-' .. op.id, 'x')";
-  f.hook("a.lua",
-         "return { name = 'a-error', on = { ['operation.before'] = function(op) error('boom') end, "
-         "['operation.after'] = function(op) error('after boom') end } }\n");
-  f.hook("b.lua", beforeHook("b-loop", "while true do end"));
-  // Pieces of half the cap reach it at the second allocation, before the deadline hook
-  // (every 1000 instructions) runs and right after the allocator's only look at the clock
-  // (every MiB): memory, not the machine's speed, stops it.
-  f.hook("c.lua",
-         beforeHook("c-bomb", "local t = {}\n for i = 1, 1e9 do t[i] = string.rep('x', 4 * 1024 * 1024) .. i end"));
-  f.hook("d.lua", beforeHook("d-nonsense", "return { veto = 42 }"));
-  f.hook("e.lua", beforeHook("e-word", "return 'veto'"));
+  for (const auto& [file, text] : failingBeforeHooks(true)) f.hook(file, text);
   f.hook("f.lua", "return { name = 'f-fine', on = { ['operation.before'] = function(op, ctx) " + marker +
                       " return { delay = 5 } end, ['operation.after'] = function(op, ctx) " + marker + " end } }\n");
 
@@ -147,6 +193,7 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
   CHECK(verdict.kind == HookVerdict::Kind::kDelay);  // the only hook that said something sensible
   CHECK(verdict.hook == "f-fine");
   REQUIRE(verdict.failures.size() == 5);
+  for (const HookFailure& failure : verdict.failures) CHECK(failure.failed_open);
   CHECK(verdict.failures[0].hook == "a-error");
   CHECK(verdict.failures[0].error.find("boom") != std::string::npos);
   CHECK(verdict.failures[0].error_class == LuaErrorClass::kRuntime);
@@ -167,6 +214,26 @@ TEST_CASE("hooks: a hook that errors, loops, exhausts memory or answers nonsense
   CHECK(failures[0].hook == "a-error");
   CHECK(failures[0].event == "operation.after");
   CHECK(f.output("seen-7") == "x");
+}
+
+TEST_CASE("hooks: fail_open must be a boolean, and a hook file refused with no good version vetoes") {
+  HookFixture f;
+  writeFile(f.hooksDir() / "maybe.lua", "return { name = 'maybe', fail_open = 'yes', on = {} }\n");
+  const ReloadSummary summary = f.registry.registry->reloadAll();
+  REQUIRE(summary.failed == 1);
+  CHECK(summary.errors[0].find("fail_open must be true or false") != std::string::npos);
+
+  const HookVerdict verdict = f.engine().before(kOp);
+  CHECK(verdict.kind == HookVerdict::Kind::kVeto);
+  REQUIRE(verdict.failures.size() == 1);
+  CHECK(verdict.failures[0].error_class == LuaErrorClass::kLoad);
+  CHECK_FALSE(verdict.failures[0].failed_open);
+  CHECK(verdict.reason.find("scripts/hooks/maybe.lua") != std::string::npos);
+  CHECK(verdict.reason.find("fail_open must be true or false") != std::string::npos);
+  CHECK(f.engine().notify("route", Json::object()).empty());  // only operation.before is a gate
+
+  f.hook("maybe.lua", "return { name = 'maybe', fail_open = true, on = {} }\n");
+  CHECK(f.engine().before(kOp).kind == HookVerdict::Kind::kProceed);
 }
 
 TEST_CASE("hooks: ctx.emit_file writes atomically and refuses bad names and texts over 1 MiB") {
@@ -273,7 +340,10 @@ TEST_CASE("hooks: the shipped log hook logs every event with a compact summary")
 }
 
 TEST_CASE("hooks: the shipped route_file hook writes route-<plan>.json") {
-  HookFixture f;
+  // emit_file's fsync counts against the deadline: this is about what is written (as below).
+  LuaLimits limits;
+  limits.deadline = std::chrono::seconds(10);
+  HookFixture f(limits);
   std::ifstream in(kSource / "scripts" / "hooks" / "route_file.lua");
   std::ostringstream text;
   text << in.rdbuf();

@@ -69,7 +69,9 @@ TEST_CASE("lua: a failing policy yields manual, never approve") {
       {"runtime", "{ verdict = 'maybe' }"},
       {"runtime", "leaked_global"},
   };
-  for (const auto& [error_class, body] : failures) {
+  for (const auto& failure : failures) {
+    const std::string& error_class = failure.first;
+    const std::string& body = failure.second;  // a reference, not a binding: clang 14 captures it
     CAPTURE(body);
     // Only the loop meets the deadline: the memory bomb has all the time it needs, so the
     // cap, not the speed of the machine, stops it.
@@ -290,27 +292,72 @@ TEST_CASE("lua: ctx errors fail closed and unknown filter fields are refused") {
         std::string::npos);
 }
 
-TEST_CASE("lua: a plan's approval.policies list selects the policies that apply") {
+TEST_CASE("lua: a plan's approval.policies adds advisory policies but never leaves out a hard or soft one") {
   RegistryFixture fx;
-  writeFile(fx.policy("a.lua"), simplePolicy("a", "deny('a says no')"));
-  writeFile(fx.policy("b.lua"), simplePolicy("b", "approve('b says yes')"));
+  writeFile(fx.policy("guard.lua"), simplePolicy("guard", "deny('guard says no')", "hard"));
+  writeFile(fx.policy("review.lua"), simplePolicy("review", "manual('review wants a look')", "soft"));
+  writeFile(fx.policy("yes.lua"), simplePolicy("yes", "approve('yes says yes')", "hard"));
+  writeFile(fx.policy("note.lua"), simplePolicy("note", "deny('note would say no')", "advisory"));
   fx.registry->reloadAll();
   PolicyEngine engine(*fx.registry, fx.clock);
   FakeData data;
+  auto names = [](const Evaluation& e) {
+    std::vector<std::string> out;
+    for (const PolicyDecision& d : e.decisions) out.push_back(d.record.policy);
+    return out;
+  };
 
   Json op = prodOp();
-  CHECK(engine.evaluate(op, data).outcome == Outcome::kRejected);
-
-  op["plan"]["approval"] = {{"policies", {"b"}}};
   Evaluation e = engine.evaluate(op, data);
-  CHECK(e.outcome == Outcome::kApproved);
-  REQUIRE(e.decisions.size() == 1);
-  CHECK(e.decisions[0].record.policy == "b");
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK(names(e) == std::vector<std::string>{"guard", "note", "review", "yes"});
 
-  op["plan"]["approval"] = {{"policies", {"b", "missing"}}};
+  // Listing only an advisory policy (or only the approving one) still gets the hard deny.
+  for (const Json& listed : {Json::array({"note"}), Json::array({"yes"})}) {
+    CAPTURE(listed.dump());
+    op["plan"]["approval"] = {{"policies", listed}};
+    e = engine.evaluate(op, data);
+    CHECK(e.outcome == Outcome::kRejected);
+    REQUIRE(decisionOf(e, "guard"));
+    CHECK(decisionOf(e, "guard")->record.verdict == "deny");
+    CHECK(decisionOf(e, "review")->record.verdict == "manual");
+  }
+  CHECK(names(e) == std::vector<std::string>{"guard", "review", "yes"});  // an unlisted advisory one is left out
+
+  op["plan"]["approval"] = {{"policies", {"yes", "missing"}}};
   e = engine.evaluate(op, data);
-  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(e.outcome == Outcome::kRejected);
+  REQUIRE(decisionOf(e, "missing"));
+  CHECK(decisionOf(e, "missing")->record.verdict == "manual");
   CHECK(decisionOf(e, "missing")->record.error_class == "load");
+}
+
+TEST_CASE("lua: a plan listing only an allow-everything policy still gets prod-delete-manual and change-freeze") {
+  RegistryFixture fx;
+  const std::filesystem::path source = TIDE_SOURCE_DIR;
+  std::filesystem::copy(source / "policies", fx.dir.path() / "policies");
+  std::filesystem::copy(source / "scripts" / "lib", fx.dir.path() / "scripts" / "lib");
+  writeFile(fx.policy("allow_all.lua"), simplePolicy("allow-all", "approve('everything goes')"));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  Json op = prodOp();
+  op["plan"]["approval"] = {{"policies", {"allow-all"}}};
+
+  op["type"] = "DELETE";
+  Evaluation e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  REQUIRE(decisionOf(e, "prod-delete-manual"));
+  CHECK(decisionOf(e, "prod-delete-manual")->record.verdict == "manual");
+
+  op["type"] = "UPDATE";
+  fx.clock.set(*parseTimestamp("2026-11-27T12:00:00Z"));  // Black Friday weekend
+  e = engine.evaluate(op, data);
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK_FALSE(e.overridable);
+  REQUIRE(decisionOf(e, "change-freeze"));
+  CHECK(decisionOf(e, "change-freeze")->record.verdict == "deny");
+  CHECK(decisionOf(e, "allow-all")->record.verdict == "approve");
 }
 
 TEST_CASE("lua: applies() filters policies and the default decides when nobody approves") {

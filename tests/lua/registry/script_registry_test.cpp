@@ -117,6 +117,107 @@ TEST_CASE("lua: a deleted file is unloaded") {
   CHECK(fx.recorder.events().back().kind == "script.unloaded");
 }
 
+TEST_CASE("lua: a policy file broken from the start votes as a failing policy, shows failed and raises one alarm") {
+  RegistryFixture fx;
+  writeFile(fx.policy("approver.lua"), simplePolicy("approver"));
+  writeFile(fx.policy("broken.lua"), "return { name = 'broken',\n decide = function(op, ctx) return deny('x') end\n");
+  ReloadSummary summary = fx.registry->reloadAll();
+  CHECK(summary.failed == 1);
+  const auto set = fx.registry->current();
+  REQUIRE(set->failed.size() == 1);
+  CHECK(set->failed.begin()->second.kind == ScriptKind::kPolicy);
+
+  auto failingVote = [](const Evaluation& e) -> const PolicyDecision* {
+    for (const PolicyDecision& d : e.decisions) {
+      if (d.record.error_class == "load") return &d;
+    }
+    return nullptr;
+  };
+  SnapshotDataSource data(Json::object(), fx.clock);
+  PolicyEngine manual_default(*fx.registry, fx.clock);
+  Evaluation e = manual_default.evaluate(devOp(), data);
+  CHECK(e.outcome == Outcome::kPendingApproval);  // the approver alone would have approved
+  const PolicyDecision* vote = failingVote(e);
+  REQUIRE(vote);
+  CHECK(vote->level == "hard");  // its level is unknown: it counts
+  CHECK(vote->record.verdict == "manual");
+  CHECK(vote->record.policy.ends_with("broken.lua"));
+  CHECK(vote->record.reasons[0].get<std::string>().find("broken.lua:3:") != std::string::npos);
+  CHECK(vote->record.script_sha256 == set->failed.begin()->second.sha256);
+
+  PolicyEngine deny_default(*fx.registry, fx.clock, {LuaLimits{}, Outcome::kRejected});
+  e = deny_default.evaluate(devOp(), data);
+  CHECK(e.outcome == Outcome::kRejected);
+  REQUIRE(failingVote(e));
+  CHECK(failingVote(e)->record.verdict == "deny");
+
+  // A plan listing only the approver cannot leave it out.
+  Json op = devOp();
+  op["plan"]["approval"] = {{"policies", {"approver"}}};
+  CHECK(manual_default.evaluate(op, data).outcome == Outcome::kPendingApproval);
+
+  auto status = statusOf(*fx.registry, "broken.lua");
+  REQUIRE(status);
+  CHECK(status->status == "failed");
+  CHECK(status->active_sha256.empty());
+  CHECK(status->last_error.find("broken.lua:3:") != std::string::npos);
+
+  auto alarms = [&fx] {
+    int n = 0;
+    for (const auto& event : fx.recorder.events()) n += event.kind == "alarm.script";
+    return n;
+  };
+  CHECK(alarms() == 1);
+  fx.registry->reloadAll();
+  writeFile(fx.lib("any.lua"), "return {}");  // a lib change validates the broken file again
+  fx.registry->reloadAll();
+  CHECK(alarms() == 1);
+  writeFile(fx.policy("broken.lua"), "return { name = 'broken', decide = 42 }");
+  fx.registry->reloadAll();
+  CHECK(alarms() == 2);  // another broken content: another alarm
+
+  // Fixed, it decides like any policy; deleted, it is gone.
+  writeFile(fx.policy("broken.lua"), simplePolicy("broken", "approve('fixed')"));
+  fx.registry->reloadAll();
+  CHECK(fx.registry->current()->failed.empty());
+  CHECK(manual_default.evaluate(devOp(), data).outcome == Outcome::kApproved);
+  writeFile(fx.policy("broken.lua"), "return {");
+  fx.registry->reloadAll();
+  CHECK(statusOf(*fx.registry, "broken.lua")->status == "stale");  // the fixed version runs on
+  CHECK(fx.registry->current()->failed.empty());
+  std::filesystem::remove(fx.policy("approver.lua"));
+  writeFile(fx.policy("new.lua"), "return {");
+  fx.registry->reloadAll();
+  CHECK(fx.registry->current()->failed.size() == 1);
+  std::filesystem::remove(fx.policy("new.lua"));
+  fx.registry->reloadAll();
+  CHECK(fx.registry->current()->failed.empty());
+}
+
+TEST_CASE("lua: a broken policy whose level is known votes at that level, under its name") {
+  RegistryFixture fx;
+  writeFile(fx.policy("strict.lua"), R"(return {
+    name = "strict",
+    level = "soft",
+    decide = function(op, ctx) return approve("always") end,
+    tests = { { name = "denies", expect = "deny" } },
+  })");
+  CHECK(fx.registry->reloadAll().failed == 1);
+  PolicyEngine engine(*fx.registry, fx.clock, {LuaLimits{}, Outcome::kRejected});
+  SnapshotDataSource data(Json::object(), fx.clock);
+  const Evaluation e = engine.evaluate(devOp(), data);
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.policy == "strict");
+  CHECK(e.decisions[0].level == "soft");
+  CHECK(e.decisions[0].record.verdict == "deny");
+  CHECK(e.outcome == Outcome::kRejected);
+  CHECK(e.overridable);
+  // A plan naming it gets this one failing vote, not a second "not loaded" one.
+  Json op = devOp();
+  op["plan"]["approval"] = {{"policies", {"strict"}}};
+  CHECK(engine.evaluate(op, data).decisions.size() == 1);
+}
+
 TEST_CASE("lua: a duplicate policy name is an error for the newer file") {
   RegistryFixture fx;
   writeFile(fx.policy("first.lua"), simplePolicy("same", "approve('first')"));
@@ -130,6 +231,9 @@ TEST_CASE("lua: a duplicate policy name is an error for the newer file") {
   CHECK(second->last_error.find("duplicate policy name 'same'") != std::string::npos);
   PolicyEngine engine(*fx.registry, fx.clock);
   CHECK(verdictOf(engine, "same") == "approve");
+  // The refused file has no good version: it fails closed instead of being left out.
+  SnapshotDataSource data(Json::object(), fx.clock);
+  CHECK(engine.evaluate(devOp(), data).outcome == Outcome::kPendingApproval);
 }
 
 TEST_CASE("lua: files that define globals, have the wrong shape or fail their tests are refused") {
