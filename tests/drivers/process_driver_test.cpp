@@ -456,8 +456,13 @@ TEST_CASE("driver: process status and list answer from memory, opening no state 
   CHECK(instances.events().empty());
 
   std::ofstream(go) << "go\n";
-  REQUIRE(eventually([&] { return f.stateOf("die") == "EXITED"; }));
-  (void)instances.events();  // the waiter wrote the exit file, the driver read it once
+  // Until the waiter has written the exit file, a status reads EXITED with the code unknown
+  // (on a loaded machine the waiter may take longer than status() waits for it).
+  REQUIRE(eventually([&] {
+    auto died = f.driver->status({"die", "node-a", ""});
+    return died.isOk() && died->state == "EXITED" && died->exit_code == 3;
+  }));
+  (void)instances.events();  // the waiter wrote the exit file, the driver read it
   for (int i = 0; i < 50; ++i) {
     auto died = f.driver->status({"die", "node-a", ""});
     REQUIRE(died.isOk());
