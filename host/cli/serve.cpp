@@ -15,6 +15,7 @@
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
+#include "host/engine/retention.h"
 #include "host/engine/script_recorder.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/registry/script_registry.h"
@@ -265,15 +266,20 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   const std::string scheme = server_options.tls.enabled() ? "https://" : "http://";
   const std::string url = scheme + address->first + ":" + std::to_string(server.port());
   std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
+  // docs/architecture.md#retention-and-audit: pruning runs only on a ledger that verified, so
+  // it never cuts away the evidence of a broken chain.
+  engine::Pruner pruner(ledger, clock, config.retention);
   if (*sound) {
     control_loop.start();
+    pruner.start();
   } else {
-    err << "tide serve: the control loop is not started until the ledger's invariants hold\n";
+    err << "tide serve: the control loop and retention are not started until the ledger's invariants hold\n";
   }
   out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion() << ")"
       << std::endl;
 
   waitForStopSignal(stop_signals, out);
+  pruner.stop();
   control_loop.stop();
   server.stop();
   scripts.stopWatching();
