@@ -79,6 +79,27 @@ TEST_CASE("cli: audit verify proves a chain tide serve pruned, and names an even
   json broken_json = verifyJson(serve);
   CHECK(broken_json["ok"] == false);
   CHECK(broken_json["broken"]["seq"] == edited);
+
+  // The API serves (and is ready) while the host checks its invariants at start; the check
+  // names the broken link, raises alarm.invariant, and the control loop never starts.
+  const auto log = [&] {
+    std::stringstream text;
+    text << std::ifstream(serve.dataDir() / "serve.log").rdbuf();
+    return text.str();
+  };
+  REQUIRE(eventually([&] { return contains(log(), "the control loop and retention are not started"); }));
+  CHECK(contains(log(), "LEDGER INVARIANT VIOLATED: event chain: " + named));
+  httplib::Client client(serve.url());
+  client.set_bearer_token_auth(serve.token());
+  auto ready = client.Get("/readyz");
+  REQUIRE(ready);
+  CHECK(ready->status == 200);
+  auto alarms = client.Get("/v1/events?kind=alarm.invariant");
+  REQUIRE(alarms);
+  CHECK(json::parse(alarms->body)["items"].size() == 1);
+  auto metrics = client.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(contains(metrics->body, "\ntide_reconcile_pass_duration_seconds_count 0\n"));
 }
 
 TEST_CASE("cli: audit verify --data-dir of a directory without a ledger says so") {
