@@ -24,6 +24,17 @@ std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
   return out;
 }
 
+// One sim cluster of `n` nodes under a counting driver, and `n` instances of the sim plan
+// rolled out on it.
+CountingDriver& rollOutOnOneCluster(EngineFixture& f, int n) {
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", n));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", n, "1"));
+  f.engine->settle();
+  return driver;
+}
+
 TEST_CASE("observer: asks each driver once a pass, one list and one batched status") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(std::string(kSimCapabilities) + simCluster("sim-a", 10));
@@ -52,11 +63,7 @@ TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a r
   auto options = EngineFixture::fastOptions();
   options.observer.slice = 4;
   EngineFixture f({"auto_approve_dev.lua"}, options);
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 10));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 10, "1"));
-  f.engine->settle();
+  CountingDriver& driver = rollOutOnOneCluster(f, 10);
   auto running = activeRunning(f);
   REQUIRE(running.size() == 10);
 
@@ -90,11 +97,7 @@ TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a r
 
 TEST_CASE("observer: records the health a driver reports instead of running the plan's check") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 3));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 3, "1"));
-  f.engine->settle();
+  CountingDriver& driver = rollOutOnOneCluster(f, 3);
   // Healthy by the driver's word: the http check on port 80 would fail, nothing listens.
   auto running = activeRunning(f);
   REQUIRE(running.size() == 3);
@@ -130,11 +133,7 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
 
 TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is restarted") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 2, "1"));
-  f.engine->settle();
+  CountingDriver& driver = rollOutOnOneCluster(f, 2);
   auto running = activeRunning(f);
   REQUIRE(running.size() == 2);
 
