@@ -41,6 +41,9 @@ HandlerFunction list, get, approve, reject;
 namespace events {
 HandlerFunction list, stream;
 }
+namespace audit {
+HandlerFunction verify;
+}
 namespace scripts {
 HandlerFunction list, reload, evaluate;
 }

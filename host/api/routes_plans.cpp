@@ -28,9 +28,9 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 }
 
 Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(ledger::ListOptions page, readListOptions(request, {}));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.getPlan(request.param("name")));
-  TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan));
+  TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan, page));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(plan.meta.generation));
   return response;

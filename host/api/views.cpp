@@ -5,72 +5,62 @@
 #include "host/model/transitions.h"
 
 namespace tide::api {
-namespace {
-
-// The runtime instance that serves a meta instance: the newest one marked active.
-const model::RuntimeInstance* activeRuntime(const std::vector<model::RuntimeInstance>& runtimes) {
-  const model::RuntimeInstance* active = nullptr;
-  for (const model::RuntimeInstance& runtime : runtimes) {
-    if (runtime.is_active && (active == nullptr || runtime.meta.id > active->meta.id)) active = &runtime;
-  }
-  return active;
-}
-
-}  // namespace
 
 const std::vector<std::string>& operationTypes() {
   static const std::vector<std::string> kTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
   return kTypes;
 }
 
-Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan) {
+Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page) {
   const std::map<std::string, std::string> by_plan = {{"plan", plan.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments,
                         listAll(ledger, &ledger::Ledger::listDeployments, by_plan));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::MetaInstance> metas,
-                        listAll(ledger, &ledger::Ledger::listMetaInstances, by_plan));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
-                        listAll(ledger, &ledger::Ledger::listRuntimeInstances, by_plan));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
-                        listAll(ledger, &ledger::Ledger::listOperations, by_plan));
+  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanCounts counts, ledger.planCounts(plan.name));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> metas, ledger.livePlanInstances(plan.name, page));
+  std::vector<int64_t> ids;
+  for (const model::MetaInstance& meta : metas.items) ids.push_back(meta.meta.id);
+  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::InstanceSlice slice, ledger.instanceSlice(ids, {}, {}));
 
-  std::map<std::string, std::vector<model::RuntimeInstance>> runtimes_of;
-  for (model::RuntimeInstance& runtime : runtimes) runtimes_of[runtime.meta_instance].push_back(std::move(runtime));
-  std::map<std::string, std::vector<model::Operation>> operations_of;
+  std::map<std::string, Json> runtimes_of, operations_of;
+  for (const model::RuntimeInstance& runtime : slice.runtimes) {
+    Json& mine = runtimes_of[runtime.meta_instance];
+    if (mine.is_null()) mine = Json::array();
+    mine.push_back(runtime);
+  }
+  for (const model::Operation& operation : slice.operations) operations_of[operation.meta_instance] = {operation};
+  Json instances = Json::array();
+  for (const model::MetaInstance& meta : metas.items) {
+    auto runtimes = runtimes_of.find(meta.name);
+    auto operations = operations_of.find(meta.name);
+    instances.push_back({{"meta_instance", meta},
+                         {"runtime_instances", runtimes == runtimes_of.end() ? Json::array() : runtimes->second},
+                         {"operations", operations == operations_of.end() ? Json::array() : operations->second}});
+  }
+
+  auto summary = [](const ledger::Ledger::PlanCounts::Instances& n) {
+    return Json{{"total", n.total}, {"running", n.running}, {"pending", n.pending}, {"failed", n.failed},
+                {"ready", n.ready}};
+  };
+  Json instance_summary = summary(counts.live);
+  instance_summary["by_deployment"] = Json::object();
+  for (const auto& [id, n] : counts.staying) instance_summary["by_deployment"][id] = summary(n);
   Json operations_summary = Json::object();
   for (const std::string& type : operationTypes()) {
     for (const std::string& state : model::statesOf(model::RecordKind::kOperation)) {
       operations_summary[type][state] = 0;
     }
   }
-  for (model::Operation& operation : operations) {
-    Json& count = operations_summary[operation.type][operation.state];
-    count = count.is_number() ? count.get<int64_t>() + 1 : 1;
-    operations_of[operation.meta_instance].push_back(std::move(operation));
+  for (const auto& [type, states] : counts.operations) {
+    for (const auto& [state, n] : states) operations_summary[type][state] = n;
   }
 
-  int64_t running = 0, pending = 0, failed = 0;
-  Json instances = Json::array();
-  for (const model::MetaInstance& meta : metas) {
-    if (meta.state == "DELETED") continue;
-    const std::vector<model::RuntimeInstance>& mine = runtimes_of[meta.name];
-    const model::RuntimeInstance* active = activeRuntime(mine);
-    if (active != nullptr && active->state == "RUNNING")
-      ++running;
-    else if (active != nullptr && active->state == "FAILED")
-      ++failed;
-    else
-      ++pending;
-    instances.push_back(
-        {{"meta_instance", meta}, {"runtime_instances", mine}, {"operations", operations_of[meta.name]}});
-  }
-
-  return Json{{"plan", plan},
-              {"deployments", deployments},
-              {"instance_summary",
-               {{"total", running + pending + failed}, {"running", running}, {"pending", pending}, {"failed", failed}}},
-              {"operations_summary", operations_summary},
-              {"instances", instances}};
+  Json view = {{"plan", plan},
+               {"deployments", deployments},
+               {"instance_summary", instance_summary},
+               {"operations_summary", operations_summary},
+               {"instances", instances}};
+  if (metas.next_after != 0) view["next_after"] = metas.next_after;
+  return view;
 }
 
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations) {

@@ -19,10 +19,14 @@ const std::vector<std::string>& operationTypes();
 using ledger::listAll;
 
 // {"plan", "deployments" (oldest first), "instance_summary" {total, running, pending,
-// failed}, "operations_summary" {TYPE: {STATE: n}} with every type and state present,
-// "instances" [{"meta_instance", "runtime_instances", "operations"}]}. Meta instances in
-// state DELETED are left out of the summary and the instances.
-Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan);
+// failed, ready, "by_deployment" {ID: {total, running, pending, failed, ready}}},
+// "operations_summary" {TYPE: {STATE: n}} with every type and state present, "instances"
+// [{"meta_instance", "runtime_instances", "operations"}], "next_after"}. The summaries
+// count the whole plan (in the database); "instances" is one page of `page` (limit, after:
+// a meta instance id) with each instance's current runtime instances and its newest
+// operation; "next_after" is there when more follow. Meta instances in state DELETED are
+// left out; "by_deployment" leaves out those MARKED_FOR_DELETION too.
+Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page);
 
 // {"meta_instance", "runtime_instances"} plus "operations" when `with_operations`.
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations);

@@ -58,6 +58,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addDeploymentCommands(app, verbs);
   addActivityCommands(app, verbs);
   addTokenCommands(app, verbs);
+  addAuditCommands(app, verbs);
   OfflineAction offline;
   addPolicyCommands(app, verbs, offline);
 

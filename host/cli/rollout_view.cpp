@@ -45,18 +45,6 @@ std::string toSecond(TimePoint when) {
   return dot == std::string::npos ? stamp : stamp.substr(0, dot) + "Z";
 }
 
-// The runtime instance that serves a meta instance: the newest one marked active.
-const Json* activeRuntime(const Json& runtimes) {
-  const Json* active = nullptr;
-  for (const Json& runtime : items(runtimes)) {
-    if (at(runtime, {"is_active"}) != true) continue;
-    if (active == nullptr || idOf(runtime) > idOf(*active)) active = &runtime;
-  }
-  return active;
-}
-
-bool isLeaving(const std::string& meta_state) { return meta_state == "DELETED" || meta_state == "MARKED_FOR_DELETION"; }
-
 // "new 50 / old 50", from the strategy's {new, old} (other keys follow in name order).
 std::string formatWeights(const Json& weights) {
   if (!weights.is_object() || weights.empty()) return "";
@@ -198,15 +186,14 @@ RolloutSample sampleRollout(const Json& plan_view, const Json& deployment) {
   // A strategy's last word on what it waits for outlives an abort or a cancel.
   if (!model::isRolloutOver(sample.state)) sample.waiting_for = text(rollout, {"waiting_for"});
 
-  for (const Json& entry : items(at(plan_view, {"instances"}))) {
-    const Json& meta = at(entry, {"meta_instance"});
-    if (isLeaving(text(meta, {"state"}))) continue;
-    InstanceCount& count =
-        text(meta, {"deployment_id"}) == sample.deployment_id ? sample.new_instances : sample.old_instances;
-    ++count.total;
-    const Json* active = activeRuntime(at(entry, {"runtime_instances"}));
-    if (active != nullptr && text(*active, {"state"}) == "RUNNING" && at(*active, {"health", "healthy"}) == true) {
-      ++count.ready;
+  // The plan's counts by deployment, of the instances staying (the plan view's summary, the
+  // same at any fleet size): this deployment's are new, all others old.
+  const Json& by_deployment = at(plan_view, {"instance_summary", "by_deployment"});
+  if (by_deployment.is_object()) {
+    for (const auto& [id, counts] : by_deployment.items()) {
+      InstanceCount& count = id == sample.deployment_id ? sample.new_instances : sample.old_instances;
+      count.total += integer(at(counts, {"total"})).value_or(0);
+      count.ready += integer(at(counts, {"ready"})).value_or(0);
     }
   }
   return sample;

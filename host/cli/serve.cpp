@@ -15,6 +15,7 @@
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
+#include "host/engine/retention.h"
 #include "host/engine/script_recorder.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/registry/script_registry.h"
@@ -224,11 +225,6 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return 1;
   }
   auto& ledger = *opened.value();
-  auto sound = ledgerIsSound(ledger, err);
-  if (!sound.isOk()) {
-    err << "tide serve: invariant check failed: " << sound.status().toString() << "\n";
-    return 1;
-  }
 
   engine::LedgerScriptRecorder recorder(ledger);
   const lua::ScriptRegistryOptions registry_options = scriptRegistryOptions(config);
@@ -265,15 +261,28 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   const std::string scheme = server_options.tls.enabled() ? "https://" : "http://";
   const std::string url = scheme + address->first + ":" + std::to_string(server.port());
   std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
+  // The API serves while the invariants are checked (walking the event chain takes seconds on
+  // a long history): whatever the check finds, people can look; only the control loop waits.
+  auto sound = ledgerIsSound(ledger, err);
+  if (!sound.isOk()) {
+    err << "tide serve: invariant check failed: " << sound.status().toString() << "\n";
+    server.stop();
+    return 1;
+  }
+  // docs/architecture.md#retention-and-audit: pruning runs only on a ledger that verified, so
+  // it never cuts away the evidence of a broken chain.
+  engine::Pruner pruner(ledger, clock, config.retention);
   if (*sound) {
     control_loop.start();
+    pruner.start();
   } else {
-    err << "tide serve: the control loop is not started until the ledger's invariants hold\n";
+    err << "tide serve: the control loop and retention are not started until the ledger's invariants hold\n";
   }
   out << "tide listening on " << url << " (ledger " << config.database << ", schema v" << ledger.schemaVersion() << ")"
       << std::endl;
 
   waitForStopSignal(stop_signals, out);
+  pruner.stop();
   control_loop.stop();
   server.stop();
   scripts.stopWatching();

@@ -306,11 +306,18 @@ void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   printField(out, "Running Instances", text(summary, {"running"}), true);
   printField(out, "Pending Instances", text(summary, {"pending"}), true);
   printField(out, "Failed Instances", text(summary, {"failed"}), true);
+  printField(out, "Ready Instances", text(summary, {"ready"}), true);
   out << '\n';
   printOperationsSummary(out, at(view, {"operations_summary"}));
   out << '\n';
   printHeading(out, "Instances");
-  printInstanceTable(out, at(view, {"instances"}));
+  const Json& instances = at(view, {"instances"});
+  printInstanceTable(out, instances);
+  // The host sends one page of instances with the plan (the summaries above count them all).
+  if (at(view, {"next_after"}).is_number()) {
+    out << "Showing the first " << items(instances).size() << " of " << text(total)
+        << " instances; all of them: tide instances list --plan " << text(plan, {"name"}) << "\n";
+  }
 }
 
 }  // namespace tide::cli

@@ -21,6 +21,16 @@ const KeyTable kHostKeys = {
     {"limits", {"limits"}},
     {"tls", {"tls"}},
     {"default_verdict", {"default_verdict"}},
+    {"retention", {"retention"}},
+};
+
+const KeyTable kRetentionKeys = {
+    {"events_max_age_days", {"events_max_age_days"}},
+    {"events_max_count", {"events_max_count"}},
+    {"decisions_max_age_days", {"decisions_max_age_days"}},
+    {"script_versions_keep", {"script_versions_keep"}},
+    {"batch", {"batch"}},
+    {"interval_minutes", {"interval_minutes"}},
 };
 
 const KeyTable kTlsKeys = {{"cert", {"cert"}}, {"key", {"key"}}};
@@ -63,6 +73,7 @@ const KeyTable kLimitsKeys = {
 };
 
 constexpr size_t kMinTokenLength = 16;
+constexpr int64_t kMinEventsKept = 10;
 const std::set<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
 
 void readNonEmptyString(MapReader& m, std::string_view key, std::string& out) {
@@ -226,6 +237,26 @@ void readTls(const YamlNode& node, const std::string& path, HostConfig::Tls& out
   }
 }
 
+// 0 turns a rule off; a rule that is on keeps at least a few of its records, so a typo cannot
+// prune everything.
+void readRetention(const YamlNode& node, const std::string& path, model::RetentionPolicy& out, Problems& problems) {
+  MapReader m(node, path, kRetentionKeys, problems);
+  constexpr Bounds kDays{0, 36'500};
+  readInt(m, "events_max_age_days", kDays, out.events_max_age_days);
+  if (auto v = m.integer("events_max_count", Need::kOptional, {0, 1LL << 40})) {
+    if (*v != 0 && *v < kMinEventsKept) {
+      problems.add(*m.get("events_max_count"), m.field("events_max_count"),
+                   "must be 0 (off) or at least " + std::to_string(kMinEventsKept));
+    } else {
+      out.events_max_count = *v;
+    }
+  }
+  readInt(m, "decisions_max_age_days", kDays, out.decisions_max_age_days);
+  readInt(m, "script_versions_keep", {0, 1'000'000}, out.script_versions_keep);
+  if (auto v = m.integer("batch", Need::kOptional, {100, 100'000})) out.batch = *v;
+  readInt(m, "interval_minutes", {1, 10'080}, out.interval_minutes);
+}
+
 std::string joinPath(const std::string& dir, std::string_view leaf) {
   if (dir.empty() || dir.back() == '/') return dir + std::string(leaf);
   return dir + "/" + std::string(leaf);
@@ -279,6 +310,7 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("process")) readProcess(*v, m.field("process"), config.process, problems);
   if (const YamlNode* v = m.get("limits")) readLimits(*v, m.field("limits"), config.limits, problems);
   if (const YamlNode* v = m.get("tls")) readTls(*v, m.field("tls"), config.tls, problems);
+  if (const YamlNode* v = m.get("retention")) readRetention(*v, m.field("retention"), config.retention, problems);
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

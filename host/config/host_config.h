@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/core/status.h"
+#include "host/model/audit.h"
 
 namespace tide::config {
 
@@ -74,6 +75,8 @@ struct HostConfig {
     std::string key;
   } tls;
   std::string default_verdict = "manual";  // manual | deny: what an operation gets when no policy decides
+  // How much history the ledger keeps (docs/architecture.md#retention-and-audit); every rule off by default.
+  model::RetentionPolicy retention;
 };
 
 // "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.

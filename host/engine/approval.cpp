@@ -85,19 +85,19 @@ int ApprovalStage::pass(const World& world) {
   int decided = 0;
   std::optional<sched::ClusterSnapshot> snapshot;
   // From after where the last pass stopped to the end, then from the start up to there.
-  const auto resume = world.instances.upper_bound(resume_after_);
+  const auto resume = world.operating.upper_bound(resume_after_);
   std::string stopped_after;
   auto visit = [&](auto first, auto last) {
     for (auto it = first; it != last && stopped_after.empty(); ++it) {
-      const InstanceView& view = it->second;
-      if (!view.unfinished || view.unfinished->state != "PENDING") continue;
+      const InstanceView& view = world.instances.at(*it);
+      if (view.unfinished->state != "PENDING") continue;
       if (!snapshot) snapshot = world.schedulerSnapshot();
       if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
-      if (++decided >= options_.max_per_pass) stopped_after = it->first;
+      if (++decided >= options_.max_per_pass) stopped_after = *it;
     }
   };
-  visit(resume, world.instances.end());
-  visit(world.instances.begin(), resume);
+  visit(resume, world.operating.end());
+  visit(world.operating.begin(), resume);
   resume_after_ = stopped_after;
   return changed;
 }
@@ -206,7 +206,8 @@ void ApprovalStage::releaseUnused(const World& world) {
   // A PENDING runtime instance is a reservation held for the unfinished operation whose
   // target names it. One that no unfinished operation names (its operation was rejected,
   // cancelled or superseded) will never be used: give the resources back.
-  for (const auto& [name, view] : world.instances) {
+  for (const std::string& name : world.reserving) {
+    const InstanceView& view = world.instances.at(name);
     int64_t wanted = 0;
     if (view.unfinished && view.unfinished->target.contains("runtime_instance")) {
       wanted = view.unfinished->target["runtime_instance"].get<int64_t>();

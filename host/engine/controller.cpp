@@ -99,8 +99,8 @@ int DeploymentController::adopt(const World& world, const model::Deployment& dep
 
 int DeploymentController::repair(const World& world) {
   int changes = 0;
-  for (const auto& [name, view] : world.instances) {
-    if (view.meta.state != "ACTIVE" || view.active || view.unfinished) continue;
+  for (const std::string& name : world.unplaced) {
+    const InstanceView& view = world.instances.at(name);
     if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) continue;
     // Only for a deployment that still wants it: an instance of a superseded, aborted or
     // rolled-back deployment is left to the current strategy (usually removed).

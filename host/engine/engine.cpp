@@ -135,9 +135,9 @@ int Engine::dispatch(const World& world) {
   const TimePoint now = clock_.now();
   // Operations a previous host left RUNNING resume first, then approved ones, oldest first.
   std::vector<const model::Operation*> ready;
-  for (const auto& [name, view] : world.instances) {
-    const auto& op = view.unfinished;
-    if (!op || (op->state != "APPROVED" && op->state != "RUNNING")) continue;
+  for (const std::string& name : world.operating) {
+    const auto& op = world.instances.at(name).unfinished;
+    if (op->state != "APPROVED" && op->state != "RUNNING") continue;
     if (executor_.busy(op->meta.id)) continue;
     if (op->state == "APPROVED" && !op->next_attempt_at.empty()) {
       auto at = parseTimestamp(op->next_attempt_at);

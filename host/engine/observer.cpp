@@ -14,12 +14,35 @@ Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& cloc
       probe_pool_(options_.probe_threads) {}
 
 int Observer::pass(const World& world, const std::set<std::string>& busy) {
-  const Inventories inventories = listInventories(world);
-  const Observation seen = compareWithDrivers(world, busy, inventories);
-  if (haltOnDiscrepancy(seen.gone)) return 0;
+  const Slice slice = nextSlice(world);
+  Inventories inventories;
+  if (slice.starts_round) {
+    inventories = listInventories(world);
+    listed_clusters_.clear();
+    for (const auto& [cluster, ids] : inventories) listed_clusters_.insert(cluster);
+  }
+  const Observation seen = compareWithDrivers(world, slice, busy);
+  if (haltOnDiscrepancy(seen.gone)) return 0;  // the same slice again next pass
+  judged_up_to_ = slice.ends_round ? std::string() : slice.views.back()->meta.name;
   int changes = markGone(seen.gone);
-  changes += probeHealth(world, seen.running);
-  return changes + collectOrphans(world, inventories);
+  changes += probeHealth(world, slice, seen.running);
+  if (slice.starts_round) changes += collectOrphans(world, inventories);
+  return changes;
+}
+
+Observer::Slice Observer::nextSlice(const World& world) const {
+  Slice slice;
+  slice.starts_round = judged_up_to_.empty();
+  auto it = world.instances.upper_bound(judged_up_to_);
+  if (it == world.instances.end()) {
+    it = world.instances.begin();  // the instance it stopped after is gone, and so are all after it
+    slice.starts_round = true;
+  }
+  for (; it != world.instances.end() && slice.views.size() < std::max<size_t>(1, options_.slice); ++it) {
+    slice.views.push_back(&it->second);
+  }
+  slice.ends_round = it == world.instances.end();
+  return slice;
 }
 
 Observer::Inventories Observer::listInventories(const World& world) {
@@ -39,8 +62,8 @@ Observer::Inventories Observer::listInventories(const World& world) {
   return inventories;
 }
 
-Observer::Observation Observer::compareWithDrivers(const World& world, const std::set<std::string>& busy,
-                                                   const Inventories& inventories) {
+Observer::Observation Observer::compareWithDrivers(const World& world, const Slice& slice,
+                                                   const std::set<std::string>& busy) {
   Observation seen;
   // Who is asked about, in the world's order, and the batch of each cluster.
   struct Asked {
@@ -51,14 +74,15 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const std
   };
   std::vector<Asked> asked;
   std::map<std::string, std::vector<drivers::RuntimeRef>> batches;
-  for (const auto& [name, view] : world.instances) {
-    if (busy.count(name)) continue;
+  for (const InstanceView* v : slice.views) {
+    const InstanceView& view = *v;
+    if (busy.count(view.meta.name)) continue;
     std::vector<const model::RuntimeInstance*> runtimes;
     if (view.active) runtimes.push_back(&*view.active);
     for (const auto& p : view.passive) runtimes.push_back(&p);
     for (const auto* r : runtimes) {
       auto node = world.node_by_name.find(r->node);
-      if (node == world.node_by_name.end() || !inventories.count(node->second->cluster)) continue;
+      if (node == world.node_by_name.end() || !listed_clusters_.count(node->second->cluster)) continue;
       if ((r->state == "STARTING" || r->state == "STOPPING") && !view.unfinished) {
         seen.gone.push_back({&view, *r, "left " + r->state + " by an operation that ended"});
         continue;
@@ -145,7 +169,7 @@ bool Observer::recordHealth(const model::RuntimeInstance& r, bool healthy, const
   return ledger_.updateRuntimeInstance(r.meta.id, update, options_.actor).isOk();
 }
 
-int Observer::probeHealth(const World& world, const std::vector<Running>& running) {
+int Observer::probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running) {
   const TimePoint now = clock_.now();
   int changes = 0;
   std::vector<std::pair<const model::RuntimeInstance*, const model::HealthCheck*>> due;
@@ -166,7 +190,7 @@ int Observer::probeHealth(const World& world, const std::vector<Running>& runnin
     if (!check) continue;
     auto it = probes_.find(r->meta.id);
     if (it == probes_.end()) {
-      it = probes_.emplace(r->meta.id, Probe{HealthTracker(*check, r->healthy), now}).first;
+      it = probes_.emplace(r->meta.id, Probe{HealthTracker(*check, r->healthy), now, r->meta_instance}).first;
     }
     if (it->second.next > now || due.size() >= options_.max_probes_per_pass) continue;
     due.emplace_back(r, &*check);
@@ -186,11 +210,15 @@ int Observer::probeHealth(const World& world, const std::vector<Running>& runnin
     p.tracker.record(results[i]);
     if (recordHealth(*r, p.tracker.healthy(), results[i].message)) ++changes;
   }
-  // Forget trackers of instances that are no longer running.
+  // Forget trackers of the slice's instances that are no longer running.
+  if (probes_.empty()) return changes;
   std::set<int64_t> still;
   for (const Running& seen : running) still.insert(seen.runtime->meta.id);
   for (auto it = probes_.begin(); it != probes_.end();) {
-    it = still.count(it->first) ? std::next(it) : probes_.erase(it);
+    const std::string& meta = it->second.meta_instance;
+    const bool in_slice = (slice.starts_round || meta >= slice.views.front()->meta.name) &&
+                          (slice.ends_round || meta <= slice.views.back()->meta.name);
+    it = in_slice && !still.count(it->first) ? probes_.erase(it) : std::next(it);
   }
   return changes;
 }

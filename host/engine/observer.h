@@ -12,11 +12,15 @@
 // And the driver inventories are compared with the ledger: objects the ledger does not
 // know are orphans, removed after a grace period (with an event).
 //
-// Each driver is asked twice a pass whatever the number of instances: one list() and one
-// statusAll() with every instance of its cluster to judge. When more RUNNING
-// instances are missing from their driver than the discrepancy threshold allows, the
-// observer marks nothing FAILED, raises an alarm event and reports `halted()`: the engine
-// stops executing until the disagreement is gone (refuse rather than "repair").
+// A pass judges a slice of the fleet, at most `slice` instances in name order going on
+// where the last pass stopped, so that its cost does not follow the fleet's size; a fleet
+// no larger than a slice is judged whole every pass. Each driver is asked in one
+// statusAll() for the slice's instances of its cluster, and for its inventory (one list())
+// on the pass that starts a round over the fleet. When more RUNNING instances of a slice
+// are missing from their driver than the discrepancy threshold allows, the observer marks
+// nothing FAILED, raises an alarm event and reports `halted()`: the engine stops executing
+// until the disagreement is gone (refuse rather than "repair"); the same slice is judged
+// again until then.
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -44,6 +48,8 @@ struct ObserverOptions {
   // execution instead of failing them all.
   int discrepancy_threshold = 5;
   size_t max_probes_per_pass = 64;
+  // Instances judged per pass at most: 100,000 instances take 50 passes a round.
+  size_t slice = 2000;
   size_t probe_threads = 8;  // health probes run on at most this many threads
 };
 
@@ -63,6 +69,14 @@ class Observer {
   struct Probe {
     HealthTracker tracker;
     TimePoint next;
+    std::string meta_instance;
+  };
+  // The instances a pass judges, in name order, and whether they start or end a round over
+  // the fleet.
+  struct Slice {
+    std::vector<const InstanceView*> views;
+    bool starts_round = false;
+    bool ends_round = false;
   };
   using Inventories = std::map<std::string, std::set<std::string>>;  // cluster → runtime ids
   // A runtime instance the ledger counts on that its driver no longer runs, and why.
@@ -86,16 +100,17 @@ class Observer {
   // The inventories of the clusters that have nodes; a cluster whose driver cannot list is
   // left out, and its instances are not judged this pass.
   Inventories listInventories(const World& world);
-  // Compares each instance not `busy` on a listed cluster with its driver's status, asked of
-  // each driver in one batch.
-  Observation compareWithDrivers(const World& world, const std::set<std::string>& busy, const Inventories& inventories);
+  Slice nextSlice(const World& world) const;
+  // Compares each instance of the slice not `busy` on a cluster whose driver listed last
+  // round with its driver's status, asked of each driver in one batch.
+  Observation compareWithDrivers(const World& world, const Slice& slice, const std::set<std::string>& busy);
   // True while too many instances are gone at once to trust the readings: raises the alarm on
   // the way in and clears it on the way out.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
   int markGone(const std::vector<Gone>& gone);
   // Records the health drivers reported, runs the health probes that are due on the probe
   // pool, and records what changed.
-  int probeHealth(const World& world, const std::vector<Running>& running);
+  int probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running);
   // Writes `healthy` (and ready_since, message) of `r` when it changed.
   bool recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   int collectOrphans(const World& world, const Inventories& inventories);
@@ -107,6 +122,8 @@ class Observer {
   ObserverOptions options_;
   std::map<int64_t, Probe> probes_;                // by runtime instance id
   std::map<std::string, TimePoint> orphans_seen_;  // "cluster/id" → first seen
+  std::set<std::string> listed_clusters_;          // whose driver answered list() last round
+  std::string judged_up_to_;                       // the last instance judged; "" at a round's start
   bool halted_ = false;
   ProbePool probe_pool_;
 };

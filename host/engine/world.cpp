@@ -54,7 +54,7 @@ void placeOperation(InstanceView& view, model::Operation o) {
 // Tables whose rows the control loop's picture does not hold.
 bool outsideTheWorld(const std::string& table) {
   return table == "events" || table == "decisions" || table == "script_versions" || table == "tokens" ||
-         table == "schema_version";
+         table == "schema_version" || table == "audit_checkpoints";
 }
 
 }  // namespace
@@ -112,20 +112,21 @@ Result<World> World::load(ledger::Ledger& ledger) {
   TIDE_ASSIGN_OR_RETURN(auto metas, ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
   TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
+  std::map<std::string, InstanceView> views;
   for (auto& m : metas) {
     if (m.state == "DELETED") continue;
-    InstanceView view;
-    view.meta = std::move(m);
-    w.addInstance(std::move(view));
+    std::string name = m.name;
+    views[std::move(name)].meta = std::move(m);
   }
   for (auto& r : runtimes) {
-    auto it = w.instances.find(r.meta_instance);
-    if (it != w.instances.end()) placeRuntime(it->second, std::move(r));
+    auto it = views.find(r.meta_instance);
+    if (it != views.end()) placeRuntime(it->second, std::move(r));
   }
   for (auto& o : operations) {
-    auto it = w.instances.find(o.meta_instance);
-    if (it != w.instances.end()) placeOperation(it->second, std::move(o));
+    auto it = views.find(o.meta_instance);
+    if (it != views.end()) placeOperation(it->second, std::move(o));
   }
+  for (auto& [name, view] : views) w.addInstance(std::move(view));
   w.recomputeRemaining();
   return w;
 }
@@ -251,10 +252,26 @@ std::vector<const InstanceView*> World::instancesOf(const std::string& plan) con
   return out;
 }
 
+namespace {
+
+bool holdsReservation(const InstanceView& view) {
+  if (view.active && view.active->state == "PENDING") return true;
+  for (const auto& p : view.passive) {
+    if (p.state == "PENDING") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void World::addInstance(InstanceView view) {
-  names_by_plan_[view.meta.plan].insert(view.meta.name);
-  std::string name = view.meta.name;
-  instances.emplace(std::move(name), std::move(view));
+  const std::string& name = view.meta.name;
+  names_by_plan_[view.meta.plan].insert(name);
+  if (view.unfinished) operating.insert(name);
+  if (view.meta.state == "ACTIVE" && !view.active && !view.unfinished) unplaced.insert(name);
+  if (holdsReservation(view)) reserving.insert(name);
+  std::string key = name;
+  instances.emplace(std::move(key), std::move(view));
 }
 
 void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
@@ -263,6 +280,9 @@ void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
     names->second.erase(it->first);
     if (names->second.empty()) names_by_plan_.erase(names);
   }
+  operating.erase(it->first);
+  unplaced.erase(it->first);
+  reserving.erase(it->first);
   instances.erase(it);
 }
 

@@ -48,6 +48,11 @@ struct World {
   std::vector<model::Cluster> clusters;
   std::vector<model::Capability> capabilities;
   std::map<std::string, InstanceView> instances;  // live (not DELETED) meta instances, by name
+  // The names of the instances a stage of the loop looks at, kept with `instances` (in
+  // the same order), so that a pass over a quiet fleet touches none of the others:
+  std::set<std::string> operating;  // with an unfinished operation (approval, dispatch)
+  std::set<std::string> unplaced;   // ACTIVE, nothing active, no unfinished operation (repair)
+  std::set<std::string> reserving;  // holding a PENDING runtime instance (reservations to release)
 
   static Result<World> load(ledger::Ledger& ledger);
   // Brings this picture up to date with the rows `changes` name (the ledger's change feed

@@ -4,6 +4,7 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 
 #include <cstdlib>
+#include <set>
 #include <string_view>
 
 namespace tide::ledger {
@@ -118,6 +119,12 @@ bool Db::onRowChange(std::function<void(const char*, int64_t)> hook) {
   return true;
 }
 
+bool Db::autocommit() {
+  if (dialect_ != Dialect::kSqlite) return true;  // the ledger opens no PostgreSQL connection yet
+  auto* backend = static_cast<soci::sqlite3_session_backend*>(session_.get_backend());
+  return sqlite_api::sqlite3_get_autocommit(backend->conn_) != 0;
+}
+
 Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
   constexpr std::string_view kSqlite = "sqlite://";
   constexpr std::string_view kPostgres = "postgresql://";
@@ -147,20 +154,43 @@ Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
   return Status::invalidArgument("database: '" + url + "' must start with sqlite:// or postgresql://");
 }
 
+namespace {
+
+// "008_audit_checkpoints.sql" → 8; 0 when the name does not start with a number.
+int migrationVersion(std::string_view name) {
+  int version = 0;
+  size_t i = 0;
+  for (; i < name.size() && i < 6 && name[i] >= '0' && name[i] <= '9'; ++i) version = version * 10 + (name[i] - '0');
+  return i > 0 && i < name.size() && name[i] == '_' ? version : 0;
+}
+
+}  // namespace
+
 Result<int> Db::migrate(const std::vector<embedded::File>& migrations, const std::string& now) {
   Result<int> applied = guarded("migrate", [&]() -> Result<int> {
+    int previous = 0;
+    for (const auto& file : migrations) {
+      const int version = migrationVersion(file.name);
+      if (version <= previous) {
+        return Status::internal("migration " + std::string(file.name) +
+                                ": names must start with increasing numbers (NNN_name.sql)");
+      }
+      previous = version;
+    }
     session_ << "CREATE TABLE IF NOT EXISTS schema_version ("
                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)";
-    soci::indicator ind = soci::i_null;
-    long long current = 0;
-    session_ << "SELECT MAX(version) FROM schema_version", soci::into(current, ind);
-    if (ind == soci::i_null) current = 0;
+    std::set<int> recorded;
+    {
+      soci::rowset<int> versions = session_.prepare << "SELECT version FROM schema_version";
+      recorded.insert(versions.begin(), versions.end());
+    }
 
     soci::transaction tx(session_);
-    int version = 0;
     for (const auto& file : migrations) {
-      ++version;  // migrations are numbered by their position: 001_..., 002_...
-      if (version <= current) continue;
+      // A migration is applied when its number is not recorded, not only when it is above
+      // the highest recorded one: branches merged out of order (008 before 007) still get both.
+      const int version = migrationVersion(file.name);
+      if (recorded.contains(version)) continue;
       // SOCI's sqlite backend runs one statement per call; split on ';' at line ends.
       std::string text(file.text);
       size_t start = 0;
@@ -186,9 +216,10 @@ Result<int> Db::migrate(const std::vector<embedded::File>& migrations, const std
       const std::string name(file.name);
       session_ << "INSERT INTO schema_version (version, name, applied_at) VALUES (:v, :n, :a)", soci::use(version),
           soci::use(name), soci::use(now);
+      recorded.insert(version);
     }
     tx.commit();
-    return static_cast<int>(std::max<long long>(current, version));
+    return recorded.empty() ? 0 : *recorded.rbegin();
   });
   statements_.clear();  // a statement prepared before may describe columns that changed
   return applied;

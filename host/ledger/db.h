@@ -122,6 +122,8 @@ class Db {
   // and forEachRow(), which reuse this connection's prepared statements.
   soci::session& session() { return session_; }
   Dialect dialect() const { return dialect_; }
+  // True when no transaction is open on this connection.
+  bool autocommit();
   StatementCache& statements() { return statements_; }
 
   // Runs `query` once with `exchanges` (soci::use, soci::into, Bindings) bound in order,
@@ -136,8 +138,9 @@ class Db {
   template <class Each, class... Uses>
   void forEachRow(const std::string& query, Each&& each, Uses&&... uses);
 
-  // Applies every migration newer than the recorded schema_version, all in one
-  // transaction, recording each in schema_version. Returns the version now in force.
+  // Applies every migration whose number (the digits its file name starts with, "008_...")
+  // schema_version does not record yet, all in one transaction, recording each. Numbers must
+  // increase along `migrations`. Returns the highest version now in force.
   Result<int> migrate(const std::vector<embedded::File>& migrations, const std::string& now);
 
  private:

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "host/core/names.h"
-#include "host/core/sha256.h"
 #include "host/ledger/ledger_internal.h"
 
 namespace tide::ledger {
@@ -26,36 +25,8 @@ Ledger::Tx::~Tx() {
   }
 }
 
-namespace {
-
-std::string eventHash(const std::string& prev_hash, int64_t seq, const std::string& at, const std::string& actor,
-                      const std::string& kind, const std::string& subject, const std::string& data) {
-  std::string material = prev_hash;
-  for (const std::string* part : {&at, &actor, &kind, &subject, &data}) {
-    material += '\x1f';
-    material += *part;
-  }
-  material += '\x1f' + std::to_string(seq);
-  return sha256Hex(material);
-}
-
-}  // namespace
-
 void Ledger::Tx::event(const std::string& kind, const std::string& subject, const Json& data) {
-  if (!appended_) {
-    if (ledger_.chain_tail_) {
-      tail_ = *ledger_.chain_tail_;
-    } else {
-      soci::indicator ind = soci::i_null;
-      long long seq = 0;
-      std::string hash;
-      soci::indicator hash_ind = soci::i_null;
-      const bool found = db_.run("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq, ind),
-                                 soci::into(hash, hash_ind));
-      tail_.seq = found && ind != soci::i_null ? seq : 0;
-      tail_.hash = found && hash_ind != soci::i_null ? hash : "";
-    }
-  }
+  if (!appended_) tail_ = ledger_.chain_tail_ ? *ledger_.chain_tail_ : readChainTail(db_);
   const long long seq = tail_.seq + 1;
   const std::string text = data.dump();
   std::string hash = eventHash(tail_.hash, seq, now_, actor_, kind, subject, text);
@@ -205,12 +176,7 @@ Result<std::unique_ptr<Ledger>> Ledger::open(const std::string& url, const Clock
   Ledger* raw = ledger.get();
   ledger->changes_tracked_ =
       ledger->db_->onRowChange([raw](const char* table, int64_t id) { raw->recordChange(table, id); });
-  auto seq = ledger->read("last event", [&](Db& db) -> Result<int64_t> {
-    long long value = 0;
-    soci::indicator ind = soci::i_null;
-    db.run("SELECT MAX(seq) FROM events", soci::into(value, ind));
-    return ind == soci::i_null ? 0 : value;
-  });
+  auto seq = ledger->read("last event", [&](Db& db) -> Result<int64_t> { return readChainTail(db).seq; });
   TIDE_RETURN_IF_ERROR(seq.status());
   ledger->last_seq_ = *seq;
   return ledger;
@@ -365,25 +331,6 @@ void Ledger::releaseReader(Db* reader) {
 
 // --- events ------------------------------------------------------------------------------------
 
-namespace {
-
-const char* kEventColumns = "SELECT seq, at, actor, kind, subject, data, prev_hash, hash FROM events";
-
-Event eventFromRow(const soci::row& r) {
-  Event e;
-  e.seq = rowInt(r, 0);
-  e.at = rowString(r, 1);
-  e.actor = rowString(r, 2);
-  e.kind = rowString(r, 3);
-  e.subject = rowString(r, 4);
-  e.data = rowJson(r, 5);
-  e.prev_hash = rowString(r, 6);
-  e.hash = rowString(r, 7);
-  return e;
-}
-
-}  // namespace
-
 Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
   TIDE_RETURN_IF_ERROR(checkFilters(options, {{"kind", "kind"}, {"subject", "subject"}}));
   return read("list events", [&](Db& db) -> Result<Page<Event>> {
@@ -427,27 +374,6 @@ Status Ledger::appendEvent(const std::string& kind, const std::string& subject, 
   return write("append event", actor, [&](Tx& tx) -> Status {
     tx.event(kind, subject, data);
     return Status::ok();
-  });
-}
-
-Status Ledger::verifyEventChain() {
-  return read("verify events", [&](Db& db) -> Status {
-    std::string prev;
-    int64_t expected_seq = 0;
-    Status broken = Status::ok();
-    db.forEachRow(std::string(kEventColumns) + " ORDER BY seq", [&](const soci::row& row) {
-      if (!broken.isOk()) return;
-      Event e = eventFromRow(row);
-      const std::string data = rowString(row, 5);
-      if (expected_seq != 0 && e.seq != expected_seq) {
-        broken = Status::internal("event chain: seq " + std::to_string(expected_seq) + " is missing");
-      } else if (e.prev_hash != prev || eventHash(prev, e.seq, e.at, e.actor, e.kind, e.subject, data) != e.hash) {
-        broken = Status::internal("event chain: event " + std::to_string(e.seq) + " does not match its hash");
-      }
-      prev = e.hash;
-      expected_seq = e.seq + 1;
-    });
-    return broken;
   });
 }
 
@@ -650,7 +576,7 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
          " GROUP BY m.name HAVING COUNT(*) > 1",
          "active runtime instances"},
         {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
-         "WHERE o.state NOT IN ('SUCCEEDED','FAILED','REJECTED','CANCELLED') GROUP BY m.name HAVING COUNT(*) > 1",
+         "WHERE o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " GROUP BY m.name HAVING COUNT(*) > 1",
          "unfinished operations"}};
     for (const auto& check : kAtMostOne) {
       const char* held = check.second;

@@ -34,6 +34,7 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
+#include "host/model/audit.h"
 #include "host/model/manifest.h"
 #include "host/model/records.h"
 #include "host/model/transitions.h"
@@ -246,6 +247,22 @@ class Ledger {
   };
   Result<InstanceSlice> instanceSlice(const std::vector<int64_t>& meta_ids, const std::vector<int64_t>& runtime_ids,
                                       const std::vector<int64_t>& operation_ids);
+  // How the instances and operations of plan `plan` stand, counted by the database, so that
+  // the plan view's summary costs the same at 10 instances as at 10,000. An instance's
+  // runtime is its newest active one: RUNNING counts as running (and ready when healthy),
+  // FAILED as failed, anything else or none as pending.
+  struct PlanCounts {
+    struct Instances {
+      int64_t total = 0, running = 0, pending = 0, failed = 0, ready = 0;
+      bool operator==(const Instances&) const = default;
+    };
+    Instances live;                                     // every instance not DELETED
+    std::map<std::string, Instances> staying;           // by deployment id: neither DELETED nor MARKED_FOR_DELETION
+    std::map<std::string, std::map<std::string, int64_t>> operations;  // type → state → count, every operation
+  };
+  Result<PlanCounts> planCounts(const std::string& plan);
+  // A page of plan `plan`'s live (not DELETED) meta instances, in id order.
+  Result<Page<MetaInstance>> livePlanInstances(const std::string& plan, const ListOptions& options);
   // Makes runtime instance `id` the active one of its meta instance and the previously
   // active one passive, in one transaction (the switch of a make-before-break RELOCATE).
   Result<RuntimeInstance> activateRuntimeInstance(int64_t id, const std::string& actor);
@@ -295,8 +312,29 @@ class Ledger {
   bool waitForEvents(int64_t after, std::chrono::milliseconds timeout);
   // For happenings that are not a record change: alarms, script reloads, controls.
   Status appendEvent(const std::string& kind, const std::string& subject, const Json& data, const std::string& actor);
-  // Recomputes the hash chain; kInternal naming the first broken seq.
+  // Recomputes the hash chain; kInternal naming the first broken seq (verifyAudit's problem).
   Status verifyEventChain();
+
+  // --- retention and audit (docs/architecture.md#retention-and-audit) ---------------------
+  // One transaction that deletes at most policy.batch rows of each kind the policy prunes:
+  // the oldest events (always a prefix of the chain: by count, and by age up to the first
+  // event that is young enough), decisions older than decisions_max_age_days whose operation
+  // is finished (or gone), and script versions beyond script_versions_keep per file, never
+  // the newest row of a file in any status (so the current and the last good version stay).
+  // When it deletes events it writes an audit_checkpoint (seq and hash of the last event
+  // deleted) in the same transaction; when it deletes anything it appends an `audit.pruned`
+  // event {events, decisions, script_versions, rule, through_seq, through_hash} naming the
+  // newest checkpoint, so the chain itself records it. It first checks the events it would
+  // delete (and the first one it keeps) link up from the newest checkpoint; if they do not,
+  // it deletes nothing and returns kInternal naming the broken link: pruning never erases the
+  // evidence of a broken chain. Call again while the report says a kind hit the batch.
+  Result<model::PruneReport> prune(const model::RetentionPolicy& policy, const std::string& actor);
+  // Walks the chain from the newest checkpoint (or the genesis) to the newest event: every
+  // event's hash, every link, no gap in seq, the first kept event joining the checkpoint, the
+  // newest `audit.pruned` event naming that checkpoint, and no event this Ledger appended
+  // missing from the end. A broken chain is an OK Result with ok = false; an error Result
+  // means the ledger could not be read. Reads one snapshot, never blocks writers.
+  Result<model::AuditReport> verifyAudit();
 
   // --- scripts and decisions -----------------------------------------------------------
   Result<ScriptVersion> recordScriptVersion(const ScriptVersion& version);
@@ -331,6 +369,11 @@ class Ledger {
 
   // A write transaction; opaque outside host/ledger/.
   class Tx;
+  // The newest event's seq and hash: where the next event chains on.
+  struct ChainTail {
+    int64_t seq = 0;
+    std::string hash;
+  };
 
   // --- group commit ---------------------------------------------------------------------
   // Holds the calling thread's writes in one transaction until the Batch ends (or
@@ -441,16 +484,18 @@ class Ledger {
   // a group rolls back (the next write reads it from the database). This Ledger is the
   // database's only writer; were another to append, the next insert would fail on seq's
   // key and roll back, dropping it. REQUIRES: mu_ is held.
-  struct ChainTail {
-    int64_t seq = 0;
-    std::string hash;
-  };
   std::optional<ChainTail> chain_tail_;
 
   std::mutex events_mu_;
   std::condition_variable events_cv_;
   int64_t last_seq_ = 0;  // REQUIRES: events_mu_ is held
 };
+
+// Verifies the event chain of the SQLite ledger at `url` ("sqlite://PATH") as
+// Ledger::verifyAudit does, through a read-only connection that neither migrates nor writes,
+// so it may run beside a host using the file: `tide audit verify --data-dir`. kNotFound when
+// there is no such file. It cannot see events missing from the end (no host to ask).
+Result<model::AuditReport> verifyLedgerAt(const std::string& url);
 
 // Every record a list call yields, following next_after through all pages.
 template <class Record>

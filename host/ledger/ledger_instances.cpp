@@ -482,6 +482,51 @@ Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& 
               });
 }
 
+Result<Ledger::PlanCounts> Ledger::planCounts(const std::string& plan) {
+  return read("count plan instances", [&](Db& db) -> Result<PlanCounts> {
+    PlanCounts counts;
+    db.forEachRow(
+        "SELECT d.deployment_id, m.state, COALESCE(r.state, ''), COALESCE(r.healthy, 0), COUNT(*) "
+        "FROM meta_instances m JOIN plans p ON p.id = m.plan_id JOIN deployments d ON d.id = m.deployment_ref "
+        "LEFT JOIN runtime_instances r ON r.id = (SELECT MAX(r2.id) FROM runtime_instances r2 "
+        "WHERE r2.meta_instance_id = m.id AND r2.is_active = 1) "
+        "WHERE p.name = :plan AND m.state <> 'DELETED' GROUP BY 1, 2, 3, 4",
+        [&](const soci::row& row) {
+          const std::string runtime_state = rowString(row, 2);
+          const bool healthy = rowInt(row, 3) != 0;
+          const int64_t n = rowInt(row, 4);
+          auto add = [&](PlanCounts::Instances& to) {
+            to.total += n;
+            if (runtime_state == "RUNNING") {
+              to.running += n;
+              if (healthy) to.ready += n;
+            } else if (runtime_state == "FAILED") {
+              to.failed += n;
+            } else {
+              to.pending += n;
+            }
+          };
+          add(counts.live);
+          if (rowString(row, 1) != "MARKED_FOR_DELETION") add(counts.staying[rowString(row, 0)]);
+        },
+        soci::use(plan));
+    db.forEachRow(
+        "SELECT o.type, o.state, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+        "JOIN plans p ON p.id = m.plan_id WHERE p.name = :plan GROUP BY 1, 2",
+        [&](const soci::row& row) { counts.operations[rowString(row, 0)][rowString(row, 1)] = rowInt(row, 2); },
+        soci::use(plan));
+    return counts;
+  });
+}
+
+Result<Page<MetaInstance>> Ledger::livePlanInstances(const std::string& plan, const ListOptions& options) {
+  return read("list plan instances", [&](Db& db) -> Result<Page<MetaInstance>> {
+    Where where(kMetaSelect);
+    where.greater("m.id", options.after).eq("p.name", plan).raw("m.state <> 'DELETED'");
+    return fetchPage<MetaInstance>(db, where, "m.id", options, metaFromRow);
+  });
+}
+
 Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::string& actor) {
   return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));

@@ -14,6 +14,9 @@
 // The SQL spelling of model::kReleasedRuntimeStates, for queries that sum reservations
 // (string literals concatenate with it); a ledger test checks that the two agree.
 #define TIDE_SQL_RELEASED_RUNTIME_STATES "('TERMINATED', 'FAILED')"
+// The SQL spelling of the unfinished operation states (those isTerminalOperationState says
+// no); a ledger test checks that the two agree.
+#define TIDE_SQL_UNFINISHED_OPERATION_STATES "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING')"
 
 namespace tide::ledger {
 
@@ -45,6 +48,20 @@ class Ledger::Tx {
   bool appended_ = false;  // tail_ is this write's newest event
   ChainTail tail_;
 };
+
+// --- the event chain (ledger_audit.cpp) ---------------------------------------------------
+
+// sha256(prev_hash | seq | at | actor | kind | subject | data), hex: every event's `hash`.
+std::string eventHash(const std::string& prev_hash, int64_t seq, const std::string& at, const std::string& actor,
+                      const std::string& kind, const std::string& subject, const std::string& data);
+
+// The events table's columns in Event's order, and a row of them as an Event.
+extern const char* const kEventColumns;
+Event eventFromRow(const soci::row& row);
+
+// The newest event's seq and hash; after a prune that left no event, the newest
+// checkpoint's; {0, ""} for an empty ledger.
+Ledger::ChainTail readChainTail(Db& db);
 
 // The equality filters a list accepts: filter key → the column it compares.
 using FilterColumns = std::vector<std::pair<std::string, std::string>>;

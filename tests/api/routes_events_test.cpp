@@ -119,3 +119,26 @@ TEST_CASE("api: stopping the server ends an open event stream") {
   stream.get();  // returns (instead of hanging until the read timeout)
   CHECK(h.server->port() == 0);
 }
+
+TEST_CASE("api: audit verify proves the chain after a prune, to a viewer") {
+  ApiHarness h;
+  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  for (int i = 0; i < 20; ++i) REQUIRE(h.ledger->appendEvent("test.ping", "test/1", Json{{"n", i}}, "tester").isOk());
+  model::RetentionPolicy policy;
+  policy.events_max_count = 10;
+  auto pruned = h.ledger->prune(policy, "retention");
+  REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
+
+  Reply reply = h.get("/v1/audit/verify", kViewerToken);
+  REQUIRE(reply.status == 200);
+  Json report = reply.json();
+  CHECK(report["ok"] == true);
+  CHECK(report["events"] == 10);
+  CHECK(report["last_seq"] == h.lastEventSeq());
+  CHECK(report["first_seq"] == h.lastEventSeq() - 9);
+  CHECK(report["checkpoint"]["through_seq"] == pruned->checkpoint->through_seq);
+  CHECK(report["checkpoint"]["actor"] == "retention");
+  CHECK(report["head_hash"].get<std::string>().size() == 64);
+  CHECK_FALSE(report.contains("broken"));
+  CHECK(h.get("/v1/audit/verify", "").status == 401);
+}

@@ -190,7 +190,8 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
     REQUIRE(created.isOk());
     return created->name;
   };
-  std::string running = meta(), failed = meta(), waiting = meta(), gone = meta();
+  std::string running = meta(), failed = meta(), waiting = meta(), gone = meta(), leaving = meta();
+  REQUIRE(h.ledger->setMetaInstanceState(leaving, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
 
   auto r1 = h.ledger->createRuntimeInstance(runtimeOn(running, "kind-worker"), "test");
   REQUIRE(r1.isOk());
@@ -210,6 +211,9 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
     REQUIRE(h.ledger->setOperationState(op1->meta.id, state, std::nullopt, "test").isOk());
   }
+  model::Operation stop = create;
+  stop.type = "STOP";
+  REQUIRE(h.ledger->createOperation(stop, "test").isOk());  // the newest of `running`'s two
   create.meta_instance = waiting;
   REQUIRE(h.ledger->createOperation(create, "test").isOk());
   model::Operation restart = create;
@@ -226,7 +230,14 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   CHECK(view["plan"]["name"] == kPlan);
   REQUIRE(view["deployments"].size() == 1);
   CHECK(view["deployments"][0]["deployment_id"] == "deployment-1");
-  CHECK(view["instance_summary"] == Json{{"total", 3}, {"running", 1}, {"pending", 1}, {"failed", 1}});
+  // Counted over the whole plan; by deployment without the instance marked for deletion.
+  const Json staying = {{"total", 3}, {"running", 1}, {"pending", 1}, {"failed", 1}, {"ready", 0}};
+  CHECK(view["instance_summary"] == Json{{"total", 4},
+                                         {"running", 1},
+                                         {"pending", 2},
+                                         {"failed", 1},
+                                         {"ready", 0},
+                                         {"by_deployment", {{"deployment-1", staying}}}});
 
   Json summary = view["operations_summary"];
   for (const char* type : {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"}) {
@@ -236,23 +247,42 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   CHECK(summary["CREATE"]["SUCCEEDED"] == 1);
   CHECK(summary["CREATE"]["PENDING"] == 1);
   CHECK(summary["RESTART"]["PENDING_APPROVAL"] == 1);
+  CHECK(summary["STOP"]["PENDING"] == 1);
   CHECK(summary["DELETE"]["PENDING"] == 0);
 
-  REQUIRE(view["instances"].size() == 3);
+  // Every live instance, with its newest operation only (its history: GET /v1/instances/{name}).
+  REQUIRE(view["instances"].size() == 4);
+  CHECK_FALSE(view.contains("next_after"));
   Json first = view["instances"][0];
   CHECK(first["meta_instance"]["name"] == running);
   REQUIRE(first["runtime_instances"].size() == 1);
   CHECK(first["runtime_instances"][0]["state"] == "RUNNING");
   REQUIRE(first["operations"].size() == 1);
-  CHECK(first["operations"][0]["type"] == "CREATE");
+  CHECK(first["operations"][0]["type"] == "STOP");
   CHECK(view["instances"][2]["meta_instance"]["name"] == waiting);
   CHECK(view["instances"][2]["runtime_instances"].empty());
+  CHECK(view["instances"][3]["meta_instance"]["name"] == leaving);
+  CHECK(view["instances"][3]["operations"].empty());
+
+  // Instances come a page at a time; the summaries are the plan's on every page.
+  Json page1 = h.get("/v1/plans/" + kPlan + "?limit=3", kViewerToken).json();
+  REQUIRE(page1["instances"].size() == 3);
+  REQUIRE(page1["next_after"].is_number());
+  Json page2 = h.get("/v1/plans/" + kPlan + "?limit=3&after=" + page1["next_after"].dump(), kViewerToken).json();
+  REQUIRE(page2["instances"].size() == 1);
+  CHECK(page2["instances"][0]["meta_instance"]["name"] == leaving);
+  CHECK_FALSE(page2.contains("next_after"));
+  CHECK(page2["instance_summary"] == view["instance_summary"]);
+  Reply bad = h.get("/v1/plans/" + kPlan + "?limit=0", kViewerToken);
+  CHECK(bad.status == 400);
+  CHECK(bad.body.find("limit") != std::string::npos);
+  CHECK(h.get("/v1/plans/" + kPlan + "?state=RUNNING", kViewerToken).status == 400);
 
   CHECK(h.get("/v1/plans/nope").status == 404);
 
   // Instances.
   Json instances = h.get("/v1/instances?plan=" + kPlan).json();
-  REQUIRE(instances["items"].size() == 4);
+  REQUIRE(instances["items"].size() == 5);
   CHECK(instances["items"][0]["meta_instance"]["name"] == running);
   CHECK(instances["items"][0]["runtime_instances"].size() == 1);
   CHECK(h.get("/v1/instances?state=DELETED").json()["items"].size() == 1);
@@ -265,7 +295,7 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   CHECK(h.get("/v1/instances/nope-123").status == 404);
 
   // Operations.
-  CHECK(h.get("/v1/operations").json()["items"].size() == 3);
+  CHECK(h.get("/v1/operations").json()["items"].size() == 4);  // with the STOP
   CHECK(h.get("/v1/operations?type=CREATE").json()["items"].size() == 2);
   CHECK(h.get("/v1/operations?state=PENDING_APPROVAL").json()["items"][0]["meta_instance"] == failed);
   CHECK(h.get("/v1/operations?meta_instance=" + waiting).json()["items"].size() == 1);

@@ -33,25 +33,15 @@ Json pausedCanary() {
   })");
 }
 
-// The plan view around pausedCanary(): one new instance serving, two old ones of which one
-// is not healthy, and one old one already deleted.
+// The plan view's summary around pausedCanary(): one new instance serving, two old ones of
+// which one is not healthy (instances deleted or leaving are not counted by the host).
 Json canaryView() {
   return Json::parse(R"({
     "deployments": [],
-    "instances": [
-      {"meta_instance": {"name": "web-a", "deployment_id": "deployment-2", "state": "ACTIVE"},
-       "runtime_instances": [
-         {"metadata": {"id": 1}, "is_active": true, "state": "STOPPED", "health": {"healthy": false}},
-         {"metadata": {"id": 5}, "is_active": true, "state": "RUNNING", "health": {"healthy": true}}]},
-      {"meta_instance": {"name": "web-b", "deployment_id": "deployment-1", "state": "ACTIVE"},
-       "runtime_instances": [
-         {"metadata": {"id": 2}, "is_active": true, "state": "RUNNING", "health": {"healthy": true}}]},
-      {"meta_instance": {"name": "web-c", "deployment_id": "deployment-1", "state": "ACTIVE"},
-       "runtime_instances": [
-         {"metadata": {"id": 3}, "is_active": true, "state": "RUNNING", "health": {"healthy": false}}]},
-      {"meta_instance": {"name": "web-d", "deployment_id": "deployment-1", "state": "DELETED"},
-       "runtime_instances": []}
-    ]
+    "instance_summary": {"by_deployment": {
+      "deployment-2": {"total": 1, "running": 1, "pending": 0, "failed": 0, "ready": 1},
+      "deployment-1": {"total": 2, "running": 2, "pending": 0, "failed": 0, "ready": 1}}},
+    "instances": []
   })");
 }
 
@@ -185,6 +175,6 @@ TEST_CASE("cli: watch reports a change of state, step, weights or readiness but 
   CHECK(sampleRollout(canaryView(), resumed) != before);
 
   Json healthier = canaryView();
-  healthier["instances"][2]["runtime_instances"][0]["health"]["healthy"] = true;
+  healthier["instance_summary"]["by_deployment"]["deployment-1"]["ready"] = 2;
   CHECK(sampleRollout(healthier, pausedCanary()) != before);
 }

@@ -94,6 +94,7 @@ class ServeProcess {
   }
 
   const std::string& url() const { return url_; }
+  const std::filesystem::path& dataDir() const { return data_dir_.path; }
   // The admin token the server wrote at its first start.
   const std::string& token() const { return token_; }
 

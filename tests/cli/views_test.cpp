@@ -106,7 +106,7 @@ TEST_CASE("cli: deployment show prints MRDS's sections for a plan without instan
 
 TEST_CASE("cli: deployment show lists instances with their runtime instances and operations") {
   Json view = planView();
-  view["instance_summary"] = {{"total", 1}, {"running", 0}, {"pending", 1}, {"failed", 0}};
+  view["instance_summary"] = {{"total", 1}, {"running", 0}, {"pending", 1}, {"failed", 0}, {"ready", 0}};
   view["operations_summary"] = {
       {"CREATE",
        {{"PENDING", 0}, {"PENDING_APPROVAL", 1}, {"APPROVED", 0}, {"RUNNING", 0}, {"SUCCEEDED", 0}, {"FAILED", 0}}}};
@@ -132,7 +132,8 @@ TEST_CASE("cli: deployment show lists instances with their runtime instances and
   CHECK(text.find("    Total Instances:      1\n"
                   "    Running Instances:    0\n"
                   "    Pending Instances:    1\n"
-                  "    Failed Instances:     0\n") != std::string::npos);
+                  "    Failed Instances:     0\n"
+                  "    Ready Instances:      0\n") != std::string::npos);
   CHECK(text.find("Operations Summary\n"
                   "+----------------+--------------------+------------+----------+-------------+\n"
                   "| Operation Type | # Pending Approval | # Approved | # Failed | # Succeeded |\n"
@@ -192,6 +193,12 @@ TEST_CASE("cli: deployment show lists instances with their runtime instances and
                      "+----------------------+-----------------------+---------------+---------------------------------"
                      "-------------+------------------------------+\n"
                      "Total: 1\n"));
+
+  // A plan larger than the host's page of instances says where the rest are.
+  view["instance_summary"]["total"] = 250;
+  view["next_after"] = 100;
+  CHECK(show(view).ends_with("Total: 1\nShowing the first 1 of 250 instances; all of them: tide instances list --plan "
+                             "nginx-deployment-plan\n"));
 }
 
 TEST_CASE("cli: node show prints resources, volumes and labels") {

@@ -24,6 +24,15 @@ std::vector<ErrorDetail> parseErrors(const std::string& text) {
   return result.status().details();
 }
 
+// The problem reported for `field`; fails the test when there is none.
+ErrorDetail detailAt(const std::vector<ErrorDetail>& details, const std::string& field) {
+  for (const auto& d : details) {
+    if (d.field == field) return d;
+  }
+  FAIL("no error at " << field);
+  return ErrorDetail{};
+}
+
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<std::string> kWorkloadArgv = {"{{tide}}",  "workload",     "--listen", "127.0.0.1:{{port.tcp.80}}",
@@ -64,6 +73,8 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.tls.cert.empty());
   CHECK(c.tls.key.empty());
   CHECK(c.default_verdict == "manual");
+  CHECK(c.retention == model::RetentionPolicy{0, 0, 0, 0, 5000, 60});
+  CHECK_FALSE(c.retention.enabled());
 }
 
 }  // namespace
@@ -220,13 +231,7 @@ limits:
   max_body_bytes: 1.5
 default_verdict: approve
 )");
-  auto at = [&](const std::string& field) {
-    for (const auto& d : details) {
-      if (d.field == field) return d;
-    }
-    FAIL("no error at " << field);
-    return ErrorDetail{};
-  };
+  auto at = [&](const std::string& field) { return detailAt(details, field); };
   CHECK(at("listen") ==
         ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
   CHECK(
@@ -295,6 +300,33 @@ TEST_CASE("host config error: catalog entries, sections and documents") {
   auto syntax = parseErrors("limits:\n  max_attempts: [1\n");
   CHECK(syntax[0].location == "tide.yaml:3");
   CHECK(contains(syntax[0].message, "YAML syntax error"));
+}
+
+TEST_CASE("host config: retention rules are read, and out-of-range ones name their field") {
+  HostConfig c = parseOk(R"(
+retention:
+  events_max_age_days: 90
+  events_max_count: 1000000
+  decisions_max_age_days: 30
+  script_versions_keep: 20
+  batch: 1000
+  interval_minutes: 5
+)");
+  CHECK(c.retention == model::RetentionPolicy{90, 1000000, 30, 20, 1000, 5});
+  CHECK(c.retention.enabled());
+  CHECK(parseOk("retention: {events_max_count: 0}\n").retention.events_max_count == 0);
+
+  auto details = parseErrors(
+      "retention:\n  events_max_count: 3\n  events_max_age_days: -1\n  batch: 10\n  interval_minutes: 0\n"
+      "  keep_forever: true\n");
+  REQUIRE(details.size() == 5);
+  auto at = [&](const std::string& field) { return detailAt(details, field); };
+  CHECK(at("retention.events_max_count") ==
+        ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2"});
+  CHECK(at("retention.events_max_age_days").message == "must be between 0 and 36500, got -1");
+  CHECK(at("retention.batch").message == "must be between 100 and 100000, got 10");
+  CHECK(at("retention.interval_minutes").location == "tide.yaml:5");
+  CHECK(at("retention.keep_forever").message.starts_with("unknown key \"keep_forever\""));
 }
 
 TEST_CASE("host config: a config file named but missing is an error") {

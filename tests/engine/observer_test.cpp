@@ -24,6 +24,17 @@ std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
   return out;
 }
 
+// One sim cluster of `n` nodes under a counting driver, and `n` instances of the sim plan
+// rolled out on it.
+CountingDriver& rollOutOnOneCluster(EngineFixture& f, int n) {
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", n));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", n, "1"));
+  f.engine->settle();
+  return driver;
+}
+
 TEST_CASE("observer: asks each driver once a pass, one list and one batched status") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(std::string(kSimCapabilities) + simCluster("sim-a", 10));
@@ -48,13 +59,45 @@ TEST_CASE("observer: asks each driver once a pass, one list and one batched stat
   CHECK(metrics.find("tide_driver_call_duration_seconds_count{call=\"status_all\"}") != std::string::npos);
 }
 
+TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a round, and lists once a round") {
+  auto options = EngineFixture::fastOptions();
+  options.observer.slice = 4;
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  CountingDriver& driver = rollOutOnOneCluster(f, 10);
+  auto running = activeRunning(f);
+  REQUIRE(running.size() == 10);
+
+  // Passes settle() ran left the observer somewhere in a round: find the start of the next
+  // one (its pass lists), and finish that round.
+  for (int pass = 0; pass < 3; ++pass) {
+    driver.resetCounts();
+    f.engine->runPass();
+    if (driver.lists > 0) break;
+  }
+  REQUIRE(driver.lists == 1);
+  CHECK(driver.batched_refs.load() == 4);
+  f.engine->runPass();
+  f.engine->runPass();
+  driver.resetCounts();
+  // 10 instances, 4 a pass: a round is 3 passes (4 + 4 + 2), one list() at its start.
+  for (int pass = 0; pass < 6; ++pass) f.engine->runPass();
+  CHECK(driver.batched_refs.load() == 20);  // each instance twice in two rounds
+  CHECK(driver.batches == 6);
+  CHECK(driver.lists == 2);
+
+  // Stopped behind tide's back: found within one round, wherever the round stands.
+  REQUIRE(driver.stop({std::to_string(running[9].meta.id), running[9].node, ""}).isOk());
+  for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
+  auto failed = f.ledger->getRuntimeInstance(running[9].meta.id);
+  REQUIRE(failed.isOk());
+  CHECK(failed->state == "FAILED");
+  f.engine->settle();
+  CHECK(activeRunning(f).size() == 10);
+}
+
 TEST_CASE("observer: records the health a driver reports instead of running the plan's check") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 3));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 3, "1"));
-  f.engine->settle();
+  CountingDriver& driver = rollOutOnOneCluster(f, 3);
   // Healthy by the driver's word: the http check on port 80 would fail, nothing listens.
   auto running = activeRunning(f);
   REQUIRE(running.size() == 3);
@@ -90,11 +133,7 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
 
 TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is restarted") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 2, "1"));
-  f.engine->settle();
+  CountingDriver& driver = rollOutOnOneCluster(f, 2);
   auto running = activeRunning(f);
   REQUIRE(running.size() == 2);
 

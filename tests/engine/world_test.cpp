@@ -47,6 +47,11 @@ std::string describe(const World& w) {
     for (const auto& p : view.passive) out << " " << p.meta.id << ":" << p.state;
     out << "\n";
   }
+  for (const auto* index : {&w.operating, &w.unplaced, &w.reserving}) {
+    out << "index";
+    for (const auto& name : *index) out << " " << name;
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -175,3 +175,26 @@ TEST_CASE("db: the cache is bounded, emptied by migrations, and closed with its 
   // cannot do while a statement of its is still unfinalized.
   CHECK_FALSE(std::filesystem::exists(scratch.dir / "tide.db-wal"));
 }
+
+TEST_CASE("db: migrations are numbered by their file names, and one merged out of order still applies") {
+  auto db = openDb("sqlite://:memory:");
+  const std::string now = "2026-01-01T00:00:00.000Z";
+  const embedded::File first{"001_a.sql", "CREATE TABLE a (x INTEGER);\n"};
+  const embedded::File second{"002_b.sql", "CREATE TABLE b (x INTEGER);\n"};
+  const embedded::File third{"008_c.sql", "CREATE TABLE c (x INTEGER);\n"};
+  auto applied = db->migrate({first, third}, now);
+  REQUIRE_MESSAGE(applied.isOk(), applied.status().toString());
+  CHECK(*applied == 8);
+  applied = db->migrate({first, second, third}, now);  // 002 arrived after 008 was applied
+  REQUIRE_MESSAGE(applied.isOk(), applied.status().toString());
+  CHECK(*applied == 8);
+  long long tables = 0;
+  db->session() << "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('a', 'b', 'c')",
+      soci::into(tables);
+  CHECK(tables == 3);
+
+  auto unordered = db->migrate({third, second}, now);
+  CHECK(unordered.status().code() == Code::kInternal);
+  CHECK(unordered.status().message().find("002_b.sql") != std::string::npos);
+  CHECK(db->migrate({{"b.sql", ""}}, now).status().code() == Code::kInternal);
+}

@@ -28,7 +28,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 7);
+  CHECK(f.ledger->schemaVersion() == 8);
   CHECK(f.eventCount() == 0);
 }
 
@@ -258,7 +258,7 @@ TEST_CASE("ledger: events are hash-chained and tampering is detected") {
   LedgerFixture reopened(url);
   Status broken = reopened.ledger->verifyEventChain();
   CHECK(broken.code() == Code::kInternal);
-  CHECK(broken.message().find("event 3") != std::string::npos);
+  CHECK(broken.message().find("event seq 3: hash mismatch") != std::string::npos);
   CHECK_FALSE(reopened.ledger->checkInvariants()->empty());
   std::filesystem::remove_all(dir);
 }
@@ -296,7 +296,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 7);
+  CHECK(again.ledger->schemaVersion() == 8);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
@@ -362,7 +362,7 @@ TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one p
                         "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
   }
   LedgerFixture migrated("sqlite://" + path);
-  CHECK(migrated.ledger->schemaVersion() == 7);
+  CHECK(migrated.ledger->schemaVersion() == 8);
   auto old = migrated.ledger->getPlan("old");
   REQUIRE_MESSAGE(old.isOk(), old.status().toString());
   CHECK(old->applications.size() == 1);

@@ -77,6 +77,18 @@ struct LedgerFixture {
     return d;
   }
 
+  // An operation of `type` on meta instance `meta` for deployment "d1", requested by `actor`.
+  model::Operation addOperation(const std::string& meta, const std::string& type = "CREATE",
+                                const std::string& actor = "controller") {
+    model::Operation op;
+    op.meta_instance = meta;
+    op.type = type;
+    op.intent = "d1";
+    auto created = ledger->createOperation(op, actor);
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    return *created;
+  }
+
   // Inventory + plan "web" + deployment "d1" + one meta instance; returns its name.
   std::string addInstance() {
     addInventory();

@@ -208,11 +208,12 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
   }
   const MemoryBudget charged = self->budget_;
   const size_t charged_before = self->budgets_[charged] - (owner == charged ? old_size : 0);
-  if (new_size > old_size && charged_before + new_size > self->options_.limits.memory_bytes) {
+  const bool capped = charged != kHostInputBudget;
+  if (capped && new_size > old_size && charged_before + new_size > self->options_.limits.memory_bytes) {
     self->memory_exceeded_ = true;
     return nullptr;
   }
-  if (new_size > old_size && self->pastDeadlineAfter(new_size - old_size)) return nullptr;
+  if (capped && new_size > old_size && self->pastDeadlineAfter(new_size - old_size)) return nullptr;
   auto* grown = static_cast<BlockHeader*>(std::realloc(block, sizeof(BlockHeader) + new_size));
   if (!grown) return nullptr;
   grown->budget = charged;
@@ -232,14 +233,19 @@ bool LuaState::pastDeadlineAfter(size_t grown) {
   return timed_out_;
 }
 
+void LuaState::restartDeadline(std::chrono::microseconds allowance) {
+  grown_since_check_ = 0;
+  deadline_ = std::chrono::steady_clock::now() + options_.limits.deadline + allowance;
+}
+
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
 
 void LuaState::onHook(lua_State* L) {
   if (!in_call_) return;
   const size_t limit = options_.limits.memory_bytes;
-  if (!capped_ && !memory_exceeded_ && memoryUsed() > limit) {
+  if (!capped_ && !memory_exceeded_ && memoryUsed() > limit + host_input_bytes_) {
     lua_gc(L, LUA_GCCOLLECT, 0);
-    memory_exceeded_ = memoryUsed() > limit;
+    memory_exceeded_ = memoryUsed() > limit + host_input_bytes_;
   }
   // The GC paces itself on the whole state, not on one budget: a script close to its cap
   // gets its garbage collected before an allocation fails for garbage alone.
@@ -284,12 +290,12 @@ LuaError LuaState::callImpl(MemoryBudget budget, void (*thunk)(void*, lua_State*
   in_call_ = true;
   call_depth_ = 0;
   collected_at_ = 0;
-  grown_since_check_ = 0;
   timed_out_ = false;
   memory_exceeded_ = false;
   load_error_ = false;
+  host_input_bytes_ = 0;
   random_state_ = kRandomSeed;
-  deadline_ = std::chrono::steady_clock::now() + options_.limits.deadline;
+  restartDeadline({});
 
   PendingCall pending{thunk, body};
   const int status = lua_cpcall(L_, runBody, &pending);

@@ -16,10 +16,12 @@
 //   emit_file) call checkLimits() between chunks and after host work, so their time counts.
 //   C functions that copy a lot (string concatenation, string.rep, table.concat) are
 //   caught by the allocator, which reads the clock every kBytesPerDeadlineCheck bytes of
-//   growth and refuses to grow past the deadline.
+//   growth and refuses to grow past the deadline. The host pushing a script's input
+//   (hostInput) is not the script's time: the deadline starts once the input is there.
 // - memory: every allocation is charged to a budget (MemoryBudget): the script whose file
 //   is loading or whose function is running, or the state's own. Each budget is capped at
-//   `memory_bytes`, so one script's hoard fails only that script. If LuaJIT refuses a
+//   `memory_bytes`, so one script's hoard fails only that script; the input the host pushes
+//   for a script (hostInput) is charged to no script and not capped. If LuaJIT refuses a
 //   custom allocator (non-GC64 builds), the state falls back to luaL_newstate and the hook
 //   compares the state's GC count against the one cap instead.
 // - C depth: functions that call back into Lua from C (pcall, xpcall, print, gsub with a
@@ -71,6 +73,9 @@ inline constexpr size_t kBytesPerDeadlineCheck = size_t{1} << 20;
 // libs), others come from LuaState::newBudget(), one per loaded script.
 using MemoryBudget = int;
 inline constexpr MemoryBudget kStateBudget = 0;
+// What the host pushes for a script to read inside a call (LuaState::hostInput): never
+// capped, since its size is the host's choice (a rollout snapshot grows with its plan).
+inline constexpr MemoryBudget kHostInputBudget = 1;
 
 enum class LuaErrorClass { kNone, kLoad, kRuntime, kTimeout, kMemory };
 
@@ -178,6 +183,22 @@ class LuaState {
     checkLimits(L);
     return result;
   }
+  // Runs `push` inside a call: the host pushing what the script is about to read, whose
+  // size follows the fleet (a rollout snapshot of thousands of instances), not the script.
+  // It is the host's work, not the script's: its allocations are charged to
+  // kHostInputBudget, which no cap refuses, and its time does not count, as the call's
+  // deadline starts again when it returns, `allowance` later than the limit (for a script
+  // that must at least read all of it).
+  template <class F>
+  void hostInput(F&& push, std::chrono::microseconds allowance = {}) {
+    const size_t before = memoryUsed();
+    {
+      Charge charge(*this, kHostInputBudget);
+      push();
+    }
+    if (!capped_) host_input_bytes_ += memoryUsed() - std::min(memoryUsed(), before);
+    restartDeadline(allowance);
+  }
 
   // Counts one level of C calling back into Lua; raises "C stack depth ..." (a runtime
   // error) past kMaxCallDepth. Every protected call (the sandbox's pcall) restores the
@@ -222,6 +243,7 @@ class LuaState {
   // kBytesPerDeadlineCheck of them, marks the call timed out once its deadline has passed.
   // True for the one allocation to refuse, whose failure raises the error.
   bool pastDeadlineAfter(size_t grown);
+  void restartDeadline(std::chrono::microseconds allowance);
   static const Clock& systemClock();
   static void* allocate(void* ud, void* ptr, size_t old_size, size_t new_size);
   static void countHook(lua_State* L, lua_Debug* ar);
@@ -233,7 +255,7 @@ class LuaState {
   bool capped_ = false;
   size_t used_ = 0;  // bytes held through the capped allocator
   // Bytes held per MemoryBudget (capped allocator only); the budget in effect.
-  std::vector<size_t> budgets_ = std::vector<size_t>(1, 0);
+  std::vector<size_t> budgets_ = std::vector<size_t>(2, 0);  // kStateBudget, kHostInputBudget, scripts
   MemoryBudget budget_ = kStateBudget;
   size_t collected_at_ = 0;  // the budget's usage after the last collection the hook ran
   size_t grown_since_check_ = 0;  // bytes allocated since the allocator last read the clock
@@ -248,6 +270,7 @@ class LuaState {
   bool memory_exceeded_ = false;
   bool load_error_ = false;
   int call_depth_ = 0;
+  size_t host_input_bytes_ = 0;  // pushed by hostInput in fallback mode, where one cap counts all
   std::chrono::steady_clock::time_point deadline_;
 };
 

@@ -187,7 +187,14 @@ const Verb kStrategyVerbs[] = {
 };
 
 void setJsonField(lua_State* L, int table, const Json& snapshot, const char* key) {
-  pushJson(L, snapshot.contains(key) ? snapshot[key] : Json());
+  // Not `contains(key) ? snapshot[key] : Json()`: that conditional is a copy of the field,
+  // and the field is r.instances, thousands of them.
+  auto field = snapshot.find(key);
+  if (field == snapshot.end()) {
+    lua_pushnil(L);
+  } else {
+    pushJson(L, *field);
+  }
   lua_setfield(L, table, key);
 }
 

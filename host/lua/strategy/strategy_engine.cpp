@@ -207,11 +207,11 @@ Result<StrategyInterpreter*> StrategyEngine::refresh() {
   return interpreter_.get();
 }
 
-Result<StrategyResult> StrategyEngine::reconcile(const std::string& script, const Json& snapshot) {
+Result<StrategyResult> StrategyEngine::reconcile(const std::string& script, Json snapshot) {
   TIDE_ASSIGN_OR_RETURN(StrategyInterpreter * interpreter, refresh());
   const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
   if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
-  return interpreter->reconcile(*file, snapshot);
+  return interpreter->reconcile(*file, std::move(snapshot));
 }
 
 Result<Json> StrategyEngine::resolveParams(const std::string& script, const Json& plan_params,

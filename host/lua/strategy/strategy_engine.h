@@ -90,7 +90,7 @@ class StrategyEngine {
   // kResourceExhausted with "path:line: message" when the script errors, times out or runs out of memory, or returns
   // something that is not a list of actions (or names an instance the snapshot does not have, or one instance twice, or
   // more than one of complete/fail/rollback).
-  Result<StrategyResult> reconcile(const std::string& script, const Json& snapshot);
+  Result<StrategyResult> reconcile(const std::string& script, Json snapshot);
 
   // Script defaults ← plan params ← deployment params, validated as above. For the API to
   // check a deployment's params before accepting it.

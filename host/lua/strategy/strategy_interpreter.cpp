@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <unordered_set>
 
 #include <lua.hpp>
 
@@ -87,8 +88,11 @@ Status statusOf(const LuaError& e, const std::string& path) {
 // Every instance an action names is in the snapshot and named once; at most one terminal
 // action.
 Status checkActions(const std::vector<StrategyAction>& actions, const Json& snapshot) {
-  std::set<std::string> known;
-  for (const Json& instance : snapshot["instances"]) known.insert(instance["name"].get<std::string>());
+  std::unordered_set<std::string> known;  // filled only when an action names instances
+  for (const StrategyAction& action : actions) {
+    if (action.instances.empty() || !known.empty()) continue;
+    for (const Json& instance : snapshot["instances"]) known.insert(instance["name"].get<std::string>());
+  }
   std::set<std::string> named;
   int terminal = 0;
   for (const StrategyAction& action : actions) {
@@ -155,11 +159,11 @@ std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std:
 
 }  // namespace
 
-Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params, const Clock& clock) {
+Result<Json> normalizeRolloutSnapshot(Json snapshot, const Json& params, const Clock& clock) {
   if (!snapshot.is_object() && !snapshot.is_null()) {
     return Status::invalidArgument("rollout snapshot: must be an object");
   }
-  Json out = snapshot.is_object() ? snapshot : Json::object();
+  Json out = snapshot.is_object() ? std::move(snapshot) : Json::object();
 
   TIDE_RETURN_IF_ERROR(objectField(out, "deployment", ""));
   Json& deployment = out["deployment"];
@@ -296,7 +300,7 @@ Result<Json> StrategyInterpreter::resolveParams(const ScriptFile& strategy, cons
   return lua::resolveParams(loaded->script.name, loaded->params, plan_params, deployment_params);
 }
 
-Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy, const Json& snapshot) {
+Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy, Json snapshot) {
   const auto started = std::chrono::steady_clock::now();
   TIDE_ASSIGN_OR_RETURN(const Loaded* loaded, find(strategy));
   const Json none;
@@ -307,7 +311,8 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
   result.script_sha256 = strategy.sha256;
   TIDE_ASSIGN_OR_RETURN(result.params, lua::resolveParams(loaded->script.name, loaded->params, field("plan_params"),
                                                           field("deployment_params")));
-  TIDE_ASSIGN_OR_RETURN(const Json normalized, normalizeRolloutSnapshot(snapshot, result.params, clock_));
+  TIDE_ASSIGN_OR_RETURN(const Json normalized, normalizeRolloutSnapshot(std::move(snapshot), result.params, clock_));
+  const auto allowance = kStrategyDeadlinePerInstance * static_cast<int64_t>(normalized["instances"].size());
 
   Json returned;
   logs_ = &result.logs;
@@ -315,7 +320,7 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
     lua_getfield(L, -1, "reconcile");
     const int reconcile = lua_gettop(L);
-    pushRollout(L, normalized);
+    state_->hostInput([&] { pushRollout(L, normalized); }, allowance);
     const int state = lua_gettop(L);
     lua_pushvalue(L, reconcile);
     lua_pushvalue(L, state - 1);

@@ -6,6 +6,7 @@
 //
 // Thread-safety: none; it owns a LuaState (see lua_state.h).
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,7 +32,12 @@ namespace tide::lua {
 // new_ready, old_ready, in_flight}, params, now and now_unix (from each other, else from
 // `clock`), signals (all five, false by default). kInvalidArgument when a field has the
 // wrong type.
-Result<Json> normalizeRolloutSnapshot(const Json& snapshot, const Json& params, const Clock& clock);
+Result<Json> normalizeRolloutSnapshot(Json snapshot, const Json& params, const Clock& clock);
+
+// What a strategy's deadline grows by for each instance in its snapshot: a script has to
+// read them all at least once, and a plan holds up to 20,000 in a rollout (10,000 new beside
+// 10,000 old). The host's own time building and pushing the snapshot never counts.
+inline constexpr std::chrono::microseconds kStrategyDeadlinePerInstance{20};
 
 // One case of a strategy's `tests` table.
 struct StrategyTestCase {
@@ -56,7 +62,7 @@ class StrategyInterpreter {
   LuaState& state() { return *state_; }
 
   // See StrategyEngine::reconcile and StrategyEngine::resolveParams.
-  Result<StrategyResult> reconcile(const ScriptFile& strategy, const Json& snapshot);
+  Result<StrategyResult> reconcile(const ScriptFile& strategy, Json snapshot);
   Result<Json> resolveParams(const ScriptFile& strategy, const Json& plan_params, const Json& deployment_params) const;
 
   // The cases of `strategy`'s tests table (empty when it has none).

@@ -91,6 +91,26 @@ TEST_CASE("lua: a strategy's params merge defaults, plan and deployment params")
   CHECK(engine.resolveParams("nope", nullptr, nullptr).status().code() == Code::kNotFound);
 }
 
+// A fleet-sized snapshot: `n` instances as the controller describes them, every other one
+// ready.
+Json fleetSnapshot(int n) {
+  Json instances = Json::array();
+  for (int i = 0; i < n; ++i) {
+    const bool ready = i % 2 == 0;
+    instances.push_back({{"name", "web-" + std::to_string(i)},
+                         {"deployment_id", "d1"},
+                         {"state", ready ? "RUNNING" : "STARTING"},
+                         {"healthy", ready},
+                         {"node", "node-" + std::to_string(i)},
+                         {"update_domain", "ud-" + std::to_string(i % 20)},
+                         {"ready_since", ready ? "2026-03-03T09:00:00Z" : ""},
+                         {"coordinates", {{"web", {{"image", "nginx:1"}}}}},
+                         {"operation", ready ? Json(nullptr) : Json{{"id", i}, {"type", "CREATE"}, {"state", "RUNNING"}}},
+                         {"last_operation", {{"id", i}, {"type", "CREATE"}, {"state", "SUCCEEDED"}, {"intent", "d1"}}}});
+  }
+  return {{"deployment", {{"id", "d1"}, {"count", n}}}, {"instances", std::move(instances)}};
+}
+
 TEST_CASE("lua: strategy errors, timeouts and memory bombs are errors naming the script") {
   LuaLimits limits;
   limits.deadline = 20ms;
@@ -466,4 +486,33 @@ TEST_CASE("lua: the rolling strategy through the registry and the engine") {
   CHECK(result->state["waiting_for"] == "update domain 'ud-1' to be replaced (0 of 2 instances run the new version)");
   CHECK(result->state["domain"] == "ud-1");
   CHECK(result->params == Json{{"max_surge", 0}, {"max_unavailable", 1}});
+}
+
+TEST_CASE("lua: the host pushing a fleet-sized snapshot counts against neither the strategy's deadline nor its memory") {
+  // 5,000 instances take the host far longer than 1 ms to push and far more than 4 MiB of
+  // Lua memory; counted against the script, every call would fail and the rollout stall.
+  LuaLimits limits;
+  limits.deadline = 1ms;
+  limits.memory_bytes = 4u << 20;
+  FixedScripts scripts;
+  scripts.publish({
+      {"reader", strategy("reader", R"(    local ready = 0
+    for _, inst in ipairs(r.instances) do
+      if inst.ready then ready = ready + 1 end
+    end
+    return { pause(ready .. " ready") })")},
+      {"loop", strategy("loop", "    while true do end")},
+  });
+  const FakeClock clock = testClock();
+  StrategyEngine engine(scripts, clock, limits);
+  const Json snapshot = fleetSnapshot(5000);
+
+  auto read = engine.reconcile("reader", snapshot);
+  REQUIRE_MESSAGE(read.isOk(), read.status().toString());
+  REQUIRE(read->actions.size() == 1);
+  CHECK(read->actions[0].reason == "2500 ready");
+  // The time a script gets grows with its snapshot, but stays a deadline.
+  auto loop = engine.reconcile("loop", snapshot);
+  CHECK(loop.status().code() == Code::kDeadlineExceeded);
+  CHECK(engine.reconcile("reader", snapshot).isOk());
 }
