@@ -45,9 +45,9 @@ class Converter {
       case YAML::NodeType::Scalar: {
         out.kind = YamlNode::Kind::kScalar;
         out.scalar = in.Scalar();
-        // Checked after escapes are resolved: yaml-cpp turns "\uD800" into a lone surrogate.
+        // Escapes cannot produce such bytes (yaml-cpp refuses "\uD800" and "\U00110000"); raw bytes can.
         if (size_t bad = firstInvalidUtf8(out.scalar); bad != std::string::npos) {
-          return syntaxError(source_, out.line, "not UTF-8: byte " + std::to_string(bad + 1) + " of a value");
+          return syntaxError(source_, out.line, "not UTF-8: byte " + std::to_string(bad + 1) + " of a key or value");
         }
         const std::string& tag = in.Tag();
         out.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
