@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/memory.h"
 #include "host/core/thread_guard.h"
 #include "host/engine/loop_errors.h"
 
@@ -10,6 +11,8 @@ namespace {
 
 // How often the waiting loop looks for new ledger events (nobody wakes it for those).
 constexpr std::chrono::milliseconds kLedgerPollSlice{25};
+// How often the loop gives freed memory back to the system (a walk over the free blocks).
+constexpr std::chrono::seconds kReleaseMemoryEvery{10};
 
 HookRunnerOptions hookOptions(const EngineOptions& options) {
   HookRunnerOptions out;
@@ -73,10 +76,17 @@ void Engine::loop() {
   const auto stopping = [this] { return stopping_.load(); };
   const auto woken = [this] { return stopping_.load() || poked_.load(); };
   int64_t seen = ledger_.lastEventSeq();
+  auto released = std::chrono::steady_clock::now();
   while (!stopping_) {
     const TimePoint started = clock_.now();
     runGuarded([this] { runPass(); },
                [this](const std::string& what) { reportLoopException(ledger_, "control loop pass", what); });
+    // A pass's transients (the rollout snapshot of a large plan, a reloaded world) would
+    // otherwise hold the resident size at their peak (host/core/memory.h).
+    if (std::chrono::steady_clock::now() - released >= kReleaseMemoryEvery) {
+      releaseFreeMemory();
+      released = std::chrono::steady_clock::now();
+    }
     // Wait until the interval passes, the ledger changes, or an attempt ends, but never
     // less than min_interval, so a busy ledger cannot spin the loop.
     clock_.sleepFor(options_.min_interval, stopping);

@@ -76,12 +76,13 @@ int main(int argc, char** argv) {
   }
   const double rollout_s = secondsSince(started);
 
-  // At rest: a few passes to settle, then a quiet window.
+  // At rest: a few passes to settle, then a quiet window, at whose end the resident size is
+  // read (the loop gives freed memory back every 10 s: host/core/memory.h).
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const double rss = server.rssMib();
   const PassFigures before = passes(server);
   std::this_thread::sleep_for(std::chrono::seconds(10));
   const PassFigures after = passes(server);
+  const double rss = server.rssMib();
   const double idle_pass_ms =
       after.count > before.count ? (after.sum - before.sum) / (after.count - before.count) * 1000 : 0;
   std::fprintf(stderr, "  at rest: %.0f MiB resident, %.0f passes, %.2f ms each\n", rss, after.count - before.count,
