@@ -2,9 +2,7 @@
 // Giving memory the host freed back to the system. glibc keeps freed blocks for reuse and
 // returns only what sits at the top of a heap, so one large transient (a pass's rollout
 // snapshot of 100,000 instances, the world loaded at start) leaves the resident size at its
-// high-water mark for the life of the process (README, Fleet scale: resident memory).
-
-#include <cstddef>
+// high-water mark for the life of the process (README, Fleet scale).
 
 namespace tide {
 
@@ -12,8 +10,5 @@ namespace tide {
 // walk over the free blocks: call it after large transients or every few seconds, not per
 // request. Does nothing where the allocator cannot (other C libraries, sanitizer builds).
 void releaseFreeMemory();
-
-// The resident set size of this process in bytes (/proc/self/statm), 0 where unknown.
-size_t residentBytes();
 
 }  // namespace tide

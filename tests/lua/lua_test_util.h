@@ -17,6 +17,7 @@
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/sandbox.h"
 #include "tests/support/eventually.h"
+#include "tests/support/resident.h"
 
 namespace tide::lua::testing {
 
@@ -75,13 +76,7 @@ inline void writeFile(const std::filesystem::path& path, const std::string& text
 
 using tide::testing::eventually;
 
-// The resident set size of this process, in bytes.
-inline size_t residentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
+using tide::testing::residentBytes;
 
 }  // namespace tide::lua::testing
 
