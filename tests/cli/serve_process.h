@@ -1,7 +1,7 @@
 #pragma once
 // `tide serve` and the `tide` binary as real processes, for tests that need the control
 // loop: a server on a free port with its own data dir, started from the source tree so the
-// shipped policies and scripts are the defaults.
+// shipped scripts are the defaults, and the shipped policies but one (shippedPolicies()).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -28,17 +28,37 @@
 
 namespace tide::testing {
 
+// A copy of the shipped policies under `dir` without change_freeze.lua, whose windows are
+// dates of the real calendar that `tide serve` decides by: with it, a rollout outside dev
+// is REJECTED on the days of a freeze (the suite failed on Black Friday 2026). The policy
+// itself is tested by its own `tests` table, at the times it names.
+inline std::filesystem::path shippedPolicies(const std::filesystem::path& dir) {
+  const std::filesystem::path policies = dir / "policies";
+  std::filesystem::create_directories(policies);
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(TIDE_SOURCE_DIR) / "policies")) {
+    if (entry.path().filename() == "change_freeze.lua") continue;
+    std::filesystem::copy_file(entry.path(), policies / entry.path().filename(),
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  return policies;
+}
+
 // `tide serve` as a child process on a free port with its own data dir.
 class ServeProcess {
  public:
-  // `extra_config`: more lines of tide.yaml (policies_dir, limits, ...).
+  // `extra_config`: more lines of tide.yaml (policies_dir, limits, ...). Without a
+  // policies_dir, the shipped policies but change-freeze (shippedPolicies()).
   explicit ServeProcess(const std::string& extra_config = "") {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
-    std::ofstream(data_dir_.path / "tide.yaml")
-        << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n"
-        << extra_config;
+    std::ofstream config(data_dir_.path / "tide.yaml");
+    config << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n"
+           << extra_config;
+    if (extra_config.find("policies_dir:") == std::string::npos) {
+      config << "\npolicies_dir: " << shippedPolicies(data_dir_.path).string() << "\n";
+    }
+    config.close();
     start();
   }
 
