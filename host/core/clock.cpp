@@ -189,4 +189,10 @@ Result<TimePoint> timeFromUnixSeconds(double seconds) {
   return TimePoint(std::chrono::microseconds(std::llround(seconds * 1e6)));
 }
 
+std::chrono::nanoseconds threadCpuTime() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
 }  // namespace tide

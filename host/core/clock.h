@@ -100,4 +100,9 @@ Result<TimePoint> parseTimestamp(std::string_view text);
 // Seconds since the epoch, to the microsecond; also refuses NaN and infinities.
 Result<TimePoint> timeFromUnixSeconds(double seconds);
 
+// The CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID): what a Lua call's
+// deadline counts, since work does not stretch when other threads take the CPU. A system
+// call, not a vDSO read: about as dear as a small allocation.
+std::chrono::nanoseconds threadCpuTime();
+
 }  // namespace tide

@@ -229,13 +229,30 @@ bool LuaState::pastDeadlineAfter(size_t grown) {
   grown_since_check_ = 0;
   // Only the allocation that finds the deadline passed is refused: the error it raises
   // (and every check after it) must still be able to allocate its message.
-  timed_out_ = std::chrono::steady_clock::now() >= deadline_;
+  timed_out_ = deadlinePassed();
   return timed_out_;
 }
 
 void LuaState::restartDeadline(std::chrono::microseconds allowance) {
   grown_since_check_ = 0;
-  deadline_ = std::chrono::steady_clock::now() + options_.limits.deadline + allowance;
+  const std::chrono::microseconds allowed = options_.limits.deadline + allowance;
+  const auto now = std::chrono::steady_clock::now();
+  allowed_ = allowed;
+  cpu_started_ = threadCpuTime();
+  host_work_ = {};
+  next_cpu_look_ = now + allowed;
+  wall_limit_ = now + wallLimitOf(allowed);
+}
+
+bool LuaState::deadlinePassed() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_cpu_look_) return false;
+  if (now >= wall_limit_) return true;
+  const std::chrono::nanoseconds used = threadCpuTime() - cpu_started_ + host_work_;
+  if (used >= allowed_) return true;
+  // Preempted: what is left cannot be used up sooner than this.
+  next_cpu_look_ = std::min(now + (allowed_ - used), wall_limit_);
+  return false;
 }
 
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
@@ -258,7 +275,7 @@ void LuaState::onHook(lua_State* L) {
 
 void LuaState::checkLimits(lua_State* L) {
   if (!in_call_) return;
-  if (!timed_out_ && std::chrono::steady_clock::now() >= deadline_) timed_out_ = true;
+  if (!timed_out_ && deadlinePassed()) timed_out_ = true;
   // Sticky: once a limit is hit, every check raises again until the call ends.
   if (tripped()) raiseLimit(L);
 }

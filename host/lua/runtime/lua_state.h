@@ -11,12 +11,18 @@
 // ever crosses a Lua frame.
 //
 // Limits are per call (docs/lua.md#limits):
-// - deadline: a count hook checks a steady clock every `hook_instructions` VM instructions,
-//   and C functions that can work for long (the pattern matcher, ctx.* queries,
-//   emit_file) call checkLimits() between chunks and after host work, so their time counts.
-//   C functions that copy a lot (string concatenation, string.rep, table.concat) are
-//   caught by the allocator, which reads the clock every kBytesPerDeadlineCheck bytes of
-//   growth and refuses to grow past the deadline. The host pushing a script's input
+// - deadline: the CPU time of the calling thread plus the wall time of host work (below),
+//   so a host starved by other work does not fail scripts that did nothing wrong, while a
+//   script that makes slow ctx.* queries still runs out of time (host work's own CPU time
+//   counts twice, a price for not reading the CPU clock, a system call, around every
+//   query); the wall clock still ends any call at wallLimitOf(deadline). A count hook checks every `hook_instructions` VM
+//   instructions, and C functions that can work for long (the pattern matcher, ctx.*
+//   queries, emit_file) call checkLimits() between chunks and around host work (hostWork),
+//   whose whole wall time counts. C functions that copy a lot (string concatenation,
+//   string.rep, table.concat) are caught by the allocator, which checks every
+//   kBytesPerDeadlineCheck bytes of growth and refuses to grow past the deadline. A check
+//   reads the cheap steady clock, and the thread's CPU clock only once the wall time since
+//   the start could have used up the deadline. The host pushing a script's input
 //   (hostInput) is not the script's time: the deadline starts once the input is there.
 // - memory: every allocation is charged to a budget (MemoryBudget): the script whose file
 //   is loading or whose function is running, or the state's own. Each budget is capped at
@@ -35,6 +41,7 @@
 // it may be handed to another thread only with external synchronisation and never used
 // from two threads at once. call() is not re-entrant.
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +75,15 @@ inline constexpr int kMaxCallDepth = 100;
 // How many bytes the allocator hands out between two looks at the clock: 1 MiB is copied
 // in well under a millisecond, and a clock read per MiB costs nothing measurable.
 inline constexpr size_t kBytesPerDeadlineCheck = size_t{1} << 20;
+
+// The wall-clock bound of a call whose deadline (in CPU time) is `deadline`: a script that
+// spins uses CPU as fast as the wall clock runs unless the machine is starved, so this
+// bound only ends calls on a machine far too busy, or C code that blocks outside hostWork.
+inline constexpr int kWallLimitFactor = 10;
+inline constexpr std::chrono::milliseconds kMinWallLimit{1000};
+constexpr std::chrono::microseconds wallLimitOf(std::chrono::microseconds deadline) {
+  return std::max<std::chrono::microseconds>(deadline * kWallLimitFactor, kMinWallLimit);
+}
 
 // Whose memory an allocation is: 0 is the state's own (sandbox, snapshots the host pushes,
 // libs), others come from LuaState::newBudget(), one per loaded script.
@@ -175,11 +191,16 @@ class LuaState {
   // functions that work for long (between chunks) or wait for the host (after it).
   void checkLimits(lua_State* L);
   // Runs `work` (a ledger query behind ctx.*, a file write) for a running C function: its
-  // time counts against the deadline, checked before and after. Raises like checkLimits.
+  // wall time counts against the deadline, waits included, checked before and after.
+  // Raises like checkLimits.
   template <class F>
   auto hostWork(lua_State* L, F&& work) {
     checkLimits(L);
+    const auto started = std::chrono::steady_clock::now();
     auto result = work();
+    const auto took = std::chrono::steady_clock::now() - started;
+    host_work_ += took;
+    next_cpu_look_ -= took;  // the work's CPU time counted twice: the time used grew by up to 2 x took
     checkLimits(L);
     return result;
   }
@@ -243,7 +264,11 @@ class LuaState {
   // kBytesPerDeadlineCheck of them, marks the call timed out once its deadline has passed.
   // True for the one allocation to refuse, whose failure raises the error.
   bool pastDeadlineAfter(size_t grown);
+  // The deadline's clocks, started again with `allowance` more than the limit.
   void restartDeadline(std::chrono::microseconds allowance);
+  // True once the call used its time (CPU plus host work) or its wall limit; reads the
+  // CPU clock only when the wall clock says the time could be used up.
+  bool deadlinePassed();
   static const Clock& systemClock();
   static void* allocate(void* ud, void* ptr, size_t old_size, size_t new_size);
   static void countHook(lua_State* L, lua_Debug* ar);
@@ -271,7 +296,11 @@ class LuaState {
   bool load_error_ = false;
   int call_depth_ = 0;
   size_t host_input_bytes_ = 0;  // pushed by hostInput in fallback mode, where one cap counts all
-  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::nanoseconds allowed_{};       // the limit plus the allowance
+  std::chrono::nanoseconds cpu_started_{};   // the thread's CPU clock when the deadline started
+  std::chrono::nanoseconds host_work_{};     // wall time of hostWork, counted beside the CPU time
+  std::chrono::steady_clock::time_point next_cpu_look_;  // before this, allowed_ cannot be used up
+  std::chrono::steady_clock::time_point wall_limit_;
 };
 
 // Compiles `text` as a text chunk (bytecode is refused) named "@<chunkname>" and pushes

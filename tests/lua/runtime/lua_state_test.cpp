@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
+#include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <thread>
+#include <tuple>
 
 #include "host/lua/runtime/guard.h"
 #include "tests/lua/lua_test_util.h"
@@ -58,6 +62,73 @@ TEST_CASE("lua: pcall cannot swallow a timeout because the deadline is sticky") 
     pcall(function() while true do end end)
     return "escaped")");
   CHECK(r.error.error_class == LuaErrorClass::kTimeout);
+}
+
+TEST_CASE("lua: the deadline counts the script's CPU time, so a starved thread does not time out") {
+  // The script's work is measured alone, then run on one CPU shared with busy threads, where
+  // the wall clock sees it take several times as long. A deadline read on the wall clock
+  // would fail it; issue 11's sim fleet test did, on a loaded machine.
+  LuaStateOptions options;
+  options.limits.deadline = 100ms;
+  auto state = newState(options);
+  REQUIRE(state);
+  auto work = [&](long loops) {
+    const std::string code = "local n = 0 for i = 1, " + std::to_string(loops) + " do n = n + i % 7 end return n";
+    const auto started = tide::threadCpuTime();
+    const ChunkResult r = runChunk(*state, code.c_str());
+    return std::make_pair(r, tide::threadCpuTime() - started);
+  };
+  const auto [probe, probe_cpu] = work(100'000);
+  REQUIRE(probe.error.ok());
+  // About 40 ms of CPU: well inside the deadline, several times it once starved.
+  const long loops = std::max<long>(1, static_cast<long>(100'000 * (40ms / std::max(probe_cpu, std::chrono::nanoseconds(1000)))));
+
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> spinners;
+  std::atomic<int> pinned{0};
+  for (int i = 0; i < 4; ++i) {
+    spinners.emplace_back([&] {
+      if (sched_setaffinity(0, sizeof one, &one) == 0) ++pinned;
+      while (!done) {
+      }
+    });
+  }
+  ChunkResult starved;
+  std::chrono::nanoseconds cpu{};
+  std::chrono::steady_clock::duration wall{};
+  std::thread runner([&] {
+    if (sched_setaffinity(0, sizeof one, &one) == 0) ++pinned;
+    const auto started = std::chrono::steady_clock::now();
+    std::tie(starved, cpu) = work(loops);
+    wall = std::chrono::steady_clock::now() - started;
+  });
+  runner.join();
+  done = true;
+  for (auto& spinner : spinners) spinner.join();
+  if (pinned != 5) {
+    MESSAGE("threads cannot be pinned to one CPU here: nothing starved, nothing shown");
+    return;
+  }
+  MESSAGE("the script used " << std::chrono::duration<double, std::milli>(cpu).count() << " ms of CPU in "
+                             << std::chrono::duration<double, std::milli>(wall).count() << " ms");
+  CHECK(starved.error.ok());
+  CHECK(wall > options.limits.deadline);  // it was starved, or this shows nothing
+}
+
+TEST_CASE("lua: C code that blocks outside host work is stopped by the wall limit") {
+  auto state = newState(shortDeadline());
+  REQUIRE(state);
+  REQUIRE(wallLimitOf(20ms) == kMinWallLimit);
+  LuaState* self = state.get();
+  const LuaError blocked = state->call([self](lua_State* L) {
+    std::this_thread::sleep_for(kMinWallLimit + 50ms);
+    self->checkLimits(L);
+  });
+  CHECK(blocked.error_class == LuaErrorClass::kTimeout);
+  CHECK(blocked.message.find("deadline of 20 ms exceeded") != std::string::npos);
 }
 
 TEST_CASE("lua: the state works again after a timeout") {
