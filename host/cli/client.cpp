@@ -81,6 +81,8 @@ Result<Json> parseBody(const std::string& body) {
 
 std::string pathSegment(std::string_view segment) { return percentEncode(segment); }
 
+std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegment(plan); }
+
 Status statusFromErrorResponse(int http_status, const std::string& body) {
   Json envelope = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (envelope.is_discarded() || !envelope.is_object() || !envelope.contains("error") ||

@@ -66,6 +66,8 @@ class Client {
 
 // `segment` percent-encoded for use as one path segment ("/v1/nodes/" + pathSegment(name)).
 std::string pathSegment(std::string_view segment);
+// "/v1/plans/<plan>", the plan's segment encoded.
+std::string planPath(const std::string& plan);
 
 // The Status carried by an error response: `body` is the envelope; `http_status` decides
 // the code when the envelope is missing or names no known code.

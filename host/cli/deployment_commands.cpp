@@ -12,8 +12,6 @@
 namespace tide::cli {
 namespace {
 
-std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegment(plan); }
-
 Status showPlan(Session& session, const std::string& plan) {
   TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan)));
   session.print(

@@ -11,15 +11,14 @@
 namespace tide::cli {
 namespace {
 
-std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegment(plan); }
 std::string operationPath(int64_t id) { return "/v1/operations/" + std::to_string(id); }
 std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
 
-int64_t idOf(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
+int64_t operationIdOf(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
 
 // "7 (CREATE nginx-service-ab12cd)"
 std::string describeOperation(const Json& operation) {
-  return std::to_string(idOf(operation)) + " (" + operation.value("type", "") + " " +
+  return std::to_string(operationIdOf(operation)) + " (" + operation.value("type", "") + " " +
          operation.value("meta_instance", "") + ")";
 }
 
@@ -77,7 +76,7 @@ Status decideOperations(Session& session, const std::string& plan, const Decisio
   for (const Json& operation : chosen) {
     Json body = {{"generation", operation.value(Json::json_pointer("/metadata/generation"), int64_t{1})}};
     if (!flags.reason.empty()) body["reason"] = flags.reason;
-    Result<Json> reply = session.client.post(operationPath(idOf(operation)) + "/" + action, body);
+    Result<Json> reply = session.client.post(operationPath(operationIdOf(operation)) + "/" + action, body);
     if (!reply.isOk()) {
       refused = reply.status();
       break;

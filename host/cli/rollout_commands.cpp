@@ -18,7 +18,6 @@ namespace {
 // The events long poll lasts whole seconds, at most this many (the server's limit).
 constexpr double kMaxEventWaitSeconds = 60;
 
-std::string planPath(const std::string& plan) { return "/v1/plans/" + pathSegment(plan); }
 std::string deploymentPath(const std::string& plan, const std::string& id) {
   return planPath(plan) + "/deployments/" + pathSegment(id);
 }

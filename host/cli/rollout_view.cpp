@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kHoldSignal = "hold";
 constexpr const char* kRestoreSignal = "restore";
 
-int64_t idOf(const Json& deployment) {
+int64_t deploymentIdOf(const Json& deployment) {
   const Json& id = at(deployment, {"metadata", "id"});
   return id.is_number_integer() ? id.get<int64_t>() : 0;
 }
@@ -147,8 +147,8 @@ std::string describePendingSignals(const Json& signals) {
 const Json* newestDeployment(const Json& deployments) {
   const Json* newest = nullptr;
   for (const Json& deployment : items(deployments)) {
-    if (newest == nullptr || idOf(deployment) > idOf(*newest) ||
-        (idOf(deployment) == idOf(*newest) &&
+    if (newest == nullptr || deploymentIdOf(deployment) > deploymentIdOf(*newest) ||
+        (deploymentIdOf(deployment) == deploymentIdOf(*newest) &&
          text(deployment, {"metadata", "created_at"}) > text(*newest, {"metadata", "created_at"}))) {
       newest = &deployment;
     }

@@ -13,8 +13,8 @@
 namespace tide::lua {
 namespace {
 
-constexpr const char* kCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
-constexpr TestTable kPolicyTests(kCaseFields);
+constexpr const char* kPolicyCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
+constexpr TestTable kPolicyTests(kPolicyCaseFields);
 
 // The op snapshot's documented fields and their defaults (docs/lua.md): strings default
 // to "", tables to {}, attempt to 1; plan, deployment and node are tables with defaults of

@@ -15,8 +15,8 @@
 namespace tide::lua {
 namespace {
 
-constexpr const char* kCaseFields[] = {"name", "r", "expect", "check", "expect_state", "expect_error"};
-constexpr TestTable kStrategyTests(kCaseFields);
+constexpr const char* kStrategyCaseFields[] = {"name", "r", "expect", "check", "expect_state", "expect_error"};
+constexpr TestTable kStrategyTests(kStrategyCaseFields);
 constexpr const char* kSignals[] = {"promote", "promote_full", "abort", "pause", "resume"};
 
 void setDefault(Json& object, const char* key, Json value) {
