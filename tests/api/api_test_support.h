@@ -14,6 +14,7 @@
 #include "host/api/server.h"
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/text.h"
 
 namespace tide::testing {
 
@@ -164,6 +165,16 @@ applications:
       - protocol: "TCP"
         port: 80
 )";
+
+// The plan of kMrdsPlan, and where its deployments are added.
+inline const std::string kMrdsPlanName = "nginx-deployment-plan";
+inline const std::string kMrdsDeployments = "/v1/plans/" + kMrdsPlanName + "/deployments";
+
+// kInventoryManifest and kMrdsPlan, posted.
+inline void addInventoryAndPlan(ApiHarness& h) {
+  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
+}
 
 // MRDS's deployment file.
 inline const char* kMrdsDeployment = R"(deployment_plan_name: "nginx-deployment-plan"

@@ -12,8 +12,6 @@ using namespace tide::testing;
 
 namespace {
 
-const std::string kDeployments = "/v1/plans/nginx-deployment-plan/deployments";
-
 Json deploymentWith(const std::string& id, const Json& coordinates) {
   return {{"deployment_id", id},
           {"payload_coordinates", {{{"payload_name", "nginx-payload"}, {"coordinates", coordinates}}}},
@@ -29,11 +27,6 @@ std::string planWithExecCheck(const std::string& name, const std::string& progra
         "health_check":{"type":"exec","command":[")" + program + R"(","-c","true"]}}]})";
 }
 
-void addInventoryAndPlan(ApiHarness& h) {
-  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
-  REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
-}
-
 api::ServerOptions withCommandAllow(std::vector<std::string> patterns) {
   api::ServerOptions options = testServerOptions();
   options.command_allow = std::move(patterns);
@@ -47,7 +40,7 @@ TEST_CASE("api: an operator's raw command deployment is refused with 403 naming 
   addInventoryAndPlan(h);
   Json before = h.everything();
 
-  Reply refused = h.post(kDeployments, deploymentWith("d1", rawCommand({"/bin/sh", "-c", "cat .tide/admin.token"})).dump(),
+  Reply refused = h.post(kMrdsDeployments, deploymentWith("d1", rawCommand({"/bin/sh", "-c", "cat .tide/admin.token"})).dump(),
                          "application/json", kOperatorToken);
   CHECK(refused.status == 403);
   CHECK(refused.errorCode() == "permission_denied");
@@ -55,15 +48,15 @@ TEST_CASE("api: an operator's raw command deployment is refused with 403 naming 
   CHECK(refused.body.find("admin role") != std::string::npos);
   CHECK(refused.body.find("process.command_allow") != std::string::npos);
   CHECK(h.everything() == before);
-  CHECK(h.get(kDeployments).json()["items"].empty());
+  CHECK(h.get(kMrdsDeployments).json()["items"].empty());
 
   SUBCASE("image coordinates stay open to operators") {
-    CHECK(h.post(kDeployments, deploymentWith("d2", {{"image", "nginx:latest"}}).dump(), "application/json",
+    CHECK(h.post(kMrdsDeployments, deploymentWith("d2", {{"image", "nginx:latest"}}).dump(), "application/json",
                  kOperatorToken)
               .status == 201);
   }
   SUBCASE("an admin may deploy the raw command") {
-    CHECK(h.post(kDeployments, deploymentWith("d2", rawCommand({"/bin/sh", "-c", "true"})).dump()).status == 201);
+    CHECK(h.post(kMrdsDeployments, deploymentWith("d2", rawCommand({"/bin/sh", "-c", "true"})).dump()).status == 201);
   }
   SUBCASE("a manifest carrying it is refused as a whole") {
     std::string manifest = R"(plans:
@@ -100,11 +93,11 @@ TEST_CASE("api: an operator's plan with an exec health check is refused with 403
 TEST_CASE("api: process.command_allow lets operators run the programs it matches, by argv[0]") {
   ApiHarness h(withCommandAllow({"/usr/bin/python3*"}));
   addInventoryAndPlan(h);
-  CHECK(h.post(kDeployments, deploymentWith("d1", rawCommand({"/usr/bin/python3.11", "-m", "http.server"})).dump(),
+  CHECK(h.post(kMrdsDeployments, deploymentWith("d1", rawCommand({"/usr/bin/python3.11", "-m", "http.server"})).dump(),
                "application/json", kOperatorToken)
             .status == 201);
   // argv[0] decides: an allowed program later in argv does not make /bin/sh allowed.
-  Reply refused = h.post(kDeployments, deploymentWith("d2", rawCommand({"/bin/sh", "/usr/bin/python3"})).dump(),
+  Reply refused = h.post(kMrdsDeployments, deploymentWith("d2", rawCommand({"/bin/sh", "/usr/bin/python3"})).dump(),
                          "application/json", kOperatorToken);
   CHECK(refused.status == 403);
   CHECK(refused.detailNames("payload_coordinates[0].coordinates.command"));

@@ -18,8 +18,6 @@ using namespace tide::testing;
 
 namespace {
 
-const std::string kPlan = "nginx-deployment-plan";
-
 // Inventory, the MRDS plan and its first deployment, and one meta instance of it.
 struct Fixture {
   ApiHarness h;
@@ -28,12 +26,12 @@ struct Fixture {
   explicit Fixture(api::ServerOptions options = testServerOptions()) : h(std::move(options)) {
     REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
     REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
-    REQUIRE(h.post("/v1/plans/" + kPlan + "/deployments", kMrdsDeployment, "application/yaml").status == 201);
+    REQUIRE(h.post("/v1/plans/" + kMrdsPlanName + "/deployments", kMrdsDeployment, "application/yaml").status == 201);
     instance = newInstance();
   }
 
   std::string newInstance() {
-    auto created = h.ledger->createMetaInstance(kPlan, "deployment-1", "test");
+    auto created = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   }
@@ -72,8 +70,6 @@ std::string operationPath(const model::Operation& operation, const std::string& 
 }
 
 std::string errorMessage(const Reply& reply) { return reply.json()["error"].value("message", ""); }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A log reader that remembers what it was asked and returns the whole log whatever the
 // tail: the server keeps only the tail.

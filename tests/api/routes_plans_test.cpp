@@ -12,14 +12,6 @@ using namespace tide::testing;
 
 namespace {
 
-const std::string kPlan = "nginx-deployment-plan";
-const std::string kDeployments = "/v1/plans/" + kPlan + "/deployments";
-
-void addInventoryAndPlan(ApiHarness& h) {
-  REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
-  REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
-}
-
 model::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
   model::RuntimeInstance r;
   r.meta_instance = meta_instance;
@@ -40,7 +32,7 @@ TEST_CASE("api: plans round trip from the MRDS deployment-plan file") {
   Reply created = h.post("/v1/plans", kMrdsPlan, "application/yaml");
   REQUIRE(created.status == 201);
   Json plan = created.json();
-  CHECK(plan["name"] == kPlan);
+  CHECK(plan["name"] == kMrdsPlanName);
   CHECK(plan["namespace"] == "nginx-namespace");
   CHECK(plan["service_name"] == "nginx-service");
   CHECK(plan["matching_capabilities"][0] ==
@@ -114,10 +106,10 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
   ApiHarness h;
   addInventoryAndPlan(h);
 
-  Reply mrds = h.post(kDeployments, kMrdsDeployment, "application/yaml", kOperatorToken);
+  Reply mrds = h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml", kOperatorToken);
   REQUIRE(mrds.status == 201);
   Json d1 = mrds.json();
-  CHECK(d1["plan"] == kPlan);
+  CHECK(d1["plan"] == kMrdsPlanName);
   CHECK(d1["deployment_id"] == "deployment-1");
   CHECK(d1["state"] == "PENDING");
   CHECK(d1["payload_coordinates"][0]["coordinates"] == Json{{"image", "nginx:latest"}});
@@ -127,10 +119,10 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
       {"deployment_id", "deployment-2"},
       {"payload_coordinates", {{{"payload_name", "nginx-payload"}, {"coordinates", {{"image", "nginx:1.27"}}}}}},
       {"instance_count", 2}};
-  Reply json = h.post(kDeployments, no_plan.dump(), "application/json", kOperatorToken);
+  Reply json = h.post(kMrdsDeployments, no_plan.dump(), "application/json", kOperatorToken);
   REQUIRE(json.status == 201);
-  CHECK(json.json()["plan"] == kPlan);
-  Reply yaml = h.post(kDeployments,
+  CHECK(json.json()["plan"] == kMrdsPlanName);
+  Reply yaml = h.post(kMrdsDeployments,
                       "deployment_id: deployment-3\npayload_coordinates:\n  - payload_name: nginx-payload\n"
                       "    coordinates: {image: \"nginx:1.28\"}\ninstance_count: 1",
                       "application/yaml");
@@ -138,55 +130,55 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
 
   Json before = h.everything();
   std::string other_plan = std::string(kMrdsDeployment);
-  other_plan.replace(other_plan.find(kPlan), kPlan.size(), "some-other-plan");
-  Reply mismatch = h.post(kDeployments, other_plan, "application/yaml");
+  other_plan.replace(other_plan.find(kMrdsPlanName), kMrdsPlanName.size(), "some-other-plan");
+  Reply mismatch = h.post(kMrdsDeployments, other_plan, "application/yaml");
   CHECK(mismatch.status == 400);
   CHECK(mismatch.detailNames("deployment_plan_name"));
   CHECK(mismatch.json()["error"]["details"][0]["location"] == "request body:1");
-  Reply mismatch_json = h.post(kDeployments, R"({"plan":"x","deployment_id":"d9","instance_count":1,
+  Reply mismatch_json = h.post(kMrdsDeployments, R"({"plan":"x","deployment_id":"d9","instance_count":1,
       "payload_coordinates":[{"payload_name":"nginx-payload","coordinates":{"image":"a"}}]})");
   CHECK(mismatch_json.status == 400);
   CHECK(mismatch_json.detailNames("plan"));
   Reply bad_field =
-      h.post(kDeployments, "deployment_id: d9\npayload_coordinates: []\ninstance_count: many\n", "application/yaml");
+      h.post(kMrdsDeployments, "deployment_id: d9\npayload_coordinates: []\ninstance_count: many\n", "application/yaml");
   CHECK(bad_field.status == 400);
   CHECK(bad_field.detailNames("instance_count"));
   CHECK(bad_field.json()["error"]["message"].get<std::string>().find("request body:") == 0);
-  CHECK(h.post(kDeployments, kMrdsDeployment, "application/yaml").status == 409);
+  CHECK(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 409);
   CHECK(h.post("/v1/plans/no-such-plan/deployments", kMrdsDeployment, "application/yaml").status == 404);
   CHECK(h.everything() == before);
 
-  Json listed = h.get(kDeployments).json();
+  Json listed = h.get(kMrdsDeployments).json();
   REQUIRE(listed["items"].size() == 3);
   CHECK(listed["items"][0]["deployment_id"] == "deployment-1");
-  Json page = h.get(kDeployments + "?limit=2").json();
+  Json page = h.get(kMrdsDeployments + "?limit=2").json();
   CHECK(page["items"].size() == 2);
   CHECK(page.contains("next_after"));
-  CHECK(h.get(kDeployments + "?state=PENDING").json()["items"].size() == 3);
+  CHECK(h.get(kMrdsDeployments + "?state=PENDING").json()["items"].size() == 3);
   CHECK(h.get("/v1/plans/no-such-plan/deployments").status == 404);
 
-  Reply got = h.get(kDeployments + "/deployment-2");
+  Reply got = h.get(kMrdsDeployments + "/deployment-2");
   REQUIRE(got.status == 200);
   CHECK(got.json()["instance_count"] == 2);
-  CHECK(h.get(kDeployments + "/deployment-9").status == 404);
+  CHECK(h.get(kMrdsDeployments + "/deployment-9").status == 404);
 
-  Reply stale = h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", "7"}});
+  Reply stale = h.post(kMrdsDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", "7"}});
   CHECK(stale.status == 409);
   Reply cancelled =
-      h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", got.header("ETag")}});
+      h.post(kMrdsDeployments + "/deployment-2/cancel", "", "", kOperatorToken, {{"If-Match", got.header("ETag")}});
   REQUIRE(cancelled.status == 200);
   CHECK(cancelled.json()["state"] == "CANCELLED");
-  CHECK(h.post(kDeployments + "/deployment-2/cancel", "", "", kOperatorToken).status == 409);
-  CHECK(h.get(kDeployments + "?state=CANCELLED").json()["items"].size() == 1);
+  CHECK(h.post(kMrdsDeployments + "/deployment-2/cancel", "", "", kOperatorToken).status == 409);
+  CHECK(h.get(kMrdsDeployments + "?state=CANCELLED").json()["items"].size() == 1);
 }
 
 TEST_CASE("api: the plan show view summarises deployments, instances and operations") {
   ApiHarness h;
   addInventoryAndPlan(h);
-  REQUIRE(h.post(kDeployments, kMrdsDeployment, "application/yaml").status == 201);
+  REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
 
   auto meta = [&] {
-    auto created = h.ledger->createMetaInstance(kPlan, "deployment-1", "test");
+    auto created = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   };
@@ -223,11 +215,11 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   REQUIRE(op3.isOk());
   REQUIRE(h.ledger->setOperationState(op3->meta.id, "PENDING_APPROVAL", std::nullopt, "test").isOk());
 
-  Reply shown = h.get("/v1/plans/" + kPlan, kViewerToken);
+  Reply shown = h.get("/v1/plans/" + kMrdsPlanName, kViewerToken);
   REQUIRE(shown.status == 200);
   CHECK(shown.header("ETag") == "1");
   Json view = shown.json();
-  CHECK(view["plan"]["name"] == kPlan);
+  CHECK(view["plan"]["name"] == kMrdsPlanName);
   REQUIRE(view["deployments"].size() == 1);
   CHECK(view["deployments"][0]["deployment_id"] == "deployment-1");
   // Counted over the whole plan; by deployment without the instance marked for deletion.
@@ -265,23 +257,23 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   CHECK(view["instances"][3]["operations"].empty());
 
   // Instances come a page at a time; the summaries are the plan's on every page.
-  Json page1 = h.get("/v1/plans/" + kPlan + "?limit=3", kViewerToken).json();
+  Json page1 = h.get("/v1/plans/" + kMrdsPlanName + "?limit=3", kViewerToken).json();
   REQUIRE(page1["instances"].size() == 3);
   REQUIRE(page1["next_after"].is_number());
-  Json page2 = h.get("/v1/plans/" + kPlan + "?limit=3&after=" + page1["next_after"].dump(), kViewerToken).json();
+  Json page2 = h.get("/v1/plans/" + kMrdsPlanName + "?limit=3&after=" + page1["next_after"].dump(), kViewerToken).json();
   REQUIRE(page2["instances"].size() == 1);
   CHECK(page2["instances"][0]["meta_instance"]["name"] == leaving);
   CHECK_FALSE(page2.contains("next_after"));
   CHECK(page2["instance_summary"] == view["instance_summary"]);
-  Reply bad = h.get("/v1/plans/" + kPlan + "?limit=0", kViewerToken);
+  Reply bad = h.get("/v1/plans/" + kMrdsPlanName + "?limit=0", kViewerToken);
   CHECK(bad.status == 400);
   CHECK(bad.body.find("limit") != std::string::npos);
-  CHECK(h.get("/v1/plans/" + kPlan + "?state=RUNNING", kViewerToken).status == 400);
+  CHECK(h.get("/v1/plans/" + kMrdsPlanName + "?state=RUNNING", kViewerToken).status == 400);
 
   CHECK(h.get("/v1/plans/nope").status == 404);
 
   // Instances.
-  Json instances = h.get("/v1/instances?plan=" + kPlan).json();
+  Json instances = h.get("/v1/instances?plan=" + kMrdsPlanName).json();
   REQUIRE(instances["items"].size() == 5);
   CHECK(instances["items"][0]["meta_instance"]["name"] == running);
   CHECK(instances["items"][0]["runtime_instances"].size() == 1);
@@ -299,7 +291,7 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   CHECK(h.get("/v1/operations?type=CREATE").json()["items"].size() == 2);
   CHECK(h.get("/v1/operations?state=PENDING_APPROVAL").json()["items"][0]["meta_instance"] == failed);
   CHECK(h.get("/v1/operations?meta_instance=" + waiting).json()["items"].size() == 1);
-  CHECK(h.get("/v1/operations?plan=" + kPlan + "&limit=1").json()["items"].size() == 1);
+  CHECK(h.get("/v1/operations?plan=" + kMrdsPlanName + "&limit=1").json()["items"].size() == 1);
   Reply bad_type = h.get("/v1/operations?type=EXPLODE");
   CHECK(bad_type.status == 400);
   CHECK(bad_type.detailNames("type"));
@@ -314,6 +306,6 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
 
   // A plan with live instances cannot be deleted.
   Json before = h.everything();
-  CHECK(h.del("/v1/plans/" + kPlan).status == 409);
+  CHECK(h.del("/v1/plans/" + kMrdsPlanName).status == 409);
   CHECK(h.everything() == before);
 }

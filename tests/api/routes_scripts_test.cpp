@@ -16,6 +16,7 @@
 #include "host/lua/registry/script_registry.h"
 #include "tests/api/api_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/source_tree.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -23,7 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kSourceDir = TIDE_SOURCE_DIR;
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path);
@@ -53,7 +53,7 @@ struct ScriptsHarness {
   ScriptsHarness() {
     fs::create_directories(policies);
     fs::create_directories(root / "scripts" / "lib");
-    fs::copy(kSourceDir / "scripts" / "lib", root / "scripts" / "lib", fs::copy_options::recursive);
+    fs::copy(kSourceTree / "scripts" / "lib", root / "scripts" / "lib", fs::copy_options::recursive);
     auto opened = ledger::Ledger::open("sqlite://:memory:", system_clock);
     REQUIRE(opened.isOk());
     recorder_ledger = std::move(opened).value();
@@ -98,7 +98,7 @@ Json scriptAt(const Json& list, const std::string& file) {
 
 TEST_CASE("wire: a policy copied into the watched dir changes the verdict without a restart") {
   ScriptsHarness h;
-  const std::string op_file = readFile(kSourceDir / "examples" / "op-dev-create.json");
+  const std::string op_file = readFile(kSourceTree / "examples" / "op-dev-create.json");
 
   Json none = h.evaluate(op_file);
   CHECK(none["outcome"] == "PENDING_APPROVAL");
@@ -106,7 +106,7 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
   // Without a ctx fixture the ledger answers ctx.*; the op itself is enough.
   CHECK(h.evaluate(Json::parse(op_file)["op"].dump())["outcome"] == "PENDING_APPROVAL");
 
-  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  fs::copy_file(kSourceTree / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
   REQUIRE(eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
 
   Json list = h.api->get("/v1/scripts", kViewerToken).json();
@@ -143,8 +143,8 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
 
 TEST_CASE("wire: a policy file broken from the start shows as failed, raises an alarm and holds a dry run") {
   ScriptsHarness h;
-  const std::string op_file = readFile(kSourceDir / "examples" / "op-dev-create.json");
-  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  const std::string op_file = readFile(kSourceTree / "examples" / "op-dev-create.json");
+  fs::copy_file(kSourceTree / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
   REQUIRE(eventually([&] { return h.evaluate(op_file)["outcome"] == "APPROVED"; }));
 
   std::ofstream(h.root / "typo.lua.tmp") << "return { name = \n";
@@ -169,7 +169,7 @@ TEST_CASE("wire: a policy file broken from the start shows as failed, raises an 
 
 TEST_CASE("wire: concurrent dry runs at different fixture times each get their own answer") {
   ScriptsHarness h;
-  fs::copy_file(kSourceDir / "policies" / "business_hours.lua", h.policies / "business_hours.lua");
+  fs::copy_file(kSourceTree / "policies" / "business_hours.lua", h.policies / "business_hours.lua");
   REQUIRE(h.registry->reloadAll().failed == 0);
   // The pooled Lua states are reused between requests; each request's ctx.now must still
   // be its own fixture's.
@@ -204,7 +204,7 @@ TEST_CASE("wire: concurrent dry runs at different fixture times each get their o
 
 TEST_CASE("wire: scripts reload is admin-only and returns the summary") {
   ScriptsHarness h;
-  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  fs::copy_file(kSourceTree / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
   CHECK(h.api->post("/v1/scripts/reload", "", "application/json", kOperatorToken).status == 403);
   Reply reply = h.api->post("/v1/scripts/reload", "");
   REQUIRE(reply.status == 200);
@@ -267,8 +267,8 @@ CliRun runCli(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("wire: tide policy test passes every shipped policy and fails a failing case") {
-  const std::string scripts = (kSourceDir / "scripts").string();
-  CliRun shipped = runCli({"policy", "test", (kSourceDir / "policies").string(), "--scripts", scripts});
+  const std::string scripts = (kSourceTree / "scripts").string();
+  CliRun shipped = runCli({"policy", "test", (kSourceTree / "policies").string(), "--scripts", scripts});
   CHECK_MESSAGE(shipped.code == 0, shipped.out);
   CHECK(shipped.out.find(" 0 failed") != std::string::npos);
 
@@ -289,10 +289,10 @@ TEST_CASE("wire: tide policy test passes every shipped policy and fails a failin
 
 TEST_CASE("wire: tide policy eval and tide scripts list talk to the running host") {
   ScriptsHarness h;
-  fs::copy_file(kSourceDir / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  fs::copy_file(kSourceTree / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
   REQUIRE(h.api->post("/v1/scripts/reload", "").status == 200);
   const std::string server = "http://127.0.0.1:" + std::to_string(h.api->server->port());
-  const std::string op = (kSourceDir / "examples" / "op-dev-create.json").string();
+  const std::string op = (kSourceTree / "examples" / "op-dev-create.json").string();
 
   CliRun eval = runCli({"policy", "eval", "--op", op, "--server", server, "--token", kOperatorToken});
   REQUIRE_MESSAGE(eval.code == 0, eval.err);
@@ -321,7 +321,7 @@ TEST_CASE("wire: tide policy eval and tide scripts list talk to the running host
 
 TEST_CASE("wire: a deployment whose strategy params the script does not accept is refused, naming the param") {
   ScriptsHarness h;
-  fs::copy(kSourceDir / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
+  fs::copy(kSourceTree / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
   REQUIRE(h.registry->reloadAll().failed == 0);
   for (const char* gpu : {"nvidia-v100", "nvidia-p100"}) {
     REQUIRE(h.api->post("/v1/capabilities", Json{{"name", gpu}, {"type", "GPU"}}.dump()).status == 201);

@@ -35,16 +35,15 @@ using Json = nlohmann::json;
 using tide::testing::CliRun;
 using tide::testing::contains;
 using tide::testing::eventually;
+using tide::testing::example;
 using tide::testing::freePort;
 using tide::testing::LineLimitedBuffer;
 using tide::testing::LiveServer;
 using tide::testing::runCli;
 using tide::testing::ServeProcess;
+using tide::testing::kSourceDir;
 using tide::testing::TempDir;
 
-const std::string kSourceDir = TIDE_SOURCE_DIR;
-
-std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
 std::string fixture(const std::string& name) { return kSourceDir + "/tests/cli/fixtures/" + name; }
 
 // Sets an environment variable for one scope.

@@ -22,8 +22,13 @@
 #include "host/cli/cli.h"
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/source_tree.h"
+#include "tests/support/text.h"
 
 namespace tide::testing {
+
+// Who the admin token `tide serve` writes at its first start acts as.
+inline const std::string kBootstrapAdmin = "bootstrap-admin";
 
 struct CliRun {
   int code = 0;
@@ -43,8 +48,6 @@ inline CliRun runCli(std::vector<std::string> args, std::ostream* out_stream = n
   result.err = err.str();
   return result;
 }
-
-inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // An output that takes `lines` lines and then fails, like stdout closed by `| head`. It
 // has no buffer, so every character reaches overflow().

@@ -19,25 +19,18 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::string kPlan = "nginx-deployment-plan";
-const std::string kAdminName = "bootstrap-admin";
-
-const std::string kSourceDir = TIDE_SOURCE_DIR;
-
-std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
-
 // The examples' nodes, the nginx plan and its first deployment.
-struct PlanFixture {
+struct OperationFixture {
   LiveServer live;
 
-  explicit PlanFixture(const std::function<void(api::ServerOptions&)>& configure = {}) : live(configure) {
+  explicit OperationFixture(const std::function<void(api::ServerOptions&)>& configure = {}) : live(configure) {
     REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
     REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
     REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}).code == 0);
   }
 
   std::string newInstance() {
-    auto created = live.ledger->createMetaInstance(kPlan, "deployment-1", "test");
+    auto created = live.ledger->createMetaInstance(kExamplePlan, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   }
@@ -82,10 +75,10 @@ std::string described(int64_t id, const std::string& type, const std::string& in
 }  // namespace
 
 TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or says why it cannot") {
-  PlanFixture f;
-  CliRun none = f.live.run({"deployment", "approve-operation", kPlan});
+  OperationFixture f;
+  CliRun none = f.live.run({"deployment", "approve-operation", kExamplePlan});
   CHECK(none.code == 1);
-  CHECK(none.err == "error: no operation of plan " + kPlan + " is waiting for approval\n");
+  CHECK(none.err == "error: no operation of plan " + kExamplePlan + " is waiting for approval\n");
   CliRun unknown_plan = f.live.run({"deployment", "approve-operation", "no-such-plan"});
   CHECK(unknown_plan.code == 1);
   CHECK(contains(unknown_plan.err, "no-such-plan"));
@@ -93,19 +86,19 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
 
   std::string first = f.newInstance();
   int64_t only = f.waiting(first);
-  CliRun approved = f.live.run({"deployment", "approve-operation", kPlan});
+  CliRun approved = f.live.run({"deployment", "approve-operation", kExamplePlan});
   REQUIRE_MESSAGE(approved.code == 0, approved.err);
   CHECK(approved.out == "approved operation " + described(only, "CREATE", first) + "\n");
   CHECK(f.operation(only).state == "APPROVED");
-  CHECK(f.operation(only).approved_by == kAdminName);
-  CHECK(f.operation(only).message == "approved by " + kAdminName);
+  CHECK(f.operation(only).approved_by == kBootstrapAdmin);
+  CHECK(f.operation(only).message == "approved by " + kBootstrapAdmin);
 
   std::string second = f.newInstance(), third = f.newInstance();
   int64_t two = f.waiting(second), three = f.waiting(third);
-  CliRun several = f.live.run({"deployment", "approve-operation", kPlan});
+  CliRun several = f.live.run({"deployment", "approve-operation", kExamplePlan});
   CHECK(several.code == 1);
   CHECK(several.out.empty());
-  CHECK(several.err == "error: 2 operations of plan " + kPlan +
+  CHECK(several.err == "error: 2 operations of plan " + kExamplePlan +
                            " are waiting for approval; pass --operation-id ID or --all\n"
                            "  operation " +
                            described(two, "CREATE", second) +
@@ -114,71 +107,71 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
                            described(three, "CREATE", third) + "\n");
   CHECK(f.operation(two).state == "PENDING_APPROVAL");
 
-  CliRun chosen = f.live.run({"deployment", "approve-operation", kPlan, "--operation-id", std::to_string(three),
+  CliRun chosen = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", std::to_string(three),
                               "--reason", "canary is fine"});
   REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
   CHECK(chosen.out == "approved operation " + described(three, "CREATE", third) + "\n");
   CHECK(f.operation(three).message == "canary is fine");
   CHECK(f.operation(two).state == "PENDING_APPROVAL");
 
-  CliRun twice = f.live.run({"deployment", "approve-operation", kPlan, "--operation-id", std::to_string(three)});
+  CliRun twice = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", std::to_string(three)});
   CHECK(twice.code == 1);
   CHECK(contains(twice.err, "is APPROVED"));
-  CliRun missing = f.live.run({"deployment", "approve-operation", kPlan, "--operation-id", "999"});
+  CliRun missing = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", "999"});
   CHECK(missing.code == 1);
   CHECK(contains(missing.err, "999"));
-  CliRun both = f.live.run({"deployment", "approve-operation", kPlan, "--operation-id", "2", "--all"});
+  CliRun both = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", "2", "--all"});
   CHECK(both.code == 2);
 
   std::string fourth = f.newInstance();
   int64_t four = f.waiting(fourth);
-  CliRun all = f.live.run({"deployment", "approve-operation", kPlan, "--all", "-o", "json"});
+  CliRun all = f.live.run({"deployment", "approve-operation", kExamplePlan, "--all", "-o", "json"});
   REQUIRE_MESSAGE(all.code == 0, all.err);
   Json items = Json::parse(all.out)["items"];
   REQUIRE(items.size() == 2);
   CHECK(items[0]["metadata"]["id"] == two);
   CHECK(items[1]["metadata"]["id"] == four);
   CHECK(items[1]["state"] == "APPROVED");
-  CHECK(items[1]["approved_by"] == kAdminName);
+  CHECK(items[1]["approved_by"] == kBootstrapAdmin);
   CHECK(f.operation(four).state == "APPROVED");
 }
 
 TEST_CASE("cli: reject-operation --all rejects every waiting operation with the reason") {
-  PlanFixture f;
+  OperationFixture f;
   std::string first = f.newInstance(), second = f.newInstance();
   int64_t one = f.waiting(first), two = f.waiting(second);
-  CliRun rejected = f.live.run({"deployment", "reject-operation", kPlan, "--all", "--reason", "not during the freeze"});
+  CliRun rejected = f.live.run({"deployment", "reject-operation", kExamplePlan, "--all", "--reason", "not during the freeze"});
   REQUIRE_MESSAGE(rejected.code == 0, rejected.err);
   CHECK(rejected.out == "rejected operation " + described(one, "CREATE", first) + "\n" + "rejected operation " +
                             described(two, "CREATE", second) + "\n");
   for (int64_t id : {one, two}) {
     CHECK(f.operation(id).state == "REJECTED");
     CHECK(f.operation(id).message == "not during the freeze");
-    CHECK(f.operation(id).approved_by == kAdminName);
+    CHECK(f.operation(id).approved_by == kBootstrapAdmin);
   }
-  CHECK(f.live.run({"deployment", "reject-operation", kPlan}).code == 1);
+  CHECK(f.live.run({"deployment", "reject-operation", kExamplePlan}).code == 1);
 }
 
 TEST_CASE("cli: operate acts on the plan's only live instance or lists the candidates") {
-  PlanFixture f;
-  CliRun nothing = f.live.run({"deployment", "operate", kPlan, "--restart"});
+  OperationFixture f;
+  CliRun nothing = f.live.run({"deployment", "operate", kExamplePlan, "--restart"});
   CHECK(nothing.code == 1);
-  CHECK(nothing.err == "error: plan " + kPlan + " has no live meta instance\n");
+  CHECK(nothing.err == "error: plan " + kExamplePlan + " has no live meta instance\n");
 
   std::string first = f.newInstance();
-  CliRun restarted = f.live.run({"deployment", "operate", kPlan, "--restart", "--reason", "wedged"});
+  CliRun restarted = f.live.run({"deployment", "operate", kExamplePlan, "--restart", "--reason", "wedged"});
   REQUIRE_MESSAGE(restarted.code == 0, restarted.err);
   std::vector<model::Operation> ops = f.operationsOf(first);
   REQUIRE(ops.size() == 1);
   CHECK(restarted.out == "created operation " + described(ops[0].meta.id, "RESTART", first) + ": PENDING\n");
   CHECK(ops[0].intent == "user");
   CHECK(ops[0].priority == 10);
-  CHECK(ops[0].requested_by == kAdminName);
+  CHECK(ops[0].requested_by == kBootstrapAdmin);
 
   std::string second = f.newInstance();
-  CliRun ambiguous = f.live.run({"deployment", "operate", kPlan, "--stop"});
+  CliRun ambiguous = f.live.run({"deployment", "operate", kExamplePlan, "--stop"});
   CHECK(ambiguous.code == 1);
-  CHECK(ambiguous.err == "error: plan " + kPlan +
+  CHECK(ambiguous.err == "error: plan " + kExamplePlan +
                              " has 2 live meta instances; pass --meta-instance-name NAME\n"
                              "  " +
                              first +
@@ -187,7 +180,7 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
                              second + " (ACTIVE, deployment deployment-1)\n");
   CHECK(f.operationsOf(second).empty());
 
-  CliRun stopped = f.live.run({"deployment", "operate", kPlan, "--stop", "-x", second, "-o", "json"});
+  CliRun stopped = f.live.run({"deployment", "operate", kExamplePlan, "--stop", "-x", second, "-o", "json"});
   REQUIRE_MESSAGE(stopped.code == 0, stopped.err);
   Json stop = Json::parse(stopped.out);
   CHECK(stop["type"] == "STOP");
@@ -195,49 +188,49 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
   CHECK(stop["state"] == "PENDING");
 
   // A user operation is unfinished on the first instance: the next one is refused.
-  CliRun refused = f.live.run({"deployment", "operate", kPlan, "--delete", "--meta-instance-name", first});
+  CliRun refused = f.live.run({"deployment", "operate", kExamplePlan, "--delete", "--meta-instance-name", first});
   CHECK(refused.code == 1);
   CHECK(contains(refused.err, "already has operation"));
 
   // A meta instance on its way out is not a candidate.
   REQUIRE(f.live.ledger->setMetaInstanceState(first, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
-  CliRun only_live = f.live.run({"deployment", "operate", kPlan, "--relocate"});
+  CliRun only_live = f.live.run({"deployment", "operate", kExamplePlan, "--relocate"});
   CHECK(only_live.code == 1);
   CHECK(contains(only_live.err, "instance '" + second + "' already has operation"));
 
-  CHECK(f.live.run({"deployment", "operate", kPlan}).code == 2);
-  CHECK(f.live.run({"deployment", "operate", kPlan, "--stop", "--delete"}).code == 2);
+  CHECK(f.live.run({"deployment", "operate", kExamplePlan}).code == 2);
+  CHECK(f.live.run({"deployment", "operate", kExamplePlan, "--stop", "--delete"}).code == 2);
   CliRun elsewhere = f.live.run({"deployment", "operate", "other-plan", "--stop", "-x", second});
   CHECK(elsewhere.code == 1);
-  CHECK(contains(elsewhere.err, "belongs to plan " + kPlan));
+  CHECK(contains(elsewhere.err, "belongs to plan " + kExamplePlan));
 }
 
 TEST_CASE("cli: approving one's own operation is refused unless approver_must_differ is off") {
   SUBCASE("refused by default") {
-    PlanFixture f;
+    OperationFixture f;
     std::string instance = f.newInstance();
-    REQUIRE(f.live.run({"deployment", "operate", kPlan, "--restart"}).code == 0);
+    REQUIRE(f.live.run({"deployment", "operate", kExamplePlan, "--restart"}).code == 0);
     int64_t id = f.operationsOf(instance).at(0).meta.id;
     f.moveTo(id, "PENDING_APPROVAL");
-    CliRun own = f.live.run({"deployment", "approve-operation", kPlan});
+    CliRun own = f.live.run({"deployment", "approve-operation", kExamplePlan});
     CHECK(own.code == 1);
-    CHECK(contains(own.err, "was requested by " + kAdminName));
+    CHECK(contains(own.err, "was requested by " + kBootstrapAdmin));
     CHECK(f.operation(id).state == "PENDING_APPROVAL");
   }
   SUBCASE("allowed when the host says so") {
-    PlanFixture f([](api::ServerOptions& options) { options.approver_must_differ = false; });
+    OperationFixture f([](api::ServerOptions& options) { options.approver_must_differ = false; });
     std::string instance = f.newInstance();
-    REQUIRE(f.live.run({"deployment", "operate", kPlan, "--restart"}).code == 0);
+    REQUIRE(f.live.run({"deployment", "operate", kExamplePlan, "--restart"}).code == 0);
     int64_t id = f.operationsOf(instance).at(0).meta.id;
     f.moveTo(id, "PENDING_APPROVAL");
-    CliRun own = f.live.run({"deployment", "approve-operation", kPlan});
+    CliRun own = f.live.run({"deployment", "approve-operation", kExamplePlan});
     REQUIRE_MESSAGE(own.code == 0, own.err);
     CHECK(f.operation(id).state == "APPROVED");
   }
 }
 
 TEST_CASE("cli: deployment show lists runtime instance details and who asked for and approved each operation") {
-  PlanFixture f;
+  OperationFixture f;
   std::string instance = f.newInstance();
   model::RuntimeInstance runtime;
   runtime.meta_instance = instance;
@@ -248,25 +241,25 @@ TEST_CASE("cli: deployment show lists runtime instance details and who asked for
   auto created = f.live.ledger->createRuntimeInstance(runtime, "test");
   REQUIRE(created.isOk());
   int64_t id = f.waiting(instance);
-  REQUIRE(f.live.run({"deployment", "approve-operation", kPlan}).code == 0);
+  REQUIRE(f.live.run({"deployment", "approve-operation", kExamplePlan}).code == 0);
 
-  CliRun show = f.live.run({"deployment", "show", kPlan});
+  CliRun show = f.live.run({"deployment", "show", kExamplePlan});
   REQUIRE_MESSAGE(show.code == 0, show.err);
   for (const std::string& line : std::vector<std::string>{
            "Node Name: kind-worker", "Is Active: true", "State: PENDING", "Host Ports: tcp/80 -> 31080",
            "Healthy: false", "Image: nginx:latest", "ID: " + std::to_string(id), "Type: CREATE", "State: APPROVED",
-           "Requested By: controller", "Approved By: " + kAdminName, "Attempts: 0",
-           "Message: approved by " + kAdminName}) {
+           "Requested By: controller", "Approved By: " + kBootstrapAdmin, "Attempts: 0",
+           "Message: approved by " + kBootstrapAdmin}) {
     CHECK_MESSAGE(contains(show.out, line), line);
   }
-  Json view = Json::parse(f.live.run({"deployment", "show", kPlan, "-o", "json"}).out);
+  Json view = Json::parse(f.live.run({"deployment", "show", kExamplePlan, "-o", "json"}).out);
   CHECK(view["instances"][0]["runtime_instances"][0]["ports"]["tcp/80"] == 31080);
-  CHECK(view["instances"][0]["operations"][0]["approved_by"] == kAdminName);
+  CHECK(view["instances"][0]["operations"][0]["approved_by"] == kBootstrapAdmin);
 }
 
 TEST_CASE("cli: logs prints the end of an instance's log") {
   SUBCASE("from the host's log reader") {
-    PlanFixture f([](api::ServerOptions& options) {
+    OperationFixture f([](api::ServerOptions& options) {
       options.read_logs = [](const std::string& meta_instance, size_t) -> Result<std::string> {
         return "started " + meta_instance + "\nlistening on :31080\n";
       };
@@ -286,7 +279,7 @@ TEST_CASE("cli: logs prints the end of an instance's log") {
     CHECK(f.live.run({"logs", "nginx-service-nope"}).code == 1);
   }
   SUBCASE("not when the host has no reader") {
-    PlanFixture f;
+    OperationFixture f;
     CliRun unavailable = f.live.run({"logs", f.newInstance()});
     CHECK(unavailable.code == 1);
     CHECK(contains(unavailable.err, "logs are not available"));

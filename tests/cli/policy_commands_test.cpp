@@ -19,10 +19,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using tide::testing::CliRun;
 using tide::testing::contains;
+using tide::testing::kSourceDir;
 using tide::testing::runCli;
 using tide::testing::TempDir;
-
-const std::string kSourceDir = TIDE_SOURCE_DIR;
 
 // A policy and a strategy, each with one passing and one failing case, and a hook.
 void writeFailingScripts(const fs::path& root) {

@@ -23,12 +23,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::string kSourceDir = TIDE_SOURCE_DIR;
-const std::string kPlan = "nginx-deployment-plan";
 const std::string kDevPlan = "nginx-dev-plan";
-const std::string kAdminName = "bootstrap-admin";
-
-std::string example(const std::string& name) { return kSourceDir + "/examples/" + name; }
 
 std::vector<std::string> linesOf(const std::string& text) {
   std::vector<std::string> lines;
@@ -38,10 +33,10 @@ std::vector<std::string> linesOf(const std::string& text) {
 }
 
 // The examples' nodes and the nginx plan, with no deployment yet.
-struct PlanFixture {
+struct RolloutFixture {
   LiveServer live;
 
-  PlanFixture() {
+  RolloutFixture() {
     REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
     REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
   }
@@ -55,11 +50,11 @@ struct PlanFixture {
 }  // namespace
 
 TEST_CASE("cli: deployment show ends the deployments with the Rollout section of the newest one") {
-  PlanFixture fixture;
+  RolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
   fixture.addDeployment("deployment-2.yaml");
 
-  CliRun show = fixture.live.run({"deployment", "show", kPlan});
+  CliRun show = fixture.live.run({"deployment", "show", kExamplePlan});
   REQUIRE_MESSAGE(show.code == 0, show.err);
   CHECK(contains(show.out,
                  "Total: 2\n"
@@ -73,45 +68,45 @@ TEST_CASE("cli: deployment show ends the deployments with the Rollout section of
                  "\n"
                  "Instance Summary\n"));
   // -o json is the server's view as it was.
-  Json view = Json::parse(fixture.live.run({"deployment", "show", kPlan, "-o", "json"}).out);
+  Json view = Json::parse(fixture.live.run({"deployment", "show", kExamplePlan, "-o", "json"}).out);
   CHECK(view["deployments"].size() == 2);
   CHECK_FALSE(view.contains("rollout"));
 }
 
 TEST_CASE("cli: rollout verbs on a plan without deployments or an unknown plan say so") {
-  PlanFixture fixture;
+  RolloutFixture fixture;
   for (const char* verb : {"promote", "abort", "pause", "resume", "rollback", "retry", "watch"}) {
     CAPTURE(verb);
-    CliRun none = fixture.live.run({"deployment", verb, kPlan});
+    CliRun none = fixture.live.run({"deployment", verb, kExamplePlan});
     CHECK(none.code == 1);
     CHECK(none.out.empty());
-    CHECK(none.err == "error: plan " + kPlan + " has no deployments\n");
+    CHECK(none.err == "error: plan " + kExamplePlan + " has no deployments\n");
   }
   CliRun unknown = fixture.live.run({"deployment", "watch", "no-such-plan"});
   CHECK(unknown.code == 1);
   CHECK(contains(unknown.err, "no-such-plan"));
 
   fixture.addDeployment("deployment-1.yaml");
-  CliRun missing = fixture.live.run({"deployment", "watch", kPlan, "-D", "deployment-9"});
+  CliRun missing = fixture.live.run({"deployment", "watch", kExamplePlan, "-D", "deployment-9"});
   CHECK(missing.code == 1);
-  CHECK(missing.err == "error: plan " + kPlan + " has no deployment deployment-9\n");
+  CHECK(missing.err == "error: plan " + kExamplePlan + " has no deployment deployment-9\n");
 
-  CliRun bad_interval = fixture.live.run({"deployment", "watch", kPlan, "--interval", "0"});
+  CliRun bad_interval = fixture.live.run({"deployment", "watch", kExamplePlan, "--interval", "0"});
   CHECK(bad_interval.code == 2);
 }
 
 TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the final message") {
-  PlanFixture fixture;
+  RolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
 
   // Long enough that only the events long poll can wake the watch in time.
   auto watch = std::async(std::launch::async, [&] {
-    return fixture.live.run({"deployment", "watch", kPlan, "--interval", "30"});
+    return fixture.live.run({"deployment", "watch", kExamplePlan, "--interval", "30"});
   });
   // The watch prints its first line before it waits; cancel only once it waits.
   REQUIRE(eventually([&] { return fixture.live.server->waitingRequests() == 1; }));
   auto started = std::chrono::steady_clock::now();
-  REQUIRE(fixture.live.run({"deployment", "cancel-deployment", kPlan, "-D", "deployment-1"}).code == 0);
+  REQUIRE(fixture.live.run({"deployment", "cancel-deployment", kExamplePlan, "-D", "deployment-1"}).code == 0);
   REQUIRE(watch.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
 
@@ -119,14 +114,14 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
   CHECK(watched.code == 1);
   std::vector<std::string> lines = linesOf(watched.out);
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0] == "Watching deployment deployment-1 of plan " + kPlan + " (the newest)");
+  CHECK(lines[0] == "Watching deployment deployment-1 of plan " + kExamplePlan + " (the newest)");
   CHECK(lines[1].ends_with("Z  PENDING  new 0/0 ready, old 0/0 ready"));
   CHECK(lines[2].ends_with("Z  CANCELLED  new 0/0 ready, old 0/0 ready  cancelled through the API"));
   CHECK(watched.err ==
-        "error: deployment deployment-1 of plan " + kPlan + " ended CANCELLED: cancelled through the API\n");
+        "error: deployment deployment-1 of plan " + kExamplePlan + " ended CANCELLED: cancelled through the API\n");
 
   // A finished deployment is one line; -o json makes it one object.
-  CliRun again = fixture.live.run({"deployment", "watch", kPlan, "-D", "deployment-1", "-o", "json"});
+  CliRun again = fixture.live.run({"deployment", "watch", kExamplePlan, "-D", "deployment-1", "-o", "json"});
   CHECK(again.code == 1);
   std::vector<std::string> json_lines = linesOf(again.out);
   REQUIRE(json_lines.size() == 1);
@@ -138,52 +133,52 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
 }
 
 TEST_CASE("cli: rollout controls act on the newest deployment and print its new state") {
-  PlanFixture fixture;
+  RolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
-  const std::string newest = "Deployment deployment-1 of plan " + kPlan + " (the newest): ";
+  const std::string newest = "Deployment deployment-1 of plan " + kExamplePlan + " (the newest): ";
 
-  CliRun early = fixture.live.run({"deployment", "pause", kPlan});
+  CliRun early = fixture.live.run({"deployment", "pause", kExamplePlan});
   CHECK(early.code == 1);
   CHECK(early.err == "error: deployment 'deployment-1' is PENDING; only a rollout in progress can be paused\n");
 
-  CliRun promoted = fixture.live.run({"deployment", "promote", kPlan});
+  CliRun promoted = fixture.live.run({"deployment", "promote", kExamplePlan});
   REQUIRE_MESSAGE(promoted.code == 0, promoted.err);
   CHECK(promoted.out == newest + "PENDING\n");
-  CliRun full = fixture.live.run({"deployment", "promote", kPlan, "--full", "--reason", "looks good", "-o", "json"});
+  CliRun full = fixture.live.run({"deployment", "promote", kExamplePlan, "--full", "--reason", "looks good", "-o", "json"});
   REQUIRE_MESSAGE(full.code == 0, full.err);
   Json deployment = Json::parse(full.out);
-  CHECK(deployment["signals"]["promote_full"]["by"] == kAdminName);
+  CHECK(deployment["signals"]["promote_full"]["by"] == kBootstrapAdmin);
   CHECK(deployment["signals"]["promote_full"]["reason"] == "looks good");
-  CliRun show = fixture.live.run({"deployment", "show", kPlan});
+  CliRun show = fixture.live.run({"deployment", "show", kExamplePlan});
   CHECK(contains(show.out, "    Pending Signals:      promote by bootstrap-admin at "));
   CHECK(contains(show.out, "\n                          promote_full by bootstrap-admin at "));
 
-  CliRun aborted = fixture.live.run({"deployment", "abort", kPlan, "--reason", "wrong image"});
+  CliRun aborted = fixture.live.run({"deployment", "abort", kExamplePlan, "--reason", "wrong image"});
   REQUIRE_MESSAGE(aborted.code == 0, aborted.err);
   CHECK(aborted.out == newest + "FAILED (aborted by bootstrap-admin: wrong image)\n");
 
-  CliRun retried = fixture.live.run({"deployment", "retry", kPlan});
+  CliRun retried = fixture.live.run({"deployment", "retry", kExamplePlan});
   REQUIRE_MESSAGE(retried.code == 0, retried.err);
   CHECK(retried.out == newest + "IN_PROGRESS (retried by bootstrap-admin)\n");
 
-  CliRun paused = fixture.live.run({"deployment", "pause", kPlan, "-D", "deployment-1", "--reason", "lunch"});
+  CliRun paused = fixture.live.run({"deployment", "pause", kExamplePlan, "-D", "deployment-1", "--reason", "lunch"});
   REQUIRE_MESSAGE(paused.code == 0, paused.err);
-  CHECK(paused.out == "Deployment deployment-1 of plan " + kPlan + ": PAUSED (paused by bootstrap-admin: lunch)\n");
-  show = fixture.live.run({"deployment", "show", kPlan});
+  CHECK(paused.out == "Deployment deployment-1 of plan " + kExamplePlan + ": PAUSED (paused by bootstrap-admin: lunch)\n");
+  show = fixture.live.run({"deployment", "show", kExamplePlan});
   CHECK(contains(show.out,
                  "    State:                PAUSED\n"
                  "    Message:              paused by bootstrap-admin: lunch\n"
                  "    Paused By:            bootstrap-admin at "));
   CHECK(contains(show.out, ": lunch\n    Progress Time:        "));
 
-  CliRun resumed = fixture.live.run({"deployment", "resume", kPlan});
+  CliRun resumed = fixture.live.run({"deployment", "resume", kExamplePlan});
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
   CHECK(resumed.out == newest + "IN_PROGRESS (resumed by bootstrap-admin)\n");
-  CliRun not_paused = fixture.live.run({"deployment", "resume", kPlan});
+  CliRun not_paused = fixture.live.run({"deployment", "resume", kExamplePlan});
   CHECK(not_paused.code == 1);
   CHECK(not_paused.err == "error: deployment 'deployment-1' is IN_PROGRESS; it is not paused\n");
 
-  CliRun nothing = fixture.live.run({"deployment", "rollback", kPlan});
+  CliRun nothing = fixture.live.run({"deployment", "rollback", kExamplePlan});
   CHECK(nothing.code == 1);
   CHECK(contains(nothing.err, "has nothing to roll back to"));
 }
@@ -199,41 +194,41 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
     CliRun show = serve.tide("deployment show " + plan + " -o json");
     return show.code == 0 ? Json::parse(show.out)["deployments"].back()["state"].get<std::string>() : "";
   };
-  for (int i = 0; i < 300 && state(kPlan) != "IN_PROGRESS"; ++i) {
+  for (int i = 0; i < 300 && state(kExamplePlan) != "IN_PROGRESS"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  REQUIRE(state(kPlan) == "IN_PROGRESS");
+  REQUIRE(state(kExamplePlan) == "IN_PROGRESS");
 
-  CliRun paused = serve.tide("deployment pause " + kPlan + " --reason maintenance");
+  CliRun paused = serve.tide("deployment pause " + kExamplePlan + " --reason maintenance");
   REQUIRE_MESSAGE(paused.code == 0, paused.err);
-  CHECK(paused.out == "Deployment deployment-1 of plan " + kPlan +
+  CHECK(paused.out == "Deployment deployment-1 of plan " + kExamplePlan +
                           " (the newest): PAUSED (paused by bootstrap-admin: maintenance)\n");
-  CliRun show = serve.tide("deployment show " + kPlan);
+  CliRun show = serve.tide("deployment show " + kExamplePlan);
   CHECK(contains(show.out,
                  "Rollout\n    Deployment ID:        deployment-1\n    Strategy:             rolling\n"
                  "    State:                PAUSED\n"));
   CHECK(contains(show.out, "    Paused By:            bootstrap-admin at "));
-  CliRun resumed = serve.tide("deployment resume " + kPlan + " -D deployment-1");
+  CliRun resumed = serve.tide("deployment resume " + kExamplePlan + " -D deployment-1");
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
-  CHECK(resumed.out == "Deployment deployment-1 of plan " + kPlan + ": IN_PROGRESS (resumed by bootstrap-admin)\n");
+  CHECK(resumed.out == "Deployment deployment-1 of plan " + kExamplePlan + ": IN_PROGRESS (resumed by bootstrap-admin)\n");
 
   // The rollout completes once someone other than the admin who added the deployment
   // approves its CREATE (the four-eyes rule); watch sees it through and exits 0.
   const std::string alice = serve.newToken("alice", "approver");
-  for (int i = 0; i < 300 && serve.tide("deployment approve-operation " + kPlan, {}, alice).code != 0; ++i) {
+  for (int i = 0; i < 300 && serve.tide("deployment approve-operation " + kExamplePlan, {}, alice).code != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  CliRun watched = serve.tide("deployment watch " + kPlan, std::chrono::seconds(120));
+  CliRun watched = serve.tide("deployment watch " + kExamplePlan, std::chrono::seconds(120));
   CHECK_MESSAGE(watched.code == 0, watched.err);
   std::vector<std::string> lines = linesOf(watched.out);
   REQUIRE(lines.size() >= 2);
-  CHECK(lines.front() == "Watching deployment deployment-1 of plan " + kPlan + " (the newest)");
+  CHECK(lines.front() == "Watching deployment deployment-1 of plan " + kExamplePlan + " (the newest)");
   CHECK(contains(lines.back(), "Z  COMPLETED  new 1/1 ready, old 0/0 ready"));
 
-  CliRun late = serve.tide("deployment promote " + kPlan);
+  CliRun late = serve.tide("deployment promote " + kExamplePlan);
   CHECK(late.code == 1);
   CHECK(late.err == "error: deployment 'deployment-1' is COMPLETED; only a rollout in progress can be promoted\n");
-  CliRun nothing = serve.tide("deployment rollback " + kPlan + " -D deployment-1");
+  CliRun nothing = serve.tide("deployment rollback " + kExamplePlan + " -D deployment-1");
   CHECK(nothing.code == 1);
   CHECK(contains(nothing.err, "has nothing to roll back to"));
 }

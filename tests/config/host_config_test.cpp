@@ -4,20 +4,23 @@
 #include <string>
 
 #include "host/config/host_config.h"
+#include "tests/support/text.h"
 
 using namespace tide;
 using namespace tide::config;
 
 namespace {
 
-HostConfig parseOk(const std::string& text) {
+using tide::testing::contains;
+
+HostConfig parseConfig(const std::string& text) {
   auto result = parseHostConfig(text, "tide.yaml");
   INFO(result.status().toString());
   REQUIRE(result.isOk());
   return std::move(result).value();
 }
 
-std::vector<ErrorDetail> parseErrors(const std::string& text) {
+std::vector<ErrorDetail> configErrors(const std::string& text) {
   auto result = parseHostConfig(text, "tide.yaml");
   REQUIRE_FALSE(result.isOk());
   CHECK(result.status().code() == Code::kInvalidArgument);
@@ -25,15 +28,13 @@ std::vector<ErrorDetail> parseErrors(const std::string& text) {
 }
 
 // The problem reported for `field`; fails the test when there is none.
-ErrorDetail detailAt(const std::vector<ErrorDetail>& details, const std::string& field) {
+ErrorDetail configDetailAt(const std::vector<ErrorDetail>& details, const std::string& field) {
   for (const auto& d : details) {
     if (d.field == field) return d;
   }
   FAIL("no error at " << field);
   return ErrorDetail{};
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::vector<std::string> kWorkloadArgv = {"{{tide}}",  "workload",     "--listen", "127.0.0.1:{{port.tcp.80}}",
                                                 "--version", "{{image.tag}}"};
@@ -99,8 +100,8 @@ TEST_CASE("host config: no file means every default, finalize derives paths from
   CHECK(flagged.database == "sqlite:///var/lib/tide/tide.db");
   CHECK(flagged.process.volume_root == "/var/lib/tide/volumes");
 
-  checkDefaults(parseOk(""));
-  checkDefaults(parseOk("# only a comment\n"));
+  checkDefaults(parseConfig(""));
+  checkDefaults(parseConfig("# only a comment\n"));
 }
 
 TEST_CASE("host config: examples/tide.yaml shows exactly the defaults") {
@@ -112,7 +113,7 @@ TEST_CASE("host config: examples/tide.yaml shows exactly the defaults") {
 }
 
 TEST_CASE("host config: every key overrides its default") {
-  HostConfig c = parseOk(R"(
+  HostConfig c = parseConfig(R"(
 listen: "0.0.0.0:8080"
 data_dir: /srv/tide
 database: "postgresql://tide:secret@db/tide"
@@ -202,17 +203,17 @@ default_verdict: deny
   CHECK(c.database == "postgresql://tide:secret@db/tide");
   CHECK(c.process.volume_root == "/data/volumes");
 
-  HostConfig partial = parseOk("limits: {executor_workers: 2}\nlisten: \"[::1]:0\"\n");
+  HostConfig partial = parseConfig("limits: {executor_workers: 2}\nlisten: \"[::1]:0\"\n");
   CHECK(partial.limits.executor_workers == 2);
   CHECK(partial.limits.executor_chunk == 32);
   CHECK(partial.limits.approval_chunk == 500);
   CHECK(partial.limits.executor_rate_per_second == 20);
   CHECK(partial.listen == "[::1]:0");
-  CHECK(parseOk("database: sqlite:///tmp/x.db\n").database == "sqlite:///tmp/x.db");
+  CHECK(parseConfig("database: sqlite:///tmp/x.db\n").database == "sqlite:///tmp/x.db");
 }
 
 TEST_CASE("host config error: unknown keys, wrong types and ranges, all at once") {
-  auto details = parseErrors(R"(listen: localhost
+  auto details = configErrors(R"(listen: localhost
 data_dri: ./x
 database: mysql://db
 auth:
@@ -231,7 +232,7 @@ limits:
   max_body_bytes: 1.5
 default_verdict: approve
 )");
-  auto at = [&](const std::string& field) { return detailAt(details, field); };
+  auto at = [&](const std::string& field) { return configDetailAt(details, field); };
   CHECK(at("listen") ==
         ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
   CHECK(
@@ -256,7 +257,7 @@ default_verdict: approve
 }
 
 TEST_CASE("host config error: the process isolation keys name what is wrong") {
-  auto details = parseErrors(
+  auto details = configErrors(
       "process:\n  run_as: \"\"\n  command_allow: [\"\"]\n  log_max_bytes: 10\n  log_retention_hours: -1\n");
   REQUIRE(details.size() == 4);
   CHECK(details[0].field == "process.run_as");
@@ -268,7 +269,7 @@ TEST_CASE("host config error: the process isolation keys name what is wrong") {
 }
 
 TEST_CASE("host config error: tls.cert and tls.key come together, HTTP limits have bounds") {
-  auto details = parseErrors("tls: {cert: /etc/tide/cert.pem}\nlimits: {max_connections: 0, max_json_depth: 100000}\n");
+  auto details = configErrors("tls: {cert: /etc/tide/cert.pem}\nlimits: {max_connections: 0, max_json_depth: 100000}\n");
   REQUIRE(details.size() == 3);
   CHECK(details[0].field == "limits.max_connections");
   CHECK(details[1] == ErrorDetail{"limits.max_json_depth", "must be between 8 and 512, got 100000", "tide.yaml:2"});
@@ -276,34 +277,34 @@ TEST_CASE("host config error: tls.cert and tls.key come together, HTTP limits ha
 }
 
 TEST_CASE("host config error: port range start must be below its end") {
-  auto details = parseErrors("process:\n  port_range_start: 31000\n  port_range_end: 31000\n");
+  auto details = configErrors("process:\n  port_range_start: 31000\n  port_range_end: 31000\n");
   REQUIRE(details.size() == 1);
   CHECK(details[0] == ErrorDetail{"process.port_range_end",
                                   "port_range_start (31000) must be below port_range_end (31000)", "tide.yaml:3"});
-  auto onlyStart = parseErrors("process: {port_range_start: 40000}\n");
+  auto onlyStart = configErrors("process: {port_range_start: 40000}\n");
   CHECK(onlyStart[0].field == "process.port_range_start");
 }
 
 TEST_CASE("host config error: catalog entries, sections and documents") {
-  auto catalog = parseErrors("process:\n  image_catalog:\n    \"a:*\": []\n    \"b:*\": /bin/b\n    \"\": [x]\n");
+  auto catalog = configErrors("process:\n  image_catalog:\n    \"a:*\": []\n    \"b:*\": /bin/b\n    \"\": [x]\n");
   REQUIRE(catalog.size() == 3);
   CHECK(catalog[0] == ErrorDetail{"process.image_catalog.a:*", "must hold at least the program to run", "tide.yaml:3"});
   CHECK(catalog[1].message == "expected a list, got the string \"/bin/b\"");
   CHECK(catalog[2].message == "image pattern must not be empty");
 
-  auto section = parseErrors("auth: true\nlimits: [1]\n");
+  auto section = configErrors("auth: true\nlimits: [1]\n");
   CHECK(section.size() == 2);
   CHECK(section[0] == ErrorDetail{"auth", "expected a mapping, got the boolean true", "tide.yaml:1"});
 
-  CHECK(parseErrors("listen: a:1\n---\nlisten: b:2\n")[0].message == "expected one document, got 2");
-  CHECK(parseErrors("[listen]\n")[0].message == "expected a mapping, got a list");
-  auto syntax = parseErrors("limits:\n  max_attempts: [1\n");
+  CHECK(configErrors("listen: a:1\n---\nlisten: b:2\n")[0].message == "expected one document, got 2");
+  CHECK(configErrors("[listen]\n")[0].message == "expected a mapping, got a list");
+  auto syntax = configErrors("limits:\n  max_attempts: [1\n");
   CHECK(syntax[0].location == "tide.yaml:3");
   CHECK(contains(syntax[0].message, "YAML syntax error"));
 }
 
 TEST_CASE("host config: retention rules are read, and out-of-range ones name their field") {
-  HostConfig c = parseOk(R"(
+  HostConfig c = parseConfig(R"(
 retention:
   events_max_age_days: 90
   events_max_count: 1000000
@@ -314,13 +315,13 @@ retention:
 )");
   CHECK(c.retention == model::RetentionPolicy{90, 1000000, 30, 20, 1000, 5});
   CHECK(c.retention.enabled());
-  CHECK(parseOk("retention: {events_max_count: 0}\n").retention.events_max_count == 0);
+  CHECK(parseConfig("retention: {events_max_count: 0}\n").retention.events_max_count == 0);
 
-  auto details = parseErrors(
+  auto details = configErrors(
       "retention:\n  events_max_count: 3\n  events_max_age_days: -1\n  batch: 10\n  interval_minutes: 0\n"
       "  keep_forever: true\n");
   REQUIRE(details.size() == 5);
-  auto at = [&](const std::string& field) { return detailAt(details, field); };
+  auto at = [&](const std::string& field) { return configDetailAt(details, field); };
   CHECK(at("retention.events_max_count") ==
         ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2"});
   CHECK(at("retention.events_max_age_days").message == "must be between 0 and 36500, got -1");

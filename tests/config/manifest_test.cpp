@@ -7,12 +7,15 @@
 
 #include "host/config/manifest.h"
 #include "host/core/names.h"
+#include "tests/support/text.h"
 
 using namespace tide;
 using namespace tide::config;
 using Json = nlohmann::json;
 
 namespace {
+
+using tide::testing::contains;
 
 const char* kMrdsNodes = R"(nodes:
   - name: "kind-worker"
@@ -73,8 +76,6 @@ ErrorDetail detailAt(const std::vector<ErrorDetail>& details, const std::string&
   REQUIRE(count == 1);
   return *std::find_if(details.begin(), details.end(), [&](const ErrorDetail& d) { return d.field == field; });
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Appends in place: long chains of operator+ trip GCC 12's -Warray-bounds false positive.
 std::string joined(std::initializer_list<std::string_view> parts) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/drivers/driver_test_support.h"
+#include "tests/support/text.h"
 
 using namespace tide;
 using namespace tide::engine;
@@ -90,8 +91,6 @@ ProbeTarget closedPortTarget() {
 }
 
 bool startsWith(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 ProbeResult okResult() { return {true, "HTTP 200", 1}; }
 ProbeResult failedResult() { return {false, "HTTP 500", 1}; }
 

@@ -18,6 +18,7 @@
 #include "host/lua/runtime/sandbox.h"
 #include "tests/support/eventually.h"
 #include "tests/support/resident.h"
+#include "tests/support/source_tree.h"
 
 namespace tide::lua::testing {
 
@@ -77,6 +78,7 @@ inline void writeFile(const std::filesystem::path& path, const std::string& text
 using tide::testing::eventually;
 
 using tide::testing::residentBytes;
+using tide::testing::kSourceTree;
 
 }  // namespace tide::lua::testing
 

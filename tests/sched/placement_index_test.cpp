@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host/sched/scheduler.h"
+#include "tests/sched/sched_test_support.h"
 
 using namespace tide;
 using sched::ClusterSnapshot;
@@ -16,6 +17,8 @@ using sched::InstanceFact;
 using sched::Placement;
 using sched::PlacementOptions;
 using sched::Scheduler;
+using tide::testing::makeNode;
+using tide::testing::numbered;
 
 namespace {
 
@@ -35,8 +38,6 @@ class Random {
   uint64_t state_;
 };
 
-std::string numbered(std::string prefix, int i) { return prefix.append(std::to_string(i)); }
-
 model::Plan makePlan(const std::string& name, double cores, double memory) {
   model::Plan p;
   p.name = name;
@@ -48,18 +49,7 @@ model::Plan makePlan(const std::string& name, double cores, double memory) {
   return p;
 }
 
-model::Node makeNode(const std::string& name, const std::string& domain, double cores, double memory) {
-  model::Node n;
-  n.name = name;
-  n.cluster = "main";
-  n.update_domain = domain;
-  n.total = {cores, memory};
-  n.remaining = n.total;
-  n.state = "ALLOCATED";
-  return n;
-}
-
-ClusterSnapshot snapshotOf(std::vector<model::Node> nodes, std::vector<InstanceFact> facts = {}) {
+ClusterSnapshot mixedSnapshotOf(std::vector<model::Node> nodes, std::vector<InstanceFact> facts = {}) {
   model::Cluster main;
   main.name = "main";
   model::Cluster old;
@@ -99,7 +89,7 @@ ClusterSnapshot randomSnapshot(Random& random, int nodes, int domains) {
     }
     inventory.push_back(std::move(n));
   }
-  return snapshotOf(std::move(inventory), std::move(facts));
+  return mixedSnapshotOf(std::move(inventory), std::move(facts));
 }
 
 struct Job {
@@ -199,7 +189,7 @@ TEST_CASE("sched: place 1 + commit from the index equals a fresh full scan, over
 TEST_CASE("sched: an index answers the same before and after a query that excludes nodes") {
   std::vector<model::Node> nodes;
   for (int i = 0; i < 6; ++i) nodes.push_back(makeNode(numbered("n", i), numbered("ud-", i % 2), 8, 32));
-  ClusterSnapshot snapshot = snapshotOf(nodes);
+  ClusterSnapshot snapshot = mixedSnapshotOf(nodes);
   const model::Plan plan = makePlan("web", 1, 1);
   Scheduler scheduler(snapshot);
   REQUIRE(scheduler.place(plan, 1).isOk());  // the first call only remembers the plan
@@ -219,7 +209,7 @@ TEST_CASE("sched: with max_per_node above 1, avoid_nodes_of still prefers other 
   // a holds the old version; b and c are free. Three per node: the new version fills b and
   // c (least-allocated alternates) before it shares a with the old one.
   auto snapshot =
-      snapshotOf({makeNode("a", "ud-1", 16, 64), makeNode("b", "ud-1", 16, 64), makeNode("c", "ud-1", 16, 64)}, {[] {
+      mixedSnapshotOf({makeNode("a", "ud-1", 16, 64), makeNode("b", "ud-1", 16, 64), makeNode("c", "ud-1", 16, 64)}, {[] {
                    InstanceFact old;
                    old.meta_instance = "web-old";
                    old.plan = "web-v1";
@@ -244,7 +234,7 @@ TEST_CASE("sched: with max_per_node above 1, avoid_nodes_of still prefers other 
 }
 
 TEST_CASE("sched: with several instances per node, scale-down still empties the most crowded update domain first") {
-  auto snapshot = snapshotOf({makeNode("a", "ud-1", 16, 64), makeNode("b", "ud-2", 16, 64)});
+  auto snapshot = mixedSnapshotOf({makeNode("a", "ud-1", 16, 64), makeNode("b", "ud-2", 16, 64)});
   std::vector<InstanceFact> instances;
   // Three on a (ud-1), two on b (ud-2).
   for (const auto& [name, node, created] :

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "host/sched/scheduler.h"
+#include "tests/sched/sched_test_support.h"
 
 using namespace tide;
 using sched::ClusterSnapshot;
@@ -13,20 +14,10 @@ using sched::InstanceFact;
 using sched::Placement;
 using sched::PlacementOptions;
 using sched::Scheduler;
+using tide::testing::makeNode;
+using tide::testing::numbered;
 
 namespace {
-
-model::Node makeNode(const std::string& name, const std::string& domain = "ud-1", double cores = 16,
-                     double memory = 64) {
-  model::Node n;
-  n.name = name;
-  n.cluster = "main";
-  n.update_domain = domain;
-  n.total = {cores, memory};
-  n.remaining = n.total;
-  n.state = "ALLOCATED";
-  return n;
-}
 
 model::Node withCapabilities(model::Node n, std::vector<std::string> capabilities) {
   n.capabilities = std::move(capabilities);
@@ -81,8 +72,6 @@ InstanceFact live(const std::string& meta_instance, const std::string& plan, con
   fact.volumes = std::move(volumes);
   return fact;
 }
-
-std::string numbered(std::string prefix, int i) { return prefix.append(std::to_string(i)); }
 
 ClusterSnapshot snapshotOf(std::vector<model::Node> nodes, std::vector<InstanceFact> facts = {}) {
   return ClusterSnapshot::build(std::move(nodes), clusters(), capabilities(), std::move(facts));

@@ -13,7 +13,6 @@ using namespace tide::lua::testing;
 
 namespace {
 
-const std::filesystem::path kSource = TIDE_SOURCE_DIR;
 
 // A registry over a temp dir whose scripts/hooks/ the test writes, and a HookEngine over it.
 struct HookFixture {
@@ -309,7 +308,7 @@ TEST_CASE("hooks: notify refuses events hooks are not told about") {
 
 TEST_CASE("hooks: the shipped log hook logs every event with a compact summary") {
   HookFixture f;
-  std::ifstream in(kSource / "scripts" / "hooks" / "log.lua");
+  std::ifstream in(kSourceTree / "scripts" / "hooks" / "log.lua");
   std::ostringstream text;
   text << in.rdbuf();
   f.hook("log.lua", text.str());
@@ -344,7 +343,7 @@ TEST_CASE("hooks: the shipped route_file hook writes route-<plan>.json") {
   LuaLimits limits;
   limits.deadline = std::chrono::seconds(10);
   HookFixture f(limits);
-  std::ifstream in(kSource / "scripts" / "hooks" / "route_file.lua");
+  std::ifstream in(kSourceTree / "scripts" / "hooks" / "route_file.lua");
   std::ostringstream text;
   text << in.rdbuf();
   f.hook("route_file.lua", text.str());

@@ -12,12 +12,11 @@ using namespace tide::lua::testing;
 
 namespace {
 
-const std::filesystem::path kSource = TIDE_SOURCE_DIR;
 
 PolicyToolOptions shippedOptions() {
   PolicyToolOptions options;
-  options.policies_dir = kSource / "policies";
-  options.scripts_dir = kSource / "scripts";
+  options.policies_dir = kSourceTree / "policies";
+  options.scripts_dir = kSourceTree / "scripts";
   return options;
 }
 
@@ -31,7 +30,7 @@ size_t occurrences(const std::string& text, const std::string& what) {
 
 TEST_CASE("lua: every shipped policy's own tests pass through testScriptFiles") {
   std::ostringstream out;
-  const int code = testScriptFiles({(kSource / "policies").string()}, out, shippedOptions());
+  const int code = testScriptFiles({(kSourceTree / "policies").string()}, out, shippedOptions());
   INFO(out.str());
   CHECK(code == 0);
   CHECK(occurrences(out.str(), "FAIL") == 0);
@@ -47,8 +46,8 @@ TEST_CASE("lua: the shipped policies and libs load in the registry") {
   MemoryRecorder recorder;
   FakeClock clock(*parseTimestamp("2026-03-03T10:00:00Z"));
   ScriptRegistryOptions options;
-  options.policies_dir = kSource / "policies";
-  options.scripts_dir = kSource / "scripts";
+  options.policies_dir = kSourceTree / "policies";
+  options.scripts_dir = kSourceTree / "scripts";
   ScriptRegistry registry(options, recorder, clock);
   const ReloadSummary summary = registry.reloadAll();
   for (const std::string& error : summary.errors) MESSAGE(error);
@@ -91,13 +90,13 @@ TEST_CASE("lua: testScriptFiles reports failing cases and returns non-zero") {
 
 TEST_CASE("lua: policy eval evaluates the example ops offline") {
   std::ostringstream dev;
-  CHECK(evalOpFile((kSource / "examples" / "op-dev-create.json").string(), dev, shippedOptions()) == 0);
+  CHECK(evalOpFile((kSourceTree / "examples" / "op-dev-create.json").string(), dev, shippedOptions()) == 0);
   INFO(dev.str());
   CHECK(dev.str().find("verdict: APPROVED") != std::string::npos);
   CHECK(dev.str().find("auto-approve-dev") != std::string::npos);
 
   std::ostringstream prod;
-  CHECK(evalOpFile((kSource / "examples" / "op-prod-delete.json").string(), prod, shippedOptions()) == 0);
+  CHECK(evalOpFile((kSourceTree / "examples" / "op-prod-delete.json").string(), prod, shippedOptions()) == 0);
   INFO(prod.str());
   CHECK(prod.str().find("verdict: PENDING_APPROVAL") != std::string::npos);
   CHECK(prod.str().find("prod-delete-manual") != std::string::npos);
@@ -105,7 +104,7 @@ TEST_CASE("lua: policy eval evaluates the example ops offline") {
   PolicyToolOptions json = shippedOptions();
   json.json = true;
   std::ostringstream as_json;
-  CHECK(evalOpFile((kSource / "examples" / "op-prod-delete.json").string(), as_json, json) == 0);
+  CHECK(evalOpFile((kSourceTree / "examples" / "op-prod-delete.json").string(), as_json, json) == 0);
   const Json parsed = Json::parse(as_json.str());
   CHECK(parsed["outcome"] == "PENDING_APPROVAL");
 

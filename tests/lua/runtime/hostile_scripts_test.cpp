@@ -132,7 +132,7 @@ const char* classOfStatus(const Status& status) {
   }
 }
 
-const Json kOp = {{"type", "CREATE"}, {"meta_instance", "web-1"}, {"plan", {{"name", "web"}, {"namespace", "prod"}}}};
+const Json kHostileOp = {{"type", "CREATE"}, {"meta_instance", "web-1"}, {"plan", {{"name", "web"}, {"namespace", "prod"}}}};
 
 }  // namespace
 
@@ -150,7 +150,7 @@ TEST_CASE("hostile scripts: as a policy, each ends within twice the deadline wit
     PolicyEngine engine(scripts, clock, options);
     SnapshotDataSource data(Json::object(), clock);
     const Stopwatch stopwatch;
-    const Evaluation evaluation = engine.evaluate(kOp, data);
+    const Evaluation evaluation = engine.evaluate(kHostileOp, data);
     const double took = stopwatch.cpuRatio(limits);
     CHECK(evaluation.outcome != Outcome::kApproved);
     REQUIRE(evaluation.decisions.size() == 1);
@@ -164,7 +164,7 @@ TEST_CASE("hostile scripts: as a policy, each ends within twice the deadline wit
     // With deny as the default, the failing policy still does not approve.
     options.default_outcome = Outcome::kRejected;
     PolicyEngine denying(scripts, clock, options);
-    CHECK(denying.evaluate(kOp, data).outcome != Outcome::kApproved);
+    CHECK(denying.evaluate(kHostileOp, data).outcome != Outcome::kApproved);
   }
 }
 

@@ -16,7 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::filesystem::path kSource = TIDE_SOURCE_DIR;
 
 // A ScriptSetProvider whose set the test replaces.
 class FixedScripts final : public ScriptSetProvider {
@@ -436,10 +435,10 @@ TEST_CASE("lua: strategy test cases report expectations, checks, state and expec
 
 TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
   ScriptSet libs;
-  auto lib = readScriptFile(kSource / "scripts" / "lib" / "rollout.lua", "scripts/lib/rollout.lua", ScriptKind::kLib);
+  auto lib = readScriptFile(kSourceTree / "scripts" / "lib" / "rollout.lua", "scripts/lib/rollout.lua", ScriptKind::kLib);
   REQUIRE(lib.isOk());
   libs.files[lib->path] = *lib;
-  auto rolling = readScriptFile(kSource / "scripts" / "rollout" / "rolling.lua", "scripts/rollout/rolling.lua",
+  auto rolling = readScriptFile(kSourceTree / "scripts" / "rollout" / "rolling.lua", "scripts/rollout/rolling.lua",
                                 ScriptKind::kStrategy);
   REQUIRE(rolling.isOk());
   auto results = runStrategyFileTests(*rolling, libs, LuaLimits{});
@@ -454,8 +453,8 @@ TEST_CASE("lua: the shipped rolling strategy loads and passes its own tests") {
 
   std::ostringstream out;
   PolicyToolOptions options;
-  options.policies_dir = kSource / "policies";
-  options.scripts_dir = kSource / "scripts";
+  options.policies_dir = kSourceTree / "policies";
+  options.scripts_dir = kSourceTree / "scripts";
   CHECK(testScriptFiles({}, out, options) == 0);
   CHECK(out.str().find("scripts/rollout/rolling.lua\n  PASS  the first deployment creates every "
                        "instance\n") != std::string::npos);
@@ -466,8 +465,8 @@ TEST_CASE("lua: the rolling strategy through the registry and the engine") {
   MemoryRecorder recorder;
   FakeClock clock = testClock();
   ScriptRegistryOptions options;
-  options.policies_dir = kSource / "policies";
-  options.scripts_dir = kSource / "scripts";
+  options.policies_dir = kSourceTree / "policies";
+  options.scripts_dir = kSourceTree / "scripts";
   ScriptRegistry registry(options, recorder, clock);
   const ReloadSummary summary = registry.reloadAll();
   for (const std::string& error : summary.errors) MESSAGE(error);
