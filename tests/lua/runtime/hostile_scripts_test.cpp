@@ -226,7 +226,9 @@ TEST_CASE("hostile scripts: at top level, each fails to load within twice the de
     const ScriptFile policy = hostileScript(hostile, ScriptKind::kPolicy, "policies/hostile.lua",
                                             "attack(nil)\nreturn { name = \"hostile\", decide = function() "
                                             "return approve(\"escaped\") end }\n");
-    auto state = newState({.limits = limits});
+    LuaStateOptions options;
+    options.limits = limits;
+    auto state = newState(options);
     REQUIRE(state);
     REQUIRE(prepareScriptState(*state, nullptr).ok());
     LoadedScript loaded;
