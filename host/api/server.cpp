@@ -20,6 +20,7 @@
 #include "host/api/errors.h"
 #include "host/api/handler.h"
 #include "host/api/metrics.h"
+#include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
 #include "host/api/routes.h"
 #include "host/api/transport.h"
@@ -116,8 +117,9 @@ class ApiServer::Impl {
  public:
   Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
       : options_(std::move(options)),
-        auth_(ledger, options_.auth_enabled, options_.config_tokens),
+        auth_(ledger, options_.auth_enabled, options_.config_tokens, clock),
         policy_pool_(makePolicyPool(options_, clock)),
+        node_replies_(ledger, {"nodes", "clusters", "runtime_instances"}),
         context_{ledger,
                  clock,
                  metrics_,
@@ -130,7 +132,8 @@ class ApiServer::Impl {
                  options_.read_logs,
                  options_.extra_metrics,
                  &auth_,
-                 options_.command_allow} {}
+                 options_.command_allow,
+                 &node_replies_} {}
 
   Status start();
   void stop();
@@ -156,6 +159,7 @@ class ApiServer::Impl {
   std::atomic<bool> stopping_{false};
   WaitSlots wait_slots_{kMaxWaitingRequests};
   std::unique_ptr<lua::PolicyPool> policy_pool_;  // before context_, which points to it
+  ReadCache<ApiResponse> node_replies_;            // before context_, which points to it
   ApiContext context_;
 
   std::mutex lifecycle_mu_;              // serializes start() and stop()
