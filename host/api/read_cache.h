@@ -103,7 +103,7 @@ class ReadCache {
   int subscription_ = 0;
   std::atomic<uint64_t> epoch_{1};
   mutable std::shared_mutex mu_;
-  uint64_t kept_epoch_ = 0;                        // REQUIRES: mu_ is held; the epoch kept_ was loaded at
+  uint64_t kept_epoch_ = 0;                      // REQUIRES: mu_ is held; the epoch kept_ was loaded at
   std::unordered_map<std::string, Value> kept_;  // REQUIRES: mu_ is held
 };
 

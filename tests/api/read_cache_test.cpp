@@ -5,10 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
 #include "host/core/clock.h"
 
