@@ -269,8 +269,11 @@ void ApiServer::Impl::configure(httplib::Server& http) {
     if (t_trace.started) elapsed = steady_clock::now() - t_trace.start;
     metrics_.observe(request.method, t_trace.route, response.status, elapsed);
   });
-  http.set_logger(
-      [this](const httplib::Request& request, const httplib::Response& response) { logRequest(request, response); });
+  // The response goes out before its line is logged (the transport holds small writes).
+  http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    flushConnectionOutput();
+    logRequest(request, response);
+  });
 }
 
 void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& response,
