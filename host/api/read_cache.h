@@ -16,6 +16,9 @@
 // get() answers is what the ledger answered at some moment during the call.
 //
 // Without a change feed (Ledger::changesTracked() false) nothing is kept: every get() loads.
+// An in-memory ledger (tests) reads on its writer's connection and so may see a group of
+// writes before it commits; were that group's commit to fail, no sink would run and a value
+// read from it could stay kept. A file ledger reads committed data only.
 // Errors are never kept. At most `capacity` values are kept; past that the cache starts over.
 //
 // Thread-safety: get() and invalidate() may be called from any number of threads at once.
