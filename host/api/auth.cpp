@@ -65,8 +65,8 @@ Status writePrivateFile(const std::filesystem::path& path, const std::string& te
 
 }  // namespace
 
-Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens,
-                             const Clock& clock)
+Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled,
+                             const std::vector<config::TokenConfig>& config_tokens, const Clock& clock)
     : ledger_(ledger), enabled_(enabled), clock_(clock), live_tokens_(ledger, {"tokens"}, kKeptTokens) {
   for (const config::TokenConfig& token : config_tokens) {
     config_tokens_.push_back({sha256Hex(token.token), token.name, token.role});
