@@ -17,6 +17,9 @@
 namespace tide::api {
 namespace {
 
+// Live tokens kept in memory at most; a host has a handful.
+constexpr size_t kKeptTokens = 1024;
+
 Result<std::string> randomHex(size_t bytes) {
   std::string raw(bytes, '\0');
   size_t filled = 0;
@@ -62,8 +65,9 @@ Status writePrivateFile(const std::filesystem::path& path, const std::string& te
 
 }  // namespace
 
-Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens)
-    : ledger_(ledger), enabled_(enabled) {
+Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled,
+                             const std::vector<config::TokenConfig>& config_tokens, const Clock& clock)
+    : ledger_(ledger), enabled_(enabled), clock_(clock), live_tokens_(ledger, {"tokens"}, kKeptTokens) {
   for (const config::TokenConfig& token : config_tokens) {
     config_tokens_.push_back({sha256Hex(token.token), token.name, token.role});
   }
@@ -158,7 +162,12 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   for (const ConfigToken& config : config_tokens_) {
     if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic)};
   }
-  Result<model::ApiToken> found = ledger_.findToken(digest);
+  Result<model::ApiToken> found = live_tokens_.get(digest, [&] { return ledger_.findToken(digest); });
+  // A kept token may have expired since; the ledger says so in its words. Timestamps share
+  // one fixed-width UTC format, so they compare as text.
+  if (found.isOk() && !found->expires_at.empty() && found->expires_at <= formatTimestamp(clock_.now())) {
+    found = ledger_.findToken(digest);
+  }
   if (!found.isOk()) {
     // Unknown, revoked or expired: the message says which (the caller holds the token).
     if (found.status().code() == Code::kNotFound) return Status::unauthenticated(found.status().message());

@@ -2,6 +2,10 @@
 // Bearer-token authentication and role checks (docs/architecture.md#http-api-and-auth). Tokens come from the ledger's
 // tokens table (which stores only sha256 digests) and from the host configuration.
 //
+// The ledger tokens a request authenticated with are kept in memory by digest until the
+// ledger commits a change to its tokens table (read_cache.h), so a revoked token is refused
+// from the moment its revocation returns, whoever revoked it.
+//
 // Thread-safety: authenticate() may be called from any number of threads; bootstrap()
 // runs once from ApiServer::start() before requests are served.
 
@@ -11,7 +15,9 @@
 #include <vector>
 
 #include "host/api/handler.h"
+#include "host/api/read_cache.h"
 #include "host/config/host_config.h"
+#include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
 
@@ -30,8 +36,10 @@ struct IssuedToken {
 class Authenticator {
  public:
   // `config_tokens` (auth.tokens) act under their own names. With `enabled` false every
-  // request acts as "anonymous" with the admin role.
-  Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens);
+  // request acts as "anonymous" with the admin role. `clock` (the ledger's) tells when a
+  // token kept in memory has expired. `ledger` and `clock` must outlive the Authenticator.
+  Authenticator(ledger::Ledger& ledger, bool enabled, const std::vector<config::TokenConfig>& config_tokens,
+                const Clock& clock);
 
   // kInvalidArgument when a configured token or its name is empty, or names an unknown role.
   Status checkConfig() const;
@@ -73,6 +81,9 @@ class Authenticator {
   ledger::Ledger& ledger_;
   bool enabled_;
   std::vector<ConfigToken> config_tokens_;
+  const Clock& clock_;
+  // Live ledger tokens by sha256 digest, as findToken() answered them.
+  mutable ReadCache<model::ApiToken> live_tokens_;
 };
 
 // kPermissionDenied when `principal` holds less than `required`.

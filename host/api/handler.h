@@ -30,6 +30,8 @@ using Json = nlohmann::json;
 
 class Authenticator;
 class HttpMetrics;
+template <class Value>
+class ReadCache;
 }  // namespace tide::api
 
 namespace tide::lua {
@@ -118,6 +120,9 @@ struct ApiContext {
   Authenticator* auth = nullptr;
   // process.command_allow: the programs a non-admin may run as a raw command (command_access.h).
   std::vector<std::string> command_allow;
+  // Replies to GET /v1/nodes/{name} by node name, kept until the ledger commits a change to
+  // what they show (read_cache.h). Null: every request reads the ledger.
+  ReadCache<ApiResponse>* node_replies = nullptr;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

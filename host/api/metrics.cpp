@@ -30,8 +30,10 @@ void HttpMetrics::observe(std::string_view method, std::string_view route, int c
                           std::chrono::duration<double> elapsed) {
   double seconds = elapsed.count();
   std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{std::string(method), std::string(route), code}];
-  Histogram& histogram = durations_[{std::string(method), std::string(route)}];
+  auto series = routes_.find(std::tuple(method, route));
+  if (series == routes_.end()) series = routes_.try_emplace(std::tuple(std::string(method), std::string(route))).first;
+  ++series->second.requests[code];
+  Histogram& histogram = series->second.durations;
   for (size_t i = 0; i < kBuckets.size(); ++i) {
     if (seconds <= kBuckets[i]) {
       ++histogram.buckets[i];
@@ -47,15 +49,19 @@ std::string HttpMetrics::render() const {
   std::string out;
   out += "# HELP tide_http_requests_total HTTP requests served, by route pattern and status code.\n";
   out += "# TYPE tide_http_requests_total counter\n";
-  for (const auto& [key, count] : requests_) {
-    const auto& [method, route, code] = key;
-    out += "tide_http_requests_total{method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) +
-           "\",code=\"" + std::to_string(code) + "\"} " + std::to_string(count) + "\n";
+  for (const auto& [key, series] : routes_) {
+    const auto& [method, route] = key;
+    for (const auto& [code, count] : series.requests) {
+      out += "tide_http_requests_total{method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) +
+             "\",code=\"" + std::to_string(code) + "\"} " + std::to_string(count) + "\n";
+    }
   }
   out += "# HELP tide_http_request_duration_seconds Time to serve an HTTP request, by route pattern.\n";
   out += "# TYPE tide_http_request_duration_seconds histogram\n";
-  for (const auto& [key, histogram] : durations_) {
-    std::string labels = "method=\"" + labelValue(key.first) + "\",route=\"" + labelValue(key.second) + "\"";
+  for (const auto& [key, series] : routes_) {
+    const auto& [method, route] = key;
+    const Histogram& histogram = series.durations;
+    std::string labels = "method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) + "\"";
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kBuckets.size(); ++i) {
       cumulative += histogram.buckets[i];

@@ -34,9 +34,14 @@ class HttpMetrics {
     double sum = 0;
   };
 
+  struct RouteSeries {
+    std::map<int, uint64_t> requests;  // by status code
+    Histogram durations;
+  };
+
   mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;  // REQUIRES: mu_
-  std::map<std::pair<std::string, std::string>, Histogram> durations_;      // REQUIRES: mu_
+  // By (method, route); std::less<> finds a series without building its key's strings.
+  std::map<std::tuple<std::string, std::string>, RouteSeries, std::less<>> routes_;  // REQUIRES: mu_
 };
 
 }  // namespace tide::api

@@ -1,6 +1,7 @@
 // /v1/nodes: machines (or logical nodes) instances are placed on.
 
 #include "host/api/handlers.h"
+#include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
 #include "host/model/transitions.h"
@@ -36,8 +37,12 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(request.param("name")));
-  return recordReply(node);
+  const std::string& name = request.param("name");
+  auto read = [&]() -> Result<ApiResponse> {
+    TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(name));
+    return recordReply(node);
+  };
+  return context.node_replies != nullptr ? context.node_replies->get(name, read) : read();
 }
 
 Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {

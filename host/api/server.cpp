@@ -6,13 +6,14 @@
 #include "host/api/server.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "host/api/errors.h"
 #include "host/api/handler.h"
 #include "host/api/metrics.h"
+#include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
 #include "host/api/routes.h"
 #include "host/api/transport.h"
@@ -116,8 +118,9 @@ class ApiServer::Impl {
  public:
   Impl(ServerOptions options, ledger::Ledger& ledger, const Clock& clock)
       : options_(std::move(options)),
-        auth_(ledger, options_.auth_enabled, options_.config_tokens),
+        auth_(ledger, options_.auth_enabled, options_.config_tokens, clock),
         policy_pool_(makePolicyPool(options_, clock)),
+        node_replies_(ledger, {"nodes", "clusters", "runtime_instances"}),
         context_{ledger,
                  clock,
                  metrics_,
@@ -130,7 +133,8 @@ class ApiServer::Impl {
                  options_.read_logs,
                  options_.extra_metrics,
                  &auth_,
-                 options_.command_allow} {}
+                 options_.command_allow,
+                 &node_replies_} {}
 
   Status start();
   void stop();
@@ -156,6 +160,7 @@ class ApiServer::Impl {
   std::atomic<bool> stopping_{false};
   WaitSlots wait_slots_{kMaxWaitingRequests};
   std::unique_ptr<lua::PolicyPool> policy_pool_;  // before context_, which points to it
+  ReadCache<ApiResponse> node_replies_;           // before context_, which points to it
   ApiContext context_;
 
   std::mutex lifecycle_mu_;              // serializes start() and stop()
@@ -264,8 +269,11 @@ void ApiServer::Impl::configure(httplib::Server& http) {
     if (t_trace.started) elapsed = steady_clock::now() - t_trace.start;
     metrics_.observe(request.method, t_trace.route, response.status, elapsed);
   });
-  http.set_logger(
-      [this](const httplib::Request& request, const httplib::Response& response) { logRequest(request, response); });
+  // The response goes out before its line is logged (the transport holds small writes).
+  http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    flushConnectionOutput();
+    logRequest(request, response);
+  });
 }
 
 void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& response,
@@ -391,34 +399,55 @@ void ApiServer::Impl::render(Result<ApiResponse> result, httplib::Response& resp
     response.set_content(std::move(reply.body), reply.content_type);
     return;
   }
-  response.set_chunked_content_provider(reply.content_type,
-                                        [stream = std::move(reply.stream)](size_t, httplib::DataSink& sink) {
-                                          StreamWriter write = [&sink](std::string_view piece) {
-                                            return piece.empty() || sink.write(piece.data(), piece.size());
-                                          };
-                                          bool more = false;
-                                          try {
-                                            more = stream(write);
-                                          } catch (...) {
-                                            more = false;
-                                          }
-                                          if (!more) sink.done();
-                                          return true;
-                                        });
+  response.set_chunked_content_provider(
+      reply.content_type, [stream = std::move(reply.stream)](size_t, httplib::DataSink& sink) {
+        // The headers, and then each piece, reach the client before the stream waits for
+        // the next piece (the transport holds small writes: transport.h).
+        StreamWriter write = [&sink](std::string_view piece) {
+          return piece.empty() || (sink.write(piece.data(), piece.size()) && flushConnectionOutput());
+        };
+        bool more = false;
+        try {
+          more = flushConnectionOutput() && stream(write);
+        } catch (...) {
+          more = false;
+        }
+        if (!more) sink.done();
+        return true;
+      });
 }
 
 void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib::Response& response) const {
   RequestTrace trace = std::move(t_trace);
   t_trace = RequestTrace{};
-  std::chrono::duration<double> elapsed{0};
+  std::chrono::duration<double, std::milli> elapsed{0};
   if (trace.started) elapsed = steady_clock::now() - trace.start;
   char millis[32];
-  std::snprintf(millis, sizeof millis, "%.1fms", elapsed.count() * 1000.0);
-  std::string line = "tide api: " + printable(request.method) + " " + printable(request.path) + " " +
-                     std::to_string(response.status) + " " + millis;
-  if (!trace.actor.empty()) line += " actor=" + trace.actor;
-  line += "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
+  const char* millis_end =
+      std::to_chars(millis, millis + sizeof millis, elapsed.count(), std::chars_format::fixed, 1).ptr;
+  std::string line = "tide api: ";
+  line.reserve(128);
+  line += printable(request.method);
+  line += ' ';
+  line += printable(request.path);
+  line += ' ';
+  line += std::to_string(response.status);
+  line += ' ';
+  line.append(millis, static_cast<size_t>(millis_end - millis));
+  line += "ms";
+  if (!trace.actor.empty()) {
+    line += " actor=";
+    line += trace.actor;
+  }
+  line += '\n';
+  // write(2) rather than stdio, whose lock on stderr the threads of requests that end
+  // together queue on.
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
 }
 
 std::vector<std::string> exposureWarnings(const ServerOptions& options) {

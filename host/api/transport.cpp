@@ -38,6 +38,9 @@ constexpr std::chrono::milliseconds kRefusalDeadline{2000};
 constexpr std::chrono::milliseconds kLingerTime{1000};
 constexpr size_t kLingerBytes = 1 << 20;
 constexpr size_t kReadBufferBytes = 16 * 1024;
+// A response's pieces (httplib writes the status line and headers, then the body) are held
+// up to this many bytes and sent together, so a small response costs one send.
+constexpr size_t kWriteBufferBytes = 16 * 1024;
 
 // Set on the refusing threads for their whole life.
 thread_local bool t_refusing = false;
@@ -166,7 +169,7 @@ class Connection final : public httplib::Stream {
 
   // Waits up to `idle` for the first byte of the next request.
   bool awaitRequest(std::chrono::seconds idle) {
-    if (broken_ || closing_) return false;
+    if (!flush() || closing_) return false;
     if (begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) return true;
     return wait(POLLIN, SteadyClock::now() + idle);
   }
@@ -181,8 +184,18 @@ class Connection final : public httplib::Stream {
     answered_ = false;
   }
 
+  // Sends what write() holds. False when the socket failed (then nothing more is sent).
+  bool flush() const {
+    if (broken_) return false;
+    if (out_.empty()) return true;
+    const bool sent = send(out_.data(), out_.size());
+    out_.clear();
+    return sent;
+  }
+
   // Ends the connection: TLS close_notify, a linger when the client may still be sending.
   void close() {
+    flush();
     if (ssl_ != nullptr && !broken_) {
       ERR_clear_error();
       SSL_shutdown(ssl_);
@@ -218,14 +231,19 @@ class Connection final : public httplib::Stream {
     return std::nullopt;
   }
 
+  // Whatever waits for the client sends what is held first: the client may be waiting for it.
   bool is_readable() const override {
-    return begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0) || wait(POLLIN, readUntil());
+    return begin_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0) || (flush() && wait(POLLIN, readUntil()));
   }
-  bool is_writable() const override { return !broken_ && wait(POLLOUT, SteadyClock::now() + timeouts_.write); }
+  // httplib asks before each piece of a streamed body: what the previous piece left held
+  // goes out first.
+  bool is_writable() const override { return flush() && wait(POLLOUT, SteadyClock::now() + timeouts_.write); }
 
   ssize_t read(char* ptr, size_t size) override {
     if (broken_ || !header_problem_.empty()) return -1;
     if (begin_ == end_) {
+      // The client may wait for what was written (100 Continue) before it sends more.
+      if (!flush()) return -1;
       ssize_t n = retry(
           [&] {
             return ssl_ != nullptr ? SSL_read(ssl_, buffer_.data(), static_cast<int>(buffer_.size()))
@@ -248,8 +266,43 @@ class Connection final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  // Holds small pieces until flush(): the end of the response, the next read, a streamed
+  // body's next piece (is_writable()), or flushConnectionOutput().
   ssize_t write(const char* ptr, size_t size) override {
     if (broken_) return -1;
+    answered_ = true;
+    if (out_.size() + size <= kWriteBufferBytes) {
+      out_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!flush() || !send(ptr, size)) return -1;
+    return static_cast<ssize_t>(size);
+  }
+
+  // httplib asks for both addresses with every request; they are looked up once.
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (!remote_) remote_ = address(::getpeername);
+    ip = remote_->ip;
+    port = remote_->port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (!local_) local_ = address(::getsockname);
+    ip = local_->ip;
+    port = local_->port;
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  struct Address {
+    std::string ip;  // empty when it cannot be told
+    int port = 0;
+  };
+
+  Deadline readUntil() const { return std::min(deadline_, SteadyClock::now() + timeouts_.idle_read); }
+
+  // Sends all `size` bytes within the write timeout; false (and the connection broken)
+  // when the socket failed or the peer did not take them in time.
+  bool send(const char* ptr, size_t size) const {
     const Deadline until = SteadyClock::now() + timeouts_.write;
     for (size_t done = 0; done < size;) {
       const size_t left = size - done;
@@ -261,20 +314,12 @@ class Connection final : public httplib::Stream {
           POLLOUT, until);
       if (n <= 0) {
         broken_ = true;
-        return -1;
+        return false;
       }
       done += static_cast<size_t>(n);
     }
-    answered_ = true;
-    return static_cast<ssize_t>(size);
+    return true;
   }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(::getpeername, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address(::getsockname, ip, port); }
-  socket_t socket() const override { return fd_; }
-
- private:
-  Deadline readUntil() const { return std::min(deadline_, SteadyClock::now() + timeouts_.idle_read); }
 
   // Waits until the socket is ready for `events`; false when `until` passed or
   // interruptConnections() ran. A socket in error counts as ready: the next call reports it.
@@ -346,18 +391,17 @@ class Connection final : public httplib::Stream {
     return header_problem_.empty();
   }
 
-  void address(int (*name)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+  Address address(int (*name)(int, sockaddr*, socklen_t*)) const {
     sockaddr_storage storage{};
     socklen_t length = sizeof storage;
-    if (name(fd_, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return;
+    if (name(fd_, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return {};
     char host[NI_MAXHOST];
     char service[NI_MAXSERV];
     if (::getnameinfo(reinterpret_cast<sockaddr*>(&storage), length, host, sizeof host, service, sizeof service,
                       NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-      return;
+      return {};
     }
-    ip = host;
-    port = std::atoi(service);
+    return {host, std::atoi(service)};
   }
 
   const int fd_;
@@ -370,16 +414,20 @@ class Connection final : public httplib::Stream {
   std::array<char, kReadBufferBytes> buffer_;
   size_t begin_ = 0;  // buffer_[begin_, end_) is read but not handed out yet
   size_t end_ = 0;
+  // Written but not sent yet. Mutable, like broken_, because httplib's is_writable() is
+  // const and flushes.
+  mutable std::string out_;
+  mutable std::optional<Address> remote_, local_;
   Deadline deadline_ = Deadline::max();
   bool in_headers_ = false;
   size_t header_bytes_ = 0;
   size_t header_lines_ = 0;  // complete lines so far, the request line included
   size_t line_bytes_ = 0;
   std::string header_problem_;
-  bool answered_ = false;   // this request's response (or part of it) was written
-  bool broken_ = false;     // the socket failed or a deadline passed: nothing more is sent
-  bool closing_ = false;    // the server asked to close after this response
-  bool lingering_ = false;  // the client may still be sending when the connection closes
+  bool answered_ = false;        // this request's response (or part of it) was written
+  mutable bool broken_ = false;  // the socket failed or a deadline passed: nothing more is sent
+  bool closing_ = false;         // the server asked to close after this response
+  bool lingering_ = false;       // the client may still be sending when the connection closes
 };
 
 thread_local Connection* t_connection = nullptr;
@@ -474,7 +522,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     connection.beginRequest(SteadyClock::now() + limit);
     const bool last = refusing || served + 1 >= keep_alive_max_count_;
     bool closed_by_client = false;
-    ok = process_request(connection, last, closed_by_client, nullptr);
+    ok = process_request(connection, last, closed_by_client, nullptr) && connection.flush();
     if (connection.headersOverLimit()) {
       if (!connection.answered()) {
         const std::string answer = rawErrorResponse(*connection.refusal());
@@ -495,5 +543,7 @@ std::optional<Status> connectionRefusal() { return t_connection != nullptr ? t_c
 void closeConnectionAfterResponse() {
   if (t_connection != nullptr) t_connection->closeAfterResponse();
 }
+
+bool flushConnectionOutput() { return t_connection == nullptr || t_connection->flush(); }
 
 }  // namespace tide::api

@@ -62,4 +62,9 @@ std::optional<Status> connectionRefusal();
 // the client finish sending first (for a request whose body was left unread).
 void closeConnectionAfterResponse();
 
+// Sends what the connection being served on this thread holds of its response now (the
+// transport holds small writes so a response goes out in one send). A streamed body calls
+// it after each piece its client must see before the next. False when the socket failed.
+bool flushConnectionOutput();
+
 }  // namespace tide::api

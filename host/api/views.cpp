@@ -28,13 +28,17 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
     mine.push_back(runtime);
   }
   for (const model::Operation& operation : slice.operations) operations_of[operation.meta_instance] = {operation};
+  // Built by moving the parts in: a braced Json copies each of its elements, and the
+  // instances are most of the view.
   Json instances = Json::array();
   for (const model::MetaInstance& meta : metas.items) {
     auto runtimes = runtimes_of.find(meta.name);
     auto operations = operations_of.find(meta.name);
-    instances.push_back({{"meta_instance", meta},
-                         {"runtime_instances", runtimes == runtimes_of.end() ? Json::array() : runtimes->second},
-                         {"operations", operations == operations_of.end() ? Json::array() : operations->second}});
+    Json instance = Json::object();
+    instance["meta_instance"] = meta;
+    instance["runtime_instances"] = runtimes == runtimes_of.end() ? Json::array() : std::move(runtimes->second);
+    instance["operations"] = operations == operations_of.end() ? Json::array() : std::move(operations->second);
+    instances.push_back(std::move(instance));
   }
 
   auto summary = [](const ledger::Ledger::PlanCounts::Instances& n) {
@@ -54,11 +58,12 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
     for (const auto& [state, n] : states) operations_summary[type][state] = n;
   }
 
-  Json view = {{"plan", plan},
-               {"deployments", deployments},
-               {"instance_summary", instance_summary},
-               {"operations_summary", operations_summary},
-               {"instances", instances}};
+  Json view = Json::object();
+  view["plan"] = plan;
+  view["deployments"] = deployments;
+  view["instance_summary"] = std::move(instance_summary);
+  view["operations_summary"] = std::move(operations_summary);
+  view["instances"] = std::move(instances);
   if (metas.next_after != 0) view["next_after"] = metas.next_after;
   return view;
 }

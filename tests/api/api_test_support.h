@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -121,6 +122,20 @@ class ApiHarness {
   std::unique_ptr<ledger::Ledger> ledger;
   std::unique_ptr<api::ApiServer> server;
 };
+
+// A runtime instance of `meta_instance` on `node` reserving 4 cores and 64 GiB.
+inline model::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
+  model::RuntimeInstance r;
+  r.meta_instance = meta_instance;
+  r.node = node;
+  r.reservation = {4, 64};
+  return r;
+}
+
+// Moves runtime instance `id` through `states`, in order, in the ledger.
+inline void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
+  for (const char* state : states) REQUIRE(h.ledger->setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
+}
 
 // MRDS-shaped inventory: three capabilities, cluster "local", two nodes in it.
 inline const char* kInventoryManifest = R"(capabilities:

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "tests/api/api_test_support.h"
@@ -15,6 +18,19 @@ std::vector<std::string> names(const Json& page) {
   std::vector<std::string> out;
   for (const Json& item : page["items"]) out.push_back(item["name"]);
   return out;
+}
+
+// GET /v1/nodes/{name}, read twice (the first read may fill the API's cache, the second
+// may be served from it), shows what the ledger says of the node right now.
+void checkNodeAsLedgerSays(const ApiHarness& h, const std::string& name) {
+  Result<model::Node> stored = h.ledger->getNode(name);
+  REQUIRE(stored.isOk());
+  for (int read = 0; read < 2; ++read) {
+    Reply shown = h.get("/v1/nodes/" + name, kViewerToken);
+    REQUIRE(shown.status == 200);
+    CHECK(shown.json() == Json(stored.value()));
+    CHECK(shown.header("ETag") == std::to_string(stored->meta.generation));
+  }
 }
 
 }  // namespace
@@ -219,6 +235,48 @@ labels:
   CHECK(h.everything() == before);
   CHECK(h.del("/v1/nodes/kind-worker3", kAdminToken, {{"If-Match", draining.header("ETag")}}).status == 200);
   CHECK(h.get("/v1/nodes/kind-worker3").status == 404);
+}
+
+TEST_CASE("api: GET /v1/nodes/{name} shows what the ledger says after every change, reservations included") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tide-api-node-reads-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // In memory, and in a file, whose reads run on connections of their own.
+  for (const std::string& url : {std::string("sqlite://:memory:"), "sqlite://" + (dir / "tide.db").string()}) {
+    CAPTURE(url);
+    ApiHarness h(testServerOptions(), url);
+    REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+    REQUIRE(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 201);
+    REQUIRE(h.post("/v1/plans/nginx-deployment-plan/deployments", kMrdsDeployment, "application/yaml").status == 201);
+    checkNodeAsLedgerSays(h, "kind-worker");
+    checkNodeAsLedgerSays(h, "kind-worker2");
+
+    // A reservation, written by the ledger as the control loop would, shows at once.
+    auto meta = h.ledger->createMetaInstance("nginx-deployment-plan", "deployment-1", "test");
+    REQUIRE(meta.isOk());
+    auto runtime = h.ledger->createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "test");
+    REQUIRE(runtime.isOk());
+    checkNodeAsLedgerSays(h, "kind-worker");
+    CHECK(h.get("/v1/nodes/kind-worker").json()["remaining"] == Json{{"cores", 56.0}, {"memory_gib", 416.0}});
+    moveRuntime(h, runtime->meta.id, {"STARTING", "RUNNING"});
+    checkNodeAsLedgerSays(h, "kind-worker");
+    checkNodeAsLedgerSays(h, "kind-worker2");
+    moveRuntime(h, runtime->meta.id, {"STOPPING", "TERMINATED"});
+    checkNodeAsLedgerSays(h, "kind-worker");
+    CHECK(h.get("/v1/nodes/kind-worker").json()["remaining"] == Json{{"cores", 60.0}, {"memory_gib", 480.0}});
+
+    // State changes through the API and straight in the ledger.
+    REQUIRE(h.post("/v1/nodes/kind-worker/cordon", "", "", kOperatorToken).status == 200);
+    checkNodeAsLedgerSays(h, "kind-worker");
+    REQUIRE(h.ledger->setNodeState("kind-worker", "DRAINING", std::nullopt, "test", "going away").isOk());
+    checkNodeAsLedgerSays(h, "kind-worker");
+    CHECK(h.get("/v1/nodes/kind-worker").json()["message"] == "going away");
+    REQUIRE(h.del("/v1/nodes/kind-worker").status == 200);
+    CHECK(h.get("/v1/nodes/kind-worker").status == 404);
+    checkNodeAsLedgerSays(h, "kind-worker2");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("api: deleting a cluster that still has nodes is 409") {

@@ -10,22 +10,6 @@
 using namespace tide;
 using namespace tide::testing;
 
-namespace {
-
-model::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
-  model::RuntimeInstance r;
-  r.meta_instance = meta_instance;
-  r.node = node;
-  r.reservation = {4, 64};
-  return r;
-}
-
-void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
-  for (const char* state : states) REQUIRE(h.ledger->setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
-}
-
-}  // namespace
-
 TEST_CASE("api: plans round trip from the MRDS deployment-plan file") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);

@@ -124,6 +124,18 @@ TEST_CASE("tokens: a revoked token fails at once, its name can be reused, and re
   CHECK(h.get("/v1/nodes", secret).status == 401);  // the old secret stays dead
 }
 
+TEST_CASE("tokens: a token revoked in the ledger by another caller than the API is refused at its next request") {
+  ApiHarness h;
+  const std::string secret = createToken(h, {{"name", "ci-bot"}, {"role", "viewer"}}).json()["token"];
+  for (int i = 0; i < 3; ++i) REQUIRE(h.get("/v1/nodes", secret).status == 200);  // known to the API by now
+
+  REQUIRE(h.ledger->revokeToken("ci-bot", "someone", /*keep_an_admin=*/true).isOk());
+  Reply refused = h.get("/v1/nodes", secret);
+  CHECK(refused.status == 401);
+  CHECK(refused.body.find("revoked") != std::string::npos);
+  CHECK(h.get("/v1/nodes", kViewerToken).status == 200);
+}
+
 TEST_CASE("tokens: a token stops working when it expires") {
   ApiHarness h;
   const std::string secret = createToken(h, {{"name", "temp"}, {"role", "viewer"}, {"expires_in", "90m"}}).json()["token"];

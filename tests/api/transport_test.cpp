@@ -40,6 +40,26 @@ int connectTo(int port) {
   return fd;
 }
 
+// What arrives on `fd` until `needle` is in it, the peer closes, or `give_up` passes (a
+// liveness bound: the server answers in milliseconds).
+std::string receiveUntil(int fd, const std::string& needle, std::chrono::seconds give_up = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + give_up;
+  std::string received;
+  while (received.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd ready{fd, POLLIN, 0};
+    if (::poll(&ready, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    received.append(buffer, static_cast<size_t>(n));
+  }
+  return received;
+}
+
+void sendText(int fd, const std::string& text) {
+  REQUIRE(::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
+}
+
 struct Drip {
   std::chrono::steady_clock::duration lasted{};
   size_t bytes = 0;      // dripped after the prefix
@@ -196,6 +216,39 @@ TEST_CASE("transport: connections beyond max_connections are answered 503 and cl
   CHECK(second.get().status == 200);
   CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
   CHECK(h.get("/v1/capabilities").json()["items"].empty());
+}
+
+TEST_CASE("transport: a client that waits for 100 Continue gets it before it sends the body") {
+  ApiHarness h;
+  const int fd = connectTo(h.server->port());
+  const std::string body = R"({"name":"gpu","type":"GPU"})";
+  sendText(fd, "POST /v1/capabilities HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kAdminToken +
+                   "\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n");
+  const std::string interim = receiveUntil(fd, "\r\n\r\n");
+  CHECK(interim.starts_with("HTTP/1.1 100 Continue\r\n"));
+  sendText(fd, body);
+  CHECK(receiveUntil(fd, R"("name":"gpu")").starts_with("HTTP/1.1 201 "));
+  ::close(fd);
+  CHECK(h.get("/v1/capabilities/gpu").status == 200);
+}
+
+TEST_CASE("transport: an event stream's headers reach the client before its first event, each event as it comes") {
+  ApiHarness h;
+  const int fd = connectTo(h.server->port());
+  sendText(fd, "GET /v1/events/stream?after=" + std::to_string(h.lastEventSeq()) +
+                   " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kViewerToken + "\r\n\r\n");
+  // The stream has nothing to send for a heartbeat's time (15 s): what arrives first is
+  // the headers alone, not the headers held back until the stream's first piece.
+  const std::string headers = receiveUntil(fd, "\r\n\r\n");
+  CHECK(headers.starts_with("HTTP/1.1 200 "));
+  CHECK(headers.find("text/event-stream") != std::string::npos);
+  CHECK(headers.ends_with("\r\n\r\n"));
+  for (const char* kind : {"test.first", "test.second"}) {
+    REQUIRE(h.ledger->appendEvent(kind, "transport", Json::object(), "test").isOk());
+    CHECK(receiveUntil(fd, std::string("event: ") + kind + "\n").find(kind) != std::string::npos);
+  }
+  ::close(fd);
 }
 
 TEST_CASE("transport: request lines and headers beyond the limits are refused with 400") {

@@ -81,7 +81,7 @@ std::unique_ptr<World> freshWorld() {
     auto manifest = config::loadManifestFile((kSourceDir / "examples" / example).string());
     if (!manifest.isOk() || !world->ledger->applyManifest(*manifest, "fuzz").isOk()) std::abort();
   }
-  world->auth = std::make_unique<api::Authenticator>(*world->ledger, true, std::vector<config::TokenConfig>{});
+  world->auth = std::make_unique<api::Authenticator>(*world->ledger, true, std::vector<config::TokenConfig>{}, h.clock);
   world->context = std::make_unique<api::ApiContext>(
       api::ApiContext{*world->ledger, h.clock, h.metrics, h.stopping, h.wait_slots, h.scripts.get(), h.policies.get(),
                       lua::LuaLimits{}, true, nullptr, nullptr, world->auth.get()});
