@@ -27,7 +27,9 @@ Json targetCoordinates(const World& world, const InstanceView& view, const model
     if (const auto* d = world.deployment(op.plan, op.intent)) return coordinatesOf(*d);
   }
   if (view.active && op.type != "CREATE") return view.active->coordinates;
-  if (view.newest && op.type != "CREATE" && op.type != "UPDATE") return view.newest->coordinates;
+  if (const auto* newest = view.newest(); newest && op.type != "CREATE" && op.type != "UPDATE") {
+    return newest->coordinates;
+  }
   if (const auto* d = world.deployment(op.plan, view.meta.deployment_id)) return coordinatesOf(*d);
   return Json::object();
 }

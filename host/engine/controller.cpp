@@ -11,8 +11,8 @@ bool unfinishedDeployment(const std::string& state) {
   return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
 }
 
-Json operationJson(const model::Operation& o) {
-  Json j{{"id", o.meta.id}, {"type", o.type}, {"state", o.state}, {"intent", o.intent}};
+Json operationJson(const OperationSummary& o) {
+  Json j{{"id", o.id}, {"type", o.type}, {"state", o.state}, {"intent", o.intent}};
   if (!o.message.empty()) j["message"] = o.message;
   return j;
 }
@@ -108,7 +108,7 @@ int DeploymentController::repair(const World& world) {
     if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
-    const model::Operation op = operationFor(*own, view.newest ? "RESTART" : "CREATE", name);
+    const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
   }
   return changes;
@@ -131,7 +131,7 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
               {"ready_since", ""},
               {"ready_seconds", 0.0},
               {"coordinates", view->coordinates(own ? coordinatesOf(*own) : Json::object())},
-              {"operation", view->unfinished ? operationJson(*view->unfinished) : Json(nullptr)},
+              {"operation", view->unfinished ? operationJson(OperationSummary::of(*view->unfinished)) : Json(nullptr)},
               {"last_operation", view->last ? operationJson(*view->last) : Json(nullptr)}};
     if (view->active) {
       inst["node"] = view->active->node;
@@ -321,7 +321,7 @@ int DeploymentController::requestOperations(const World& world, const model::Dep
   for (const auto& name : names) {
     auto it = world.instances.find(name);
     // An instance with an operation already (or one that is gone): nothing to ask.
-    if (it == world.instances.end() || it->second.unfinished.has_value()) continue;
+    if (it == world.instances.end() || it->second.unfinished != nullptr) continue;
     if (ledger_.createOperation(operationFor(deployment, type, name), options_.actor).isOk()) ++changes;
   }
   return changes;

@@ -11,10 +11,20 @@ const model::Plan* World::planOf(const model::Deployment& deployment) const {
   return it == plan_by_name.end() ? nullptr : it->second;
 }
 
+OperationSummary OperationSummary::of(const model::Operation& op) {
+  return OperationSummary{op.meta.id, op.type, op.state, op.intent, op.message};
+}
+
+const model::RuntimeInstance* InstanceView::newest() const {
+  if (newest_other) return newest_other.get();
+  if (active && active->meta.id == newest_id) return &*active;
+  return nullptr;
+}
+
 std::string InstanceView::effectiveState() const {
   if (meta.state != "ACTIVE") return meta.state;
   if (active) return active->state;
-  if (newest && newest->state == "FAILED") return "FAILED";
+  if (const auto* runtime = newest(); runtime && runtime->state == "FAILED") return "FAILED";
   return "PENDING";
 }
 
@@ -33,7 +43,11 @@ namespace {
 
 // Files a runtime instance under its view, as World::load and refresh both do.
 void placeRuntime(InstanceView& view, model::RuntimeInstance r) {
-  if (!view.newest || view.newest->meta.id < r.meta.id) view.newest = r;
+  if (r.meta.id > view.newest_id) {
+    view.newest_id = r.meta.id;
+    const bool becomes_active = model::holdsResources(r.state) && r.is_active;
+    view.newest_other = becomes_active ? nullptr : std::make_unique<model::RuntimeInstance>(r);
+  }
   if (!model::holdsResources(r.state)) return;
   if (r.is_active) {
     view.active = std::move(r);
@@ -43,12 +57,12 @@ void placeRuntime(InstanceView& view, model::RuntimeInstance r) {
 }
 
 void placeOperation(InstanceView& view, model::Operation o) {
+  view.last = OperationSummary::of(o);
   if (!model::isTerminalOperationState(o.state)) {
-    view.unfinished = o;
+    view.unfinished = std::make_unique<model::Operation>(std::move(o));
   } else {
     view.unfinished.reset();
   }
-  view.last = std::move(o);
 }
 
 // Tables whose rows the control loop's picture does not hold.

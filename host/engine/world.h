@@ -8,6 +8,7 @@
 // stale decision fails instead of corrupting anything, and the next pass sees the truth.
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,15 +23,34 @@ namespace tide::engine {
 
 using Json = nlohmann::json;
 
-// One meta instance with what the loop needs to know about it.
+// What the loop reads of an operation that is not the one in progress: the newest one a
+// meta instance had, which a strategy sees as `last_operation`.
+struct OperationSummary {
+  int64_t id = 0;
+  std::string type;
+  std::string state;
+  std::string intent;
+  std::string message;
+
+  static OperationSummary of(const model::Operation& op);
+};
+
+// One meta instance with what the loop needs to know about it. There is one per live meta
+// instance, so it holds only what a pass reads, and what most instances lack costs a
+// pointer (docs/architecture.md#the-control-loop): at 100,000 instances every
+// 100 bytes here are 10 MB.
 struct InstanceView {
   model::MetaInstance meta;
   std::optional<model::RuntimeInstance> active;  // live and active
   std::vector<model::RuntimeInstance> passive;   // live and passive (RELOCATE in progress)
-  std::optional<model::RuntimeInstance> newest;  // newest runtime instance, any state
-  std::optional<model::Operation> unfinished;    // the one non-terminal operation
-  std::optional<model::Operation> last;          // the newest operation, finished or not
+  std::unique_ptr<model::Operation> unfinished;  // the one non-terminal operation, or null
+  std::optional<OperationSummary> last;          // the newest operation, finished or not
+  // The newest runtime instance, any state: `active` most of the time, which is not copied.
+  int64_t newest_id = 0;
+  std::unique_ptr<model::RuntimeInstance> newest_other;  // the newest when it is not `active`
 
+  // The newest runtime instance, any state, or null when it never had one.
+  const model::RuntimeInstance* newest() const;
   // PENDING when nothing runs yet, the active runtime's state, or the meta instance's
   // STOPPED; FAILED when the newest runtime failed and nothing replaced it.
   std::string effectiveState() const;
