@@ -203,7 +203,13 @@ void ScriptRegistry::unloadMissing(const std::vector<Candidate>& candidates, Rel
     pass.changed = true;
     it = pass.next.files.erase(it);
   }
-  if (std::erase_if(pass.next.failed, [&present](const auto& entry) { return !present.count(entry.first); }) > 0) {
+  for (auto it = pass.next.failed.begin(); it != pass.next.failed.end();) {
+    if (present.count(it->first)) {
+      ++it;
+      continue;
+    }
+    clearAlarm(it->second.path, it->second.kind, "is gone");
+    it = pass.next.failed.erase(it);
     pass.changed = true;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -289,7 +295,7 @@ void ScriptRegistry::activate(const ScriptFile& file, const Validation& v, const
     s.last_attempt_at = attempted_at;
   }
   pass.libs_changed = pass.libs_changed || accepted.kind == ScriptKind::kLib;
-  pass.next.failed.erase(file.path);
+  if (pass.next.failed.erase(file.path) > 0) clearAlarm(file.path, file.kind, "loads again");
   pass.next.files[file.path] = std::move(accepted);
   ++pass.summary.loaded;
   pass.changed = true;
@@ -310,7 +316,7 @@ std::string ScriptRegistry::restoreLastGood(const ScriptFile& failed, ReloadPass
   good.loaded_at = kept->loaded_at;
   keepActive(good);
   pass.libs_changed = pass.libs_changed || good.kind == ScriptKind::kLib;
-  pass.next.failed.erase(good.path);
+  if (pass.next.failed.erase(good.path) > 0) clearAlarm(good.path, good.kind, "runs its last good version");
   pass.next.files[good.path] = good;
   pass.changed = true;
   return good.sha256;
@@ -341,6 +347,13 @@ void ScriptRegistry::refuse(const ScriptFile& file, const Validation& v, const s
   if (running_sha.empty()) markFailed(file, v, pass);
   ++pass.summary.failed;
   pass.summary.errors.push_back(error.message);
+}
+
+void ScriptRegistry::clearAlarm(const std::string& path, ScriptKind kind, const std::string& why) {
+  recorder_.recordEvent("alarm.cleared", "script/" + path,
+                        {{"path", path},
+                         {"kind", scriptKindName(kind)},
+                         {"message", path + " " + why + ": it no longer counts as a failing script"}});
 }
 
 void ScriptRegistry::markFailed(const ScriptFile& file, const Validation& v, ReloadPass& pass) {

@@ -158,6 +158,9 @@ class ScriptRegistry final : public ScriptSetProvider {
               const std::string& attempted_at, ReloadPass& pass);
   // Publishes `file` in ScriptSet::failed, raising alarm.script when its content is new there.
   void markFailed(const ScriptFile& file, const Validation& v, ReloadPass& pass);
+  // Raises alarm.cleared for a script markFailed raised alarm.script for: it loads again
+  // (`why`), runs a good version, or is gone.
+  void clearAlarm(const std::string& path, ScriptKind kind, const std::string& why);
   void recordVersion(const ScriptFile& file, const std::string& sha256, const char* status, const std::string& error,
                      const std::string& at) const;
   std::vector<std::pair<std::filesystem::path, ScriptKind>> directories() const;

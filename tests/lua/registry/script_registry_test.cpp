@@ -176,10 +176,21 @@ TEST_CASE("lua: a policy file broken from the start votes as a failing policy, s
   fx.registry->reloadAll();
   CHECK(alarms() == 2);  // another broken content: another alarm
 
-  // Fixed, it decides like any policy; deleted, it is gone.
+  auto cleared = [&fx] {
+    std::vector<std::string> messages;
+    for (const auto& event : fx.recorder.events()) {
+      if (event.kind == "alarm.cleared") messages.push_back(event.data.value("message", ""));
+    }
+    return messages;
+  };
+  CHECK(cleared().empty());
+
+  // Fixed, it decides like any policy and its alarm is over; deleted, it is gone.
   writeFile(fx.policy("broken.lua"), simplePolicy("broken", "approve('fixed')"));
   fx.registry->reloadAll();
   CHECK(fx.registry->current()->failed.empty());
+  REQUIRE(cleared().size() == 1);
+  CHECK(cleared()[0].find("broken.lua loads again") != std::string::npos);
   CHECK(manual_default.evaluate(devOp(), data).outcome == Outcome::kApproved);
   writeFile(fx.policy("broken.lua"), "return {");
   fx.registry->reloadAll();
@@ -192,6 +203,8 @@ TEST_CASE("lua: a policy file broken from the start votes as a failing policy, s
   std::filesystem::remove(fx.policy("new.lua"));
   fx.registry->reloadAll();
   CHECK(fx.registry->current()->failed.empty());
+  REQUIRE(cleared().size() == 2);  // "stale" broken.lua never raised one: its fixed version runs
+  CHECK(cleared()[1].find("new.lua is gone") != std::string::npos);
 }
 
 TEST_CASE("lua: a broken policy whose level is known votes at that level, under its name") {
