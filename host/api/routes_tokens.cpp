@@ -78,16 +78,24 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
-  // The usual list parameters are accepted, but tokens are few: the reply is one page.
-  TIDE_RETURN_IF_ERROR(readListOptions(request, {}).status());
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::ApiToken> stored, context.ledger.listTokens());
+  // The ledger's tokens a page at a time; the config file's, which have no id to page by,
+  // come first on the first page.
+  TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options, readListOptions(request, {}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::ApiToken> stored, context.ledger.listTokens(options));
   const std::string now = formatTimestamp(context.clock.now());
   Json items = Json::array();
-  for (const auto& token : context.auth->configTokens()) {
-    items.push_back(tokenJson(model::ApiToken{.name = token.name, .role = token.role}, now, "config"));
+  if (options.after == 0) {
+    for (const auto& token : context.auth->configTokens()) {
+      model::ApiToken from_config;
+      from_config.name = token.name;
+      from_config.role = token.role;
+      items.push_back(tokenJson(from_config, now, "config"));
+    }
   }
-  for (const auto& token : stored) items.push_back(tokenJson(token, now));
-  return jsonReply(Json{{"items", items}});
+  for (const auto& token : stored.items) items.push_back(tokenJson(token, now));
+  Json body{{"items", std::move(items)}};
+  if (stored.next_after != 0) body["next_after"] = stored.next_after;
+  return jsonReply(body);
 }
 
 Result<ApiResponse> revoke(ApiContext& context, const ApiRequest& request) {

@@ -519,11 +519,12 @@ Result<ApiToken> Ledger::findToken(const std::string& token_sha256) {
   return token;
 }
 
-Result<std::vector<ApiToken>> Ledger::listTokens() {
-  return read("list tokens", [&](Db& db) -> Result<std::vector<ApiToken>> {
-    std::vector<ApiToken> out;
-    db.forEachRow(std::string(kTokenSelect) + " ORDER BY id", [&](const soci::row& r) { out.push_back(tokenFromRow(r)); });
-    return out;
+Result<Page<ApiToken>> Ledger::listTokens(const ListOptions& options) {
+  TIDE_RETURN_IF_ERROR(checkFilters(options, {}));
+  return read("list tokens", [&](Db& db) -> Result<Page<ApiToken>> {
+    Where where(kTokenSelect);
+    where.greater("id", options.after);
+    return fetchPage<ApiToken>(db, where, "id", options, tokenFromRow);
   });
 }
 

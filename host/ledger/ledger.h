@@ -358,8 +358,8 @@ class Ledger {
   // The live token with this digest; kNotFound for an unknown, revoked or expired one (the
   // message says which of the last two).
   Result<ApiToken> findToken(const std::string& token_sha256);
-  // Every token the ledger holds, revoked and expired ones too, oldest first.
-  Result<std::vector<ApiToken>> listTokens();
+  // A page of the tokens the ledger holds, revoked and expired ones too, oldest first. No filters.
+  Result<Page<ApiToken>> listTokens(const ListOptions& options);
   // Revokes the live token named `name` (kNotFound when there is none). With
   // `keep_an_admin`, refuses (kConflict) to revoke the last live admin token, so
   // nobody can lock every admin out.

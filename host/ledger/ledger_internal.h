@@ -112,6 +112,16 @@ class Assignments {
 Status checkFilters(const ListOptions& options, const FilterColumns& columns);
 int64_t pageLimit(const ListOptions& options);
 
+// The id a page of records continues after: a record's meta.id, or a plain row's id.
+template <class T>
+int64_t pageIdOf(const T& record) {
+  if constexpr (requires { record.meta.id; }) {
+    return record.meta.id;
+  } else {
+    return record.id;
+  }
+}
+
 // One page of `where`'s rows in `order_column` order (the record id), mapped through
 // `fromRow`; fetches one row more than the limit to know whether another page follows.
 template <class T, class FromRow>
@@ -125,7 +135,7 @@ Page<T> fetchPage(Db& db, Where& where, const std::string& order_column, const L
       [&](const soci::row& row) { page.items.push_back(fromRow(row)); }, where.values());
   if (static_cast<int64_t>(page.items.size()) > limit) {
     page.items.pop_back();
-    page.next_after = page.items.back().meta.id;
+    page.next_after = pageIdOf(page.items.back());
   }
   return page;
 }

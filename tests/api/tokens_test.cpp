@@ -172,3 +172,26 @@ TEST_CASE("tokens: the last admin token cannot be revoked") {
   CHECK(h.del("/v1/tokens/ops-admin", second.json()["token"]).status == 409);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("tokens: the list pages through the ledger's tokens; the config file's come first, on the first page") {
+  ApiHarness h;
+  for (const char* name : {"bot-1", "bot-2", "bot-3"}) {
+    REQUIRE(createToken(h, {{"name", name}, {"role", "viewer"}}).status == 201);
+  }
+  Reply first = h.get("/v1/tokens?limit=2");
+  REQUIRE(first.status == 200);
+  const Json page = first.json();
+  std::vector<std::string> names;
+  for (const Json& item : page["items"]) names.push_back(item["name"]);
+  REQUIRE(names.size() == 6);  // the four config tokens, then two of the ledger's
+  CHECK(page["items"][3]["source"] == "config");
+  CHECK(names[4] == "bot-1");
+  CHECK(names[5] == "bot-2");
+  REQUIRE(page.contains("next_after"));
+
+  Reply second = h.get("/v1/tokens?limit=2&after=" + std::to_string(page["next_after"].get<int64_t>()));
+  REQUIRE(second.status == 200);
+  REQUIRE(second.json()["items"].size() == 1);
+  CHECK(second.json()["items"][0]["name"] == "bot-3");
+  CHECK_FALSE(second.json().contains("next_after"));
+}
