@@ -431,7 +431,10 @@ void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib:
   line += ' ';
   line += printable(request.path);
   line += ' ';
-  line += std::to_string(response.status);
+  // httplib answers a request it could not read with 400; one cut off at its deadline got
+  // no answer at all, and the client was too slow, not wrong.
+  const bool cut_off = connectionTimedOut();
+  line += std::to_string(cut_off ? 408 : response.status);
   line += ' ';
   line.append(millis, static_cast<size_t>(millis_end - millis));
   line += "ms";
@@ -439,6 +442,7 @@ void ApiServer::Impl::logRequest(const httplib::Request& request, const httplib:
     line += " actor=";
     line += trace.actor;
   }
+  if (cut_off) line += " (cut off: the request was not read in time; no answer sent)";
   line += '\n';
   // write(2) rather than stdio, whose lock on stderr the threads of requests that end
   // together queue on.

@@ -221,6 +221,7 @@ class Connection final : public httplib::Stream {
   bool closing() const { return closing_; }
   bool headersOverLimit() const { return !header_problem_.empty(); }
   bool answered() const { return answered_; }
+  bool timedOut() const { return timed_out_; }
 
   std::optional<Status> refusal() const {
     if (refusing_) {
@@ -244,14 +245,18 @@ class Connection final : public httplib::Stream {
     if (begin_ == end_) {
       // The client may wait for what was written (100 Continue) before it sends more.
       if (!flush()) return -1;
+      const Deadline until = readUntil();
       ssize_t n = retry(
           [&] {
             return ssl_ != nullptr ? SSL_read(ssl_, buffer_.data(), static_cast<int>(buffer_.size()))
                                    : ::recv(fd_, buffer_.data(), buffer_.size(), 0);
           },
-          POLLIN, readUntil());
+          POLLIN, until);
       // Past the deadline nothing more is said: a client this slow gets no answer.
-      if (n < 0) broken_ = true;
+      if (n < 0) {
+        broken_ = true;
+        timed_out_ = SteadyClock::now() >= until;
+      }
       if (n <= 0) return n;
       begin_ = 0;
       end_ = static_cast<size_t>(n);
@@ -426,6 +431,7 @@ class Connection final : public httplib::Stream {
   std::string header_problem_;
   bool answered_ = false;        // this request's response (or part of it) was written
   mutable bool broken_ = false;  // the socket failed or a deadline passed: nothing more is sent
+  bool timed_out_ = false;       // a read deadline passed
   bool closing_ = false;         // the server asked to close after this response
   bool lingering_ = false;       // the client may still be sending when the connection closes
 };
@@ -545,5 +551,7 @@ void closeConnectionAfterResponse() {
 }
 
 bool flushConnectionOutput() { return t_connection == nullptr || t_connection->flush(); }
+
+bool connectionTimedOut() { return t_connection != nullptr && t_connection->timedOut(); }
 
 }  // namespace tide::api

@@ -67,4 +67,10 @@ void closeConnectionAfterResponse();
 // it after each piece its client must see before the next. False when the socket failed.
 bool flushConnectionOutput();
 
+// True when the connection being served on this thread stopped reading its request because
+// a read deadline passed (limits.request_read_deadline_s, or the idle read timeout): the
+// request gets no answer, and the access log says 408 rather than what the server would
+// have answered a request it could read.
+bool connectionTimedOut();
+
 }  // namespace tide::api

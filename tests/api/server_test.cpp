@@ -17,6 +17,7 @@
 #include "host/core/embedded.h"
 #include "tests/api/api_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/stderr_capture.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -39,13 +40,7 @@ TEST_CASE("api: server binds an ephemeral port, stops, and starts again") {
 
 TEST_CASE("api: every request is logged on stderr as one line: method, path, status, time and actor") {
   ApiHarness h;
-  const std::filesystem::path log =
-      std::filesystem::temp_directory_path() / ("tide-api-access-log-" + std::to_string(::getpid()));
-  std::fflush(stderr);
-  const int saved_stderr = ::dup(STDERR_FILENO);
-  const int file = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  REQUIRE(file >= 0);
-  ::dup2(file, STDERR_FILENO);
+  StderrCapture captured;
   const int missing = h.get("/v1/nodes/nowhere", kViewerToken).status;
   const int healthy = h.get("/healthz", "").status;
   const std::regex missing_line(R"((^|\n)tide api: GET /v1/nodes/nowhere 404 \d+\.\dms actor=vera\n)");
@@ -54,15 +49,9 @@ TEST_CASE("api: every request is logged on stderr as one line: method, path, sta
   // Logged once the response went out, so a line may come just after the client has its
   // answer (and after the next request's line).
   const bool logged = eventually([&] {
-    std::stringstream read;
-    read << std::ifstream(log).rdbuf();
-    text = read.str();
+    text = captured.text();
     return std::regex_search(text, missing_line) && std::regex_search(text, healthy_line);
   });
-  ::dup2(saved_stderr, STDERR_FILENO);
-  ::close(saved_stderr);
-  ::close(file);
-  std::filesystem::remove(log);
   CHECK(missing == 404);
   CHECK(healthy == 200);
   CHECK_MESSAGE(logged, text);

@@ -18,6 +18,7 @@
 #include "tests/api/api_test_support.h"
 #include "tests/support/eventually.h"
 #include "tests/support/self_signed.h"
+#include "tests/support/stderr_capture.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -171,6 +172,7 @@ TEST_CASE("transport: a client drip-feeding its request is cut off at the read d
   const std::string slow_headers = "GET /healthz HTTP/1.1\r\nHost: tide\r\nX-Slow: ";
   const std::string slow_body = "POST /v1/capabilities HTTP/1.1\r\nHost: tide\r\nAuthorization: Bearer " + kAdminToken +
                                 "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"name\":\"";
+  StderrCapture captured;
   for (const std::string& prefix : {slow_headers, slow_body}) {
     SlowClientRun run = runSlowClient(h, prefix);
     CHECK(run.drip.cut_off);
@@ -180,6 +182,12 @@ TEST_CASE("transport: a client drip-feeding its request is cut off at the read d
     CHECK(std::ranges::all_of(run.health_meanwhile, [](int status) { return status == 200; }));
   }
   CHECK(h.get("/v1/capabilities").json()["items"].empty());
+  // The request whose body never came is logged as cut off, not as a bad request.
+  const std::regex cut_off(
+      R"((^|\n)tide api: POST /v1/capabilities 408 \d+\.\dms( actor=\S+)? \(cut off: the request was not read in time; no answer sent\)\n)");
+  std::string text;
+  CHECK_MESSAGE(eventually([&] { return std::regex_search(text = captured.text(), cut_off); }), text);
+  CHECK(text.find("POST /v1/capabilities 400") == std::string::npos);
 }
 
 TEST_CASE("transport: a slow client holding the only connection slot gives it up at the read deadline") {
