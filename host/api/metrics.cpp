@@ -73,6 +73,10 @@ std::string HttpMetrics::render() const {
     out += "tide_http_request_duration_seconds_sum{" + labels + "} " + number(histogram.sum) + "\n";
     out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
   }
+  out += "# HELP tide_http_connections_dropped_total Connections closed unanswered: over the connection cap "
+         "with the refusal backlog full.\n";
+  out += "# TYPE tide_http_connections_dropped_total counter\n";
+  out += "tide_http_connections_dropped_total " + std::to_string(dropped_.load(std::memory_order_relaxed)) + "\n";
   return out;
 }
 

@@ -5,6 +5,7 @@
 // Thread-safety: all methods may be called concurrently.
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -21,9 +22,12 @@ inline constexpr std::string_view kUnmatchedRoute = "unmatched";
 class HttpMetrics {
  public:
   void observe(std::string_view method, std::string_view route, int code, std::chrono::duration<double> elapsed);
+  // A connection closed unanswered beyond the refusal backlog (host/api/transport.h).
+  void connectionDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
 
-  // tide_http_requests_total{method,route,code} and
-  // tide_http_request_duration_seconds{method,route} (buckets, sum, count).
+  // tide_http_requests_total{method,route,code},
+  // tide_http_request_duration_seconds{method,route} (buckets, sum, count) and
+  // tide_http_connections_dropped_total.
   std::string render() const;
 
  private:
@@ -39,6 +43,7 @@ class HttpMetrics {
     Histogram durations;
   };
 
+  std::atomic<uint64_t> dropped_{0};
   mutable std::mutex mu_;
   // By (method, route); std::less<> finds a series without building its key's strings.
   std::map<std::tuple<std::string, std::string>, RouteSeries, std::less<>> routes_;  // REQUIRES: mu_

@@ -185,7 +185,7 @@ Status ApiServer::Impl::start() {
   TIDE_RETURN_IF_ERROR(auth_.bootstrap(options_.data_dir));
 
   try {
-    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls));
+    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls, [this] { metrics_.connectionDropped(); }));
     configure(*http);
     int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
                                   : (http->bind_to_port(options_.host, options_.port) ? options_.port : -1);

@@ -41,6 +41,9 @@ struct HttpLimits {
   size_t max_header_bytes = 16 * 1024;  // the request line and all header lines
   size_t max_headers = 100;
   int max_json_depth = 64;  // arrays and objects nested in a body
+  // Connections over max_connections waiting for their 503 beyond the two refusing threads'
+  // own; past this a new one is closed at once, unanswered (a flood holds no more sockets).
+  size_t max_refusal_backlog = 1024;
 };
 
 // PEM files for TLS (the host config's `tls`); both empty: plain HTTP.

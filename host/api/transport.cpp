@@ -44,6 +44,8 @@ constexpr size_t kWriteBufferBytes = 16 * 1024;
 
 // Set on the refusing threads for their whole life.
 thread_local bool t_refusing = false;
+// Set while a connection beyond the refusal backlog is closed unanswered.
+thread_local bool t_dropping = false;
 
 // Writes to a peer that went away must fail with EPIPE rather than kill the host. Plain
 // sockets send with MSG_NOSIGNAL; OpenSSL writes with write(2), hence the mask on the
@@ -73,11 +75,14 @@ std::string rawErrorResponse(const Status& status) {
 }
 
 // httplib hands every accepted connection to a TaskQueue. This one serves at most `workers`
-// connections at once and gives the rest to the refusing threads, which answer 503. (This
-// httplib's enqueue() cannot decline: the task owns the socket, so it must run somewhere.)
+// connections at once and gives the rest to the refusing threads, which answer 503; past
+// `refusal_backlog` waiting for those, it closes a connection at once on the accepting
+// thread. (This httplib's enqueue() cannot decline: the task owns the socket, so it must
+// run somewhere.)
 class ConnectionQueue final : public httplib::TaskQueue {
  public:
-  explicit ConnectionQueue(size_t workers) : workers_(workers) {
+  ConnectionQueue(size_t workers, size_t refusal_backlog, std::function<void()> on_dropped)
+      : workers_(workers), refusal_backlog_(refusal_backlog), on_dropped_(std::move(on_dropped)) {
     for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { run(serving_, serving_ready_, false); });
     for (size_t i = 0; i < kRefusingThreads; ++i) {
       threads_.emplace_back([this] { run(refusing_, refusing_ready_, true); });
@@ -90,10 +95,16 @@ class ConnectionQueue final : public httplib::TaskQueue {
       serving_.push_back(std::move(task));
       lock.unlock();
       serving_ready_.notify_one();
-    } else {
+    } else if (refusing_busy_ + refusing_.size() < kRefusingThreads + refusal_backlog_) {
       refusing_.push_back(std::move(task));
       lock.unlock();
       refusing_ready_.notify_one();
+    } else {
+      lock.unlock();
+      if (on_dropped_) on_dropped_();
+      t_dropping = true;
+      task();
+      t_dropping = false;
     }
   }
 
@@ -120,21 +131,24 @@ class ConnectionQueue final : public httplib::TaskQueue {
       if (queue.empty()) return;
       Task task = std::move(queue.front());
       queue.pop_front();
-      if (!refusing) ++busy_;
+      ++(refusing ? refusing_busy_ : busy_);
       lock.unlock();
       task();
       lock.lock();
-      if (!refusing) --busy_;
+      --(refusing ? refusing_busy_ : busy_);
     }
   }
 
   const size_t workers_;
+  const size_t refusal_backlog_;
+  const std::function<void()> on_dropped_;
   std::mutex mu_;
   std::condition_variable serving_ready_;
   std::condition_variable refusing_ready_;
   std::deque<Task> serving_;   // REQUIRES: mu_ is held
   std::deque<Task> refusing_;  // REQUIRES: mu_ is held
   size_t busy_ = 0;            // REQUIRES: mu_ is held
+  size_t refusing_busy_ = 0;   // REQUIRES: mu_ is held
   bool stopping_ = false;      // REQUIRES: mu_ is held
   std::vector<std::thread> threads_;
 };
@@ -483,17 +497,20 @@ class GuardedServer::Tls {
   SSL_CTX* const context_;
 };
 
-Result<std::unique_ptr<GuardedServer>> GuardedServer::create(const HttpLimits& limits, const TlsFiles& tls) {
+Result<std::unique_ptr<GuardedServer>> GuardedServer::create(const HttpLimits& limits, const TlsFiles& tls,
+                                                             std::function<void()> on_dropped) {
   std::unique_ptr<Tls> context;
   if (tls.enabled()) {
     TIDE_ASSIGN_OR_RETURN(context, Tls::load(tls));
   }
-  return std::unique_ptr<GuardedServer>(new GuardedServer(limits, std::move(context)));
+  return std::unique_ptr<GuardedServer>(new GuardedServer(limits, std::move(context), std::move(on_dropped)));
 }
 
-GuardedServer::GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls)
+GuardedServer::GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls, std::function<void()> on_dropped)
     : limits_(limits), tls_(std::move(tls)), interrupt_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  new_task_queue = [workers = limits_.max_connections] { return new ConnectionQueue(workers); };
+  new_task_queue = [limits = limits_, on_dropped = std::move(on_dropped)] {
+    return new ConnectionQueue(limits.max_connections, limits.max_refusal_backlog, on_dropped);
+  };
 }
 
 GuardedServer::~GuardedServer() {
@@ -510,6 +527,10 @@ void GuardedServer::interruptConnections() {
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
+  if (t_dropping) {
+    ::close(sock);
+    return false;
+  }
   ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
   const bool refusing = t_refusing;
   const std::chrono::milliseconds limit =

@@ -22,6 +22,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -33,7 +34,10 @@ namespace tide::api {
 class GuardedServer final : public httplib::Server {
  public:
   // kInvalidArgument naming the file when the TLS certificate or key cannot be loaded.
-  static Result<std::unique_ptr<GuardedServer>> create(const HttpLimits& limits, const TlsFiles& tls);
+  // `on_dropped` runs (on the accepting thread) for each connection closed unanswered
+  // beyond limits.max_refusal_backlog.
+  static Result<std::unique_ptr<GuardedServer>> create(const HttpLimits& limits, const TlsFiles& tls,
+                                                       std::function<void()> on_dropped = {});
   ~GuardedServer() override;
 
   // After binding: lets `backlog` connections wait to be accepted (httplib listens with 5,
@@ -45,7 +49,7 @@ class GuardedServer final : public httplib::Server {
 
  private:
   class Tls;
-  GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls);
+  GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls, std::function<void()> on_dropped);
   bool process_and_close_socket(socket_t sock) override;
 
   const HttpLimits limits_;

@@ -226,6 +226,33 @@ TEST_CASE("transport: connections beyond max_connections are answered 503 and cl
   CHECK(h.get("/v1/capabilities").json()["items"].empty());
 }
 
+TEST_CASE("transport: beyond the refusal backlog a connection is closed at once, unanswered, and counted") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.max_connections = 1;
+  options.limits.max_refusal_backlog = 0;
+  ApiHarness h(options);
+  const int port = h.server->port();
+  // The one connection served is a long poll; two silent ones keep both refusing threads
+  // waiting for a request (up to their 2 s deadline). The next has nowhere to wait.
+  const std::string wait = "/v1/events?after=" + std::to_string(h.lastEventSeq()) + "&wait=60";
+  auto held = std::async(std::launch::async, [&] { return h.get(wait); });
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
+  const int silent_1 = connectTo(port);
+  const int silent_2 = connectTo(port);
+  const int flood = connectTo(port);
+  sendText(flood, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(receiveUntil(flood, "HTTP/1.1").empty());  // closed, no answer
+  ::close(flood);
+  ::close(silent_1);
+  ::close(silent_2);
+
+  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
+  CHECK(held.get().status == 200);
+  Reply metrics;
+  CHECK(eventually([&] { return (metrics = h.get("/metrics", "")).status == 200; }));
+  CHECK(metrics.body.find("\ntide_http_connections_dropped_total 1\n") != std::string::npos);
+}
+
 TEST_CASE("transport: a client that waits for 100 Continue gets it before it sends the body") {
   ApiHarness h;
   const int fd = connectTo(h.server->port());
