@@ -44,9 +44,20 @@ class HttpMetrics {
   };
 
   std::atomic<uint64_t> dropped_{0};
+  // Orders (method, route) keys of strings and of string_views alike, so a series is found
+  // without building its key's strings. (std::less<> would compare a tuple of strings with
+  // a tuple of string_views, which libstdc++ allows under gcc and not under clang.)
+  struct RouteKeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::tuple<std::string_view, std::string_view>(std::get<0>(a), std::get<1>(a)) <
+             std::tuple<std::string_view, std::string_view>(std::get<0>(b), std::get<1>(b));
+    }
+  };
+
   mutable std::mutex mu_;
-  // By (method, route); std::less<> finds a series without building its key's strings.
-  std::map<std::tuple<std::string, std::string>, RouteSeries, std::less<>> routes_;  // REQUIRES: mu_
+  std::map<std::tuple<std::string, std::string>, RouteSeries, RouteKeyLess> routes_;  // REQUIRES: mu_
 };
 
 }  // namespace tide::api
