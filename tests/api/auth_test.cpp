@@ -9,23 +9,12 @@
 
 #include "host/core/sha256.h"
 #include "tests/api/api_test_support.h"
+#include "tests/support/files.h"
 
 using namespace tide;
 using namespace tide::testing;
 
 namespace {
-
-std::filesystem::path freshDir(const std::string& name) {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("tide-api-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 }  // namespace
 
@@ -111,7 +100,7 @@ TEST_CASE("api: tokens stored in the ledger authenticate with their role") {
 }
 
 TEST_CASE("api: first start without tokens writes a 0600 admin.token that works") {
-  std::filesystem::path dir = freshDir("bootstrap") / "nested";
+  std::filesystem::path dir = freshDir("api", "bootstrap") / "nested";
   api::ServerOptions options;
   options.port = 0;
   options.data_dir = dir.string();
@@ -140,7 +129,7 @@ TEST_CASE("api: first start without tokens writes a 0600 admin.token that works"
 }
 
 TEST_CASE("api: no bootstrap token when config tokens exist or auth is off") {
-  std::filesystem::path dir = freshDir("no-bootstrap");
+  std::filesystem::path dir = freshDir("api", "no-bootstrap");
   api::ServerOptions with_tokens = testServerOptions();
   with_tokens.data_dir = dir.string();
   {

@@ -16,6 +16,7 @@
 #include "host/lua/registry/script_registry.h"
 #include "tests/api/api_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
 #include "tests/support/source_tree.h"
 
 using namespace tide;
@@ -24,25 +25,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-fs::path freshDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tide-wire-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 // An empty watched policies dir and a scripts dir holding the shipped libs, a registry
 // over them, and a server serving it.
 struct ScriptsHarness {
-  fs::path root = freshDir("scripts");
+  fs::path root = freshDir("wire", "scripts");
   fs::path policies = root / "policies";
   SystemClock system_clock;
   std::unique_ptr<ledger::Ledger> recorder_ledger;
@@ -272,7 +258,7 @@ TEST_CASE("wire: tide policy test passes every shipped policy and fails a failin
   CHECK_MESSAGE(shipped.code == 0, shipped.out);
   CHECK(shipped.out.find(" 0 failed") != std::string::npos);
 
-  fs::path dir = freshDir("failing-policy");
+  fs::path dir = freshDir("wire", "failing-policy");
   std::ofstream(dir / "always_deny.lua") << R"(return {
   name = "always-deny",
   decide = function(op, ctx) return deny("never") end,

@@ -25,6 +25,7 @@
 #include "host/ledger/ledger.h"
 #include "tests/cli/cli_test_support.h"
 #include "tests/cli/serve_process.h"
+#include "tests/support/env.h"
 #include "tests/support/eventually.h"
 #include "tests/support/self_signed.h"
 
@@ -42,33 +43,10 @@ using tide::testing::LiveServer;
 using tide::testing::runCli;
 using tide::testing::ServeProcess;
 using tide::testing::kSourceDir;
+using tide::testing::ScopedEnv;
 using tide::testing::TempDir;
 
 std::string fixture(const std::string& name) { return kSourceDir + "/tests/cli/fixtures/" + name; }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 

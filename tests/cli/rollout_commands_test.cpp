@@ -33,10 +33,10 @@ std::vector<std::string> linesOf(const std::string& text) {
 }
 
 // The examples' nodes and the nginx plan, with no deployment yet.
-struct RolloutFixture {
+struct CliRolloutFixture {
   LiveServer live;
 
-  RolloutFixture() {
+  CliRolloutFixture() {
     REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
     REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
   }
@@ -50,7 +50,7 @@ struct RolloutFixture {
 }  // namespace
 
 TEST_CASE("cli: deployment show ends the deployments with the Rollout section of the newest one") {
-  RolloutFixture fixture;
+  CliRolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
   fixture.addDeployment("deployment-2.yaml");
 
@@ -74,7 +74,7 @@ TEST_CASE("cli: deployment show ends the deployments with the Rollout section of
 }
 
 TEST_CASE("cli: rollout verbs on a plan without deployments or an unknown plan say so") {
-  RolloutFixture fixture;
+  CliRolloutFixture fixture;
   for (const char* verb : {"promote", "abort", "pause", "resume", "rollback", "retry", "watch"}) {
     CAPTURE(verb);
     CliRun none = fixture.live.run({"deployment", verb, kExamplePlan});
@@ -96,7 +96,7 @@ TEST_CASE("cli: rollout verbs on a plan without deployments or an unknown plan s
 }
 
 TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the final message") {
-  RolloutFixture fixture;
+  CliRolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
 
   // Long enough that only the events long poll can wake the watch in time.
@@ -133,7 +133,7 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
 }
 
 TEST_CASE("cli: rollout controls act on the newest deployment and print its new state") {
-  RolloutFixture fixture;
+  CliRolloutFixture fixture;
   fixture.addDeployment("deployment-1.yaml");
   const std::string newest = "Deployment deployment-1 of plan " + kExamplePlan + " (the newest): ";
 

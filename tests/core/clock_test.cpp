@@ -19,10 +19,10 @@ namespace {
 using namespace std::chrono_literals;
 using testing::eventually;
 
-const TimePoint kStart = *parseTimestamp("2026-01-01T00:00:00Z");
+const TimePoint kNewYear = *parseTimestamp("2026-01-01T00:00:00Z");
 
 TEST_CASE("a fake clock's sleeper returns once the clock is moved past its deadline, not before") {
-  FakeClock clock(kStart);
+  FakeClock clock(kNewYear);
   std::atomic<int> looks{0};
   auto sleeper = std::async(std::launch::async, [&] {
     return clock.sleepFor(10s, [&] {
@@ -43,16 +43,16 @@ TEST_CASE("a fake clock's sleeper returns once the clock is moved past its deadl
 }
 
 TEST_CASE("a fake clock's set() wakes the sleepers it moves past; a sleeper already due returns at once") {
-  FakeClock clock(kStart);
-  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kStart + 1h, nullptr); });
-  clock.set(kStart + 2h);
+  FakeClock clock(kNewYear);
+  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kNewYear + 1h, nullptr); });
+  clock.set(kNewYear + 2h);
   CHECK_FALSE(sleeper.get());
-  CHECK_FALSE(clock.waitUntil(kStart + 1h, nullptr));
+  CHECK_FALSE(clock.waitUntil(kNewYear + 1h, nullptr));
   CHECK_FALSE(clock.sleepFor(0s));
 }
 
 TEST_CASE("wake() ends a wait whose condition now holds, on any clock") {
-  FakeClock fake(kStart);
+  FakeClock fake(kNewYear);
   SystemClock system;
   for (const Clock* clock : {static_cast<const Clock*>(&fake), static_cast<const Clock*>(&system)}) {
     std::atomic<bool> stopping{false};
@@ -72,9 +72,9 @@ TEST_CASE("wake() ends a wait whose condition now holds, on any clock") {
 }
 
 TEST_CASE("a condition that already holds ends a wait before it starts") {
-  FakeClock clock(kStart);
+  FakeClock clock(kNewYear);
   CHECK(clock.sleepFor(1h, [] { return true; }));
-  CHECK(clock.now() == kStart);
+  CHECK(clock.now() == kNewYear);
 }
 
 TEST_CASE("the system clock's waits take real time") {
@@ -85,13 +85,13 @@ TEST_CASE("the system clock's waits take real time") {
 }
 
 TEST_CASE("a real-time fake clock runs on its own and jumps when advanced") {
-  FakeClock clock(kStart, FakeClock::Flow::kRealTime);
-  REQUIRE(eventually([&] { return clock.now() > kStart; }));
-  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kStart + 1h, nullptr); });
+  FakeClock clock(kNewYear, FakeClock::Flow::kRealTime);
+  REQUIRE(eventually([&] { return clock.now() > kNewYear; }));
+  auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kNewYear + 1h, nullptr); });
   clock.advance(1h);
   REQUIRE(sleeper.wait_for(30s) == std::future_status::ready);
   CHECK_FALSE(sleeper.get());
-  CHECK(clock.now() >= kStart + 1h);
+  CHECK(clock.now() >= kNewYear + 1h);
   CHECK_FALSE(clock.sleepFor(5ms));  // and a short wait ends by itself
 }
 

@@ -14,6 +14,7 @@
 
 #include "drivers/process/workload_user.h"
 #include "tests/drivers/driver_test_support.h"
+#include "tests/support/env.h"
 
 using namespace tide;
 using namespace tide::drivers;
@@ -22,18 +23,6 @@ using namespace tide::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Sets a variable of this (the host's) process for one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
 
 const std::string kAdminToken = "admin-token-that-must-not-leak-7f3a";
 

@@ -26,9 +26,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-class Host {
+class CrashingHost {
  public:
-  explicit Host(const testing::TempDir& dir) : dir_(dir) {
+  explicit CrashingHost(const testing::TempDir& dir) : dir_(dir) {
     port_ = testing::freePort();
     // Strategies run at every pass and on apply: a loaded machine must not time them out.
     std::ofstream config(dir_.file("tide.yaml"));
@@ -43,7 +43,7 @@ class Host {
                                dir_.file("policies") + "/auto_approve_dev.lua",
                                std::filesystem::copy_options::overwrite_existing);
   }
-  ~Host() { kill(SIGTERM); }
+  ~CrashingHost() { kill(SIGTERM); }
 
   void start() {
     const std::string log = dir_.file("serve.log");
@@ -140,7 +140,7 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
     testing::TempDir dir;
     const std::string data_dir = dir.file("data");
     {
-      Host host(dir);
+      CrashingHost host(dir);
       host.start();
       host.apply(testing::kEngineNodes);
       host.apply(testing::enginePlan("web-dev"));

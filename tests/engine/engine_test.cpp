@@ -19,14 +19,6 @@ using testing::hostPort;
 using testing::httpGet;
 using testing::kEngineNodes;
 
-std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
-  std::vector<model::RuntimeInstance> out;
-  for (auto& r : f.running()) {
-    if (r.is_active) out.push_back(r);
-  }
-  return out;
-}
-
 // Bob asks for an operation on `meta`, as `tide deployment operate` does.
 void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
   model::Operation op;
@@ -52,7 +44,7 @@ TEST_CASE("engine: a deployment waits for approval, then runs processes that ans
   CHECK(f.deployment("d1").state == "IN_PROGRESS");
 
   f.settleApproving();
-  auto running = activeRunning(f);
+  auto running = f.activeRunning();
   REQUIRE(running.size() == 1);
   CHECK(running[0].healthy);
   CHECK(httpGet(hostPort(running[0]), "/version").find("1.0") != std::string::npos);
@@ -71,12 +63,12 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
   f.apply(enginePlan());
   f.apply(engineDeployment("d1", 1, "1.0"));
   f.settleApproving();
-  REQUIRE(activeRunning(f).size() == 1);
+  REQUIRE(f.activeRunning().size() == 1);
 
   f.apply(engineDeployment("d2", 3, "1.0"));
   f.settleApproving();
   CHECK(f.deployment("d2").state == "COMPLETED");
-  auto three = activeRunning(f);
+  auto three = f.activeRunning();
   REQUIRE(three.size() == 3);
   std::set<std::string> domains, nodes;
   for (const auto& r : three) {
@@ -91,7 +83,7 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
   f.apply(engineDeployment("d3", 1, "2.0"));
   f.settleApproving();
   CHECK(f.deployment("d3").state == "COMPLETED");
-  auto one = activeRunning(f);
+  auto one = f.activeRunning();
   REQUIRE(one.size() == 1);
   CHECK(httpGet(hostPort(one[0]), "/version").find("2.0") != std::string::npos);
   CHECK(f.driverInventory() == 1);  // the other processes are gone
@@ -106,7 +98,7 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
   f.apply(enginePlan("web-dev"));
   f.apply(engineDeployment("d1", 1, "1.0"));
   f.engine->settle();
-  auto before = activeRunning(f);
+  auto before = f.activeRunning();
   REQUIRE(before.size() == 1);
   CHECK(f.operations("PENDING_APPROVAL").empty());  // the policy approved
   const std::string meta = before[0].meta_instance;
@@ -133,7 +125,7 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
   done = true;
   watcher.join();
   CHECK(gaps == 0);
-  auto after = activeRunning(f);
+  auto after = f.activeRunning();
   REQUIRE(after.size() == 1);
   CHECK(after[0].meta_instance == meta);
   CHECK(after[0].node != old_node);
@@ -143,14 +135,14 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
   const double free_before_stop = f.ledger->getNode(after[0].node)->remaining.cores;
   requestOperation(f, meta, "STOP");
   f.engine->settle();
-  CHECK(activeRunning(f).empty());
+  CHECK(f.activeRunning().empty());
   CHECK(f.driverInventory() == 0);
   CHECK(f.ledger->getMetaInstance(meta)->state == "STOPPED");
   CHECK(f.ledger->getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
 
   requestOperation(f, meta, "RESTART");
   f.engine->settle();
-  auto back = activeRunning(f);
+  auto back = f.activeRunning();
   REQUIRE(back.size() == 1);
   CHECK(f.ledger->getMetaInstance(meta)->state == "ACTIVE");
   CHECK_FALSE(httpGet(hostPort(back[0]), "/healthz").empty());
@@ -162,7 +154,7 @@ TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted
   f.apply(enginePlan("web-dev"));
   f.apply(engineDeployment("d1", 1, "1.0"));
   f.engine->settle();
-  auto before = activeRunning(f);
+  auto before = f.activeRunning();
   REQUIRE(before.size() == 1);
   const auto identity = testing::parseHandle(before[0].driver_handle);
   REQUIRE(::kill(-identity.pid, SIGKILL) == 0);
@@ -171,7 +163,7 @@ TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted
   f.engine->settle();
   auto failed = f.ledger->getRuntimeInstance(before[0].meta.id);
   CHECK(failed->state == "FAILED");
-  auto after = activeRunning(f);
+  auto after = f.activeRunning();
   REQUIRE(after.size() == 1);
   CHECK(after[0].meta_instance == before[0].meta_instance);
   CHECK(after[0].meta.id != before[0].meta.id);
@@ -210,7 +202,7 @@ TEST_CASE("engine: a new deployment supersedes one that waits for approval") {
   CHECK(f.deployment("d1").state == "CANCELLED");
   CHECK(f.deployment("d1").message == "superseded by d2");
   CHECK(f.deployment("d2").state == "COMPLETED");
-  CHECK(activeRunning(f).size() == 1);
+  CHECK(f.activeRunning().size() == 1);
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
   CHECK(invariants->empty());
@@ -255,10 +247,10 @@ nodes:
   f.apply(deployment("packed", 6));
   f.settleApproving();
   CHECK(f.ledger->getDeployment("packed", "d1")->state == "COMPLETED");
-  CHECK(activeRunning(f).size() == 6);
+  CHECK(f.activeRunning().size() == 6);
   CHECK(nodesInOrder("packed") ==
         std::vector<std::string>{"worker-1", "worker-1", "worker-1", "worker-2", "worker-2", "worker-2"});
-  for (const auto& r : activeRunning(f)) CHECK(httpGet(hostPort(r), "/version").find("1.0") != std::string::npos);
+  for (const auto& r : f.activeRunning()) CHECK(httpGet(hostPort(r), "/version").find("1.0") != std::string::npos);
 
   // Least-allocated (the default) alternates between the equally full nodes instead.
   f.apply(plan("spread", false));

@@ -174,6 +174,16 @@ struct EngineFixture {
     return page->items;
   }
 
+  // The RUNNING instances that serve their meta instance (not a surge's or a stopped
+  // colour's).
+  std::vector<model::RuntimeInstance> activeRunning() {
+    std::vector<model::RuntimeInstance> out;
+    for (auto& r : running()) {
+      if (r.is_active) out.push_back(r);
+    }
+    return out;
+  }
+
   // Approves every operation waiting for a person, as "alice".
   int approveAll() {
     int n = 0;

@@ -16,14 +16,6 @@ using testing::kSimCapabilities;
 using testing::kSimPlan;
 using testing::simCluster;
 
-std::vector<model::RuntimeInstance> activeRunning(EngineFixture& f) {
-  std::vector<model::RuntimeInstance> out;
-  for (auto& r : f.running()) {
-    if (r.is_active) out.push_back(r);
-  }
-  return out;
-}
-
 // One sim cluster of `n` nodes under a counting driver, and `n` instances of the sim plan
 // rolled out on it.
 CountingDriver& rollOutOnOneCluster(EngineFixture& f, int n) {
@@ -44,7 +36,7 @@ TEST_CASE("observer: asks each driver once a pass, one list and one batched stat
   f.apply(kSimPlan);
   f.apply(engineDeployment("v1", 20, "1"));
   f.engine->settle();
-  REQUIRE(activeRunning(f).size() == 20);
+  REQUIRE(f.activeRunning().size() == 20);
 
   a.resetCounts();
   b.resetCounts();
@@ -64,7 +56,7 @@ TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a r
   options.observer.slice = 4;
   EngineFixture f({"auto_approve_dev.lua"}, options);
   CountingDriver& driver = rollOutOnOneCluster(f, 10);
-  auto running = activeRunning(f);
+  auto running = f.activeRunning();
   REQUIRE(running.size() == 10);
 
   // Passes settle() ran left the observer somewhere in a round: find the start of the next
@@ -92,14 +84,14 @@ TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a r
   REQUIRE(failed.isOk());
   CHECK(failed->state == "FAILED");
   f.engine->settle();
-  CHECK(activeRunning(f).size() == 10);
+  CHECK(f.activeRunning().size() == 10);
 }
 
 TEST_CASE("observer: records the health a driver reports instead of running the plan's check") {
   EngineFixture f({"auto_approve_dev.lua"});
   CountingDriver& driver = rollOutOnOneCluster(f, 3);
   // Healthy by the driver's word: the http check on port 80 would fail, nothing listens.
-  auto running = activeRunning(f);
+  auto running = f.activeRunning();
   REQUIRE(running.size() == 3);
   for (const auto& r : running) {
     CHECK(r.healthy);
@@ -109,14 +101,14 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
 
   driver.reported_health = 0;
   CHECK(f.engine->runPass().observer_changes == 3);
-  for (const auto& r : activeRunning(f)) {
+  for (const auto& r : f.activeRunning()) {
     CHECK_FALSE(r.healthy);
     CHECK(r.message == "the test says so");
     CHECK(r.ready_since.empty());
   }
   driver.reported_health = 1;
   CHECK(f.engine->runPass().observer_changes == 3);
-  for (const auto& r : activeRunning(f)) CHECK(r.healthy);
+  for (const auto& r : f.activeRunning()) CHECK(r.healthy);
 
   // A driver that does not know leaves it to the plan's check, which fails three times in a
   // row (unhealthy_threshold), one probe per interval.
@@ -125,7 +117,7 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
     f.clock.advance(std::chrono::seconds(1));
     f.engine->runPass();
   }
-  for (const auto& r : activeRunning(f)) {
+  for (const auto& r : f.activeRunning()) {
     CHECK_FALSE(r.healthy);
     CHECK(r.message.find("GET http://127.0.0.1:") != std::string::npos);
   }
@@ -134,7 +126,7 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
 TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is restarted") {
   EngineFixture f({"auto_approve_dev.lua"});
   CountingDriver& driver = rollOutOnOneCluster(f, 2);
-  auto running = activeRunning(f);
+  auto running = f.activeRunning();
   REQUIRE(running.size() == 2);
 
   // Stopped behind tide's back: the batch answers STOPPED for it.
@@ -144,7 +136,7 @@ TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is
   REQUIRE(failed.isOk());
   CHECK(failed->state == "FAILED");
   f.engine->settle();
-  CHECK(activeRunning(f).size() == 2);
+  CHECK(f.activeRunning().size() == 2);
 }
 
 }  // namespace

@@ -16,13 +16,10 @@
 
 using namespace tide;
 using tide::testing::eventually;
+using tide::testing::appendEvents;
 using tide::testing::LedgerFixture;
 
 namespace {
-
-void appendEvents(ledger::Ledger& ledger, int n) {
-  for (int i = 0; i < n; ++i) REQUIRE(ledger.appendEvent("test.happened", "test/e", {{"i", i}}, "test").isOk());
-}
 
 model::RetentionPolicy keepTen(int64_t batch = 100) {
   model::RetentionPolicy policy;

@@ -63,9 +63,9 @@ TEST_CASE("wire: ledger script recorder does not record an unchanged version aga
 namespace {
 
 // The scripts side of a host over <dir>: a ledger file, a registry over <dir>/policies
-// recording into it, and a policy engine. Another Host over the same dir is a restart.
-struct Host {
-  Host(const std::filesystem::path& dir, const Clock& clock) {
+// recording into it, and a policy engine. Another RecordingHost over the same dir is a restart.
+struct RecordingHost {
+  RecordingHost(const std::filesystem::path& dir, const Clock& clock) {
     auto opened = ledger::Ledger::open("sqlite://" + (dir / "tide.db").string(), clock);
     REQUIRE_MESSAGE(opened.isOk(), opened.status().toString());
     ledger = std::move(opened).value();
@@ -115,7 +115,7 @@ TEST_CASE("wire: a restart after a broken edit keeps deciding with the last good
   lua::testing::writeFile(file, good);
   size_t failed_events = 0;
   {
-    Host host(dir.path(), clock);
+    RecordingHost host(dir.path(), clock);
     lua::testing::writeFile(file, kBroken);
     host.registry->reloadAll();
     CHECK(host.status("gate.lua").status == "stale");
@@ -123,7 +123,7 @@ TEST_CASE("wire: a restart after a broken edit keeps deciding with the last good
     CHECK(failed_events > 0);
   }
 
-  Host restarted(dir.path(), clock);
+  RecordingHost restarted(dir.path(), clock);
   CHECK(restarted.started.failed == 1);
   CHECK(restarted.started.restored == 1);
   REQUIRE(restarted.started.errors.size() == 1);
@@ -158,7 +158,7 @@ TEST_CASE("wire: a policy broken from the start fails closed across a restart, w
   lua::testing::writeFile(dir.path() / "policies" / "gate.lua", kBroken);
   for (int start = 0; start < 2; ++start) {
     CAPTURE(start);
-    Host host(dir.path(), clock);
+    RecordingHost host(dir.path(), clock);
     CHECK(host.status("gate.lua").status == "failed");
     const lua::Evaluation e = host.evaluate();
     CHECK(e.outcome == lua::Outcome::kPendingApproval);
@@ -175,14 +175,14 @@ TEST_CASE("wire: a file deleted since its last good version is not brought back 
   const auto file = dir.path() / "policies" / "gate.lua";
   lua::testing::writeFile(file, lua::testing::simplePolicy("gate"));
   {
-    Host host(dir.path(), clock);
+    RecordingHost host(dir.path(), clock);
     std::filesystem::remove(file);
     host.registry->reloadAll();
     lua::testing::writeFile(file, kBroken);
     host.registry->reloadAll();
     CHECK(host.status("gate.lua").status == "failed");
   }
-  Host restarted(dir.path(), clock);
+  RecordingHost restarted(dir.path(), clock);
   CHECK(restarted.status("gate.lua").status == "failed");
   CHECK(restarted.registry->current()->failed.size() == 1);
   CHECK(restarted.evaluate().outcome == lua::Outcome::kPendingApproval);

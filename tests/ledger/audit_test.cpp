@@ -15,6 +15,7 @@
 
 using namespace tide;
 using namespace tide::ledger;
+using tide::testing::appendEvents;
 using tide::testing::LedgerFixture;
 
 namespace {
@@ -24,12 +25,6 @@ model::RetentionPolicy byCount(int64_t count, int64_t batch = 5000) {
   policy.events_max_count = count;
   policy.batch = batch;
   return policy;
-}
-
-void appendEvents(Ledger& ledger, int n, const std::string& tag = "e") {
-  for (int i = 0; i < n; ++i) {
-    REQUIRE(ledger.appendEvent("test.happened", "test/" + tag, Json{{"i", i}}, "test").isOk());
-  }
 }
 
 std::vector<Event> allEvents(Ledger& ledger) {

@@ -100,4 +100,11 @@ struct LedgerFixture {
   }
 };
 
+// Appends `n` test.happened events on subject test/<tag>, each with its index.
+inline void appendEvents(ledger::Ledger& ledger, int n, const std::string& tag = "e") {
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(ledger.appendEvent("test.happened", "test/" + tag, nlohmann::json{{"i", i}}, "test").isOk());
+  }
+}
+
 }  // namespace tide::testing

@@ -13,6 +13,7 @@
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
 
+#include "host/core/clock.h"
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/sandbox.h"
@@ -79,6 +80,9 @@ using tide::testing::eventually;
 
 using tide::testing::residentBytes;
 using tide::testing::kSourceTree;
+
+// The clock the script tests start from.
+inline FakeClock testClock() { return FakeClock(*parseTimestamp("2026-03-03T10:00:00Z")); }
 
 }  // namespace tide::lua::testing
 

@@ -79,7 +79,6 @@ ScriptFile hostileScript(const Hostile& hostile, ScriptKind kind, const std::str
   return file;
 }
 
-FakeClock testClock() { return FakeClock(*parseTimestamp("2026-03-03T10:00:00Z")); }
 
 std::shared_ptr<ScriptSet> setOf(const ScriptFile& file) {
   auto set = std::make_shared<ScriptSet>();

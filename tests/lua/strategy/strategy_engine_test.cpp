@@ -48,7 +48,6 @@ std::string strategy(const std::string& name, const std::string& body, const std
          "\n  end,\n}\n";
 }
 
-FakeClock testClock() { return FakeClock(*parseTimestamp("2026-03-03T10:00:00Z")); }
 
 Json readyInstance(const std::string& name, const std::string& version) {
   return {{"name", name}, {"version", version}, {"state", "RUNNING"}, {"healthy", true}, {"update_domain", "ud-1"}};
