@@ -13,6 +13,21 @@ namespace {
 
 char kStateKey;  // its address keys the owning LuaState* in the registry
 
+// The calling thread's last CPU clock reading, and when it was taken. Per thread, not per
+// state: a state handed to another thread (a PolicyPool) must not start from a reading of
+// the thread it came from.
+struct CpuReading {
+  std::chrono::steady_clock::time_point at{};
+  std::chrono::nanoseconds cpu{};
+  uint64_t reads = 0;
+};
+thread_local CpuReading t_cpu_reading;
+
+std::chrono::nanoseconds readCpuClock(std::chrono::steady_clock::time_point now) {
+  t_cpu_reading = {now, threadCpuTime(), t_cpu_reading.reads + 1};
+  return t_cpu_reading.cpu;
+}
+
 struct PendingCall {
   void (*thunk)(void*, lua_State*);
   void* body;
@@ -238,7 +253,9 @@ void LuaState::restartDeadline(std::chrono::microseconds allowance) {
   const std::chrono::microseconds allowed = options_.limits.deadline + allowance;
   const auto now = std::chrono::steady_clock::now();
   allowed_ = allowed;
-  cpu_started_ = threadCpuTime();
+  if (now - t_cpu_reading.at > maxCpuReadingAge(allowed)) readCpuClock(now);
+  // The thread cannot have used more CPU since the reading than the wall time since it.
+  cpu_started_ = t_cpu_reading.cpu + (now - t_cpu_reading.at);
   host_work_ = {};
   next_cpu_look_ = now + allowed;
   wall_limit_ = now + wallLimitOf(allowed);
@@ -248,12 +265,14 @@ bool LuaState::deadlinePassed() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_cpu_look_) return false;
   if (now >= wall_limit_) return true;
-  const std::chrono::nanoseconds used = threadCpuTime() - cpu_started_ + host_work_;
+  const std::chrono::nanoseconds used = readCpuClock(now) - cpu_started_ + host_work_;
   if (used >= allowed_) return true;
   // Preempted: what is left cannot be used up sooner than this.
   next_cpu_look_ = std::min(now + (allowed_ - used), wall_limit_);
   return false;
 }
+
+uint64_t LuaState::cpuClockReads() { return t_cpu_reading.reads; }
 
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
 

@@ -118,6 +118,49 @@ TEST_CASE("lua: the deadline counts the script's CPU time, so a starved thread d
   CHECK(wall > options.limits.deadline);  // it was starved, or this shows nothing
 }
 
+TEST_CASE("lua: calls in quick succession start from one CPU clock reading instead of a system call each") {
+  auto state = newState();
+  REQUIRE(state);
+  constexpr int kCalls = 1000;
+  const uint64_t reads_before = LuaState::cpuClockReads();
+  for (int i = 0; i < kCalls; ++i) REQUIRE(runChunk(*state, "return 1").error.ok());
+  const uint64_t reads = LuaState::cpuClockReads() - reads_before;
+  MESSAGE(kCalls << " calls read the CPU clock " << reads << " times");
+  // A reading serves the calls of the next millisecond; a thousand trivial calls take a few.
+  CHECK(reads < kCalls / 4);
+}
+
+TEST_CASE("lua: a state handed to a fresh thread keeps its deadline (CPU readings are per thread)") {
+  // The state first runs on a thread that has used far more CPU than the deadline; a
+  // reading of that thread's clock taken as the fresh thread's would let a spinning script
+  // run on until the wall limit (an older reading) or fail at once (a newer one).
+  LuaStateOptions options;
+  options.limits.deadline = 20ms;
+  auto state = newState(options);
+  REQUIRE(state);
+  bool busy_ok = true;
+  std::thread busy([&] {
+    const auto started = tide::threadCpuTime();
+    while (tide::threadCpuTime() - started < 300ms) busy_ok = busy_ok && runChunk(*state, "return 1").error.ok();
+  });
+  busy.join();
+  ChunkResult warmed;
+  ChunkResult spun;
+  std::chrono::nanoseconds cpu{};
+  std::thread fresh([&] {
+    warmed = runChunk(*state, "local n = 0 for i = 1, 1000 do n = n + i end return n");
+    const auto started = tide::threadCpuTime();
+    spun = runChunk(*state, "while true do end");
+    cpu = tide::threadCpuTime() - started;
+  });
+  fresh.join();
+  CHECK(busy_ok);
+  CHECK(warmed.error.ok());
+  CHECK(spun.error.error_class == LuaErrorClass::kTimeout);
+  CHECK(cpu >= options.limits.deadline);
+  CHECK(cpu < 2 * options.limits.deadline);
+}
+
 TEST_CASE("lua: C code that blocks outside host work is stopped by the wall limit") {
   auto state = newState(shortDeadline());
   REQUIRE(state);
