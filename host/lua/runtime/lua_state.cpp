@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include <lua.hpp>
@@ -96,10 +97,43 @@ void pushWhere(lua_State* L) {
 // Every block the capped allocator hands out carries a header naming the budget it is
 // charged to, so a block the GC frees during another script's call comes off the right
 // budget. A block that grows or shrinks is charged anew to the budget in effect (the one
-// that made it this size). 16 bytes keep malloc's alignment.
+// that made it this size). The header also keeps the block's size, header included, so
+// that where a block goes back (BlockPool or free) never rests on the size Lua passes.
+// 16 bytes keep malloc's alignment.
 struct alignas(16) BlockHeader {
   MemoryBudget budget;
+  size_t bytes;
 };
+static_assert(sizeof(BlockHeader) == 16);
+
+void releaseBlock(BlockPool& pool, BlockHeader* block) {
+  if (BlockPool::holds(block->bytes)) {
+    pool.give(block, block->bytes);
+  } else {
+    std::free(block);
+  }
+}
+
+// `block` (null for a new one) resized to `bytes`, header included, as realloc would:
+// contents kept, and on failure null with `block` untouched. Small blocks come from
+// `pool`; a block stays where it is while its size class does.
+BlockHeader* resizeBlock(BlockPool& pool, BlockHeader* block, size_t bytes) {
+  const bool small = BlockPool::holds(bytes);
+  BlockHeader* out = nullptr;
+  if (block && small && BlockPool::holds(block->bytes) && BlockPool::sameClass(block->bytes, bytes)) {
+    out = block;
+  } else if (block && !small && !BlockPool::holds(block->bytes)) {
+    out = static_cast<BlockHeader*>(std::realloc(block, bytes));
+  } else {
+    out = static_cast<BlockHeader*>(small ? pool.take(bytes) : std::malloc(bytes));
+    if (out && block) {
+      std::memcpy(out, block, std::min(block->bytes, bytes));
+      releaseBlock(pool, block);
+    }
+  }
+  if (out) out->bytes = bytes;
+  return out;
+}
 
 }  // namespace
 
@@ -216,7 +250,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
   if (!block) old_size = 0;  // LuaJIT may pass a type tag as old_size for a new block
   const MemoryBudget owner = block ? block->budget : self->budget_;
   if (new_size == 0) {
-    std::free(block);
+    if (block) releaseBlock(self->pool_, block);
     self->used_ -= old_size;
     self->budgets_[owner] -= old_size;
     return nullptr;
@@ -229,7 +263,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
     return nullptr;
   }
   if (capped && new_size > old_size && self->pastDeadlineAfter(new_size - old_size)) return nullptr;
-  auto* grown = static_cast<BlockHeader*>(std::realloc(block, sizeof(BlockHeader) + new_size));
+  BlockHeader* grown = resizeBlock(self->pool_, block, sizeof(BlockHeader) + new_size);
   if (!grown) return nullptr;
   grown->budget = charged;
   self->budgets_[owner] -= old_size;

@@ -60,6 +60,7 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
+#include "host/lua/runtime/block_pool.h"
 
 struct lua_State;
 struct lua_Debug;
@@ -296,6 +297,7 @@ class LuaState {
   lua_State* L_ = nullptr;
   bool capped_ = false;
   size_t used_ = 0;  // bytes held through the capped allocator
+  BlockPool pool_;   // the capped allocator's small blocks; outlives L_ (closed in ~LuaState)
   // Bytes held per MemoryBudget (capped allocator only); the budget in effect.
   std::vector<size_t> budgets_ = std::vector<size_t>(2, 0);  // kStateBudget, kHostInputBudget, scripts
   MemoryBudget budget_ = kStateBudget;
