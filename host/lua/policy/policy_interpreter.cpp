@@ -15,6 +15,14 @@
 namespace tide::lua {
 namespace {
 
+// A policy state holds little (the scripts, one op at a time) and drops nearly all it
+// allocates within each decision. Its collector starts a cycle when the heap reaches four
+// times what survived the last one (LuaJIT's default: twice) and works at the pace of
+// allocation (the default: twice that pace). In policy_bench: 3.5% fewer instructions per
+// decision and a p99 no worse; the state holds about 350 KiB instead of 150.
+constexpr int kGcPause = 400;
+constexpr int kGcStepMultiplier = 100;
+
 constexpr const char* kCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
 constexpr TestTable kPolicyTests(kCaseFields);
 
@@ -137,6 +145,8 @@ Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared
   options.limits = limits;
   options.clock = &clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<LuaState> state, LuaState::create(std::move(options)));
+  lua_gc(state->raw(), LUA_GCSETPAUSE, kGcPause);
+  lua_gc(state->raw(), LUA_GCSETSTEPMUL, kGcStepMultiplier);
   std::unique_ptr<PolicyInterpreter> interpreter(new PolicyInterpreter(std::move(set), std::move(state)));
   PolicyInterpreter* self = interpreter.get();
   self->state_->setLogSink([self](const LogRecord& record) {

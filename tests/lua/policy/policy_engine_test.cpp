@@ -411,6 +411,15 @@ TEST_CASE("lua: tide.lib.namespaces draws the line where docs/lua.md's patterns 
   CHECK(e.decisions[0].record.reasons.dump() == R"(["all agree"])");
 }
 
+TEST_CASE("lua: a policy state lets garbage grow to four times the live heap and collects at allocation's pace") {
+  RegistryFixture fx;
+  auto interpreter = PolicyInterpreter::create(fx.registry->current(), LuaLimits{}, fx.clock);
+  REQUIRE(interpreter.isOk());
+  lua_State* L = (*interpreter)->state().raw();
+  CHECK(lua_gc(L, LUA_GCSETPAUSE, 400) == 400);  // each returns the setting it replaces
+  CHECK(lua_gc(L, LUA_GCSETSTEPMUL, 100) == 100);
+}
+
 TEST_CASE("lua: applies() filters policies and the default decides when nobody approves") {
   RegistryFixture fx;
   writeFile(fx.policy("only_dev.lua"), R"(
