@@ -25,7 +25,7 @@ return {
   end,
 
   decide = function(op, ctx)
-    local now = ctx.now().epoch
+    local now = os.time()  -- seconds since the epoch, as ctx.now().epoch
     for _, window in ipairs(windows) do
       if now >= window.from and now < window.to then
         return deny(window.freeze.reason .. " until " .. window.freeze.to)

@@ -1,22 +1,34 @@
 -- Which namespaces are for development and which are production, decided in one place so
--- every policy draws the line the same way.
+-- every policy draws the line the same way: by the first and the last word of the name,
+-- words being separated by "-".
 --
 --   tide.lib.namespaces.is_dev("dev-web")    --> true   (dev, dev-*, test, test-*, *-dev, *-test)
 --   tide.lib.namespaces.is_prod("prod-web")  --> true   (prod, prod-*, *-prod)
 
-local dev_patterns = { "^dev$", "^dev%-", "^test$", "^test%-", "%-dev$", "%-test$" }
-local prod_patterns = { "^prod$", "^prod%-", "%-prod$" }
+local dev_words = { dev = true, test = true }
+local prod_words = { prod = true }
 
-local function matches_any(namespace, patterns)
-  for _, pattern in ipairs(patterns) do
-    if string.match(namespace or "", pattern) then
-      return true
-    end
+-- Every policy deciding an operation asks about the same namespace: the last one's words
+-- are kept. `last_namespace` is set last, so a half-done update is never taken as done.
+local last_namespace, last_first, last_last
+
+-- "payments-test" --> "payments", "test"; "dev" --> "dev", "dev"
+local function first_and_last_word(namespace)
+  namespace = namespace or ""
+  if namespace ~= last_namespace then
+    last_first = string.match(namespace, "^[^%-]*")
+    last_last = string.match(namespace, "^.*%-([^%-]*)$") or last_first
+    last_namespace = namespace
   end
-  return false
+  return last_first, last_last
+end
+
+local function either_word_in(words, namespace)
+  local first, last = first_and_last_word(namespace)
+  return words[first] == true or words[last] == true
 end
 
 return {
-  is_dev = function(namespace) return matches_any(namespace, dev_patterns) end,
-  is_prod = function(namespace) return matches_any(namespace, prod_patterns) end,
+  is_dev = function(namespace) return either_word_in(dev_words, namespace) end,
+  is_prod = function(namespace) return either_word_in(prod_words, namespace) end,
 }

@@ -8,8 +8,9 @@
 // Then, when node and @cedar-policy/cedar-wasm are there, the same rules written in Cedar
 // (tests/bench/cedar/policies.cedar) decide the same requests under Node
 // (tests/bench/cedar/bench.js), which also checks that Cedar decides what tide decided.
-// Prints one JSON line; notes go to stderr. Exits 1 when the mix misses a rule or the two
-// disagree.
+// Prints one JSON line, with a digest of every decision (outcome, verdicts, reasons) that
+// must not move when a change only makes deciding faster; notes go to stderr. Exits 1 when
+// the mix misses a rule or the two disagree.
 //
 //   build-release/policy_bench [decisions per round] [distinct requests]
 //
@@ -38,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/core/clock.h"
+#include "host/core/sha256.h"
 #include "host/lua/policy/policy_engine.h"
 #include "host/lua/registry/script_registry.h"
 
@@ -356,14 +358,17 @@ int main(int argc, char** argv) {
   // Every rule must be exercised, and each request's answer is what Cedar must match.
   std::map<std::string, int> votes;  // "policy verdict" -> count; "outcome X" -> count
   Json expected = Json::array();
+  std::string decided;  // every request's outcome, verdicts and reasons, for the digest
   for (const Request& r : requests) {
     const lua::Evaluation e = engine.evaluate(r.op, data, r.clock);
+    decided += std::string(lua::outcomeName(e.outcome)) + "\n";
     for (const lua::PolicyDecision& d : e.decisions) {
       if (!d.record.error_class.empty()) {
         std::fprintf(stderr, "policy_bench: %s failed: %s\n", d.record.policy.c_str(), d.record.reasons.dump().c_str());
         return 1;
       }
       ++votes[d.record.policy + " " + d.record.verdict];
+      decided += d.record.policy + " " + d.record.verdict + " " + d.record.reasons.dump() + "\n";
     }
     ++votes[std::string("outcome ") + lua::outcomeName(e.outcome)];
     Json request = r.cedar;
@@ -380,7 +385,11 @@ int main(int argc, char** argv) {
     coverage += std::string(coverage.empty() ? "" : ", ") + rule + " " + std::to_string(votes[rule]);
     covered = covered && votes[rule] > 0;
   }
-  std::fprintf(stderr, "policy_bench: %d distinct requests: %s\n", distinct, coverage.c_str());
+  // The same digest before and after a change to the policies or the engine: they decide
+  // every request alike, reasons included (Cedar only checks outcomes and voters).
+  const std::string decisions_sha256 = sha256Hex(decided);
+  std::fprintf(stderr, "policy_bench: %d distinct requests: %s; decisions sha256 %s\n", distinct, coverage.c_str(),
+               decisions_sha256.c_str());
   if (!covered) {
     std::fprintf(stderr, "policy_bench: the request mix misses a rule\n");
     return 1;
@@ -412,6 +421,7 @@ int main(int argc, char** argv) {
                               {"p50_us", rounded(tide.p50_us, 2)}, {"p99_us", rounded(tide.p99_us, 2)},
                               {"cedar_decisions_per_s", nullptr},  {"ratio_vs_cedar", nullptr}};
   line["decisions_per_cpu_s"] = rounded(tide.per_cpu_s, 1);
+  line["decisions_sha256"] = decisions_sha256;
   if (cedar.is_object()) {
     const double cedar_per_s = cedar.value("decisions_per_s", 0.0);
     line["cedar_decisions_per_s"] = rounded(cedar_per_s, 1);

@@ -170,7 +170,8 @@ void pushPolicyContext(lua_State* L) {
   setFunction(L, "node", guarded<ctxNode>);
   pushLogTable(L);
   lua_setfield(L, -2, "log");
-  pushReadOnly(L, -1);
+  // Its functions and the log's view never change: reads go straight to the table.
+  pushSealedReadOnly(L, -1);
   lua_replace(L, -2);
 }
 

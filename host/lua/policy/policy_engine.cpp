@@ -4,6 +4,17 @@
 #include <optional>
 
 namespace tide::lua {
+
+// A loaded version, a file that failed validation, or a name the plan lists that no file
+// declares (both of the latter vote as failing). Points into the ScriptSet it was selected
+// from.
+struct SelectedPolicy {
+  const std::string* name;
+  const ScriptFile* file = nullptr;
+  const FailedScript* failed = nullptr;
+  std::string level;  // advisory | soft | hard
+};
+
 namespace {
 
 model::Decision makeRecord(const std::string& policy, const std::string& sha256, const PolicyRun& run,
@@ -50,27 +61,19 @@ std::optional<std::vector<std::string>> listedPolicies(const Json& op) {
   return names;
 }
 
-// One policy an evaluation asks: a loaded version, a file that failed validation, or a name
-// the plan lists that no file declares (both of the latter vote as failing).
-struct Selected {
-  const std::string* name;
-  const ScriptFile* file = nullptr;
-  const FailedScript* failed = nullptr;
-  std::string level;  // advisory | soft | hard
-};
-
 // The policies that decide `op`: every policy of `set` when the plan lists none; with a
 // list, every hard and soft policy plus the advisory ones it names. A plan may add
 // policies, never remove one that counts (fail closed). Files that failed validation take
 // part alike, counting as hard when their level is unknown. By name.
-std::vector<Selected> selectPolicies(const ScriptSet& set, const std::optional<std::vector<std::string>>& listed) {
+std::vector<SelectedPolicy> selectPolicies(const ScriptSet& set,
+                                           const std::optional<std::vector<std::string>>& listed) {
   auto isListed = [&listed](const std::string& name) {
     return listed && std::binary_search(listed->begin(), listed->end(), name);
   };
   auto counts = [&](const std::string& name, const std::string& level) {
     return !listed || level != "advisory" || isListed(name);
   };
-  std::vector<Selected> out;
+  std::vector<SelectedPolicy> out;
   for (const ScriptFile* file : set.ofKind(ScriptKind::kPolicy)) {
     const std::string level = file->level.empty() ? "hard" : file->level;
     if (counts(file->name, level)) out.push_back({&file->name, file, nullptr, level});
@@ -83,11 +86,13 @@ std::vector<Selected> selectPolicies(const ScriptSet& set, const std::optional<s
   }
   if (listed) {
     for (const std::string& name : *listed) {
-      const bool declared = std::any_of(out.begin(), out.end(), [&name](const Selected& s) { return *s.name == name; });
+      const bool declared =
+          std::any_of(out.begin(), out.end(), [&name](const SelectedPolicy& s) { return *s.name == name; });
       if (!declared) out.push_back({&name, nullptr, nullptr, "hard"});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Selected& a, const Selected& b) { return *a.name < *b.name; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SelectedPolicy& a, const SelectedPolicy& b) { return *a.name < *b.name; });
   return out;
 }
 
@@ -118,6 +123,14 @@ PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock,
 
 PolicyEngine::~PolicyEngine() = default;
 
+const std::vector<SelectedPolicy>& PolicyEngine::defaultSelection(const std::shared_ptr<const ScriptSet>& set) {
+  if (default_selection_set_ != set) {
+    default_selection_ = selectPolicies(*set, std::nullopt);
+    default_selection_set_ = set;
+  }
+  return default_selection_;
+}
+
 uint64_t PolicyEngine::loadedVersion() const { return interpreter_.version(); }
 
 size_t PolicyEngine::luaMemoryUsed() const { return interpreter_.get() ? interpreter_.get()->state().memoryUsed() : 0; }
@@ -135,7 +148,9 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
   PolicyInterpreter* interpreter = interpreter_.get();
 
   const std::optional<std::vector<std::string>> listed = listedPolicies(op);
-  const std::vector<Selected> policies = selectPolicies(*set, listed);
+  std::vector<SelectedPolicy> listed_selection;
+  if (listed) listed_selection = selectPolicies(*set, listed);
+  const std::vector<SelectedPolicy>& policies = listed ? listed_selection : defaultSelection(set);
   evaluation.decisions.reserve(policies.size());
 
   LuaError op_error;
@@ -150,7 +165,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
   std::vector<PolicyVote> votes;
   votes.reserve(policies.size());
   bool hit_limit = op_error.error_class == LuaErrorClass::kTimeout || op_error.error_class == LuaErrorClass::kMemory;
-  for (const Selected& policy : policies) {
+  for (const SelectedPolicy& policy : policies) {
     const std::string& name = *policy.name;
     const std::string& level = policy.level;
     PolicyRun run;

@@ -63,6 +63,9 @@ struct Evaluation {
 // shape of the dry-run API response and `tide policy eval -o json`.
 void to_json(Json& j, const Evaluation& evaluation);
 
+// One policy an evaluation asks (policy_engine.cpp).
+struct SelectedPolicy;
+
 class PolicyEngine {
  public:
   // `scripts` and `clock` must outlive the engine.
@@ -85,10 +88,16 @@ class PolicyEngine {
   size_t luaMemoryUsed() const;
 
  private:
+  // The policies asked when the plan lists none, as selected from `set`: kept while `set`
+  // stays current, since nearly every evaluation asks exactly those.
+  const std::vector<SelectedPolicy>& defaultSelection(const std::shared_ptr<const ScriptSet>& set);
+
   const ScriptSetProvider& scripts_;
   const Clock& clock_;
   PolicyEngineOptions options_;
   VersionedBuild<PolicyInterpreter> interpreter_;
+  std::shared_ptr<const ScriptSet> default_selection_set_;
+  std::vector<SelectedPolicy> default_selection_;
 };
 
 }  // namespace tide::lua

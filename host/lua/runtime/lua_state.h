@@ -22,8 +22,12 @@
 //   string.rep, table.concat) are caught by the allocator, which checks every
 //   kBytesPerDeadlineCheck bytes of growth and refuses to grow past the deadline. A check
 //   reads the cheap steady clock, and the thread's CPU clock only once the wall time since
-//   the start could have used up the deadline. The host pushing a script's input
-//   (hostInput) is not the script's time: the deadline starts once the input is there.
+//   the start could have used up the deadline. Nor is the CPU clock read when a call
+//   starts while the thread's last reading is fresh (kMaxCpuReadingAge): the call starts
+//   from that reading plus the wall time since, as much CPU as the thread can have used by
+//   then, which grants the call at most that age more than its deadline. The host pushing
+//   a script's input (hostInput) is not the script's time: the deadline starts once the
+//   input is there.
 // - memory: every allocation is charged to a budget (MemoryBudget): the script whose file
 //   is loading or whose function is running, or the state's own. Each budget is capped at
 //   `memory_bytes`, so one script's hoard fails only that script; the input the host pushes
@@ -56,6 +60,7 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
+#include "host/lua/runtime/block_pool.h"
 
 struct lua_State;
 struct lua_Debug;
@@ -75,6 +80,16 @@ inline constexpr int kMaxCallDepth = 100;
 // How many bytes the allocator hands out between two looks at the clock: 1 MiB is copied
 // in well under a millisecond, and a clock read per MiB costs nothing measurable.
 inline constexpr size_t kBytesPerDeadlineCheck = size_t{1} << 20;
+
+// How old the thread's last CPU clock reading may be for a call to start from it instead
+// of reading the clock, a system call of about half a microsecond (a policy decision makes
+// six calls, and these reads were a sixth of its time): a sixteenth of the deadline, at
+// most 1 ms. A call may use up to that age more CPU than its deadline.
+inline constexpr int kCpuReadingAgeDivisor = 16;
+inline constexpr std::chrono::microseconds kMaxCpuReadingAge{1000};
+constexpr std::chrono::nanoseconds maxCpuReadingAge(std::chrono::nanoseconds deadline) {
+  return std::min<std::chrono::nanoseconds>(deadline / kCpuReadingAgeDivisor, kMaxCpuReadingAge);
+}
 
 // The wall-clock bound of a call whose deadline (in CPU time) is `deadline`: a script that
 // spins uses CPU as fast as the wall clock runs unless the machine is starved, so this
@@ -256,6 +271,9 @@ class LuaState {
   // Marks the running call's failure as a load (compile) error rather than a runtime one.
   void markLoadError() { load_error_ = true; }
 
+  // How many times the calling thread has read its CPU clock for Lua deadlines.
+  static uint64_t cpuClockReads();
+
  private:
   explicit LuaState(LuaStateOptions options);
   LuaError callImpl(MemoryBudget budget, void (*thunk)(void*, lua_State*), void* body);
@@ -279,6 +297,7 @@ class LuaState {
   lua_State* L_ = nullptr;
   bool capped_ = false;
   size_t used_ = 0;  // bytes held through the capped allocator
+  BlockPool pool_;   // the capped allocator's small blocks; outlives L_ (closed in ~LuaState)
   // Bytes held per MemoryBudget (capped allocator only); the budget in effect.
   std::vector<size_t> budgets_ = std::vector<size_t>(2, 0);  // kStateBudget, kHostInputBudget, scripts
   MemoryBudget budget_ = kStateBudget;

@@ -360,6 +360,66 @@ TEST_CASE("lua: a plan listing only an allow-everything policy still gets prod-d
   CHECK(decisionOf(e, "allow-all")->record.verdict == "approve");
 }
 
+TEST_CASE("lua: tide.lib.namespaces draws the line where docs/lua.md's patterns do, asked in any order") {
+  // The lib decides by the first and last words of a name and keeps the last namespace's
+  // words; the patterns below are the rule as documented. Asking about each namespace
+  // twice in a row, then about the next, exercises the kept words as the policies of one
+  // decision do.
+  RegistryFixture fx;
+  std::filesystem::copy(std::filesystem::path(TIDE_SOURCE_DIR) / "scripts" / "lib", fx.dir.path() / "scripts" / "lib");
+  writeFile(fx.policy("namespaces_check.lua"), R"(
+    local namespaces = tide.lib.namespaces
+    local documented = {
+      dev = { "^dev$", "^dev%-", "^test$", "^test%-", "%-dev$", "%-test$" },
+      prod = { "^prod$", "^prod%-", "%-prod$" },
+    }
+    local function matches_any(namespace, patterns)
+      for _, pattern in ipairs(patterns) do
+        if string.match(namespace or "", pattern) then return true end
+      end
+      return false
+    end
+    local names = { "dev", "dev-web", "test", "test-api", "web-dev", "payments-test", "prod", "prod-web",
+                    "shop-prod", "payments-prod", "staging", "shop", "devops-tools", "production-like", "", "-",
+                    "--", "dev-", "-dev", "test-", "-test", "prod-", "-prod", "a-dev-b", "a-prod-b", "prod-dev",
+                    "dev-prod", "test-prod-dev", "xprod", "prodx", "devtest", "DEV", "Prod-web", "dev.web",
+                    "a-b-c-d-prod", "a-b-c-d-e", "dev--", "--prod", "web-dev-", string.rep("a-", 40) .. "test" }
+    return {
+      name = "namespaces-check",
+      decide = function(op, ctx)
+        local wrong = {}
+        for round = 1, 2 do
+          for i = 1, #names + 1 do
+            local namespace = names[i]  -- nil once: an op without a namespace
+            for _ = 1, round do
+              if namespaces.is_dev(namespace) ~= matches_any(namespace, documented.dev)
+                  or namespaces.is_prod(namespace) ~= matches_any(namespace, documented.prod) then
+                wrong[#wrong + 1] = tostring(namespace)
+              end
+            end
+          end
+        end
+        if #wrong > 0 then return deny("decided otherwise: " .. table.concat(wrong, ", ")) end
+        return approve("all agree")
+      end,
+    })");
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  const Evaluation e = engine.evaluate(prodOp(), data);
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.reasons.dump() == R"(["all agree"])");
+}
+
+TEST_CASE("lua: a policy state lets garbage grow to four times the live heap and collects at allocation's pace") {
+  RegistryFixture fx;
+  auto interpreter = PolicyInterpreter::create(fx.registry->current(), LuaLimits{}, fx.clock);
+  REQUIRE(interpreter.isOk());
+  lua_State* L = (*interpreter)->state().raw();
+  CHECK(lua_gc(L, LUA_GCSETPAUSE, 400) == 400);  // each returns the setting it replaces
+  CHECK(lua_gc(L, LUA_GCSETSTEPMUL, 100) == 100);
+}
+
 TEST_CASE("lua: applies() filters policies and the default decides when nobody approves") {
   RegistryFixture fx;
   writeFile(fx.policy("only_dev.lua"), R"(

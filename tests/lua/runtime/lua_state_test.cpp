@@ -3,6 +3,8 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "host/lua/runtime/guard.h"
 #include "tests/lua/lua_test_util.h"
@@ -92,6 +94,49 @@ TEST_CASE("lua: the deadline counts the script's CPU time, not time the thread i
   CHECK(std::chrono::steady_clock::now() - started > options.limits.deadline);
 }
 
+TEST_CASE("lua: calls in quick succession start from one CPU clock reading instead of a system call each") {
+  auto state = newState();
+  REQUIRE(state);
+  constexpr int kCalls = 1000;
+  const uint64_t reads_before = LuaState::cpuClockReads();
+  for (int i = 0; i < kCalls; ++i) REQUIRE(runChunk(*state, "return 1").error.ok());
+  const uint64_t reads = LuaState::cpuClockReads() - reads_before;
+  MESSAGE(kCalls << " calls read the CPU clock " << reads << " times");
+  // A reading serves the calls of the next millisecond; a thousand trivial calls take a few.
+  CHECK(reads < kCalls / 4);
+}
+
+TEST_CASE("lua: a state handed to a fresh thread keeps its deadline (CPU readings are per thread)") {
+  // The state first runs on a thread that has used far more CPU than the deadline; a
+  // reading of that thread's clock taken as the fresh thread's would let a spinning script
+  // run on until the wall limit (an older reading) or fail at once (a newer one).
+  LuaStateOptions options;
+  options.limits.deadline = 20ms;
+  auto state = newState(options);
+  REQUIRE(state);
+  bool busy_ok = true;
+  std::thread busy([&] {
+    const auto started = tide::threadCpuTime();
+    while (tide::threadCpuTime() - started < 300ms) busy_ok = busy_ok && runChunk(*state, "return 1").error.ok();
+  });
+  busy.join();
+  ChunkResult warmed;
+  ChunkResult spun;
+  std::chrono::nanoseconds cpu{};
+  std::thread fresh([&] {
+    warmed = runChunk(*state, "local n = 0 for i = 1, 1000 do n = n + i end return n");
+    const auto started = tide::threadCpuTime();
+    spun = runChunk(*state, "while true do end");
+    cpu = tide::threadCpuTime() - started;
+  });
+  fresh.join();
+  CHECK(busy_ok);
+  CHECK(warmed.error.ok());
+  CHECK(spun.error.error_class == LuaErrorClass::kTimeout);
+  CHECK(cpu >= options.limits.deadline);
+  CHECK(cpu < 2 * options.limits.deadline);
+}
+
 TEST_CASE("lua: C code that blocks outside host work is stopped by the wall limit") {
   auto state = newState(shortDeadline());
   REQUIRE(state);
@@ -150,6 +195,56 @@ TEST_CASE("lua: a memory bomb ends with a memory error and the state still works
   r = runChunk(*state, "return string.rep('ab', 3)");
   CHECK(r.error.ok());
   CHECK(r.value == "ababab");
+}
+
+TEST_CASE("lua: the allocator's pool reuses a freed small block and keeps at most its cap") {
+  BlockPool pool;
+  void* first = pool.take(40);
+  REQUIRE(first);
+  pool.give(first, 40);
+  CHECK(pool.keptBytes() == 48);
+  CHECK(pool.take(33) == first);  // 33 and 40 bytes are one size class
+  CHECK(pool.keptBytes() == 0);
+  pool.give(first, 40);
+  void* other_class = pool.take(64);
+  CHECK(other_class != first);
+  pool.give(other_class, 64);
+
+  std::vector<void*> many;
+  for (size_t kept = 0; kept <= 2 * BlockPool::kMaxKeptBytes; kept += BlockPool::kMaxBlockBytes) {
+    many.push_back(pool.take(BlockPool::kMaxBlockBytes));
+  }
+  for (void* block : many) pool.give(block, BlockPool::kMaxBlockBytes);
+  CHECK(pool.keptBytes() <= BlockPool::kMaxKeptBytes);
+  CHECK(pool.keptBytes() > BlockPool::kMaxKeptBytes - BlockPool::kMaxBlockBytes);
+}
+
+TEST_CASE("lua: memory counts the same whether blocks come from the pool or from malloc") {
+  // Small strings and tables (pooled) and big ones (malloc'ed) made, grown across the
+  // pool's bound and dropped, twice: the state's count comes back to where it was, and
+  // the second round, served from the pool, counts what the first did.
+  auto state = newState();
+  REQUIRE(state);
+  REQUIRE(state->usesCappedAllocator());
+  const char* churn = R"(
+    local kept = {}
+    for i = 1, 2000 do
+      local t = {}
+      for j = 1, i % 80 do t[j] = ("x"):rep(j * 8) .. i end  -- strings and array grow past 512 bytes
+      kept[i % 100 + 1] = t
+    end
+    return #kept)";
+  auto used_after_collect = [&] {
+    REQUIRE(state->call([](lua_State* L) { lua_gc(L, LUA_GCCOLLECT, 0); }).ok());
+    return state->memoryUsed();
+  };
+  const size_t before = used_after_collect();
+  REQUIRE(runChunk(*state, churn).error.ok());
+  const size_t after_first = used_after_collect();
+  REQUIRE(runChunk(*state, churn).error.ok());
+  const size_t after_second = used_after_collect();
+  CHECK(after_first < before + (64u << 10));
+  CHECK(after_second == after_first);
 }
 
 TEST_CASE("lua: a memory error caught by pcall still fails the call") {
