@@ -19,6 +19,19 @@
 #include <new>
 #include <utility>
 
+// Under AddressSanitizer a kept block is poisoned past its free-list link, so Lua touching
+// a block it freed is still reported although the block never went back to malloc.
+#if defined(__SANITIZE_ADDRESS__)
+#define TIDE_BLOCK_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TIDE_BLOCK_POOL_ASAN 1
+#endif
+#endif
+#ifdef TIDE_BLOCK_POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tide::lua {
 
 class BlockPool {
@@ -46,6 +59,7 @@ class BlockPool {
   void* take(size_t bytes) {
     const size_t c = classOf(bytes);
     if (FreeBlock* block = free_[c]) {
+      unpoison(block, classBytes(c));
       free_[c] = block->next;
       kept_bytes_ -= classBytes(c);
       return block;
@@ -61,6 +75,7 @@ class BlockPool {
     }
     free_[c] = new (block) FreeBlock{free_[c]};
     kept_bytes_ += classBytes(c);
+    poison(static_cast<char*>(block) + sizeof(FreeBlock), classBytes(c) - sizeof(FreeBlock));
   }
   // Bytes held in free blocks.
   size_t keptBytes() const { return kept_bytes_; }
@@ -69,6 +84,16 @@ class BlockPool {
   struct FreeBlock {
     FreeBlock* next;
   };
+  static void poison([[maybe_unused]] void* at, [[maybe_unused]] size_t bytes) {
+#ifdef TIDE_BLOCK_POOL_ASAN
+    ASAN_POISON_MEMORY_REGION(at, bytes);
+#endif
+  }
+  static void unpoison([[maybe_unused]] void* at, [[maybe_unused]] size_t bytes) {
+#ifdef TIDE_BLOCK_POOL_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(at, bytes);
+#endif
+  }
   static size_t classOf(size_t bytes) { return (bytes - 1) / kGranule; }
   static size_t classBytes(size_t c) { return (c + 1) * kGranule; }
 
