@@ -36,7 +36,7 @@ namespace instances {
 HandlerFunction list, get, operate, logs;
 }
 namespace operations {
-HandlerFunction list, get, approve, reject;
+HandlerFunction list, get, approve, reject, cancel;
 }
 namespace events {
 HandlerFunction list, stream;

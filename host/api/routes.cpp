@@ -60,6 +60,7 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/operations/{id}", kViewer, operations::get},
     {"POST", "/v1/operations/{id}/approve", kApprover, operations::approve},
     {"POST", "/v1/operations/{id}/reject", kApprover, operations::reject},
+    {"POST", "/v1/operations/{id}/cancel", kOperator, operations::cancel},
 
     {"GET", "/v1/events", kViewer, events::list},
     {"GET", "/v1/events/stream", kViewer, events::stream},

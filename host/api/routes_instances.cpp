@@ -60,16 +60,14 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 }
 
 // A user operation: intent "user", requested by the caller. The ledger refuses it (409)
-// while an operation of equal or higher priority is unfinished on the instance.
+// while an operation of equal or higher priority is unfinished on the instance, and when
+// the type does not fit the instance's state (docs/architecture.md#operation-fit).
 Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"type", "reason"}));
   TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
-  if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
-    return Status::conflict("instance '" + meta.name + "' is " + meta.state + " and takes no more operations");
-  }
   model::Operation operation;
   operation.meta_instance = meta.name;
   operation.type = type;

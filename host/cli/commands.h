@@ -105,6 +105,8 @@ void addInventoryCommands(CLI::App& app, Verbs& verbs);   // node, capability, c
 void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
 // approve-operation, reject-operation, operate: under the `deployment` noun.
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
+// cancel: under the `operations` noun.
+void addOperationCancelVerb(CLI::App& operations, Verbs& verbs);
 // promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs

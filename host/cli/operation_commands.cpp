@@ -1,7 +1,8 @@
 // `tide deployment approve-operation | reject-operation | operate`: what a person does to
 // the operations and instances of one plan (docs/architecture.md#approval,
 // docs/architecture.md#cli-and-host-configuration). Each verb finds its target itself when there is exactly one, and
-// otherwise names the candidates.
+// otherwise names the candidates. `tide operations cancel ID` withdraws one operation that
+// has not started (docs/architecture.md#cancelling-an-operation).
 
 #include <memory>
 #include <vector>
@@ -182,7 +183,31 @@ void addOperateVerb(CLI::App& deployment, Verbs& verbs) {
   verb->add_option("--reason", flags->reason, "recorded as the operation's message");
 }
 
+// --- cancel -----------------------------------------------------------------------------
+
+struct CancelFlags {
+  int64_t operation_id = 0;
+  std::string reason;
+};
+
 }  // namespace
+
+void addOperationCancelVerb(CLI::App& operations, Verbs& verbs) {
+  auto flags = std::make_shared<CancelFlags>();
+  CLI::App* verb = verbs.add(
+      operations, "cancel", "Cancel an operation that has not started running", [flags](Session& session) -> Status {
+        Json body = Json::object();
+        if (!flags->reason.empty()) body["reason"] = flags->reason;
+        TIDE_ASSIGN_OR_RETURN(Json operation,
+                              session.client.post(operationPath(flags->operation_id) + "/cancel", body));
+        session.print(operation, [](std::ostream& out, const Json& operation) {
+          out << "cancelled operation " << describeOperation(operation) << '\n';
+        });
+        return Status::ok();
+      });
+  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(CLI::PositiveNumber);
+  verb->add_option("--reason", flags->reason, "recorded as the operation's message");
+}
 
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs) {
   addDecisionVerb(deployment, verbs, "approve", "approved",

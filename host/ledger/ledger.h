@@ -272,14 +272,28 @@ class Ledger {
 
   // --- operations ----------------------------------------------------------------------
   // At most one non-terminal operation per meta instance: a new one cancels an existing
-  // PENDING / PENDING_APPROVAL one of strictly lower priority, otherwise kConflict.
+  // PENDING / PENDING_APPROVAL one of strictly lower priority, otherwise kConflict. One that
+  // people ask for (intent "user") must fit the instance (model::checkOperationFits), else
+  // kConflict naming both and nothing is written; the controller's come from a strategy's
+  // judgment and, when they do not fit, fail in the executor where the rollout sees it.
   Result<Operation> createOperation(const Operation& operation, const std::string& actor);
   Result<Operation> getOperation(int64_t id);
   Result<Page<Operation>> listOperations(const ListOptions& options);  // filters: state, plan, meta_instance, type
   // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
+  // REJECTED releases the placement reserved for the operation, and leaves its meta
+  // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.
   Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
                                       const std::string& actor, const std::string& message = "",
                                       const std::string& approved_by = "");
+
+  // Cancels operation `id` on behalf of `actor` (the `operation.state` event to CANCELLED
+  // names them, with `message`): only one that has not started — PENDING,
+  // PENDING_APPROVAL, or APPROVED before its first attempt (the executor counts the attempt
+  // in its own write before it touches a driver, so the two cannot both win). The placement
+  // it reserved is released in the same transaction. kConflict naming the state otherwise,
+  // or when `generation` is given and the operation moved since.
+  Result<Operation> cancelOperation(int64_t id, Generation generation, const std::string& actor,
+                                    const std::string& message);
 
   // How many operations there are of each (type, state), for /metrics.
   Result<std::map<std::pair<std::string, std::string>, int64_t>> operationCounts();

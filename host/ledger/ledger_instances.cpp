@@ -200,6 +200,53 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   return loadRuntime(tx.db(), id);
 }
 
+// The body of setRuntimeInstanceState, for the writes that end a runtime instance with
+// something else in one transaction.
+Status changeRuntimeState(Ledger::Tx& tx, const RuntimeInstance& ri, const std::string& state, Generation generation,
+                          const std::string& message) {
+  Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
+  // The reservation stops counting the moment the state is terminal (see the node
+  // derivation); say so in the event for anyone auditing capacity.
+  if (!model::holdsResources(state)) extra["released"] = ri.reservation;
+  return changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", ri.meta.id,
+                     "runtime/" + std::to_string(ri.meta.id), ri.state, state, generation, message, extra);
+}
+
+// The state of the meta instance's active runtime instance that holds resources, "" when
+// none does.
+std::string activeRuntimeState(Db& db, const MetaInstance& meta) {
+  const long long meta_id = meta.meta.id;
+  std::string state;
+  soci::indicator ind = soci::i_null;
+  db.run(
+      "SELECT state FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 "
+      "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+      soci::use(meta_id), soci::into(state, ind));
+  return ind == soci::i_ok ? state : std::string();
+}
+
+// What ends with an operation that never ran (REJECTED or CANCELLED), in its transaction:
+// the placement it reserved at approval (the PENDING runtime instance its target names) is
+// released. A rejected one whose meta instance is ACTIVE with nothing left running (a
+// CREATE, or a RESTART of an instance whose process died) leaves the meta instance
+// STOPPED: it holds nothing and nothing starts it again unless someone asks (RESTART).
+Status settleUnstartedOperation(Ledger::Tx& tx, const Operation& o, const std::string& state) {
+  if (o.target.is_object() && o.target.contains("runtime_instance")) {
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance reserved, loadRuntime(tx.db(), o.target["runtime_instance"].get<int64_t>()));
+    if (reserved.state == "PENDING") {
+      TIDE_RETURN_IF_ERROR(
+          changeRuntimeState(tx, reserved, "TERMINATED", std::nullopt,
+                             "reservation released: operation " + std::to_string(o.meta.id) + " " + state));
+    }
+  }
+  if (state != "REJECTED") return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), o.meta_instance));
+  if (meta.state != "ACTIVE" || !activeRuntimeState(tx.db(), meta).empty()) return Status::ok();
+  return changeState(tx, RecordKind::kMetaInstance, "meta_instances", meta.meta.id, "instance/" + meta.name, meta.state,
+                     "STOPPED", std::nullopt,
+                     "nothing runs: its " + o.type + " (operation " + std::to_string(o.meta.id) + ") was rejected");
+}
+
 // The body of createOperation, shared with createInstanceWithOperation.
 Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, const Operation& operation) {
   if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
@@ -223,8 +270,14 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
                                      operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
                                      "superseded by a " + operation.type + " of higher priority"));
   }
-  const long long meta_id = meta.meta.id, priority = operation.priority;
+  // After the check above, so that a busy instance says so first; a refusal here rolls the
+  // supersede back with everything else.
   const std::string intent = operation.intent.empty() ? "user" : operation.intent;
+  if (intent == "user") {
+    const Status fits = model::checkOperationFits(operation.type, meta.state, activeRuntimeState(tx.db(), meta));
+    if (!fits.isOk()) return Status::conflict("instance '" + meta.name + "': " + fits.message());
+  }
+  const long long meta_id = meta.meta.id, priority = operation.priority;
   const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
   const std::string state = "PENDING", decision = operation.decision.dump();
   long long id = 0;
@@ -558,12 +611,7 @@ Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::s
                                                         const std::string& actor, const std::string& message) {
   return write("set runtime instance state", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
-    Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
-    // The reservation stops counting the moment the state is terminal (see the node
-    // derivation); say so in the event for anyone auditing capacity.
-    if (!model::holdsResources(state)) extra["released"] = ri.reservation;
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", id,
-                                     "runtime/" + std::to_string(id), ri.state, state, generation, message, extra));
+    TIDE_RETURN_IF_ERROR(changeRuntimeState(tx, ri, state, generation, message));
     return loadRuntime(tx.db(), id);
   });
 }
@@ -648,11 +696,34 @@ Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state
     if (!approved_by.empty()) extra["approved_by"] = approved_by;
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, state,
                                      generation, message, extra));
+    if (state == "REJECTED") TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, state));
     if (!approved_by.empty()) {
       Bindings values;
       values.set("approved_by", approved_by);
       TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", values));
     }
+    return loadOperation(tx.db(), id);
+  });
+}
+
+Result<Operation> Ledger::cancelOperation(int64_t id, Generation generation, const std::string& actor,
+                                          const std::string& message) {
+  return write("cancel operation", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
+    const bool unstarted =
+        o.state == "PENDING" || o.state == "PENDING_APPROVAL" || (o.state == "APPROVED" && o.attempts == 0);
+    if (!unstarted) {
+      const std::string state = o.state == "APPROVED" ? "APPROVED after " + std::to_string(o.attempts) + " attempt" +
+                                                            (o.attempts == 1 ? "" : "s")
+                                                      : o.state;
+      return Status::conflict("operation " + std::to_string(id) + " is " + state +
+                              "; only an operation that has not started (PENDING, PENDING_APPROVAL, or APPROVED before "
+                              "its first attempt) can be cancelled");
+    }
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
+                                     "CANCELLED", generation, message,
+                                     Json{{"instance", o.meta_instance}, {"type", o.type}}));
+    TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, "CANCELLED"));
     return loadOperation(tx.db(), id);
   });
 }

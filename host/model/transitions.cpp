@@ -166,4 +166,49 @@ Status checkTransition(RecordKind kind, std::string_view from, std::string_view 
   return Status::ok();
 }
 
+namespace {
+
+// What an operation type needs of its meta instance: the meta states it accepts, and
+// whether the instance must run (an active runtime instance past PENDING: something was
+// started, so there is something to update or move), must not, or either.
+struct OperationFit {
+  std::string_view type;
+  std::vector<std::string_view> meta_states;
+  enum class Runs { kEither, kYes, kNo } runs;
+  std::string_view needs;
+};
+
+const std::vector<OperationFit>& operationFits() {
+  using namespace meta_state;
+  using Runs = OperationFit::Runs;
+  static const std::vector<OperationFit> kFits = {
+      {"CREATE", {kActive}, Runs::kNo, "an ACTIVE instance that runs nowhere"},
+      {"UPDATE", {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
+      {"RELOCATE", {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
+      {"STOP", {kActive}, Runs::kEither, "an ACTIVE instance"},
+      {"RESTART", {kActive, kStopped}, Runs::kEither, "an ACTIVE or STOPPED instance"},
+      // A DELETE that failed left its instance MARKED_FOR_DELETION; another finishes it.
+      {"DELETE", {kActive, kStopped, kMarkedForDeletion}, Runs::kEither, "an instance that is not DELETED"},
+  };
+  return kFits;
+}
+
+}  // namespace
+
+Status checkOperationFits(std::string_view type, std::string_view meta_state, std::string_view runtime_state) {
+  const auto& fits = operationFits();
+  auto fit = std::find_if(fits.begin(), fits.end(), [&](const OperationFit& f) { return f.type == type; });
+  if (fit == fits.end()) return Status::invalidArgument("unknown operation type '" + std::string(type) + "'");
+  const bool runs = !runtime_state.empty() && runtime_state != runtime_state::kPending;
+  const bool state_fits =
+      std::find(fit->meta_states.begin(), fit->meta_states.end(), meta_state) != fit->meta_states.end();
+  const bool runs_fits = fit->runs == OperationFit::Runs::kEither || runs == (fit->runs == OperationFit::Runs::kYes);
+  if (state_fits && runs_fits) return Status::ok();
+  std::string is = std::string(meta_state);
+  if (meta_state == meta_state::kActive) {
+    is += runs ? " and its runtime instance is " + std::string(runtime_state) : " and runs nowhere";
+  }
+  return Status::conflict(std::string(type) + " needs " + std::string(fit->needs) + "; the instance is " + is);
+}
+
 }  // namespace tide::model

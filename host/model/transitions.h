@@ -49,4 +49,10 @@ bool isRolloutOver(std::string_view deployment_state);
 // successors otherwise (kInvalidArgument for a state the kind does not have).
 Status checkTransition(RecordKind kind, std::string_view from, std::string_view to);
 
+// Whether an operation of `type` fits its meta instance (docs/architecture.md#operation-fit):
+// `meta_state` is the meta instance's state, `runtime_state` that of its active runtime
+// instance holding resources ("" when none does; PENDING is a reservation, nothing runs).
+// OK when it fits; kConflict naming the type, both states and what the type needs otherwise.
+Status checkOperationFits(std::string_view type, std::string_view meta_state, std::string_view runtime_state);
+
 }  // namespace tide::model

@@ -36,7 +36,8 @@
 --   rollout.with_verbs(verbs)           --> the pieces the shipped strategies share that return
 --                                           actions, built with the strategy's own verbs (a lib
 --                                           has none): route_to, failed, converge, restore,
---                                           without_steps, health_gate; see with_verbs below
+--                                           without_steps, without_traffic_shift, health_gate;
+--                                           see with_verbs below
 --
 -- Lists handed in are never changed (r's lists are read-only); results are new plain lists
 -- holding the same instance tables, so they can go straight to update(...) or delete(...).
@@ -448,6 +449,17 @@ local function with_verbs(verbs)
       return actions, nil
     end
     return act.converge(r, opts)
+  end
+
+  -- A rollout with no traffic to shift, or nil: no old instance (a new count for the
+  -- version that runs, whose instances the host adopted) or a count of 0. Steps, previews and
+  -- promotions would only wait, and would never remove new instances beyond count: converge
+  -- to count and complete as "promoted". Call it after the strategy's failure check.
+  function act.without_traffic_shift(r)
+    if #r.old > 0 and r.count > 0 then
+      return nil
+    end
+    return act.converge(r, nil, "promoted")
   end
 
   -- The passes that take no steps, or nil: params that do not fit (`problem`, a

@@ -22,7 +22,9 @@
 -- A restore (r.restore: a newer rollout was rolled back or aborted and this deployment is
 -- re-opened) routes all traffic to this version at once and removes the newer version's
 -- instances; after an abort, only once abort_scale_down_delay_seconds have passed since it.
--- The first deployment of a plan just creates its instances, routes to them and completes.
+-- The first deployment of a plan just creates its instances, routes to them and completes; so
+-- does, before the switch, a rollout with no old instance (a new count for the version that
+-- runs) or a count of 0: surplus new instances and the old ones are deleted, then complete.
 --
 -- r.state: step (1 preview, 2 promotion, 3 switched), steps (3), weights (the last routed),
 -- waiting_for (for people), and the bookkeeping: started (progress_seconds), preview_ready_at,
@@ -181,6 +183,10 @@ local function reconcile(r)
   if failure then
     return failed(r, failure)
   end
+  local unshifted = not s.promoted_full and not s.switched_at and act.without_traffic_shift(r)
+  if unshifted then
+    return unshifted
+  end
   if s.promoted_full then
     local actions = act.converge(r, nil, "fast-promoted")
     if s.weights and s.weights.new == 100 then
@@ -290,6 +296,18 @@ return {
       name = "the first deployment routes to its instances and completes once they are ready",
       r = { count = 3, deployment = { id = "deployment-1" }, new = PREVIEW },
       expect = { route(ALL_NEW), complete("promoted") },
+    },
+    {
+      name = "a new count for the running version (no old instance) needs no preview",
+      r = rollout_of({ count = 2, deployment = { id = "deployment-2", count = 2, progress_seconds = 30 },
+                       new = PREVIEW }),
+      expect = { delete({ "web-n1" }) },
+    },
+    {
+      name = "scaling to 0 deletes both sets and completes once nothing is left",
+      r = rollout_of({ count = 0, deployment = { id = "deployment-2", count = 0, progress_seconds = 30 },
+                       old = { old(1) }, new = { new(1) } }),
+      expect = { delete({ "web-n1", "web-o1" }) },
     },
     {
       name = "the preview is created beside the old set, which keeps all traffic",

@@ -21,7 +21,9 @@
 --
 -- A restore (r.restore: a newer rollout was rolled back or aborted and this deployment is
 -- re-opened) and the first deployment of a plan skip the steps: all traffic to the new version,
--- missing instances created, old ones updated in place or deleted, then complete.
+-- missing instances created, old ones updated in place or deleted, then complete. So does a
+-- rollout with no old instance (a new count for the version that runs) or a count of 0: the
+-- new instances come to exactly count (surplus ones deleted), the old ones go, then complete.
 --
 -- r.state: step, steps, weights (the last routed), waiting_for (for people), and the step's
 -- bookkeeping: step_started (progress_seconds), pause_until, promoted_step, promoted_full,
@@ -192,6 +194,10 @@ local function reconcile(r)
   end
   if s.promoted_full then
     return act.converge(r, nil, "fast-promoted")
+  end
+  local unshifted = act.without_traffic_shift(r)
+  if unshifted then
+    return unshifted
   end
 
   -- A step that ends without having asked for anything lets the next one begin in the same
@@ -396,6 +402,25 @@ return {
       name = "the last step completes with only new instances",
       r = rollout_of({ new = { new(1), new(2), new(3), new(4) },
                        state = { step = 3, step_started = 0, weights = ALL_NEW } }),
+      expect = { complete("promoted") },
+    },
+    {
+      name = "a new count for the running version (no old instance) takes no steps",
+      r = rollout_of({ count = 2, deployment = { id = "deployment-2", count = 2, progress_seconds = 30 },
+                       new = { new(1), new(2), new(3, { healthy = false }) } }),
+      expect = { delete({ "web-n3" }), route(ALL_NEW) },
+      expect_state = { waiting_for = "2 of 2 new instances to be ready" },
+    },
+    {
+      name = "scaling to 0 deletes every instance, old and new",
+      r = rollout_of({ count = 0, deployment = { id = "deployment-2", count = 0, progress_seconds = 30 },
+                       old = { old(1) }, new = { new(1), new(2) } }),
+      expect = { delete({ "web-n1", "web-n2", "web-o1" }) },
+    },
+    {
+      name = "scaling to 0 completes once nothing is left",
+      r = rollout_of({ count = 0, deployment = { id = "deployment-2", count = 0, progress_seconds = 30 },
+                       state = { weights = ALL_NEW } }),
       expect = { complete("promoted") },
     },
     {

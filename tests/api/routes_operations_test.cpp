@@ -1,5 +1,6 @@
-// Human approval (POST /v1/operations/{id}/approve|reject), user operations
-// (POST /v1/instances/{name}/operations) and instance logs over HTTP. The approval stage
+// Human approval (POST /v1/operations/{id}/approve|reject), cancelling
+// (POST /v1/operations/{id}/cancel), user operations (POST /v1/instances/{name}/operations)
+// and instance logs over HTTP. The approval stage
 // is simulated by moving operations to PENDING_APPROVAL through the ledger.
 
 #include <doctest/doctest.h>
@@ -62,6 +63,23 @@ struct Fixture {
     auto got = h.ledger->getOperation(id);
     REQUIRE(got.isOk());
     return *got;
+  }
+
+  // Runs `meta_instance` as the control loop would: its CREATE placed, started, SUCCEEDED.
+  void makeRunning(const std::string& meta_instance) {
+    model::Operation create = pending(meta_instance);
+    model::RuntimeInstance runtime;
+    runtime.meta_instance = meta_instance;
+    runtime.node = "kind-worker";
+    runtime.reservation = {1, 1};
+    auto reserved = h.ledger->reserveForOperation(create.meta.id, runtime, "approval");
+    REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
+    for (const char* state : {"STARTING", "RUNNING"}) {
+      REQUIRE(h.ledger->setRuntimeInstanceState(reserved->meta.id, state, std::nullopt, "executor").isOk());
+    }
+    for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+      REQUIRE(h.ledger->setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
+    }
   }
 };
 
@@ -283,6 +301,90 @@ TEST_CASE("api: a user operation names a known type on a live instance") {
   CHECK(contains(errorMessage(marked), "MARKED_FOR_DELETION"));
   REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "DELETED", std::nullopt, "test").isOk());
   CHECK(f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken).status == 409);
+}
+
+TEST_CASE("api: an operator cancels an operation that has not started, and the instance takes a new one") {
+  Fixture f;
+  model::Operation op = f.waiting(f.instance);
+  CHECK(f.h.post(operationPath(op, "cancel"), "", "", kViewerToken).status == 403);
+
+  Reply cancelled =
+      f.h.post(operationPath(op, "cancel"), R"({"reason": "wrong instance"})", "application/json", kOperatorToken);
+  REQUIRE_MESSAGE(cancelled.status == 200, cancelled.body);
+  CHECK(cancelled.json()["state"] == "CANCELLED");
+  CHECK(cancelled.json()["message"] == "wrong instance");
+  CHECK(cancelled.header("ETag") == std::to_string(cancelled.json()["metadata"]["generation"].get<int64_t>()));
+  Json events = f.h.get("/v1/events?kind=operation.state&subject=operation/" + std::to_string(op.meta.id)).json();
+  REQUIRE_FALSE(events["items"].empty());
+  CHECK(events["items"].back()["actor"] == kOperatorName);
+  CHECK(events["items"].back()["data"]["to"] == "CANCELLED");
+
+  Reply again = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
+  CHECK(again.status == 409);
+  CHECK(contains(errorMessage(again), "is CANCELLED"));
+  Reply next = f.h.post("/v1/instances/" + f.instance + "/operations", R"({"type": "RESTART"})", "application/json",
+                        kOperatorToken);
+  CHECK_MESSAGE(next.status == 201, next.body);
+
+  // Without a reason the message names who cancelled.
+  model::Operation other = f.pending(f.newInstance());
+  Reply plain = f.h.post(operationPath(other, "cancel"), "", "", kOperatorToken);
+  REQUIRE_MESSAGE(plain.status == 200, plain.body);
+  CHECK(plain.json()["message"] == "cancelled by " + kOperatorName);
+}
+
+TEST_CASE("api: cancelling a running or finished operation is 409 naming its state, and writes nothing") {
+  Fixture f;
+  model::Operation op = f.pending(f.instance);
+  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  Json before = f.h.everything();
+  Reply running = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
+  CHECK(running.status == 409);
+  CHECK(contains(errorMessage(running), "operation " + std::to_string(op.meta.id) + " is RUNNING"));
+  CHECK(f.h.everything() == before);
+
+  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  Reply finished = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
+  CHECK(finished.status == 409);
+  CHECK(contains(errorMessage(finished), "is SUCCEEDED"));
+
+  model::Operation waiting = f.waiting(f.newInstance());
+  Reply stale = f.h.post(operationPath(waiting, "cancel"), R"({"generation": 1})", "application/json", kOperatorToken);
+  CHECK(stale.status == 409);
+  CHECK(f.operation(waiting.meta.id).state == "PENDING_APPROVAL");
+  Reply odd = f.h.post(operationPath(waiting, "cancel"), R"({"why": "x"})", "application/json", kOperatorToken);
+  CHECK(odd.status == 400);
+  CHECK(odd.detailNames("why"));
+  CHECK(f.h.post("/v1/operations/99999/cancel", "", "", kOperatorToken).status == 404);
+}
+
+TEST_CASE("api: a user operation that does not fit the instance's state is 409 naming both, and writes nothing") {
+  Fixture f;
+  f.makeRunning(f.instance);
+  const std::string path = "/v1/instances/" + f.instance + "/operations";
+  Json before = f.h.everything();
+  Reply create = f.h.post(path, R"({"type": "CREATE"})", "application/json", kOperatorToken);
+  CHECK(create.status == 409);
+  CHECK(contains(errorMessage(create), "CREATE needs an ACTIVE instance that runs nowhere"));
+  CHECK(contains(errorMessage(create), "ACTIVE and its runtime instance is RUNNING"));
+  CHECK(f.h.everything() == before);
+
+  const std::string idle = f.newInstance();
+  Reply update =
+      f.h.post("/v1/instances/" + idle + "/operations", R"({"type": "UPDATE"})", "application/json", kOperatorToken);
+  CHECK(update.status == 409);
+  CHECK(contains(errorMessage(update), "UPDATE needs an ACTIVE instance that runs;"));
+  CHECK(contains(errorMessage(update), "the instance is ACTIVE and runs nowhere"));
+  REQUIRE(f.h.ledger->setMetaInstanceState(idle, "STOPPED", std::nullopt, "test").isOk());
+  before = f.h.everything();
+  Reply stop =
+      f.h.post("/v1/instances/" + idle + "/operations", R"({"type": "STOP"})", "application/json", kOperatorToken);
+  CHECK(stop.status == 409);
+  CHECK(contains(errorMessage(stop), "STOP needs an ACTIVE instance; the instance is STOPPED"));
+  CHECK(f.h.everything() == before);
+  CHECK(f.h.post("/v1/instances/" + idle + "/operations", R"({"type": "RESTART"})", "application/json", kOperatorToken)
+            .status == 201);
 }
 
 TEST_CASE("api: instance logs come from the host's log reader") {

@@ -285,3 +285,32 @@ TEST_CASE("cli: logs prints the end of an instance's log") {
     CHECK(contains(unavailable.err, "logs are not available"));
   }
 }
+
+TEST_CASE("cli: operations cancel withdraws an operation that has not started, and says why it cannot") {
+  OperationFixture f;
+  const std::string instance = f.newInstance();
+  const int64_t id = f.waiting(instance);
+  CliRun cancelled = f.live.run({"operations", "cancel", std::to_string(id), "--reason", "wrong instance"});
+  REQUIRE_MESSAGE(cancelled.code == 0, cancelled.err);
+  CHECK(cancelled.out == "cancelled operation " + described(id, "CREATE", instance) + "\n");
+  CHECK(f.operation(id).state == "CANCELLED");
+  CHECK(f.operation(id).message == "wrong instance");
+
+  CliRun again = f.live.run({"operations", "cancel", std::to_string(id)});
+  CHECK(again.code == 1);
+  CHECK(contains(again.err, "operation " + std::to_string(id) + " is CANCELLED"));
+
+  const int64_t other = f.waiting(f.newInstance());
+  CliRun json = f.live.run({"operations", "cancel", std::to_string(other), "-o", "json"});
+  REQUIRE_MESSAGE(json.code == 0, json.err);
+  Json reply = Json::parse(json.out);
+  CHECK(reply["metadata"]["id"] == other);
+  CHECK(reply["state"] == "CANCELLED");
+  CHECK(reply["message"] == "cancelled by " + kBootstrapAdmin);
+
+  CHECK(f.live.run({"operations", "cancel", "seven"}).code == 2);
+  CHECK(f.live.run({"operations", "cancel"}).code == 2);
+  CliRun missing = f.live.run({"operations", "cancel", "999"});
+  CHECK(missing.code == 1);
+  CHECK(contains(missing.err, "999"));
+}

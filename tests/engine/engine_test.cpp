@@ -19,6 +19,18 @@ using testing::hostPort;
 using testing::httpGet;
 using testing::kEngineNodes;
 
+// Deployment d1 of one instance on the manually approved plan, after one pass: its CREATE
+// waits for a person, with its placement reserved.
+model::Operation firstCreateWaiting(EngineFixture& f) {
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  return waiting[0];
+}
+
 // Bob asks for an operation on `meta`, as `tide deployment operate` does.
 void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
   model::Operation op;
@@ -31,15 +43,9 @@ void requestOperation(EngineFixture& f, const std::string& meta, const std::stri
 
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
   EngineFixture f;
-  f.apply(kEngineNodes);
-  f.apply(enginePlan());
-  f.apply(engineDeployment("d1", 1, "1.0"));
-
-  f.engine->settle();
-  auto waiting = f.operations("PENDING_APPROVAL");
-  REQUIRE(waiting.size() == 1);
-  CHECK(waiting[0].type == "CREATE");
-  CHECK(waiting[0].target.contains("runtime_instance"));  // placement reserved before approval
+  const model::Operation waiting = firstCreateWaiting(f);
+  CHECK(waiting.type == "CREATE");
+  CHECK(waiting.target.contains("runtime_instance"));  // placement reserved before approval
   CHECK(f.running().empty());
   CHECK(f.deployment("d1").state == "IN_PROGRESS");
 
@@ -175,19 +181,41 @@ TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted
 
 TEST_CASE("engine: a rejected operation releases its reservation and fails the rollout") {
   EngineFixture f;
-  f.apply(kEngineNodes);
-  f.apply(enginePlan());
-  f.apply(engineDeployment("d1", 1, "1.0"));
-  f.engine->settle();
-  auto waiting = f.operations("PENDING_APPROVAL");
-  REQUIRE(waiting.size() == 1);
-  const std::string node = waiting[0].target["node"];
+  const model::Operation waiting = firstCreateWaiting(f);
+  const std::string node = waiting.target["node"];
   const double reserved = f.ledger->getNode(node)->remaining.cores;
-  REQUIRE(f.ledger->setOperationState(waiting[0].meta.id, "REJECTED", std::nullopt, "alice", "no", "alice").isOk());
+  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "REJECTED", std::nullopt, "alice", "no", "alice").isOk());
   f.engine->settle();
   CHECK(f.ledger->getNode(node)->remaining.cores == doctest::Approx(reserved + 2));
   CHECK(f.deployment("d1").state == "FAILED");
   CHECK(f.driverInventory() == 0);
+  // Nothing runs it and nothing will start it unless someone asks: STOPPED, not ACTIVE.
+  CHECK(f.ledger->getMetaInstance(waiting.meta_instance)->state == "STOPPED");
+  CHECK(f.operations("PENDING").empty());
+  CHECK(f.operations("PENDING_APPROVAL").empty());
+}
+
+TEST_CASE("engine: a cancelled operation is never executed, and its instance takes the next one") {
+  EngineFixture f;
+  const model::Operation waiting = firstCreateWaiting(f);
+  const int64_t reserved = waiting.target["runtime_instance"];
+  // Approved, but cancelled before any pass could dispatch it.
+  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
+  REQUIRE(f.ledger->cancelOperation(waiting.meta.id, std::nullopt, "bob", "cancelled by bob").isOk());
+  f.engine->settle();
+  CHECK(f.ledger->getOperation(waiting.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->getOperation(waiting.meta.id)->attempts == 0);
+  CHECK(f.ledger->getRuntimeInstance(reserved)->state == "TERMINATED");
+  CHECK(f.driverInventory() == 0);
+
+  // The rollout still wants the instance: the controller asks again, and that one runs.
+  f.settleApproving();
+  auto running = f.activeRunning();
+  REQUIRE(running.size() == 1);
+  CHECK(running[0].meta_instance == waiting.meta_instance);
+  CHECK(running[0].meta.id != reserved);
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.ledger->checkInvariants()->empty());
 }
 
 TEST_CASE("engine: a new deployment supersedes one that waits for approval") {

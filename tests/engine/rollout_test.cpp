@@ -154,6 +154,13 @@ class ServingWatch {
   std::thread thread_;
 };
 
+// "PAUSED: step 1 of 3 ...", for failure messages: no assertion inside, since doctest
+// cannot evaluate one while it reports another.
+std::string stateOf(RolloutFixture& f, const std::string& id) {
+  auto d = f.ledger->getDeployment("web", id);
+  return d.isOk() ? d->state + ": " + d->message : d.status().toString();
+}
+
 const char* kCanaryParams = "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 4}";
 
 }  // namespace
@@ -262,7 +269,7 @@ TEST_CASE("rollout: pause and resume do not consume the progress deadline") {
   CHECK(d.paused_seconds >= 79.5);  // both pauses were counted as paused time
   f.control("d2", "promote");
   // 80 s paused, more than the 60 s deadline: no rollback.
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.deployment("d2").message);
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
   CHECK(f.deployment("d2").message == "promoted");
   CHECK(f.controlEvents("d2", "pause") == 1);
   CHECK(f.controlEvents("d2", "resume") == 1);
@@ -355,4 +362,39 @@ TEST_CASE("rollout: a canary with no node left for its surge replaces an old ins
   f.control("d2", "promote");
   REQUIRE(f.waitState("d2", "COMPLETED"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 3}}; }));
+}
+
+namespace {
+
+// A deployment of the running version with instance_count 0: the host adopts the instances
+// (nothing is old), and the strategy must remove them all and complete, not wait for
+// promotions of "2 of 0 new instances".
+void checkScalesToZero(const std::string& script, const std::string& params) {
+  RolloutFixture f(rolloutPlan(script, params));
+  f.rollOut("d1", 2, "v1");
+  f.apply(engineDeployment("d2", 0, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), script, ": ", stateOf(f, "d2"));
+  REQUIRE(f.waitFor([&] { return f.versions().empty() && f.driverInventory() == 0; }));
+  CHECK(f.ledger->checkInvariants()->empty());
+
+  // And back up from 0: no old instance to shift traffic from, so no steps either.
+  f.apply(engineDeployment("d3", 2, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d3", "COMPLETED"), script, ": ", stateOf(f, "d3"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
+}
+
+}  // namespace
+
+TEST_CASE("rollout: canary, rolling and blue-green scale to 0 instances and complete") {
+  SUBCASE("canary") { checkScalesToZero("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"); }
+  SUBCASE("rolling") { checkScalesToZero("rolling", "{}"); }
+  SUBCASE("blue_green") { checkScalesToZero("blue_green", "{auto_promotion: never, min_ready_seconds: 0}"); }
+}
+
+TEST_CASE("rollout: a canary of the running version with a smaller count removes the surplus without steps") {
+  RolloutFixture f(rolloutPlan("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"));
+  f.rollOut("d1", 3, "v1");
+  f.apply(engineDeployment("d2", 1, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}}; }));
 }

@@ -572,3 +572,182 @@ TEST_CASE("ledger: the SQL list of released runtime states spells model::kReleas
     CHECK_MESSAGE(model::holdsResources(state) == !released, state);
   }
 }
+
+namespace {
+
+// Operation `type` on `meta`, as a person asks for it (intent "user", priority 10).
+Result<Operation> askAsUser(Ledger& ledger, const std::string& meta, const std::string& type) {
+  Operation op;
+  op.meta_instance = meta;
+  op.type = type;
+  op.intent = "user";
+  op.priority = 10;
+  return ledger.createOperation(op, "alice");
+}
+
+// Reserves node-a for `op`'s runtime instance, as the approval stage does.
+RuntimeInstance reserveFor(LedgerFixture& f, const Operation& op) {
+  RuntimeInstance ri;
+  ri.meta_instance = op.meta_instance;
+  ri.node = "node-a";
+  ri.reservation = {4, 64};
+  auto reserved = f.ledger->reserveForOperation(op.meta.id, ri, "approval");
+  REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
+  return *reserved;
+}
+
+// Makes `meta` run: its CREATE reserved, started and SUCCEEDED.
+void makeRunning(LedgerFixture& f, const std::string& meta) {
+  const Operation create = f.addOperation(meta);
+  const RuntimeInstance ri = reserveFor(f, create);
+  for (const char* state : {"STARTING", "RUNNING"}) {
+    REQUIRE(f.ledger->setRuntimeInstanceState(ri.meta.id, state, std::nullopt, "executor").isOk());
+  }
+  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    REQUIRE(f.ledger->setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
+  }
+}
+
+// A fresh instance with a CREATE whose placement is reserved, and node-a's free cores
+// before the reservation.
+struct ReservedCreate {
+  std::string meta;
+  double free_cores = 0;
+  Operation create;
+  RuntimeInstance reserved;
+};
+
+ReservedCreate reservedCreate(LedgerFixture& f) {
+  ReservedCreate out;
+  out.meta = f.addInstance();
+  out.free_cores = f.ledger->getNode("node-a")->remaining.cores;
+  out.create = f.addOperation(out.meta);
+  out.reserved = reserveFor(f, out.create);
+  return out;
+}
+
+// The last event of `kind` on `subject`.
+Event lastEvent(Ledger& ledger, const std::string& kind, const std::string& subject) {
+  ListOptions o;
+  o.limit = kMaxPageSize;
+  o.filters["kind"] = kind;
+  o.filters["subject"] = subject;
+  auto page = ledger.listEvents(o);
+  REQUIRE(page.isOk());
+  REQUIRE_FALSE(page->items.empty());
+  return page->items.back();
+}
+
+}  // namespace
+
+TEST_CASE("ledger: cancelling an operation that has not started releases its placement and frees the instance") {
+  LedgerFixture f;
+  const auto [meta, free_cores, create, reserved] = reservedCreate(f);
+  REQUIRE(f.ledger->setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+
+  auto cancelled = f.ledger->cancelOperation(create.meta.id, std::nullopt, "alice", "not today");
+  REQUIRE_MESSAGE(cancelled.isOk(), cancelled.status().toString());
+  CHECK(cancelled->state == "CANCELLED");
+  CHECK(cancelled->message == "not today");
+  const Event event = lastEvent(*f.ledger, "operation.state", "operation/" + std::to_string(create.meta.id));
+  CHECK(event.actor == "alice");
+  CHECK(event.data["from"] == "PENDING_APPROVAL");
+  CHECK(event.data["to"] == "CANCELLED");
+  CHECK(f.ledger->getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
+  CHECK(f.ledger->getMetaInstance(meta)->state == "ACTIVE");  // the rollout may still want it
+  CHECK(askAsUser(*f.ledger, meta, "CREATE").isOk());         // nothing blocks the instance now
+  CHECK(f.ledger->checkInvariants()->empty());
+
+  // An APPROVED operation the executor has not begun can be cancelled too.
+  const std::string other = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  const Operation approved = f.addOperation(other);
+  REQUIRE(f.ledger->setOperationState(approved.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  CHECK(f.ledger->cancelOperation(approved.meta.id, std::nullopt, "alice", "cancelled by alice").isOk());
+}
+
+TEST_CASE("ledger: an operation that has started or ended cannot be cancelled, and the refusal writes nothing") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  const Operation op = f.addOperation(meta);
+  auto refused = [&](const std::string& state_named) {
+    const int64_t before = f.eventCount();
+    Status status = f.ledger->cancelOperation(op.meta.id, std::nullopt, "alice", "x").status();
+    CHECK(status.code() == Code::kConflict);
+    CHECK_MESSAGE(status.message().find("is " + state_named + ";") != std::string::npos, status.message());
+    CHECK(f.eventCount() == before);
+  };
+  // A stale generation is refused before anything else.
+  CHECK(f.ledger->cancelOperation(op.meta.id, op.meta.generation + 5, "alice", "x").status().code() == Code::kConflict);
+  CHECK(f.ledger->getOperation(op.meta.id)->state == "PENDING");
+
+  REQUIRE(f.ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  Ledger::OperationUpdate attempt;
+  attempt.attempts = 1;
+  REQUIRE(f.ledger->updateOperation(op.meta.id, attempt, "executor").isOk());
+  refused("APPROVED after 1 attempt");  // a retry waiting for its backoff: something may run
+  REQUIRE(f.ledger->setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  refused("RUNNING");
+  REQUIRE(f.ledger->setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  refused("SUCCEEDED");
+  CHECK(f.ledger->cancelOperation(9999, std::nullopt, "alice", "x").status().code() == Code::kNotFound);
+}
+
+TEST_CASE("ledger: a rejected CREATE releases its placement and leaves its instance STOPPED") {
+  LedgerFixture f;
+  const auto [meta, free_cores, create, reserved] = reservedCreate(f);
+  REQUIRE(f.ledger->setOperationState(create.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy").isOk());
+  const MetaInstance after = *f.ledger->getMetaInstance(meta);
+  CHECK(after.state == "STOPPED");
+  CHECK(after.message.find("was rejected") != std::string::npos);
+  CHECK(f.ledger->getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
+  CHECK(f.ledger->checkInvariants()->empty());
+
+  // A rejection on an instance that runs changes nothing about it.
+  const std::string running = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  makeRunning(f, running);
+  const Operation update = f.addOperation(running, "UPDATE");
+  REQUIRE(f.ledger->setOperationState(update.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy").isOk());
+  CHECK(f.ledger->getMetaInstance(running)->state == "ACTIVE");
+}
+
+TEST_CASE("ledger: an operation a person asks for must fit the instance, and a refusal writes nothing") {
+  LedgerFixture f;
+  const std::string fresh = f.addInstance();
+  const std::string running = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  makeRunning(f, running);
+  const std::string stopped = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  REQUIRE(f.ledger->setMetaInstanceState(stopped, "STOPPED", std::nullopt, "test").isOk());
+  const std::string marked = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  REQUIRE(f.ledger->setMetaInstanceState(marked, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+
+  struct Refusal {
+    std::string meta, type, state_named;
+  };
+  const Refusal refusals[] = {
+      {running, "CREATE", "ACTIVE and its runtime instance is RUNNING"},
+      {fresh, "UPDATE", "ACTIVE and runs nowhere"},
+      {fresh, "RELOCATE", "ACTIVE and runs nowhere"},
+      {stopped, "STOP", "STOPPED"},
+      {stopped, "CREATE", "STOPPED"},
+      {stopped, "UPDATE", "STOPPED"},
+      {marked, "RESTART", "MARKED_FOR_DELETION"},
+  };
+  for (const Refusal& r : refusals) {
+    const int64_t before = f.eventCount();
+    Status status = askAsUser(*f.ledger, r.meta, r.type).status();
+    CHECK(status.code() == Code::kConflict);
+    CHECK_MESSAGE(status.message().rfind("instance '" + r.meta + "': " + r.type + " needs ", 0) == 0, status.message());
+    CHECK_MESSAGE(status.message().find("the instance is " + r.state_named) != std::string::npos, status.message());
+    CHECK(f.eventCount() == before);
+  }
+  // A refused one does not cancel the operation it would have superseded either.
+  const Operation controller = f.addOperation(fresh, "CREATE");
+  CHECK(askAsUser(*f.ledger, fresh, "UPDATE").status().code() == Code::kConflict);
+  CHECK(f.ledger->getOperation(controller.meta.id)->state == "PENDING");
+
+  CHECK(askAsUser(*f.ledger, running, "RELOCATE").isOk());
+  CHECK(askAsUser(*f.ledger, stopped, "RESTART").isOk());
+  CHECK(askAsUser(*f.ledger, marked, "DELETE").isOk());  // finishes a deletion that failed
+}

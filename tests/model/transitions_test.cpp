@@ -54,3 +54,53 @@ TEST_CASE("model: the state predicates agree with the transition table") {
     if (isTerminalState(RecordKind::kDeployment, state)) CHECK(isRolloutOver(state));
   }
 }
+
+TEST_CASE("model: an operation fits its meta instance's state, or the refusal names both") {
+  // {type, meta state, active runtime state ("" when none holds resources), fits}
+  struct Case {
+    const char* type;
+    const char* meta;
+    const char* runtime;
+    bool fits;
+  };
+  const Case cases[] = {
+      {"CREATE", "ACTIVE", "", true},
+      {"CREATE", "ACTIVE", "PENDING", true},
+      {"CREATE", "ACTIVE", "RUNNING", false},
+      {"CREATE", "ACTIVE", "STOPPED", false},
+      {"CREATE", "STOPPED", "", false},
+      {"UPDATE", "ACTIVE", "RUNNING", true},
+      {"UPDATE", "ACTIVE", "STARTING", true},
+      {"UPDATE", "ACTIVE", "", false},
+      {"UPDATE", "ACTIVE", "PENDING", false},
+      {"UPDATE", "STOPPED", "", false},
+      {"RELOCATE", "ACTIVE", "RUNNING", true},
+      {"RELOCATE", "ACTIVE", "", false},
+      {"RELOCATE", "STOPPED", "", false},
+      {"STOP", "ACTIVE", "RUNNING", true},
+      {"STOP", "ACTIVE", "", true},
+      {"STOP", "STOPPED", "", false},
+      {"RESTART", "ACTIVE", "RUNNING", true},
+      {"RESTART", "ACTIVE", "", true},
+      {"RESTART", "STOPPED", "", true},
+      {"RESTART", "MARKED_FOR_DELETION", "", false},
+      {"DELETE", "ACTIVE", "RUNNING", true},
+      {"DELETE", "STOPPED", "", true},
+      {"DELETE", "MARKED_FOR_DELETION", "", true},
+      {"DELETE", "DELETED", "", false},
+      {"STOP", "MARKED_FOR_DELETION", "", false},
+  };
+  for (const Case& c : cases) {
+    const Status fits = checkOperationFits(c.type, c.meta, c.runtime);
+    CHECK_MESSAGE(fits.isOk() == c.fits, c.type, " on ", c.meta, "/", c.runtime, ": ", fits.toString());
+    if (fits.isOk()) continue;
+    CHECK(fits.code() == Code::kConflict);
+    CHECK(fits.message().find(c.type) != std::string::npos);
+    CHECK(fits.message().find(c.meta) != std::string::npos);
+    if (std::string(c.runtime) == "RUNNING") CHECK(fits.message().find("RUNNING") != std::string::npos);
+  }
+  CHECK(
+      checkOperationFits("CREATE", "ACTIVE", "RUNNING").message() ==
+      "CREATE needs an ACTIVE instance that runs nowhere; the instance is ACTIVE and its runtime instance is RUNNING");
+  CHECK(checkOperationFits("EXPLODE", "ACTIVE", "").code() == Code::kInvalidArgument);
+}
