@@ -18,16 +18,7 @@ using testing::enginePlan;
 using testing::hostPort;
 using testing::httpGet;
 using testing::kEngineNodes;
-
-// Bob asks for an operation on `meta`, as `tide deployment operate` does.
-void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
-  model::Operation op;
-  op.meta_instance = meta;
-  op.type = type;
-  op.intent = "user";
-  op.requested_by = "bob";
-  REQUIRE(f.ledger->createOperation(op, "bob").isOk());
-}
+using testing::requestOperation;
 
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
   EngineFixture f;
