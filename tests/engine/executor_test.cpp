@@ -112,7 +112,7 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
 }
 
 // A sim cluster whose nodes have SSD storage, and the sim plan with a persistent volume.
-const char* kVolumeFleet = R"(
+const std::string kVolumeFleet = std::string(R"(
 capabilities:
   - {name: intel-xeon, type: CPU, score: 10}
 clusters:
@@ -122,17 +122,7 @@ nodes:
      local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
   - {name: sim-2, cluster: sim, update_domain: ud-2, total: {cores: 2, memory_gib: 4}, capabilities: [intel-xeon],
      local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
-plans:
-  - name: web
-    namespace: dev-fleet
-    service_name: web
-    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
-    applications:
-      - payload_name: web
-        resources: {cores: 1, memory_gib: 1}
-        ports: [{protocol: TCP, port: 80}]
-        persistent_volumes: [{storage_class: SSD, capacity_gib: 10, mount_path: /data}]
-)";
+)") + testing::simPlanWith("        persistent_volumes: [{storage_class: SSD, capacity_gib: 10, mount_path: /data}]\n");
 
 // The driver calls about volumes and instances, in the order they came.
 struct CallLog {
@@ -158,6 +148,24 @@ std::vector<std::string> volumeIds(const model::RuntimeInstance& r) {
   return ids;
 }
 
+// Checks that `r`'s volumes were made before it was started.
+void checkVolumesMadeFirst(CallLog& log, const model::RuntimeInstance& r) {
+  const size_t started = log.at("ensure", runtimeId(r));
+  REQUIRE(started < log.calls.size());
+  for (const auto& volume : volumeIds(r)) CHECK(log.at("ensure_volume", volume) < started);
+}
+
+// Checks that `r` was removed, and its volumes after it.
+void checkVolumesRemovedAfter(CallLog& log, const model::RuntimeInstance& r) {
+  const size_t removed = log.at("remove", runtimeId(r));
+  REQUIRE(removed < log.calls.size());
+  for (const auto& volume : volumeIds(r)) {
+    const size_t volume_removed = log.at("remove_volume", volume);
+    CHECK(volume_removed < log.calls.size());
+    CHECK(removed < volume_removed);
+  }
+}
+
 TEST_CASE("executor: volumes are made before their instance and removed after it") {
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(kVolumeFleet);
@@ -171,37 +179,21 @@ TEST_CASE("executor: volumes are made before their instance and removed after it
   f.engine->settle();
   const model::RuntimeInstance first = f.activeRunning().at(0);
   REQUIRE_FALSE(volumeIds(first).empty());
-  const size_t started = log.at("ensure", runtimeId(first));
-  REQUIRE(started < log.calls.size());
-  for (const auto& volume : volumeIds(first)) CHECK(log.at("ensure_volume", volume) < started);
+  checkVolumesMadeFirst(log, first);
 
   // RELOCATE: the new instance's volumes before it; the old instance before its volumes.
   requestOperation(f, first.meta_instance, "RELOCATE");
   f.engine->settle();
   const model::RuntimeInstance moved = f.activeRunning().at(0);
   REQUIRE(moved.meta.id != first.meta.id);
-  const size_t moved_started = log.at("ensure", runtimeId(moved));
-  REQUIRE(moved_started < log.calls.size());
-  for (const auto& volume : volumeIds(moved)) CHECK(log.at("ensure_volume", volume) < moved_started);
-  const size_t old_removed = log.at("remove", runtimeId(first));
-  REQUIRE(old_removed < log.calls.size());
-  for (const auto& volume : volumeIds(first)) {
-    const size_t volume_removed = log.at("remove_volume", volume);
-    CHECK(volume_removed < log.calls.size());
-    CHECK(old_removed < volume_removed);
-  }
+  checkVolumesMadeFirst(log, moved);
+  checkVolumesRemovedAfter(log, first);
 
   // DELETE: every instance, then the volumes.
   requestOperation(f, moved.meta_instance, "DELETE");
   f.engine->settle();
   CHECK(f.ledger->getMetaInstance(moved.meta_instance)->state == "DELETED");
-  const size_t moved_removed = log.at("remove", runtimeId(moved));
-  REQUIRE(moved_removed < log.calls.size());
-  for (const auto& volume : volumeIds(moved)) {
-    const size_t volume_removed = log.at("remove_volume", volume);
-    CHECK(volume_removed < log.calls.size());
-    CHECK(moved_removed < volume_removed);
-  }
+  checkVolumesRemovedAfter(log, moved);
 }
 
 }  // namespace

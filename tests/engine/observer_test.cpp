@@ -169,19 +169,9 @@ TEST_CASE("observer: a judgement made on a record that moved since is not writte
 // The sim plan with an exec health check running `script` under /bin/sh, with a day's
 // timeout: what a probe that hangs looks like.
 std::string execCheckPlan(const std::string& script) {
-  nlohmann::json command = {"/bin/sh", "-c", script};
-  return R"(
-plans:
-  - name: web
-    namespace: dev-fleet
-    service_name: web
-    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
-    applications:
-      - payload_name: web
-        resources: {cores: 1, memory_gib: 1}
-        health_check: {type: exec, command: )" +
-         command.dump() + R"(, interval_seconds: 0.2, timeout_seconds: 86400}
-)";
+  const nlohmann::json command = {"/bin/sh", "-c", script};
+  return testing::simPlanWith("        health_check: {type: exec, command: " + command.dump() +
+                              ", interval_seconds: 0.2, timeout_seconds: 86400}\n");
 }
 
 // One instance of execCheckPlan(`script`) running on a sim cluster, healthy by the driver's

@@ -30,9 +30,11 @@ inline std::string simCluster(const std::string& cluster, int nodes,
 
 inline const char* kSimCapabilities = "capabilities:\n  - {name: intel-xeon, type: CPU, score: 10}\n";
 
-// Plan "web" in a dev namespace (policies/auto_approve_dev.lua approves it) with an http
-// health check on port 80.
-inline const char* kSimPlan = R"(
+// Plan "web" in a dev namespace (policies/auto_approve_dev.lua approves it) whose one
+// application needs one core and 1 GiB and has `fields` besides (lines of the
+// application's YAML mapping, indented by 8 spaces).
+inline std::string simPlanWith(const std::string& fields) {
+  return R"(
 plans:
   - name: web
     namespace: dev-fleet
@@ -41,9 +43,13 @@ plans:
     applications:
       - payload_name: web
         resources: {cores: 1, memory_gib: 1}
-        ports: [{protocol: TCP, port: 80}]
-        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}
-)";
+)" + fields;
+}
+
+// The sim plan: an http health check on port 80.
+inline const std::string kSimPlan = simPlanWith(
+    "        ports: [{protocol: TCP, port: 80}]\n"
+    "        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}\n");
 
 // Counts the calls that reach it and passes them on. While `reported_health` is 0 or 1, the
 // RUNNING statuses it passes on report that health; -1 leaves health unreported.
