@@ -200,7 +200,7 @@ TEST_CASE("observer: passes go on while a health probe hangs, and its result is 
     }
   });
   const bool passed = testing::eventually([&] { return passes.load() == 5; });
-  const bool probing = std::filesystem::exists(started);
+  const bool probing = testing::eventually([&] { return std::filesystem::exists(started); });
   std::ofstream(release) << "go\n";
   loop.join();
   CHECK(passed);
