@@ -141,7 +141,20 @@ ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, 
   // The status decides; of the body only the start is read, for the message.
   int status = 0;
   std::string body;
-  const int stop_id = cancel != nullptr ? cancel->onCancel([&client] { client.stop(); }) : 0;
+  int stop_id = 0;
+  if (cancel != nullptr) {
+    stop_id = cancel->onCancel([&client] { client.stop(); });
+    // A cancel() between that and the moment the client has a socket finds nothing to stop:
+    // the socket, when it is made, is then swapped for /dev/null, so that connecting fails
+    // at once (the client closes it as its own).
+    client.set_socket_options([cancel](socket_t sock) {
+      if (!cancel->cancelled()) return;
+      const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_fd < 0) return;
+      ::dup3(null_fd, sock, O_CLOEXEC);
+      ::close(null_fd);
+    });
+  }
   httplib::Result result = client.Get(
       check.path, httplib::Headers{},
       [&](const httplib::Response& response) {
