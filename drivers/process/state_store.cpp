@@ -89,40 +89,55 @@ Result<std::optional<Json>> readJson(const fs::path& path) {
   return std::optional<Json>(std::move(parsed));
 }
 
-// Temp file + fsync + rename, so a reader sees the old or the new record, never half.
-Status writeAtomically(const fs::path& path, const std::string& text) {
+// Makes a rename or removal in `dir` durable: fsync of the directory itself.
+Status syncDir(const fs::path& dir, const StateStore::SyncFn& sync) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::internal("cannot open " + dir.string() + " to sync it: " + std::strerror(errno));
+  const int synced = sync(fd);
+  const int error = errno;
+  close(fd);
+  if (synced != 0) return Status::internal("cannot sync " + dir.string() + ": " + std::strerror(error));
+  return Status::ok();
+}
+
+// Temp file + fsync + rename + fsync of the directory, so a reader sees the old or the new
+// record, never half, and a record reported saved survives a crash. On any error the temp
+// file is removed and the old record (if any) stays; after a failed directory sync the new
+// record is in place but may not survive a crash, and the error says so.
+Status writeAtomically(const fs::path& path, const std::string& text, const StateStore::SyncFn& sync) {
   static std::atomic<uint64_t> counter{0};
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::internal("cannot write " + tmp.string() + ": " + std::strerror(errno));
+  const auto fail = [&](const std::string& what, int error) {
+    if (fd >= 0) close(fd);
+    unlink(tmp.c_str());
+    return Status::internal(what + " " + tmp.string() + ": " + std::strerror(error));
+  };
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int error = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::internal("cannot write " + tmp.string() + ": " + std::strerror(error));
-    }
+    if (n <= 0) return fail("cannot write", n < 0 ? errno : ENOSPC);
     done += static_cast<size_t>(n);
   }
-  fsync(fd);
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    unlink(tmp.c_str());
-    return Status::internal("cannot rename " + tmp.string() + ": " + std::strerror(error));
-  }
-  return Status::ok();
+  // A failed fsync may have dropped the written pages: the file is not trusted, whatever a
+  // retry of fsync would say.
+  if (sync(fd) != 0) return fail("cannot sync", errno);
+  const int closed = close(fd);
+  fd = -1;
+  if (closed != 0) return fail("cannot close", errno);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename", errno);
+  return syncDir(path.parent_path(), sync);
 }
 
-Status removeFile(const fs::path& path) {
+// Removes `path` (nothing when it is not there) durably.
+Status removeFile(const fs::path& path, const StateStore::SyncFn& sync) {
   std::error_code ec;
-  fs::remove(path, ec);
+  const bool removed = fs::remove(path, ec);
   if (ec) return Status::internal("cannot remove " + path.string() + ": " + ec.message());
-  return Status::ok();
+  return removed ? syncDir(path.parent_path(), sync) : Status::ok();
 }
 
 std::vector<fs::path> filesWithExtension(const fs::path& dir, const std::string& extension) {
@@ -143,7 +158,7 @@ bool isSafeName(const std::string& name) {
                      [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
-Result<StateStore> StateStore::open(const std::string& state_dir) {
+Result<StateStore> StateStore::open(const std::string& state_dir, SyncFn sync) {
   std::error_code ec;
   fs::path dir = fs::absolute(state_dir, ec);
   if (ec) return Status::internal("bad state dir " + state_dir + ": " + ec.message());
@@ -154,7 +169,8 @@ Result<StateStore> StateStore::open(const std::string& state_dir) {
   // Records, logs and working dirs are the host's and each workload's own business.
   fs::permissions(dir, fs::perms::owner_all, ec);
   if (ec) return Status::internal("cannot restrict " + dir.string() + " to its owner: " + ec.message());
-  return StateStore(dir.lexically_normal().string());
+  if (!sync) sync = [](int fd) { return ::fsync(fd); };
+  return StateStore(dir.lexically_normal().string(), std::move(sync));
 }
 
 StateStore::Lock::~Lock() {
@@ -193,10 +209,12 @@ std::optional<TimePoint> StateStore::goneSince(const std::string& id) const {
 }
 
 Status StateStore::markGone(const std::string& id, TimePoint when) const {
-  return writeAtomically(fs::path(dir_) / "logs" / (id + ".gone"), formatTimestamp(when) + "\n");
+  return writeAtomically(fs::path(dir_) / "logs" / (id + ".gone"), formatTimestamp(when) + "\n", sync_);
 }
 
-Status StateStore::clearGone(const std::string& id) const { return removeFile(fs::path(dir_) / "logs" / (id + ".gone")); }
+Status StateStore::clearGone(const std::string& id) const {
+  return removeFile(fs::path(dir_) / "logs" / (id + ".gone"), sync_);
+}
 
 std::vector<std::string> StateStore::leftoverIds() const {
   std::set<std::string> ids;
@@ -214,8 +232,8 @@ std::vector<std::string> StateStore::leftoverIds() const {
 }
 
 Status StateStore::removeLeftovers(const std::string& id) const {
-  TIDE_RETURN_IF_ERROR(removeFile(logPath(id)));
-  TIDE_RETURN_IF_ERROR(removeFile(logPath(id) + ".1"));
+  TIDE_RETURN_IF_ERROR(removeFile(logPath(id), sync_));
+  TIDE_RETURN_IF_ERROR(removeFile(logPath(id) + ".1", sync_));
   std::error_code ec;
   fs::remove_all(workDir(id), ec);
   if (ec) return Status::internal("cannot remove " + workDir(id) + ": " + ec.message());
@@ -234,12 +252,12 @@ Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string
 }
 
 Status StateStore::saveInstance(const InstanceRecord& record) const {
-  return writeAtomically(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n");
+  return writeAtomically(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeInstance(const std::string& id) const {
-  TIDE_RETURN_IF_ERROR(removeFile(exitPath(id)));
-  return removeFile(fs::path(dir_) / "instances" / (id + ".json"));
+  TIDE_RETURN_IF_ERROR(removeFile(exitPath(id), sync_));
+  return removeFile(fs::path(dir_) / "instances" / (id + ".json"), sync_);
 }
 
 std::vector<std::string> StateStore::instanceIds() const {
@@ -278,11 +296,11 @@ Status StateStore::saveVolume(const VolumeRecord& record) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::internal("cannot create " + dir.string() + ": " + ec.message());
-  return writeAtomically(dir / (record.id + ".json"), toJson(record).dump(2) + "\n");
+  return writeAtomically(dir / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeVolume(const std::string& node, const std::string& id) const {
-  return removeFile(fs::path(dir_) / "volumes" / node / (id + ".json"));
+  return removeFile(fs::path(dir_) / "volumes" / node / (id + ".json"), sync_);
 }
 
 Result<std::vector<VolumeRecord>> StateStore::volumesOn(const std::string& node) const {

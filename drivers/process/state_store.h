@@ -12,6 +12,7 @@
 //                                 several drivers (or hosts) over one state dir agree
 // Records are the only truth: a new driver over the same dir re-adopts everything.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,8 +60,14 @@ bool isSafeName(const std::string& name);
 // sequences with lock().
 class StateStore {
  public:
-  // Creates the directories. kInternal when that fails.
-  static Result<StateStore> open(const std::string& state_dir);
+  // What makes a file's or directory's content durable: fsync(2), or what a test puts in
+  // its place to see failures handled. Returns 0 or -1 with errno set.
+  using SyncFn = std::function<int(int fd)>;
+
+  // Creates the directories. kInternal when that fails. Every write and removal below is
+  // synced (the file, then its directory) before it returns ok; a sync that fails is an
+  // error (kInternal naming the file), never ignored. `sync` empty: fsync(2).
+  static Result<StateStore> open(const std::string& state_dir, SyncFn sync = nullptr);
 
   // An exclusive flock on <state dir>/lock, released by the destructor. Blocks.
   class Lock {
@@ -109,8 +116,9 @@ class StateStore {
   Result<std::vector<VolumeRecord>> volumesOn(const std::string& node) const;
 
  private:
-  explicit StateStore(std::string dir) : dir_(std::move(dir)) {}
+  StateStore(std::string dir, SyncFn sync) : dir_(std::move(dir)), sync_(std::move(sync)) {}
   std::string dir_;
+  SyncFn sync_;
 };
 
 }  // namespace tide::drivers

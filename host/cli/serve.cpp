@@ -13,6 +13,7 @@
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
+#include "host/core/dir_lock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
 #include "host/engine/retention.h"
@@ -209,6 +210,12 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   }
   if (Status made = makeDataDir(config.data_dir); !made.isOk()) {
     err << "tide serve: " << made.message() << "\n";
+    return 1;
+  }
+  // docs/architecture.md#start-up: one host per data dir, held until this process ends.
+  auto data_dir_lock = DirLock::acquire(config.data_dir);
+  if (!data_dir_lock.isOk()) {
+    err << "tide serve: " << data_dir_lock.status().message() << "\n";
     return 1;
   }
   auto run_as = workloadUser(config);

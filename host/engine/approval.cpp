@@ -216,7 +216,8 @@ void ApprovalStage::releaseUnused(const World& world) {
     }
     auto release = [&](const model::RuntimeInstance& r) {
       if (r.state != "PENDING" || r.meta.id == wanted) return;
-      (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", std::nullopt, options_.actor,
+      // With the generation the pass read: one an operation claimed since is left alone.
+      (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", r.meta.generation, options_.actor,
                                             "reservation released: no operation will use it");
     };
     if (view.active) release(*view.active);

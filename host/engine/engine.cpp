@@ -63,6 +63,7 @@ void Engine::stop() {
   stopping_ = true;
   clock_.wake();
   if (thread_.joinable()) thread_.join();
+  observer_.stop();
   executor_.stop();
   hooks_.stop();
 }
@@ -162,7 +163,7 @@ int Engine::dispatch(const World& world) {
   int dispatched = 0;
   for (const auto* op : ready) {
     if (dispatched >= options_.chunk || tokens_ < 1.0) break;
-    if (executor_.submit(op->meta.id)) {
+    if (executor_.submit(*op)) {
       ++dispatched;
       tokens_ -= 1.0;
     }
@@ -179,6 +180,7 @@ int Engine::settle(int max_passes) {
     PassReport report = runPass();
     ++passes;
     executor_.waitIdle();
+    observer_.waitForProbes();
     if (report.total() == 0 && executor_.inFlight() == 0) {
       if (++quiet >= 2) break;
     } else {

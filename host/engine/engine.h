@@ -76,9 +76,12 @@ class Engine {
 
   // One pass on the calling thread (the loop's own thread must not be running).
   PassReport runPass();
-  // Passes until nothing changes and no operation is in flight, at most `max_passes`;
-  // for tests and tools. Returns the number of passes run.
+  // Passes until nothing changes and no operation or health probe is in flight, at most
+  // `max_passes`; for tests and tools. Returns the number of passes run.
   int settle(int max_passes = 200);
+  // Blocks until the health probes the observer started have finished; the next pass
+  // records them. For tests and tools.
+  void waitForProbes() { observer_.waitForProbes(); }
 
   Executor& executor() { return executor_; }
   EngineMetrics& metrics() { return metrics_; }

@@ -16,6 +16,27 @@ bool transient(Code code) {
          code == Code::kInternal;
 }
 
+// How often a runtime write refused for a stale generation is read and tried again.
+constexpr int kStaleRetries = 3;
+
+// Runs `write(generation)` with the generation `r` was read at and leaves in `r` what the
+// ledger then holds. The executor owns the instances of its operation, but another writer
+// may have touched one since it was read (a health reading of the observer just before the
+// operation was dispatched): that refusal (kConflict) is not the operation's failure, so
+// `r` is read again and written again, a few times at most.
+template <typename Write>
+Status writeRuntime(ledger::Ledger& ledger, model::RuntimeInstance& r, Write write) {
+  for (int retry = 0;; ++retry) {
+    auto written = write(ledger::Generation(r.meta.generation));
+    if (written.isOk()) {
+      r = std::move(written).value();
+      return Status::ok();
+    }
+    if (written.status().code() != Code::kConflict || retry == kStaleRetries) return written.status();
+    TIDE_ASSIGN_OR_RETURN(r, ledger.getRuntimeInstance(r.meta.id));
+  }
+}
+
 }  // namespace
 
 // What one attempt at one operation works with.
@@ -52,6 +73,7 @@ void Executor::start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!workers_.empty()) return;
   stopping_ = false;
+  probe_cancel_.reset();
   for (int i = 0; i < std::max(1, options_.workers); ++i) workers_.emplace_back([this] { workerLoop(); });
 }
 
@@ -63,7 +85,8 @@ void Executor::stop() {
     workers.swap(workers_);
   }
   work_cv_.notify_all();
-  clock_.wake();  // a worker may be waiting on the clock (polls, probe intervals)
+  clock_.wake();           // a worker may be waiting on the clock (polls, probe intervals)
+  probe_cancel_.cancel();  // or in a health probe, whose timeout may be hours
   for (auto& t : workers) t.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (int64_t id : queue_) {
@@ -74,11 +97,13 @@ void Executor::stop() {
   idle_cv_.notify_all();
 }
 
-bool Executor::submit(int64_t id) {
+bool Executor::submit(const model::Operation& op) {
+  const int64_t id = op.meta.id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (busy_.count(id)) return false;
     busy_.insert(id);
+    busy_meta_[id] = op.meta_instance;
     queue_.push_back(id);
   }
   work_cv_.notify_one();
@@ -186,10 +211,6 @@ void Executor::execute(int64_t id) {
   if (!loaded.isOk()) return;
   Attempt a;
   a.op = std::move(loaded).value();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_meta_[id] = a.op.meta_instance;
-  }
   if (a.op.state == "APPROVED") {
     if (holdForHooks(a.op)) return;
     ledger::Ledger::OperationUpdate count;
@@ -264,9 +285,16 @@ Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation&
 }
 
 Status Executor::setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message) {
-  if (r.state == state) return Status::ok();
-  TIDE_ASSIGN_OR_RETURN(r, ledger_.setRuntimeInstanceState(r.meta.id, state, std::nullopt, options_.actor, message));
-  return Status::ok();
+  return writeRuntime(ledger_, r, [&](ledger::Generation generation) -> Result<model::RuntimeInstance> {
+    if (r.state == state) return r;  // also when a re-read finds it there already
+    return ledger_.setRuntimeInstanceState(r.meta.id, state, generation, options_.actor, message);
+  });
+}
+
+Status Executor::updateRuntime(model::RuntimeInstance& r, const ledger::Ledger::RuntimeUpdate& update) {
+  return writeRuntime(ledger_, r, [&](ledger::Generation generation) {
+    return ledger_.updateRuntimeInstance(r.meta.id, update, generation, options_.actor);
+  });
 }
 
 namespace {
@@ -336,7 +364,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   ledger::Ledger::RuntimeUpdate facts;
   facts.driver_handle = status.handle;
   facts.ports = status.ports;
-  TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, facts, options_.actor));
+  TIDE_RETURN_IF_ERROR(updateRuntime(r, facts));
 
   drivers::RuntimeRef ref{spec.id, r.node, status.handle};
   while (status.state != "RUNNING") {
@@ -370,13 +398,14 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
     // wait a whole steady-state interval to be declared ready.
     model::HealthCheck startup = *app->health_check;
     startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
-    ProbeResult probe = waitHealthy(startup, target, clock_, a.deadline,
-                                    [&] { return stopping_.load() || a.cancelled(ledger_, clock_); });
+    ProbeResult probe = waitHealthy(
+        startup, target, clock_, a.deadline, [&] { return stopping_.load() || a.cancelled(ledger_, clock_); },
+        &probe_cancel_);
     if (!probe.ok) {
       ledger::Ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;
       unhealthy.message = probe.message;
-      (void)ledger_.updateRuntimeInstance(r.meta.id, unhealthy, options_.actor);
+      (void)updateRuntime(r, unhealthy);
       return Status(Code::kDeadlineExceeded, "not healthy in time: " + probe.message);
     }
   }
@@ -384,7 +413,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   healthy.healthy = true;
   if (!r.healthy || r.ready_since.empty()) healthy.ready_since = formatTimestamp(clock_.now());
   healthy.message = "";
-  TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, healthy, options_.actor));
+  TIDE_RETURN_IF_ERROR(updateRuntime(r, healthy));
   return Status::ok();
 }
 
@@ -402,7 +431,8 @@ Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r
       ledger::Ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;
       unhealthy.message = why;
-      (void)ledger_.updateRuntimeInstance(r.meta.id, unhealthy, options_.actor);
+      model::RuntimeInstance current = r;
+      (void)updateRuntime(current, unhealthy);
       return Status(Code::kDeadlineExceeded, "not healthy in time: " + why);
     }
     clock_.sleepFor(std::max(interval, std::chrono::milliseconds(10)), [this] { return stopping_.load(); });
@@ -456,7 +486,7 @@ Status Executor::runUpdate(Attempt& a) {
     update.coordinates = coordinates;
     update.healthy = false;
     update.ready_since = "";
-    TIDE_ASSIGN_OR_RETURN(r, ledger_.updateRuntimeInstance(r.meta.id, update, options_.actor));
+    TIDE_RETURN_IF_ERROR(updateRuntime(r, update));
   }
   TIDE_RETURN_IF_ERROR(startRuntime(a, r));
   if (a.op.intent != "user" && a.op.intent != a.meta.deployment_id) {
@@ -548,13 +578,22 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   if (!id) return;
   auto r = runtime(*id);
   if (!r.isOk() || !model::holdsResources(r.value().state)) return;
+  // A RELOCATE that failed after the switch (while removing the old instance) leaves the new
+  // one serving: it is not touched. The old, passive one stops counting (FAILED); should its
+  // driver still run it, the observer removes it as an orphan after the grace period.
+  if (a.op.type == "RELOCATE" && r.value().is_active) {
+    if (!a.op.target.contains("from_runtime_instance")) return;
+    auto old = runtime(a.op.target["from_runtime_instance"].get<int64_t>());
+    if (old.isOk() && !old.value().is_active && model::holdsResources(old.value().state)) {
+      (void)setRuntimeState(old.value(), "FAILED", "left behind after RELOCATE failed after the switch");
+    }
+    return;
+  }
   auto driver = drivers_.forNode(r.value().node);
   if (driver.isOk()) {
     (void)driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});
   }
-  if (a.op.type == "RELOCATE" && r.value().is_active) return;  // already switched: keep serving
-  (void)ledger_.setRuntimeInstanceState(*id, "FAILED", std::nullopt, options_.actor,
-                                        "removed after " + a.op.type + " failed");
+  (void)setRuntimeState(r.value(), "FAILED", "removed after " + a.op.type + " failed");
 }
 
 }  // namespace tide::engine

@@ -25,7 +25,7 @@
 // attempt, fails the operation and cleans up what it started.
 //
 // Workers wait on the injected clock (driver polls, health-probe intervals), and stop()
-// wakes them, so it does not wait out a poll.
+// wakes them and cancels their health probes, so it waits out neither a poll nor a probe.
 //
 // Thread-safety: all public methods are thread-safe.
 
@@ -43,6 +43,7 @@
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
+#include "host/engine/health_probe.h"
 #include "host/ledger/ledger.h"
 
 namespace tide::engine {
@@ -92,8 +93,11 @@ class Executor {
   // operations stay APPROVED/RUNNING in the ledger for the next start.
   void stop();
 
-  // Queues operation `id` unless it is already queued or running. Returns false when it was.
-  bool submit(int64_t id);
+  // Queues operation `op` unless it is already queued or running. Returns false when it was.
+  // Its meta instance is busy from this call on (before a worker takes it), so that the
+  // observer, told busyInstances() after dispatch, never judges an instance an operation is
+  // about to work on.
+  bool submit(const model::Operation& op);
   // Queued or running here.
   bool busy(int64_t id) const;
   // The meta instances of queued or running operations.
@@ -138,7 +142,10 @@ class Executor {
   Result<model::RuntimeInstance> runtime(int64_t id);
   // The live runtime instance `op` reserved at approval; kUnprocessable when there is none.
   Result<model::RuntimeInstance> reservedRuntime(const model::Operation& op);
+  // Both write with the generation `r` was read at (reading again when another writer moved
+  // it) and leave in `r` what the ledger holds.
   Status setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message = "");
+  Status updateRuntime(model::RuntimeInstance& r, const ledger::Ledger::RuntimeUpdate& update);
   std::chrono::milliseconds backoff(int64_t attempts);
 
   ledger::Ledger& ledger_;
@@ -155,6 +162,7 @@ class Executor {
   std::map<int64_t, std::string> busy_meta_;  // operation → meta instance
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
+  ProbeCancel probe_cancel_;  // cancelled by stop(): a worker in a health probe returns at once
   std::function<void()> on_finished_;
   std::mt19937_64 rng_{std::random_device{}()};  // REQUIRES: mu_ for use
 };

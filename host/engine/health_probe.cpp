@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -79,6 +80,20 @@ std::string withOutput(std::string message, const std::string& output) {
 
 ProbeResult failure(std::string message) { return {false, std::move(message), 0}; }
 
+constexpr const char* kCancelled = "cancelled";
+constexpr auto kCancelPoll = std::chrono::milliseconds(10);  // a token without an eventfd: how often to look
+
+bool isCancelled(const ProbeCancel* cancel) { return cancel != nullptr && cancel->cancelled(); }
+
+// How long a poll may wait of `left` ms while `cancel` must be noticed, and the token's fd
+// added to `watched` (at `count`) when it has one.
+int watchCancel(const ProbeCancel* cancel, pollfd* watched, nfds_t& count, int left) {
+  if (cancel == nullptr) return left;
+  if (cancel->fd() < 0) return std::min(left, static_cast<int>(kCancelPoll.count()));
+  watched[count++] = {cancel->fd(), POLLIN, 0};
+  return left;
+}
+
 std::string hostPortText(const std::string& host, int port) {
   bool ipv6 = host.find(':') != std::string::npos;
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -113,7 +128,8 @@ std::string httpErrorText(httplib::Error error, Micros timeout) {
   }
 }
 
-ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, int port, Micros timeout) {
+ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, int port, Micros timeout,
+                      ProbeCancel* cancel) {
   std::string url = "http://" + hostPortText(host, port) + check.path;
   httplib::Client client(host, port);
   time_t seconds = static_cast<time_t>(timeout.count() / 1'000'000);
@@ -125,6 +141,20 @@ ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, 
   // The status decides; of the body only the start is read, for the message.
   int status = 0;
   std::string body;
+  int stop_id = 0;
+  if (cancel != nullptr) {
+    stop_id = cancel->onCancel([&client] { client.stop(); });
+    // A cancel() between that and the moment the client has a socket finds nothing to stop:
+    // the socket, when it is made, is then swapped for /dev/null, so that connecting fails
+    // at once (the client closes it as its own).
+    client.set_socket_options([cancel](socket_t sock) {
+      if (!cancel->cancelled()) return;
+      const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null_fd < 0) return;
+      ::dup3(null_fd, sock, O_CLOEXEC);
+      ::close(null_fd);
+    });
+  }
   httplib::Result result = client.Get(
       check.path, httplib::Headers{},
       [&](const httplib::Response& response) {
@@ -135,6 +165,8 @@ ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, 
         body.append(data, std::min(length, kMaxBodyKept - body.size()));
         return body.size() < kMaxBodyKept;
       });
+  if (cancel != nullptr) cancel->forget(stop_id);
+  if (isCancelled(cancel)) return failure("GET " + url + ": " + kCancelled);
   if (status == 0) return failure("GET " + url + ": " + httpErrorText(result.error(), timeout));
   bool ok = status >= 200 && status < 400;
   return {ok, withOutput("HTTP " + std::to_string(status), body), 0};
@@ -143,18 +175,22 @@ ProbeResult probeHttp(const model::HealthCheck& check, const std::string& host, 
 // --- tcp -------------------------------------------------------------------------------
 
 // "" once connected, else why not.
-std::string connectOne(const addrinfo& address, Steady::time_point deadline, Micros timeout) {
+std::string connectOne(const addrinfo& address, Steady::time_point deadline, Micros timeout,
+                       const ProbeCancel* cancel) {
   Fd fd(socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address.ai_protocol));
   if (!fd.valid()) return errnoText(errno);
   if (connect(fd.get(), address.ai_addr, address.ai_addrlen) == 0) return "";
   if (errno != EINPROGRESS) return errnoText(errno);
   while (true) {
+    if (isCancelled(cancel)) return kCancelled;
     int left = millisUntil(deadline);
     if (left == 0) return "timed out after " + secondsText(timeout);
-    pollfd writable{fd.get(), POLLOUT, 0};
-    int ready = poll(&writable, 1, left);
+    pollfd watched[2] = {{fd.get(), POLLOUT, 0}, {}};
+    nfds_t count = 1;
+    const int wait_ms = watchCancel(cancel, watched, count, left);
+    int ready = poll(watched, count, wait_ms);
     if (ready < 0 && errno != EINTR) return errnoText(errno);
-    if (ready <= 0) continue;
+    if (ready <= 0 || watched[0].revents == 0) continue;
     int error = 0;
     socklen_t length = sizeof(error);
     if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errnoText(errno);
@@ -162,7 +198,7 @@ std::string connectOne(const addrinfo& address, Steady::time_point deadline, Mic
   }
 }
 
-ProbeResult probeTcp(const std::string& host, int port, Micros timeout) {
+ProbeResult probeTcp(const std::string& host, int port, Micros timeout, const ProbeCancel* cancel) {
   std::string where = hostPortText(host, port);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -175,7 +211,7 @@ ProbeResult probeTcp(const std::string& host, int port, Micros timeout) {
   Steady::time_point deadline = Steady::now() + timeout;
   std::string why;
   for (const addrinfo* address = found; address != nullptr; address = address->ai_next) {
-    why = connectOne(*address, deadline, timeout);
+    why = connectOne(*address, deadline, timeout, cancel);
     if (why.empty()) return {true, "connected to " + where, 0};
   }
   return failure("connect to " + where + ": " + why);
@@ -251,7 +287,8 @@ std::string exitText(int status) {
   return "ended with status " + std::to_string(status);
 }
 
-ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget& target, Micros timeout) {
+ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget& target, Micros timeout,
+                      const ProbeCancel* cancel) {
   if (command.empty() || command.front().empty()) return failure("the exec health check has no command");
   std::map<std::string, std::string> env = probeEnvironment(target.env);
   auto path_variable = env.find("PATH");
@@ -316,12 +353,13 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
       return failure(withOutput("the check's exit status was lost (reaped elsewhere)", output));
     }
     int left = millisUntil(deadline);
-    if (left == 0) break;
-    pollfd watched[2];
+    if (left == 0 || isCancelled(cancel)) break;
+    pollfd watched[3];
     nfds_t count = 0;
     if (output_read.valid()) watched[count++] = {output_read.get(), POLLIN, 0};
     if (exited_fd.valid()) watched[count++] = {exited_fd.get(), POLLIN, 0};
     int wait_ms = exited_fd.valid() ? left : std::min(left, static_cast<int>(kReapPoll.count()));
+    wait_ms = watchCancel(cancel, watched, count, wait_ms);
     poll(watched, count, wait_ms);
     if (output_read.valid() && !drain(output_read.get(), output)) output_read.reset();
   }
@@ -330,6 +368,7 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   }
   if (output_read.valid()) drain(output_read.get(), output);
+  if (!reaped && isCancelled(cancel)) return failure(withOutput(std::string(kCancelled) + "; killed", output));
   if (!reaped) return failure(withOutput("timed out after " + secondsText(timeout) + "; killed", output));
   bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   return {ok, withOutput(exitText(status), output), 0};
@@ -337,21 +376,24 @@ ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget
 
 // ---------------------------------------------------------------------------------------
 
-ProbeResult probeWithin(const model::HealthCheck& check, const ProbeTarget& target, Micros timeout) {
+ProbeResult probeWithin(const model::HealthCheck& check, const ProbeTarget& target, Micros timeout,
+                        ProbeCancel* cancel) {
   Steady::time_point started = Steady::now();
   ProbeResult result;
   try {
-    if (check.type == "http" || check.type == "tcp") {
+    if (isCancelled(cancel)) {
+      result = failure(kCancelled);
+    } else if (check.type == "http" || check.type == "tcp") {
       Result<int> port = hostPort(check.port, target.ports);
       if (!port.isOk()) {
         result = failure(port.status().message());
       } else if (check.type == "http") {
-        result = probeHttp(check, target.host, *port, timeout);
+        result = probeHttp(check, target.host, *port, timeout, cancel);
       } else {
-        result = probeTcp(target.host, *port, timeout);
+        result = probeTcp(target.host, *port, timeout, cancel);
       }
     } else if (check.type == "exec") {
-      result = probeExec(check.command, target, timeout);
+      result = probeExec(check.command, target, timeout, cancel);
     } else {
       result = failure("unknown health check type \"" + check.type + "\"");
     }
@@ -376,8 +418,46 @@ std::string givingUp(const std::string& why, const HealthTracker& tracker, bool 
 
 }  // namespace
 
-ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target) {
-  return probeWithin(check, target, toMicros(check.timeout_seconds));
+ProbeCancel::ProbeCancel() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+ProbeCancel::~ProbeCancel() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ProbeCancel::cancel() {
+  // Under the lock, so that a probe cannot forget() (and destroy) what a stop refers to
+  // while it runs.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_.exchange(true)) return;
+  if (fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(fd_, &one, sizeof(one));
+  }
+  for (auto& [id, stop] : stops_) stop();
+}
+
+void ProbeCancel::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = false;
+  uint64_t count = 0;
+  if (fd_ >= 0) (void)!::read(fd_, &count, sizeof(count));
+}
+
+int ProbeCancel::onCancel(std::function<void()> stop) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) stop();
+  const int id = next_id_++;
+  stops_.emplace(id, std::move(stop));
+  return id;
+}
+
+void ProbeCancel::forget(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stops_.erase(id);
+}
+
+ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target, ProbeCancel* cancel) {
+  return probeWithin(check, target, toMicros(check.timeout_seconds), cancel);
 }
 
 HealthTracker::HealthTracker(const model::HealthCheck& check, bool initially_healthy)
@@ -402,7 +482,8 @@ bool HealthTracker::record(const ProbeResult& result) {
 }
 
 ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
-                        TimePoint deadline, const std::function<bool()>& cancelled) {
+                        TimePoint deadline, const std::function<bool()>& asked_to_stop, ProbeCancel* cancel) {
+  const auto cancelled = [&] { return isCancelled(cancel) || asked_to_stop(); };
   HealthTracker tracker(check);
   const Micros timeout = toMicros(check.timeout_seconds);
   const auto interval = std::max<Steady::duration>(toMicros(check.interval_seconds), kMinInterval);
@@ -413,7 +494,7 @@ ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& targ
     Micros left = std::chrono::duration_cast<Micros>(deadline - clock.now());
     if (left.count() <= 0) return failure(givingUp("not healthy by the deadline", tracker, probed, healthy_threshold));
 
-    ProbeResult result = probeWithin(check, target, std::max(kMinTimeout, std::min(timeout, left)));
+    ProbeResult result = probeWithin(check, target, std::max(kMinTimeout, std::min(timeout, left)), cancel);
     probed = true;
     if (tracker.record(result)) return result;  // it starts unhealthy: a change is to healthy
 

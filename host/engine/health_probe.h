@@ -8,9 +8,11 @@
 // threads at once. A HealthTracker is a plain value: one owner, or external locking.
 // No probe starts a thread.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "host/core/clock.h"
@@ -32,6 +34,43 @@ struct ProbeResult {
   int64_t duration_us = 0;
 };
 
+// Ends probes before their timeout, from another thread (docs/architecture.md#health-checks):
+// the host stopping must not wait out a probe whose timeout may be 24 h. Once cancel() is
+// called, every probe given this token ends within milliseconds, not ok, with message
+// "cancelled": an exec probe's process group is SIGKILLed and reaped, a tcp connect is
+// abandoned, an http request's socket is shut down (a connect in progress to an address
+// that never answers still runs to its timeout).
+//
+// Thread-safety: all methods may be called from any thread. reset() REQUIRES that no probe
+// uses the token.
+class ProbeCancel {
+ public:
+  ProbeCancel();
+  ~ProbeCancel();
+  ProbeCancel(const ProbeCancel&) = delete;
+  ProbeCancel& operator=(const ProbeCancel&) = delete;
+
+  void cancel();
+  bool cancelled() const { return cancelled_.load(); }
+  // Makes the token usable again after a cancel().
+  void reset();
+
+  // Readable once cancelled: for a probe waiting in poll(2). -1 if it could not be made
+  // (then waits poll in short slices and look at cancelled()).
+  int fd() const { return fd_; }
+  // Runs `stop` from cancel() (at once when already cancelled) until the returned id is
+  // passed to forget(); for a probe that blocks where poll(2) cannot see the token.
+  int onCancel(std::function<void()> stop);
+  void forget(int id);
+
+ private:
+  int fd_ = -1;  // an eventfd
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::map<int, std::function<void()>> stops_;  // GUARDED_BY(mu_)
+  int next_id_ = 1;                             // GUARDED_BY(mu_)
+};
+
 // Runs one probe of `check` against `target`. Never throws; every failure is a result
 // that is not ok, with a message an operator can act on.
 //   http  GET http://<host>:<host port of tcp/<check.port>><check.path>; ok on 2xx and 3xx
@@ -46,7 +85,8 @@ struct ProbeResult {
 //         code or signal and the first line of output.
 //         REQUIRES: SIGCHLD is not ignored and nothing else reaps with waitpid(-1).
 // A check naming a port the target does not have is not ok, and says so.
-ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target);
+// With `cancel`, the probe also ends when it is cancelled (see ProbeCancel).
+ProbeResult probeOnce(const model::HealthCheck& check, const ProbeTarget& target, ProbeCancel* cancel = nullptr);
 
 // Consecutive-result thresholds, like Kubernetes and Nomad: healthy after
 // check.healthy_threshold successes in a row, unhealthy after check.unhealthy_threshold
@@ -80,9 +120,9 @@ class HealthTracker {
 // timeout is cut to the time left before the deadline (probes themselves take real time).
 // Cancellation and the deadline are checked between probes and, while waiting, every few
 // milliseconds of `clock`'s time and whenever the clock is woken (Clock::wake), so either
-// is noticed within one probe's timeout. `cancelled` is called on this thread and must not
-// throw.
+// is noticed within one probe's timeout; a probe in progress ends at once when `cancel` (if
+// given) is cancelled. `cancelled` is called on this thread and must not throw.
 ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
-                        TimePoint deadline, const std::function<bool()>& cancelled);
+                        TimePoint deadline, const std::function<bool()>& cancelled, ProbeCancel* cancel = nullptr);
 
 }  // namespace tide::engine

@@ -25,7 +25,7 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
   if (haltOnDiscrepancy(seen.gone)) return 0;  // the same slice again next pass
   judged_up_to_ = slice.ends_round ? std::string() : slice.views.back()->meta.name;
   int changes = markGone(seen.gone);
-  changes += probeHealth(world, slice, seen.running);
+  changes += probeHealth(world, slice, seen.running, busy);
   if (slice.starts_round) changes += collectOrphans(world, inventories);
   return changes;
 }
@@ -152,7 +152,10 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     if (driver.isOk() && g.runtime.state != "RUNNING") {
       (void)driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
     }
-    if (ledger_.setRuntimeInstanceState(g.runtime.meta.id, "FAILED", std::nullopt, options_.actor, g.why).isOk()) {
+    // With the generation the pass read: an executor that took the instance over since
+    // (STOPPING it, say) wins, and the next pass judges what it left.
+    if (ledger_.setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
+            .isOk()) {
       ++changes;
       probes_.erase(g.runtime.meta.id);
     }
@@ -166,13 +169,38 @@ bool Observer::recordHealth(const model::RuntimeInstance& r, bool healthy, const
   update.healthy = healthy;
   update.ready_since = healthy ? formatTimestamp(clock_.now()) : "";
   update.message = healthy ? "" : message;
-  return ledger_.updateRuntimeInstance(r.meta.id, update, options_.actor).isOk();
+  return ledger_.updateRuntimeInstance(r.meta.id, update, r.meta.generation, options_.actor).isOk();
 }
 
-int Observer::probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running) {
-  const TimePoint now = clock_.now();
+void Observer::stop() { probe_pool_.stop(); }
+
+void Observer::waitForProbes() { probe_pool_.waitIdle(); }
+
+int Observer::recordProbeResults(const World& world, const std::set<std::string>& busy) {
   int changes = 0;
-  std::vector<std::pair<const model::RuntimeInstance*, const model::HealthCheck*>> due;
+  for (auto& [id, result] : probe_pool_.collect()) {
+    auto probe = probes_.find(id);
+    if (probe == probes_.end()) continue;  // no longer running when it was last judged
+    Probe& p = probe->second;
+    p.tracker.record(result);
+    // Written to the instance as this pass sees it, when nobody else works on it.
+    auto view = world.instances.find(p.meta_instance);
+    if (view == world.instances.end() || busy.count(p.meta_instance)) continue;
+    const model::RuntimeInstance* r = nullptr;
+    if (view->second.active && view->second.active->meta.id == id) r = &*view->second.active;
+    for (const auto& passive : view->second.passive) {
+      if (passive.meta.id == id) r = &passive;
+    }
+    if (r != nullptr && r->state == "RUNNING" && recordHealth(*r, p.tracker.healthy(), result.message)) ++changes;
+  }
+  return changes;
+}
+
+int Observer::probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running,
+                          const std::set<std::string>& busy) {
+  const TimePoint now = clock_.now();
+  int changes = recordProbeResults(world, busy);
+  size_t submitted = 0;
   for (const Running& seen : running) {
     const model::RuntimeInstance* r = seen.runtime;
     if (seen.reported_healthy) {
@@ -192,23 +220,14 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
     if (it == probes_.end()) {
       it = probes_.emplace(r->meta.id, Probe{HealthTracker(*check, r->healthy), now, r->meta_instance}).first;
     }
-    if (it->second.next > now || due.size() >= options_.max_probes_per_pass) continue;
-    due.emplace_back(r, &*check);
-  }
-  std::vector<ProbeJob> jobs;
-  jobs.reserve(due.size());
-  for (const auto& [r, check] : due) {
+    // Due, and not still running from an earlier pass: its result is recorded by the first
+    // pass that finds it finished.
+    if (it->second.next > now || submitted >= options_.max_probes_per_pass) continue;
     ProbeJob job{*check, {}};
     job.target.ports = r->ports;
-    jobs.push_back(std::move(job));
-  }
-  const std::vector<ProbeResult> results = probe_pool_.run(jobs);
-  for (size_t i = 0; i < due.size(); ++i) {
-    const auto& [r, check] = due[i];
-    Probe& p = probes_.at(r->meta.id);
-    p.next = now + std::chrono::milliseconds(static_cast<int64_t>(check->interval_seconds * 1000));
-    p.tracker.record(results[i]);
-    if (recordHealth(*r, p.tracker.healthy(), results[i].message)) ++changes;
+    if (!probe_pool_.submit(r->meta.id, std::move(job))) continue;
+    ++submitted;
+    it->second.next = now + std::chrono::milliseconds(static_cast<int64_t>(check->interval_seconds * 1000));
   }
   // Forget trackers of the slice's instances that are no longer running.
   if (probes_.empty()) return changes;

@@ -8,7 +8,9 @@
 // - its health: the driver's word when its status carries one (RuntimeStatus::healthy),
 //   else the plan's health check, once per its interval, through a HealthTracker with the
 //   check's thresholds, on a bounded pool of probe threads: changes of `healthy` (and
-//   ready_since) are written.
+//   ready_since) are written. A pass only starts the probes that are due and records the
+//   ones that finished since the last pass: it never waits for a probe, so a probe that
+//   hangs up to its timeout delays that instance's verdict, not the control loop.
 // And the driver inventories are compared with the ledger: objects the ledger does not
 // know are orphans, removed after a grace period (with an event).
 //
@@ -21,6 +23,10 @@
 // nothing FAILED, raises an alarm event and reports `halted()`: the engine stops executing
 // until the disagreement is gone (refuse rather than "repair"); the same slice is judged
 // again until then.
+//
+// Every write names the generation of the runtime instance the pass read: when an
+// operation moved it since (the executor stopping it, for one), the ledger refuses the
+// stale write, nothing is changed, and the next pass judges what the ledger then says.
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -65,10 +71,17 @@ class Observer {
 
   bool halted() const { return halted_; }
 
+  // Cancels the health probes in flight (killing exec probes' process groups) and waits for
+  // the probe threads; for the host's shutdown. A later pass starts probes again.
+  void stop();
+  // Blocks until the probes started have finished (the next pass records them); for tests
+  // and tools.
+  void waitForProbes();
+
  private:
   struct Probe {
     HealthTracker tracker;
-    TimePoint next;
+    TimePoint next;  // due from then on: the check's interval after the last probe started
     std::string meta_instance;
   };
   // The instances a pass judges, in name order, and whether they start or end a round over
@@ -108,9 +121,11 @@ class Observer {
   // the way in and clears it on the way out.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
   int markGone(const std::vector<Gone>& gone);
-  // Records the health drivers reported, runs the health probes that are due on the probe
-  // pool, and records what changed.
-  int probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running);
+  // Records the health drivers reported and the results of the probes that finished, and
+  // starts the health probes that are due on the probe pool. Instances `busy` get no write.
+  int probeHealth(const World& world, const Slice& slice, const std::vector<Running>& running,
+                  const std::set<std::string>& busy);
+  int recordProbeResults(const World& world, const std::set<std::string>& busy);
   // Writes `healthy` (and ready_since, message) of `r` when it changed.
   bool recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   int collectOrphans(const World& world, const Inventories& inventories);

@@ -6,31 +6,56 @@ namespace tide::engine {
 
 ProbePool::ProbePool(size_t threads) : size_(std::max<size_t>(1, threads)) {}
 
-ProbePool::~ProbePool() {
+ProbePool::~ProbePool() { stop(); }
+
+bool ProbePool::submit(int64_t key, ProbeJob job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!in_flight_.insert(key).second) return false;
+    queue_.emplace_back(key, std::move(job));
+    // A thread per queued probe until there are `size_`: an idle one takes it otherwise.
+    if (idle_ < queue_.size() && threads_.size() < size_) threads_.emplace_back([this] { work(); });
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
+std::vector<std::pair<int64_t, ProbeResult>> ProbePool::collect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, ProbeResult>> out;
+  out.swap(finished_);
+  for (const auto& [key, result] : out) in_flight_.erase(key);
+  return out;
+}
+
+bool ProbePool::inFlight(int64_t key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_.count(key) > 0;
+}
+
+void ProbePool::waitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+}
+
+void ProbePool::stop() {
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    queue_.clear();
     threads.swap(threads_);
   }
+  cancel_.cancel();
   work_cv_.notify_all();
+  idle_cv_.notify_all();
   for (std::thread& thread : threads) thread.join();
-}
-
-std::vector<ProbeResult> ProbePool::run(const std::vector<ProbeJob>& jobs) {
-  std::vector<ProbeResult> results(jobs.size());
-  if (jobs.empty()) return results;
-  std::unique_lock<std::mutex> lock(mu_);
-  while (threads_.size() < std::min(size_, jobs.size())) threads_.emplace_back([this] { work(); });
-  jobs_ = &jobs;
-  results_ = &results;
-  next_ = 0;
-  left_ = jobs.size();
-  work_cv_.notify_all();
-  done_cv_.wait(lock, [&] { return left_ == 0; });
-  jobs_ = nullptr;
-  results_ = nullptr;
-  return results;
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_.clear();
+  in_flight_.clear();
+  idle_ = 0;
+  stopping_ = false;
+  cancel_.reset();
 }
 
 size_t ProbePool::threadsStarted() const {
@@ -41,15 +66,19 @@ size_t ProbePool::threadsStarted() const {
 void ProbePool::work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || (jobs_ != nullptr && next_ < jobs_->size()); });
+    ++idle_;
+    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    --idle_;
     if (stopping_) return;
-    const size_t i = next_++;
-    const ProbeJob& job = (*jobs_)[i];
+    auto [key, job] = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
     lock.unlock();
-    ProbeResult result = probeOnce(job.check, job.target);  // never throws
+    ProbeResult result = probeOnce(job.check, job.target, &cancel_);  // never throws
     lock.lock();
-    (*results_)[i] = std::move(result);
-    if (--left_ == 0) done_cv_.notify_all();
+    --running_;
+    if (!stopping_) finished_.emplace_back(key, std::move(result));
+    if (queue_.empty() && running_ == 0) idle_cv_.notify_all();
   }
 }
 

@@ -221,7 +221,9 @@ class Ledger {
   Result<RuntimeInstance> reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
                                               const std::string& actor);
   // Observed facts about a runtime instance; unset fields are left alone. A change of
-  // `healthy` or `coordinates` appends an event; the rest (ports, handle) do not.
+  // `healthy` or `coordinates` appends an event; the rest (ports, handle) do not. With a
+  // `generation`, kConflict when the record moved since (the control loop's writers pass
+  // the one they read, so a stale judgement never overwrites a newer one).
   struct RuntimeUpdate {
     std::optional<std::string> driver_handle;
     std::optional<Json> ports;
@@ -231,7 +233,8 @@ class Ledger {
     std::optional<std::string> ready_since;
     std::optional<std::string> message;
   };
-  Result<RuntimeInstance> updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, const std::string& actor);
+  Result<RuntimeInstance> updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, Generation generation,
+                                                const std::string& actor);
   // Runtime instances of meta instances that are not DELETED: every one that is not
   // TERMINATED/FAILED, and the newest of each meta instance whatever its state. What the
   // control loop looks at every pass, without the history.

@@ -424,7 +424,7 @@ Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& op
   });
 }
 
-Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update,
+Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, Generation generation,
                                                       const std::string& actor) {
   return write("update runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
@@ -437,7 +437,7 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
     if (update.ready_since) assign.set("ready_since", *update.ready_since);
     if (update.message) assign.set("message", *update.message);
     if (assign.empty()) return ri;
-    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, std::nullopt, assign.sql(), assign.values()));
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, generation, assign.sql(), assign.values()));
     const std::string subject = "runtime/" + std::to_string(id);
     if (update.healthy && *update.healthy != ri.healthy) {
       Json data{{"instance", ri.meta_instance}, {"node", ri.node}, {"healthy", *update.healthy}};

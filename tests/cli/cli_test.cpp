@@ -356,13 +356,14 @@ TEST_CASE("cli: an https:// server is trusted through --ca-file or TIDE_CA_FILE"
 }
 
 // `tide serve` on an ephemeral loopback port over dir/data with the config `yaml`, stdout and
-// stderr going to dir/serve.log, as its own process, not waited for (unlike ServeProcess): for
-// tests of what it says at start. text() is what it said so far.
+// stderr going to dir/<log_name>, as its own process, not waited for (unlike ServeProcess):
+// for tests of what it says at start. text() is what it said so far.
 struct CapturedServe {
   pid_t pid = -1;
   fs::path log;
 
-  CapturedServe(const TempDir& dir, const std::string& yaml) : log(dir.path / "serve.log") {
+  CapturedServe(const TempDir& dir, const std::string& yaml, const std::string& log_name = "serve.log")
+      : log(dir.path / log_name) {
     std::ofstream(dir.path / "tide.yaml") << yaml;
     const std::string data_dir = (dir.path / "data").string();
     const std::string config = (dir.path / "tide.yaml").string();
@@ -418,4 +419,58 @@ TEST_CASE("cli: tide serve refuses to start with a process.run_as it cannot use,
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(contains(text, "process.run_as"));
   CHECK_FALSE(contains(text, "tide listening on"));
+}
+
+TEST_CASE("cli: a second tide serve on the same data dir exits, naming the dir and the first one's pid") {
+  TempDir dir;
+  const std::string yaml =
+      std::string("policies_dir: ") + kSourceDir + "/policies\nscripts_dir: " + kSourceDir + "/scripts\n";
+  CapturedServe first(dir, yaml, "first.log");
+  const bool listening =
+      eventually([&] { return contains(first.text(), "tide listening on"); }, std::chrono::seconds(60));
+  CapturedServe second(dir, yaml, "second.log");
+  int status = 0;
+  const bool exited =
+      eventually([&] { return ::waitpid(second.pid, &status, WNOHANG) == second.pid; }, std::chrono::seconds(60));
+  if (!exited) {
+    ::kill(second.pid, SIGTERM);
+    ::waitpid(second.pid, nullptr, 0);
+  }
+  ::kill(first.pid, SIGTERM);
+  ::waitpid(first.pid, nullptr, 0);
+  REQUIRE_MESSAGE(listening, first.text());
+  const std::string text = second.text();
+  REQUIRE_MESSAGE(exited, text);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(contains(text, "the data dir " + (dir.path / "data").string() + " is in use by another tide serve (pid " +
+                           std::to_string(first.pid) + ")"));
+  CHECK_FALSE(contains(text, "tide listening on"));
+}
+
+TEST_CASE("cli: tide serve stops on SIGTERM while a health probe hangs") {
+  ServeProcess serve;
+  const std::string probing = (serve.dataDir() / "probing").string();
+  // The dev plan (approved by a shipped policy) with an exec check that never answers, a
+  // day's timeout: the executor waits in it for the new instance to turn healthy.
+  const std::string plan = (serve.dataDir() / "hanging-plan.yaml").string();
+  std::ofstream(plan) << "name: nginx-dev-plan\nnamespace: nginx-dev\nserviceName: nginx-dev\n"
+                         "matchingComputeCapabilities:\n"
+                         "  - {capabilityType: CPU, comparator: eq, capabilityNames: [intel-xeon]}\n"
+                         "applications:\n"
+                         "  - payloadName: nginx-payload\n"
+                         "    resources: {cores: 1, memory: 1}\n"
+                         "    ports: [{protocol: TCP, port: 80}]\n"
+                         "    healthCheck: {type: exec, command: [/bin/sh, -c, \"touch "
+                      << probing << "; exec sleep 86400\"], timeoutSeconds: 86400}\n";
+  REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
+  CliRun created = serve.tide("deployment create -m " + plan);
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CliRun added = serve.tide("deployment add-deployment -m " + example("dev-deployment.yaml"));
+  REQUIRE_MESSAGE(added.code == 0, added.err);
+  REQUIRE(eventually([&] { return fs::exists(probing); }, std::chrono::seconds(60)));
+
+  const std::optional<int> code = serve.terminate();
+  REQUIRE_MESSAGE(code.has_value(), "tide serve did not exit on SIGTERM");
+  CHECK(*code == 0);
 }

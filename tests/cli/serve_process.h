@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_test_support.h"
+#include "tests/support/eventually.h"
 #include "tests/support/ports.h"
 
 namespace tide::testing {
@@ -133,6 +135,23 @@ class ServeProcess {
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // Stops the server with SIGTERM like stop(), but gives up waiting after a bound generous
+  // for a loaded machine: nullopt when it did not exit by then (it is SIGKILLed), else its
+  // exit status (-1 when killed by a signal). For tests of how the server stops.
+  std::optional<int> terminate() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    const bool exited = eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; });
+    if (!exited) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+    }
+    pid_ = -1;
+    if (!exited) return std::nullopt;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 

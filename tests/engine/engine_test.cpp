@@ -18,6 +18,7 @@ using testing::enginePlan;
 using testing::hostPort;
 using testing::httpGet;
 using testing::kEngineNodes;
+using testing::requestOperation;
 
 // Deployment d1 of one instance on the manually approved plan, after one pass: its CREATE
 // waits for a person, with its placement reserved.
@@ -29,16 +30,6 @@ model::Operation firstCreateWaiting(EngineFixture& f) {
   auto waiting = f.operations("PENDING_APPROVAL");
   REQUIRE(waiting.size() == 1);
   return waiting[0];
-}
-
-// Bob asks for an operation on `meta`, as `tide deployment operate` does.
-void requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
-  model::Operation op;
-  op.meta_instance = meta;
-  op.type = type;
-  op.intent = "user";
-  op.requested_by = "bob";
-  REQUIRE(f.ledger->createOperation(op, "bob").isOk());
 }
 
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {

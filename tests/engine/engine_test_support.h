@@ -227,6 +227,18 @@ struct EngineFixture {
   }
 };
 
+// Bob asks for an operation on `meta`, as `tide deployment operate` does; returns its id.
+inline int64_t requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
+  model::Operation op;
+  op.meta_instance = meta;
+  op.type = type;
+  op.intent = "user";
+  op.requested_by = "bob";
+  auto created = f.ledger->createOperation(op, "bob");
+  REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+  return created->meta.id;
+}
+
 // GET http://127.0.0.1:<port><path>; "" when it does not answer 200.
 inline std::string httpGet(int port, const std::string& path) {
   httplib::Client client("127.0.0.1", port);

@@ -91,6 +91,36 @@ ProbeTarget closedPortTarget() {
 }
 
 bool startsWith(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+// A loopback listener that nobody serves: the kernel completes connections, and nothing
+// replies on them.
+class SilentServer {
+ public:
+  SilentServer() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+    REQUIRE(listen(fd_, 4) == 0);
+    socklen_t length = sizeof(address);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+  }
+  ~SilentServer() { close(fd_); }
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+
+  int fd() const { return fd_; }
+  ProbeTarget target() const {
+    ProbeTarget target;
+    target.ports = {{"tcp/80", port_}};
+    return target;
+  }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 ProbeResult okResult() { return {true, "HTTP 200", 1}; }
 ProbeResult failedResult() { return {false, "HTTP 500", 1}; }
 
@@ -125,22 +155,52 @@ TEST_CASE("engine: health probe http to a closed port is not ok and says it cann
 }
 
 TEST_CASE("engine: health probe http to a server that never answers times out") {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
-  REQUIRE(listen(fd, 4) == 0);  // the kernel completes connections; nobody accepts or replies
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ProbeTarget target;
-  target.ports = {{"tcp/80", ntohs(address.sin_port)}};
+  SilentServer silent;
   model::HealthCheck check = httpCheck();
   check.timeout_seconds = 0.2;
-  ProbeResult result = probeOnce(check, target);
-  close(fd);
+  ProbeResult result = probeOnce(check, silent.target());
   CHECK_FALSE(result.ok);
   CHECK_MESSAGE(contains(result.message, "no complete reply (timed out after 0.2s or closed)"), result.message);
+}
+
+TEST_CASE("engine: health probes with a day's timeout end at once when cancelled") {
+  // An http server that never replies, and an exec check that never exits.
+  SilentServer silent;
+  model::HealthCheck http = httpCheck();
+  http.timeout_seconds = 86400;
+
+  TempDir dir;
+  const std::string started = dir.file("started");
+  ProbeCancel cancel;
+  ProbeResult http_result, exec_result;
+  std::atomic<int> done{0};
+  std::thread http_probe([&] {
+    http_result = probeOnce(http, silent.target(), &cancel);
+    ++done;
+  });
+  std::thread exec_probe([&] {
+    exec_result =
+        probeOnce(execCheck({"/bin/sh", "-c", "touch " + started + "; exec sleep 86400"}, 86400), {}, &cancel);
+    ++done;
+  });
+  const int connection = accept(silent.fd(), nullptr, nullptr);  // the http probe is waiting for the reply
+  REQUIRE(eventually([&] { return std::filesystem::exists(started); }));
+  cancel.cancel();
+  const bool ended = eventually([&] { return done.load() == 2; });
+  if (!ended) ::shutdown(connection, SHUT_RDWR);  // so that the test ends when cancel() does not end them
+  http_probe.join();
+  exec_probe.join();
+  close(connection);
+  CHECK(ended);
+  CHECK_FALSE(http_result.ok);
+  CHECK_MESSAGE(contains(http_result.message, "cancelled"), http_result.message);
+  CHECK_FALSE(exec_result.ok);
+  CHECK_MESSAGE(contains(exec_result.message, "cancelled; killed"), exec_result.message);
+
+  // Cancelled, every probe ends at once; reset, they run again.
+  CHECK(contains(probeOnce(execCheck({"/bin/true"}), {}, &cancel).message, "cancelled"));
+  cancel.reset();
+  CHECK(probeOnce(execCheck({"/bin/true"}), {}, &cancel).ok);
 }
 
 TEST_CASE("engine: health probes run concurrently from several threads without interfering") {

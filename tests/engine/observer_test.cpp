@@ -3,6 +3,13 @@
 
 #include "host/engine/observer.h"
 
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include "tests/engine/sim_test_support.h"
 
 namespace tide {
@@ -111,9 +118,11 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
   for (const auto& r : f.activeRunning()) CHECK(r.healthy);
 
   // A driver that does not know leaves it to the plan's check, which fails three times in a
-  // row (unhealthy_threshold), one probe per interval.
+  // row (unhealthy_threshold), one probe per interval; a pass records the probes that
+  // finished since the last one.
   driver.reported_health = -1;
-  for (int probe = 0; probe < 3; ++probe) {
+  for (int pass = 0; pass < 4; ++pass) {
+    f.engine->waitForProbes();
     f.clock.advance(std::chrono::seconds(1));
     f.engine->runPass();
   }
@@ -137,6 +146,100 @@ TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is
   CHECK(failed->state == "FAILED");
   f.engine->settle();
   CHECK(f.activeRunning().size() == 2);
+}
+
+TEST_CASE("observer: a judgement made on a record that moved since is not written") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = rollOutOnOneCluster(f, 1);
+  const model::RuntimeInstance serving = f.activeRunning().at(0);
+  // While the observer asks the driver, an operation takes the instance over: it writes
+  // STOPPING and the process stops. What the pass read is stale when its answer comes.
+  bool taken_over = false;
+  driver.before_call = [&](const std::string& call, const std::string&) {
+    if (call != "status_all" || taken_over) return Status::ok();
+    taken_over = true;
+    REQUIRE(f.ledger->setRuntimeInstanceState(serving.meta.id, "STOPPING", std::nullopt, "executor").isOk());
+    return driver.stop({std::to_string(serving.meta.id), serving.node, ""});
+  };
+  f.engine->runPass();
+  REQUIRE(taken_over);
+  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "STOPPING");
+}
+
+// The sim plan with an exec health check running `script` under /bin/sh, with a day's
+// timeout: what a probe that hangs looks like.
+std::string execCheckPlan(const std::string& script) {
+  const nlohmann::json command = {"/bin/sh", "-c", script};
+  return testing::simPlanWith("        health_check: {type: exec, command: " + command.dump() +
+                              ", interval_seconds: 0.2, timeout_seconds: 86400}\n");
+}
+
+// One instance of execCheckPlan(`script`) running on a sim cluster, healthy by the driver's
+// word; from now on the driver reports no health, so the observer probes.
+CountingDriver& rollOutWithExecCheck(EngineFixture& f, const std::string& script) {
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 1));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(execCheckPlan(script));
+  f.apply(engineDeployment("v1", 1, "1"));
+  f.engine->settle();
+  REQUIRE(f.activeRunning().size() == 1);
+  driver.reported_health = -1;
+  return driver;
+}
+
+TEST_CASE("observer: passes go on while a health probe hangs, and its result is recorded when it comes") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  const std::string started = f.dir.file("probe-started");
+  const std::string release = f.dir.file("release");
+  rollOutWithExecCheck(f, "touch " + started + "; while [ ! -e " + release + " ]; do sleep 0.01; done; exit 1");
+  std::atomic<int> passes{0};
+  std::thread loop([&] {
+    for (int pass = 0; pass < 5; ++pass) {
+      f.engine->runPass();
+      ++passes;
+    }
+  });
+  const bool passed = testing::eventually([&] { return passes.load() == 5; });
+  const bool probing = testing::eventually([&] { return std::filesystem::exists(started); });
+  std::ofstream(release) << "go\n";
+  loop.join();
+  CHECK(passed);
+  CHECK(probing);
+
+  // The probe failed: after unhealthy_threshold (3) failures in a row the instance is unhealthy.
+  for (int probe = 0; probe < 4; ++probe) {
+    f.engine->waitForProbes();
+    f.clock.advance(std::chrono::seconds(1));
+    f.engine->runPass();
+  }
+  auto running = f.activeRunning();
+  REQUIRE(running.size() == 1);
+  CHECK_FALSE(running[0].healthy);
+  CHECK(running[0].message.find("exited 1") != std::string::npos);
+}
+
+TEST_CASE("observer: the engine stops at once while a health probe hangs, and the probe's processes end") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  const std::string pid_file = f.dir.file("sleeper");
+  rollOutWithExecCheck(f, "sleep 86400 & echo $! > " + pid_file + "; wait");
+  f.engine->start();
+  std::string pid_text;
+  REQUIRE(testing::eventually([&] {
+    pid_text = testing::readText(pid_file);
+    return !pid_text.empty() && pid_text.back() == '\n';
+  }));
+  const pid_t sleeper = std::stoi(pid_text);
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    f.engine->stop();
+    stopped = true;
+  });
+  const bool returned = testing::eventually([&] { return stopped.load(); });
+  if (!returned) ::kill(sleeper, SIGKILL);  // so that the test ends when stop() does not
+  stopper.join();
+  CHECK(returned);
+  const std::string stat = testing::readText("/proc/" + std::to_string(sleeper) + "/stat");
+  CHECK((stat.empty() || stat.find(") Z") != std::string::npos));  // gone, or a zombie nobody reaped yet
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // health its inner driver reports.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,9 +30,11 @@ inline std::string simCluster(const std::string& cluster, int nodes,
 
 inline const char* kSimCapabilities = "capabilities:\n  - {name: intel-xeon, type: CPU, score: 10}\n";
 
-// Plan "web" in a dev namespace (policies/auto_approve_dev.lua approves it) with an http
-// health check on port 80.
-inline const char* kSimPlan = R"(
+// Plan "web" in a dev namespace (policies/auto_approve_dev.lua approves it) whose one
+// application needs one core and 1 GiB and has `fields` besides (lines of the
+// application's YAML mapping, indented by 8 spaces).
+inline std::string simPlanWith(const std::string& fields) {
+  return R"(
 plans:
   - name: web
     namespace: dev-fleet
@@ -40,9 +43,13 @@ plans:
     applications:
       - payload_name: web
         resources: {cores: 1, memory_gib: 1}
-        ports: [{protocol: TCP, port: 80}]
-        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}
-)";
+)" + fields;
+}
+
+// The sim plan: an http health check on port 80.
+inline const std::string kSimPlan = simPlanWith(
+    "        ports: [{protocol: TCP, port: 80}]\n"
+    "        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}\n");
 
 // Counts the calls that reach it and passes them on. While `reported_health` is 0 or 1, the
 // RUNNING statuses it passes on report that health; -1 leaves health unreported.
@@ -55,21 +62,42 @@ class CountingDriver final : public drivers::Driver {
   std::atomic<int> batches{0};
   std::atomic<size_t> batched_refs{0};
   std::atomic<int> reported_health{1};
+  // When set, runs before a call is passed on, on the caller's thread, with the call's name
+  // ("ensure_volume", "remove_volume", "ensure", "stop", "remove", "status", "status_all")
+  // and what it is about: the runtime id, "<volume id>@<node>" for a volume ("" for
+  // status_all); a status that is not ok is
+  // returned instead of passing the call on. Set it while no engine thread calls the driver.
+  std::function<Status(const std::string& call, const std::string& id)> before_call;
 
-  Status ensureVolume(const drivers::VolumeSpec& v) override { return inner_->ensureVolume(v); }
-  Status removeVolume(const drivers::VolumeRef& v) override { return inner_->removeVolume(v); }
+  Status ensureVolume(const drivers::VolumeSpec& v) override {
+    TIDE_RETURN_IF_ERROR(before("ensure_volume", v.id + "@" + v.node));
+    return inner_->ensureVolume(v);
+  }
+  Status removeVolume(const drivers::VolumeRef& v) override {
+    TIDE_RETURN_IF_ERROR(before("remove_volume", v.id + "@" + v.node));
+    return inner_->removeVolume(v);
+  }
   Result<drivers::RuntimeStatus> ensure(const drivers::RuntimeSpec& spec) override {
+    TIDE_RETURN_IF_ERROR(before("ensure", spec.id));
     return report(inner_->ensure(spec));
   }
-  Status stop(const drivers::RuntimeRef& ref) override { return inner_->stop(ref); }
-  Status remove(const drivers::RuntimeRef& ref) override { return inner_->remove(ref); }
+  Status stop(const drivers::RuntimeRef& ref) override {
+    TIDE_RETURN_IF_ERROR(before("stop", ref.id));
+    return inner_->stop(ref);
+  }
+  Status remove(const drivers::RuntimeRef& ref) override {
+    TIDE_RETURN_IF_ERROR(before("remove", ref.id));
+    return inner_->remove(ref);
+  }
   Result<drivers::RuntimeStatus> status(const drivers::RuntimeRef& ref) override {
     ++statuses;
+    TIDE_RETURN_IF_ERROR(before("status", ref.id));
     return report(inner_->status(ref));
   }
   Result<std::vector<drivers::RuntimeAnswer>> statusAll(const std::vector<drivers::RuntimeRef>& refs) override {
     ++batches;
     batched_refs += refs.size();
+    TIDE_RETURN_IF_ERROR(before("status_all", ""));
     auto answers = inner_->statusAll(refs);
     if (!answers.isOk()) return answers;
     for (auto& answer : *answers) answer = report(std::move(answer));
@@ -95,6 +123,10 @@ class CountingDriver final : public drivers::Driver {
       if (health == 0) answer->message = "the test says so";
     }
     return answer;
+  }
+
+  Status before(const std::string& call, const std::string& id) const {
+    return before_call ? before_call(call, id) : Status::ok();
   }
 
   const std::unique_ptr<drivers::Driver> inner_;

@@ -126,7 +126,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
     REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
     ledger::Ledger::RuntimeUpdate healthy;
     healthy.healthy = true;
-    REQUIRE(f.ledger->updateRuntimeInstance(runtimes[i].meta.id, healthy, "executor").isOk());
+    REQUIRE(f.ledger->updateRuntimeInstance(runtimes[i].meta.id, healthy, std::nullopt, "executor").isOk());
     REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
   }
   f.checkInStep("running and healthy");

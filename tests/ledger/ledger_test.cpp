@@ -539,11 +539,17 @@ TEST_CASE("ledger: runtime facts, activation and deployment moves") {
   update.healthy = true;
   update.ports = Json{{"tcp/80", 31000}};
   update.driver_handle = "pid:1:2";
-  auto updated = f.ledger->updateRuntimeInstance(second->meta.id, update, "observer");
+  auto updated = f.ledger->updateRuntimeInstance(second->meta.id, update, second->meta.generation, "observer");
   REQUIRE(updated.isOk());
   CHECK(updated->healthy);
   CHECK(updated->ports["tcp/80"] == 31000);
   CHECK(updated->driver_handle == "pid:1:2");
+  // A writer that read the record before that update is refused, and changes nothing.
+  ledger::Ledger::RuntimeUpdate stale;
+  stale.healthy = false;
+  auto refused = f.ledger->updateRuntimeInstance(second->meta.id, stale, second->meta.generation, "observer");
+  CHECK(refused.status().code() == Code::kConflict);
+  CHECK(f.ledger->getRuntimeInstance(second->meta.id)->healthy);
 
   auto activated = f.ledger->activateRuntimeInstance(second->meta.id, "executor");
   REQUIRE(activated.isOk());

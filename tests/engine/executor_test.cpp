@@ -1,0 +1,200 @@
+// The executor over a counting sim driver (sim_test_support.h): when an instance becomes
+// busy, how a write refused for a stale generation is handled, what a RELOCATE that fails
+// after the switch leaves, and the order of volume and instance calls.
+
+#include "host/engine/executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "tests/engine/sim_test_support.h"
+
+namespace tide {
+namespace {
+
+using testing::CountingDriver;
+using testing::engineDeployment;
+using testing::EngineFixture;
+using testing::installCountingSim;
+using testing::kSimCapabilities;
+using testing::kSimPlan;
+using testing::requestOperation;
+using testing::simCluster;
+
+// `n` instances of the sim plan rolled out on one sim cluster of `nodes` nodes.
+CountingDriver& rollOutOnSim(EngineFixture& f, int n, int nodes) {
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", nodes));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", n, "1"));
+  f.engine->settle();
+  REQUIRE(f.activeRunning().size() == static_cast<size_t>(n));
+  return driver;
+}
+
+std::string runtimeId(const model::RuntimeInstance& r) { return std::to_string(r.meta.id); }
+
+TEST_CASE("executor: the instance of a submitted operation is busy before a worker takes it") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance serving = f.activeRunning().at(0);
+  // No worker runs: what dispatch submits stays queued, as it does on a busy host until a
+  // worker is free.
+  f.engine->executor().stop();
+  const int64_t stop = requestOperation(f, serving.meta_instance, "STOP");
+  for (int pass = 0; pass < 5 && !f.engine->executor().busy(stop); ++pass) f.engine->runPass();
+  REQUIRE(f.engine->executor().busy(stop));
+  CHECK(f.engine->executor().busyInstances().count(serving.meta_instance) == 1);
+
+  // The process goes away as the STOP would make it: the observer leaves the instance to
+  // its operation instead of marking it FAILED.
+  REQUIRE(driver.stop({runtimeId(serving), serving.node, ""}).isOk());
+  f.engine->runPass();
+  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "RUNNING");
+
+  f.engine->settle();
+  CHECK(f.ledger->getOperation(stop)->state == "SUCCEEDED");
+  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "TERMINATED");
+}
+
+TEST_CASE("executor: a runtime write refused for a stale generation is read again, not failed") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  // Another writer moves each new runtime instance while the executor starts it, so the
+  // executor's next write names a generation that is gone.
+  std::atomic<int> moved{0};
+  driver.before_call = [&](const std::string& call, const std::string& id) {
+    if (call != "ensure") return Status::ok();
+    ledger::Ledger::RuntimeUpdate note;
+    note.message = "touched by another writer";
+    if (f.ledger->updateRuntimeInstance(std::stoll(id), note, std::nullopt, "test").isOk()) ++moved;
+    return Status::ok();
+  };
+  f.apply(engineDeployment("v1", 2, "1"));
+  f.engine->settle();
+  CHECK(moved >= 2);
+  CHECK(f.activeRunning().size() == 2);
+  CHECK(f.operations("FAILED").empty());
+  CHECK(f.deployment("v1").state == "COMPLETED");
+}
+
+TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instance serving") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance old = f.activeRunning().at(0);
+  // Removing the old instance fails for good (not a transient error): the operation fails
+  // after the new one became active.
+  std::atomic<bool> refused{false};
+  driver.before_call = [&](const std::string& call, const std::string& id) {
+    if (call != "remove" || id != runtimeId(old) || refused) return Status::ok();
+    refused = true;
+    return Status(Code::kPermissionDenied, "the test refuses to remove the old instance");
+  };
+  const int64_t relocate = requestOperation(f, old.meta_instance, "RELOCATE");
+  f.engine->settle();
+  REQUIRE(refused);
+  auto failed = f.ledger->getOperation(relocate);
+  REQUIRE(failed.isOk());
+  CHECK(failed->state == "FAILED");
+
+  // The instance it moved to serves, the same one, never replaced.
+  auto serving = f.activeRunning();
+  REQUIRE(serving.size() == 1);
+  CHECK(serving[0].meta.id == failed->target["runtime_instance"].get<int64_t>());
+  CHECK(serving[0].node != old.node);
+  auto status = driver.status({runtimeId(serving[0]), serving[0].node, serving[0].driver_handle});
+  REQUIRE_MESSAGE(status.isOk(), status.status().toString());
+  CHECK(status->state == "RUNNING");
+  CHECK(f.ledger->getRuntimeInstance(old.meta.id)->state == "FAILED");
+}
+
+// A sim cluster whose nodes have SSD storage, and the sim plan with a persistent volume.
+const std::string kVolumeFleet = std::string(R"(
+capabilities:
+  - {name: intel-xeon, type: CPU, score: 10}
+clusters:
+  - {name: sim, driver: sim}
+nodes:
+  - {name: sim-1, cluster: sim, update_domain: ud-1, total: {cores: 2, memory_gib: 4}, capabilities: [intel-xeon],
+     local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+  - {name: sim-2, cluster: sim, update_domain: ud-2, total: {cores: 2, memory_gib: 4}, capabilities: [intel-xeon],
+     local_volumes: [{mount_path: /mnt/ssd, storage_class: SSD, capacity_gib: 100}]}
+)") + testing::simPlanWith("        persistent_volumes: [{storage_class: SSD, capacity_gib: 10, mount_path: /data}]\n");
+
+// The driver calls about volumes and instances, in the order they came.
+struct CallLog {
+  std::mutex mu;
+  std::vector<std::string> calls;  // "<call> <id>"
+
+  void record(const std::string& call, const std::string& id) {
+    if (call == "status" || call == "status_all") return;
+    std::lock_guard<std::mutex> lock(mu);
+    calls.push_back(call + " " + id);
+  }
+  // Where "<call> <id>" first came; calls.size() when it never did.
+  size_t at(const std::string& call, const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::find(calls.begin(), calls.end(), call + " " + id) - calls.begin();
+  }
+};
+
+// The volumes of runtime instance `r`, as "<id>@<node>".
+std::vector<std::string> volumeIds(const model::RuntimeInstance& r) {
+  std::vector<std::string> ids;
+  for (const auto& v : r.volumes) ids.push_back(v.value("id", "") + "@" + r.node);
+  return ids;
+}
+
+// Checks that `r`'s volumes were made before it was started.
+void checkVolumesMadeFirst(CallLog& log, const model::RuntimeInstance& r) {
+  const size_t started = log.at("ensure", runtimeId(r));
+  REQUIRE(started < log.calls.size());
+  for (const auto& volume : volumeIds(r)) CHECK(log.at("ensure_volume", volume) < started);
+}
+
+// Checks that `r` was removed, and its volumes after it.
+void checkVolumesRemovedAfter(CallLog& log, const model::RuntimeInstance& r) {
+  const size_t removed = log.at("remove", runtimeId(r));
+  REQUIRE(removed < log.calls.size());
+  for (const auto& volume : volumeIds(r)) {
+    const size_t volume_removed = log.at("remove_volume", volume);
+    CHECK(volume_removed < log.calls.size());
+    CHECK(removed < volume_removed);
+  }
+}
+
+TEST_CASE("executor: volumes are made before their instance and removed after it") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(kVolumeFleet);
+  CountingDriver& driver = installCountingSim(f, "sim");
+  CallLog log;
+  driver.before_call = [&](const std::string& call, const std::string& id) {
+    log.record(call, id);
+    return Status::ok();
+  };
+  f.apply(engineDeployment("v1", 1, "1"));
+  f.engine->settle();
+  const model::RuntimeInstance first = f.activeRunning().at(0);
+  REQUIRE_FALSE(volumeIds(first).empty());
+  checkVolumesMadeFirst(log, first);
+
+  // RELOCATE: the new instance's volumes before it; the old instance before its volumes.
+  requestOperation(f, first.meta_instance, "RELOCATE");
+  f.engine->settle();
+  const model::RuntimeInstance moved = f.activeRunning().at(0);
+  REQUIRE(moved.meta.id != first.meta.id);
+  checkVolumesMadeFirst(log, moved);
+  checkVolumesRemovedAfter(log, first);
+
+  // DELETE: every instance, then the volumes.
+  requestOperation(f, moved.meta_instance, "DELETE");
+  f.engine->settle();
+  CHECK(f.ledger->getMetaInstance(moved.meta_instance)->state == "DELETED");
+  checkVolumesRemovedAfter(log, moved);
+}
+
+}  // namespace
+}  // namespace tide
