@@ -1,5 +1,6 @@
 #include "tests/soak/soak_checker.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -29,6 +30,8 @@ std::vector<Finding> SoakChecker::check(SteadyTime now) {
     fresh.push_back(finding);
   };
   for (const Finding& broken : ledgerInvariants()) report(broken);
+  for (const Finding& race : writersThatRaced()) report(race);
+  for (const Finding& killed : instancesRemovedUnderfoot()) report(killed);
 
   // Suspicions: each becomes a violation once it outlasted its allowance.
   std::map<std::string, std::pair<Finding, std::chrono::milliseconds>> suspicions;
@@ -149,6 +152,45 @@ std::vector<Finding> SoakChecker::unfinishedOperations() {
                        " at attempt " + std::to_string(op.attempts) + ": " + op.message});
   }
   return out;
+}
+
+std::vector<Finding> SoakChecker::writersThatRaced() {
+  // Every FAILED operation, each round: one fails long after it was created, so no id marks
+  // where the new ones start. They are few.
+  auto failed = ledger::listAll(ledger_, &ledger::Ledger::listOperations, {{"state", "FAILED"}});
+  if (!failed.isOk()) return {};
+  std::vector<Finding> out;
+  for (const model::Operation& op : *failed) {
+    if (op.message.find(" cannot move from ") == std::string::npos) continue;
+    const std::string id = std::to_string(op.meta.id);
+    out.push_back({"race " + id, "race: operation " + id + " (" + op.type + " of " + op.meta_instance +
+                                     ") FAILED on a transition another writer had made impossible: " + op.message});
+  }
+  return out;
+}
+
+std::vector<Finding> SoakChecker::instancesRemovedUnderfoot() {
+  std::vector<Finding> out;
+  ledger::ListOptions options;
+  options.limit = ledger::kMaxPageSize;
+  options.filters = {{"kind", "runtime_instance.state"}};
+  options.after = events_read_;
+  while (true) {
+    auto page = ledger_.listEvents(options);
+    if (!page.isOk()) return out;
+    for (const model::Event& event : page->items) {
+      events_read_ = std::max(events_read_, event.seq);
+      if (event.data.value("to", "") != "FAILED" || event.data.value("message", "") != "the driver does not know it") {
+        continue;
+      }
+      out.push_back({"removed " + event.subject,
+                     "removed underfoot: " + event.subject + " of " + event.data.value("instance", "") + " on " +
+                         event.data.value("node", "") + " was RUNNING in the ledger when its driver no longer had it " +
+                         "(event " + std::to_string(event.seq) + ")"});
+    }
+    if (page->next_after == 0) return out;
+    options.after = page->next_after;
+  }
 }
 
 Result<std::vector<InventoryObject>> readInventory(const std::string& cluster, drivers::Driver& driver) {

@@ -8,7 +8,14 @@
 // out its grace period, a process that exited and is not judged yet). So every finding but
 // the ledger's own invariants is a *suspicion* first, keyed by what it names; it becomes a
 // violation only once it has lasted longer than its allowance. The ledger's invariants hold
-// at every commit, so a broken one is a violation at once.
+// at every commit, so a broken one is a violation at once; so is an operation the control
+// loop failed because one of its own writes broke the transition table ("cannot move from
+// FAILED to RUNNING"): two writers of the loop disagreed about the same record, which
+// docs/architecture.md#the-control-loop says must not happen. And within one host's life the
+// soak's drivers forget nothing on their own (a crashed sim instance or an exited process is
+// still known, as EXITED), so a runtime instance the observer finds unknown to its driver
+// ("the driver does not know it") was removed by the host while the ledger counted on it: a
+// serving instance killed, a violation at once.
 //
 // Thread-safety: none; one thread calls check().
 
@@ -75,6 +82,8 @@ class SoakChecker {
   std::vector<Finding> ledgerInvariants();
   std::vector<Finding> driversAgainstLedger();
   std::vector<Finding> unfinishedOperations();
+  std::vector<Finding> writersThatRaced();
+  std::vector<Finding> instancesRemovedUnderfoot();
 
   ledger::Ledger& ledger_;
   InventoryReader inventory_;
@@ -84,6 +93,7 @@ class SoakChecker {
   std::vector<Finding> violations_;
   int64_t rounds_ = 0;
   int64_t waiting_for_placement_ = 0;
+  int64_t events_read_ = 0;  // the seq of the last event instancesRemovedUnderfoot() read
 };
 
 // The objects of `driver` (cluster `cluster`) with their states, as its list() and

@@ -40,6 +40,23 @@ struct RefereeFixture : LedgerFixture {
     REQUIRE(sim.ensure(spec).isOk());
   }
 
+  // A runtime instance of meta instance `meta` RUNNING on node-a in the ledger, its CREATE
+  // over; returns its id.
+  int64_t runningInstance(const std::string& meta) {
+    const model::Operation create = addOperation(meta);
+    model::RuntimeInstance instance;
+    instance.meta_instance = meta;
+    instance.node = "node-a";
+    instance.reservation = {4, 64};
+    auto reserved = ledger->reserveForOperation(create.meta.id, instance, "approval");
+    REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
+    const int64_t id = reserved->meta.id;
+    REQUIRE(ledger->setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
+    REQUIRE(ledger->setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
+    REQUIRE(ledger->setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+    return id;
+  }
+
   std::vector<std::string> keys(const std::vector<soak::Finding>& findings) {
     std::vector<std::string> out;
     for (const auto& f : findings) out.push_back(f.key);
@@ -74,18 +91,7 @@ TEST_CASE("soak referee: a disagreement that clears before its allowance is no v
 
 TEST_CASE("soak referee: a runtime RUNNING in the ledger that its driver does not hold is lost") {
   RefereeFixture f;
-  const std::string meta = f.addInstance();
-  model::Operation create = f.addOperation(meta);
-  model::RuntimeInstance instance;
-  instance.meta_instance = meta;
-  instance.node = "node-a";
-  instance.reservation = {4, 64};
-  auto reserved = f.ledger->reserveForOperation(create.meta.id, instance, "approval");
-  REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
-  const int64_t id = reserved->meta.id;
-  REQUIRE(f.ledger->setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  const int64_t id = f.runningInstance(f.addInstance());
 
   f.startInDriver(std::to_string(id));
   CHECK(f.checker.check(f.t0).empty());
@@ -118,6 +124,39 @@ TEST_CASE("soak referee: an operation that stays in one state past stuck_after i
   REQUIRE(f.ledger->setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
   CHECK(f.checker.check(f.t0 + kAllowance + milliseconds(2)).empty());
   CHECK(f.checker.currentFindings().size() == 1);  // at the end, unfinished is unfinished
+}
+
+TEST_CASE("soak referee: an operation failed by a transition another writer made impossible is a race, at once") {
+  RefereeFixture f;
+  const std::string meta = f.addInstance();
+  const model::Operation raced = f.addOperation(meta);
+  REQUIRE(f.ledger
+              ->setOperationState(raced.meta.id, "FAILED", std::nullopt, "executor",
+                                  "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
+                                  "(allowed from FAILED: TERMINATED)")
+              .isOk());
+  auto other = f.ledger->createMetaInstance("web", "d1", "test");
+  REQUIRE(other.isOk());
+  const model::Operation failed = f.addOperation(other->name);
+  REQUIRE(f.ledger->setOperationState(failed.meta.id, "FAILED", std::nullopt, "executor", "attempt 5: unavailable")
+              .isOk());
+
+  CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"race " + std::to_string(raced.meta.id)});
+  CHECK(f.checker.check(f.t0 + milliseconds(1)).empty());  // reported once
+}
+
+TEST_CASE("soak referee: a RUNNING instance found gone from its driver was removed underfoot, a violation at once") {
+  RefereeFixture f;
+  const int64_t removed = f.runningInstance(f.addInstance());
+  auto other = f.ledger->createMetaInstance("web", "d1", "test");
+  REQUIRE(other.isOk());
+  const int64_t crashed = f.runningInstance(other->name);
+  REQUIRE(f.ledger->setRuntimeInstanceState(removed, "FAILED", std::nullopt, "observer", "the driver does not know it")
+              .isOk());
+  REQUIRE(f.ledger->setRuntimeInstanceState(crashed, "FAILED", std::nullopt, "observer", "exited with code 137").isOk());
+
+  CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"removed runtime/" + std::to_string(removed)});
+  CHECK(f.checker.check(f.t0 + milliseconds(1)).empty());  // each event is read once
 }
 
 }  // namespace
