@@ -185,7 +185,8 @@ std::vector<Finding> SoakChecker::instancesRemovedUnderfoot() {
       }
       out.push_back({"removed " + event.subject,
                      "removed underfoot: " + event.subject + " of " + event.data.value("instance", "") + " on " +
-                         event.data.value("node", "") + " was RUNNING in the ledger when its driver no longer had it " +
+                         event.data.value("node", "") + " was " + event.data.value("from", "") +
+                         " in the ledger when its driver no longer had it " +
                          "(event " + std::to_string(event.seq) + ")"});
     }
     if (page->next_after == 0) return out;

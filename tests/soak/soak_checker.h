@@ -14,8 +14,9 @@
 // docs/architecture.md#the-control-loop says must not happen. And within one host's life the
 // soak's drivers forget nothing on their own (a crashed sim instance or an exited process is
 // still known, as EXITED), so a runtime instance the observer finds unknown to its driver
-// ("the driver does not know it") was removed by the host while the ledger counted on it: a
-// serving instance killed, a violation at once.
+// ("the driver does not know it") was removed by the host while the ledger counted on it
+// (RUNNING, or STOPPING under an operation the observer should have left alone): a
+// violation at once.
 //
 // Thread-safety: none; one thread calls check().
 
