@@ -5,7 +5,9 @@
 //
 //   tide_soak [--duration 120s] [--seed N] [--no-process] [--keep] [--data-dir DIR]
 //
-// Durations are <n>s, <n>m or <n>h. Progress goes to stderr every 15 s.
+// Durations are <n>s, <n>m or <n>h. Progress and violations go to stderr as they happen; the
+// host's own stderr (access log, loop errors) to <data dir>/host.log. The data dir is a new
+// temp dir unless given, removed after a passed soak unless --keep, kept after a failed one.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -234,7 +235,6 @@ class Pacer {
     while (!stop_ && Clock::now() < until) std::this_thread::sleep_for(milliseconds(20));
     return !stop_;
   }
-  std::mt19937_64& random() { return random_; }
   template <class T>
   const T& pick(const std::vector<T>& from) {
     return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(random_)];
