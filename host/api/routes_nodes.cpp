@@ -3,6 +3,7 @@
 #include "host/api/handlers.h"
 #include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
+#include "host/api/views.h"
 #include "host/config/manifest.h"
 #include "host/model/transitions.h"
 
@@ -40,7 +41,12 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   const std::string& name = request.param("name");
   auto read = [&]() -> Result<ApiResponse> {
     TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(name));
-    return recordReply(node);
+    if (node.state != model::node_state::kDraining) return recordReply(node);
+    ApiResponse reply = recordReply(node);
+    Json body = Json(node);
+    TIDE_ASSIGN_OR_RETURN(body["drain"], drainProgressView(context.ledger, node));
+    reply.body = dumpJson(body);
+    return reply;
   };
   return context.node_replies != nullptr ? context.node_replies->get(name, read) : read();
 }
