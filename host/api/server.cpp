@@ -120,7 +120,7 @@ class ApiServer::Impl {
       : options_(std::move(options)),
         auth_(ledger, options_.auth_enabled, options_.config_tokens, clock),
         policy_pool_(makePolicyPool(options_, clock)),
-        node_replies_(ledger, {"nodes", "clusters", "runtime_instances", "operations"}),
+        node_replies_(ledger, {"nodes", "clusters", "runtime_instances"}),
         context_{ledger,
                  clock,
                  metrics_,
