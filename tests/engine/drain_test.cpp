@@ -7,12 +7,8 @@
 namespace tide {
 namespace {
 
-using testing::engineDeployment;
+using testing::deploySimFleet;
 using testing::EngineFixture;
-using testing::installCountingSim;
-using testing::kSimCapabilities;
-using testing::kSimPlan;
-using testing::simCluster;
 
 // The RUNNING active runtime instances on `node`.
 std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std::string& node) {
@@ -37,10 +33,7 @@ void drain(EngineFixture& f, const std::string& node, const std::string& by) {
 
 TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node can then be deleted") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 6));
-  installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 3, "1"));
+  deploySimFleet(f, 6, 3);
   f.engine->settle();
   REQUIRE(f.activeRunning().size() == 3);
   const model::RuntimeInstance before = f.activeRunning().front();
@@ -69,10 +62,7 @@ TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node
 
 TEST_CASE("drain: the relocations wait for a person other than the one who drained, like any operation") {
   EngineFixture f;  // no policy: every operation waits for a person
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 4));
-  installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 2, "1"));
+  deploySimFleet(f, 4, 2);
   f.settleApproving();
   REQUIRE(f.activeRunning().size() == 2);
   const std::string node = f.activeRunning().front().node;
@@ -92,10 +82,7 @@ TEST_CASE("drain: the relocations wait for a person other than the one who drain
 
 TEST_CASE("drain: when no other node fits, the relocation waits with its reason and moves once one does") {
   EngineFixture f({"auto_approve_dev.lua"});
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
-  installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 2, "1"));
+  deploySimFleet(f, 2, 2);
   f.engine->settle();
   REQUIRE(f.activeRunning().size() == 2);
 

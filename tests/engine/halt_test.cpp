@@ -11,11 +11,11 @@ namespace tide {
 namespace {
 
 using testing::CountingDriver;
+using testing::deploySimFleet;
 using testing::engineDeployment;
 using testing::EngineFixture;
 using testing::installCountingSim;
 using testing::kSimCapabilities;
-using testing::kSimPlan;
 using testing::simCluster;
 
 constexpr int kThreshold = 3;
@@ -46,10 +46,7 @@ void loseBehindTidesBack(EngineFixture& f, CountingDriver& driver, int n) {
 
 TEST_CASE("halt: more instances missing than the threshold halts every writer until an admin resumes") {
   EngineFixture f({"auto_approve_dev.lua"}, haltOptions());
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 12));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 8, "1"));
+  CountingDriver& driver = deploySimFleet(f, 12, 8);
   f.engine->settle();
   REQUIRE(f.activeRunning().size() == 8);
 
@@ -109,10 +106,7 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
 
 TEST_CASE("halt: as many missing instances as the threshold are repaired without a halt") {
   EngineFixture f({"auto_approve_dev.lua"}, haltOptions());
-  f.apply(std::string(kSimCapabilities) + simCluster("sim", 8));
-  CountingDriver& driver = installCountingSim(f, "sim");
-  f.apply(kSimPlan);
-  f.apply(engineDeployment("v1", 6, "1"));
+  CountingDriver& driver = deploySimFleet(f, 8, 6);
   f.engine->settle();
   REQUIRE(f.activeRunning().size() == 6);
 
