@@ -47,9 +47,8 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
   }
   // A person's operation ("user") or a node drain's ("drain") serves no deployment.
   const bool for_deployment = op.intent != "user" && op.intent != "drain";
-  Json deployment{{"id", for_deployment ? op.intent : ""},
-                  {"old_coordinates", Json::array()},
-                  {"new_coordinates", Json::array()}};
+  Json deployment{
+      {"id", for_deployment ? op.intent : ""}, {"old_coordinates", Json::array()}, {"new_coordinates", Json::array()}};
   if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
     const InstanceView& view = v->second;
     if (view.active) deployment["old_coordinates"] = coordinatesList(view.active->coordinates);

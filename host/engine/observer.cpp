@@ -132,8 +132,8 @@ void Observer::acknowledge(const std::set<std::string>& instances) {
 }
 
 bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
-  const auto unacknowledged =
-      std::count_if(gone.begin(), gone.end(), [this](const Gone& g) { return !acknowledged_.count(g.view->meta.name); });
+  const auto unacknowledged = std::count_if(gone.begin(), gone.end(),
+                                            [this](const Gone& g) { return !acknowledged_.count(g.view->meta.name); });
   if (unacknowledged <= options_.discrepancy_threshold) return false;
   Json missing = Json::array();
   for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});

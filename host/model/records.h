@@ -231,8 +231,8 @@ struct Event {
 // The control loop's halt (docs/architecture.md#observer): while one is in force no stage of
 // the loop writes; an admin ends it.
 struct ControlHalt {
-  std::string kind;    // the alarm event that raised it: "alarm.discrepancy"
-  std::string reason;  // a sentence for people
+  std::string kind;               // the alarm event that raised it: "alarm.discrepancy"
+  std::string reason;             // a sentence for people
   Json details = Json::object();  // e.g. the instances that disagreed with their drivers
   std::string since;
   std::string by;  // the actor that halted it

@@ -296,8 +296,7 @@ TEST_CASE("api: a DRAINING node shows who drained it and the instances still on 
   Json node = h.get("/v1/nodes/kind-worker", kViewerToken).json();
   CHECK(node["drained_by"] == kOperatorName);
   CHECK(node["drain"]["instances_left"] == 1);
-  CHECK(node["drain"]["instances"][0] ==
-        Json{{"instance", meta->name}, {"state", "RUNNING"}, {"operation", nullptr}});
+  CHECK(node["drain"]["instances"][0] == Json{{"instance", meta->name}, {"state", "RUNNING"}, {"operation", nullptr}});
 
   // The relocation the control loop asks for shows at once (the reply is not kept stale).
   model::Operation relocate;

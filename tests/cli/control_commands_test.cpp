@@ -25,8 +25,8 @@ TEST_CASE("cli: deployment show warns of a halted control loop and tide resume e
   CHECK(contains(not_halted.err, "the control loop is not halted"));
 
   REQUIRE(live.ledger
-              ->haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers",
-                                Json::object(), "observer")
+              ->haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers", Json::object(),
+                                "observer")
               .isOk());
   CliRun show = live.run({"deployment", "show", "nginx-deployment-plan"});
   REQUIRE_MESSAGE(show.code == 0, show.err);

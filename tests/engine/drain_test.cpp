@@ -97,8 +97,9 @@ TEST_CASE("drain: when no other node fits, the relocation waits with its reason 
   CHECK(f.ledger->listEvents(o)->items.size() >= 1);
   CHECK(activeOn(f, "sim-1").size() == 1);  // still serving where it was
 
-  f.apply("nodes:\n  - {name: sim-3, cluster: sim, update_domain: ud-1, total: {cores: 2, memory_gib: 4}, "
-          "capabilities: [intel-xeon]}\n");
+  f.apply(
+      "nodes:\n  - {name: sim-3, cluster: sim, update_domain: ud-1, total: {cores: 2, memory_gib: 4}, "
+      "capabilities: [intel-xeon]}\n");
   f.engine->settle();
   CHECK(activeOn(f, "sim-1").empty());
   CHECK(activeOn(f, "sim-3").size() == 1);
