@@ -44,6 +44,9 @@ HandlerFunction list, stream;
 namespace audit {
 HandlerFunction verify;
 }
+namespace control {
+HandlerFunction show, resume;
+}
 namespace scripts {
 HandlerFunction list, reload, evaluate;
 }

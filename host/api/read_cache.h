@@ -58,6 +58,13 @@ class ReadCache {
   // loaded; otherwise what `load()` (a Result<Value>) answers now, kept when it is OK.
   template <class Load>
   Result<Value> get(const std::string& key, Load&& load) {
+    return get(key, std::forward<Load>(load), [](const Value&) { return true; });
+  }
+
+  // As above, but what `load()` answers is kept only when `keep(value)` is true: for values
+  // that also depend on tables the cache does not follow.
+  template <class Load, class Keep>
+  Result<Value> get(const std::string& key, Load&& load, Keep&& keep) {
     const uint64_t epoch = epoch_.load(std::memory_order_acquire);
     {
       std::shared_lock<std::shared_mutex> lock(mu_);
@@ -67,7 +74,7 @@ class ReadCache {
       }
     }
     Result<Value> loaded = load();
-    if (enabled_ && loaded.isOk()) keep(epoch, key, loaded.value());
+    if (enabled_ && loaded.isOk() && keep(loaded.value())) remember(epoch, key, loaded.value());
     return loaded;
   }
 
@@ -89,7 +96,7 @@ class ReadCache {
     if (touched) invalidate();
   }
 
-  void keep(uint64_t epoch, const std::string& key, const Value& value) {
+  void remember(uint64_t epoch, const std::string& key, const Value& value) {
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (epoch < kept_epoch_) return;  // loaded before a newer value was kept: may be stale
     if (epoch > kept_epoch_ || kept_.size() >= capacity_) {

@@ -66,6 +66,9 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/events/stream", kViewer, events::stream},
     {"GET", "/v1/audit/verify", kViewer, audit::verify},
 
+    {"GET", "/v1/control", kViewer, control::show},
+    {"POST", "/v1/control/resume", kAdmin, control::resume},
+
     {"GET", "/v1/scripts", kViewer, scripts::list},
     {"POST", "/v1/scripts/reload", kAdmin, scripts::reload},
     {"POST", "/v1/policies/evaluate", kOperator, scripts::evaluate},

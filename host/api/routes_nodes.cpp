@@ -3,6 +3,7 @@
 #include "host/api/handlers.h"
 #include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
+#include "host/api/views.h"
 #include "host/config/manifest.h"
 #include "host/model/transitions.h"
 
@@ -38,11 +39,20 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   const std::string& name = request.param("name");
+  bool draining = false;
   auto read = [&]() -> Result<ApiResponse> {
     TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(name));
-    return recordReply(node);
+    draining = node.state == model::node_state::kDraining;
+    if (!draining) return recordReply(node);
+    ApiResponse reply = recordReply(node);
+    Json body = Json(node);
+    TIDE_ASSIGN_OR_RETURN(body["drain"], drainProgressView(context.ledger, node));
+    reply.body = dumpJson(body);
+    return reply;
   };
-  return context.node_replies != nullptr ? context.node_replies->get(name, read) : read();
+  if (context.node_replies == nullptr) return read();
+  // A draining node's progress follows operations, which the kept replies do not: never kept.
+  return context.node_replies->get(name, read, [&](const ApiResponse&) { return !draining; });
 }
 
 Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {

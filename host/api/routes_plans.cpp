@@ -31,6 +31,7 @@ Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions page, readListOptions(request, {}));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.getPlan(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan, page));
+  TIDE_ASSIGN_OR_RETURN(view["control_loop"], controlLoopView(context.ledger));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(plan.meta.generation));
   return response;

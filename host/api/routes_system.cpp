@@ -52,6 +52,20 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
           "tide_operations{type=\"" + key.first + "\",state=\"" + key.second + "\"} " + std::to_string(n) + "\n";
     }
   }
+  if (auto halt = context.ledger.controlHalt(); halt.isOk()) {
+    response.body +=
+        "# HELP tide_control_loop_halted 1 while the control loop is halted (an admin resumes it).\n"
+        "# TYPE tide_control_loop_halted gauge\n"
+        "tide_control_loop_halted " +
+        std::string(halt->has_value() ? "1" : "0") + "\n";
+    if (halt->has_value()) {
+      response.body +=
+          "# HELP tide_control_loop_halt_reason The alarm that halted the control loop.\n"
+          "# TYPE tide_control_loop_halt_reason gauge\n"
+          "tide_control_loop_halt_reason{reason=\"" +
+          (*halt)->kind + "\"} 1\n";
+    }
+  }
   if (context.extra_metrics) response.body += context.extra_metrics();
   return response;
 }

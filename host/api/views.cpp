@@ -68,6 +68,30 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   return view;
 }
 
+Result<Json> controlLoopView(ledger::Ledger& ledger) {
+  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.controlHalt());
+  return Json{{"halted", halt.has_value()}, {"halt", halt ? Json(*halt) : Json(nullptr)}};
+}
+
+Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
+                        listAll(ledger, &ledger::Ledger::listRuntimeInstances, {{"node", node.name}}));
+  Json instances = Json::array();
+  for (const model::RuntimeInstance& runtime : runtimes) {
+    if (!model::holdsResources(runtime.state)) continue;
+    TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
+                          listAll(ledger, &ledger::Ledger::listOperations, {{"meta_instance", runtime.meta_instance}}));
+    Json operation = nullptr;
+    for (const model::Operation& op : operations) {
+      if (model::isTerminalOperationState(op.state)) continue;
+      operation = Json{{"id", op.meta.id}, {"type", op.type}, {"state", op.state}, {"message", op.message}};
+    }
+    instances.push_back(Json{{"instance", runtime.meta_instance}, {"state", runtime.state}, {"operation", operation}});
+  }
+  const size_t left = instances.size();
+  return Json{{"instances_left", left}, {"instances", std::move(instances)}};
+}
+
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations) {
   const std::map<std::string, std::string> by_meta = {{"meta_instance", meta_instance.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,

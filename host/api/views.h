@@ -28,6 +28,15 @@ using ledger::listAll;
 // left out; "by_deployment" leaves out those MARKED_FOR_DELETION too.
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page);
 
+// {"halted": bool, "halt": {kind, reason, details, since, by} or null}: whether the control
+// loop is halted (docs/architecture.md#observer).
+Result<Json> controlLoopView(ledger::Ledger& ledger);
+
+// A DRAINING node's progress: {"instances_left": n, "instances": [{"instance", "state",
+// "operation": {id, type, state, message} or null}]}, over the runtime instances on the node
+// that hold resources (not TERMINATED or FAILED).
+Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node);
+
 // {"meta_instance", "runtime_instances"} plus "operations" when `with_operations`.
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations);
 

@@ -112,6 +112,7 @@ void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
 void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit
+void addControlCommands(CLI::App& app, Verbs& verbs);   // resume
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

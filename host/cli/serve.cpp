@@ -159,6 +159,8 @@ engine::EngineOptions engineOptions(const config::HostConfig& config, const lua:
   options.executor.workers = config.limits.executor_workers;
   options.executor.operation_deadline = std::chrono::seconds(config.limits.operation_deadline_s);
   options.executor.max_attempts = config.limits.max_attempts;
+  options.observer.discrepancy_threshold = config.limits.discrepancy_threshold;
+  options.observer.orphan_grace = std::chrono::seconds(config.limits.orphan_grace_s);
   options.lua_limits = lua_limits;
   options.default_outcome = config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
   options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";

@@ -221,6 +221,30 @@ void printEventTable(std::ostream& out, const Json& events, TableStyle style) {
   table.print(out);
 }
 
+namespace {
+
+// A DRAINING node: who drained it and where each instance still on it stands.
+void printDrainProgress(std::ostream& out, const Json& node, const Json& drain) {
+  printHeading(out, "Drain");
+  printField(out, "Drained By", text(node, {"drained_by"}), true);
+  printField(out, "Instances Left", text(drain, {"instances_left"}), true);
+  if (items(at(drain, {"instances"})).empty()) {
+    out << "The node is empty: it can be deleted\n\n";
+    return;
+  }
+  Table table({"Instance", "Runtime State", "Operation", "Operation State", "Message"});
+  for (const Json& instance : items(at(drain, {"instances"}))) {
+    const Json& op = at(instance, {"operation"});
+    table.addRow({text(instance, {"instance"}), text(instance, {"state"}),
+                  op.is_object() ? text(op, {"type"}) + " " + text(op, {"id"}) : "-", text(op, {"state"}),
+                  text(op, {"message"})});
+  }
+  table.print(out);
+  out << '\n';
+}
+
+}  // namespace
+
 void printNodeInfo(std::ostream& out, const Json& node) {
   printHeading(out, "Node Info");
   printField(out, "Name", text(node, {"name"}));
@@ -234,6 +258,8 @@ void printNodeInfo(std::ostream& out, const Json& node) {
   printField(out, "State", text(node, {"state"}), true);
   printField(out, "Message", text(node, {"message"}), true);
   out << '\n';
+
+  if (const Json& drain = at(node, {"drain"}); drain.is_object()) printDrainProgress(out, node, drain);
 
   printHeading(out, "Capabilities");
   printField(out, "Capability Names", join(at(node, {"capabilities"}), ", "), true);
@@ -266,8 +292,25 @@ void printNodeInfo(std::ostream& out, const Json& node) {
   }
 }
 
+namespace {
+
+// The control loop's halt, when one is in force (docs/architecture.md#observer).
+void printControlLoopHalt(std::ostream& out, const Json& control_loop) {
+  const Json& halt = at(control_loop, {"halt"});
+  if (!halt.is_object()) return;
+  printHeading(out, "Control Loop HALTED");
+  printField(out, "Reason", text(halt, {"reason"}), true);
+  printField(out, "Alarm", text(halt, {"kind"}), true);
+  printField(out, "Since", text(halt, {"since"}), true);
+  printField(out, "Halted By", text(halt, {"by"}), true);
+  out << "Nothing is changed until an admin runs: tide resume\n\n";
+}
+
+}  // namespace
+
 void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   const Json& plan = at(view, {"plan"});
+  printControlLoopHalt(out, at(view, {"control_loop"}));
   printHeading(out, "Deployment Plan Info");
   printField(out, "Name", text(plan, {"name"}));
   printField(out, "ID", text(plan, {"metadata", "id"}));

@@ -63,6 +63,8 @@ const KeyTable kLimitsKeys = {
     {"executor_chunk", {"executor_chunk"}},
     {"approval_chunk", {"approval_chunk"}},
     {"executor_rate_per_second", {"executor_rate_per_second"}},
+    {"discrepancy_threshold", {"discrepancy_threshold"}},
+    {"orphan_grace_s", {"orphan_grace_s"}},
     {"operation_deadline_s", {"operation_deadline_s"}},
     {"max_attempts", {"max_attempts"}},
     {"max_connections", {"max_connections"}},
@@ -220,6 +222,8 @@ void readLimits(const YamlNode& node, const std::string& path, HostConfig::Limit
   readInt(m, "executor_rate_per_second", {1, 10'000}, out.executor_rate_per_second);
   readInt(m, "operation_deadline_s", {1, 86'400}, out.operation_deadline_s);
   readInt(m, "max_attempts", {1, 100}, out.max_attempts);
+  readInt(m, "discrepancy_threshold", {0, 1'000'000}, out.discrepancy_threshold);
+  readInt(m, "orphan_grace_s", {0, 30 * 86'400}, out.orphan_grace_s);
   readInt(m, "max_connections", {1, 4096}, out.max_connections);
   readInt(m, "request_read_deadline_s", {1, 3600}, out.request_read_deadline_s);
   readInt(m, "max_header_bytes", {1024, 1 << 20}, out.max_header_bytes);

@@ -62,6 +62,11 @@ struct HostConfig {
     int executor_rate_per_second = 20;  // operations started per second, globally
     int operation_deadline_s = 120;
     int max_attempts = 5;
+    // The observer (docs/architecture.md#observer): more RUNNING instances missing from their
+    // drivers in one pass than this halts the control loop; a driver object the ledger does not
+    // know is removed once it has been seen this long.
+    int discrepancy_threshold = 5;
+    int orphan_grace_s = 60;
     // The HTTP transport (docs/api.md#limits).
     int max_connections = 128;
     int request_read_deadline_s = 30;

@@ -45,9 +45,10 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
     plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
     if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
   }
-  Json deployment{{"id", op.intent == "user" ? "" : op.intent},
-                  {"old_coordinates", Json::array()},
-                  {"new_coordinates", Json::array()}};
+  // A person's operation ("user") or a node drain's ("drain") serves no deployment.
+  const bool for_deployment = op.intent != "user" && op.intent != "drain";
+  Json deployment{
+      {"id", for_deployment ? op.intent : ""}, {"old_coordinates", Json::array()}, {"new_coordinates", Json::array()}};
   if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
     const InstanceView& view = v->second;
     if (view.active) deployment["old_coordinates"] = coordinatesList(view.active->coordinates);

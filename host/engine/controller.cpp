@@ -40,6 +40,7 @@ int DeploymentController::pass(const World& world) {
   creates_left_ = options_.max_creates_per_pass;
   creates_cut_ = false;
   int changes = repair(world);
+  changes += drainNodes(world);
   for (const auto& plan : world.plans) {
     if (plan.state != "ACTIVE") continue;
     auto it = world.deployments.find(plan.name);
@@ -109,6 +110,32 @@ int DeploymentController::repair(const World& world) {
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
     const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
+    if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+  }
+  return changes;
+}
+
+int DeploymentController::drainNodes(const World& world) {
+  std::map<std::string, const model::Node*> draining;
+  for (const auto& node : world.nodes) {
+    if (node.state == model::node_state::kDraining) draining.emplace(node.name, &node);
+  }
+  if (draining.empty()) return 0;
+  // A scan of every instance, but only while some node drains.
+  int changes = 0;
+  for (const auto& [name, view] : world.instances) {
+    if (!view.active || view.unfinished || view.meta.state != "ACTIVE") continue;
+    if (view.active->state != "RUNNING") continue;  // anything else is the observer's or repair's
+    auto node = draining.find(view.active->node);
+    if (node == draining.end()) continue;
+    // A relocation that failed or was refused is not asked for again and again: a person decides.
+    if (view.last && view.last->type == "RELOCATE" && (view.last->state == "FAILED" || view.last->state == "REJECTED"))
+      continue;
+    model::Operation op;
+    op.meta_instance = name;
+    op.type = "RELOCATE";
+    op.intent = "drain";
+    op.requested_by = node->second->drained_by.empty() ? options_.actor : node->second->drained_by;
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
   }
   return changes;

@@ -12,6 +12,9 @@
 // - An ACTIVE instance that runs nowhere (its instance FAILED, or its CREATE was
 //   cancelled) and has no operation gets a RESTART (or CREATE) through the policies,
 //   unless its last operation FAILED or was REJECTED (then it waits for a person).
+// - An instance running on a DRAINING node with no operation gets a RELOCATE (make-before-
+//   break, through the policies), requested by whoever drained the node, unless its last
+//   RELOCATE FAILED or was REJECTED (then it waits for a person).
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -53,6 +56,8 @@ class DeploymentController {
   int supersede(const World& world, const std::vector<model::Deployment>& deployments);
   int adopt(const World& world, const model::Deployment& deployment);
   int repair(const World& world);
+  // RELOCATEs for the instances on DRAINING nodes (docs/architecture.md#draining-a-node).
+  int drainNodes(const World& world);
   int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
   // The strategy's actions, one kind each; every one returns how many ledger changes it made.
   int createInstances(const model::Deployment& deployment, int64_t count);

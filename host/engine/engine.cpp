@@ -47,9 +47,17 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
       observer_(ledger, drivers, clock, metrics_, options_.observer) {
   executor_.onFinished([this] { poke(); });
   tokens_ = std::max(1.0, options_.rate_per_second);
+  halt_subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
+    for (const auto& change : changes) {
+      if (change.table == "control_halt") halt_changed_ = true;
+    }
+  });
 }
 
-Engine::~Engine() { stop(); }
+Engine::~Engine() {
+  stop();
+  ledger_.unsubscribe(halt_subscription_);
+}
 
 void Engine::start() {
   if (thread_.joinable()) return;
@@ -118,6 +126,11 @@ PassReport Engine::runPass() {
     metrics_.observeDirty(feed_.lastDirty());
     return updated.isOk();
   };
+  if (!refreshHalt(report)) return report;
+  if (halted_) {
+    report.halted = true;
+    return report;
+  }
   if (!refresh()) return report;
   {
     ledger::Ledger::Batch batch(ledger_);
@@ -131,10 +144,31 @@ PassReport Engine::runPass() {
   // A stage that stopped at its bound with work left: the next pass goes on at once.
   if (controller_.backlog() || approval_.backlog()) poked_ = true;
   if (report.approval_changes > 0 && !refresh()) return report;
-  if (!observer_.halted()) report.dispatched = dispatch(*world_);
+  report.dispatched = dispatch(*world_);
   report.observer_changes = observer_.pass(*world_, executor_.busyInstances());
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
+}
+
+bool Engine::refreshHalt(PassReport& report) {
+  if (!halt_changed_.exchange(false) && ledger_.changesTracked()) return true;
+  auto halt = ledger_.controlHalt();
+  if (!halt.isOk()) {
+    halt_changed_ = true;
+    report.error = halt.status().toString();
+    return false;
+  }
+  if (halt_ && !halt->has_value()) {
+    // Resumed: the instances the halt named are acknowledged as gone (repaired, not halted on).
+    std::set<std::string> named;
+    for (const Json& missing : halt_->details.value("instances", Json::array())) {
+      if (missing.is_object()) named.insert(missing.value("instance", ""));
+    }
+    observer_.acknowledge(named);
+  }
+  halt_ = std::move(halt).value();
+  halted_ = halt_.has_value();
+  return true;
 }
 
 int Engine::dispatch(const World& world) {

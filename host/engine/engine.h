@@ -9,6 +9,11 @@
 // The controller's and approval stage's writes of one pass are group-committed
 // (ledger::Ledger::Batch).
 //
+// A halt in the ledger (ledger::Ledger::controlHalt, written by the observer on a large
+// discrepancy) stops every stage: a halted pass writes nothing at all, and dispatches
+// nothing; attempts already running finish. The engine learns of a halt, and of its end
+// (an admin's resume through the API), from the ledger's change feed.
+//
 // Crash safety comes from the ledger, not from this class: operations left RUNNING by a
 // host that died are dispatched again on the first pass and resume from their recorded
 // steps (executor.h); reservations are rows; processes are re-adopted by the drivers.
@@ -60,7 +65,8 @@ struct PassReport {
   int approval_changes = 0;
   int dispatched = 0;
   int observer_changes = 0;
-  std::string error;  // the ledger could not be read
+  bool halted = false;  // the control loop is halted: no stage ran
+  std::string error;    // the ledger could not be read
   int total() const { return controller_changes + approval_changes + dispatched + observer_changes; }
 };
 
@@ -85,13 +91,17 @@ class Engine {
 
   Executor& executor() { return executor_; }
   EngineMetrics& metrics() { return metrics_; }
-  bool halted() const { return observer_.halted(); }
+  // Whether the control loop is halted, as of the last pass.
+  bool halted() const { return halted_.load(); }
   // Wakes the loop for a pass now.
   void poke();
 
  private:
   void loop();
   int dispatch(const World& world);
+  // Re-reads the halt from the ledger when the change feed touched it (or cannot tell);
+  // false when the ledger could not be read.
+  bool refreshHalt(PassReport& report);
 
   ledger::Ledger& ledger_;
   const Clock& clock_;
@@ -106,6 +116,11 @@ class Engine {
   HookRunner hooks_;  // before executor_, whose gate it is
   Executor executor_;
   Observer observer_;
+
+  int halt_subscription_ = 0;
+  std::atomic<bool> halt_changed_{true};  // set by the change feed; the halt is read at the first pass
+  std::atomic<bool> halted_{false};
+  std::optional<model::ControlHalt> halt_;  // loop thread only: the halt in force, as last read
 
   std::thread thread_;
   std::atomic<bool> poked_{false};

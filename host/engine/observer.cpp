@@ -22,8 +22,9 @@ int Observer::pass(const World& world, const std::set<std::string>& busy) {
     for (const auto& [cluster, ids] : inventories) listed_clusters_.insert(cluster);
   }
   const Observation seen = compareWithDrivers(world, slice, busy);
-  if (haltOnDiscrepancy(seen.gone)) return 0;  // the same slice again next pass
+  if (haltOnDiscrepancy(seen.gone)) return 1;  // the same slice again once resumed
   judged_up_to_ = slice.ends_round ? std::string() : slice.views.back()->meta.name;
+  if (slice.ends_round) acknowledged_.clear();
   int changes = markGone(seen.gone);
   changes += probeHealth(world, slice, seen.running, busy);
   if (slice.starts_round) changes += collectOrphans(world, inventories);
@@ -126,23 +127,22 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const Sli
   return seen;
 }
 
+void Observer::acknowledge(const std::set<std::string>& instances) {
+  acknowledged_.insert(instances.begin(), instances.end());
+}
+
 bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
-  const bool was_halted = halted_;
-  halted_ = static_cast<int>(gone.size()) > options_.discrepancy_threshold;
-  if (halted_ && !was_halted) {
-    Json missing = Json::array();
-    for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
-    (void)ledger_.appendEvent(
-        "alarm.discrepancy", "engine",
-        Json{{"message", std::to_string(gone.size()) + " running instances disagree with their drivers; execution "
-                                                       "is halted until they agree again"},
-             {"instances", missing}},
-        options_.actor);
-  } else if (!halted_ && was_halted) {
-    (void)ledger_.appendEvent("alarm.cleared", "engine", Json{{"message", "ledger and drivers agree again"}},
-                              options_.actor);
-  }
-  return halted_;
+  const auto unacknowledged = std::count_if(gone.begin(), gone.end(),
+                                            [this](const Gone& g) { return !acknowledged_.count(g.view->meta.name); });
+  if (unacknowledged <= options_.discrepancy_threshold) return false;
+  Json missing = Json::array();
+  for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
+  (void)ledger_.haltControlLoop(
+      "alarm.discrepancy",
+      std::to_string(unacknowledged) + " running instances disagree with their drivers (threshold " +
+          std::to_string(options_.discrepancy_threshold) + "); the control loop is halted until an admin resumes it",
+      Json{{"instances", missing}}, options_.actor);
+  return true;
 }
 
 int Observer::markGone(const std::vector<Gone>& gone) {

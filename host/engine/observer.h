@@ -20,9 +20,10 @@
 // statusAll() for the slice's instances of its cluster, and for its inventory (one list())
 // on the pass that starts a round over the fleet. When more RUNNING instances of a slice
 // are missing from their driver than the discrepancy threshold allows, the observer marks
-// nothing FAILED, raises an alarm event and reports `halted()`: the engine stops executing
-// until the disagreement is gone (refuse rather than "repair"); the same slice is judged
-// again until then.
+// nothing FAILED and halts the control loop in the ledger (ledger::Ledger::haltControlLoop,
+// an `alarm.discrepancy` event): refuse rather than "repair". The halt holds, across
+// restarts, until an admin resumes the loop; the engine runs no stage (this one included)
+// while it does.
 //
 // Every write names the generation of the runtime instance the pass read: when an
 // operation moved it since (the executor stopping it, for one), the ledger refuses the
@@ -49,9 +50,9 @@ namespace tide::engine {
 
 struct ObserverOptions {
   std::string actor = "observer";
-  std::chrono::seconds orphan_grace{60};
+  std::chrono::seconds orphan_grace{60};  // host config limits.orphan_grace_s
   // More than this many RUNNING instances missing from their driver in one pass halts
-  // execution instead of failing them all.
+  // the control loop instead of failing them all (host config limits.discrepancy_threshold).
   int discrepancy_threshold = 5;
   size_t max_probes_per_pass = 64;
   // Instances judged per pass at most: 100,000 instances take 50 passes a round.
@@ -66,10 +67,13 @@ class Observer {
            ObserverOptions options);
 
   // `busy` are meta instances an operation is working on right now (left alone).
-  // Returns how many ledger changes it made.
+  // Returns how many ledger changes it made (a halt it writes counts as one).
   int pass(const World& world, const std::set<std::string>& busy);
 
-  bool halted() const { return halted_; }
+  // An admin resumed the loop after a halt that named `instances`: their disagreement is
+  // acknowledged, so until the end of the next round they are repaired (marked FAILED and
+  // restarted) instead of counting toward the threshold again.
+  void acknowledge(const std::set<std::string>& instances);
 
   // Cancels the health probes in flight (killing exec probes' process groups) and waits for
   // the probe threads; for the host's shutdown. A later pass starts probes again.
@@ -117,8 +121,8 @@ class Observer {
   // Compares each instance of the slice not `busy` on a cluster whose driver listed last
   // round with its driver's status, asked of each driver in one batch.
   Observation compareWithDrivers(const World& world, const Slice& slice, const std::set<std::string>& busy);
-  // True while too many instances are gone at once to trust the readings: raises the alarm on
-  // the way in and clears it on the way out.
+  // True when too many instances are gone at once to trust the readings: then it has
+  // halted the control loop (with the alarm) and nothing of this pass is written.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
   int markGone(const std::vector<Gone>& gone);
   // Records the health drivers reported and the results of the probes that finished, and
@@ -139,7 +143,7 @@ class Observer {
   std::map<std::string, TimePoint> orphans_seen_;  // "cluster/id" → first seen
   std::set<std::string> listed_clusters_;          // whose driver answered list() last round
   std::string judged_up_to_;                       // the last instance judged; "" at a round's start
-  bool halted_ = false;
+  std::set<std::string> acknowledged_;             // meta instances a resume acknowledged missing
   ProbePool probe_pool_;
 };
 

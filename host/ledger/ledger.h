@@ -51,6 +51,7 @@ using model::Application;
 using model::Capability;
 using model::CapabilityMatch;
 using model::Cluster;
+using model::ControlHalt;
 using model::Decision;
 using model::Deployment;
 using model::Event;
@@ -128,6 +129,7 @@ class Ledger {
   Result<Node> createNode(const Node& node, const std::string& actor);
   Result<Node> getNode(const std::string& name);
   Result<Page<Node>> listNodes(const ListOptions& options);  // filters: state, cluster, update_domain
+  // Moving to DRAINING records `actor` as the node's drained_by; any other state clears it.
   Result<Node> setNodeState(const std::string& name, const std::string& state, Generation generation,
                             const std::string& actor, const std::string& message = "");
   // Refused (kConflict) while the node holds runtime instances that are not terminal.
@@ -331,6 +333,17 @@ class Ledger {
   Status appendEvent(const std::string& kind, const std::string& subject, const Json& data, const std::string& actor);
   // Recomputes the hash chain; kInternal naming the first broken seq (verifyAudit's problem).
   Status verifyEventChain();
+
+  // --- the control loop's halt (docs/architecture.md#observer) --------------------------
+  // The halt in force, or nullopt.
+  Result<std::optional<ControlHalt>> controlHalt();
+  // Halts the control loop: the halt row and an `alarm_kind` event {message: reason,
+  // details...} in one transaction. Already halted: the halt in force, nothing written.
+  Result<ControlHalt> haltControlLoop(const std::string& alarm_kind, const std::string& reason, const Json& details,
+                                      const std::string& actor);
+  // Ends the halt: deletes the row and appends `control.resumed` {ended: the halt} in one
+  // transaction. kConflict when the loop is not halted.
+  Result<ControlHalt> resumeControlLoop(const std::string& actor);
 
   // --- retention and audit (docs/architecture.md#retention-and-audit) ---------------------
   // One transaction that deletes at most policy.batch rows of each kind the policy prunes:

@@ -56,7 +56,7 @@ const char* kNodeSelect =
     "), "
     "(SELECT COALESCE(SUM(r.reserved_memory_gib), 0) FROM runtime_instances r "
     " WHERE r.node_id = n.id AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-    ") "
+    "), n.drained_by "
     // Correlated per node (index runtime_instances_node), so reading one node costs its
     // own instances, not an aggregate over the whole fleet.
     "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
@@ -78,6 +78,7 @@ Node nodeFromRow(const soci::row& r) {
   n.message = rowString(r, 13);
   n.remaining = {n.total.cores - n.system_reserved.cores - rowDouble(r, 14),
                  n.total.memory_gib - n.system_reserved.memory_gib - rowDouble(r, 15)};
+  n.drained_by = rowString(r, 16);
   return n;
 }
 
@@ -319,6 +320,9 @@ Result<Node> Ledger::setNodeState(const std::string& name, const std::string& st
     }
     TIDE_RETURN_IF_ERROR(
         changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state, generation, message));
+    const std::string drained_by = state == "DRAINING" ? actor : "";
+    const long long id = n.meta.id;
+    tx.db().update("UPDATE nodes SET drained_by = :by WHERE id = :id", soci::use(drained_by), soci::use(id));
     return loadNode(tx.db(), name);
   });
 }

@@ -60,6 +60,7 @@ void to_json(Json& j, const Node& v) {
            {"labels", v.labels},
            {"state", v.state},
            {"message", v.message}};
+  if (!v.drained_by.empty()) j["drained_by"] = v.drained_by;
 }
 
 void to_json(Json& j, const CapabilityMatch& v) {
@@ -210,6 +211,10 @@ void to_json(Json& j, const Operation& v) {
            {"target", v.target},
            {"state", v.state},
            {"message", v.message}};
+}
+
+void to_json(Json& j, const ControlHalt& v) {
+  j = Json{{"kind", v.kind}, {"reason", v.reason}, {"details", v.details}, {"since", v.since}, {"by", v.by}};
 }
 
 void to_json(Json& j, const Event& v) {

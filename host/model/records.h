@@ -66,6 +66,9 @@ struct Node {
   std::map<std::string, std::string> labels;
   std::string state = "UNALLOCATED";
   std::string message;
+  // Who moved the node to DRAINING: the relocations that empty it count as requested by
+  // this person (four eyes). Empty unless DRAINING.
+  std::string drained_by;
   // Derived on read, never stored: total - system_reserved - reservations of runtime
   // instances on this node that are not TERMINATED/FAILED.
   Resources remaining;
@@ -225,6 +228,16 @@ struct Event {
   std::string hash;
 };
 
+// The control loop's halt (docs/architecture.md#observer): while one is in force no stage of
+// the loop writes; an admin ends it.
+struct ControlHalt {
+  std::string kind;               // the alarm event that raised it: "alarm.discrepancy"
+  std::string reason;             // a sentence for people
+  Json details = Json::object();  // e.g. the instances that disagreed with their drivers
+  std::string since;
+  std::string by;  // the actor that halted it
+};
+
 struct ScriptVersion {
   int64_t id = 0;
   std::string path;
@@ -296,6 +309,7 @@ void to_json(Json& j, const MetaInstance& v);
 void to_json(Json& j, const RuntimeInstance& v);
 void to_json(Json& j, const Operation& v);
 void to_json(Json& j, const Event& v);
+void to_json(Json& j, const ControlHalt& v);
 void to_json(Json& j, const ScriptVersion& v);
 void to_json(Json& j, const Decision& v);
 

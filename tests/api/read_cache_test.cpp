@@ -67,6 +67,20 @@ TEST_CASE("read cache: a value is loaded once and kept until a commit touches on
   CHECK(cache.get("b", load).value() == "value 4");
 }
 
+TEST_CASE("read cache: a value its keep() refuses is answered but loaded again next time") {
+  LedgerFeedFixture f;
+  api::ReadCache<std::string> cache(*f.ledger, {"nodes"});
+  int loads = 0;
+  auto load = [&]() -> Result<std::string> { return "value " + std::to_string(++loads); };
+  auto keep_none = [](const std::string&) { return false; };
+
+  CHECK(cache.get("a", load, keep_none).value() == "value 1");
+  CHECK(cache.size() == 0);
+  CHECK(cache.get("a", load, keep_none).value() == "value 2");
+  CHECK(cache.get("a", load).value() == "value 3");
+  CHECK(cache.get("a", load, keep_none).value() == "value 3");  // kept by the plain get()
+}
+
 TEST_CASE("read cache: a value whose load raced a commit is not served after that commit") {
   LedgerFeedFixture f;
   api::ReadCache<std::string> cache(*f.ledger, {"nodes"});

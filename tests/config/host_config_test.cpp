@@ -66,6 +66,8 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.limits.executor_chunk == 32);
   CHECK(c.limits.operation_deadline_s == 120);
   CHECK(c.limits.max_attempts == 5);
+  CHECK(c.limits.discrepancy_threshold == 5);
+  CHECK(c.limits.orphan_grace_s == 60);
   CHECK(c.limits.max_connections == 128);
   CHECK(c.limits.request_read_deadline_s == 30);
   CHECK(c.limits.max_header_bytes == 16384);
@@ -147,6 +149,8 @@ limits:
   executor_rate_per_second: 7
   operation_deadline_s: 30
   max_attempts: 3
+  discrepancy_threshold: 12
+  orphan_grace_s: 600
   max_connections: 64
   request_read_deadline_s: 10
   max_header_bytes: 8192
@@ -191,6 +195,8 @@ default_verdict: deny
   CHECK(c.limits.executor_rate_per_second == 7);
   CHECK(c.limits.operation_deadline_s == 30);
   CHECK(c.limits.max_attempts == 3);
+  CHECK(c.limits.discrepancy_threshold == 12);
+  CHECK(c.limits.orphan_grace_s == 600);
   CHECK(c.limits.max_connections == 64);
   CHECK(c.limits.request_read_deadline_s == 10);
   CHECK(c.limits.max_header_bytes == 8192);

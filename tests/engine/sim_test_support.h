@@ -150,4 +150,14 @@ inline CountingDriver& installCountingSim(EngineFixture& f, const std::string& c
   return out;
 }
 
+// A sim cluster "sim" of `nodes` nodes under a counting driver, the sim plan, and deployment
+// v1 of `instances` instances of it, not rolled out yet.
+inline CountingDriver& deploySimFleet(EngineFixture& f, int nodes, int instances) {
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", nodes));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", instances, "1"));
+  return driver;
+}
+
 }  // namespace tide::testing

@@ -1,0 +1,155 @@
+// The discrepancy halt and the orphan sweep (docs/architecture.md#observer), over a sim
+// cluster (sim_test_support.h): a halt stops every writer of the control loop until an admin
+// resumes it, survives a restart, and an object the ledger does not know is removed after the
+// grace period, not before.
+
+#include <algorithm>
+
+#include "tests/engine/sim_test_support.h"
+
+namespace tide {
+namespace {
+
+using testing::CountingDriver;
+using testing::deploySimFleet;
+using testing::engineDeployment;
+using testing::EngineFixture;
+using testing::installCountingSim;
+using testing::kSimCapabilities;
+using testing::simCluster;
+
+constexpr int kThreshold = 3;
+
+engine::EngineOptions haltOptions() {
+  auto options = EngineFixture::fastOptions();
+  options.observer.discrepancy_threshold = kThreshold;
+  return options;
+}
+
+int countEvents(EngineFixture& f, const std::string& kind) {
+  ledger::ListOptions o;
+  o.limit = ledger::kMaxPageSize;
+  o.filters["kind"] = kind;
+  auto page = f.ledger->listEvents(o);
+  REQUIRE(page.isOk());
+  return static_cast<int>(page->items.size());
+}
+
+// Removes `n` of the running instances from their driver behind tide's back.
+void loseBehindTidesBack(EngineFixture& f, CountingDriver& driver, int n) {
+  auto running = f.activeRunning();
+  REQUIRE(static_cast<int>(running.size()) >= n);
+  for (int i = 0; i < n; ++i) {
+    REQUIRE(driver.remove({std::to_string(running[i].meta.id), running[i].node, ""}).isOk());
+  }
+}
+
+TEST_CASE("halt: more instances missing than the threshold halts every writer until an admin resumes") {
+  EngineFixture f({"auto_approve_dev.lua"}, haltOptions());
+  CountingDriver& driver = deploySimFleet(f, 12, 8);
+  f.engine->settle();
+  REQUIRE(f.activeRunning().size() == 8);
+
+  loseBehindTidesBack(f, driver, kThreshold + 1);
+  f.engine->runPass();
+  auto halt = f.ledger->controlHalt();
+  REQUIRE(halt.isOk());
+  REQUIRE(halt->has_value());
+  CHECK((*halt)->kind == "alarm.discrepancy");
+  CHECK((*halt)->by == "observer");
+  CHECK((*halt)->details["instances"].size() == kThreshold + 1);
+  CHECK(countEvents(f, "alarm.discrepancy") == 1);
+  CHECK(f.activeRunning().size() == 8);  // refuse rather than "repair": nothing marked FAILED
+
+  // Work for every stage: a new deployment for the controller, a user operation for the
+  // approval stage (and then the executor).
+  f.apply(engineDeployment("v2", 8, "2"));
+  model::Operation restart;
+  restart.meta_instance = f.activeRunning().back().meta_instance;
+  restart.type = "RESTART";
+  restart.requested_by = "bob";
+  restart.priority = 10;
+  auto asked = f.ledger->createOperation(restart, "bob");
+  REQUIRE(asked.isOk());
+
+  const int64_t writes = f.ledger->writeStats().writes;
+  const int64_t seq = f.ledger->lastEventSeq();
+  for (int pass = 0; pass < 5; ++pass) CHECK(f.engine->runPass().halted);
+  f.engine->settle();
+  CHECK(f.engine->halted());
+  CHECK(f.ledger->writeStats().writes == writes);
+  CHECK(f.ledger->lastEventSeq() == seq);
+  CHECK(f.deployment("v2").state == "PENDING");
+  CHECK(f.ledger->getOperation(asked->meta.id)->state == "PENDING");
+
+  // The halt is in the ledger: a restarted engine is halted as well, and writes nothing.
+  f.engine.reset();
+  f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, haltOptions());
+  f.engine->settle();
+  CHECK(f.engine->halted());
+  CHECK(f.ledger->writeStats().writes == writes);
+
+  // An admin resumes: the missing instances are acknowledged and repaired, the rollout and
+  // the user's operation go on.
+  auto resumed = f.ledger->resumeControlLoop("root");
+  REQUIRE(resumed.isOk());
+  CHECK(resumed->kind == "alarm.discrepancy");
+  CHECK(countEvents(f, "control.resumed") == 1);
+  CHECK(f.ledger->resumeControlLoop("root").status().code() == Code::kConflict);
+  f.engine->settle();
+  CHECK_FALSE(f.engine->halted());
+  CHECK(countEvents(f, "alarm.discrepancy") == 1);  // not halted again on what was acknowledged
+  CHECK(f.ledger->getOperation(asked->meta.id)->state == "SUCCEEDED");
+  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.activeRunning().size() == 8);
+}
+
+TEST_CASE("halt: as many missing instances as the threshold are repaired without a halt") {
+  EngineFixture f({"auto_approve_dev.lua"}, haltOptions());
+  CountingDriver& driver = deploySimFleet(f, 8, 6);
+  f.engine->settle();
+  REQUIRE(f.activeRunning().size() == 6);
+
+  loseBehindTidesBack(f, driver, kThreshold);
+  f.engine->settle();
+  CHECK_FALSE(f.engine->halted());
+  CHECK_FALSE(f.ledger->controlHalt()->has_value());
+  CHECK(countEvents(f, "alarm.discrepancy") == 0);
+  CHECK(f.activeRunning().size() == 6);
+}
+
+TEST_CASE("orphans: a driver object the ledger does not know is removed after the grace period, not before") {
+  auto options = EngineFixture::fastOptions();
+  options.observer.orphan_grace = std::chrono::seconds(60);
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 2));
+  CountingDriver& driver = installCountingSim(f, "sim");
+  drivers::RuntimeSpec stray;
+  stray.id = "987654";  // no runtime instance of the ledger has this id
+  stray.meta_instance = "stray";
+  stray.node = "sim-1";
+  stray.coordinates = Json{{"image", "nginx:1"}};
+  stray.resources = {1, 1};
+  REQUIRE(driver.ensure(stray).isOk());
+  auto inventory = [&] {
+    auto listed = driver.list();
+    REQUIRE(listed.isOk());
+    return std::count_if(listed->begin(), listed->end(), [](const auto& ref) { return ref.id == "987654"; });
+  };
+
+  f.engine->runPass();
+  CHECK(countEvents(f, "driver.orphan") == 1);
+  CHECK(inventory() == 1);
+  f.clock.advance(std::chrono::seconds(50));
+  f.engine->runPass();
+  CHECK(inventory() == 1);
+  CHECK(countEvents(f, "driver.orphan_removed") == 0);
+  f.clock.advance(std::chrono::seconds(11));
+  f.engine->runPass();
+  CHECK(inventory() == 0);
+  CHECK(countEvents(f, "driver.orphan_removed") == 1);
+  CHECK(countEvents(f, "driver.orphan") == 1);
+}
+
+}  // namespace
+}  // namespace tide
