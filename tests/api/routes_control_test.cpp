@@ -18,6 +18,7 @@ using testing::kApproverToken;
 using testing::kMrdsPlanName;
 using testing::kViewerToken;
 using testing::Reply;
+using Json = nlohmann::json;
 
 void halt(ApiHarness& h) {
   auto halted = h.ledger->haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers",
