@@ -64,6 +64,7 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/events", kViewer, events::list},
     {"GET", "/v1/events/stream", kViewer, events::stream},
     {"GET", "/v1/audit/verify", kViewer, audit::verify},
+    {"GET", "/v1/doctor", kViewer, audit::doctor},
 
     {"GET", "/v1/scripts", kViewer, scripts::list},
     {"POST", "/v1/scripts/reload", kAdmin, scripts::reload},

@@ -59,6 +59,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addActivityCommands(app, verbs);
   addTokenCommands(app, verbs);
   addAuditCommands(app, verbs);
+  addDoctorCommand(app, verbs);
   OfflineAction offline;
   addPolicyCommands(app, verbs, offline);
 

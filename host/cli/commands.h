@@ -110,6 +110,7 @@ void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
 void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit
+void addDoctorCommand(CLI::App& app, Verbs& verbs);     // doctor
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

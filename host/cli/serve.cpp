@@ -13,6 +13,7 @@
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
+#include "host/engine/doctor.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
 #include "host/engine/retention.h"
@@ -45,15 +46,6 @@ Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
   return std::make_pair(listen.substr(0, colon), port);
 }
 
-// The config file with the command line's flags laid over it, finalized.
-Result<config::HostConfig> resolveConfig(const ServeOptions& options) {
-  TIDE_ASSIGN_OR_RETURN(config::HostConfig config, config::loadHostConfig(options.config_path));
-  if (!options.listen.empty()) config.listen = options.listen;
-  if (!options.data_dir.empty()) config.data_dir = options.data_dir;
-  config::finalizeHostConfig(config);
-  return config;
-}
-
 // Blocks SIGINT and SIGTERM before any thread starts, so every thread inherits the mask and
 // only the sigwait() in runServe sees them.
 sigset_t blockStopSignals() {
@@ -80,14 +72,31 @@ void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out) {
   out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
 }
 
-// docs/architecture.md#invariants: the host checks the ledger's rules on start. A violation is
-// reported loudly (stderr and an alarm event) and the answer is false: the API still serves so
-// operators can inspect, but the control loop does not act on a ledger it cannot trust.
-Result<bool> ledgerIsSound(ledger::Ledger& ledger, std::ostream& err) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> violations, ledger.checkInvariants());
-  if (violations.empty()) return true;
-  for (const auto& v : violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
-  (void)ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", violations}}, "host");
+// docs/architecture.md#tide-doctor: the host runs the doctor's checks on start. Every finding is
+// reported loudly (stderr, and an alarm event for violations). A broken ledger rule makes the
+// answer false: the API still serves so operators can inspect, but the control loop does not
+// act on a ledger it cannot trust. A driver's inventory that disagrees with the ledger (a leak,
+// a duplicate) does not stop the start: the observer removes what the ledger does not know
+// after its grace period, and the ledger's own rules keep a second runtime from becoming active.
+Result<bool> hostIsSound(ledger::Ledger& ledger, engine::DriverSet& drivers, std::ostream& err) {
+  TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, drivers));
+  std::vector<std::string> ledger_violations, inventory_violations;
+  for (const engine::Finding& f : report.findings) {
+    if (!f.violation) {
+      err << "tide serve: doctor: " << f.kind << ": " << f.message << "\n";
+    } else if (f.subject == "ledger") {
+      err << "tide serve: LEDGER INVARIANT VIOLATED: " << f.message << "\n";
+      ledger_violations.push_back(f.message);
+    } else {
+      err << "tide serve: DRIVER INVENTORY DISAGREES WITH THE LEDGER: " << f.kind << ": " << f.message << "\n";
+      inventory_violations.push_back(f.kind + ": " + f.message);
+    }
+  }
+  if (!inventory_violations.empty()) {
+    (void)ledger.appendEvent("alarm.inventory", "ledger", model::Json{{"violations", inventory_violations}}, "host");
+  }
+  if (ledger_violations.empty()) return true;
+  (void)ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", ledger_violations}}, "host");
   return false;
 }
 
@@ -131,20 +140,6 @@ Result<std::optional<drivers::WorkloadUser>> workloadUser(const config::HostConf
   return std::optional<drivers::WorkloadUser>(std::move(user));
 }
 
-drivers::DriverContext driverContext(const config::HostConfig& config, const Clock& clock) {
-  drivers::DriverContext context;
-  context.clock = &clock;
-  context.data_dir = config.data_dir;
-  context.volume_root = config.process.volume_root;
-  context.port_range_start = config.process.port_range_start;
-  context.port_range_end = config.process.port_range_end;
-  context.image_catalog = config.process.image_catalog;
-  context.log_max_bytes = config.process.log_max_bytes;
-  context.log_retention = std::chrono::hours(config.process.log_retention_hours);
-  std::error_code ec;
-  context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  return context;
-}
 
 // The control loop's settings from the config's limits; hook log lines go to `out`, one whole
 // line at a time under `out_mu`.
@@ -195,8 +190,31 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
 
 }  // namespace
 
+Result<config::HostConfig> resolveHostConfig(const ServeOptions& options) {
+  TIDE_ASSIGN_OR_RETURN(config::HostConfig config, config::loadHostConfig(options.config_path));
+  if (!options.listen.empty()) config.listen = options.listen;
+  if (!options.data_dir.empty()) config.data_dir = options.data_dir;
+  config::finalizeHostConfig(config);
+  return config;
+}
+
+drivers::DriverContext hostDriverContext(const config::HostConfig& config, const Clock& clock) {
+  drivers::DriverContext context;
+  context.clock = &clock;
+  context.data_dir = config.data_dir;
+  context.volume_root = config.process.volume_root;
+  context.port_range_start = config.process.port_range_start;
+  context.port_range_end = config.process.port_range_end;
+  context.image_catalog = config.process.image_catalog;
+  context.log_max_bytes = config.process.log_max_bytes;
+  context.log_retention = std::chrono::hours(config.process.log_retention_hours);
+  std::error_code ec;
+  context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  return context;
+}
+
 int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
-  auto resolved = resolveConfig(options);
+  auto resolved = resolveHostConfig(options);
   if (!resolved.isOk()) {
     err << "tide serve: " << resolved.status().toString() << "\n";
     return 2;
@@ -232,7 +250,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   loadScripts(scripts, config, out, err);
 
   // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
-  drivers::DriverContext driver_context = driverContext(config, clock);
+  drivers::DriverContext driver_context = hostDriverContext(config, clock);
   driver_context.run_as = *run_as;
   engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;
@@ -245,6 +263,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };
   server_options.extra_metrics = [&] { return control_loop.metrics().render(); };
+  server_options.doctor = [&]() -> Result<model::Json> {
+    TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, driver_set));
+    return engine::doctorReportJson(report);
+  };
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";
@@ -263,7 +285,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
   // The API serves while the invariants are checked (walking the event chain takes seconds on
   // a long history): whatever the check finds, people can look; only the control loop waits.
-  auto sound = ledgerIsSound(ledger, err);
+  auto sound = hostIsSound(ledger, driver_set, err);
   if (!sound.isOk()) {
     err << "tide serve: invariant check failed: " << sound.status().toString() << "\n";
     server.stop();
