@@ -46,6 +46,15 @@ Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
   return std::make_pair(listen.substr(0, colon), port);
 }
 
+// The config file with the command line's flags laid over it, finalized.
+Result<config::HostConfig> resolveConfig(const ServeOptions& options) {
+  TIDE_ASSIGN_OR_RETURN(config::HostConfig config, config::loadHostConfig(options.config_path));
+  if (!options.listen.empty()) config.listen = options.listen;
+  if (!options.data_dir.empty()) config.data_dir = options.data_dir;
+  config::finalizeHostConfig(config);
+  return config;
+}
+
 // Blocks SIGINT and SIGTERM before any thread starts, so every thread inherits the mask and
 // only the sigwait() in runServe sees them.
 sigset_t blockStopSignals() {
@@ -140,6 +149,20 @@ Result<std::optional<drivers::WorkloadUser>> workloadUser(const config::HostConf
   return std::optional<drivers::WorkloadUser>(std::move(user));
 }
 
+drivers::DriverContext driverContext(const config::HostConfig& config, const Clock& clock) {
+  drivers::DriverContext context;
+  context.clock = &clock;
+  context.data_dir = config.data_dir;
+  context.volume_root = config.process.volume_root;
+  context.port_range_start = config.process.port_range_start;
+  context.port_range_end = config.process.port_range_end;
+  context.image_catalog = config.process.image_catalog;
+  context.log_max_bytes = config.process.log_max_bytes;
+  context.log_retention = std::chrono::hours(config.process.log_retention_hours);
+  std::error_code ec;
+  context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  return context;
+}
 
 // The control loop's settings from the config's limits; hook log lines go to `out`, one whole
 // line at a time under `out_mu`.
@@ -190,31 +213,14 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
 
 }  // namespace
 
-Result<config::HostConfig> resolveHostConfig(const ServeOptions& options) {
-  TIDE_ASSIGN_OR_RETURN(config::HostConfig config, config::loadHostConfig(options.config_path));
-  if (!options.listen.empty()) config.listen = options.listen;
-  if (!options.data_dir.empty()) config.data_dir = options.data_dir;
-  config::finalizeHostConfig(config);
-  return config;
-}
+Result<config::HostConfig> resolveHostConfig(const ServeOptions& options) { return resolveConfig(options); }
 
 drivers::DriverContext hostDriverContext(const config::HostConfig& config, const Clock& clock) {
-  drivers::DriverContext context;
-  context.clock = &clock;
-  context.data_dir = config.data_dir;
-  context.volume_root = config.process.volume_root;
-  context.port_range_start = config.process.port_range_start;
-  context.port_range_end = config.process.port_range_end;
-  context.image_catalog = config.process.image_catalog;
-  context.log_max_bytes = config.process.log_max_bytes;
-  context.log_retention = std::chrono::hours(config.process.log_retention_hours);
-  std::error_code ec;
-  context.tide_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  return context;
+  return driverContext(config, clock);
 }
 
 int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
-  auto resolved = resolveHostConfig(options);
+  auto resolved = resolveConfig(options);
   if (!resolved.isOk()) {
     err << "tide serve: " << resolved.status().toString() << "\n";
     return 2;
@@ -250,7 +256,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   loadScripts(scripts, config, out, err);
 
   // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
-  drivers::DriverContext driver_context = hostDriverContext(config, clock);
+  drivers::DriverContext driver_context = driverContext(config, clock);
   driver_context.run_as = *run_as;
   engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;

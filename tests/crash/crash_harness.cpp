@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -37,6 +38,7 @@
 
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/workloads.h"
 
 namespace tide::crash {
 namespace {
@@ -50,7 +52,7 @@ constexpr int kOperationDeadlineSeconds = 60;
 // within its deadline) and the rollouts those operations belong to.
 constexpr auto kSettleDeadline = std::chrono::seconds(4 * kOperationDeadlineSeconds);
 // How long a cycle waits for an armed failpoint to fire before it kills the host itself.
-constexpr auto kFailpointWindow = std::chrono::seconds(15);
+constexpr auto kFailpointWindow = std::chrono::seconds(8);
 
 // The places a cycle may kill the host at (host/core/failpoint.h names them all).
 const char* const kKillPlaces[] = {
@@ -96,25 +98,6 @@ int freePort() {
   return port;
 }
 
-// Live workload processes started for `data_dir`: their environment names it.
-std::vector<pid_t> workloadsOf(const std::string& data_dir) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::stringstream environ;
-    environ << std::ifstream(it->path() / "environ").rdbuf();
-    const std::string env = environ.str();
-    if (env.find("TIDE_RUNTIME_ID=") == std::string::npos || env.find(data_dir) == std::string::npos) continue;
-    std::ifstream stat(it->path() / "stat");
-    std::string pid, comm, state;
-    stat >> pid >> comm >> state;
-    if (state != "Z") out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
 // `tide serve` in its own process, killed and restarted by the cycles.
 class Host {
  public:
@@ -134,11 +117,19 @@ class Host {
       ::execl(TIDE_BINARY, "tide", "serve", "--config", config.c_str(), nullptr);
       ::_exit(127);
     }
+    // One connection, kept alive, for all of this run's requests: a new connection per poll
+    // would hold the host's connection slots for their keep-alive time.
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client_->set_connection_timeout(std::chrono::milliseconds(500));
+    client_->set_read_timeout(std::chrono::seconds(10));
+    client_->set_keep_alive(true);
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     while (Clock::now() < deadline && alive()) {
-      auto reply = client().Get("/healthz");
+      auto reply = client_->Get("/healthz");
       if (reply && reply->status == 200) {
-        std::ifstream(dir_ / "data" / "admin.token") >> token_;
+        std::string token;
+        std::ifstream(dir_ / "data" / "admin.token") >> token;
+        client_->set_bearer_token_auth(token);
         return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -163,30 +154,24 @@ class Host {
     pid_ = -1;
   }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(std::chrono::milliseconds(500));
-    c.set_read_timeout(std::chrono::seconds(10));
-    if (!token_.empty()) c.set_bearer_token_auth(token_);
-    return c;
-  }
-
   // The reply's JSON, or null when the host did not answer 2xx.
-  Json get(const std::string& path) const {
-    auto reply = client().Get(path);
+  Json get(const std::string& path) {
+    auto reply = client_->Get(path);
     if (!reply || reply->status >= 300) return nullptr;
     return Json::parse(reply->body, nullptr, false);
   }
-  int post(const std::string& path, const std::string& body, const char* type) const {
-    auto reply = client().Post(path, body, type);
-    return reply ? reply->status : 0;
+  // The reply's status and body; status 0 and the transport's error when there was none.
+  std::pair<int, std::string> post(const std::string& path, const std::string& body, const char* type) {
+    auto reply = client_->Post(path, body, type);
+    if (!reply) return {0, httplib::to_string(reply.error())};
+    return {reply->status, reply->body};
   }
 
  private:
   fs::path dir_;
   int port_;
   pid_t pid_ = -1;
-  std::string token_;
+  std::unique_ptr<httplib::Client> client_;
 };
 
 std::string fleetManifest() {
@@ -207,6 +192,7 @@ nodes:
     yaml += std::string("  - name: ") + plan.name + "\n    namespace: " + plan.name + "-dev\n    service_name: " +
             plan.name + R"(
     matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
+    placement: {max_per_node: 100}
     applications:
       - payload_name: web
         resources: {cores: 0.5, memory_gib: 0.5}
@@ -271,8 +257,9 @@ class Harness {
     fs::create_directories(dir_ / "policies");
     fs::copy_file(fs::path(TIDE_SOURCE_DIR) / "policies" / "auto_approve_dev.lua",
                   dir_ / "policies" / "auto_approve_dev.lua", fs::copy_options::overwrite_existing);
-    // Workloads take host ports above the blocks the unit tests use (tests/support/ports.h).
-    const int ports = 33000 + static_cast<int>(::getpid() % 8) * 500;
+    // Workloads take host ports above the kernel's ephemeral range (where the host's own
+    // port comes from) and the blocks the unit tests use (tests/support/ports.h).
+    const int ports = 61000 + static_cast<int>(::getpid() % 8) * 500;
     std::ofstream(dir_ / "tide.yaml") << "listen: 127.0.0.1:" << port_ << "\n"
                                       << "data_dir: " << (dir_ / "data").string() << "\n"
                                       << "policies_dir: " << (dir_ / "policies").string() << "\n"
@@ -283,7 +270,17 @@ class Harness {
                                       << "operation_deadline_s: " << kOperationDeadlineSeconds << "}\n";
   }
 
-  bool apply(const std::string& yaml) { return host_.post("/v1/manifests", yaml, "application/yaml") / 100 == 2; }
+  // POST /v1/manifests, tried again when the request did not reach the host (a loaded machine
+  // drops a connection now and then); false, said on stderr, when the host refused it.
+  bool apply(const std::string& yaml) {
+    std::pair<int, std::string> reply;
+    for (int attempt = 0; attempt < 3 && reply.first == 0; ++attempt) {
+      reply = host_.post("/v1/manifests", yaml, "application/yaml");
+    }
+    if (reply.first / 100 == 2) return true;
+    std::cerr << "crash harness: a manifest was refused (" << reply.first << "): " << reply.second << std::endl;
+    return false;
+  }
 
   int randomInt(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
 
@@ -302,7 +299,9 @@ class Harness {
     Json instances = host_.get("/v1/instances?limit=1000");
     if (!instances.is_object() || instances["items"].empty()) return;
     const Json& items = instances["items"];
-    const Json& instance = items[static_cast<size_t>(randomInt(0, static_cast<int>(items.size()) - 1))];
+    const Json instance =
+        items[static_cast<size_t>(randomInt(0, static_cast<int>(items.size()) - 1))].value("meta_instance", Json());
+    if (!instance.is_object()) return;
     const std::string state = instance.value("state", "");
     const char* type = nullptr;
     if (state == "STOPPED") {
@@ -313,7 +312,8 @@ class Harness {
     }
     if (type == nullptr) return;
     const int status = host_.post("/v1/instances/" + instance.value("name", "") + "/operations",
-                                  Json{{"type", type}, {"reason", "crash harness"}}.dump(), "application/json");
+                                  Json{{"type", type}, {"reason", "crash harness"}}.dump(), "application/json")
+                           .first;
     totals_.operations += status == 201;
   }
 
@@ -339,7 +339,7 @@ class Harness {
       while (Clock::now() < window_end && host_.alive()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       fired = !host_.alive();
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(randomInt(100, 5000)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(randomInt(100, 3000)));
     }
     host_.kill(SIGKILL);
     if (fired) {
@@ -429,7 +429,7 @@ class Harness {
       }
       ++active_running;
     }
-    const int processes = static_cast<int>(workloadsOf(data_dir).size());
+    const int processes = static_cast<int>(testing::workloadsOf(data_dir).size());
     totals_.most_processes = std::max(totals_.most_processes, processes);
     if (processes != active_running) {
       return std::to_string(processes) + " workload processes run, the ledger has " + std::to_string(active_running) +
@@ -478,11 +478,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int code = tide::crash::Harness(options, pattern).run();
-  // Workloads outlive the host by design; the harness ends those it started.
-  for (pid_t pid : tide::crash::workloadsOf(pattern)) {
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-  }
+  tide::testing::killWorkloadsOf(pattern);
   if (code == 0 && !options.keep) {
     std::error_code ec;
     std::filesystem::remove_all(pattern, ec);

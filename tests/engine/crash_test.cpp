@@ -21,6 +21,7 @@
 #include "host/ledger/ledger.h"
 #include "tests/drivers/driver_test_support.h"
 #include "tests/engine/engine_test_support.h"
+#include "tests/support/workloads.h"
 
 namespace tide {
 namespace {
@@ -117,23 +118,6 @@ class CrashingHost {
   std::string token_;
 };
 
-// Live processes started for this test: their environment names its data dir (volumes).
-std::vector<pid_t> workloadsOf(const std::string& data_dir) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream environ(entry.path() / "environ");
-    std::stringstream text;
-    text << environ.rdbuf();
-    const std::string env = text.str();
-    if (env.find("TIDE_RUNTIME_ID=") == std::string::npos || env.find(data_dir) == std::string::npos) continue;
-    const pid_t pid = std::stoi(name);
-    if (testing::processAlive(pid)) out.push_back(pid);
-  }
-  return out;
-}
-
 TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart, finishes it cleanly") {
   // Each point is a failpoint that kills the host while the rollout of three instances is
   // under way, before its third process is recorded: around a volume, and before or after a
@@ -196,9 +180,8 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       }
       CHECK(created == 3);
       // One process per instance: none started twice, none left behind.
-      auto pids = workloadsOf(data_dir);
-      CHECK(pids.size() == 3);
-      for (pid_t pid : pids) ::kill(-pid, SIGKILL), ::kill(pid, SIGKILL);
+      CHECK(testing::workloadsOf(data_dir).size() == 3);
+      testing::killWorkloadsOf(data_dir);
     }
   }
 }
