@@ -107,7 +107,17 @@ Result<DoctorReport> examine(ledger::Ledger& ledger, DriverSet& drivers) {
   TIDE_ASSIGN_OR_RETURN(auto violations, ledger.findInvariantViolations());
   for (auto& v : violations) report.findings.push_back({v.rule, true, "ledger", std::move(v.message)});
   TIDE_ASSIGN_OR_RETURN(LedgerView view, readLedgerView(ledger));
-  for (const auto& [id, r] : view.runtimes) report.live_runtime_instances += model::holdsResources(r.state);
+  for (const auto& [id, r] : view.runtimes) {
+    report.live_runtime_instances += model::holdsResources(r.state);
+    // The control loop reserves a PENDING runtime instance for the operation that will start
+    // it (Ledger::reserveForOperation); once no operation is under way, nothing will start it
+    // or release what it holds.
+    if (r.state == model::runtime_state::kPending && !view.under_way.count(r.meta_instance)) {
+      report.findings.push_back({"reservation", true, "ledger",
+                                 "runtime instance " + id + " of " + r.meta_instance + " (PENDING on node " + r.node +
+                                     ") holds a reservation no operation will use or release"});
+    }
+  }
   TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
   for (const model::Cluster& cluster : clusters) {
     auto driver = drivers.forCluster(cluster.name);

@@ -616,7 +616,7 @@ Result<std::vector<Ledger::InvariantViolation>> Ledger::findInvariantViolations(
     }
     // A reservation is what a runtime instance that holds resources reserved on its node: it is
     // never negative, sits on a live node, and belongs to an instance that is meant to run or
-    // to an operation still under way (a PENDING one, to the operation that will start it).
+    // to an operation still under way.
     db.forEachRow(
         "SELECT r.id, m.name, r.state, m.state, n.name, n.deleted_at IS NOT NULL, r.reserved_cores, "
         "r.reserved_memory_gib, EXISTS (SELECT 1 FROM operations o WHERE o.meta_instance_id = m.id AND o.state IN "
@@ -634,8 +634,6 @@ Result<std::vector<Ledger::InvariantViolation>> Ledger::findInvariantViolations(
             wrong = "holds a reservation on a deleted node";
           } else if (rowString(r, 3) != model::meta_state::kActive && !under_way) {
             wrong = "holds a reservation for a meta instance that is " + rowString(r, 3) + " with no operation under way";
-          } else if (rowString(r, 2) == model::runtime_state::kPending && !under_way) {
-            wrong = "holds a reservation no operation will use or release";
           }
           if (!wrong.empty()) out.push_back({"reservation", runtime + " " + wrong});
         });

@@ -93,9 +93,13 @@ TEST_CASE("cli: tide doctor passes a sound host and names a leaked runtime, thro
   CHECK_FALSE(contains(log(), "the control loop and retention are not started"));
   httplib::Client client(serve.url());
   client.set_bearer_token_auth(serve.token());
-  auto alarms = client.Get("/v1/events?kind=alarm.inventory");
-  REQUIRE(alarms);
-  CHECK_MESSAGE(contains(alarms->body, "runtime 9999"), alarms->body);
+  std::string alarms;
+  CHECK_MESSAGE(eventually([&] {
+                  auto reply = client.Get("/v1/events?kind=alarm.inventory");
+                  alarms = reply ? std::to_string(reply->status) + " " + reply->body : "no reply";
+                  return contains(alarms, "runtime 9999");
+                }),
+                alarms);
   CliRun online = serve.tide("doctor");
   CHECK(online.code == 1);
   CHECK(contains(online.out, "runtime/9999"));
