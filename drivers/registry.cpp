@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "drivers/failpoint/failpoint_driver.h"
 #include "drivers/fault/fault_driver.h"
 #include "drivers/sim/sim_driver.h"
 
@@ -88,6 +89,9 @@ Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& 
 Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes) {
   if (auto* process = dynamic_cast<ProcessDriver*>(&driver)) return process->readLog(runtime_id, max_bytes);
   if (auto* fault = dynamic_cast<FaultDriver*>(&driver)) return readInstanceLog(fault->inner(), runtime_id, max_bytes);
+  if (auto* failpoints = dynamic_cast<FailpointDriver*>(&driver)) {
+    return readInstanceLog(failpoints->inner(), runtime_id, max_bytes);
+  }
   if (dynamic_cast<SimDriver*>(&driver) != nullptr) {
     return Status::unprocessable("the sim driver keeps no logs: its instances run nothing");
   }

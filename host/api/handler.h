@@ -123,6 +123,8 @@ struct ApiContext {
   // Replies to GET /v1/nodes/{name} by node name, kept until the ledger commits a change to
   // what they show (read_cache.h). Null: every request reads the ledger.
   ReadCache<ApiResponse>* node_replies = nullptr;
+  // Runs the doctor's checks (GET /v1/doctor); null when the host cannot (the route answers 503).
+  std::function<Result<Json>()> doctor;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

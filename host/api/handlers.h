@@ -42,7 +42,7 @@ namespace events {
 HandlerFunction list, stream;
 }
 namespace audit {
-HandlerFunction verify;
+HandlerFunction verify, doctor;
 }
 namespace control {
 HandlerFunction show, resume;

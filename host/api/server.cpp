@@ -134,7 +134,8 @@ class ApiServer::Impl {
                  options_.extra_metrics,
                  &auth_,
                  options_.command_allow,
-                 &node_replies_} {}
+                 &node_replies_,
+                 options_.doctor} {}
 
   Status start();
   void stop();

@@ -82,6 +82,10 @@ struct ServerOptions {
   // More Prometheus text appended to /metrics (the control loop's pass, driver-call and
   // attempt series). Called on the server's threads, so it must be thread-safe.
   std::function<std::string()> extra_metrics;
+  // docs/architecture.md#tide-doctor: the ledger's invariants and the drivers' inventories against
+  // it, as engine::doctorReportJson. Called on the server's threads, so it must be thread-safe.
+  // Null: GET /v1/doctor answers 503.
+  std::function<Result<model::Json>()> doctor;
 };
 
 // What a person starting the host must hear about how exposed it is: auth turned off, or a

@@ -60,6 +60,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addTokenCommands(app, verbs);
   addAuditCommands(app, verbs);
   addControlCommands(app, verbs);
+  addDoctorCommand(app, verbs);
   OfflineAction offline;
   addPolicyCommands(app, verbs, offline);
 

@@ -113,6 +113,7 @@ void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations
 void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit
 void addControlCommands(CLI::App& app, Verbs& verbs);   // resume
+void addDoctorCommand(CLI::App& app, Verbs& verbs);     // doctor
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

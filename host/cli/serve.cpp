@@ -14,6 +14,7 @@
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
 #include "host/core/dir_lock.h"
+#include "host/engine/doctor.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
 #include "host/engine/retention.h"
@@ -81,14 +82,31 @@ void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out) {
   out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
 }
 
-// docs/architecture.md#invariants: the host checks the ledger's rules on start. A violation is
-// reported loudly (stderr and an alarm event) and the answer is false: the API still serves so
-// operators can inspect, but the control loop does not act on a ledger it cannot trust.
-Result<bool> ledgerIsSound(ledger::Ledger& ledger, std::ostream& err) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> violations, ledger.checkInvariants());
-  if (violations.empty()) return true;
-  for (const auto& v : violations) err << "tide serve: LEDGER INVARIANT VIOLATED: " << v << "\n";
-  (void)ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", violations}}, "host");
+// docs/architecture.md#tide-doctor: the host runs the doctor's checks on start. Every finding is
+// reported loudly (stderr, and an alarm event for violations). A broken ledger rule makes the
+// answer false: the API still serves so operators can inspect, but the control loop does not
+// act on a ledger it cannot trust. A driver's inventory that disagrees with the ledger (a leak,
+// a duplicate) does not stop the start: the observer removes what the ledger does not know
+// after its grace period, and the ledger's own rules keep a second runtime from becoming active.
+Result<bool> hostIsSound(ledger::Ledger& ledger, engine::DriverSet& drivers, std::ostream& err) {
+  TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, drivers));
+  std::vector<std::string> ledger_violations, inventory_violations;
+  for (const engine::Finding& f : report.findings) {
+    if (!f.violation) {
+      err << "tide serve: doctor: " << f.kind << ": " << f.message << "\n";
+    } else if (f.subject == "ledger") {
+      err << "tide serve: LEDGER INVARIANT VIOLATED: " << f.message << "\n";
+      ledger_violations.push_back(f.message);
+    } else {
+      err << "tide serve: DRIVER INVENTORY DISAGREES WITH THE LEDGER: " << f.kind << ": " << f.message << "\n";
+      inventory_violations.push_back(f.kind + ": " + f.message);
+    }
+  }
+  if (!inventory_violations.empty()) {
+    (void)ledger.appendEvent("alarm.inventory", "ledger", model::Json{{"violations", inventory_violations}}, "host");
+  }
+  if (ledger_violations.empty()) return true;
+  (void)ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", ledger_violations}}, "host");
   return false;
 }
 
@@ -198,6 +216,12 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
 
 }  // namespace
 
+Result<config::HostConfig> resolveHostConfig(const ServeOptions& options) { return resolveConfig(options); }
+
+drivers::DriverContext hostDriverContext(const config::HostConfig& config, const Clock& clock) {
+  return driverContext(config, clock);
+}
+
 int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) {
   auto resolved = resolveConfig(options);
   if (!resolved.isOk()) {
@@ -254,6 +278,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };
   server_options.extra_metrics = [&] { return control_loop.metrics().render(); };
+  server_options.doctor = [&]() -> Result<model::Json> {
+    TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, driver_set));
+    return engine::doctorReportJson(report);
+  };
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";
@@ -272,7 +300,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   std::ofstream(std::filesystem::path(config.data_dir) / "tide.addr", std::ios::trunc) << url << "\n";
   // The API serves while the invariants are checked (walking the event chain takes seconds on
   // a long history): whatever the check finds, people can look; only the control loop waits.
-  auto sound = ledgerIsSound(ledger, err);
+  auto sound = hostIsSound(ledger, driver_set, err);
   if (!sound.isOk()) {
     err << "tide serve: invariant check failed: " << sound.status().toString() << "\n";
     server.stop();

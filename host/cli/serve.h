@@ -5,6 +5,10 @@
 #include <iosfwd>
 #include <string>
 
+#include "drivers/registry.h"
+#include "host/config/host_config.h"
+#include "host/core/clock.h"
+
 namespace tide::cli {
 
 struct ServeOptions {
@@ -12,6 +16,13 @@ struct ServeOptions {
   std::string listen;       // overrides the config's `listen` when set
   std::string data_dir;     // overrides the config's `data_dir` when set
 };
+
+// The config file with the command line's flags laid over it, finalized: what `tide serve`
+// runs with, and what `tide doctor` reads a stopped host's data dir by.
+Result<config::HostConfig> resolveHostConfig(const ServeOptions& options);
+
+// The host's part of every driver's configuration (data dir, volume root, ports, images).
+drivers::DriverContext hostDriverContext(const config::HostConfig& config, const Clock& clock);
 
 // Returns the process exit code. Prints "tide listening on http://HOST:PORT" to `out`
 // once the API accepts connections, and writes the same URL to <data_dir>/tide.addr.

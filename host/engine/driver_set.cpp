@@ -1,5 +1,8 @@
 #include "host/engine/driver_set.h"
 
+#include "drivers/failpoint/failpoint_driver.h"
+#include "host/core/failpoint.h"
+
 namespace tide::engine {
 
 DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
@@ -36,8 +39,11 @@ Result<drivers::Driver*> DriverSet::forCluster(const std::string& cluster) {
   context.cluster = cluster;
   auto made = drivers::makeDriver(c.driver_kind, c.driver_config, context);
   if (!made.isOk()) return made.status().withPrefix("cluster '" + cluster + "'");
-  drivers::Driver* driver = made.value().get();
-  drivers_[cluster] = std::move(made).value();
+  std::unique_ptr<drivers::Driver> built = std::move(made).value();
+  // docs/architecture.md#failpoints: the driver calls' failpoints cost nothing unless armed.
+  if (failpoint::armed()) built = std::make_unique<drivers::FailpointDriver>(std::move(built));
+  drivers::Driver* driver = built.get();
+  drivers_[cluster] = std::move(built);
   return driver;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/core/failpoint.h"
 #include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
 
@@ -226,9 +227,16 @@ Status Ledger::finishWrite(std::unique_lock<std::mutex>& lock, uint64_t group) {
 }
 
 Status Ledger::commitGroup() {
-  Status status = Status::ok();
+  // docs/architecture.md#failpoints: an error before the commit fails the group as a failed
+  // fsync would; after it, only `kill` means anything (the group is durable by then).
+  Status status = failpoint::check("ledger.commit.before");
   try {
-    db_->session().commit();
+    if (status.isOk()) {
+      db_->session().commit();
+      (void)failpoint::check("ledger.commit.after");
+    } else {
+      db_->session().rollback();
+    }
   } catch (const std::exception& e) {
     status = statusFromException("commit", e);
     try {
@@ -567,23 +575,27 @@ int64_t Ledger::countTokens() {
 
 // --- invariants --------------------------------------------------------------------------------
 
-Result<std::vector<std::string>> Ledger::checkInvariants() {
-  auto violations = read("check invariants", [&](Db& db) -> Result<std::vector<std::string>> {
-    std::vector<std::string> out;
-    // (meta instances holding more than one of something, what they hold)
-    const std::pair<const char*, const char*> kAtMostOne[] = {
+Result<std::vector<Ledger::InvariantViolation>> Ledger::findInvariantViolations() {
+  auto violations = read("check invariants", [&](Db& db) -> Result<std::vector<InvariantViolation>> {
+    std::vector<InvariantViolation> out;
+    // (meta instances holding more than one of something, what they hold, the rule)
+    struct AtMostOne {
+      const char* query;
+      const char* held;
+      const char* rule;
+    };
+    const AtMostOne kAtMostOne[] = {
         {"SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
          "WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
          " GROUP BY m.name HAVING COUNT(*) > 1",
-         "active runtime instances"},
+         "active runtime instances", "active_runtimes"},
         {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
          "WHERE o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " GROUP BY m.name HAVING COUNT(*) > 1",
-         "unfinished operations"}};
+         "unfinished operations", "unfinished_operations"}};
     for (const auto& check : kAtMostOne) {
-      const char* held = check.second;
-      db.forEachRow(check.first, [&](const soci::row& r) {
-        out.push_back("meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " + held +
-                      " (at most one allowed)");
+      db.forEachRow(check.query, [&](const soci::row& r) {
+        out.push_back({check.rule, "meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " +
+                                       check.held + " (at most one allowed)"});
       });
     }
     {
@@ -596,11 +608,35 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
           "n.total_memory_gib, n.reserved_memory_gib",
           [&](const soci::row& r) {
             if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
-              out.push_back("node " + rowString(r, 0) + " is over-committed (remaining cores " +
-                            std::to_string(rowDouble(r, 1)) + ", memory " + std::to_string(rowDouble(r, 2)) + " GiB)");
+              out.push_back({"over_committed", "node " + rowString(r, 0) + " is over-committed (remaining cores " +
+                                                   std::to_string(rowDouble(r, 1)) + ", memory " +
+                                                   std::to_string(rowDouble(r, 2)) + " GiB)"});
             }
           });
     }
+    // A reservation is what a runtime instance that holds resources reserved on its node: it is
+    // never negative, sits on a live node, and belongs to an instance that is meant to run or
+    // to an operation still under way.
+    db.forEachRow(
+        "SELECT r.id, m.name, r.state, m.state, n.name, n.deleted_at IS NOT NULL, r.reserved_cores, "
+        "r.reserved_memory_gib, EXISTS (SELECT 1 FROM operations o WHERE o.meta_instance_id = m.id AND o.state IN "
+        TIDE_SQL_UNFINISHED_OPERATION_STATES ") "
+        "FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+        "JOIN nodes n ON n.id = r.node_id WHERE r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " ORDER BY r.id",
+        [&](const soci::row& r) {
+          const std::string runtime = "runtime instance " + rowString(r, 0) + " of " + rowString(r, 1) + " (" +
+                                      rowString(r, 2) + " on node " + rowString(r, 4) + ")";
+          const bool under_way = rowInt(r, 8) != 0;
+          std::string wrong;
+          if (rowDouble(r, 6) < 0 || rowDouble(r, 7) < 0) {
+            wrong = "reserves a negative amount";
+          } else if (rowInt(r, 5) != 0) {
+            wrong = "holds a reservation on a deleted node";
+          } else if (rowString(r, 3) != model::meta_state::kActive && !under_way) {
+            wrong = "holds a reservation for a meta instance that is " + rowString(r, 3) + " with no operation under way";
+          }
+          if (!wrong.empty()) out.push_back({"reservation", runtime + " " + wrong});
+        });
     for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
                             RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
       static const std::map<RecordKind, const char*> kTables = {{RecordKind::kCluster, "clusters"},
@@ -612,15 +648,24 @@ Result<std::vector<std::string>> Ledger::checkInvariants() {
                                                                 {RecordKind::kOperation, "operations"}};
       db.forEachRow("SELECT DISTINCT state FROM " + std::string(kTables.at(kind)), [&](const soci::row& r) {
         if (!isKnownState(kind, rowString(r, 0))) {
-          out.push_back(std::string(recordKindName(kind)) + " rows hold unknown state '" + rowString(r, 0) + "'");
+          out.push_back({"unknown_state",
+                         std::string(recordKindName(kind)) + " rows hold unknown state '" + rowString(r, 0) + "'"});
         }
       });
     }
     return out;
   });
   if (!violations.isOk()) return violations;
-  if (Status chain = verifyEventChain(); !chain.isOk()) violations->push_back(chain.message());
+  if (Status chain = verifyEventChain(); !chain.isOk()) violations->push_back({"event_chain", chain.message()});
   return violations;
+}
+
+Result<std::vector<std::string>> Ledger::checkInvariants() {
+  TIDE_ASSIGN_OR_RETURN(std::vector<InvariantViolation> violations, findInvariantViolations());
+  std::vector<std::string> sentences;
+  sentences.reserve(violations.size());
+  for (InvariantViolation& v : violations) sentences.push_back(std::move(v.message));
+  return sentences;
 }
 
 }  // namespace tide::ledger

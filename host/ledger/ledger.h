@@ -454,8 +454,17 @@ class Ledger {
   bool changesTracked() const { return changes_tracked_; }
 
   // --- invariants ----------------------------------------------------------------------
-  // The rules of docs/architecture.md#invariants, which must hold at rest; each violation as one sentence.
-  // The host runs this at start and refuses to act on a ledger that fails it.
+  // One broken rule of docs/architecture.md#invariants: which rule ("active_runtimes",
+  // "unfinished_operations", "over_committed", "unknown_state", "reservation",
+  // "event_chain") and a sentence naming the records.
+  struct InvariantViolation {
+    std::string rule;
+    std::string message;
+  };
+  // The rules of docs/architecture.md#invariants, which must hold at rest. The host runs this
+  // at start and refuses to act on a ledger that fails it; `tide doctor` reports it.
+  Result<std::vector<InvariantViolation>> findInvariantViolations();
+  // The same, each violation as its sentence.
   Result<std::vector<std::string>> checkInvariants();
 
  private:

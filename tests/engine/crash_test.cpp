@@ -1,7 +1,8 @@
-// Crash safety (docs/architecture.md#health-checks): `kill -9` of `tide serve` at several points of a
+// Crash safety (docs/architecture.md#crash-recovery): `kill -9` of `tide serve` at several points of a
 // rollout, then a restart, finishes the rollout with no duplicate processes, no leaked
 // reservations and no lost operations. Real host process, real ledger file, real
-// workloads.
+// workloads. The host kills itself at a failpoint (docs/architecture.md#failpoints), so each
+// kill lands exactly at its step of the rollout.
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include "host/ledger/ledger.h"
 #include "tests/drivers/driver_test_support.h"
 #include "tests/engine/engine_test_support.h"
+#include "tests/support/workloads.h"
 
 namespace tide {
 namespace {
@@ -45,7 +47,8 @@ class CrashingHost {
   }
   ~CrashingHost() { kill(SIGTERM); }
 
-  void start() {
+  // Starts the host with `failpoints` armed (TIDE_FAILPOINTS; empty: none).
+  void start(const std::string& failpoints = "") {
     const std::string log = dir_.file("serve.log");
     const std::string config = dir_.file("tide.yaml");
     pid_ = ::fork();
@@ -54,6 +57,7 @@ class CrashingHost {
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
+      if (!failpoints.empty()) ::setenv("TIDE_FAILPOINTS", failpoints.c_str(), 1);
       ::execl(TIDE_BINARY, "tide", "serve", "--config", config.c_str(), nullptr);
       ::_exit(127);
     }
@@ -64,6 +68,18 @@ class CrashingHost {
                     "tide serve did not start; see " << log);
     std::ifstream(dir_.file("data") + "/admin.token") >> token_;
     REQUIRE(!token_.empty());
+  }
+
+  // Whether the host died (a failpoint killed it) within `limit`; reaps it then.
+  bool diesWithin(std::chrono::seconds limit) {
+    const bool died = testing::eventually(
+        [&] {
+          int status = 0;
+          return ::waitpid(pid_, &status, WNOHANG) == pid_;
+        },
+        limit);
+    if (died) pid_ = -1;
+    return died;
   }
 
   void kill(int signal) {
@@ -102,81 +118,26 @@ class CrashingHost {
   std::string token_;
 };
 
-// Live processes started for this test: their environment names its data dir (volumes).
-std::vector<pid_t> workloadsOf(const std::string& data_dir) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream environ(entry.path() / "environ");
-    std::stringstream text;
-    text << environ.rdbuf();
-    const std::string env = text.str();
-    if (env.find("TIDE_RUNTIME_ID=") == std::string::npos || env.find(data_dir) == std::string::npos) continue;
-    const pid_t pid = std::stoi(name);
-    if (testing::processAlive(pid)) out.push_back(pid);
-  }
-  return out;
-}
-
-bool matches(const Json& event, const std::string& kind, const std::string& to) {
-  if (event.value("kind", "") != kind) return false;
-  return to.empty() || event["data"].value("to", "") == to;
-}
-
 TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart, finishes it cleanly") {
-  struct KillPoint {
-    const char* kind;
-    const char* to;
-  };
-  const KillPoint points[] = {{"operation.created", ""},
-                              {"operation.state", "APPROVED"},
-                              {"runtime_instance.state", "STARTING"},
-                              {"runtime_instance.state", "RUNNING"},
-                              {"runtime_instance.health", ""}};
-  // The kill follows the event it waits for by a poll of /v1/events, so on a loaded machine
-  // the rollout can finish in between; such a run proves nothing and is tried again.
-  constexpr int kAttempts = 5;
-  for (const auto& point : points) {
-    CAPTURE(point.kind);
-    CAPTURE(point.to);
-    for (int attempt = 1;; ++attempt) {
-      CAPTURE(attempt);
+  // Each point is a failpoint that kills the host while the rollout of three instances is
+  // under way, before its third process is recorded: around a volume, and before or after a
+  // process starts (after: the ledger has not heard of it yet).
+  const char* const points[] = {"driver.ensure_volume.after=kill@1", "driver.ensure_volume.before=kill@2",
+                                "driver.ensure.before=kill@1", "driver.ensure.after=kill@1",
+                                "driver.ensure.after=kill@3"};
+  for (const char* point : points) {
+    CAPTURE(point);
+    {
       testing::TempDir dir;
       const std::string data_dir = dir.file("data");
       {
         CrashingHost host(dir);
-        host.start();
+        host.start(point);
         host.apply(testing::kEngineNodes);
         host.apply(testing::enginePlan("web-dev"));
         host.apply(testing::engineDeployment("d1", 3, "1.0"));
-        // Kill at the first event of this kind, while the rollout is under way.
-        bool seen = testing::eventually(
-            [&] {
-              Json events = host.get("/v1/events?limit=1000");
-              if (!events.is_object()) return false;
-              for (const auto& e : events["items"]) {
-                if (matches(e, point.kind, point.to)) return true;
-              }
-              return false;
-            },
-            std::chrono::seconds(60));
-        REQUIRE(seen);
-        host.kill(SIGKILL);
-        bool mid_rollout = false;
-        {
-          SystemClock clock;
-          auto opened = ledger::Ledger::open("sqlite://" + data_dir + "/tide.db", clock);
-          REQUIRE(opened.isOk());
-          auto d = opened.value()->getDeployment("web", "d1");
-          REQUIRE(d.isOk());
-          mid_rollout = d->state != "COMPLETED";
-        }
-        if (!mid_rollout) {
-          for (pid_t pid : workloadsOf(data_dir)) ::kill(-pid, SIGKILL), ::kill(pid, SIGKILL);
-          REQUIRE_MESSAGE(attempt < kAttempts, "the rollout finished before every one of " << kAttempts << " kills");
-          continue;
-        }
+        REQUIRE_MESSAGE(host.diesWithin(std::chrono::seconds(90)),
+                        "the failpoint did not fire; see " << dir.file("serve.log"));
 
         host.start();
         REQUIRE_MESSAGE(testing::eventually(
@@ -219,10 +180,8 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       }
       CHECK(created == 3);
       // One process per instance: none started twice, none left behind.
-      auto pids = workloadsOf(data_dir);
-      CHECK(pids.size() == 3);
-      for (pid_t pid : pids) ::kill(-pid, SIGKILL), ::kill(pid, SIGKILL);
-      break;
+      CHECK(testing::workloadsOf(data_dir).size() == 3);
+      testing::killWorkloadsOf(data_dir);
     }
   }
 }

@@ -1,0 +1,42 @@
+#pragma once
+// The workload processes a test's host started: they outlive the host by design
+// (docs/architecture.md#the-process-driver), so tests count them and end them themselves.
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tide::testing {
+
+// Live (not zombie) processes whose environment names a runtime instance and `data_dir`.
+inline std::vector<pid_t> workloadsOf(const std::string& data_dir) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::stringstream environ;
+    environ << std::ifstream(it->path() / "environ").rdbuf();
+    const std::string env = environ.str();
+    if (env.find("TIDE_RUNTIME_ID=") == std::string::npos || env.find(data_dir) == std::string::npos) continue;
+    std::ifstream stat(it->path() / "stat");
+    std::string pid, command, state;
+    stat >> pid >> command >> state;  // a command with a space only shifts us into its name: not Z
+    if (!state.empty() && state != "Z" && state != "X") out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Kills every workload of `data_dir` with its process group (each leads its own session).
+inline void killWorkloadsOf(const std::string& data_dir) {
+  for (pid_t pid : workloadsOf(data_dir)) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+}
+
+}  // namespace tide::testing
