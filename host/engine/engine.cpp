@@ -131,6 +131,7 @@ PassReport Engine::runPass() {
     report.halted = true;
     return report;
   }
+  if (!recovered_ && !(recovered_ = finishOperationsOfDeletedInstances(report))) return report;
   if (!refresh()) return report;
   {
     ledger::Ledger::Batch batch(ledger_);
@@ -148,6 +149,31 @@ PassReport Engine::runPass() {
   report.observer_changes = observer_.pass(*world_, executor_.busyInstances());
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
+}
+
+bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
+  auto running = ledger::listAll(ledger_, &ledger::Ledger::listOperations, {{"state", "RUNNING"}});
+  if (!running.isOk()) {
+    report.error = running.status().toString();
+    return false;
+  }
+  for (const model::Operation& op : *running) {
+    auto meta = ledger_.getMetaInstance(op.meta_instance);
+    if (!meta.isOk()) {
+      report.error = meta.status().toString();
+      return false;
+    }
+    if (meta->state != "DELETED") continue;
+    const bool deleted = op.type == "DELETE";
+    auto ended = ledger_.setOperationState(op.meta.id, deleted ? "SUCCEEDED" : "FAILED", std::nullopt, "executor",
+                                           deleted ? "its instance was deleted before the host restarted"
+                                                   : "its instance was deleted");
+    if (!ended.isOk()) {
+      report.error = ended.status().toString();
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Engine::refreshHalt(PassReport& report) {

@@ -102,6 +102,12 @@ class Engine {
   // Re-reads the halt from the ledger when the change feed touched it (or cannot tell);
   // false when the ledger could not be read.
   bool refreshHalt(PassReport& report);
+  // Crash recovery (docs/architecture.md#crash-recovery), once, before the first pass: ends
+  // the operations left RUNNING on an instance already DELETED, which the world leaves out
+  // and so nothing would ever finish. A DELETE there SUCCEEDED (its instance is marked
+  // DELETED only after every runtime and volume is gone); anything else FAILED. False when
+  // the ledger could not be read or written.
+  bool finishOperationsOfDeletedInstances(PassReport& report);
 
   ledger::Ledger& ledger_;
   const Clock& clock_;
@@ -121,6 +127,7 @@ class Engine {
   std::atomic<bool> halt_changed_{true};  // set by the change feed; the halt is read at the first pass
   std::atomic<bool> halted_{false};
   std::optional<model::ControlHalt> halt_;  // loop thread only: the halt in force, as last read
+  bool recovered_ = false;                  // loop thread only: finishOperationsOfDeletedInstances ran
 
   std::thread thread_;
   std::atomic<bool> poked_{false};

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "tests/engine/engine_test_support.h"
 
 namespace tide {
@@ -207,6 +209,44 @@ TEST_CASE("engine: a cancelled operation is never executed, and its instance tak
   CHECK(running[0].meta.id != reserved);
   CHECK(f.deployment("d1").state == "COMPLETED");
   CHECK(f.ledger->checkInvariants()->empty());
+}
+
+TEST_CASE("engine: a DELETE whose host died after marking its instance DELETED succeeds after a restart") {
+  // The crash harness's find: DELETE marks its meta instance DELETED, then, in a commit of
+  // its own, the operation SUCCEEDED. A host killed between the two left the operation
+  // RUNNING on an instance the world leaves out, so nothing ever finished it.
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.settleApproving();
+  auto running = f.activeRunning();
+  REQUIRE(running.size() == 1);
+  const std::string meta = running[0].meta_instance;
+  const int64_t id = requestOperation(f, meta, "DELETE");
+  f.settleApproving();
+  REQUIRE(f.ledger->getOperation(id)->state == "SUCCEEDED");
+  REQUIRE(f.ledger->getMetaInstance(meta)->state == "DELETED");
+
+  // The host is gone, and its last commit was the instance's: the operation still RUNNING.
+  f.engine.reset();
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(f.dir.file("tide.db").c_str(), &db) == SQLITE_OK);
+    const std::string rewind = "UPDATE operations SET state = 'RUNNING' WHERE id = " + std::to_string(id);
+    CHECK(sqlite3_exec(db, rewind.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  REQUIRE(f.ledger->getOperation(id)->state == "RUNNING");
+
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.hooks_output_dir = f.hooksOutputDir();
+  f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
+  f.engine->settle();
+  const model::Operation after = *f.ledger->getOperation(id);
+  CHECK(after.state == "SUCCEEDED");
+  CHECK(f.ledger->checkInvariants()->empty());
+  CHECK(f.driverInventory() == 0);
 }
 
 TEST_CASE("engine: a new deployment supersedes one that waits for approval") {
