@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 
 #include "tests/engine/sim_test_support.h"
@@ -87,15 +88,17 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   const model::RuntimeInstance old = f.activeRunning().at(0);
   // Removing the old instance fails for good (not a transient error): the operation fails
   // after the new one became active.
-  std::atomic<bool> refused{false};
-  driver.before_call = [&](const std::string& call, const std::string& id) {
-    if (call != "remove" || id != runtimeId(old) || refused) return Status::ok();
-    refused = true;
+  // The hook outlives this scope (the fixture's destructor removes what is left through the
+  // driver), so it holds what it needs by value.
+  auto refused = std::make_shared<std::atomic<bool>>(false);
+  driver.before_call = [refused, old_id = runtimeId(old)](const std::string& call, const std::string& id) {
+    if (call != "remove" || id != old_id || *refused) return Status::ok();
+    *refused = true;
     return Status(Code::kPermissionDenied, "the test refuses to remove the old instance");
   };
   const int64_t relocate = requestOperation(f, old.meta_instance, "RELOCATE");
   f.engine->settle();
-  REQUIRE(refused);
+  REQUIRE(*refused);
   auto failed = f.ledger->getOperation(relocate);
   REQUIRE(failed.isOk());
   CHECK(failed->state == "FAILED");
@@ -170,9 +173,11 @@ TEST_CASE("executor: volumes are made before their instance and removed after it
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(kVolumeFleet);
   CountingDriver& driver = installCountingSim(f, "sim");
-  CallLog log;
-  driver.before_call = [&](const std::string& call, const std::string& id) {
-    log.record(call, id);
+  // Held by the hook, which the fixture's destructor still calls (it removes what is left).
+  auto calls = std::make_shared<CallLog>();
+  CallLog& log = *calls;
+  driver.before_call = [calls](const std::string& call, const std::string& id) {
+    calls->record(call, id);
     return Status::ok();
   };
   f.apply(engineDeployment("v1", 1, "1"));
