@@ -28,6 +28,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/workloads.h"
+
 namespace tide::bench {
 
 using Json = nlohmann::json;
@@ -108,21 +110,7 @@ class Server {
 
   // The process driver's workloads outlive the host by design; a bench ends them: every
   // process whose environment names a runtime instance under this data dir.
-  void killWorkloads() const {
-    const std::string data_dir = (dir_ / "data").string();
-    std::error_code ignored;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc", ignored)) {
-      const std::string name = entry.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::stringstream environment;
-      environment << std::ifstream(entry.path() / "environ").rdbuf();
-      const std::string text = environment.str();
-      if (text.find("TIDE_RUNTIME_ID=") == std::string::npos || text.find(data_dir) == std::string::npos) continue;
-      const pid_t pid = std::stoi(name);
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-    }
-  }
+  void killWorkloads() const { testing::killWorkloadsOf((dir_ / "data").string()); }
 
   // Time from exec to /readyz answering 200, in seconds.
   double waitReady() {

@@ -27,6 +27,7 @@
 #include "tests/cli/cli_test_support.h"
 #include "tests/support/eventually.h"
 #include "tests/support/ports.h"
+#include "tests/support/workloads.h"
 
 namespace tide::testing {
 
@@ -96,23 +97,11 @@ class ServeProcess {
     REQUIRE(!token_.empty());
   }
 
-  // Stops the server and ends the workloads it started, which outlive it by design (
-  // docs/architecture.md#the-process-driver): the processes whose environment names a runtime instance under this data
-  // dir.
+  // Stops the server and ends the workloads it started, which outlive it by design
+  // (docs/architecture.md#the-process-driver).
   ~ServeProcess() {
     stop();
-    const std::string data_dir = data_dir_.path.string();
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = entry.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::stringstream environment;
-      environment << std::ifstream(entry.path() / "environ").rdbuf();
-      const std::string text = environment.str();
-      if (text.find("TIDE_RUNTIME_ID=") == std::string::npos || text.find(data_dir) == std::string::npos) continue;
-      const pid_t pid = std::stoi(name);
-      ::kill(-pid, SIGKILL);  // each workload leads its own session
-      ::kill(pid, SIGKILL);
-    }
+    killWorkloadsOf(data_dir_.path.string());
   }
 
   const std::string& url() const { return url_; }

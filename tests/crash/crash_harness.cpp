@@ -39,6 +39,7 @@
 
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/serve_child.h"
 #include "tests/support/workloads.h"
 
 namespace tide::crash {
@@ -109,15 +110,7 @@ class Host {
   bool start(const std::string& failpoints) {
     const std::string log = (dir_ / "serve.log").string();
     const std::string config = (dir_ / "tide.yaml").string();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (!failpoints.empty()) ::setenv("TIDE_FAILPOINTS", failpoints.c_str(), 1);
-      ::execl(TIDE_BINARY, "tide", "serve", "--config", config.c_str(), nullptr);
-      ::_exit(127);
-    }
+    pid_ = testing::spawnServe(TIDE_BINARY, config, log, failpoints);
     // One connection, kept alive, for all of this run's requests: a new connection per poll
     // would hold the host's connection slots for their keep-alive time.
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
@@ -147,13 +140,7 @@ class Host {
     return false;
   }
 
-  void kill(int signal) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void kill(int signal) { testing::killAndReap(pid_, signal); }
 
   // The reply's JSON, or null when the host did not answer 2xx.
   Json get(const std::string& path) {

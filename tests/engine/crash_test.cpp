@@ -21,6 +21,7 @@
 #include "host/ledger/ledger.h"
 #include "tests/drivers/driver_test_support.h"
 #include "tests/engine/engine_test_support.h"
+#include "tests/support/serve_child.h"
 #include "tests/support/workloads.h"
 
 namespace tide {
@@ -51,16 +52,8 @@ class CrashingHost {
   void start(const std::string& failpoints = "") {
     const std::string log = dir_.file("serve.log");
     const std::string config = dir_.file("tide.yaml");
-    pid_ = ::fork();
+    pid_ = testing::spawnServe(TIDE_BINARY, config, log, failpoints);
     REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (!failpoints.empty()) ::setenv("TIDE_FAILPOINTS", failpoints.c_str(), 1);
-      ::execl(TIDE_BINARY, "tide", "serve", "--config", config.c_str(), nullptr);
-      ::_exit(127);
-    }
     REQUIRE_MESSAGE(testing::eventually([&] {
                       auto reply = client().Get("/healthz");
                       return reply && reply->status == 200;
@@ -82,13 +75,7 @@ class CrashingHost {
     return died;
   }
 
-  void kill(int signal) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, signal);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void kill(int signal) { testing::killAndReap(pid_, signal); }
 
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
