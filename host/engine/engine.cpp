@@ -165,9 +165,9 @@ bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
     }
     if (meta->state != "DELETED") continue;
     const bool deleted = op.type == "DELETE";
-    auto ended = ledger_.setOperationState(op.meta.id, deleted ? "SUCCEEDED" : "FAILED", std::nullopt, "executor",
-                                           deleted ? "its instance was deleted before the host restarted"
-                                                   : "its instance was deleted");
+    auto ended = ledger_.setOperationState(
+        op.meta.id, deleted ? "SUCCEEDED" : "FAILED", std::nullopt, options_.executor.actor,
+        deleted ? "its instance was deleted before the host restarted" : "its instance was deleted");
     if (!ended.isOk()) {
       report.error = ended.status().toString();
       return false;

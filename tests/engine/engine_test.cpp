@@ -34,6 +34,17 @@ model::Operation firstCreateWaiting(EngineFixture& f) {
   return waiting[0];
 }
 
+// The same deployment approved: its one instance RUNNING.
+model::RuntimeInstance firstInstanceRunning(EngineFixture& f) {
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.settleApproving();
+  auto running = f.activeRunning();
+  REQUIRE(running.size() == 1);
+  return running[0];
+}
+
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
   EngineFixture f;
   const model::Operation waiting = firstCreateWaiting(f);
@@ -58,11 +69,7 @@ TEST_CASE("engine: a deployment waits for approval, then runs processes that ans
 
 TEST_CASE("engine: scale out across update domains, new version in place, scale back in") {
   EngineFixture f;
-  f.apply(kEngineNodes);
-  f.apply(enginePlan());
-  f.apply(engineDeployment("d1", 1, "1.0"));
-  f.settleApproving();
-  REQUIRE(f.activeRunning().size() == 1);
+  firstInstanceRunning(f);
 
   f.apply(engineDeployment("d2", 3, "1.0"));
   f.settleApproving();
@@ -216,13 +223,7 @@ TEST_CASE("engine: a DELETE whose host died after marking its instance DELETED s
   // its own, the operation SUCCEEDED. A host killed between the two left the operation
   // RUNNING on an instance the world leaves out, so nothing ever finished it.
   EngineFixture f;
-  f.apply(kEngineNodes);
-  f.apply(enginePlan());
-  f.apply(engineDeployment("d1", 1, "1.0"));
-  f.settleApproving();
-  auto running = f.activeRunning();
-  REQUIRE(running.size() == 1);
-  const std::string meta = running[0].meta_instance;
+  const std::string meta = firstInstanceRunning(f).meta_instance;
   const int64_t id = requestOperation(f, meta, "DELETE");
   f.settleApproving();
   REQUIRE(f.ledger->getOperation(id)->state == "SUCCEEDED");
