@@ -6,9 +6,11 @@
 namespace tide::engine {
 namespace {
 
+// An UPDATE or RESTART of an instance that runs nowhere (its process died after the
+// operation was asked for) starts it on a placement of its own, as a CREATE would.
 bool needsPlacement(const InstanceView& view, const model::Operation& op) {
   if (op.type == "CREATE" || op.type == "RELOCATE") return true;
-  return op.type == "RESTART" && !view.active;
+  return (op.type == "RESTART" || op.type == "UPDATE") && !view.active;
 }
 
 Json coordinatesList(const Json& by_payload) {

@@ -1,6 +1,6 @@
 #pragma once
 // The approval stage (docs/architecture.md#approval-stage, docs/architecture.md#approval): every PENDING operation
-// first gets its placement reserved (CREATE, RELOCATE, and RESTART of an instance that runs nowhere), then the approval
+// first gets its placement reserved (CREATE, RELOCATE, and RESTART or UPDATE of an instance that runs nowhere), then the approval
 // policies decide. Decisions are recorded with the operation; the verdict moves it to APPROVED, REJECTED (reservation
 // released) or PENDING_APPROVAL, where it waits for a person (POST /v1/operations/{id}/approve|reject).
 //

@@ -235,7 +235,10 @@ void Executor::execute(int64_t id) {
   if (a.was_cancelled || a.cancelled(ledger_, clock_)) {
     // Cancelled while it ran: what it started must not keep running or hold resources.
     metrics_.countAttempt(a.op.type, "cancelled");
-    if (a.op.type == "CREATE" || a.op.type == "RELOCATE" || a.op.type == "RESTART") cleanUpAfterFailure(a);
+    if (a.op.type != "STOP" && a.op.type != "DELETE" &&
+        (a.op.type != "UPDATE" || a.op.target.contains("runtime_instance"))) {
+      cleanUpAfterFailure(a);
+    }
     return;
   }
   if (status.isOk()) {
@@ -473,7 +476,28 @@ Status Executor::runCreate(Attempt& a) {
 }
 
 Status Executor::runUpdate(Attempt& a) {
-  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
+  if (a.op.target.contains("runtime_instance")) {
+    // Placed at approval: the instance ran nowhere then. Its reserved runtime instance
+    // starts with the new coordinates.
+    TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, reservedRuntime(a.op));
+    TIDE_RETURN_IF_ERROR(startRuntime(a, r));
+    return adoptIntoDeployment(a);
+  }
+  auto active = activeRuntime(ledger_, a.meta.name);
+  if (!active.isOk() && active.status().code() == Code::kNotFound) {
+    // It stopped running after approval (a hook held the UPDATE, or it waited for a retry)
+    // and nothing was placed for it: nothing is left to update. The UPDATE ends without
+    // effect; a FAILED one would fail its rollout and leave the instance to a person,
+    // while now the controller starts the instance again and its strategy asks anew.
+    TIDE_RETURN_IF_ERROR(ledger_
+                             .setOperationState(a.op.meta.id, "CANCELLED", std::nullopt, options_.actor,
+                                                "instance '" + a.meta.name +
+                                                    "' stopped running before this UPDATE ran; it is asked again")
+                             .status());
+    a.was_cancelled = true;
+    return Status::ok();
+  }
+  TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, std::move(active));
   const Json coordinates = a.op.target.value("coordinates", Json());
   if (!coordinates.is_object()) return Status(Code::kUnprocessable, "the operation names no coordinates");
   if (r.coordinates != coordinates) {
@@ -489,10 +513,12 @@ Status Executor::runUpdate(Attempt& a) {
     TIDE_RETURN_IF_ERROR(updateRuntime(r, update));
   }
   TIDE_RETURN_IF_ERROR(startRuntime(a, r));
-  if (a.op.intent != "user" && a.op.intent != a.meta.deployment_id) {
-    TIDE_RETURN_IF_ERROR(ledger_.setMetaInstanceDeployment(a.meta.name, a.op.intent, options_.actor).status());
-  }
-  return Status::ok();
+  return adoptIntoDeployment(a);
+}
+
+Status Executor::adoptIntoDeployment(Attempt& a) {
+  if (a.op.intent == "user" || a.op.intent == a.meta.deployment_id) return Status::ok();
+  return ledger_.setMetaInstanceDeployment(a.meta.name, a.op.intent, options_.actor).status();
 }
 
 Status Executor::runRelocate(Attempt& a) {
@@ -568,9 +594,8 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   // the operation was working on is removed; for RELOCATE that is the new one, and the
   // old one stays active.
   std::optional<int64_t> id;
-  if (a.op.type == "CREATE" || a.op.type == "RELOCATE" ||
-      (a.op.type == "RESTART" && a.op.target.contains("runtime_instance"))) {
-    if (a.op.target.contains("runtime_instance")) id = a.op.target["runtime_instance"].get<int64_t>();
+  if (a.op.target.contains("runtime_instance")) {
+    id = a.op.target["runtime_instance"].get<int64_t>();  // placed for this operation
   } else if (a.op.type == "UPDATE" || a.op.type == "RESTART") {
     auto active = activeRuntime(ledger_, a.op.meta_instance);
     if (active.isOk()) id = active.value().meta.id;

@@ -119,6 +119,8 @@ class Executor {
   Status run(Attempt& a);
   Status runCreate(Attempt& a);
   Status runUpdate(Attempt& a);
+  // Moves the instance into the deployment a controller's operation was asked for.
+  Status adoptIntoDeployment(Attempt& a);
   Status runRelocate(Attempt& a);
   Status runStop(Attempt& a);
   Status runRestart(Attempt& a);

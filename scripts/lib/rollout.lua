@@ -340,11 +340,13 @@ local function note_weights(r, weights)
   return true
 end
 
--- Whether the instance's CREATE (or RESTART) waits because the scheduler found no node
--- for it (the approval stage says "waiting for placement: ..." on the operation).
+-- Whether the instance's CREATE (or RESTART, UPDATE of one that runs nowhere) waits because
+-- the scheduler found no node for it (the approval stage says "waiting for placement: ..."
+-- on the operation).
 local function waiting_for_placement(inst)
   local op = inst.operation
-  return op ~= nil and op.state == "PENDING" and (op.type == "CREATE" or op.type == "RESTART")
+  return op ~= nil and op.state == "PENDING"
+    and (op.type == "CREATE" or op.type == "RESTART" or op.type == "UPDATE")
     and string.find(op.message or "", "waiting for placement", 1, true) == 1
 end
 

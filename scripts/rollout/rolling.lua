@@ -10,13 +10,20 @@
 --      are too many and updated in place otherwise, unhealthiest first, as far as the
 --      availability budget allows (instances not serving cost nothing);
 --   4. extra new instances are deleted by number (the host's scheduler picks which);
---   5. when exactly `count` new instances are ready and nothing else is left, complete.
+--   5. when exactly `count` new instances are ready and nothing else is left, complete;
+--   6. when nothing moved (new instances ready, new and old instances) for
+--      progress_deadline_seconds of progress (pauses excluded), fail: a rollout that cannot
+--      go on says so instead of staying IN_PROGRESS.
+--
+-- An instance whose operation waits for placement holds up no update domain: replacing old
+-- instances is what frees room for it (a surge with max_per_node).
 --
 -- A restore (r.restore: a newer rollout was rolled back or aborted, and this deployment is
 -- re-opened to undo it) goes the same way, the newer version's instances being the old ones
 -- now; only the restore's own failed operations fail it, not those of the undone rollout.
 --
--- r.state: waiting_for (for people) and domain (the update domain being replaced).
+-- r.state: waiting_for (for people), domain (the update domain being replaced), and the
+-- bookkeeping: milestone and moved_at (progress_seconds when it last moved).
 
 local rollout = tide.lib.rollout
 local plural = rollout.plural
@@ -34,7 +41,8 @@ end
 
 local function busy_outside(r, domain)
   for _, inst in ipairs(r.instances) do
-    if rollout.in_flight(inst) and inst.update_domain ~= domain then
+    if rollout.in_flight(inst) and not rollout.waiting_for_placement(inst)
+        and inst.update_domain ~= domain then
       return true
     end
   end
@@ -63,9 +71,26 @@ local function replace(domain, excess, budget)
   return delete(doomed), update(updated)
 end
 
+-- Why the rollout has been stuck too long, or nil: the time since it last moved counts.
+local function stalled(r)
+  local s = r.state
+  local milestone = string.format("%d ready, %d new, %d old", r.counts.new_ready, #r.new, #r.old)
+  if s.milestone ~= milestone then
+    s.milestone, s.moved_at = milestone, rollout.progress(r)
+    return nil
+  end
+  local still = rollout.progress(r) - (s.moved_at or 0)
+  if still <= r.params.progress_deadline_seconds then
+    return nil
+  end
+  return string.format("progress deadline exceeded: no progress for %d s (%s) waiting for %s "
+    .. "(progress_deadline_seconds = %d)", rollout.seconds(still), milestone,
+    s.waiting_for or "nothing", rollout.seconds(r.params.progress_deadline_seconds))
+end
+
 local function reconcile(r)
   local s = r.state
-  local failure = rollout.failed_operation(r)
+  local failure = rollout.failed_operation(r) or stalled(r)
   if failure then
     s.waiting_for, s.domain = nil, nil
     return { fail(failure) }
@@ -153,6 +178,11 @@ return {
       type = "count", default = 1,
       description = "instances below count out of service: an integer, or a percentage of count "
         .. "rounded down; at least 1 when max_surge is 0",
+    },
+    progress_deadline_seconds = {
+      type = "number", default = 600, min = 1,
+      description = "seconds in progress (pauses excluded) without any instance becoming ready, "
+        .. "created or replaced before the rollout fails",
     },
   },
   reconcile = reconcile,
@@ -372,6 +402,40 @@ return {
         old = { inst("a", "ud-1"), inst("b", "ud-1"), inst("c", "ud-1") },
       },
       expect = { update({ "web-a" }) },
+    },
+    {
+      name = "a create waiting for placement holds up no update domain",
+      r = {
+        count = 2, params = { max_surge = 2, max_unavailable = 0 },
+        old = { inst("a", "ud-1"), inst("b", "ud-2") },
+        new = { inst("x", "ud-3"),
+                inst("y", "", { state = "PENDING", healthy = false,
+                                operation = { id = 9, type = "CREATE", state = "PENDING",
+                                              message = "waiting for placement: no node fits" } }) },
+      },
+      expect = { delete({ "web-a" }) },
+    },
+    {
+      name = "a rollout that does not move for the progress deadline fails",
+      r = {
+        count = 2, deployment = { id = "deployment-2", progress_seconds = 700 },
+        new = { inst("a", "ud-1"), inst("b", "ud-2", { healthy = false }) },
+        state = { milestone = "1 ready, 2 new, 0 old", moved_at = 99,
+                  waiting_for = "1 of 2 new instances to be ready" },
+      },
+      expect = { fail("progress deadline exceeded: no progress for 601 s (1 ready, 2 new, 0 old) "
+        .. "waiting for 1 of 2 new instances to be ready (progress_deadline_seconds = 600)") },
+      check = waits_for_nothing,
+    },
+    {
+      name = "a rollout that moved starts its progress deadline again",
+      r = {
+        count = 2, deployment = { id = "deployment-2", progress_seconds = 700 },
+        new = { inst("a", "ud-1"), inst("b", "ud-2") },
+        state = { milestone = "1 ready, 2 new, 0 old", moved_at = 99 },
+      },
+      expect = { complete("2 instances run the new version") },
+      expect_state = { milestone = "2 ready, 2 new, 0 old", moved_at = 700 },
     },
     {
       name = "a param that is neither a count nor a percentage is refused",

@@ -114,6 +114,78 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   CHECK(f.ledger->getRuntimeInstance(old.meta.id)->state == "FAILED");
 }
 
+TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places it again") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance crashed = f.activeRunning().at(0);
+  // Its process dies and the RESTART the controller asks for fails for good: the instance
+  // runs nowhere and waits for a person.
+  auto refusing = std::make_shared<std::atomic<bool>>(true);
+  driver.before_call = [refusing](const std::string& call, const std::string&) {
+    if (call != "ensure" || !*refusing) return Status::ok();
+    return Status(Code::kPermissionDenied, "the test refuses to start anything");
+  };
+  REQUIRE(driver.stop({runtimeId(crashed), crashed.node, crashed.driver_handle}).isOk());
+  f.engine->settle();
+  REQUIRE(f.activeRunning().empty());
+  REQUIRE(f.operations("FAILED").size() == 1);
+
+  // A fixed version rolls out: its UPDATE of that instance places and starts it again, with
+  // the new coordinates, instead of failing because nothing runs to update.
+  *refusing = false;
+  f.apply(engineDeployment("v2", 1, "2"));
+  f.engine->settle();
+  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.operations("FAILED").size() == 1);
+  auto serving = f.activeRunning();
+  REQUIRE(serving.size() == 1);
+  CHECK(serving[0].meta_instance == crashed.meta_instance);
+  CHECK(serving[0].coordinates.dump().find("nginx:2") != std::string::npos);
+  CHECK(f.ledger->getMetaInstance(crashed.meta_instance)->deployment_id == "v2");
+}
+
+TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held it is asked again") {
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  // A hook delays every UPDATE by an hour (once per attempt), as operation.before may.
+  options.executor.before_operation = [](const model::Operation& op) {
+    engine::HookGate gate;
+    if (op.type != "UPDATE") return gate;
+    gate.kind = engine::HookGate::Kind::kDelay;
+    gate.hook = "test";
+    gate.delay = std::chrono::hours(1);
+    return gate;
+  };
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  CountingDriver& driver = rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance first = f.activeRunning().at(0);
+  f.apply(engineDeployment("v2", 1, "2"));
+  f.engine->settle();
+  auto held = f.operations("APPROVED");
+  REQUIRE(held.size() == 1);
+  REQUIRE(held[0].type == "UPDATE");
+
+  // Meanwhile its process dies; the observer marks it FAILED (no worker holds it).
+  REQUIRE(driver.stop({runtimeId(first), first.node, first.driver_handle}).isOk());
+  f.engine->settle();
+  REQUIRE(f.ledger->getRuntimeInstance(first.meta.id)->state == "FAILED");
+
+  // The attempt finds nothing to update: the UPDATE ends without effect (CANCELLED, not
+  // FAILED, which would fail the rollout), the instance runs again and the rollout completes.
+  for (int hour = 0; hour < 3 && f.deployment("v2").state != "COMPLETED"; ++hour) {
+    f.clock.advance(std::chrono::hours(1));
+    f.engine->settle();
+  }
+  auto update = f.ledger->getOperation(held[0].meta.id);
+  REQUIRE(update.isOk());
+  CHECK(update->state == "CANCELLED");
+  CHECK(update->message.find("stopped running") != std::string::npos);
+  CHECK(f.operations("FAILED").empty());
+  CHECK(f.deployment("v2").state == "COMPLETED");
+  auto serving = f.activeRunning();
+  REQUIRE(serving.size() == 1);
+  CHECK(serving[0].coordinates.dump().find("nginx:2") != std::string::npos);
+}
+
 // A sim cluster whose nodes have SSD storage, and the sim plan with a persistent volume.
 const std::string kVolumeFleet = std::string(R"(
 capabilities:

@@ -111,5 +111,59 @@ TEST_CASE("engine: the approval stage decides at most approval_chunk operations 
   CHECK(f.operations("PENDING").size() == 10);
 }
 
+// The sim plan with one instance per node at most, rolled out with max_surge 2 and
+// max_unavailable 0.
+std::string onePerNodeSurgingPlan() {
+  std::string plan = kSimPlan;
+  const std::string applications = "    applications:";
+  plan.replace(plan.find(applications), applications.size(),
+               "    placement: {max_per_node: 1}\n"
+               "    strategy: {script: rolling, params: {max_surge: 2, max_unavailable: 0}}\n" +
+                   applications);
+  return plan;
+}
+
+TEST_CASE("engine: a rolling surge that has no room until old instances go completes") {
+  // One instance per node on three nodes, two instances, a surge of two: the first new
+  // instance takes the free node, the second has no room until an old one is removed.
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 3));
+  f.apply(onePerNodeSurgingPlan());
+  f.apply(engineDeployment("v1", 2, "1"));
+  f.engine->settle();
+  REQUIRE(f.deployment("v1").state == "COMPLETED");
+
+  f.apply(engineDeployment("v2", 2, "2"));
+  f.engine->settle();
+  CHECK(f.deployment("v2").state == "COMPLETED");
+  auto serving = f.activeRunning();
+  REQUIRE(serving.size() == 2);
+  for (const auto& r : serving) CHECK(r.coordinates.dump().find("nginx:2") != std::string::npos);
+}
+
+TEST_CASE("engine: a rolling rollout that cannot go on fails at its progress deadline") {
+  // Four instances, one per node, on three nodes: the fourth never finds room.
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 3));
+  f.apply(onePerNodeSurgingPlan());
+  f.apply(engineDeployment("v1", 4, "1"));
+  f.engine->settle();
+  REQUIRE(f.deployment("v1").state == "IN_PROGRESS");
+  CHECK(f.activeRunning().size() == 3);
+
+  // Ten minutes without progress (the default progress_deadline_seconds) are not enough;
+  // a little more is.
+  f.clock.advance(std::chrono::seconds(590));
+  f.engine->settle();
+  CHECK(f.deployment("v1").state == "IN_PROGRESS");
+  f.clock.advance(std::chrono::seconds(20));
+  f.engine->settle();
+  const model::Deployment failed = f.deployment("v1");
+  CHECK(failed.state == "FAILED");
+  CHECK(failed.message.find("progress deadline exceeded") != std::string::npos);
+  INFO(failed.message);
+  CHECK(failed.message.find("3 of 4 new instances to be ready") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace tide
