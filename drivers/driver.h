@@ -19,6 +19,7 @@
 //   judges (statusAll), so a driver that talks to a remote runtime can answer many
 //   instances in one round trip.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -54,6 +55,15 @@ struct RuntimeSpec {
   std::vector<model::Port> ports;     // declared ports; the driver assigns host ports
   std::vector<VolumeSpec> volumes;
   model::Resources resources;
+  // The plan's check for this application, for drivers that judge health themselves (a
+  // node agent probes on its own machine); the others leave it to the host's probes.
+  std::optional<model::HealthCheck> health_check;
+};
+
+// A node the driver cannot reach now: its agent missed heartbeats (docs/agents.md).
+struct UnreachableNode {
+  std::string node;
+  std::chrono::system_clock::time_point since;  // its last heartbeat, or when the host started
 };
 
 struct RuntimeRef {
@@ -96,6 +106,11 @@ class Driver {
   // would return for it. An error of the whole call (kUnavailable: the runtime could not be
   // asked at all) judges none of them. Like status(), it changes nothing. The default asks
   // status() once per ref; drivers that can do better (one lock, one round trip) override it.
+  // The driver's nodes it cannot reach now. The control loop leaves their instances'
+  // health unknown and replaces them after a grace period (docs/agents.md#losing-a-node).
+  // Drivers that reach every node they serve (all but the agent driver) have none.
+  virtual std::vector<UnreachableNode> unreachableNodes() { return {}; }
+
   virtual Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) {
     std::vector<RuntimeAnswer> answers;
     answers.reserve(refs.size());

@@ -360,6 +360,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
     spec.ports = app->ports;
     spec.resources = app->resources;
     spec.coordinates = r.coordinates.value(app->payload_name, Json::object());
+    spec.health_check = app->health_check;
   }
   spec.volumes = volumeSpecs(r);
   TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status,

@@ -146,13 +146,13 @@ TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places 
 
 TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held it is asked again") {
   engine::EngineOptions options = EngineFixture::fastOptions();
-  // A hook delays every UPDATE by an hour (once per attempt), as operation.before may.
+  // A hook delays every UPDATE by two minutes (once per attempt), as operation.before may.
   options.executor.before_operation = [](const model::Operation& op) {
     engine::HookGate gate;
     if (op.type != "UPDATE") return gate;
     gate.kind = engine::HookGate::Kind::kDelay;
     gate.hook = "test";
-    gate.delay = std::chrono::hours(1);
+    gate.delay = std::chrono::minutes(2);
     return gate;
   };
   EngineFixture f({"auto_approve_dev.lua"}, options);
@@ -171,8 +171,8 @@ TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held 
 
   // The attempt finds nothing to update: the UPDATE ends without effect (CANCELLED, not
   // FAILED, which would fail the rollout), the instance runs again and the rollout completes.
-  for (int hour = 0; hour < 3 && f.deployment("v2").state != "COMPLETED"; ++hour) {
-    f.clock.advance(std::chrono::hours(1));
+  for (int wait = 0; wait < 3 && f.deployment("v2").state != "COMPLETED"; ++wait) {
+    f.clock.advance(std::chrono::minutes(2));
     f.engine->settle();
   }
   auto update = f.ledger->getOperation(held[0].meta.id);

@@ -483,7 +483,7 @@ TEST_CASE("lua: the rolling strategy through the registry and the engine") {
   CHECK(describeActions(result->actions) == "update(web-a)");
   CHECK(result->state["waiting_for"] == "update domain 'ud-1' to be replaced (0 of 2 instances run the new version)");
   CHECK(result->state["domain"] == "ud-1");
-  CHECK(result->params == Json{{"max_surge", 0}, {"max_unavailable", 1}});
+  CHECK(result->params == Json{{"max_surge", 0}, {"max_unavailable", 1}, {"progress_deadline_seconds", 600}});
 }
 
 TEST_CASE("lua: the host pushing a fleet-sized snapshot counts against neither the strategy's deadline nor its memory") {
