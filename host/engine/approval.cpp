@@ -1,16 +1,19 @@
 #include "host/engine/approval.h"
 
 #include "host/engine/policy_data_source.h"
+#include "host/model/states.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
 namespace {
 
-// An UPDATE or RESTART of an instance that runs nowhere (its process died after the
-// operation was asked for) starts it on a placement of its own, as a CREATE would.
+// A RESTART of an instance that runs nowhere, and an UPDATE of an ACTIVE one that runs
+// nowhere (its process died after the operation was asked for), start it on a placement of
+// its own, as a CREATE would. A STOPPED instance stays stopped: its UPDATE fails.
 bool needsPlacement(const InstanceView& view, const model::Operation& op) {
   if (op.type == "CREATE" || op.type == "RELOCATE") return true;
-  return (op.type == "RESTART" || op.type == "UPDATE") && !view.active;
+  if (op.type == "UPDATE") return !view.active && view.meta.state == model::meta_state::kActive;
+  return op.type == "RESTART" && !view.active;
 }
 
 Json coordinatesList(const Json& by_payload) {

@@ -7,6 +7,8 @@
 #include "host/engine/health_probe.h"
 #include "host/engine/loop_errors.h"
 #include "host/engine/world.h"
+#include "host/model/states.h"
+#include "host/model/transitions.h"
 
 namespace tide::engine {
 namespace {
@@ -477,6 +479,10 @@ Status Executor::runCreate(Attempt& a) {
 }
 
 Status Executor::runUpdate(Attempt& a) {
+  if (a.meta.state != model::meta_state::kActive) {
+    // A person stopped it: a rollout does not start it again (its UPDATE fails, saying so).
+    return model::checkOperationFits("UPDATE", a.meta.state, "");
+  }
   if (a.op.target.contains("runtime_instance")) {
     // Placed at approval: the instance ran nowhere then. Its reserved runtime instance
     // starts with the new coordinates.

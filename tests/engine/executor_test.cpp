@@ -144,6 +144,27 @@ TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places 
   CHECK(f.ledger->getMetaInstance(crashed.meta_instance)->deployment_id == "v2");
 }
 
+TEST_CASE("executor: a rollout's UPDATE of an instance a person stopped fails and starts nothing") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance first = f.activeRunning().at(0);
+  requestOperation(f, first.meta_instance, "STOP");
+  f.engine->settle();
+  REQUIRE(f.ledger->getMetaInstance(first.meta_instance)->state == "STOPPED");
+
+  f.apply(engineDeployment("v2", 1, "2"));
+  f.engine->settle();
+  auto failed = f.operations("FAILED");
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].type == "UPDATE");
+  CHECK(failed[0].message.find("the instance is STOPPED") != std::string::npos);
+  CHECK(f.ledger->getMetaInstance(first.meta_instance)->state == "STOPPED");
+  CHECK(f.running().empty());
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
 TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held it is asked again") {
   engine::EngineOptions options = EngineFixture::fastOptions();
   // A hook delays every UPDATE by two minutes (once per attempt), as operation.before may.
