@@ -757,3 +757,21 @@ TEST_CASE("ledger: an operation a person asks for must fit the instance, and a r
   CHECK(askAsUser(*f.ledger, stopped, "RESTART").isOk());
   CHECK(askAsUser(*f.ledger, marked, "DELETE").isOk());  // finishes a deletion that failed
 }
+
+TEST_CASE("ledger: aborting a deployment cancels its operations but a DELETE under way, which runs to its end") {
+  LedgerFixture f;
+  const std::string deleting = f.addInstance();
+  auto waiting = f.ledger->createMetaInstance("web", "d1", "test");
+  REQUIRE(waiting.isOk());
+  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  const Operation del = f.addOperation(deleting, "DELETE");
+  REQUIRE(f.ledger->setOperationState(del.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->setOperationState(del.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  const Operation create = f.addOperation(waiting->name, "CREATE");
+
+  Ledger::RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency"};
+  REQUIRE(f.ledger->restoreDeployment("web", "d1", abort, "alice").isOk());
+  // What a DELETE removed cannot come back: it stays RUNNING and the executor ends it.
+  CHECK(f.ledger->getOperation(del.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
+}
