@@ -56,6 +56,8 @@ class EngineMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> attempts_;  // REQUIRES: mu_
   uint64_t dirty_last_ = 0;                                           // REQUIRES: mu_
   uint64_t dirty_total_ = 0;                                          // REQUIRES: mu_
+  size_t unreachable_nodes_ = 0;                                      // REQUIRES: mu_
+  bool partition_alarm_ = false;                                      // REQUIRES: mu_
 };
 
 }  // namespace tide::engine

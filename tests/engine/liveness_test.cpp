@@ -12,33 +12,14 @@
 namespace tide {
 namespace {
 
+using testing::activeOn;
 using testing::CountingDriver;
 using testing::deploySimFleet;
 using testing::EngineFixture;
+using testing::events;
+using testing::relocations;
 
 constexpr std::chrono::seconds kReplaceAfter{60};
-
-std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std::string& node) {
-  std::vector<model::RuntimeInstance> out;
-  for (auto& r : f.activeRunning()) {
-    if (r.node == node) out.push_back(r);
-  }
-  return out;
-}
-
-std::vector<model::Operation> relocations(EngineFixture& f) {
-  std::vector<model::Operation> out;
-  for (auto& op : f.operations()) {
-    if (op.type == "RELOCATE") out.push_back(op);
-  }
-  return out;
-}
-
-std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
-  auto listed = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
-  REQUIRE(listed.isOk());
-  return listed.value();
-}
 
 // `driver` cannot reach `nodes` from now on (since the clock's now), and reaches the others.
 void loseNodes(EngineFixture& f, CountingDriver& driver, const std::vector<std::string>& nodes) {
@@ -156,13 +137,13 @@ TEST_CASE("liveness: most nodes lost at once are a partition: an alarm, and noth
   CHECK(relocations(f).empty());
   auto alarms = events(f, "alarm.partition");
   REQUIRE(alarms.size() == 1);
-  CHECK(alarms[0].data["nodes"] == Json::array({"sim-1", "sim-2"}));
+  CHECK(alarms[0].data["nodes"] == model::Json::array({"sim-1", "sim-2"}));
   const std::string metrics = f.engine->metrics().render();
   CHECK(metrics.find("tide_partition_alarm 1\n") != std::string::npos);
   CHECK(metrics.find("tide_unreachable_nodes 2\n") != std::string::npos);
   auto control = api::controlLoopView(*f.ledger);
   REQUIRE(control.isOk());
-  CHECK((*control)["partition"]["nodes"] == Json::array({"sim-1", "sim-2"}));
+  CHECK((*control)["partition"]["nodes"] == model::Json::array({"sim-1", "sim-2"}));
   CHECK((*control)["halted"] == false);
 
   // One comes back: one lost node of three is no partition, and the other is replaced.

@@ -163,4 +163,21 @@ inline CountingDriver& deploySimFleet(EngineFixture& f, int nodes, int instances
   return driver;
 }
 
+// The RUNNING active runtime instances on `node`.
+inline std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std::string& node) {
+  std::vector<model::RuntimeInstance> out;
+  for (auto& r : f.activeRunning()) {
+    if (r.node == node) out.push_back(r);
+  }
+  return out;
+}
+
+inline std::vector<model::Operation> relocations(EngineFixture& f) {
+  std::vector<model::Operation> out;
+  for (auto& op : f.operations()) {
+    if (op.type == "RELOCATE") out.push_back(op);
+  }
+  return out;
+}
+
 }  // namespace tide::testing
