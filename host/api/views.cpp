@@ -78,7 +78,8 @@ Result<Json> controlLoopView(ledger::Ledger& ledger) {
                           {"nodes", partition->data.value("nodes", Json::array())},
                           {"message", partition->data.value("message", "")}};
   }
-  return Json{{"halted", halt.has_value()}, {"halt", halt ? Json(*halt) : Json(nullptr)}, {"partition", partition_view}};
+  return Json{
+      {"halted", halt.has_value()}, {"halt", halt ? Json(*halt) : Json(nullptr)}, {"partition", partition_view}};
 }
 
 Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) {

@@ -1,6 +1,7 @@
 #include "host/engine/node_liveness.h"
 
 #include <algorithm>
+#include <string_view>
 #include <vector>
 
 namespace tide::engine {
@@ -24,13 +25,20 @@ std::string UnreachableNodes::healthMessage(const std::string& node) const {
 }
 
 bool isUnreachableMessage(const std::string& message, const std::string& node) {
-  return message.rfind(unreachablePrefix(node), 0) == 0;
+  // Asked of every running instance each pass: no allocation, and most messages are empty.
+  std::string_view rest = message;
+  for (std::string_view part :
+       {std::string_view("node "), std::string_view(node), std::string_view(" unreachable since ")}) {
+    if (rest.substr(0, part.size()) != part) return false;
+    rest.remove_prefix(part.size());
+  }
+  return true;
 }
 
 Result<std::optional<model::Event>> latestPartitionAlarm(ledger::Ledger& ledger) {
   // Few: one pair per partition the fleet ever had.
-  TIDE_ASSIGN_OR_RETURN(auto events, ledger::listAll(ledger, &ledger::Ledger::listEvents,
-                                                     {{"subject", kPartitionSubject}}));
+  TIDE_ASSIGN_OR_RETURN(auto events,
+                        ledger::listAll(ledger, &ledger::Ledger::listEvents, {{"subject", kPartitionSubject}}));
   if (events.empty() || events.back().kind != "alarm.partition") return std::optional<model::Event>();
   return std::optional<model::Event>(events.back());
 }
@@ -54,13 +62,13 @@ const UnreachableNodes& NodeLiveness::pass(const World& world) {
     if (lost_.contains(node)) continue;
     (void)ledger_.appendEvent("node.unreachable", "node/" + node,
                               Json{{"since", formatTimestamp(since)},
-                                   {"message", "its agent has not reported since " + formatTimestamp(since)}},
+                                   {"message", "its driver has not heard from it since " + formatTimestamp(since)}},
                               options_.actor);
   }
   for (const auto& [node, since] : lost_.since) {
     if (now_lost.count(node)) continue;
-    (void)ledger_.appendEvent("node.reachable", "node/" + node,
-                              Json{{"unreachable_since", formatTimestamp(since)}}, options_.actor);
+    (void)ledger_.appendEvent("node.reachable", "node/" + node, Json{{"unreachable_since", formatTimestamp(since)}},
+                              options_.actor);
   }
   lost_.since = std::move(now_lost);
 
@@ -106,16 +114,15 @@ void NodeLiveness::raiseOrClearAlarm(bool partition) {
   Json nodes = Json::array();
   for (const auto& [node, since] : lost_.since) nodes.push_back(node);
   const Status written =
-      partition
-          ? ledger_.appendEvent(
-                "alarm.partition", kPartitionSubject,
-                Json{{"nodes", nodes},
-                     {"message", std::to_string(nodes.size()) +
-                                     " nodes are unreachable, most of them at once: a partition is not a fleet "
-                                     "failure; nothing is replaced until they come back"}},
-                options_.actor)
-          : ledger_.appendEvent("alarm.cleared", kPartitionSubject,
-                                Json{{"alarm", "alarm.partition"}, {"unreachable", nodes}}, options_.actor);
+      partition ? ledger_.appendEvent(
+                      "alarm.partition", kPartitionSubject,
+                      Json{{"nodes", nodes},
+                           {"message", std::to_string(nodes.size()) +
+                                           " nodes are unreachable, most of them at once: a partition is not a fleet "
+                                           "failure; nothing is replaced until they come back"}},
+                      options_.actor)
+                : ledger_.appendEvent("alarm.cleared", kPartitionSubject,
+                                      Json{{"alarm", "alarm.partition"}, {"unreachable", nodes}}, options_.actor);
   if (written.isOk()) alarm_ = partition;
 }
 

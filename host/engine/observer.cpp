@@ -13,6 +13,11 @@ const model::HealthCheck* healthCheckOf(const World& world, const std::string& m
   return check ? &*check : nullptr;
 }
 
+// Why an instance its driver reports unhealthy is so.
+std::string unhealthyBecause(const std::string& driver_message) {
+  return driver_message.empty() ? "unhealthy, says the driver" : driver_message;
+}
+
 }  // namespace
 
 Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
@@ -236,24 +241,22 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
   size_t submitted = 0;
   for (const Running& seen : running) {
     const model::RuntimeInstance* r = seen.runtime;
-    const model::HealthCheck* check = healthCheckOf(world, r->meta_instance);
-    const std::string driver_says = seen.message.empty() ? "unhealthy, says the driver" : seen.message;
     if (isUnreachableMessage(r->message, r->node)) {
       // Its node is back: its health is known again, by its driver's word or, until its
       // check says otherwise, as when it started (healthy without a check).
-      const bool healthy = seen.reported_healthy.value_or(check == nullptr);
-      const std::string why = seen.reported_healthy ? driver_says : "not checked since its node came back";
+      const bool healthy = seen.reported_healthy.value_or(healthCheckOf(world, r->meta_instance) == nullptr);
+      const std::string why =
+          seen.reported_healthy ? unhealthyBecause(seen.message) : "not checked since its node came back";
       if (writeHealth(*r, healthy, healthy ? "" : why)) ++changes;
       continue;
     }
     if (seen.reported_healthy) {
       // The driver knows: its word, with no probe and no thresholds.
       probes_.erase(r->meta.id);
-      if (recordHealth(*r, *seen.reported_healthy, driver_says)) {
-        ++changes;
-      }
+      if (recordHealth(*r, *seen.reported_healthy, unhealthyBecause(seen.message))) ++changes;
       continue;
     }
+    const model::HealthCheck* check = healthCheckOf(world, r->meta_instance);
     if (check == nullptr) continue;
     auto it = probes_.find(r->meta.id);
     if (it == probes_.end()) {

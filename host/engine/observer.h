@@ -144,8 +144,7 @@ class Observer {
   // Writes `healthy` (and ready_since, message) of `r` when it changed.
   bool recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   // Marks the health of instances on unreachable nodes unknown, when not marked yet.
-  int markHealthUnknown(const std::vector<const model::RuntimeInstance*>& unknown,
-                        const UnreachableNodes& unreachable);
+  int markHealthUnknown(const std::vector<const model::RuntimeInstance*>& unknown, const UnreachableNodes& unreachable);
   bool writeHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   int collectOrphans(const World& world, const Inventories& inventories);
 

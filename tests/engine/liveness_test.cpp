@@ -97,8 +97,9 @@ TEST_CASE("liveness: nothing is placed on an unreachable node") {
   CHECK(f.activeRunning().size() == 3);
 }
 
-TEST_CASE("liveness: after replace_after an unreachable node's instances are relocated and the deployment stays "
-          "COMPLETED") {
+TEST_CASE(
+    "liveness: after replace_after an unreachable node's instances are relocated and the deployment stays "
+    "COMPLETED") {
   EngineFixture f({"auto_approve_dev.lua"});
   CountingDriver& driver = runningFleet(f, 3, 2);
   const model::RuntimeInstance lost = f.activeRunning().front();
