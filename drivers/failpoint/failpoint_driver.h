@@ -28,6 +28,9 @@ class FailpointDriver : public Driver {
   Result<RuntimeStatus> status(const RuntimeRef& ref) override;
   Result<std::vector<RuntimeRef>> list() override;
   Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) override;
+  // The inner driver's, untouched: no failure is injected into what the control loop
+  // learns of lost nodes.
+  std::vector<UnreachableNode> unreachableNodes() override { return inner_->unreachableNodes(); }
 
   Driver& inner() { return *inner_; }
 

@@ -72,6 +72,9 @@ class FaultDriver final : public Driver {
   Status remove(const RuntimeRef& ref) override;
   Result<RuntimeStatus> status(const RuntimeRef& ref) override;
   Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) override;
+  // The inner driver's, untouched: no failure is injected into what the control loop
+  // learns of lost nodes.
+  std::vector<UnreachableNode> unreachableNodes() override { return inner_->unreachableNodes(); }
   Result<std::vector<RuntimeRef>> list() override;
 
   // Ends every injected hang or latency sleeping right now; those calls return at once.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/engine/node_liveness.h"
 #include "host/model/transitions.h"
 
 namespace tide::api {
@@ -70,7 +71,15 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
 
 Result<Json> controlLoopView(ledger::Ledger& ledger) {
   TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.controlHalt());
-  return Json{{"halted", halt.has_value()}, {"halt", halt ? Json(*halt) : Json(nullptr)}};
+  TIDE_ASSIGN_OR_RETURN(std::optional<model::Event> partition, engine::latestPartitionAlarm(ledger));
+  Json partition_view = nullptr;
+  if (partition) {
+    partition_view = Json{{"since", partition->at},
+                          {"nodes", partition->data.value("nodes", Json::array())},
+                          {"message", partition->data.value("message", "")}};
+  }
+  return Json{
+      {"halted", halt.has_value()}, {"halt", halt ? Json(*halt) : Json(nullptr)}, {"partition", partition_view}};
 }
 
 Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) {

@@ -28,8 +28,9 @@ using ledger::listAll;
 // left out; "by_deployment" leaves out those MARKED_FOR_DELETION too.
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page);
 
-// {"halted": bool, "halt": {kind, reason, details, since, by} or null}: whether the control
-// loop is halted (docs/architecture.md#observer).
+// {"halted": bool, "halt": {kind, reason, details, since, by} or null, "partition": {since,
+// nodes, message} or null}: whether the control loop is halted (docs/architecture.md#observer),
+// and the partition alarm in force (docs/architecture.md#losing-a-node).
 Result<Json> controlLoopView(ledger::Ledger& ledger);
 
 // A DRAINING node's progress: {"instances_left": n, "instances": [{"instance", "state",

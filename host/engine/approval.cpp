@@ -50,8 +50,9 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
     plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
     if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
   }
-  // A person's operation ("user") or a node drain's ("drain") serves no deployment.
-  const bool for_deployment = op.intent != "user" && op.intent != "drain";
+  // A person's operation ("user"), a node drain's ("drain") or a lost node's replacement
+  // ("unreachable") serves no deployment.
+  const bool for_deployment = op.intent != "user" && op.intent != "drain" && op.intent != "unreachable";
   Json deployment{
       {"id", for_deployment ? op.intent : ""}, {"old_coordinates", Json::array()}, {"new_coordinates", Json::array()}};
   if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
@@ -86,7 +87,7 @@ const std::vector<std::string>& ApprovalStage::otherVersions(const World& world,
   return it->second;
 }
 
-int ApprovalStage::pass(const World& world) {
+int ApprovalStage::pass(const World& world, const UnreachableNodes& unreachable) {
   other_versions_.clear();
   releaseUnused(world);
   int changed = 0;
@@ -99,7 +100,7 @@ int ApprovalStage::pass(const World& world) {
     for (auto it = first; it != last && stopped_after.empty(); ++it) {
       const InstanceView& view = world.instances.at(*it);
       if (view.unfinished->state != "PENDING") continue;
-      if (!snapshot) snapshot = world.schedulerSnapshot();
+      if (!snapshot) snapshot = world.schedulerSnapshot(unreachable.nodes());
       if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
       if (++decided >= options_.max_per_pass) stopped_after = *it;
     }

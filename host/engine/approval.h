@@ -5,7 +5,8 @@
 // released) or PENDING_APPROVAL, where it waits for a person (POST /v1/operations/{id}/approve|reject).
 //
 // An operation that cannot be placed stays PENDING with the scheduler's explanation as
-// its message and is tried again on the next pass.
+// its message and is tried again on the next pass. Nothing is placed on a node the drivers
+// cannot reach (docs/architecture.md#losing-a-node).
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "host/core/clock.h"
+#include "host/engine/node_liveness.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/policy/policy_engine.h"
@@ -35,8 +37,9 @@ class ApprovalStage {
   // Decides up to max_per_pass PENDING operations of `world`, in meta instance name order
   // starting after the last one the previous pass decided (so operations that cannot be
   // placed do not starve the others); releases reservations of operations that ended
-  // without using them. Returns how many operations changed state.
-  int pass(const World& world);
+  // without using them. Places nothing on the nodes `unreachable` names. Returns how many
+  // operations changed state.
+  int pass(const World& world, const UnreachableNodes& unreachable);
 
   // Whether the last pass stopped at max_per_pass with PENDING operations left.
   bool backlog() const { return !resume_after_.empty(); }

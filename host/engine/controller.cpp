@@ -36,11 +36,11 @@ DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::Strategy
                                            ControllerOptions options)
     : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)) {}
 
-int DeploymentController::pass(const World& world) {
+int DeploymentController::pass(const World& world, const UnreachableNodes& unreachable) {
   creates_left_ = options_.max_creates_per_pass;
   creates_cut_ = false;
   int changes = repair(world);
-  changes += drainNodes(world);
+  changes += relocateOffNodes(world, unreachable);
   for (const auto& plan : world.plans) {
     if (plan.state != "ACTIVE") continue;
     auto it = world.deployments.find(plan.name);
@@ -115,27 +115,35 @@ int DeploymentController::repair(const World& world) {
   return changes;
 }
 
-int DeploymentController::drainNodes(const World& world) {
-  std::map<std::string, const model::Node*> draining;
+int DeploymentController::relocateOffNodes(const World& world, const UnreachableNodes& unreachable) {
+  // Who asks for the RELOCATEs off a node, and why (the operation's intent).
+  struct Leaving {
+    std::string intent;
+    std::string requested_by;
+  };
+  std::map<std::string, Leaving> leaving;
   for (const auto& node : world.nodes) {
-    if (node.state == model::node_state::kDraining) draining.emplace(node.name, &node);
+    if (node.state == model::node_state::kDraining) {
+      leaving[node.name] = {"drain", node.drained_by.empty() ? options_.actor : node.drained_by};
+    }
   }
-  if (draining.empty()) return 0;
-  // A scan of every instance, but only while some node drains.
+  for (const std::string& node : unreachable.to_replace) leaving[node] = {"unreachable", options_.actor};
+  if (leaving.empty()) return 0;
+  // A scan of every instance, but only while some node drains or is lost.
   int changes = 0;
   for (const auto& [name, view] : world.instances) {
     if (!view.active || view.unfinished || view.meta.state != "ACTIVE") continue;
     if (view.active->state != "RUNNING") continue;  // anything else is the observer's or repair's
-    auto node = draining.find(view.active->node);
-    if (node == draining.end()) continue;
+    auto node = leaving.find(view.active->node);
+    if (node == leaving.end()) continue;
     // A relocation that failed or was refused is not asked for again and again: a person decides.
     if (view.last && view.last->type == "RELOCATE" && (view.last->state == "FAILED" || view.last->state == "REJECTED"))
       continue;
     model::Operation op;
     op.meta_instance = name;
     op.type = "RELOCATE";
-    op.intent = "drain";
-    op.requested_by = node->second->drained_by.empty() ? options_.actor : node->second->drained_by;
+    op.intent = node->second.intent;
+    op.requested_by = node->second.requested_by;
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
   }
   return changes;

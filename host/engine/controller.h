@@ -15,6 +15,9 @@
 // - An instance running on a DRAINING node with no operation gets a RELOCATE (make-before-
 //   break, through the policies), requested by whoever drained the node, unless its last
 //   RELOCATE FAILED or was REJECTED (then it waits for a person).
+// - So does an instance running on a node unreachable for replace_after
+//   (docs/architecture.md#losing-a-node), requested by the controller with intent
+//   "unreachable", unless a partition holds replacement.
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -22,6 +25,7 @@
 #include <string>
 
 #include "host/core/clock.h"
+#include "host/engine/node_liveness.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/strategy/strategy_engine.h"
@@ -42,8 +46,9 @@ class DeploymentController {
   DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
                        ControllerOptions options);
 
-  // One pass over `world`; returns how many ledger changes it made.
-  int pass(const World& world);
+  // One pass over `world`, whose nodes `unreachable` names cannot be reached; returns how
+  // many ledger changes it made.
+  int pass(const World& world, const UnreachableNodes& unreachable);
 
   // Whether the last pass left creations its strategies asked for to the next one.
   bool backlog() const { return creates_cut_; }
@@ -56,8 +61,9 @@ class DeploymentController {
   int supersede(const World& world, const std::vector<model::Deployment>& deployments);
   int adopt(const World& world, const model::Deployment& deployment);
   int repair(const World& world);
-  // RELOCATEs for the instances on DRAINING nodes (docs/architecture.md#draining-a-node).
-  int drainNodes(const World& world);
+  // RELOCATEs for the instances on DRAINING nodes (docs/architecture.md#draining-a-node) and
+  // on nodes unreachable for too long (docs/architecture.md#losing-a-node).
+  int relocateOffNodes(const World& world, const UnreachableNodes& unreachable);
   int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
   // The strategy's actions, one kind each; every one returns how many ledger changes it made.
   int createInstances(const model::Deployment& deployment, int64_t count);

@@ -44,7 +44,8 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
       approval_(ledger, policies_, clock, options_.approval),
       hooks_(ledger, scripts, clock, hookOptions(options_)),
       executor_(ledger, drivers, clock, metrics_, withHookGate(options_.executor, hooks_)),
-      observer_(ledger, drivers, clock, metrics_, options_.observer) {
+      observer_(ledger, drivers, clock, metrics_, options_.observer),
+      liveness_(ledger, drivers, clock, metrics_, options_.liveness) {
   executor_.onFinished([this] { poke(); });
   tokens_ = std::max(1.0, options_.rate_per_second);
   halt_subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
@@ -133,20 +134,22 @@ PassReport Engine::runPass() {
   }
   if (!recovered_ && !(recovered_ = finishOperationsOfDeletedInstances(report))) return report;
   if (!refresh()) return report;
+  // docs/architecture.md#losing-a-node: every stage leaves the nodes it cannot reach alone.
+  const UnreachableNodes& unreachable = liveness_.pass(*world_);
   {
     ledger::Ledger::Batch batch(ledger_);
-    report.controller_changes = controller_.pass(*world_);
+    report.controller_changes = controller_.pass(*world_, unreachable);
   }
   if (report.controller_changes > 0 && !refresh()) return report;
   {
     ledger::Ledger::Batch batch(ledger_);
-    report.approval_changes = approval_.pass(*world_);
+    report.approval_changes = approval_.pass(*world_, unreachable);
   }
   // A stage that stopped at its bound with work left: the next pass goes on at once.
   if (controller_.backlog() || approval_.backlog()) poked_ = true;
   if (report.approval_changes > 0 && !refresh()) return report;
   report.dispatched = dispatch(*world_);
-  report.observer_changes = observer_.pass(*world_, executor_.busyInstances());
+  report.observer_changes = observer_.pass(*world_, executor_.busyInstances(), unreachable);
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
 }

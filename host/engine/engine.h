@@ -36,6 +36,7 @@
 #include "host/engine/engine_metrics.h"
 #include "host/engine/executor.h"
 #include "host/engine/hook_runner.h"
+#include "host/engine/node_liveness.h"
 #include "host/engine/observer.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/policy/policy_engine.h"
@@ -53,6 +54,7 @@ struct EngineOptions {
   ObserverOptions observer;
   ApprovalOptions approval;
   ControllerOptions controller;
+  LivenessOptions liveness;  // replace_after, max_unreachable_share, partition_window
   lua::LuaLimits lua_limits;
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
   std::filesystem::path hooks_output_dir;  // runtime hooks' ctx.emit_file; tide serve: <data_dir>/hooks
@@ -122,6 +124,7 @@ class Engine {
   HookRunner hooks_;  // before executor_, whose gate it is
   Executor executor_;
   Observer observer_;
+  NodeLiveness liveness_;
 
   int halt_subscription_ = 0;
   std::atomic<bool> halt_changed_{true};  // set by the change feed; the halt is read at the first pass

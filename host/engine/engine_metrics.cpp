@@ -50,6 +50,12 @@ void EngineMetrics::observeDirty(size_t rows) {
   dirty_total_ += rows;
 }
 
+void EngineMetrics::observeLiveness(size_t unreachable_nodes, bool partition_alarm) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unreachable_nodes_ = unreachable_nodes;
+  partition_alarm_ = partition_alarm;
+}
+
 void EngineMetrics::countAttempt(const std::string& type, const std::string& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   ++attempts_[{type, outcome}];
@@ -84,6 +90,12 @@ std::string EngineMetrics::render() const {
   for (const auto& [key, n] : attempts_) {
     out << "tide_operation_attempts_total{type=\"" << key.first << "\",outcome=\"" << key.second << "\"} " << n << "\n";
   }
+  out << "# HELP tide_unreachable_nodes Nodes the drivers could not reach at the last pass.\n"
+      << "# TYPE tide_unreachable_nodes gauge\n"
+      << "tide_unreachable_nodes " << unreachable_nodes_ << "\n"
+      << "# HELP tide_partition_alarm 1 while the partition alarm holds the replacement of unreachable nodes.\n"
+      << "# TYPE tide_partition_alarm gauge\n"
+      << "tide_partition_alarm " << (partition_alarm_ ? 1 : 0) << "\n";
   return out.str();
 }
 

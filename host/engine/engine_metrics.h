@@ -30,10 +30,14 @@ class EngineMetrics {
   void countAttempt(const std::string& type, const std::string& outcome);  // succeeded|retry|failed
   // The rows a pass refreshed its picture from (its dirty set).
   void observeDirty(size_t rows);
+  // The nodes the last pass could not reach, and whether the partition alarm is in force
+  // (docs/architecture.md#losing-a-node).
+  void observeLiveness(size_t unreachable_nodes, bool partition_alarm);
 
   // tide_reconcile_pass_duration_seconds, tide_reconcile_dirty_rows (last pass) and
   // tide_reconcile_dirty_rows_total, tide_driver_call_duration_seconds{call},
-  // tide_driver_call_errors_total{call}, tide_operation_attempts_total{type,outcome}.
+  // tide_driver_call_errors_total{call}, tide_operation_attempts_total{type,outcome},
+  // tide_unreachable_nodes, tide_partition_alarm.
   std::string render() const;
 
  private:
@@ -52,6 +56,8 @@ class EngineMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> attempts_;  // REQUIRES: mu_
   uint64_t dirty_last_ = 0;                                           // REQUIRES: mu_
   uint64_t dirty_total_ = 0;                                          // REQUIRES: mu_
+  size_t unreachable_nodes_ = 0;                                      // REQUIRES: mu_
+  bool partition_alarm_ = false;                                      // REQUIRES: mu_
 };
 
 }  // namespace tide::engine

@@ -3,6 +3,22 @@
 #include <algorithm>
 
 namespace tide::engine {
+namespace {
+
+// The plan's health check of `meta_instance`'s application, or null when it has none.
+const model::HealthCheck* healthCheckOf(const World& world, const std::string& meta_instance) {
+  auto plan = world.plan_by_name.find(world.instances.at(meta_instance).meta.plan);
+  if (plan == world.plan_by_name.end() || plan->second->applications.empty()) return nullptr;
+  const auto& check = plan->second->applications[0].health_check;
+  return check ? &*check : nullptr;
+}
+
+// Why an instance its driver reports unhealthy is so.
+std::string unhealthyBecause(const std::string& driver_message) {
+  return driver_message.empty() ? "unhealthy, says the driver" : driver_message;
+}
+
+}  // namespace
 
 Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
                    ObserverOptions options)
@@ -13,20 +29,21 @@ Observer::Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& cloc
       options_(std::move(options)),
       probe_pool_(options_.probe_threads) {}
 
-int Observer::pass(const World& world, const std::set<std::string>& busy) {
+int Observer::pass(const World& world, const std::set<std::string>& busy, const UnreachableNodes& unreachable) {
   const Slice slice = nextSlice(world);
   Inventories inventories;
   if (slice.starts_round) {
-    inventories = listInventories(world);
+    inventories = listInventories(world, unreachable);
     listed_clusters_.clear();
     for (const auto& [cluster, ids] : inventories) listed_clusters_.insert(cluster);
   }
-  const Observation seen = compareWithDrivers(world, slice, busy);
+  const Observation seen = compareWithDrivers(world, slice, busy, unreachable);
   if (haltOnDiscrepancy(seen.gone)) return 1;  // the same slice again once resumed
   judged_up_to_ = slice.ends_round ? std::string() : slice.views.back()->meta.name;
   if (slice.ends_round) acknowledged_.clear();
   int changes = markGone(seen.gone);
   changes += probeHealth(world, slice, seen.running, busy);
+  changes += markHealthUnknown(seen.unknown, unreachable);
   if (slice.starts_round) changes += collectOrphans(world, inventories);
   return changes;
 }
@@ -46,7 +63,7 @@ Observer::Slice Observer::nextSlice(const World& world) const {
   return slice;
 }
 
-Observer::Inventories Observer::listInventories(const World& world) {
+Observer::Inventories Observer::listInventories(const World& world, const UnreachableNodes& unreachable) {
   Inventories inventories;
   std::set<std::string> clusters;
   for (const auto& n : world.nodes) {
@@ -58,13 +75,16 @@ Observer::Inventories Observer::listInventories(const World& world) {
     auto listed = metrics_.timeDriverCall("list", [&] { return driver.value()->list(); });
     if (!listed.isOk()) continue;
     auto& ids = inventories[cluster];
-    for (const auto& ref : listed.value()) ids.insert(ref.id);
+    for (const auto& ref : listed.value()) {
+      if (!unreachable.contains(ref.node)) ids.insert(ref.id);
+    }
   }
   return inventories;
 }
 
 Observer::Observation Observer::compareWithDrivers(const World& world, const Slice& slice,
-                                                   const std::set<std::string>& busy) {
+                                                   const std::set<std::string>& busy,
+                                                   const UnreachableNodes& unreachable) {
   Observation seen;
   // Who is asked about, in the world's order, and the batch of each cluster.
   struct Asked {
@@ -84,6 +104,10 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const Sli
     for (const auto* r : runtimes) {
       auto node = world.node_by_name.find(r->node);
       if (node == world.node_by_name.end() || !listed_clusters_.count(node->second->cluster)) continue;
+      if (unreachable.contains(r->node)) {
+        if (r->state == "RUNNING") seen.unknown.push_back(r);
+        continue;
+      }
       if ((r->state == "STARTING" || r->state == "STOPPING") && !view.unfinished) {
         seen.gone.push_back({&view, *r, "left " + r->state + " by an operation that ended"});
         continue;
@@ -164,12 +188,26 @@ int Observer::markGone(const std::vector<Gone>& gone) {
 }
 
 bool Observer::recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message) {
-  if (healthy == r.healthy) return false;
+  return healthy != r.healthy && writeHealth(r, healthy, healthy ? "" : message);
+}
+
+bool Observer::writeHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message) {
   ledger::Ledger::RuntimeUpdate update;
   update.healthy = healthy;
   update.ready_since = healthy ? formatTimestamp(clock_.now()) : "";
-  update.message = healthy ? "" : message;
+  update.message = message;
   return ledger_.updateRuntimeInstance(r.meta.id, update, r.meta.generation, options_.actor).isOk();
+}
+
+int Observer::markHealthUnknown(const std::vector<const model::RuntimeInstance*>& unknown,
+                                const UnreachableNodes& unreachable) {
+  int changes = 0;
+  for (const model::RuntimeInstance* r : unknown) {
+    probes_.erase(r->meta.id);
+    const std::string message = unreachable.healthMessage(r->node);
+    if ((r->healthy || r->message != message) && writeHealth(*r, false, message)) ++changes;
+  }
+  return changes;
 }
 
 void Observer::stop() { probe_pool_.stop(); }
@@ -203,19 +241,23 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
   size_t submitted = 0;
   for (const Running& seen : running) {
     const model::RuntimeInstance* r = seen.runtime;
+    if (isUnreachableMessage(r->message, r->node)) {
+      // Its node is back: its health is known again, by its driver's word or, until its
+      // check says otherwise, as when it started (healthy without a check).
+      const bool healthy = seen.reported_healthy.value_or(healthCheckOf(world, r->meta_instance) == nullptr);
+      const std::string why =
+          seen.reported_healthy ? unhealthyBecause(seen.message) : "not checked since its node came back";
+      if (writeHealth(*r, healthy, healthy ? "" : why)) ++changes;
+      continue;
+    }
     if (seen.reported_healthy) {
       // The driver knows: its word, with no probe and no thresholds.
       probes_.erase(r->meta.id);
-      if (recordHealth(*r, *seen.reported_healthy,
-                       seen.message.empty() ? "unhealthy, says the driver" : seen.message)) {
-        ++changes;
-      }
+      if (recordHealth(*r, *seen.reported_healthy, unhealthyBecause(seen.message))) ++changes;
       continue;
     }
-    auto plan = world.plan_by_name.find(world.instances.at(r->meta_instance).meta.plan);
-    if (plan == world.plan_by_name.end() || plan->second->applications.empty()) continue;
-    const auto& check = plan->second->applications[0].health_check;
-    if (!check) continue;
+    const model::HealthCheck* check = healthCheckOf(world, r->meta_instance);
+    if (check == nullptr) continue;
     auto it = probes_.find(r->meta.id);
     if (it == probes_.end()) {
       it = probes_.emplace(r->meta.id, Probe{HealthTracker(*check, r->healthy), now, r->meta_instance}).first;

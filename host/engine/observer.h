@@ -25,6 +25,11 @@
 // restarts, until an admin resumes the loop; the engine runs no stage (this one included)
 // while it does.
 //
+// Instances on a node the drivers cannot reach (docs/architecture.md#losing-a-node) are not
+// judged at all: no status, no probe, no FAILED, no orphan removal there, and they count
+// toward no discrepancy. Their health is unknown: not healthy, with the message "node <n>
+// unreachable since <time>", until the node is back and their driver or check says again.
+//
 // Every write names the generation of the runtime instance the pass read: when an
 // operation moved it since (the executor stopping it, for one), the ledger refuses the
 // stale write, nothing is changed, and the next pass judges what the ledger then says.
@@ -42,6 +47,7 @@
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
 #include "host/engine/health_probe.h"
+#include "host/engine/node_liveness.h"
 #include "host/engine/probe_pool.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
@@ -66,9 +72,10 @@ class Observer {
   Observer(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
            ObserverOptions options);
 
-  // `busy` are meta instances an operation is working on right now (left alone).
-  // Returns how many ledger changes it made (a halt it writes counts as one).
-  int pass(const World& world, const std::set<std::string>& busy);
+  // `busy` are meta instances an operation is working on right now (left alone), and
+  // `unreachable` the nodes whose instances are not judged. Returns how many ledger changes
+  // it made (a halt it writes counts as one).
+  int pass(const World& world, const std::set<std::string>& busy, const UnreachableNodes& unreachable);
 
   // An admin resumed the loop after a halt that named `instances`: their disagreement is
   // acknowledged, so until the end of the next round they are repaired (marked FAILED and
@@ -112,15 +119,19 @@ class Observer {
   struct Observation {
     std::vector<Gone> gone;
     std::vector<Running> running;
+    std::vector<const model::RuntimeInstance*> unknown;  // RUNNING on an unreachable node
   };
 
-  // The inventories of the clusters that have nodes; a cluster whose driver cannot list is
-  // left out, and its instances are not judged this pass.
-  Inventories listInventories(const World& world);
+  // The inventories of the clusters that have nodes, without what runs on `unreachable`
+  // nodes; a cluster whose driver cannot list is left out, and its instances are not judged
+  // this pass.
+  Inventories listInventories(const World& world, const UnreachableNodes& unreachable);
   Slice nextSlice(const World& world) const;
   // Compares each instance of the slice not `busy` on a cluster whose driver listed last
-  // round with its driver's status, asked of each driver in one batch.
-  Observation compareWithDrivers(const World& world, const Slice& slice, const std::set<std::string>& busy);
+  // round with its driver's status, asked of each driver in one batch; those on
+  // `unreachable` nodes are not asked about.
+  Observation compareWithDrivers(const World& world, const Slice& slice, const std::set<std::string>& busy,
+                                 const UnreachableNodes& unreachable);
   // True when too many instances are gone at once to trust the readings: then it has
   // halted the control loop (with the alarm) and nothing of this pass is written.
   bool haltOnDiscrepancy(const std::vector<Gone>& gone);
@@ -132,6 +143,9 @@ class Observer {
   int recordProbeResults(const World& world, const std::set<std::string>& busy);
   // Writes `healthy` (and ready_since, message) of `r` when it changed.
   bool recordHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
+  // Marks the health of instances on unreachable nodes unknown, when not marked yet.
+  int markHealthUnknown(const std::vector<const model::RuntimeInstance*>& unknown, const UnreachableNodes& unreachable);
+  bool writeHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message);
   int collectOrphans(const World& world, const Inventories& inventories);
 
   ledger::Ledger& ledger_;

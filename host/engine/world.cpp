@@ -300,7 +300,7 @@ void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
   instances.erase(it);
 }
 
-sched::ClusterSnapshot World::schedulerSnapshot() const {
+sched::ClusterSnapshot World::schedulerSnapshot(const std::set<std::string>& unreachable) const {
   std::vector<sched::InstanceFact> facts;
   for (const auto& [name, view] : instances) {
     auto add = [&facts, &name = name, &view = view](const model::RuntimeInstance& r) {
@@ -319,7 +319,11 @@ sched::ClusterSnapshot World::schedulerSnapshot() const {
     if (view.active) add(*view.active);
     for (const auto& p : view.passive) add(p);
   }
-  return sched::ClusterSnapshot::build(nodes, clusters, capabilities, std::move(facts));
+  std::vector<model::Node> placeable = nodes;
+  for (auto& node : placeable) {
+    if (unreachable.count(node.name)) node.state = "UNREACHABLE";
+  }
+  return sched::ClusterSnapshot::build(std::move(placeable), clusters, capabilities, std::move(facts));
 }
 
 }  // namespace tide::engine

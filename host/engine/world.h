@@ -91,7 +91,9 @@ struct World {
   const model::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
   std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
   // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.
-  sched::ClusterSnapshot schedulerSnapshot() const;
+  // The nodes in `unreachable` show the state UNREACHABLE, so nothing is placed there
+  // (docs/architecture.md#losing-a-node).
+  sched::ClusterSnapshot schedulerSnapshot(const std::set<std::string>& unreachable = {}) const;
 
  private:
   Status loadInventory(ledger::Ledger& ledger);

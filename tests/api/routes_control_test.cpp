@@ -1,5 +1,5 @@
 // /v1/control: the control loop's halt as the API shows it (the control route, the plan view,
-// /metrics) and how only an admin ends it.
+// /metrics) and how only an admin ends it; the partition alarm it shows.
 
 #include <doctest/doctest.h>
 
@@ -29,7 +29,8 @@ void halt(ApiHarness& h) {
 TEST_CASE("api: a halt shows in /v1/control, the plan view and /metrics, and only an admin resumes") {
   ApiHarness h;
   addInventoryAndPlan(h);
-  CHECK(h.get("/v1/control", kViewerToken).json() == Json{{"halted", false}, {"halt", nullptr}});
+  CHECK(h.get("/v1/control", kViewerToken).json() ==
+        Json{{"halted", false}, {"halt", nullptr}, {"partition", nullptr}});
   CHECK(h.get("/v1/plans/" + kMrdsPlanName).json()["control_loop"]["halted"] == false);
   CHECK(contains(h.get("/metrics", "").body, "\ntide_control_loop_halted 0\n"));
   CHECK(h.post("/v1/control/resume", "", "").status == 409);
@@ -58,6 +59,23 @@ TEST_CASE("api: a halt shows in /v1/control, the plan view and /metrics, and onl
   CHECK(h.get("/v1/control").json()["halted"] == false);
   CHECK(contains(h.get("/metrics", "").body, "\ntide_control_loop_halted 0\n"));
   CHECK(h.post("/v1/control/resume", "", "").status == 409);
+}
+
+TEST_CASE("api: /v1/control shows the partition alarm from its alarm.partition event until alarm.cleared") {
+  ApiHarness h;
+  addInventoryAndPlan(h);
+  const Json nodes = Json::array({"n1", "n2"});
+  const Json alarm{{"nodes", nodes}, {"message", "cut off"}};
+  REQUIRE(h.ledger->appendEvent("alarm.partition", "partition", alarm, "controller").isOk());
+  Json shown = h.get("/v1/control", kViewerToken).json();
+  CHECK(shown["halted"] == false);  // a partition holds replacement, not the control loop
+  CHECK(shown["partition"]["nodes"] == nodes);
+  CHECK(shown["partition"]["message"] == "cut off");
+  CHECK_FALSE(shown["partition"]["since"].get<std::string>().empty());
+  CHECK(h.get("/v1/plans/" + kMrdsPlanName, kViewerToken).json()["control_loop"] == shown);
+
+  REQUIRE(h.ledger->appendEvent("alarm.cleared", "partition", Json{{"alarm", "alarm.partition"}}, "controller").isOk());
+  CHECK(h.get("/v1/control", kViewerToken).json()["partition"].is_null());
 }
 
 }  // namespace

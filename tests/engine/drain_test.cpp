@@ -7,25 +7,10 @@
 namespace tide {
 namespace {
 
+using testing::activeOn;
 using testing::deploySimFleet;
 using testing::EngineFixture;
-
-// The RUNNING active runtime instances on `node`.
-std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std::string& node) {
-  std::vector<model::RuntimeInstance> out;
-  for (auto& r : f.activeRunning()) {
-    if (r.node == node) out.push_back(r);
-  }
-  return out;
-}
-
-std::vector<model::Operation> relocations(EngineFixture& f) {
-  std::vector<model::Operation> out;
-  for (auto& op : f.operations()) {
-    if (op.type == "RELOCATE") out.push_back(op);
-  }
-  return out;
-}
+using testing::relocations;
 
 void drain(EngineFixture& f, const std::string& node, const std::string& by) {
   REQUIRE(f.ledger->setNodeState(node, "DRAINING", std::nullopt, by).isOk());

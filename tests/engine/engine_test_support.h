@@ -250,4 +250,11 @@ inline std::string httpGet(int port, const std::string& path) {
 
 inline int hostPort(const model::RuntimeInstance& r) { return r.ports.value("tcp/80", 0); }
 
+// The ledger's events of `kind`, oldest first.
+inline std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
+  auto all = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
+  REQUIRE(all.isOk());
+  return all.value();
+}
+
 }  // namespace tide::testing

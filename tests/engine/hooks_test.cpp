@@ -12,6 +12,7 @@ using namespace std::chrono_literals;
 using testing::engineDeployment;
 using testing::EngineFixture;
 using testing::enginePlan;
+using testing::events;
 using testing::eventually;
 using testing::kEngineNodes;
 using tide::model::Json;
@@ -20,12 +21,6 @@ engine::EngineOptions quickRecheck() {
   engine::EngineOptions options = EngineFixture::fastOptions();
   options.executor.hook_veto_recheck = 300ms;
   return options;
-}
-
-std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
-  auto all = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
-  REQUIRE(all.isOk());
-  return all.value();
 }
 
 // Nodes, the web-dev plan and its deployment d1 of `instances` instances, then one settle.

@@ -1,8 +1,8 @@
 #pragma once
 // Fleets for engine tests over the sim driver: manifests of sim clusters with many nodes,
 // a plan whose health check nothing could pass if it were probed (sim instances listen on
-// nothing), and a driver wrapper that counts the calls reaching it and can override the
-// health its inner driver reports.
+// nothing), and a driver wrapper that counts the calls reaching it, can override the
+// health its inner driver reports and names the nodes a test says it cannot reach.
 
 #include <atomic>
 #include <functional>
@@ -68,6 +68,8 @@ class CountingDriver final : public drivers::Driver {
   // status_all); a status that is not ok is
   // returned instead of passing the call on. Set it while no engine thread calls the driver.
   std::function<Status(const std::string& call, const std::string& id)> before_call;
+  // What unreachableNodes() answers. Set it while no engine thread calls the driver.
+  std::vector<drivers::UnreachableNode> unreachable;
 
   Status ensureVolume(const drivers::VolumeSpec& v) override {
     TIDE_RETURN_IF_ERROR(before("ensure_volume", v.id + "@" + v.node));
@@ -107,6 +109,7 @@ class CountingDriver final : public drivers::Driver {
     ++lists;
     return inner_->list();
   }
+  std::vector<drivers::UnreachableNode> unreachableNodes() override { return unreachable; }
 
   void resetCounts() {
     lists = 0;
@@ -158,6 +161,23 @@ inline CountingDriver& deploySimFleet(EngineFixture& f, int nodes, int instances
   f.apply(kSimPlan);
   f.apply(engineDeployment("v1", instances, "1"));
   return driver;
+}
+
+// The RUNNING active runtime instances on `node`.
+inline std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std::string& node) {
+  std::vector<model::RuntimeInstance> out;
+  for (auto& r : f.activeRunning()) {
+    if (r.node == node) out.push_back(r);
+  }
+  return out;
+}
+
+inline std::vector<model::Operation> relocations(EngineFixture& f) {
+  std::vector<model::Operation> out;
+  for (auto& op : f.operations()) {
+    if (op.type == "RELOCATE") out.push_back(op);
+  }
+  return out;
 }
 
 }  // namespace tide::testing

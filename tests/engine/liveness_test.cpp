@@ -1,0 +1,214 @@
+// Losing a node (docs/architecture.md#losing-a-node) over a sim cluster whose driver names
+// the nodes a test says it cannot reach (sim_test_support.h CountingDriver::unreachable):
+// their instances are not judged, nothing is placed there, they are relocated after
+// replace_after, and a partition holds all of it with an alarm.
+
+#include <filesystem>
+#include <fstream>
+
+#include "host/api/views.h"
+#include "tests/engine/sim_test_support.h"
+
+namespace tide {
+namespace {
+
+using testing::activeOn;
+using testing::CountingDriver;
+using testing::deploySimFleet;
+using testing::EngineFixture;
+using testing::events;
+using testing::relocations;
+
+constexpr std::chrono::seconds kReplaceAfter{60};
+
+// `driver` cannot reach `nodes` from now on (since the clock's now), and reaches the others.
+void loseNodes(EngineFixture& f, CountingDriver& driver, const std::vector<std::string>& nodes) {
+  driver.unreachable.clear();
+  for (const auto& node : nodes) driver.unreachable.push_back({node, f.clock.now()});
+}
+
+// A fleet of `nodes` sim nodes running deployment v1 of `instances`, COMPLETED.
+CountingDriver& runningFleet(EngineFixture& f, int nodes, int instances) {
+  CountingDriver& driver = deploySimFleet(f, nodes, instances);
+  f.engine->settle();
+  REQUIRE(f.activeRunning().size() == static_cast<size_t>(instances));
+  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  return driver;
+}
+
+TEST_CASE("liveness: an unreachable node's instances are not failed, their health is unknown until it is back") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 3, 2);
+  const model::RuntimeInstance lost = f.activeRunning().front();
+  // What the driver says of it no longer counts: it says the instance is gone.
+  REQUIRE(driver.remove({std::to_string(lost.meta.id), lost.node, lost.driver_handle}).isOk());
+  loseNodes(f, driver, {lost.node});
+  f.engine->settle();
+
+  auto seen = f.ledger->getRuntimeInstance(lost.meta.id);
+  REQUIRE(seen.isOk());
+  CHECK(seen->state == "RUNNING");
+  CHECK_FALSE(seen->healthy);
+  CHECK(seen->message.rfind("node " + lost.node + " unreachable since ", 0) == 0);
+  CHECK_FALSE(f.engine->halted());
+  auto unreachable = events(f, "node.unreachable");
+  REQUIRE(unreachable.size() == 1);
+  CHECK(unreachable[0].subject == "node/" + lost.node);
+  CHECK(relocations(f).empty());  // before replace_after, nothing is replaced
+  CHECK(f.engine->metrics().render().find("tide_unreachable_nodes 1\n") != std::string::npos);
+
+  // It comes back, running the instance after all.
+  driver.unreachable.clear();
+  drivers::RuntimeSpec spec;
+  spec.id = std::to_string(lost.meta.id);
+  spec.meta_instance = lost.meta_instance;
+  spec.node = lost.node;
+  spec.payload_name = "web";
+  REQUIRE(driver.ensure(spec).isOk());
+  f.engine->settle();
+  CHECK(events(f, "node.reachable").size() == 1);
+  CHECK(events(f, "node.unreachable").size() == 1);  // once per change
+  seen = f.ledger->getRuntimeInstance(lost.meta.id);
+  REQUIRE(seen.isOk());
+  CHECK(seen->state == "RUNNING");
+  CHECK(seen->healthy);  // the driver's word again
+  CHECK(seen->message.empty());
+  CHECK(f.engine->metrics().render().find("tide_unreachable_nodes 0\n") != std::string::npos);
+}
+
+TEST_CASE("liveness: nothing is placed on an unreachable node") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(testing::kSimCapabilities) + testing::simCluster("sim", 3));
+  CountingDriver& driver = testing::installCountingSim(f, "sim");
+  loseNodes(f, driver, {"sim-1"});
+  f.apply(testing::kSimPlan);
+  f.apply(testing::engineDeployment("v1", 3, "1"));
+  f.engine->settle();
+
+  CHECK(activeOn(f, "sim-1").empty());
+  CHECK(f.activeRunning().size() == 2);  // a node fits one instance
+  auto waiting = f.operations("PENDING");
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0].message.find("UNREACHABLE") != std::string::npos);
+
+  driver.unreachable.clear();
+  f.engine->settle();
+  CHECK(activeOn(f, "sim-1").size() == 1);
+  CHECK(f.activeRunning().size() == 3);
+}
+
+TEST_CASE(
+    "liveness: after replace_after an unreachable node's instances are relocated and the deployment stays "
+    "COMPLETED") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 3, 2);
+  const model::RuntimeInstance lost = f.activeRunning().front();
+  loseNodes(f, driver, {lost.node});
+  f.engine->settle();
+  f.clock.advance(kReplaceAfter - std::chrono::seconds(5));
+  f.engine->settle();
+  CHECK(relocations(f).empty());
+
+  f.clock.advance(std::chrono::seconds(5));
+  f.engine->settle();
+  auto moved = relocations(f);
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0].meta_instance == lost.meta_instance);
+  CHECK(moved[0].state == "SUCCEEDED");
+  CHECK(moved[0].intent == "unreachable");
+  CHECK(moved[0].requested_by == "controller");
+  CHECK(activeOn(f, lost.node).empty());
+  CHECK(f.activeRunning().size() == 2);
+  CHECK(f.deployment("v1").state == "COMPLETED");
+  auto old = f.ledger->getRuntimeInstance(lost.meta.id);
+  REQUIRE(old.isOk());
+  CHECK(old->state == "TERMINATED");
+  for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
+  CHECK(relocations(f).size() == 1);  // nothing more is asked of the lost node
+}
+
+TEST_CASE("liveness: most nodes lost at once are a partition: an alarm, and nothing is replaced until it ends") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 3, 2);
+  loseNodes(f, driver, {"sim-1", "sim-2"});
+  f.engine->settle();
+  f.clock.advance(kReplaceAfter * 2);
+  f.engine->settle();
+
+  CHECK(relocations(f).empty());
+  auto alarms = events(f, "alarm.partition");
+  REQUIRE(alarms.size() == 1);
+  CHECK(alarms[0].data["nodes"] == model::Json::array({"sim-1", "sim-2"}));
+  const std::string metrics = f.engine->metrics().render();
+  CHECK(metrics.find("tide_partition_alarm 1\n") != std::string::npos);
+  CHECK(metrics.find("tide_unreachable_nodes 2\n") != std::string::npos);
+  auto control = api::controlLoopView(*f.ledger);
+  REQUIRE(control.isOk());
+  CHECK((*control)["partition"]["nodes"] == model::Json::array({"sim-1", "sim-2"}));
+  CHECK((*control)["halted"] == false);
+
+  // One comes back: one lost node of three is no partition, and the other is replaced.
+  driver.unreachable.erase(driver.unreachable.begin());  // sim-1
+  REQUIRE(driver.unreachable.front().node == "sim-2");
+  f.engine->settle();
+  CHECK(events(f, "alarm.partition").size() == 1);  // raised once
+  auto cleared = events(f, "alarm.cleared");
+  REQUIRE(cleared.size() == 1);
+  CHECK(cleared[0].subject == "partition");
+  control = api::controlLoopView(*f.ledger);
+  REQUIRE(control.isOk());
+  CHECK((*control)["partition"].is_null());
+  CHECK(f.engine->metrics().render().find("tide_partition_alarm 0\n") != std::string::npos);
+  CHECK(activeOn(f, "sim-2").empty());
+  CHECK(f.activeRunning().size() == 2);
+}
+
+TEST_CASE("liveness: nodes lost further apart than partition_window are no partition, and each is replaced") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 3, 2);
+  // sim-2 serves one instance whatever the placement (the only node of ud-1).
+  REQUIRE(activeOn(f, "sim-2").size() == 1);
+  const std::string on_sim2 = activeOn(f, "sim-2").front().meta_instance;
+  loseNodes(f, driver, {"sim-2"});
+  f.engine->settle();
+  f.clock.advance(kReplaceAfter * 2);
+  driver.unreachable.push_back({"sim-1", f.clock.now()});
+  f.engine->settle();
+
+  CHECK(events(f, "alarm.partition").empty());
+  auto moved = relocations(f);
+  REQUIRE(moved.size() == 1);
+  CHECK(moved[0].meta_instance == on_sim2);  // placed on sim-3 if free, else waiting: sim-1 is lost too
+}
+
+TEST_CASE("liveness: a lost node's RELOCATE that a policy rejected is not asked again") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  std::ofstream(f.dir.path() / "policies" / "keep_lost.lua") << R"(
+return {
+  name = "keep-lost",
+  description = "A person decides what happens to the instances of a lost node.",
+  level = "hard",
+  decide = function(op, ctx)
+    if op.intent == "unreachable" then return deny("a person decides") end
+    return abstain()
+  end,
+}
+)";
+  REQUIRE(f.scripts->reloadAll().failed == 0);
+  CountingDriver& driver = runningFleet(f, 3, 2);
+  const model::RuntimeInstance lost = f.activeRunning().front();
+  loseNodes(f, driver, {lost.node});
+  f.engine->settle();
+  f.clock.advance(kReplaceAfter);
+  f.engine->settle();
+  auto refused = relocations(f);
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0].state == "REJECTED");
+
+  for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
+  CHECK(relocations(f).size() == 1);
+  CHECK(activeOn(f, lost.node).size() == 1);  // it waits for a person
+}
+
+}  // namespace
+}  // namespace tide
