@@ -102,15 +102,15 @@ class Driver {
   virtual Result<RuntimeStatus> status(const RuntimeRef& ref) = 0;
   virtual Result<std::vector<RuntimeRef>> list() = 0;  // inventory, for the observer
 
-  // The status of every ref, in one call: answer i is refs[i]'s, exactly what status()
-  // would return for it. An error of the whole call (kUnavailable: the runtime could not be
-  // asked at all) judges none of them. Like status(), it changes nothing. The default asks
-  // status() once per ref; drivers that can do better (one lock, one round trip) override it.
   // The driver's nodes it cannot reach now. The control loop leaves their instances'
   // health unknown and replaces them after a grace period (docs/agents.md#losing-a-node).
   // Drivers that reach every node they serve (all but the agent driver) have none.
   virtual std::vector<UnreachableNode> unreachableNodes() { return {}; }
 
+  // The status of every ref, in one call: answer i is refs[i]'s, exactly what status()
+  // would return for it. An error of the whole call (kUnavailable: the runtime could not be
+  // asked at all) judges none of them. Like status(), it changes nothing. The default asks
+  // status() once per ref; drivers that can do better (one lock, one round trip) override it.
   virtual Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) {
     std::vector<RuntimeAnswer> answers;
     answers.reserve(refs.size());
