@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "drivers/process/proc_stat.h"
 #include "host/core/clock.h"
 #include "host/core/status.h"
@@ -120,5 +122,11 @@ class StateStore {
   std::string dir_;
   SyncFn sync_;
 };
+
+// Small state files beside the records (a node agent's agent.json), kept the way records are.
+// `text` as the whole of `path`, durably: temp file + fsync + rename + fsync of the directory.
+Status writeFileDurably(const std::string& path, const std::string& text);
+// The JSON in `path`; nullopt when there is no such file, kInternal when it cannot be read or parsed.
+Result<std::optional<nlohmann::json>> readJsonFile(const std::string& path);
 
 }  // namespace tide::drivers

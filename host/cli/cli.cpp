@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "drivers/process/workload.h"
+#include "host/cli/agent/agent_command.h"
 #include "host/cli/commands.h"
 #include "host/cli/serve.h"
 #include "host/cli/terminal_text.h"
@@ -47,6 +48,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   serve_command->add_option("--data-dir", serve.data_dir,
                             "where the ledger, logs and admin token live (default ./.tide)");
 
+  AgentCommandOptions agent;
+  CLI::App* agent_command = addAgentCommand(app, agent);
+
   // `tide workload ...` is parsed by the workload itself (drivers/process/workload.h).
   CLI::App* workload_command =
       app.add_subcommand("workload", "Run the built-in demo HTTP service (/healthz, /version); see --help")
@@ -71,6 +75,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }
   if (serve_command->parsed()) return runServe(serve, out, err);
+  if (agent_command->parsed()) return runAgent(agent, out, err);
   if (workload_command->parsed()) {
     std::vector<std::string> args = workload_command->remaining();
     args.insert(args.begin(), "workload");

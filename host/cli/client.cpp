@@ -108,6 +108,29 @@ Status statusFromErrorResponse(int http_status, const std::string& body) {
   return Status(code, message, std::move(details));
 }
 
+void RequestInterrupt::interrupt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  interrupted_ = true;
+  for (auto& [id, stop] : in_flight_) stop();
+}
+
+bool RequestInterrupt::interrupted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return interrupted_;
+}
+
+std::optional<int> RequestInterrupt::enter(std::function<void()> stop) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (interrupted_) return std::nullopt;
+  in_flight_.emplace(next_id_, std::move(stop));
+  return next_id_++;
+}
+
+void RequestInterrupt::leave(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.erase(id);
+}
+
 Client::Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {
   while (endpoint_.server.size() > kTlsScheme.size() && endpoint_.server.back() == '/') endpoint_.server.pop_back();
 }
@@ -167,6 +190,18 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
     if (!endpoint_.ca_file.empty()) http.set_ca_cert_path(endpoint_.ca_file);
     http.enable_server_certificate_verification(true);
     http.set_read_timeout(endpoint_.read_timeout);
+    std::optional<int> interruptible;
+    if (endpoint_.interrupt) {
+      interruptible = endpoint_.interrupt->enter([&http] { http.stop(); });
+      if (!interruptible) return Status::unavailable("interrupted");
+    }
+    struct Leave {
+      RequestInterrupt* interrupt;
+      std::optional<int> id;
+      ~Leave() {
+        if (id) interrupt->leave(*id);
+      }
+    } leave{endpoint_.interrupt.get(), interruptible};
     httplib::Headers headers = {{"Accept", "application/json"}};
     if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
 
@@ -174,6 +209,7 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
                              : method == "POST" ? http.Post(target, headers, body, content_type)
                                                 : http.Delete(target, headers);
     if (!result) {
+      if (endpoint_.interrupt && endpoint_.interrupt->interrupted()) return Status::unavailable("interrupted");
       if (result.error() == httplib::Error::Connection || result.error() == httplib::Error::ConnectionTimeout) {
         return Status::unavailable("cannot reach tide at " + endpoint_.server + " (is `tide serve` running?)");
       }

@@ -11,6 +11,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +32,27 @@ using Query = std::vector<std::pair<std::string, std::string>>;
 
 inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:7700";
 
+// Ends requests from another thread: an agent stopping must not wait out a 30 s long poll.
+// Thread-safe.
+class RequestInterrupt {
+ public:
+  // Requests in flight end at once (their sockets are shut down) and fail kUnavailable
+  // "interrupted", as does every later request of a Client given this interrupt.
+  void interrupt();
+  bool interrupted() const;
+
+ private:
+  friend class Client;
+  // Registers how to end a request in flight; nullopt when already interrupted.
+  std::optional<int> enter(std::function<void()> stop);
+  void leave(int id);
+
+  mutable std::mutex mu_;
+  bool interrupted_ = false;                         // GUARDED_BY(mu_)
+  int next_id_ = 0;                                  // GUARDED_BY(mu_)
+  std::map<int, std::function<void()>> in_flight_;  // GUARDED_BY(mu_)
+};
+
 struct Endpoint {
   std::string server = std::string(kDefaultServer);  // http[s]://host:port[/prefix]
   std::string token;                                 // bearer token; empty sends none
@@ -35,6 +61,7 @@ struct Endpoint {
   std::string ca_file;
   // Long enough for the events long poll (wait=30) plus a slow server.
   std::chrono::seconds read_timeout{65};
+  std::shared_ptr<RequestInterrupt> interrupt;  // optional
 };
 
 class Client {

@@ -56,17 +56,6 @@ Result<config::HostConfig> resolveConfig(const ServeOptions& options) {
   return config;
 }
 
-// Blocks SIGINT and SIGTERM before any thread starts, so every thread inherits the mask and
-// only the sigwait() in runServe sees them.
-sigset_t blockStopSignals() {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  return stop_signals;
-}
-
 // The data dir, readable by its owner only (it holds the admin token).
 Status makeDataDir(const std::string& data_dir) {
   std::error_code ec;
@@ -74,12 +63,6 @@ Status makeDataDir(const std::string& data_dir) {
   if (ec) return Status::internal("cannot create data dir " + data_dir + ": " + ec.message());
   ::chmod(data_dir.c_str(), 0700);
   return Status::ok();
-}
-
-void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out) {
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
 }
 
 // docs/architecture.md#tide-doctor: the host runs the doctor's checks on start. Every finding is
@@ -215,6 +198,21 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
 }
 
 }  // namespace
+
+sigset_t blockStopSignals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out) {
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  out << "tide: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM") << " received, stopping" << std::endl;
+}
 
 Result<config::HostConfig> resolveHostConfig(const ServeOptions& options) { return resolveConfig(options); }
 

@@ -2,6 +2,8 @@
 // `tide serve`: loads the host config, opens the ledger, checks its invariants, starts
 // the HTTP API and runs until SIGINT/SIGTERM.
 
+#include <signal.h>
+
 #include <iosfwd>
 #include <string>
 
@@ -23,6 +25,12 @@ Result<config::HostConfig> resolveHostConfig(const ServeOptions& options);
 
 // The host's part of every driver's configuration (data dir, volume root, ports, images).
 drivers::DriverContext hostDriverContext(const config::HostConfig& config, const Clock& clock);
+
+// Blocks SIGINT and SIGTERM before any thread starts, so every thread inherits the mask and
+// only waitForStopSignal() sees them (tide serve, tide agent).
+sigset_t blockStopSignals();
+// Waits for one of them and says which on `out`: "tide: SIGTERM received, stopping".
+void waitForStopSignal(const sigset_t& stop_signals, std::ostream& out);
 
 // Returns the process exit code. Prints "tide listening on http://HOST:PORT" to `out`
 // once the API accepts connections, and writes the same URL to <data_dir>/tide.addr.

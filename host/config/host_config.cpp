@@ -333,6 +333,17 @@ Result<HostConfig> loadHostConfig(const std::string& path) {
   return parseHostConfig(text, path);
 }
 
+Result<ImageCatalog> loadImageCatalog(const std::string& path) {
+  TIDE_ASSIGN_OR_RETURN(std::string text, readInputFile(path));
+  TIDE_ASSIGN_OR_RETURN(std::vector<YamlNode> docs, parseYamlDocuments(text, path));
+  Problems problems(path);
+  if (docs.size() != 1) return Status::invalidArgument(path + ": expected one YAML document, a mapping of image patterns");
+  ImageCatalog catalog;
+  readImageCatalog(docs.front(), "", catalog, problems);
+  if (!problems.empty()) return problems.toStatus();
+  return catalog;
+}
+
 void finalizeHostConfig(HostConfig& config) {
   if (config.database.empty()) config.database = "sqlite://" + joinPath(config.data_dir, "tide.db");
   if (config.process.volume_root.empty()) config.process.volume_root = joinPath(config.data_dir, "volumes");

@@ -93,6 +93,11 @@ Result<HostConfig> loadHostConfig(const std::string& path);
 // replaces the default catalog rather than extending it.
 Result<HostConfig> parseHostConfig(std::string_view text, const std::string& source);
 
+// A file holding only an image catalog, shaped as tide.yaml's process.image_catalog (a mapping
+// of glob pattern → argv template), for a node agent's --image-catalog. kNotFound when it
+// cannot be read, kInvalidArgument with the problems in details (as parseHostConfig).
+Result<ImageCatalog> loadImageCatalog(const std::string& path);
+
 // Fills the defaults derived from data_dir (database, process.volume_root) where they are
 // still empty. Call after command-line flags have overridden fields. Idempotent.
 void finalizeHostConfig(HostConfig& config);

@@ -393,13 +393,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
             : options_.poll_interval;
     TIDE_RETURN_IF_ERROR(waitReportedHealthy(a, r, *driver, ref, status, interval));
   } else if (app && app->health_check) {
-    ProbeTarget target;
-    target.ports = r.ports;
-    for (const auto& [declared, host_port] : r.ports.items()) {
-      std::string name = "TIDE_PORT_" + declared;
-      std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c == '/' ? '_' : std::toupper(c); });
-      target.env[name] = std::to_string(host_port.get<int>());
-    }
+    const ProbeTarget target = localTarget(r.ports);
     // While starting, probe at least twice a second: an instance that is up should not
     // wait a whole steady-state interval to be declared ready.
     model::HealthCheck startup = *app->health_check;

@@ -508,4 +508,15 @@ ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& targ
   }
 }
 
+ProbeTarget localTarget(const model::Json& ports) {
+  ProbeTarget target;
+  target.ports = ports;
+  for (const auto& [declared, host_port] : ports.items()) {
+    std::string name = "TIDE_PORT_" + declared;
+    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c == '/' ? '_' : std::toupper(c); });
+    target.env[name] = std::to_string(host_port.get<int>());
+  }
+  return target;
+}
+
 }  // namespace tide::engine

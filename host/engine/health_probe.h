@@ -71,6 +71,10 @@ class ProbeCancel {
   int next_id_ = 1;                             // GUARDED_BY(mu_)
 };
 
+// The target of an instance on this machine whose declared ports have host ports `ports`
+// ({"tcp/80": 31080}): exec checks see each as TIDE_PORT_<PROTO>_<PORT> (TIDE_PORT_TCP_80).
+ProbeTarget localTarget(const model::Json& ports);
+
 // Runs one probe of `check` against `target`. Never throws; every failure is a result
 // that is not ok, with a message an operator can act on.
 //   http  GET http://<host>:<host port of tcp/<check.port>><check.path>; ok on 2xx and 3xx
