@@ -13,7 +13,7 @@ TEST_CASE("cli: tide agent without --node names the option") {
 
 TEST_CASE("cli: tide agent with a bad --port-range names the option and starts nothing") {
   TempDir dir;
-  for (const std::string& range : {"30000", "30010-30000", "0-10", "1-70000", "a-b"}) {
+  for (const std::string range : {"30000", "30010-30000", "0-10", "1-70000", "a-b"}) {
     CliRun run = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token", "t", "--data-dir",
                          (dir.path / "agent").string(), "--port-range", range});
     CHECK(run.code == 2);
