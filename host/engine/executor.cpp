@@ -91,10 +91,7 @@ void Executor::stop() {
   probe_cancel_.cancel();  // or in a health probe, whose timeout may be hours
   for (auto& t : workers) t.join();
   std::lock_guard<std::mutex> lock(mu_);
-  for (int64_t id : queue_) {
-    busy_.erase(id);
-    busy_meta_.erase(id);
-  }
+  for (int64_t id : queue_) releaseBusy(id);
   queue_.clear();
   idle_cv_.notify_all();
 }
@@ -103,13 +100,22 @@ bool Executor::submit(const model::Operation& op) {
   const int64_t id = op.meta.id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (busy_.count(id)) return false;
+    if (busy_.count(id) || busy_op_.count(op.meta_instance)) return false;
     busy_.insert(id);
     busy_meta_[id] = op.meta_instance;
+    busy_op_[op.meta_instance] = id;
     queue_.push_back(id);
   }
   work_cv_.notify_one();
   return true;
+}
+
+void Executor::releaseBusy(int64_t id) {
+  busy_.erase(id);
+  auto meta = busy_meta_.find(id);
+  if (meta == busy_meta_.end()) return;
+  busy_op_.erase(meta->second);
+  busy_meta_.erase(meta);
 }
 
 bool Executor::busy(int64_t id) const {
@@ -156,8 +162,7 @@ void Executor::workerLoop() {
     std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      busy_.erase(id);
-      busy_meta_.erase(id);
+      releaseBusy(id);
       notify = on_finished_;
       if (busy_.empty()) idle_cv_.notify_all();
     }

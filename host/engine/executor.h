@@ -93,7 +93,10 @@ class Executor {
   // operations stay APPROVED/RUNNING in the ledger for the next start.
   void stop();
 
-  // Queues operation `op` unless it is already queued or running. Returns false when it was.
+  // Queues operation `op` unless it, or another operation of its meta instance, is queued or
+  // running: false then. One worker per instance: an operation cancelled while it ran lets
+  // the ledger accept the instance's next one before its worker has let go (an abort
+  // cancels RUNNING operations), and the two must not work on one process at once.
   // Its meta instance is busy from this call on (before a worker takes it), so that the
   // observer, told busyInstances() after dispatch, never judges an instance an operation is
   // about to work on.
@@ -116,6 +119,8 @@ class Executor {
  private:
   struct Attempt;
   void workerLoop();
+  // Forgets operation `id` as queued or running. REQUIRES mu_ held.
+  void releaseBusy(int64_t id);
   Status run(Attempt& a);
   Status runCreate(Attempt& a);
   Status runUpdate(Attempt& a);
@@ -162,6 +167,7 @@ class Executor {
   std::deque<int64_t> queue_;
   std::set<int64_t> busy_;                    // queued or running
   std::map<int64_t, std::string> busy_meta_;  // operation → meta instance
+  std::map<std::string, int64_t> busy_op_;    // meta instance → its operation queued or running
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
   ProbeCancel probe_cancel_;  // cancelled by stop(): a worker in a health probe returns at once

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "tests/engine/sim_test_support.h"
+#include "tests/support/eventually.h"
 
 namespace tide {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 using testing::CountingDriver;
 using testing::engineDeployment;
 using testing::EngineFixture;
+using testing::eventually;
 using testing::installCountingSim;
 using testing::kSimCapabilities;
 using testing::kSimPlan;
@@ -57,6 +59,29 @@ TEST_CASE("executor: the instance of a submitted operation is busy before a work
   f.engine->settle();
   CHECK(f.ledger->getOperation(stop)->state == "SUCCEEDED");
   CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "TERMINATED");
+}
+
+TEST_CASE("executor: one worker per instance: another operation of a busy instance waits until the first lets go") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  rollOutOnSim(f, 1, 2);
+  const model::RuntimeInstance serving = f.activeRunning().at(0);
+  f.engine->executor().stop();
+  const int64_t stop = requestOperation(f, serving.meta_instance, "STOP");
+  for (int pass = 0; pass < 5 && !f.engine->executor().busy(stop); ++pass) f.engine->runPass();
+  REQUIRE(f.engine->executor().busy(stop));
+
+  // An abort cancels a RUNNING operation in the ledger while its worker still works on it, and
+  // the instance's next operation is accepted at once: it must not run beside the first.
+  model::Operation next;
+  next.meta.id = stop + 1000;
+  next.meta_instance = serving.meta_instance;
+  next.type = "UPDATE";
+  CHECK_FALSE(f.engine->executor().submit(next));
+  CHECK_FALSE(f.engine->executor().busy(next.meta.id));
+
+  f.engine->executor().start();
+  REQUIRE(eventually([&] { return !f.engine->executor().busy(stop); }));
+  CHECK(f.engine->executor().submit(next));
 }
 
 TEST_CASE("executor: a runtime write refused for a stale generation is read again, not failed") {
