@@ -268,7 +268,7 @@ Result<AgentReport> reportFromJson(const Json& json) {
       RuntimeStatus& status = instance.status;
       status.state = entry.string("state", true).value_or("");
       if (!status.state.empty() && !kReportedStates.count(status.state)) {
-        entry.bad("state", "must be RUNNING, STOPPED or EXITED");
+        entry.bad("state", "must be RUNNING, STOPPED, EXITED, STARTING, PENDING or UNKNOWN");
       }
       status.handle = entry.string("handle", false).value_or("");
       if (const Json* ports = entry.object("ports")) {
