@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "drivers/agent/agent_driver.h"
 #include "drivers/failpoint/failpoint_driver.h"
 #include "drivers/fault/fault_driver.h"
 #include "drivers/sim/sim_driver.h"
@@ -63,6 +64,19 @@ Result<std::unique_ptr<Driver>> makeFaultDriver(const Json& config, const Driver
   return std::unique_ptr<Driver>(std::make_unique<FaultDriver>(std::move(inner).value(), std::move(options)));
 }
 
+Result<std::unique_ptr<Driver>> makeAgentDriver(const Json& config, const DriverContext& context) {
+  TIDE_ASSIGN_OR_RETURN(AgentDriverOptions options, parseAgentDriverOptions(config));
+  if (context.agent_hub == nullptr) {
+    return Status::invalidArgument("agent driver: this host serves no node agents (no agent hub)",
+                                   {{"driver_kind", "agent clusters need a host that serves agents (tide serve)", ""}});
+  }
+  options.cluster = context.cluster;
+  if (context.cluster_nodes) {
+    options.cluster_nodes = [nodes = context.cluster_nodes, cluster = context.cluster] { return nodes(cluster); };
+  }
+  return std::unique_ptr<Driver>(std::make_unique<AgentDriver>(*context.agent_hub, std::move(options)));
+}
+
 }  // namespace
 
 const std::vector<DriverKind>& driverKinds() {
@@ -71,6 +85,7 @@ const std::vector<DriverKind>& driverKinds() {
       {"sim", "in-memory runtimes with seeded latencies, failures and health, for scale tests and dry runs",
        makeSimDriver},
       {"fault", "wraps another driver and injects errors, latency, hangs and lost replies", makeFaultDriver},
+      {"agent", "node agents (tide agent) run the instances on their own machines", makeAgentDriver},
   };
   return kKinds;
 }
@@ -92,6 +107,7 @@ Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_i
   if (auto* failpoints = dynamic_cast<FailpointDriver*>(&driver)) {
     return readInstanceLog(failpoints->inner(), runtime_id, max_bytes);
   }
+  if (auto* agent = dynamic_cast<AgentDriver*>(&driver)) return agent->readLog(runtime_id, max_bytes);
   if (dynamic_cast<SimDriver*>(&driver) != nullptr) {
     return Status::unprocessable("the sim driver keeps no logs: its instances run nothing");
   }

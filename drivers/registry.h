@@ -1,9 +1,10 @@
 #pragma once
-// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault")
+// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault", "agent")
 // to a factory. Adding a driver means adding a row in registry.cpp, nothing else.
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,8 @@
 #include "host/core/clock.h"
 
 namespace tide::drivers {
+
+class AgentHub;
 
 // What the factories get from the host besides the cluster's own driver_config.
 struct DriverContext {
@@ -33,6 +36,10 @@ struct DriverContext {
   // The host's clock, which sim drivers measure their latencies on; must outlive the drivers.
   // nullptr: the system clock.
   const Clock* clock = nullptr;
+  // The host's node agents (docs/agents.md); agent clusters cannot be built without it.
+  AgentHub* agent_hub = nullptr;
+  // The names of a cluster's nodes, now; agent drivers list and watch these.
+  std::function<std::vector<std::string>(const std::string& cluster)> cluster_nodes;
 };
 
 using DriverFactory = Result<std::unique_ptr<Driver>> (*)(const Json& driver_config, const DriverContext& context);

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/durable_file.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -87,49 +89,6 @@ Result<std::optional<Json>> readJson(const fs::path& path) {
   Json parsed = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return Status::internal("corrupt state file " + path.string());
   return std::optional<Json>(std::move(parsed));
-}
-
-// Makes a rename or removal in `dir` durable: fsync of the directory itself.
-Status syncDir(const fs::path& dir, const StateStore::SyncFn& sync) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::internal("cannot open " + dir.string() + " to sync it: " + std::strerror(errno));
-  const int synced = sync(fd);
-  const int error = errno;
-  close(fd);
-  if (synced != 0) return Status::internal("cannot sync " + dir.string() + ": " + std::strerror(error));
-  return Status::ok();
-}
-
-// Temp file + fsync + rename + fsync of the directory, so a reader sees the old or the new
-// record, never half, and a record reported saved survives a crash. On any error the temp
-// file is removed and the old record (if any) stays; after a failed directory sync the new
-// record is in place but may not survive a crash, and the error says so.
-Status writeAtomically(const fs::path& path, const std::string& text, const StateStore::SyncFn& sync) {
-  static std::atomic<uint64_t> counter{0};
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::internal("cannot write " + tmp.string() + ": " + std::strerror(errno));
-  const auto fail = [&](const std::string& what, int error) {
-    if (fd >= 0) close(fd);
-    unlink(tmp.c_str());
-    return Status::internal(what + " " + tmp.string() + ": " + std::strerror(error));
-  };
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("cannot write", n < 0 ? errno : ENOSPC);
-    done += static_cast<size_t>(n);
-  }
-  // A failed fsync may have dropped the written pages: the file is not trusted, whatever a
-  // retry of fsync would say.
-  if (sync(fd) != 0) return fail("cannot sync", errno);
-  const int closed = close(fd);
-  fd = -1;
-  if (closed != 0) return fail("cannot close", errno);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename", errno);
-  return syncDir(path.parent_path(), sync);
 }
 
 // Removes `path` (nothing when it is not there) durably.
@@ -209,7 +168,7 @@ std::optional<TimePoint> StateStore::goneSince(const std::string& id) const {
 }
 
 Status StateStore::markGone(const std::string& id, TimePoint when) const {
-  return writeAtomically(fs::path(dir_) / "logs" / (id + ".gone"), formatTimestamp(when) + "\n", sync_);
+  return writeFileDurably(fs::path(dir_) / "logs" / (id + ".gone"), formatTimestamp(when) + "\n", sync_);
 }
 
 Status StateStore::clearGone(const std::string& id) const {
@@ -252,7 +211,7 @@ Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string
 }
 
 Status StateStore::saveInstance(const InstanceRecord& record) const {
-  return writeAtomically(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
+  return writeFileDurably(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeInstance(const std::string& id) const {
@@ -296,7 +255,7 @@ Status StateStore::saveVolume(const VolumeRecord& record) const {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::internal("cannot create " + dir.string() + ": " + ec.message());
-  return writeAtomically(dir / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
+  return writeFileDurably(dir / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeVolume(const std::string& node, const std::string& id) const {

@@ -22,6 +22,7 @@
 
 #include "drivers/process/proc_stat.h"
 #include "host/core/clock.h"
+#include "host/core/durable_file.h"
 #include "host/core/status.h"
 
 namespace tide::drivers {
@@ -64,7 +65,7 @@ class StateStore {
  public:
   // What makes a file's or directory's content durable: fsync(2), or what a test puts in
   // its place to see failures handled. Returns 0 or -1 with errno set.
-  using SyncFn = std::function<int(int fd)>;
+  using SyncFn = tide::SyncFn;
 
   // Creates the directories. kInternal when that fails. Every write and removal below is
   // synced (the file, then its directory) before it returns ok; a sync that fails is an

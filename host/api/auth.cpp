@@ -81,8 +81,10 @@ Status Authenticator::checkConfig() const {
     if (token.sha256 == sha256Hex("")) {
       return Status::invalidArgument(field + " (" + token.name + ") has an empty token", {{field + ".token", "is empty", ""}});
     }
-    if (!parseRole(token.role)) {
-      std::string message = "role '" + token.role + "' is not one of viewer, operator, approver, admin";
+    if (!parseRole(token.role) || token.role == "agent") {
+      std::string message = "role '" + token.role +
+                            "' is not one of viewer, operator, approver, admin (agent tokens are bound to a node: "
+                            "tide token create --role agent --node)";
       return Status::invalidArgument(field + " (" + token.name + "): " + message, {{field + ".role", message, ""}});
     }
   }
@@ -113,12 +115,13 @@ Status Authenticator::bootstrap(const std::string& data_dir) {
 }
 
 Result<IssuedToken> Authenticator::issue(const std::string& name, const std::string& role,
-                                         const std::string& expires_at, const std::string& actor) {
+                                         const std::string& expires_at, const std::string& actor,
+                                         const std::string& node) {
   if (configToken(name) != nullptr) {
     return Status::alreadyExists("a token named '" + name + "' is configured in auth.tokens");
   }
   TIDE_ASSIGN_OR_RETURN(std::string secret, randomHex(32));
-  TIDE_ASSIGN_OR_RETURN(model::ApiToken record, ledger_.createToken(name, sha256Hex(secret), role, actor, expires_at));
+  TIDE_ASSIGN_OR_RETURN(model::ApiToken record, ledger_.createToken(name, sha256Hex(secret), role, actor, expires_at, node));
   return IssuedToken{std::move(record), std::move(secret)};
 }
 
@@ -175,11 +178,19 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   }
   std::optional<Role> role = parseRole(found->role);
   if (!role) return Status::internal("token '" + found->name + "' has unknown role '" + found->role + "'");
-  return Principal{found->name, *role};
+  return Principal{found->name, *role, found->node};
 }
 
-Status authorize(const Principal& principal, Role required) {
-  if (principal.role >= required) return Status::ok();
+Status authorize(const Principal& principal, Role required, const std::string& node) {
+  if (principal.role == Role::kAgent && roleAllows(principal.role, required) && node != principal.node) {
+    return Status::permissionDenied("agent token '" + principal.name + "' serves node " + principal.node +
+                                    ", not " + (node.empty() ? "this route" : node));
+  }
+  if (roleAllows(principal.role, required)) return Status::ok();
+  if (principal.role == Role::kAgent) {
+    return Status::permissionDenied("agent token '" + principal.name + "' of node " + principal.node +
+                                    " may call only that node's agent routes");
+  }
   return Status::permissionDenied("this needs the " + std::string(roleName(required)) + " role; '" + principal.name +
                                   "' has " + roleName(principal.role));
 }

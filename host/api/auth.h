@@ -56,8 +56,9 @@ class Authenticator {
 
   // A new random token named `name` in the ledger (`expires_at` "" for never). A name a
   // config token holds is kAlreadyExists, like the name of a live ledger token.
+  // `node`: the node an agent token serves (required for role agent, refused for others).
   Result<IssuedToken> issue(const std::string& name, const std::string& role, const std::string& expires_at,
-                            const std::string& actor);
+                            const std::string& actor, const std::string& node = "");
   // Revokes the live ledger token `name`. A config token cannot be revoked here
   // (kInvalidArgument: edit auth.tokens), and the last admin token is kept (kConflict)
   // unless a config token holds the admin role.
@@ -86,7 +87,9 @@ class Authenticator {
   mutable ReadCache<model::ApiToken> live_tokens_;
 };
 
-// kPermissionDenied when `principal` holds less than `required`.
-Status authorize(const Principal& principal, Role required);
+// kPermissionDenied when `principal`'s role does not allow `required` (roleAllows), or when
+// an agent calls the routes of another node than its token's (`node`: the route's {node},
+// "" for routes without one).
+Status authorize(const Principal& principal, Role required, const std::string& node = "");
 
 }  // namespace tide::api

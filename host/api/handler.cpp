@@ -9,15 +9,22 @@ const char* roleName(Role role) {
     case Role::kOperator: return "operator";
     case Role::kApprover: return "approver";
     case Role::kAdmin: return "admin";
+    case Role::kAgent: return "agent";
   }
   return "public";
 }
 
 std::optional<Role> parseRole(std::string_view name) {
-  for (Role role : {Role::kViewer, Role::kOperator, Role::kApprover, Role::kAdmin}) {
+  for (Role role : {Role::kViewer, Role::kOperator, Role::kApprover, Role::kAdmin, Role::kAgent}) {
     if (name == roleName(role)) return role;
   }
   return std::nullopt;
+}
+
+bool roleAllows(Role held, Role required) {
+  if (required == Role::kPublic) return true;
+  if (held == Role::kAgent || required == Role::kAgent) return held == required || held == Role::kAdmin;
+  return held >= required;
 }
 
 const std::string& ApiRequest::param(const std::string& name) const {

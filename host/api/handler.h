@@ -34,6 +34,10 @@ template <class Value>
 class ReadCache;
 }  // namespace tide::api
 
+namespace tide::drivers {
+class AgentHub;
+}  // namespace tide::drivers
+
 namespace tide::lua {
 class PolicyPool;
 class ScriptRegistry;
@@ -41,18 +45,23 @@ class ScriptRegistry;
 
 namespace tide::api {
 
-// Ordered: a principal holding a role may do everything the lower roles may.
+// kViewer..kAdmin are ordered: a principal holding one of them may do everything the lower
+// ones may. kAgent stands beside that ladder: a node agent's role, which may call the agent
+// routes of its own node and nothing else; admin may call them too (docs/agents.md#tokens).
 // kPublic marks routes that need no token at all.
-enum class Role { kPublic, kViewer, kOperator, kApprover, kAdmin };
+enum class Role { kPublic, kViewer, kOperator, kApprover, kAdmin, kAgent };
 
 const char* roleName(Role role);
-// "viewer" | "operator" | "approver" | "admin"; nullopt otherwise.
+// "viewer" | "operator" | "approver" | "admin" | "agent"; nullopt otherwise.
 std::optional<Role> parseRole(std::string_view name);
+// Whether a principal holding `held` may call a route that needs `required`.
+bool roleAllows(Role held, Role required);
 
 // Who is calling. `name` is the actor recorded in ledger events.
 struct Principal {
   std::string name;
   Role role = Role::kPublic;
+  std::string node;  // for kAgent: the node its token is bound to
 };
 
 struct ApiRequest {
@@ -125,6 +134,8 @@ struct ApiContext {
   ReadCache<ApiResponse>* node_replies = nullptr;
   // Runs the doctor's checks (GET /v1/doctor); null when the host cannot (the route answers 503).
   std::function<Result<Json>()> doctor;
+  // The host's node agents (the /v1/agents routes, node views); null when it serves none.
+  drivers::AgentHub* agents = nullptr;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

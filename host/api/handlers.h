@@ -53,5 +53,8 @@ HandlerFunction list, reload, evaluate;
 namespace tokens {
 HandlerFunction create, list, revoke;
 }
+namespace agents {
+HandlerFunction desired, report, logs;
+}
 
 }  // namespace tide::api

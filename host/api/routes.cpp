@@ -77,6 +77,10 @@ const std::vector<Route> kRoutes = {
     {"POST", "/v1/tokens", kAdmin, tokens::create},
     {"GET", "/v1/tokens", kAdmin, tokens::list},
     {"DELETE", "/v1/tokens/{name}", kAdmin, tokens::revoke},
+
+    {"GET", "/v1/agents/{node}/desired", kAgent, agents::desired},
+    {"POST", "/v1/agents/{node}/report", kAgent, agents::report},
+    {"POST", "/v1/agents/{node}/logs/{id}", kAgent, agents::logs},
 };
 
 // Splits "/a/b" into {"a", "b"}; a trailing slash yields a final empty segment.

@@ -53,17 +53,19 @@ Json tokenJson(const model::ApiToken& token, const std::string& now, const std::
               {"created_at", token.created_at},
               {"expires_at", token.expires_at},
               {"revoked_at", token.revoked_at},
-              {"revoked_by", token.revoked_by}};
+              {"revoked_by", token.revoked_by},
+              {"node", token.node}};
 }
 
 }  // namespace
 
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"name", "role", "expires_in"}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"name", "role", "expires_in", "node"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> name, readStringField(body, "name"));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> role, readStringField(body, "role"));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> expires_in, readStringField(body, "expires_in"));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> node, readStringField(body, "node"));
   if (!name) return Status::invalidArgument("a token needs a name", {{"name", "is required", ""}});
   if (!role) return Status::invalidArgument("a token needs a role", {{"role", "is required", ""}});
   std::string expires_at;
@@ -71,7 +73,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     TIDE_ASSIGN_OR_RETURN(int64_t seconds, lifetimeSeconds(*expires_in));
     expires_at = formatTimestamp(context.clock.now() + std::chrono::seconds(seconds));
   }
-  TIDE_ASSIGN_OR_RETURN(IssuedToken issued, context.auth->issue(*name, *role, expires_at, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(IssuedToken issued, context.auth->issue(*name, *role, expires_at, request.principal.name, node.value_or("")));
   Json reply = tokenJson(issued.record, formatTimestamp(context.clock.now()));
   reply["token"] = issued.secret;
   return jsonReply(reply, 201);

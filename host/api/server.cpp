@@ -135,7 +135,8 @@ class ApiServer::Impl {
                  &auth_,
                  options_.command_allow,
                  &node_replies_,
-                 options_.doctor} {}
+                 options_.doctor,
+                 options_.agents} {}
 
   Status start();
   void stop();
@@ -317,7 +318,7 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
   if (route.role != Role::kPublic) {
     TIDE_ASSIGN_OR_RETURN(request.principal, auth_.authenticate(http_request.get_header_value("Authorization")));
     t_trace.actor = request.principal.name;
-    TIDE_RETURN_IF_ERROR(authorize(request.principal, route.role));
+    TIDE_RETURN_IF_ERROR(authorize(request.principal, route.role, request.param("node")));
   }
   for (const auto& [name, value] : http_request.params) {
     if (!request.query.emplace(name, value).second) {

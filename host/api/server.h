@@ -26,6 +26,10 @@
 #include "host/config/host_config.h"
 #include "host/lua/runtime/lua_state.h"
 
+namespace tide::drivers {
+class AgentHub;
+}  // namespace tide::drivers
+
 namespace tide::lua {
 class ScriptRegistry;
 }
@@ -86,6 +90,9 @@ struct ServerOptions {
   // it, as engine::doctorReportJson. Called on the server's threads, so it must be thread-safe.
   // Null: GET /v1/doctor answers 503.
   std::function<Result<model::Json>()> doctor;
+  // The host's node agents (docs/agents.md): the /v1/agents routes answer 503 without them.
+  // Must outlive the server.
+  drivers::AgentHub* agents = nullptr;
 };
 
 // What a person starting the host must hear about how exposed it is: auth turned off, or a

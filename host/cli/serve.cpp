@@ -9,6 +9,7 @@
 #include <mutex>
 #include <ostream>
 
+#include "drivers/agent/agent_hub.h"
 #include "drivers/process/workload_user.h"
 #include "host/api/server.h"
 #include "host/config/host_config.h"
@@ -262,9 +263,19 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   lua::ScriptRegistry scripts(registry_options, recorder, clock);
   loadScripts(scripts, config, out, err);
 
+  // docs/agents.md: the node agents' documents and reports, kept under <data_dir>/agents; a
+  // new epoch from here on.
+  auto agent_hub = drivers::AgentHub::open((std::filesystem::path(config.data_dir) / "agents").string(), clock,
+                                           {std::chrono::seconds(config.agents.heartbeat_ttl_s)});
+  if (!agent_hub.isOk()) {
+    err << "tide serve: " << agent_hub.status().toString() << "\n";
+    return 1;
+  }
+
   // docs/architecture.md#the-control-loop, #drivers: the control loop and the drivers it runs workloads through.
   drivers::DriverContext driver_context = driverContext(config, clock);
   driver_context.run_as = *run_as;
+  driver_context.agent_hub = agent_hub->get();
   engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;
   const engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
@@ -272,6 +283,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
 
   api::ServerOptions server_options = serverOptions(config, *address, engine_options);
   server_options.scripts = &scripts;
+  server_options.agents = agent_hub->get();
   server_options.read_logs = [&](const std::string& meta_instance, size_t tail_bytes) {
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };

@@ -11,8 +11,10 @@ namespace {
 
 struct CreateFlags {
   std::string name;
+  std::string positional_name;
   std::string role;
   std::string expires;
+  std::string node;
 };
 
 std::string orNever(const Json& token, const char* key, const char* none) {
@@ -21,11 +23,11 @@ std::string orNever(const Json& token, const char* key, const char* none) {
 }
 
 void printTokenTable(std::ostream& out, const Json& items) {
-  Table table({"Name", "Role", "Source", "State", "Created At", "Expires At", "Revoked At", "Revoked By"});
+  Table table({"Name", "Role", "Node", "Source", "State", "Created At", "Expires At", "Revoked At", "Revoked By"});
   for (const Json& t : items) {
-    table.addRow({t.value("name", ""), t.value("role", ""), t.value("source", ""), t.value("state", ""),
-                  t.value("created_at", ""), orNever(t, "expires_at", "never"), t.value("revoked_at", ""),
-                  t.value("revoked_by", "")});
+    table.addRow({t.value("name", ""), t.value("role", ""), t.value("node", ""), t.value("source", ""),
+                  t.value("state", ""), t.value("created_at", ""), orNever(t, "expires_at", "never"),
+                  t.value("revoked_at", ""), t.value("revoked_by", "")});
   }
   table.print(out);
   out << "Total: " << items.size() << '\n';
@@ -45,14 +47,21 @@ void addTokenCommands(CLI::App& app, Verbs& verbs) {
 
   auto flags = std::make_shared<CreateFlags>();
   CLI::App* create = verbs.add(*token, "create", "Create a token and print its secret once", [flags](Session& session) {
-    Json body = {{"name", flags->name}, {"role", flags->role}};
+    if (flags->name.empty() == flags->positional_name.empty()) {
+      return Status::invalidArgument("name the token once: tide token create NAME or --name NAME",
+                                     {{"name", "give it as NAME or --name, not both", ""}});
+    }
+    Json body = {{"name", flags->name.empty() ? flags->positional_name : flags->name}, {"role", flags->role}};
     if (!flags->expires.empty()) body["expires_in"] = flags->expires;
+    if (!flags->node.empty()) body["node"] = flags->node;
     TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post("/v1/tokens", body));
     session.print(reply, printIssued);
     return Status::ok();
   });
-  create->add_option("--name", flags->name, "the token's name, as events and approvals show it")->required();
-  create->add_option("--role", flags->role, "viewer, operator, approver or admin")->required();
+  create->add_option("name", flags->positional_name, "the token's name, as events and approvals show it");
+  create->add_option("--name", flags->name, "the token's name (instead of NAME)");
+  create->add_option("--role", flags->role, "viewer, operator, approver, admin, or agent (with --node)")->required();
+  create->add_option("--node", flags->node, "for role agent: the node whose agent uses the token");
   create->add_option("--expires", flags->expires, "lifetime such as 90m, 12h or 30d (default: never)");
 
   addListVerb(*token, verbs, "tokens", printTokenTable);

@@ -123,15 +123,33 @@ void printOperationsSummary(std::ostream& out, const Json& summary) {
 
 }  // namespace
 
+namespace {
+
+// A node's agent in one cell (docs/agents.md): "reachable, 0.14.0, heard 2s ago",
+// "UNREACHABLE, 0.14.0, heard 45s ago", "UNREACHABLE, never heard"; "" for nodes without one.
+std::string agentCell(const Json& node) {
+  const Json& agent = at(node, {"agent"});
+  if (!agent.is_object()) return "";
+  std::string cell = agent.value("reachable", false) ? "reachable" : "UNREACHABLE";
+  if (const std::string version = agent.value("version", ""); !version.empty()) cell += ", " + version;
+  const Json& age = at(agent, {"heartbeat_age_s"});
+  cell += age.is_number() ? ", heard " + std::to_string(static_cast<int64_t>(age.get<double>())) + "s ago"
+                          : ", never heard";
+  return cell;
+}
+
+}  // namespace
+
 void printNodeTable(std::ostream& out, const Json& nodes) {
   Table table({"Node Name", "Update Domain", "Total Cores", "Total Memory", "System Reserved Cores",
-               "System Reserved Memory", "Remaining Cores", "Remaining Memory", "Cluster", "State", "Message"});
+               "System Reserved Memory", "Remaining Cores", "Remaining Memory", "Cluster", "State", "Message",
+               "Agent"});
   for (const Json& node : items(nodes)) {
     table.addRow({text(node, {"name"}), text(node, {"update_domain"}), text(node, {"total", "cores"}),
                   text(node, {"total", "memory_gib"}), text(node, {"system_reserved", "cores"}),
                   text(node, {"system_reserved", "memory_gib"}), text(node, {"remaining", "cores"}),
                   text(node, {"remaining", "memory_gib"}), text(node, {"cluster"}), text(node, {"state"}),
-                  text(node, {"message"})});
+                  text(node, {"message"}), agentCell(node)});
   }
   table.print(out);
 }
@@ -257,6 +275,7 @@ void printNodeInfo(std::ostream& out, const Json& node) {
   printHeading(out, "Status");
   printField(out, "State", text(node, {"state"}), true);
   printField(out, "Message", text(node, {"message"}), true);
+  if (std::string agent = agentCell(node); !agent.empty()) printField(out, "Agent", agent, true);
   out << '\n';
 
   if (const Json& drain = at(node, {"drain"}); drain.is_object()) printDrainProgress(out, node, drain);

@@ -22,6 +22,14 @@ const KeyTable kHostKeys = {
     {"tls", {"tls"}},
     {"default_verdict", {"default_verdict"}},
     {"retention", {"retention"}},
+    {"agents", {"agents"}},
+};
+
+const KeyTable kAgentsKeys = {
+    {"heartbeat_ttl_s", {"heartbeat_ttl_s"}},
+    {"replace_after_s", {"replace_after_s"}},
+    {"max_unreachable_share", {"max_unreachable_share"}},
+    {"partition_window_s", {"partition_window_s"}},
 };
 
 const KeyTable kRetentionKeys = {
@@ -261,6 +269,14 @@ void readRetention(const YamlNode& node, const std::string& path, model::Retenti
   readInt(m, "interval_minutes", {1, 10'080}, out.interval_minutes);
 }
 
+void readAgents(const YamlNode& node, const std::string& path, HostConfig::Agents& out, Problems& problems) {
+  MapReader m(node, path, kAgentsKeys, problems);
+  readInt(m, "heartbeat_ttl_s", {1, 3600}, out.heartbeat_ttl_s);
+  readInt(m, "replace_after_s", {0, 30 * 86'400}, out.replace_after_s);
+  if (auto v = m.number("max_unreachable_share", Need::kOptional, {0, 1})) out.max_unreachable_share = *v;
+  readInt(m, "partition_window_s", {1, 86'400}, out.partition_window_s);
+}
+
 std::string joinPath(const std::string& dir, std::string_view leaf) {
   if (dir.empty() || dir.back() == '/') return dir + std::string(leaf);
   return dir + "/" + std::string(leaf);
@@ -315,6 +331,7 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("limits")) readLimits(*v, m.field("limits"), config.limits, problems);
   if (const YamlNode* v = m.get("tls")) readTls(*v, m.field("tls"), config.tls, problems);
   if (const YamlNode* v = m.get("retention")) readRetention(*v, m.field("retention"), config.retention, problems);
+  if (const YamlNode* v = m.get("agents")) readAgents(*v, m.field("agents"), config.agents, problems);
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

@@ -82,6 +82,13 @@ struct HostConfig {
   std::string default_verdict = "manual";  // manual | deny: what an operation gets when no policy decides
   // How much history the ledger keeps (docs/architecture.md#retention-and-audit); every rule off by default.
   model::RetentionPolicy retention;
+  // Node agents (docs/agents.md#losing-a-node).
+  struct Agents {
+    int heartbeat_ttl_s = 10;            // no report for this long: the node is UNREACHABLE
+    int replace_after_s = 60;            // unreachable this long: its instances are replaced
+    double max_unreachable_share = 0.5;  // more agent nodes lost within the window: a partition
+    int partition_window_s = 60;
+  } agents;
 };
 
 // "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.

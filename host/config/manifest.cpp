@@ -318,7 +318,8 @@ model::Node readNode(const YamlNode& node, const std::string& path, Problems& pr
   }
   if (auto v = m.name("update_domain", Need::kRequired)) out.update_domain = *v;
   std::optional<model::Resources> total;
-  if (const YamlNode* v = m.get("total", Need::kRequired)) {
+  // Left out: the node's agent reports its machine's (docs/agents.md#clusters-and-nodes).
+  if (const YamlNode* v = m.get("total", Need::kOptional)) {
     total = readResources(*v, m.field("total"), problems);
     if (total) out.total = *total;
   }

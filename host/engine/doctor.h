@@ -19,14 +19,15 @@ namespace tide::engine {
 // one of the inventory's: "duplicate" (two live runtimes of one meta instance with no
 // operation under way), "leak" (a live runtime the ledger has no live record of),
 // "missing" (a RUNNING runtime instance its driver does not run), "driver" (a driver that
-// could not be asked).
+// could not be asked), "unchecked" (a node whose runtimes its driver cannot answer about now,
+// such as a node agent that has not reported since the host started).
 struct Finding {
   std::string kind;
   // A violation is unsafe and makes `tide doctor` exit non-zero; a warning is a disagreement
   // the control loop repairs itself (the observer marks a missing instance FAILED) or one the
   // doctor could not judge.
   bool violation = true;
-  std::string subject;  // "ledger", "meta_instance/<name>", "runtime/<id>", "cluster/<name>"
+  std::string subject;  // "ledger", "meta_instance/<name>", "runtime/<id>", "cluster/<name>", "node/<name>"
   std::string message;
 };
 

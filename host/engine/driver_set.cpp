@@ -13,6 +13,21 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
       return n.isOk() ? n.value().local_volumes : std::vector<model::LocalVolume>{};
     };
   }
+  if (!context_.cluster_nodes) {
+    context_.cluster_nodes = [&ledger](const std::string& cluster) {
+      std::vector<std::string> names;
+      ledger::ListOptions options;
+      options.limit = ledger::kMaxPageSize;
+      options.filters = {{"cluster", cluster}};
+      do {
+        auto page = ledger.listNodes(options);
+        if (!page.isOk()) break;
+        for (const model::Node& node : page->items) names.push_back(node.name);
+        options.after = page->next_after;
+      } while (options.after != 0);
+      return names;
+    };
+  }
 }
 
 Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {

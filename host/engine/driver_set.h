@@ -18,8 +18,8 @@ namespace tide::engine {
 
 class DriverSet {
  public:
-  // `context` is the host's part of every driver's configuration; its node_volumes is
-  // filled from the ledger when empty. `ledger` must outlive the set.
+  // `context` is the host's part of every driver's configuration; its node_volumes and
+  // cluster_nodes are filled from the ledger when empty. `ledger` must outlive the set.
   DriverSet(ledger::Ledger& ledger, drivers::DriverContext context);
 
   // The driver of `node`'s cluster. kNotFound for an unknown node, kUnprocessable for a

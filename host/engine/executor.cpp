@@ -388,6 +388,14 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
     clock_.sleepFor(options_.poll_interval, [this] { return stopping_.load(); });
     TIDE_ASSIGN_OR_RETURN(status, metrics_.timeDriverCall("status", [&] { return driver->status(ref); }));
   }
+  if (status.ports != *facts.ports || status.handle != *facts.driver_handle) {
+    // A driver that learns ports and handle only once the instance runs (a node agent's,
+    // docs/agents.md) tells them now; probes and `tide instances` need them.
+    ledger::Ledger::RuntimeUpdate running;
+    running.driver_handle = status.handle;
+    running.ports = status.ports;
+    TIDE_RETURN_IF_ERROR(updateRuntime(r, running));
+  }
   TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));
 
   if (status.healthy) {

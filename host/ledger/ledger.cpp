@@ -474,40 +474,57 @@ Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
 
 namespace {
 
-const char* kTokenSelect = "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by FROM tokens";
+const char* kTokenSelect = "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by, node FROM tokens";
 
 ApiToken tokenFromRow(const soci::row& r) {
   return ApiToken{rowInt(r, 0),    rowString(r, 1), rowString(r, 2), rowString(r, 3),
-                  rowString(r, 4), rowString(r, 5), rowString(r, 6)};
+                  rowString(r, 4), rowString(r, 5), rowString(r, 6), rowString(r, 7)};
 }
 
 }  // namespace
 
 Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
-                                     const std::string& actor, const std::string& expires_at) {
-  static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin"};
+                                     const std::string& actor, const std::string& expires_at,
+                                     const std::string& node) {
+  static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin", "agent"};
   if (std::string problem = nameProblem(name); !problem.empty()) {
     return Status::invalidArgument("token name '" + name + "': " + problem, {{"name", problem, ""}});
   }
   if (std::find(kRoles.begin(), kRoles.end(), role) == kRoles.end()) {
-    return Status::invalidArgument("role '" + role + "' is not one of viewer, operator, approver, admin",
+    return Status::invalidArgument("role '" + role + "' is not one of viewer, operator, approver, admin, agent",
                                    {{"role", "unknown role", ""}});
   }
+  if (role == "agent" && node.empty()) {
+    return Status::invalidArgument("an agent token needs the node its agent serves",
+                                   {{"node", "is required for role agent", ""}});
+  }
+  if (role != "agent" && !node.empty()) {
+    return Status::invalidArgument("only agent tokens are bound to a node; '" + role + "' tokens are not",
+                                   {{"node", "only for role agent", node}});
+  }
   return write("create token", actor, [&](Tx& tx) -> Result<ApiToken> {
+    if (!node.empty()) {
+      long long nodes = 0;
+      tx.db().run("SELECT COUNT(*) FROM nodes WHERE name = :n AND deleted_at IS NULL", soci::use(node),
+                  soci::into(nodes));
+      if (nodes == 0) return Status::notFound("node '" + node + "' not found");
+    }
     long long live = 0;
     tx.db().run("SELECT COUNT(*) FROM tokens WHERE name = :n AND revoked_at IS NULL", soci::use(name), soci::into(live));
     if (live > 0) return Status::alreadyExists("a live token is already named '" + name + "'; revoke it first");
     long long id = 0;
     soci::indicator expiry = expires_at.empty() ? soci::i_null : soci::i_ok;
+    soci::indicator bound = node.empty() ? soci::i_null : soci::i_ok;
     tx.db().run(
-        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at) VALUES (:n, :s, :r, :c, :e) "
+        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at, node) VALUES (:n, :s, :r, :c, :e, :nd) "
         "RETURNING id",
         soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::use(expires_at, expiry),
-        soci::into(id));
+        soci::use(node, bound), soci::into(id));
     Json data{{"role", role}};
     if (!expires_at.empty()) data["expires_at"] = expires_at;
+    if (!node.empty()) data["node"] = node;
     tx.event("token.created", "token/" + name, data);
-    return ApiToken{id, name, role, tx.now(), expires_at, "", ""};
+    return ApiToken{id, name, role, tx.now(), expires_at, "", "", node};
   });
 }
 

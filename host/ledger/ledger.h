@@ -134,6 +134,11 @@ class Ledger {
                             const std::string& actor, const std::string& message = "");
   // Refused (kConflict) while the node holds runtime instances that are not terminal.
   Status deleteNode(const std::string& name, Generation generation, const std::string& actor);
+  // The node's total resources as its agent measured them (docs/agents.md#clusters-and-nodes),
+  // for a node whose manifest left `total` out (its total is zero): sets them, bumps the
+  // generation and appends "node.resources_reported". Returns whether it wrote: a node whose
+  // total is set already is left alone. kNotFound for an unknown node.
+  Result<bool> fillNodeTotal(const std::string& name, const Resources& total, const std::string& actor);
 
   // --- plans ---------------------------------------------------------------------------
   // Matching capability names must exist with the named type (kUnprocessable otherwise).
@@ -380,11 +385,14 @@ class Ledger {
   Result<std::vector<Decision>> listDecisions(int64_t operation_id);
 
   // --- API tokens ----------------------------------------------------------------------
-  // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin.
+  // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin, and
+  // agent beside them, bound to `node` (docs/agents.md#tokens).
   // `expires_at` is a timestamp (formatTimestamp) or "" for never. kInvalidArgument for a bad
-  // name or role, kAlreadyExists when a live token has the name.
+  // name or role, a missing node for role agent or a node for another role; kNotFound for an
+  // unknown node; kAlreadyExists when a live token has the name.
   Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
-                               const std::string& actor, const std::string& expires_at = "");
+                               const std::string& actor, const std::string& expires_at = "",
+                               const std::string& node = "");
   // The live token with this digest; kNotFound for an unknown, revoked or expired one (the
   // message says which of the last two).
   Result<ApiToken> findToken(const std::string& token_sha256);

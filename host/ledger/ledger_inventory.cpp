@@ -327,6 +327,23 @@ Result<Node> Ledger::setNodeState(const std::string& name, const std::string& st
   });
 }
 
+Result<bool> Ledger::fillNodeTotal(const std::string& name, const Resources& total, const std::string& actor) {
+  // Most reports find the total set: read first, so they cost no write transaction.
+  TIDE_ASSIGN_OR_RETURN(Node current, getNode(name));
+  if (current.total.cores != 0 || current.total.memory_gib != 0) return false;
+  return write("fill node total", actor, [&](Tx& tx) -> Result<bool> {
+    TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
+    if (n.total.cores != 0 || n.total.memory_gib != 0) return false;
+    Bindings values;
+    values.set("total_cores", total.cores);
+    values.set("total_memory_gib", total.memory_gib);
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "nodes", n.meta.id, n.meta.generation,
+                                       "total_cores = :total_cores, total_memory_gib = :total_memory_gib", values));
+    tx.event("node.resources_reported", "node/" + name, Json{{"total", total}});
+    return true;
+  });
+}
+
 Status Ledger::deleteNode(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete node", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));

@@ -263,11 +263,12 @@ struct Decision {
 struct ApiToken {
   int64_t id = 0;
   std::string name;
-  std::string role;  // viewer | operator | approver | admin
+  std::string role;  // viewer | operator | approver | admin | agent
   std::string created_at;
   std::string expires_at;  // "" never expires
   std::string revoked_at;  // "" while live
   std::string revoked_by;
+  std::string node;  // the node an agent token serves; "" for the other roles
 };
 
 // What a deployment runs: the script its own strategy override names, else its plan's, else

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/config/manifest.h"
 #include "tests/cli/cli_test_support.h"
 
 using namespace tide;
@@ -75,5 +76,37 @@ TEST_CASE("cli: token revoke ends a token; bad flags are named") {
   CliRun bad_expiry = live.run({"token", "create", "--name", "x", "--role", "viewer", "--expires", "soon"});
   CHECK(bad_expiry.code == 1);
   CHECK(contains(bad_expiry.err, "expires_in"));
-  CHECK(live.run({"token", "create", "--role", "viewer"}).code != 0);  // --name is required
+  CHECK(live.run({"token", "create", "--role", "viewer"}).code != 0);  // a name is required
+}
+
+TEST_CASE("cli: token create --role agent --node binds the token to its node; list shows the node") {
+  LiveServer live;
+  REQUIRE(live.ledger->applyManifest(*config::parseManifest(R"(clusters:
+  - {name: edge, driver: agent}
+nodes:
+  - {name: n1, cluster: edge, update_domain: ud-1}
+)", "m.yaml"), "test").isOk());
+  CliRun created = live.run({"token", "create", "n1-agent", "--role", "agent", "--node", "n1"});
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CHECK(contains(created.out, "Token n1-agent (agent"));
+  CliRun table = live.run({"token", "list"});
+  REQUIRE(table.code == 0);
+  CHECK(contains(table.out, "Node"));
+  CliRun listed = live.run({"token", "list", "-o", "json"});
+  REQUIRE(listed.code == 0);
+  bool bound = false;
+  const nlohmann::json tokens = nlohmann::json::parse(listed.out);
+  for (const auto& token : tokens["items"]) bound |= token["node"] == "n1";
+  CHECK(bound);
+
+  CliRun no_node = live.run({"token", "create", "a2", "--role", "agent"});
+  CHECK(no_node.code != 0);
+  CHECK(contains(no_node.err, "node"));
+  CliRun unknown = live.run({"token", "create", "a3", "--role", "agent", "--node", "n9"});
+  CHECK(unknown.code != 0);
+  CHECK(contains(unknown.err, "n9"));
+  CliRun viewer = live.run({"token", "create", "v1", "--role", "viewer", "--node", "n1"});
+  CHECK(viewer.code != 0);
+  CliRun twice = live.run({"token", "create", "x", "--name", "y", "--role", "viewer"});
+  CHECK(twice.code != 0);
 }

@@ -227,3 +227,20 @@ TEST_CASE("cli: node show prints resources, volumes and labels") {
                      "+------+-------+\n"
                      "Total: 1\n"));
 }
+
+TEST_CASE("cli: node list shows an agent node's reachability, version and last heartbeat") {
+  Json nodes = Json::parse(R"([
+    {"name": "n1", "cluster": "edge", "state": "ALLOCATED",
+     "agent": {"reachable": true, "version": "0.14.0", "last_heartbeat": "2026-11-21T12:00:00.000Z",
+               "heartbeat_age_s": 2.4}},
+    {"name": "n2", "cluster": "edge", "state": "ALLOCATED",
+     "agent": {"reachable": false, "version": "", "last_heartbeat": null, "heartbeat_age_s": null}},
+    {"name": "p1", "cluster": "local", "state": "ALLOCATED"}
+  ])");
+  std::ostringstream out;
+  printNodeTable(out, nodes);
+  const std::string text = out.str();
+  CHECK(text.find("reachable, 0.14.0, heard 2s ago") != std::string::npos);
+  CHECK(text.find("UNREACHABLE, never heard") != std::string::npos);
+  CHECK(text.find("Agent") != std::string::npos);
+}

@@ -78,6 +78,10 @@ void checkDefaults(const HostConfig& c) {
   CHECK(c.default_verdict == "manual");
   CHECK(c.retention == model::RetentionPolicy{0, 0, 0, 0, 5000, 60});
   CHECK_FALSE(c.retention.enabled());
+  CHECK(c.agents.heartbeat_ttl_s == 10);
+  CHECK(c.agents.replace_after_s == 60);
+  CHECK(c.agents.max_unreachable_share == 0.5);
+  CHECK(c.agents.partition_window_s == 60);
 }
 
 }  // namespace
@@ -368,4 +372,23 @@ TEST_CASE("host config: matchImage picks the first glob that matches the whole i
   CHECK(matchImage(custom, "exactly")->front() == "fallback");
   custom.image_catalog.clear();
   CHECK(matchImage(custom, "nginx:latest") == nullptr);
+}
+
+TEST_CASE("host config: the agents section, with errors naming the field") {
+  HostConfig c = parseConfig(R"(
+agents:
+  heartbeat_ttl_s: 3
+  replace_after_s: 30
+  max_unreachable_share: 0.25
+  partition_window_s: 120
+)");
+  CHECK(c.agents.heartbeat_ttl_s == 3);
+  CHECK(c.agents.replace_after_s == 30);
+  CHECK(c.agents.max_unreachable_share == 0.25);
+  CHECK(c.agents.partition_window_s == 120);
+
+  auto details = configErrors("agents:\n  heartbeat_ttl_s: 0\n  max_unreachable_share: 2\n  replace_afte_s: 1\n");
+  CHECK(configDetailAt(details, "agents.heartbeat_ttl_s").message == "must be between 1 and 3600, got 0");
+  CHECK(contains(configDetailAt(details, "agents.max_unreachable_share").message, "between 0 and 1"));
+  CHECK(contains(configDetailAt(details, "agents.replace_afte_s").message, "unknown key"));
 }

@@ -605,7 +605,6 @@ clusters:
   CHECK(detailAt(details, "nodes[0].name").message == "is required");
   CHECK(detailAt(details, "nodes[0].name").location == "m.yaml:2");
   CHECK(detailAt(details, "nodes[0].updateDomain").message == "is required");
-  CHECK(detailAt(details, "nodes[0].totalResources").message == "is required");
   CHECK(detailAt(details, "plans[0].namespace").location == "m.yaml:4");
   CHECK(detailAt(details, "plans[0].serviceName").message == "is required");
   CHECK(detailAt(details, "plans[0].applications").message == "is required");
@@ -615,7 +614,7 @@ clusters:
   CHECK(detailAt(details, "deployments[0].instance_count").message == "is required");
   CHECK(detailAt(details, "capabilities[0].type").message == "is required");
   CHECK(detailAt(details, "clusters[0].name").message == "is required");
-  CHECK(details.size() == 11);
+  CHECK(details.size() == 10);
 
   auto apps = parseErrors(
       "name: p\nnamespace: ns\nserviceName: s\napplications:\n  - payloadName: a\n  - resources: {cores: 1}\n");
@@ -1006,4 +1005,11 @@ TEST_CASE("manifest: a stray token where a document begins is an error, not an e
   auto r = parseManifest("\n,", "body");
   REQUIRE_FALSE(r.isOk());
   CHECK(contains(r.status().message(), "body:2: YAML syntax error: unexpected ','"));
+}
+
+TEST_CASE("manifest: a node may leave total out, for its agent to report") {
+  auto node = parseNode(R"({"name": "n1", "update_domain": "u", "cluster": "edge"})", "body");
+  REQUIRE(node.isOk());
+  CHECK(node->total.cores == 0);
+  CHECK(node->total.memory_gib == 0);
 }

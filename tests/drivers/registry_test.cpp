@@ -25,7 +25,7 @@ DriverContext contextIn(const TempDir& dir) {
 TEST_CASE("driver: registry lists the known kinds and refuses others") {
   std::vector<std::string> kinds;
   for (const DriverKind& kind : driverKinds()) kinds.emplace_back(kind.kind);
-  CHECK(kinds == std::vector<std::string>{"process", "sim", "fault"});
+  CHECK(kinds == std::vector<std::string>{"process", "sim", "fault", "agent"});
 
   TempDir dir;
   auto unknown = makeDriver("kubernetes", Json::object(), contextIn(dir));

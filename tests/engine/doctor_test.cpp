@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "drivers/agent/agent_driver.h"
 #include "drivers/sim/sim_driver.h"
 #include "tests/support/files.h"
 #include "tests/ledger/ledger_test_util.h"
@@ -93,6 +94,21 @@ TEST_CASE("doctor: a fleet whose driver runs exactly the ledger's live instances
   model::Json json = engine::doctorReportJson(report);
   CHECK(json["sound"] == true);
   CHECK(json["findings"].empty());
+}
+
+TEST_CASE("doctor: a node whose agent has not reported since the start is unchecked, not missing") {
+  DoctorFixture d;
+  auto hub = drivers::AgentHub::open(testing::freshDir("doctor", "agents").string(), d.f.clock);
+  REQUIRE(hub.isOk());
+  d.drivers.install("local", std::make_unique<drivers::AgentDriver>(**hub, drivers::AgentDriverOptions{}));
+  d.runtime("RUNNING");
+  engine::DoctorReport report = d.examine();
+  CHECK(findingsOf(report, "missing").empty());
+  const std::vector<engine::Finding> unchecked = findingsOf(report, "unchecked");
+  REQUIRE(unchecked.size() == 1);
+  CHECK(unchecked[0].subject == "node/node-a");
+  CHECK(mentions(unchecked[0], "has not reported"));
+  CHECK(report.sound());
 }
 
 TEST_CASE("doctor: a runtime the driver runs and the ledger has no record of is a leak") {

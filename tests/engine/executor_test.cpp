@@ -319,5 +319,44 @@ TEST_CASE("executor: volumes are made before their instance and removed after it
   checkVolumesRemovedAfter(log, moved);
 }
 
+// Passes calls on, but answers ensure() as a node agent's driver does: PENDING, with no
+// handle and no ports yet (docs/agents.md); status() then tells them.
+class PortsLaterDriver final : public drivers::Driver {
+ public:
+  explicit PortsLaterDriver(std::unique_ptr<drivers::Driver> inner) : inner_(std::move(inner)) {}
+  Status ensureVolume(const drivers::VolumeSpec& v) override { return inner_->ensureVolume(v); }
+  Status removeVolume(const drivers::VolumeRef& v) override { return inner_->removeVolume(v); }
+  Result<drivers::RuntimeStatus> ensure(const drivers::RuntimeSpec& spec) override {
+    TIDE_RETURN_IF_ERROR(inner_->ensure(spec).status());
+    drivers::RuntimeStatus pending;
+    pending.state = "PENDING";
+    return pending;
+  }
+  Status stop(const drivers::RuntimeRef& ref) override { return inner_->stop(ref); }
+  Status remove(const drivers::RuntimeRef& ref) override { return inner_->remove(ref); }
+  Result<drivers::RuntimeStatus> status(const drivers::RuntimeRef& ref) override { return inner_->status(ref); }
+  Result<std::vector<drivers::RuntimeRef>> list() override { return inner_->list(); }
+
+ private:
+  const std::unique_ptr<drivers::Driver> inner_;
+};
+
+TEST_CASE("executor: ports and handle a driver tells only once the instance runs are recorded") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  f.apply(std::string(kSimCapabilities) + simCluster("sim", 1));
+  drivers::DriverContext context;
+  context.clock = &f.clock;
+  context.cluster = "sim";
+  auto sim = drivers::makeDriver("sim", nullptr, context);
+  REQUIRE(sim.isOk());
+  f.drivers->install("sim", std::make_unique<PortsLaterDriver>(std::move(sim).value()));
+  f.apply(kSimPlan);
+  f.apply(engineDeployment("v1", 1, "1"));
+  f.engine->settle();
+  const model::RuntimeInstance running = f.activeRunning().at(0);
+  CHECK(running.ports.contains("tcp/80"));
+  CHECK_FALSE(running.driver_handle.empty());
+}
+
 }  // namespace
 }  // namespace tide

@@ -128,7 +128,7 @@ TEST_CASE("orphans: a driver object the ledger does not know is removed after th
   stray.id = "987654";  // no runtime instance of the ledger has this id
   stray.meta_instance = "stray";
   stray.node = "sim-1";
-  stray.coordinates = Json{{"image", "nginx:1"}};
+  stray.coordinates = model::Json{{"image", "nginx:1"}};
   stray.resources = {1, 1};
   REQUIRE(driver.ensure(stray).isOk());
   auto inventory = [&] {

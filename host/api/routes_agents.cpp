@@ -1,0 +1,82 @@
+// /v1/agents/{node}/...: what node agents call (docs/agents.md#the-protocol). Role agent
+// (the token's own node, checked by the server) or admin.
+
+#include "drivers/agent/agent_hub.h"
+#include "host/api/handlers.h"
+#include "host/api/request_inputs.h"
+
+namespace tide::api::agents {
+namespace {
+
+constexpr int64_t kDefaultWaitSeconds = 30;
+constexpr int64_t kMaxWaitSeconds = 60;
+constexpr size_t kMaxLogBytes = 1 << 20;
+
+Result<drivers::AgentHub*> hubOf(const ApiContext& context) {
+  if (context.agents == nullptr) return Status::unavailable("this host serves no node agents");
+  return context.agents;
+}
+
+// The node named in the path, which must be in the ledger.
+Result<model::Node> pathNode(ApiContext& context, const ApiRequest& request) {
+  return context.ledger.getNode(request.param("node"));
+}
+
+}  // namespace
+
+Result<ApiResponse> desired(ApiContext& context, const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(drivers::AgentHub * hub, hubOf(context));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"epoch", "revision", "wait"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> epoch, readIntegerParam(request, "epoch", 0, INT64_MAX));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> revision, readIntegerParam(request, "revision", 0, INT64_MAX));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> wait, readIntegerParam(request, "wait", 0, kMaxWaitSeconds));
+  if (epoch.has_value() != revision.has_value()) {
+    const std::string missing = epoch ? "revision" : "epoch";
+    return Status::invalidArgument("epoch and revision go together; " + missing + " is missing",
+                                   {{missing, "is required with " + std::string(epoch ? "epoch" : "revision"), ""}});
+  }
+  TIDE_ASSIGN_OR_RETURN(model::Node node, pathNode(context, request));
+  std::optional<drivers::DocumentVersion> known;
+  if (epoch) known = drivers::DocumentVersion{*epoch, *revision};
+  std::shared_ptr<void> slot;
+  if (known) {
+    slot = context.wait_slots.tryAcquire();
+    if (!slot) return Status::resourceExhausted("too many requests are waiting; poll again shortly");
+  }
+  const drivers::DesiredDocument document =
+      hub->waitForDocument(node.name, known, std::chrono::seconds(wait.value_or(kDefaultWaitSeconds)),
+                           [&context] { return context.stopping.load(); });
+  return jsonReply(drivers::desiredToJson(document));
+}
+
+Result<ApiResponse> report(ApiContext& context, const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(drivers::AgentHub * hub, hubOf(context));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
+  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::invalidArgument("the report must be JSON", {{"body", "must be JSON", ""}});
+  TIDE_ASSIGN_OR_RETURN(drivers::AgentReport parsed, drivers::reportFromJson(body));
+  TIDE_ASSIGN_OR_RETURN(model::Node node, pathNode(context, request));
+  const std::optional<model::Resources> resources = parsed.resources;
+  const drivers::DocumentVersion current = hub->report(node.name, std::move(parsed));
+  if (resources && node.total.cores == 0 && node.total.memory_gib == 0) {
+    TIDE_RETURN_IF_ERROR(context.ledger.fillNodeTotal(node.name, *resources, request.principal.name).status());
+  }
+  return jsonReply(Json{{"epoch", current.epoch}, {"revision", current.revision}});
+}
+
+Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
+  TIDE_ASSIGN_OR_RETURN(drivers::AgentHub * hub, hubOf(context));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  if (request.body.size() > kMaxLogBytes) {
+    return Status::payloadTooLarge("a log tail may hold at most 1 MiB; send the last bytes");
+  }
+  TIDE_ASSIGN_OR_RETURN(model::Node node, pathNode(context, request));
+  hub->postLog(node.name, request.param("id"), request.body);
+  ApiResponse reply;
+  reply.status = 204;
+  reply.content_type.clear();
+  return reply;
+}
+
+}  // namespace tide::api::agents

@@ -1,0 +1,190 @@
+#include "drivers/agent/agent_driver.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "drivers/registry.h"
+#include "tests/drivers/driver_test_support.h"
+#include "tests/support/eventually.h"
+
+using namespace tide;
+using namespace tide::drivers;
+using namespace tide::testing;
+
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const TimePoint kDriverStart = TimePoint(std::chrono::hours(24 * 365 * 56));
+
+RuntimeSpec webSpec(const std::string& id, const std::string& node = "n1") {
+  RuntimeSpec spec;
+  spec.id = id;
+  spec.node = node;
+  spec.meta_instance = "web-" + id;
+  spec.payload_name = "web";
+  spec.coordinates = Json{{"image", "nginx:1.25"}};
+  spec.ports = {{"TCP", 80}};
+  return spec;
+}
+
+// Plays a node's agent: applies every document of `node` as it comes (instances RUNNING or
+// STOPPED as wanted, gone when dropped) and reports it, until destroyed.
+class FakeAgent {
+ public:
+  FakeAgent(AgentHub& hub, std::string node) : hub_(hub), node_(std::move(node)), thread_([this] { run(); }) {}
+  ~FakeAgent() {
+    stopping_ = true;
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    std::optional<DocumentVersion> known;
+    while (!stopping_) {
+      DesiredDocument document = hub_.waitForDocument(node_, known, milliseconds(50), [this] { return stopping_.load(); });
+      known = document.version;
+      AgentReport report;
+      report.agent_version = "test";
+      report.epoch = document.version.epoch;
+      report.applied_revision = document.version.revision;
+      for (const DesiredInstance& instance : document.instances) {
+        RuntimeStatus status;
+        status.state = instance.want == kWantRunning ? "RUNNING" : "STOPPED";
+        status.handle = "fake:" + instance.spec.id;
+        status.ports = Json{{"tcp/80", 31080}};
+        report.instances.push_back({instance.spec.id, status});
+      }
+      for (const VolumeSpec& volume : document.volumes) report.volumes.push_back({volume.id, true, ""});
+      hub_.report(node_, report);
+    }
+  }
+
+  AgentHub& hub_;
+  std::string node_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+struct AgentDriverFixture {
+  TempDir dir;
+  FakeClock clock{kDriverStart};
+  std::unique_ptr<AgentHub> hub;
+  std::unique_ptr<AgentDriver> driver;
+
+  explicit AgentDriverFixture(milliseconds confirm_timeout = seconds(60)) {
+    auto opened = AgentHub::open(dir.path(), clock, {seconds(10)});
+    REQUIRE(opened.isOk());
+    hub = std::move(opened).value();
+    AgentDriverOptions options;
+    options.confirm_timeout = confirm_timeout;
+    options.cluster_nodes = [] { return std::vector<std::string>{"n1", "n2"}; };
+    driver = std::make_unique<AgentDriver>(*hub, options);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("agent driver: ensure records the instance and returns at once; status follows the agent's reports") {
+  AgentDriverFixture f;
+  auto ensured = f.driver->ensure(webSpec("1"));
+  REQUIRE(ensured.isOk());
+  CHECK(ensured->state == "PENDING");
+  REQUIRE(f.hub->document("n1").instances.size() == 1);
+  CHECK(f.hub->document("n1").instances[0].want == kWantRunning);
+  CHECK(f.driver->status({"1", "n1", ""}).status().code() == Code::kUnavailable);
+
+  FakeAgent agent(*f.hub, "n1");
+  CHECK(eventually([&] {
+    auto status = f.driver->status({"1", "n1", ""});
+    return status.isOk() && status->state == "RUNNING";
+  }));
+  auto status = f.driver->status({"1", "n1", ""});
+  CHECK(status->ports == Json{{"tcp/80", 31080}});
+  CHECK(f.driver->ensure(webSpec("1"))->state == "RUNNING");
+  CHECK(f.driver->status({"99", "n1", ""}).status().code() == Code::kNotFound);
+  auto listed = f.driver->list();
+  REQUIRE(listed.isOk());
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->at(0).node == "n1");
+}
+
+TEST_CASE("agent driver: stop and remove wait for the agent to report them done") {
+  AgentDriverFixture f;
+  FakeAgent agent(*f.hub, "n1");
+  REQUIRE(f.driver->ensure(webSpec("1")).isOk());
+  REQUIRE(f.driver->stop({"1", "n1", ""}).isOk());
+  auto stopped = f.driver->status({"1", "n1", ""});
+  REQUIRE(stopped.isOk());
+  CHECK(stopped->state == "STOPPED");
+  CHECK(f.hub->document("n1").instances.at(0).want == kWantStopped);
+  REQUIRE(f.driver->remove({"1", "n1", ""}).isOk());
+  CHECK(f.driver->status({"1", "n1", ""}).status().code() == Code::kNotFound);
+  CHECK(f.hub->document("n1").instances.empty());
+
+  REQUIRE(f.driver->ensureVolume({"v-0", "n1", "SSD", 1, "/data"}).isOk());
+  CHECK(eventually([&] { return f.hub->lastReport("n1")->volumes.size() == 1; }));
+  REQUIRE(f.driver->removeVolume({"v-0", "n1"}).isOk());
+  CHECK(f.hub->lastReport("n1")->volumes.empty());
+}
+
+TEST_CASE("agent driver: stop without the agent's confirmation is unavailable, naming the node") {
+  AgentDriverFixture f(milliseconds(50));
+  REQUIRE(f.driver->ensure(webSpec("1")).isOk());
+  AgentReport heartbeat;
+  heartbeat.epoch = f.hub->epoch();
+  f.hub->report("n1", heartbeat);  // heard from, so reachable, but never applies anything
+  Status stopped = f.driver->stop({"1", "n1", ""});
+  CHECK(stopped.code() == Code::kUnavailable);
+  CHECK(stopped.message().find("n1") != std::string::npos);
+}
+
+TEST_CASE("agent driver: stop on an unreachable node returns at once and stays in the document") {
+  AgentDriverFixture f;  // confirmations would wait a minute
+  REQUIRE(f.driver->ensure(webSpec("1")).isOk());
+  f.clock.advance(seconds(11));
+  auto lost = f.driver->unreachableNodes();
+  REQUIRE(lost.size() == 2);
+  CHECK(lost[0].node == "n1");
+  CHECK(lost[0].since == kDriverStart);
+  REQUIRE(f.driver->stop({"1", "n1", ""}).isOk());
+  CHECK(f.hub->document("n1").instances.at(0).want == kWantStopped);
+
+  // The agent comes back and applies it.
+  FakeAgent agent(*f.hub, "n1");
+  CHECK(eventually([&] {
+    auto status = f.driver->status({"1", "n1", ""});
+    return status.isOk() && status->state == "STOPPED";
+  }));
+  CHECK(f.driver->unreachableNodes().size() == 1);  // n2 still never heard from
+}
+
+TEST_CASE("agent driver: the registry refuses an agent cluster without a hub and reads logs through the agent") {
+  DriverContext context;
+  auto refused = makeDriver("agent", Json(), context);
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+  CHECK(refused.status().message().find("agent hub") != std::string::npos);
+  CHECK(makeDriver("agent", Json{{"confirm_timeout_s", -1}}, context).status().details().at(0).field ==
+        "driver_config.confirm_timeout_s");
+
+  AgentDriverFixture f;
+  context.agent_hub = f.hub.get();
+  context.cluster = "edge";
+  context.cluster_nodes = [](const std::string& cluster) {
+    return cluster == "edge" ? std::vector<std::string>{"n1"} : std::vector<std::string>{};
+  };
+  auto made = makeDriver("agent", Json{{"confirm_timeout_s", 5}}, context);
+  REQUIRE(made.isOk());
+  REQUIRE((*made)->ensure(webSpec("1")).isOk());
+  Result<std::string> log = Status::internal("not yet");
+  std::thread reader([&] { log = readInstanceLog(**made, "1", 1024); });
+  CHECK(eventually([&] { return f.hub->document("n1").logs == std::vector<std::string>{"1"}; }));
+  f.hub->postLog("n1", "1", "hello\n");
+  reader.join();
+  REQUIRE(log.isOk());
+  CHECK(*log == "hello\n");
+  CHECK(readInstanceLog(**made, "404", 1024).status().code() == Code::kNotFound);
+}
