@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "drivers/process/state_store.h"
 #include "host/core/durable_file.h"
 
 namespace tide::drivers {
@@ -15,18 +16,6 @@ namespace fs = std::filesystem;
 constexpr const char* kEpochFile = "epoch.json";
 // How often a long poll looks at its `cancelled` predicate.
 constexpr std::chrono::milliseconds kCancelCheck{200};
-
-Result<std::optional<Json>> readJsonFile(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::optional<Json>();
-  std::ifstream in(path);
-  if (!in) return Status::internal("cannot read " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  Json parsed = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return Status::internal("corrupt agent hub file " + path.string());
-  return std::optional<Json>(std::move(parsed));
-}
 
 // Node names come from the ledger (names.h), but the hub also sees them in URLs: refuse any
 // that would leave the dir.
@@ -66,7 +55,7 @@ Result<std::unique_ptr<AgentHub>> AgentHub::open(const std::string& dir, const C
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status::internal("cannot create agent dir " + dir + ": " + ec.message());
-  TIDE_ASSIGN_OR_RETURN(std::optional<Json> stored_epoch, readJsonFile(fs::path(dir) / kEpochFile));
+  TIDE_ASSIGN_OR_RETURN(std::optional<Json> stored_epoch, readJsonFile((fs::path(dir) / kEpochFile).string()));
   int64_t epoch = 1;
   if (stored_epoch) {
     if (!stored_epoch->contains("epoch") || !(*stored_epoch)["epoch"].is_number_integer()) {
@@ -80,7 +69,7 @@ Result<std::unique_ptr<AgentHub>> AgentHub::open(const std::string& dir, const C
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& path = it->path();
     if (path.extension() != ".json" || path.filename() == kEpochFile) continue;
-    TIDE_ASSIGN_OR_RETURN(std::optional<Json> stored, readJsonFile(path));
+    TIDE_ASSIGN_OR_RETURN(std::optional<Json> stored, readJsonFile(path.string()));
     Result<DesiredDocument> document = desiredFromJson(*stored);
     if (!document.isOk()) return document.status().withPrefix("agent hub file " + path.string());
     document->version.epoch = epoch;

@@ -271,10 +271,6 @@ Result<std::vector<VolumeRecord>> StateStore::volumesOn(const std::string& node)
   return out;
 }
 
-Status writeFileDurably(const std::string& path, const std::string& text) {
-  return writeAtomically(path, text, [](int fd) { return ::fsync(fd); });
-}
-
 Result<std::optional<Json>> readJsonFile(const std::string& path) { return readJson(path); }
 
 }  // namespace tide::drivers

@@ -124,10 +124,9 @@ class StateStore {
   SyncFn sync_;
 };
 
-// Small state files beside the records (a node agent's agent.json), kept the way records are.
-// `text` as the whole of `path`, durably: temp file + fsync + rename + fsync of the directory.
-Status writeFileDurably(const std::string& path, const std::string& text);
-// The JSON in `path`; nullopt when there is no such file, kInternal when it cannot be read or parsed.
+// Small state files beside the records (a node agent's agent.json, the agent hub's documents)
+// are written with writeFileDurably (host/core/durable_file.h) and read with this:
+// the JSON in `path`; nullopt when there is no such file, kInternal when it cannot be read or parsed.
 Result<std::optional<nlohmann::json>> readJsonFile(const std::string& path);
 
 }  // namespace tide::drivers

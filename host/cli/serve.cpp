@@ -163,6 +163,9 @@ engine::EngineOptions engineOptions(const config::HostConfig& config, const lua:
   options.executor.max_attempts = config.limits.max_attempts;
   options.observer.discrepancy_threshold = config.limits.discrepancy_threshold;
   options.observer.orphan_grace = std::chrono::seconds(config.limits.orphan_grace_s);
+  options.liveness.replace_after = std::chrono::seconds(config.agents.replace_after_s);
+  options.liveness.max_unreachable_share = config.agents.max_unreachable_share;
+  options.liveness.partition_window = std::chrono::seconds(config.agents.partition_window_s);
   options.lua_limits = lua_limits;
   options.default_outcome = config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
   options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";

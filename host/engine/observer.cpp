@@ -318,8 +318,13 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       }
     }
   }
+  // Forget only what an inventory read this pass no longer shows: a cluster whose list()
+  // failed says nothing, and forgetting its orphans would restart their grace period on
+  // every failed read (a flaky runtime's orphans were never removed).
   for (auto it = orphans_seen_.begin(); it != orphans_seen_.end();) {
-    it = present.count(it->first) ? std::next(it) : orphans_seen_.erase(it);
+    const std::string cluster = it->first.substr(0, it->first.find('/'));
+    const bool gone = inventories.count(cluster) && !present.count(it->first);
+    it = gone ? orphans_seen_.erase(it) : std::next(it);
   }
   return changes;
 }

@@ -4,12 +4,11 @@
 
 #include <doctest/doctest.h>
 
-#include <soci/soci.h>
-#include <soci/sqlite3/soci-sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/serve_process.h"
 #include "tests/support/eventually.h"
+#include "tests/support/raw_sql.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -61,10 +60,8 @@ TEST_CASE("cli: audit verify proves a chain tide serve pruned, and names an even
   // next start, and both checks name the event.
   const int64_t edited = report["first_seq"].get<int64_t>() + 2;
   serve.stop();
-  {
-    soci::session raw(soci::sqlite3, "db=" + (serve.dataDir() / "tide.db").string());
-    raw << "UPDATE events SET actor = 'mallory' WHERE seq = " + std::to_string(edited);
-  }
+  execRawSql((serve.dataDir() / "tide.db").string(),
+             "UPDATE events SET actor = 'mallory' WHERE seq = " + std::to_string(edited));
   const std::string named = "event seq " + std::to_string(edited) + ": hash mismatch";
   CliRun broken_file = verifyFile(serve);
   CHECK(broken_file.code == 1);

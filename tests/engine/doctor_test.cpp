@@ -4,8 +4,6 @@
 #include "host/engine/doctor.h"
 
 #include <doctest/doctest.h>
-#include <soci/soci.h>
-#include <soci/sqlite3/soci-sqlite3.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include "drivers/sim/sim_driver.h"
 #include "tests/support/files.h"
 #include "tests/ledger/ledger_test_util.h"
+#include "tests/support/raw_sql.h"
 
 namespace tide {
 namespace {
@@ -187,10 +186,7 @@ TEST_CASE("doctor: an edited event breaks the chain and the doctor names it") {
   const std::string db = (dir / "tide.db").string();
   const std::string url = "sqlite://" + db;
   { DoctorFixture planted(url); }
-  {
-    soci::session raw(soci::sqlite3, "db=" + db);
-    raw << "UPDATE events SET actor = 'mallory' WHERE seq = 2";
-  }
+  testing::execRawSql(db, "UPDATE events SET actor = 'mallory' WHERE seq = 2");
   testing::LedgerFixture reopened(url);
   engine::DriverSet drivers(*reopened.ledger, drivers::DriverContext{});
   drivers.install("local", std::make_unique<drivers::SimDriver>(drivers::SimOptions{}, reopened.clock));

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <thread>
 
-#include <sqlite3.h>
 
 #include "tests/engine/engine_test_support.h"
+#include "tests/support/raw_sql.h"
 
 namespace tide {
 namespace {
@@ -231,13 +231,7 @@ TEST_CASE("engine: a DELETE whose host died after marking its instance DELETED s
 
   // The host is gone, and its last commit was the instance's: the operation still RUNNING.
   f.engine.reset();
-  {
-    sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open(f.dir.file("tide.db").c_str(), &db) == SQLITE_OK);
-    const std::string rewind = "UPDATE operations SET state = 'RUNNING' WHERE id = " + std::to_string(id);
-    CHECK(sqlite3_exec(db, rewind.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
-    sqlite3_close(db);
-  }
+  testing::execRawSql(f.dir.file("tide.db"), "UPDATE operations SET state = 'RUNNING' WHERE id = " + std::to_string(id));
   REQUIRE(f.ledger->getOperation(id)->state == "RUNNING");
 
   engine::EngineOptions options = EngineFixture::fastOptions();

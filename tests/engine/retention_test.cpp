@@ -7,12 +7,11 @@
 
 #include <filesystem>
 
-#include <soci/soci.h>
-#include <soci/sqlite3/soci-sqlite3.h>
 
 #include "host/engine/retention.h"
 #include "tests/ledger/ledger_test_util.h"
 #include "tests/support/eventually.h"
+#include "tests/support/raw_sql.h"
 
 using namespace tide;
 using tide::testing::eventually;
@@ -86,10 +85,7 @@ TEST_CASE("retention: a prune refused over a broken chain raises one alarm until
   {
     LedgerFixture f("sqlite://" + (dir / "tide.db").string());
     appendEvents(*f.ledger, 30);
-    {
-      soci::session raw(soci::sqlite3, "db=" + (dir / "tide.db").string());
-      raw << "UPDATE events SET data = '{}' WHERE seq = 4";
-    }
+    testing::execRawSql((dir / "tide.db").string(), "UPDATE events SET data = '{}' WHERE seq = 4");
     engine::Pruner pruner(*f.ledger, f.clock, keepTen());
     CHECK(pruner.runRound().status().code() == Code::kInternal);
     CHECK(pruner.runRound().status().code() == Code::kInternal);

@@ -107,6 +107,7 @@ class CountingDriver final : public drivers::Driver {
   }
   Result<std::vector<drivers::RuntimeRef>> list() override {
     ++lists;
+    TIDE_RETURN_IF_ERROR(before("list", ""));
     return inner_->list();
   }
   std::vector<drivers::UnreachableNode> unreachableNodes() override { return unreachable; }

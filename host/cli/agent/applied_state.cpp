@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "drivers/process/state_store.h"
+#include "host/core/durable_file.h"
 
 namespace tide::cli::agent {
 
@@ -30,7 +31,7 @@ Status saveAppliedState(const std::string& path, const AppliedState& state) {
                             {"coordinates", state.coordinates},
                             {"volumes", state.volumes},
                             {"document", state.document}};
-  return drivers::writeFileDurably(path, file.dump(2) + "\n");
+  return writeFileDurably(path, file.dump(2) + "\n");
 }
 
 }  // namespace tide::cli::agent
