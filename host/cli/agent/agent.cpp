@@ -62,8 +62,11 @@ Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentTranspor
   context.image_catalog = options.image_catalog;
   context.tide_binary = options.tide_binary;
   context.clock = options.clock;
-  const Json driver_config = {{"stop_grace_seconds", options.stop_grace.count() / 1000.0}};
-  TIDE_ASSIGN_OR_RETURN(std::unique_ptr<drivers::Driver> driver, drivers::makeDriver("process", driver_config, context));
+  const Json driver_config = options.runtime == "process"
+                                 ? Json{{"stop_grace_seconds", options.stop_grace.count() / 1000.0}}
+                                 : Json::object();
+  TIDE_ASSIGN_OR_RETURN(std::unique_ptr<drivers::Driver> driver,
+                        drivers::makeDriver(options.runtime, driver_config, context));
   TIDE_ASSIGN_OR_RETURN(AppliedState state, loadAppliedState((data_dir / "agent.json").string()));
 
   std::unique_ptr<Agent> agent(new Agent(std::move(options), transport, std::move(driver), std::move(state)));
@@ -307,7 +310,9 @@ Json Agent::buildReport() {
                   {"ports", status.ports},    {"exit_code", status.exit_code}, {"message", status.message}};
     if (auto failed = failures_.find(refs[i].id); failed != failures_.end()) entry["message"] = failed->second;
     auto wanted = desired.find(refs[i].id);
-    if (status.state == "RUNNING" && wanted != desired.end() && wanted->second->spec.health_check) {
+    if (status.state == "RUNNING" && status.healthy) {
+      entry["healthy"] = *status.healthy;  // a runtime that judges health itself (sim) has the word
+    } else if (status.state == "RUNNING" && wanted != desired.end() && wanted->second->spec.health_check) {
       entry["healthy"] = health_.healthy(refs[i].id).value_or(false);
     }
     reported.insert(refs[i].id);
@@ -366,7 +371,7 @@ void Agent::pumpHealth() {
   if (auto statuses = driver_->statusAll(refs); statuses.isOk()) {
     for (size_t i = 0; i < refs.size(); ++i) {
       const drivers::RuntimeAnswer& answer = (*statuses)[i];
-      if (!answer.isOk() || answer->state != "RUNNING") continue;
+      if (!answer.isOk() || answer->state != "RUNNING" || answer->healthy) continue;
       subjects.push_back({refs[i].id, answer->handle, *checked[i]->spec.health_check, engine::localTarget(answer->ports)});
     }
   }

@@ -70,6 +70,9 @@ class AgentTransport {
 struct AgentOptions {
   std::string node;
   std::string data_dir;  // <data dir>/process, <data dir>/volumes, <data dir>/agent.json
+  // What runs the workloads: "process" (real processes), or "sim" (in memory, healthy on its
+  // own word; for benches of the host with many agents and no real workloads).
+  std::string runtime = "process";
   int port_range_start = 30000;
   int port_range_end = 32767;
   drivers::ImageCatalog image_catalog;  // images the coordinates may name

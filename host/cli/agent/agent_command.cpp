@@ -73,6 +73,11 @@ Result<agent::AgentOptions> agentOptions(const AgentCommandOptions& options) {
                                    {{"--heartbeat-seconds", "must be in [0.1, 60]", ""}});
   }
   out.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_seconds * 1000));
+  if (options.runtime != "process" && options.runtime != "sim") {
+    return Status::invalidArgument("--runtime must be process or sim, got '" + options.runtime + "'",
+                                   {{"--runtime", "must be process or sim", ""}});
+  }
+  out.runtime = options.runtime;
   if (options.image_catalog.empty()) {
     out.image_catalog = config::defaultImageCatalog();
   } else {
@@ -106,6 +111,8 @@ CLI::App* addAgentCommand(CLI::App& app, AgentCommandOptions& options) {
   command->add_option("--image-catalog", options.image_catalog,
                       "YAML mapping of image pattern to argv (default: nginx:* and tide-workload:*)");
   command->add_option("--heartbeat-seconds", options.heartbeat_seconds, "seconds between reports (default 1)");
+  command->add_option("--runtime", options.runtime,
+                      "what runs the workloads: process (default) or sim (in memory, for benches of many agents)");
   return command;
 }
 

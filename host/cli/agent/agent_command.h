@@ -19,6 +19,7 @@ struct AgentCommandOptions {
   std::string port_range = "30000-32767";
   std::string image_catalog;  // a YAML file; empty: the built-in catalog
   double heartbeat_seconds = 1;
+  std::string runtime = "process";  // process | sim
 };
 
 // Adds the `agent` subcommand, its options read into `options`.

@@ -32,3 +32,11 @@ TEST_CASE("cli: tide agent needs exactly one of --token and --token-file") {
   CHECK(unreadable.code == 2);
   CHECK(unreadable.err.find("--token-file") != std::string::npos);
 }
+
+TEST_CASE("cli: tide agent with an unknown --runtime names the option") {
+  TempDir dir;
+  CliRun run = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token", "t", "--data-dir",
+                       (dir.path / "agent").string(), "--runtime", "docker"});
+  CHECK(run.code == 2);
+  CHECK_MESSAGE(run.err.find("--runtime must be process or sim, got 'docker'") != std::string::npos, run.err);
+}

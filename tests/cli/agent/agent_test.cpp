@@ -270,6 +270,22 @@ TEST_CASE("agent: health is reported false until the agent's own http probes pas
   f.agent->stop();
 }
 
+TEST_CASE("agent: with the sim runtime nothing runs as a process and health is the runtime's word") {
+  AgentFixture f;
+  f.options.runtime = "sim";
+  f.recreate();
+  Json checked = workload("1");
+  checked["health_check"] = {{"type", "http"}, {"port", 80}, {"path", "/healthz"}, {"interval_seconds", 0.2}};
+  f.host.serve(document(1, 1, {checked}));
+  f.agent->start();
+  CHECK(eventually([&] {
+    Json entry = f.reported("1");
+    return entry.is_object() && entry["state"] == "RUNNING" && entry.value("healthy", false);
+  }));
+  CHECK(f.workloads() == 0);
+  f.agent->stop();
+}
+
 TEST_CASE("agent: a log request is answered once with the tail of the log") {
   AgentFixture f;
   Json talking = workload("1");
