@@ -149,7 +149,7 @@ const Authenticator::ConfigToken* Authenticator::configToken(const std::string& 
 }
 
 Result<Principal> Authenticator::authenticate(std::string_view authorization) const {
-  if (!enabled_) return Principal{"anonymous", Role::kAdmin};
+  if (!enabled_) return Principal{"anonymous", Role::kAdmin, ""};
   static constexpr std::string_view kScheme = "Bearer ";
   if (authorization.empty()) return Status::unauthenticated("missing 'Authorization: Bearer <token>' header");
   if (authorization.size() <= kScheme.size() ||
@@ -163,7 +163,7 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
 
   std::string digest = sha256Hex(token);
   for (const ConfigToken& config : config_tokens_) {
-    if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic)};
+    if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic), ""};
   }
   Result<model::ApiToken> found = live_tokens_.get(digest, [&] { return ledger_.findToken(digest); });
   // A kept token may have expired since; the ledger says so in its words. Timestamps share

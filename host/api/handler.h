@@ -136,6 +136,8 @@ struct ApiContext {
   std::function<Result<Json>()> doctor;
   // The host's node agents (the /v1/agents routes, node views); null when it serves none.
   drivers::AgentHub* agents = nullptr;
+  // Bounds the agents' desired-state long polls, apart from the other waiting requests.
+  WaitSlots* agent_wait_slots = nullptr;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

@@ -38,15 +38,19 @@ Result<ApiResponse> desired(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::Node node, pathNode(context, request));
   std::optional<drivers::DocumentVersion> known;
   if (epoch) known = drivers::DocumentVersion{*epoch, *revision};
+  std::chrono::seconds wait_for(wait.value_or(kDefaultWaitSeconds));
   std::shared_ptr<void> slot;
   if (known) {
-    slot = context.wait_slots.tryAcquire();
-    if (!slot) return Status::resourceExhausted("too many requests are waiting; poll again shortly");
+    // Every long-poll slot held (agents.max_long_polls): answered at once, as it is; the
+    // agent learns of a change from its next report's answer (docs/agents.md#scale).
+    slot = context.agent_wait_slots ? context.agent_wait_slots->tryAcquire() : nullptr;
+    if (!slot) wait_for = std::chrono::seconds(0);
   }
   const drivers::DesiredDocument document =
-      hub->waitForDocument(node.name, known, std::chrono::seconds(wait.value_or(kDefaultWaitSeconds)),
-                           [&context] { return context.stopping.load(); });
-  return jsonReply(drivers::desiredToJson(document));
+      hub->waitForDocument(node.name, known, wait_for, [&context] { return context.stopping.load(); });
+  ApiResponse reply = jsonReply(drivers::desiredToJson(document));
+  if (known && !slot) reply.headers.emplace_back("X-Tide-Long-Poll", "unavailable");
+  return reply;
 }
 
 Result<ApiResponse> report(ApiContext& context, const ApiRequest& request) {

@@ -136,7 +136,8 @@ class ApiServer::Impl {
                  options_.command_allow,
                  &node_replies_,
                  options_.doctor,
-                 options_.agents} {}
+                 options_.agents,
+                 &agent_wait_slots_} {}
 
   Status start();
   void stop();
@@ -161,6 +162,7 @@ class ApiServer::Impl {
   HttpMetrics metrics_;
   std::atomic<bool> stopping_{false};
   WaitSlots wait_slots_{kMaxWaitingRequests};
+  WaitSlots agent_wait_slots_{options_.agent_long_polls};
   std::unique_ptr<lua::PolicyPool> policy_pool_;  // before context_, which points to it
   ReadCache<ApiResponse> node_replies_;           // before context_, which points to it
   ApiContext context_;

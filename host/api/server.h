@@ -93,6 +93,8 @@ struct ServerOptions {
   // The host's node agents (docs/agents.md): the /v1/agents routes answer 503 without them.
   // Must outlive the server.
   drivers::AgentHub* agents = nullptr;
+  // Desired-state long polls held at once (agents.max_long_polls); beyond them, answered at once.
+  int agent_long_polls = 64;
 };
 
 // What a person starting the host must hear about how exposed it is: auth turned off, or a

@@ -287,6 +287,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   api::ServerOptions server_options = serverOptions(config, *address, engine_options);
   server_options.scripts = &scripts;
   server_options.agents = agent_hub->get();
+  server_options.agent_long_polls = config.agents.max_long_polls;
   server_options.read_logs = [&](const std::string& meta_instance, size_t tail_bytes) {
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, tail_bytes);
   };

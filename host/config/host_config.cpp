@@ -30,6 +30,7 @@ const KeyTable kAgentsKeys = {
     {"replace_after_s", {"replace_after_s"}},
     {"max_unreachable_share", {"max_unreachable_share"}},
     {"partition_window_s", {"partition_window_s"}},
+    {"max_long_polls", {"max_long_polls"}},
 };
 
 const KeyTable kRetentionKeys = {
@@ -275,6 +276,7 @@ void readAgents(const YamlNode& node, const std::string& path, HostConfig::Agent
   readInt(m, "replace_after_s", {0, 30 * 86'400}, out.replace_after_s);
   if (auto v = m.number("max_unreachable_share", Need::kOptional, {0, 1})) out.max_unreachable_share = *v;
   readInt(m, "partition_window_s", {1, 86'400}, out.partition_window_s);
+  readInt(m, "max_long_polls", {0, 10'000}, out.max_long_polls);
 }
 
 std::string joinPath(const std::string& dir, std::string_view leaf) {

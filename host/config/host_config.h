@@ -88,6 +88,10 @@ struct HostConfig {
     int replace_after_s = 60;            // unreachable this long: its instances are replaced
     double max_unreachable_share = 0.5;  // more agent nodes lost within the window: a partition
     int partition_window_s = 60;
+    // Agents whose desired-state polls the host holds at once (each holds a server thread;
+    // keep it below limits.max_connections). The others are answered at once and learn of
+    // changes from their reports' answers, a heartbeat later (docs/agents.md#scale).
+    int max_long_polls = 64;
   } agents;
 };
 

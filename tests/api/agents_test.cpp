@@ -35,12 +35,13 @@ struct AgentApiFixture {
   std::unique_ptr<ApiHarness> h;
   std::string n1_token;
 
-  AgentApiFixture() {
+  explicit AgentApiFixture(int long_polls = 64) {
     auto opened = drivers::AgentHub::open(dir.string(), hub_clock);
     REQUIRE(opened.isOk());
     hub = std::move(opened).value();
     api::ServerOptions options = testServerOptions();
     options.agents = hub.get();
+    options.agent_long_polls = long_polls;
     h = std::make_unique<ApiHarness>(options);
     REQUIRE(h->post("/v1/manifests", kAgentEdgeManifest, "application/yaml").status == 201);
     Reply token = h->post("/v1/tokens", R"({"name": "n1-agent", "role": "agent", "node": "n1"})");
@@ -90,6 +91,26 @@ TEST_CASE("api agents: the desired document answers at once, then long-polls for
   CHECK(half.status == 400);
   CHECK(half.detailNames("revision"));
   CHECK(f.h->get("/v1/agents/nowhere/desired").status == 404);
+}
+
+TEST_CASE("api agents: with every long-poll slot held, a poll is answered at once with the document as it is") {
+  AgentApiFixture f(/*long_polls=*/0);
+  const Json document = f.h->get("/v1/agents/n1/desired", f.n1_token).json();
+  const std::string since = "/v1/agents/n1/desired?epoch=" + std::to_string(document["epoch"].get<int64_t>()) +
+                            "&revision=" + std::to_string(document["revision"].get<int64_t>());
+  Reply answered = f.h->get(since + "&wait=60", f.n1_token);
+  REQUIRE(answered.status == 200);
+  CHECK(answered.json()["revision"] == document["revision"]);
+  CHECK(answered.header("X-Tide-Long-Poll") == "unavailable");
+
+  // A held poll says nothing of the kind.
+  AgentApiFixture held(/*long_polls=*/1);
+  const Json first = held.h->get("/v1/agents/n1/desired", held.n1_token).json();
+  Reply waited = held.h->get("/v1/agents/n1/desired?epoch=" + std::to_string(first["epoch"].get<int64_t>()) +
+                                 "&revision=" + std::to_string(first["revision"].get<int64_t>()) + "&wait=0",
+                             held.n1_token);
+  REQUIRE(waited.status == 200);
+  CHECK(waited.header("X-Tide-Long-Poll").empty());
 }
 
 TEST_CASE("api agents: an agent token serves its own node only; admin may call any node's routes") {

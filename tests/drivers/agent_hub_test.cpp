@@ -40,6 +40,14 @@ std::unique_ptr<AgentHub> openHub(const std::string& dir, const Clock& clock, Ag
   return std::move(hub).value();
 }
 
+// Runtime `id` reported in `state`.
+ReportedInstance reported(const std::string& id, const std::string& state) {
+  ReportedInstance instance;
+  instance.id = id;
+  instance.status.state = state;
+  return instance;
+}
+
 AgentReport reportOf(const AgentHub& hub, int64_t revision, std::vector<ReportedInstance> instances = {}) {
   AgentReport report;
   report.agent_version = "0.14.0";
@@ -169,8 +177,8 @@ TEST_CASE("agent hub: a report answers the current version and wakes a wait for 
                                    seconds(60));
   });
   // A report of an older revision does not end the wait.
-  hub->report("n1", reportOf(*hub, version.revision - 1, {{"5", {"RUNNING"}}}));
-  CHECK(hub->report("n1", reportOf(*hub, version.revision, {{"5", {"RUNNING"}}})) == version);
+  hub->report("n1", reportOf(*hub, version.revision - 1, {reported("5", "RUNNING")}));
+  CHECK(hub->report("n1", reportOf(*hub, version.revision, {reported("5", "RUNNING")})) == version);
   waiter.join();
   CHECK(confirmed);
   CHECK_FALSE(hub->waitForReport("n1", version.revision + 1, [](const AgentReport&) { return true; }, milliseconds(20)));

@@ -433,8 +433,16 @@ void Agent::pollLoop() {
     if (outcome.isOk() && *outcome == ApplyOutcome::kApplied) {
       noteHost(reportOnce().status());
     }
-    if (outcome.isOk() && *outcome != ApplyOutcome::kRefusedOlderEpoch) {
+    if (outcome.isOk() && *outcome == ApplyOutcome::kApplied) {
       backoff = std::chrono::milliseconds(0);
+      continue;
+    }
+    if (outcome.isOk() && *outcome == ApplyOutcome::kAlreadyApplied) {
+      // Nothing new: after a long poll that ran its course this costs one heartbeat of
+      // latency at most; after one the host answered at once (its long-poll slots are all
+      // held) the next report's answer names a newer document and ends the wait.
+      backoff = std::chrono::milliseconds(0);
+      if (pause(options_.heartbeat, /*until_poll_asked=*/true)) break;
       continue;
     }
     // The host is away, answers with an error, or serves an epoch this agent will not go
