@@ -427,6 +427,7 @@ void Agent::pollLoop() {
   std::chrono::milliseconds backoff{0};
   while (!stopping_) {
     poll_soon_ = false;
+    const TimePoint polled = clock_.now();
     auto outcome = pollOnce(options_.long_poll_wait);
     if (stopping_) break;
     noteHost(outcome.status());
@@ -438,11 +439,14 @@ void Agent::pollLoop() {
       continue;
     }
     if (outcome.isOk() && *outcome == ApplyOutcome::kAlreadyApplied) {
-      // Nothing new: after a long poll that ran its course this costs one heartbeat of
-      // latency at most; after one the host answered at once (its long-poll slots are all
-      // held) the next report's answer names a newer document and ends the wait.
       backoff = std::chrono::milliseconds(0);
-      if (pause(options_.heartbeat, /*until_poll_asked=*/true)) break;
+      // A long poll that ran its course: poll again at once. One the host answered at once
+      // with nothing new (its long-poll slots are all held): wait for a report's answer to
+      // name a newer document, which ends the pause, instead of asking every moment.
+      if (clock_.now() - polled < options_.long_poll_wait / 2 &&
+          pause(options_.long_poll_wait, /*until_poll_asked=*/true)) {
+        break;
+      }
       continue;
     }
     // The host is away, answers with an error, or serves an epoch this agent will not go

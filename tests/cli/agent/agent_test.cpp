@@ -113,10 +113,17 @@ Json workload(const std::string& id, const std::string& want = "running", const 
           {"resources", {{"cores", 1}, {"memory_gib", 1}}}};
 }
 
-Json document(int64_t epoch, int64_t revision, Json instances, Json volumes = Json::array()) {
-  if (instances.is_null()) instances = Json::array();
-  return {{"node", "n1"},  {"epoch", epoch},         {"revision", revision},
-          {"instances", std::move(instances)}, {"volumes", std::move(volumes)}, {"logs", Json::array()}};
+// A desired-state document. The lists are vectors, not Json: a braced list of one Json
+// element initializes a Json parameter as that element under clang and as an array of it
+// under gcc.
+Json document(int64_t epoch, int64_t revision, const std::vector<Json>& instances,
+              const std::vector<Json>& volumes = {}) {
+  return {{"node", "n1"},
+          {"epoch", epoch},
+          {"revision", revision},
+          {"instances", Json(instances)},
+          {"volumes", Json(volumes)},
+          {"logs", Json::array()}};
 }
 
 }  // namespace
