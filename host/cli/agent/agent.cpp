@@ -80,6 +80,7 @@ Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentTranspor
     } else if (!agent->state_.document.is_null()) {
       auto document = parseDesiredState(agent->state_.document, agent->options_.node);
       if (document.isOk()) agent->desired_ = std::move(document).value();
+      agent->completed_ = agent->state_.version;
     }
   }
   if (unfinished) {
@@ -222,6 +223,7 @@ void Agent::applyLocked(const DesiredState& document) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   state_.complete = true;
+  completed_ = state_.version;
   if (Status saved = saveAppliedState(statePath(), state_); !saved.isOk()) {
     log("cannot save " + statePath() + ": " + saved.message());
   }
@@ -293,6 +295,13 @@ Result<ApplyOutcome> Agent::pollOnce(std::chrono::seconds wait) {
 Json Agent::buildReport() {
   Json instances = Json::array();
   std::set<std::string> reported;
+  // The version first, the inventory after: the inventory is at least as new as the
+  // document the report says is applied.
+  DocumentVersion completed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    completed = completed_;
+  }
   auto inventory = driver_->list();
   std::vector<drivers::RuntimeRef> refs = inventory.isOk() ? *inventory : std::vector<drivers::RuntimeRef>{};
   auto statuses = driver_->statusAll(refs);
@@ -335,8 +344,8 @@ Json Agent::buildReport() {
     }
   }
   return Json{{"agent_version", options_.agent_version},
-              {"epoch", state_.version.epoch},
-              {"applied_revision", state_.version.revision},
+              {"epoch", completed.epoch},
+              {"applied_revision", completed.revision},
               {"resources", resources_},
               {"instances", std::move(instances)},
               {"volumes", std::move(volumes)}};

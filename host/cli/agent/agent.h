@@ -167,6 +167,10 @@ class Agent {
   std::mutex apply_mu_;  // one document applied at a time
   mutable std::mutex mu_;
   AppliedState state_;                          // GUARDED_BY(mu_); saved to agent.json
+  // The last document applied to its end, which reports name as applied: state_.version is
+  // taken before applying, and a report sent meanwhile would claim instances it has not
+  // started yet, which the host would take as gone. GUARDED_BY(mu_).
+  DocumentVersion completed_;
   std::optional<DesiredState> desired_;         // GUARDED_BY(mu_); the document applied last
   std::map<std::string, std::string> failures_;  // GUARDED_BY(mu_); id → why its last apply failed
   std::map<std::string, std::string> volume_failures_;  // GUARDED_BY(mu_)

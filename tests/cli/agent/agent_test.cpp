@@ -256,6 +256,19 @@ TEST_CASE("agent: reports carry the inventory, exit codes, versions and the mach
   CHECK(report["resources"]["memory_gib"].get<double>() > 0);
 }
 
+TEST_CASE("agent: a report names as applied only a document applied to its end") {
+  AgentFixture f;
+  f.apply(document(1, 1, {workload("1")}));
+  CHECK(f.agent->buildReport()["applied_revision"] == 1);
+  // An apply cut short (here: the agent stopping half-way) has revision 2 accepted, not
+  // applied: a report claiming it would tell the host that instance 2 is gone.
+  f.agent->stop();
+  CHECK(f.apply(document(1, 2, {workload("1"), workload("2")})) == ApplyOutcome::kApplied);
+  const Json report = f.agent->buildReport();
+  CHECK(report["applied_revision"] == 1);
+  CHECK(report["epoch"] == 1);
+}
+
 TEST_CASE("agent: health is reported false until the agent's own http probes pass, then true") {
   AgentFixture f;
   Json checked = workload("1");
