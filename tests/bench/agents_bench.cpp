@@ -27,6 +27,7 @@ class Agents {
  public:
   Agents(const Server& server, const Fleet& fleet, const std::filesystem::path& dir, const std::string& runtime,
          int ports_each) {
+    std::filesystem::create_directories(dir);  // for the agents' logs, opened before exec
     for (int i = 0; i < fleet.nodes; ++i) {
       char name[32];
       std::snprintf(name, sizeof name, "n%05d", i);
@@ -34,7 +35,7 @@ class Agents {
                                      Json{{"name", std::string(name) + "-agent"}, {"role", "agent"}, {"node", name}}.dump(),
                                      "application/json");
       const std::string data_dir = (dir / name).string();
-      const int first = 20000 + i * ports_each;
+      const int first = 10000 + i * ports_each;  // below the ephemeral range, one block per agent
       const std::string ports = std::to_string(first) + "-" + std::to_string(first + ports_each - 1);
       spawn({"agent", "--server", server.url(), "--node", name, "--token", token["token"].get<std::string>(),
              "--data-dir", data_dir, "--port-range", ports, "--runtime", runtime},
@@ -143,7 +144,7 @@ double rollOut(Fleet fleet) {
   server.post("/v1/manifests", planManifest(fleet), "application/yaml");
   std::optional<Agents> agents;
   if (fleet.driver == "agent") {
-    agents.emplace(server, fleet, dir.path / "data" / "agents-bench", "process", fleet.max_per_node + 10);
+    agents.emplace(server, fleet, dir.path / "data" / "agents-bench", "process", 4 * fleet.max_per_node);
     waitReachable(server, fleet.nodes);
   }
   note("rollout on " + fleet.driver + ": " + std::to_string(fleet.instances) + " instances on " +
