@@ -20,17 +20,6 @@ using std::chrono::seconds;
 
 const TimePoint kDriverStart = TimePoint(std::chrono::hours(24 * 365 * 56));
 
-RuntimeSpec webSpec(const std::string& id, const std::string& node = "n1") {
-  RuntimeSpec spec;
-  spec.id = id;
-  spec.node = node;
-  spec.meta_instance = "web-" + id;
-  spec.payload_name = "web";
-  spec.coordinates = Json{{"image", "nginx:1.25"}};
-  spec.ports = {{"TCP", 80}};
-  return spec;
-}
-
 // Plays a node's agent: applies every document of `node` as it comes (instances RUNNING or
 // STOPPED as wanted, gone when dropped) and reports it, until destroyed.
 class FakeAgent {

@@ -20,12 +20,7 @@ const TimePoint kHubStart = TimePoint(std::chrono::hours(24 * 365 * 56));
 
 DesiredInstance webInstance(const std::string& id, const std::string& node = "n1") {
   DesiredInstance instance;
-  instance.spec.id = id;
-  instance.spec.node = node;
-  instance.spec.meta_instance = "web-" + id;
-  instance.spec.payload_name = "web";
-  instance.spec.coordinates = Json{{"image", "nginx:1.25"}};
-  instance.spec.ports = {{"TCP", 80}};
+  instance.spec = webSpec(id, node);
   instance.spec.resources = {1, 1};
   model::HealthCheck check;
   check.type = "http";

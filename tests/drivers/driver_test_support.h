@@ -45,6 +45,19 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Runtime `id` of a web payload (image nginx:1.25, TCP port 80) on `node`, as the executor
+// would hand it to a driver.
+inline drivers::RuntimeSpec webSpec(const std::string& id, const std::string& node = "n1") {
+  drivers::RuntimeSpec spec;
+  spec.id = id;
+  spec.node = node;
+  spec.meta_instance = "web-" + id;
+  spec.payload_name = "web";
+  spec.coordinates = nlohmann::json{{"image", "nginx:1.25"}};
+  spec.ports = {{"TCP", 80}};
+  return spec;
+}
+
 inline std::string readText(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
