@@ -172,16 +172,21 @@ bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
 int Observer::markGone(const std::vector<Gone>& gone) {
   int changes = 0;
   for (const auto& g : gone) {
+    // With the generation the pass read: an executor that took the instance over since
+    // (STOPPING it, say) wins, and the next pass judges what it left. The ledger first, the
+    // driver after: a judgement the write refuses is stale, and acting on it in the driver
+    // removed an instance an executor had just started (the soak's "removed underfoot").
+    if (!ledger_.setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
+             .isOk()) {
+      continue;
+    }
+    ++changes;
+    probes_.erase(g.runtime.meta.id);
+    // Left STARTING or STOPPING, it may still run; should this remove fail, the observer
+    // removes it as an orphan after the grace period.
     auto driver = drivers_.forNode(g.runtime.node);
     if (driver.isOk() && g.runtime.state != "RUNNING") {
       (void)driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
-    }
-    // With the generation the pass read: an executor that took the instance over since
-    // (STOPPING it, say) wins, and the next pass judges what it left.
-    if (ledger_.setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
-            .isOk()) {
-      ++changes;
-      probes_.erase(g.runtime.meta.id);
     }
   }
   return changes;

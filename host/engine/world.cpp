@@ -120,6 +120,7 @@ void World::reserve(const InstanceView& view, double sign) {
 }
 
 Result<World> World::load(ledger::Ledger& ledger) {
+  ledger::Ledger::Snapshot one_moment(ledger);  // no view mixes a newer runtime with an older operation
   World w;
   TIDE_RETURN_IF_ERROR(w.loadInventory(ledger));
   TIDE_RETURN_IF_ERROR(w.loadDeployments(ledger));
@@ -146,6 +147,7 @@ Result<World> World::load(ledger::Ledger& ledger) {
 }
 
 Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes) {
+  ledger::Ledger::Snapshot one_moment(ledger);
   std::vector<int64_t> metas, runtimes, operations;
   bool inventory = false;
   bool deployments_changed = false;

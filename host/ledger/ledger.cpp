@@ -319,6 +319,42 @@ Status Ledger::Batch::commit() {
   return Status::ok();
 }
 
+namespace {
+thread_local const Ledger* t_snapshot_ledger = nullptr;
+thread_local Db* t_snapshot_reader = nullptr;
+}  // namespace
+
+Ledger::Snapshot::Snapshot(Ledger& ledger) : ledger_(ledger) {
+  if (t_snapshot_reader != nullptr || ledger.readers_.empty() || ledger.inOpenBatch()) return;
+  Db* reader = ledger.acquireReader();
+  try {
+    reader->session().begin();
+  } catch (const std::exception&) {
+    ledger.releaseReader(reader);  // its reads go one snapshot each, as without it
+    return;
+  }
+  reader_ = reader;
+  t_snapshot_ledger = &ledger;
+  t_snapshot_reader = reader;
+}
+
+Ledger::Snapshot::~Snapshot() {
+  if (reader_ == nullptr) return;
+  t_snapshot_ledger = nullptr;
+  t_snapshot_reader = nullptr;
+  try {
+    reader_->session().commit();  // a read transaction: ends the snapshot
+  } catch (const std::exception&) {
+    try {
+      reader_->session().rollback();
+    } catch (const std::exception&) {
+    }
+  }
+  ledger_.releaseReader(reader_);
+}
+
+Db* Ledger::snapshotReader() const { return t_snapshot_ledger == this ? t_snapshot_reader : nullptr; }
+
 // --- readers -----------------------------------------------------------------------------------
 
 Db* Ledger::acquireReader() {

@@ -433,6 +433,23 @@ class Ledger {
     bool outermost_ = false;  // a nested Batch of the same thread leaves the work to the outer one
     uint64_t first_group_ = 0;
   };
+  // Reads on this thread, while a Snapshot is open, all see the ledger as one moment: a
+  // picture built from several reads (the engine's World) never mixes a runtime instance's
+  // newer state with its operation's older one. Each read alone is always one snapshot.
+  // Its reads do not see what commits after it opened, this thread's own writes included:
+  // open it around reads only. A nested Snapshot of the same thread leaves the work to the
+  // outer one; inside a Batch, or on a ledger without reader connections, it does nothing.
+  class Snapshot {
+   public:
+    explicit Snapshot(Ledger& ledger);
+    ~Snapshot();
+    Snapshot(const Snapshot&) = delete;
+    Snapshot& operator=(const Snapshot&) = delete;
+
+   private:
+    Ledger& ledger_;
+    Db* reader_ = nullptr;  // null when it is not the outermost, or the ledger has no readers
+  };
   static constexpr int kMaxGroupWrites = 256;
   static constexpr std::chrono::milliseconds kMaxGroupAge{50};
 
@@ -497,6 +514,7 @@ class Ledger {
   Db* acquireReader();
   void releaseReader(Db* reader);
   bool inOpenBatch() const;
+  Db* snapshotReader() const;  // the reader of this thread's open Snapshot, or null
 
   std::unique_ptr<Db> db_;
   const Clock& clock_;

@@ -201,8 +201,16 @@ auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn(std::declval<Db&>())
     std::lock_guard<std::mutex> lock(mu_);
     return guarded(what, [&] { return fn(*db_); });
   }
+  if (Db* pinned = snapshotReader()) return guarded(what, [&] { return fn(*pinned); });
   Db* reader = acquireReader();
-  auto result = guarded(what, [&] { return fn(*reader); });
+  // One read transaction, so that a read of several statements (a slice of instances with
+  // their runtime instances and operations) sees one moment, not one per statement.
+  auto result = guarded(what, [&] {
+    soci::transaction snapshot(reader->session());
+    auto r = fn(*reader);
+    snapshot.commit();
+    return r;
+  });
   releaseReader(reader);
   return result;
 }

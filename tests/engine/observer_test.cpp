@@ -166,6 +166,30 @@ TEST_CASE("observer: a judgement made on a record that moved since is not writte
   CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "STOPPING");
 }
 
+TEST_CASE("observer: an instance judged left STARTING is not removed from its driver when an executor started it since") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = rollOutOnOneCluster(f, 1);
+  const model::RuntimeInstance serving = f.activeRunning().at(0);
+  // What the pass reads: STARTING with no operation under way (one that ended and left it so).
+  for (const char* state : {"STOPPING", "STOPPED", "STARTING"}) {
+    REQUIRE(f.ledger->setRuntimeInstanceState(serving.meta.id, state, std::nullopt, "executor").isOk());
+  }
+  // While the pass lists the driver, an executor finishes starting it: the judgement is stale.
+  bool started = false;
+  driver.before_call = [&](const std::string& call, const std::string&) {
+    if (call != "list" || started) return Status::ok();
+    started = true;
+    REQUIRE(f.ledger->setRuntimeInstanceState(serving.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    return Status::ok();
+  };
+  f.engine->runPass();
+  REQUIRE(started);
+  driver.before_call = nullptr;
+  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "RUNNING");
+  // Still in its driver: the ledger's RUNNING is true.
+  CHECK(driver.status({std::to_string(serving.meta.id), serving.node, serving.driver_handle}).isOk());
+}
+
 // The sim plan with an exec health check running `script` under /bin/sh, with a day's
 // timeout: what a probe that hangs looks like.
 std::string execCheckPlan(const std::string& script) {

@@ -77,6 +77,27 @@ TEST_CASE("writes of an open batch are invisible to other threads until it commi
   CHECK(seen_after);
 }
 
+TEST_CASE("reads inside a snapshot see the moment it opened, and later reads see what committed since") {
+  ScratchLedger scratch;
+  LedgerFixture f(scratch.url);
+  REQUIRE(f.ledger->createCapability(capability("before"), "t").isOk());
+  {
+    ledger::Ledger::Snapshot one_moment(*f.ledger);
+    CHECK(hasCapability(*f.ledger, "before"));  // the snapshot begins with its first read
+    std::thread([&] { REQUIRE(f.ledger->createCapability(capability("since"), "t").isOk()); }).join();
+    CHECK_FALSE(hasCapability(*f.ledger, "since"));
+    {
+      ledger::Ledger::Snapshot nested(*f.ledger);  // leaves the work to the outer one
+      CHECK_FALSE(hasCapability(*f.ledger, "since"));
+    }
+    CHECK_FALSE(hasCapability(*f.ledger, "since"));
+    bool other_thread_sees = false;  // other threads are not held to it
+    std::thread([&] { other_thread_sees = hasCapability(*f.ledger, "since"); }).join();
+    CHECK(other_thread_sees);
+  }
+  CHECK(hasCapability(*f.ledger, "since"));
+}
+
 TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
   ScratchLedger scratch;
   {
