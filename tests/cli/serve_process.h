@@ -127,6 +127,14 @@ class ServeProcess {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
+  // Kills the server (SIGKILL), as a crash or a lost machine would, and reaps it.
+  void crash() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
   // Stops the server with SIGTERM like stop(), but gives up waiting after a bound generous
   // for a loaded machine: nullopt when it did not exit by then (it is SIGKILLed), else its
   // exit status (-1 when killed by a signal). For tests of how the server stops.

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/support/eventually.h"
+#include "tests/support/self_signed.h"
 
 using namespace tide;
 using namespace tide::cli;
@@ -14,15 +15,22 @@ using model::Json;
 
 namespace {
 
-// A loopback server that records what the agent's transport sends it.
+// A loopback server that records what the agent's transport sends it; over TLS with the
+// given certificate.
 struct RecordingHost {
-  httplib::Server server;
+  const testing::SelfSignedCertificate* tls;
+  std::unique_ptr<httplib::Server> owned;
+  httplib::Server& server;
   std::thread thread;
   int port = 0;
   std::mutex mu;
   std::vector<std::string> requests;  // "METHOD path?query | authorization | body"
 
-  RecordingHost() {
+  explicit RecordingHost(const testing::SelfSignedCertificate* certificate = nullptr)
+      : tls(certificate),
+        owned(certificate ? std::make_unique<httplib::SSLServer>(certificate->cert.c_str(), certificate->key.c_str())
+                          : std::make_unique<httplib::Server>()),
+        server(*owned) {
     auto record = [this](const httplib::Request& request) {
       std::string query;
       for (const auto& [key, value] : request.params) query += (query.empty() ? "?" : "&") + key + "=" + value;
@@ -51,7 +59,7 @@ struct RecordingHost {
     server.stop();
     thread.join();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  std::string url() const { return (tls ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port); }
 };
 
 }  // namespace
@@ -89,4 +97,24 @@ TEST_CASE("agent: an interrupted HTTP transport fails at once and keeps failing"
   auto polled = transport.fetchDesired(std::nullopt, std::chrono::seconds(30));
   CHECK(polled.status().code() == Code::kUnavailable);
   CHECK(polled.status().message() == "interrupted");
+}
+
+TEST_CASE("agent: over TLS the transport trusts the host's certificate through --ca-file, and refuses it without") {
+  testing::SelfSignedCertificate certificate;
+  RecordingHost host(&certificate);
+  Endpoint endpoint;
+  endpoint.server = host.url();
+  endpoint.token = "secret-token";
+
+  auto untrusted = agent::HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
+  REQUIRE_FALSE(untrusted.isOk());
+  CHECK(untrusted.status().message().find("--ca-file") != std::string::npos);
+
+  endpoint.ca_file = certificate.cert;  // self-signed: its own CA
+  auto trusted = agent::HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
+  REQUIRE_MESSAGE(trusted.isOk(), trusted.status().toString());
+  CHECK((*trusted)["revision"] == 42);
+  std::lock_guard<std::mutex> lock(host.mu);
+  REQUIRE(host.requests.size() == 1);  // the refused handshake sent nothing
+  CHECK(host.requests[0] == "GET /v1/agents/n1/desired?wait=0 | Bearer secret-token | ");
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -53,14 +54,18 @@ class AgentProcess {
   void start() {
     const std::string log = (dir_ / "agent.log").string();
     const std::string data_dir = dir_.string();
+    // From a file, as the README's unit does: a token on the command line shows in `ps`.
+    const std::string token_file = (dir_ / "token").string();
+    std::ofstream(token_file) << token_ << "\n";
+    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(fd, STDOUT_FILENO);
       ::dup2(fd, STDERR_FILENO);
-      ::execl(TIDE_BINARY, "tide", "agent", "--server", server_.c_str(), "--node", node_.c_str(), "--token",
-              token_.c_str(), "--data-dir", data_dir.c_str(), "--port-range", port_range_.c_str(), nullptr);
+      ::execl(TIDE_BINARY, "tide", "agent", "--server", server_.c_str(), "--node", node_.c_str(), "--token-file",
+              token_file.c_str(), "--data-dir", data_dir.c_str(), "--port-range", port_range_.c_str(), nullptr);
       ::_exit(127);
     }
   }
@@ -76,6 +81,7 @@ class AgentProcess {
 
   // The workloads this agent's process driver runs now.
   size_t workloads() const { return workloadsOf(dir_.string()).size(); }
+  std::vector<pid_t> workloadPids() const { return workloadsOf(dir_.string()); }
   std::string log() const {
     std::stringstream text;
     text << std::ifstream(dir_ / "agent.log").rdbuf();
@@ -195,6 +201,26 @@ struct AgentFleet {
     size_t n = 0;
     for (const auto& [node, agent] : agents) n += agent->workloads();
     return n;
+  }
+  // The process ids of every agent's workloads, sorted.
+  std::vector<pid_t> workloadPids() {
+    std::vector<pid_t> out;
+    for (const auto& [node, agent] : agents) {
+      for (pid_t pid : agent->workloadPids()) out.push_back(pid);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  // Every agent's log holds `line` (at least `times` times).
+  bool agentsLogged(const std::string& line, size_t times = 1) {
+    return eventually([&] {
+      return std::all_of(agents.begin(), agents.end(), [&](const auto& a) {
+        const std::string log = a.second->log();
+        size_t found = 0;
+        for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++found;
+        return found >= times;
+      });
+    }, kRollout);
   }
   // The workloads equal the ledger's serving instances: no duplicate, no leak.
   bool settledAt(size_t count) {
@@ -327,6 +353,33 @@ TEST_CASE("agents: a stopped agent's instances are replaced on the others, and i
   CHECK(eventually([&] { return fleet.reachable() == 3; }, kRollout));
   CHECK(eventually([&] { return fleet.agents[lost]->workloads() == 0; }, kRollout));
   CHECK(fleet.settledAt(2));
+}
+
+TEST_CASE("agents: a host killed and started again finds every workload running, and the agents follow it") {
+  AgentFleet fleet;
+  fleet.apply(agentPlan("{script: rolling}"));
+  fleet.apply(deployment("d1", 3, "1"));
+  REQUIRE(fleet.reaches("d1", "COMPLETED"));
+  REQUIRE(fleet.settledAt(3));
+  const std::vector<pid_t> before = fleet.workloadPids();
+  REQUIRE(before.size() == 3);
+
+  // The host goes away: each agent notices and keeps its workloads.
+  fleet.serve.crash();
+  CHECK(fleet.agentsLogged("the workloads keep running"));
+  CHECK(fleet.workloadPids() == before);
+
+  // Back, with a new epoch: the agents answer it, nothing was started twice or stopped.
+  fleet.serve.start();
+  CHECK(fleet.agentsLogged("the host answers again"));
+  CHECK(eventually([&] { return fleet.reachable() == 3; }, kRollout));
+  CHECK(fleet.settledAt(3));
+  CHECK(fleet.workloadPids() == before);
+
+  // The new host's documents are applied: the next deployment rolls out across the agents.
+  fleet.apply(deployment("d2", 3, "2"));
+  REQUIRE(fleet.reaches("d2", "COMPLETED"));
+  CHECK(fleet.settledAt(3));
 }
 
 TEST_CASE("agents: an agent's token reads its own node's document only") {
