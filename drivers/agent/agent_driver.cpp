@@ -107,6 +107,12 @@ Result<RuntimeStatus> AgentDriver::status(const RuntimeRef& ref) {
         instance != nullptr && desired->first.want == kWantRunning && instance->status.state == "RUNNING") {
       return instance->status;
     }
+    // An agent that has stopped heartbeating will not apply it soon: say so now, rather than
+    // let the operation that waits on it wait out its deadline.
+    if (hub_.unreachable(ref.node)) {
+      return Status::unavailable("node " + ref.node + " is unreachable: its agent has not applied instance " + ref.id +
+                                 " and misses its heartbeats");
+    }
     return pending();
   }
   const ReportedInstance* instance = findReported(*report, ref.id);

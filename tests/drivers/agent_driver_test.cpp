@@ -177,3 +177,18 @@ TEST_CASE("agent driver: the registry refuses an agent cluster without a hub and
   CHECK(*log == "hello\n");
   CHECK(readInstanceLog(**made, "404", 1024).status().code() == Code::kNotFound);
 }
+
+TEST_CASE("agent driver: an instance its unreachable node has not applied is unavailable at once, naming the node") {
+  AgentDriverFixture f;
+  AgentReport heartbeat;
+  heartbeat.epoch = f.hub->epoch();
+  f.hub->report("n1", heartbeat);  // heard from, never applies anything
+  REQUIRE(f.driver->ensure(webSpec("1")).isOk());
+  CHECK(f.driver->status({"1", "n1", ""})->state == "PENDING");  // reachable: it may yet apply it
+
+  f.clock.advance(seconds(11));  // past the TTL: an operation waiting on it need not wait out its deadline
+  auto waiting = f.driver->status({"1", "n1", ""});
+  REQUIRE_FALSE(waiting.isOk());
+  CHECK(waiting.status().code() == Code::kUnavailable);
+  CHECK(waiting.status().message().find("node n1 is unreachable") != std::string::npos);
+}
