@@ -21,6 +21,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,8 +40,18 @@ inline double secondsSince(Steady::time_point start) {
   return std::chrono::duration<double>(Steady::now() - start).count();
 }
 
+// The scratch dirs alive now: fail() ends the workloads under them.
+inline std::set<std::string>& liveScratchDirs() {
+  static std::set<std::string> dirs;
+  return dirs;
+}
+
 [[noreturn]] inline void fail(const std::string& why) {
   std::fprintf(stderr, "bench failed: %s\n", why.c_str());
+  // The servers and agents end with the bench (PR_SET_PDEATHSIG); the workloads they started
+  // outlive them by design, so end those here: every process whose environment names a
+  // runtime instance under a scratch dir.
+  for (const std::string& dir : liveScratchDirs()) testing::killWorkloadsOf(dir);
   std::exit(1);  // no destructors: with TIDE_BENCH_KEEP set the scratch dir stays for a look
 }
 
@@ -60,8 +71,10 @@ struct ScratchDir {
     std::string pattern = (std::filesystem::temp_directory_path() / "tide-bench-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) fail("mkdtemp");
     path = pattern;
+    liveScratchDirs().insert(path.string());
   }
   ~ScratchDir() {
+    liveScratchDirs().erase(path.string());
     if (std::getenv("TIDE_BENCH_KEEP") != nullptr) return;  // to read serve.log after a failure
     std::error_code ignored;
     std::filesystem::remove_all(path, ignored);
