@@ -1,3 +1,7 @@
+#include "drivers/process/spawn.h"
 #include "host/cli/cli.h"
 
-int main(int argc, char** argv) { return tide::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  tide::drivers::setProcessTitleArea(argc, argv);  // before any thread: the waiters' names in `ps`
+  return tide::cli::run(argc, argv);
+}

@@ -406,7 +406,8 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
                        .exit_path = store_.exitPath(spec.id),
                        .working_dir = *work_dir,
                        .user = options_.run_as,
-                       .log_max_bytes = options_.log_max_bytes};
+                       .log_max_bytes = options_.log_max_bytes,
+                       .title = "runtime " + spec.id + " of " + spec.meta_instance};
   for (const auto& [name, value] : env) request.env.push_back(name + "=" + value);
   Result<SpawnedProcess> spawned = spawnDetached(request);
   if (!spawned.isOk()) return forgetIfNew(spawned.status().withPrefix("starting " + spec.id));

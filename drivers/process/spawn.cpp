@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -113,7 +114,12 @@ size_t formatCode(int code, char* out) {
   return at;
 }
 
+// The host's argument and environment strings, one contiguous area (setProcessTitleArea).
+char* g_title_area = nullptr;
+size_t g_title_area_size = 0;
+
 struct ChildPlan {
+  const char* title;
   const char* executable;
   char* const* argv;
   char* const* envp;
@@ -217,9 +223,28 @@ int copyUntilExit(pid_t workload, int output_fd, LogSink& sink) {
   return status;
 }
 
+// Names the waiter "tide-waiter <title>" in `ps` (its command line) and in top (its comm).
+// Async-signal-safe: it writes bytes only.
+void nameWaiter(const char* title) {
+  static constexpr char kName[] = "tide-waiter";
+  prctl(PR_SET_NAME, kName, 0, 0, 0);
+  if (g_title_area == nullptr || g_title_area_size < 2) return;
+  size_t at = 0;
+  auto put = [&](const char* text) {
+    for (; *text != '\0' && at + 1 < g_title_area_size; ++text) g_title_area[at++] = *text;
+  };
+  put(kName);
+  if (title != nullptr && *title != '\0') {
+    put(" ");
+    put(title);
+  }
+  memset(g_title_area + at, 0, g_title_area_size - at);
+}
+
 [[noreturn]] void runWaiter(const ChildPlan& plan) {
   setsid();
   resetSignals();
+  nameWaiter(plan.title);
   Report report;
   int output[2];
   if (pipe2(output, O_CLOEXEC) != 0) {
@@ -334,7 +359,8 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   std::string rotated_log_path = request.log_path + ".1";
   unlink(request.exit_path.c_str());
 
-  ChildPlan plan{request.executable.c_str(),
+  ChildPlan plan{request.title.c_str(),
+                 request.executable.c_str(),
                  argv.data(),
                  envp.data(),
                  request.exit_path.c_str(),
@@ -385,6 +411,19 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
     return Status::unprocessable("cannot execute " + request.executable + ": " + why);
   }
   return spawned;
+}
+
+void setProcessTitleArea(int argc, char** argv) {
+  if (argc < 1 || argv == nullptr || argv[0] == nullptr) return;
+  // Linux lays the argument strings out back to back, the environment's right after them;
+  // take the run that is contiguous, so nothing past it is ever written.
+  char* end = argv[0];
+  for (int i = 0; i < argc && argv[i] == end; ++i) end = argv[i] + strlen(argv[i]) + 1;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr && *entry == end; ++entry) {
+    end = *entry + strlen(*entry) + 1;
+  }
+  g_title_area = argv[0];
+  g_title_area_size = static_cast<size_t>(end - argv[0]);
 }
 
 }  // namespace tide::drivers

@@ -33,7 +33,16 @@ struct SpawnRequest {
   std::string working_dir;        // entered before the user changes, so its parents need not be reachable
   std::optional<WorkloadUser> user;  // nullopt: the host's user
   size_t log_max_bytes = 0;          // 0: no cap
+  std::string title;                 // the waiter's name in `ps`: "tide-waiter <title>"
 };
+
+// Lets the waiters spawnDetached() forks name themselves in `ps` ("tide-waiter <title>")
+// instead of showing the host's own command line (after the host ends, `ps` looked as if
+// many hosts still ran; an agent's showed its --token). A waiter overwrites the argument and
+// environment strings it shares with the host until it writes them (copy on write: the host
+// keeps its own); it reads neither. Call once from main(), before any thread starts; without
+// it waiters keep the host's command line.
+void setProcessTitleArea(int argc, char** argv);
 
 struct SpawnedProcess {
   ProcessIdentity workload;  // leads its own session and process group

@@ -31,6 +31,30 @@ inline std::vector<pid_t> workloadsOf(const std::string& data_dir) {
   return out;
 }
 
+// What `ps` shows as `pid`'s command line: its arguments joined by spaces ("" when gone).
+inline std::string commandLineOf(pid_t pid) {
+  std::stringstream raw;
+  raw << std::ifstream("/proc/" + std::to_string(pid) + "/cmdline").rdbuf();
+  std::string text = raw.str();
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  for (char& c : text) c = c == '\0' ? ' ' : c;
+  return text;
+}
+
+// The parent of `pid` (0 when gone): the waiter, for a workload (drivers/process/spawn.h).
+inline pid_t parentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t name_end = line.rfind(')');  // the name may hold spaces and parentheses
+  if (name_end == std::string::npos) return 0;
+  std::istringstream rest(line.substr(name_end + 1));
+  std::string state;
+  pid_t parent = 0;
+  rest >> state >> parent;
+  return parent;
+}
+
 // Kills every workload of `data_dir` with its process group (each leads its own session).
 inline void killWorkloadsOf(const std::string& data_dir) {
   for (pid_t pid : workloadsOf(data_dir)) {

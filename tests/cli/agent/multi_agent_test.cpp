@@ -363,6 +363,13 @@ TEST_CASE("agents: a host killed and started again finds every workload running,
   REQUIRE(fleet.settledAt(3));
   const std::vector<pid_t> before = fleet.workloadPids();
   REQUIRE(before.size() == 3);
+  // Each workload's waiter names its instance in `ps`, not the agent's command line.
+  for (pid_t workload : before) {
+    const std::string waiter = commandLineOf(parentOf(workload));
+    CHECK_MESSAGE(waiter.rfind("tide-waiter runtime ", 0) == 0, waiter);
+    CHECK_MESSAGE(waiter.find(" of web-") != std::string::npos, waiter);
+    CHECK_MESSAGE(waiter.find("agent") == std::string::npos, waiter);
+  }
 
   // The host goes away: each agent notices and keeps its workloads.
   fleet.serve.crash();
