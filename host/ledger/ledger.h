@@ -177,7 +177,7 @@ class Ledger {
     std::string reason;
   };
   // Ends the deployment in `final_state`, cancels its unfinished operations (RUNNING ones
-  // too, but a RUNNING DELETE, which runs to its end), and re-opens the newest earlier deployment that completed (IN_PROGRESS, rollout
+  // too, but a DELETE that has started, which runs to its end), and re-opens the newest earlier deployment that completed (IN_PROGRESS, rollout
   // state reset, signals {"restore": {from, kind, reason, at}}) so its strategy brings the
   // instances back. kUnprocessable for a rollback with nothing to roll back to (an abort
   // without one just ends the deployment).

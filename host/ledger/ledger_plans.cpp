@@ -358,16 +358,18 @@ std::vector<Deployment> deploymentsOf(Db& db, const std::string& plan) {
 }
 
 // Cancels every unfinished operation the deployment asked for, RUNNING ones included (the
-// executor stops working on an operation once it sees it CANCELLED), but a RUNNING DELETE:
-// what it removed cannot come back, so it runs to its end (cancelled, it left its instance
-// MARKED_FOR_DELETION with nothing under way).
+// executor stops working on an operation once it sees it CANCELLED), but a DELETE that has
+// started (RUNNING, or waiting for its next attempt): what it removed cannot come back, so it
+// runs to its end (cancelled, it left its instance MARKED_FOR_DELETION with nothing under
+// way; the 1 h soak found one cancelled between two attempts).
 Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string& message) {
   std::vector<std::pair<long long, std::string>> ops;
   std::vector<std::tuple<long long, std::string, std::string, std::string>> found;
   tx.db().forEachRow(
       "SELECT o.id, o.state, m.name, o.type FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
       "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN "
-      "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING') AND NOT (o.state = 'RUNNING' AND o.type = 'DELETE')",
+      "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING') "
+      "AND NOT (o.type = 'DELETE' AND (o.state = 'RUNNING' OR o.attempts > 0))",
       [&](const soci::row& r) { found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)); },
       soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
   for (const auto& [id, state, instance, type] : found) {

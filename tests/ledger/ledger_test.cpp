@@ -768,10 +768,21 @@ TEST_CASE("ledger: aborting a deployment cancels its operations but a DELETE und
   REQUIRE(f.ledger->setOperationState(del.meta.id, "APPROVED", std::nullopt, "approval").isOk());
   REQUIRE(f.ledger->setOperationState(del.meta.id, "RUNNING", std::nullopt, "executor").isOk());
   const Operation create = f.addOperation(waiting->name, "CREATE");
+  // Another DELETE between two attempts: its first attempt failed, the next waits its backoff.
+  auto second = f.ledger->createMetaInstance("web", "d1", "test");
+  REQUIRE(second.isOk());
+  const Operation retrying = f.addOperation(second->name, "DELETE");
+  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  Ledger::OperationUpdate failed_once;
+  failed_once.attempts = 1;
+  REQUIRE(f.ledger->updateOperation(retrying.meta.id, failed_once, "executor").isOk());
+  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "executor").isOk());
 
   Ledger::RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency"};
   REQUIRE(f.ledger->restoreDeployment("web", "d1", abort, "alice").isOk());
   // What a DELETE removed cannot come back: it stays RUNNING and the executor ends it.
   CHECK(f.ledger->getOperation(del.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->getOperation(retrying.meta.id)->state == "APPROVED");
   CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
 }
