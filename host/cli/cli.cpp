@@ -9,6 +9,7 @@
 #include "drivers/process/workload.h"
 #include "host/cli/agent/agent_command.h"
 #include "host/cli/commands.h"
+#include "host/cli/command_suggestions.h"
 #include "host/cli/serve.h"
 #include "host/cli/terminal_text.h"
 
@@ -72,6 +73,12 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; CLI11's own codes for usage errors all become 2.
+    if (e.get_exit_code() != 0) {
+      if (auto message = unknownCommandMessage(app, std::vector<std::string>(argv + 1, argv + argc))) {
+        err << "error: " << *message << "\n";
+        return 2;
+      }
+    }
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }
   if (serve_command->parsed()) return runServe(serve, out, err);
