@@ -56,7 +56,7 @@ struct OperationRequest {
   bool override = false;  // approve only: override a soft deny
 };
 
-// `fields` are the body keys the call accepts besides reason and generation.
+// `fields`: the body keys the call accepts.
 Result<OperationRequest> readOperationRequest(const ApiRequest& request,
                                               std::initializer_list<std::string_view> fields = {"reason", "generation"}) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));

@@ -331,7 +331,11 @@ void askFor(OperationFixture& f, int64_t id, const model::ApprovalState& approva
 }  // namespace
 
 TEST_CASE("cli: operations approve counts one of the approvals an operation needs, and list and show say how far") {
-  OperationFixture f([](api::ServerOptions& options) { options.config_tokens.push_back({"bob", "bob-secret", "approver"}); });
+  OperationFixture f;
+  CliRun bob = f.live.run({"token", "create", "--name", "bob", "--role", "approver", "-o", "json"});
+  REQUIRE_MESSAGE(bob.code == 0, bob.err);
+  const std::string bob_token = Json::parse(bob.out).value("token", "");
+  REQUIRE_FALSE(bob_token.empty());
   const std::string instance = f.newInstance();
   const int64_t id = f.waiting(instance);
   askFor(f, id, {{2, "approver", {"requester"}}, false, {}});
@@ -352,7 +356,7 @@ TEST_CASE("cli: operations approve counts one of the approvals an operation need
   CHECK(again.code == 1);
   CHECK(contains(again.err, "already approved"));
 
-  CliRun second = runCli({"operations", "approve", std::to_string(id), "--server", f.live.url, "--token", "bob-secret"});
+  CliRun second = runCli({"operations", "approve", std::to_string(id), "--server", f.live.url, "--token", bob_token});
   REQUIRE_MESSAGE(second.code == 0, second.err);
   CHECK(contains(second.out, "2 of 2 approvals (" + kBootstrapAdmin + ", bob)"));
   CHECK(f.operation(id).state == "APPROVED");

@@ -84,7 +84,7 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
 
 TEST_CASE("lua: the summary names the policies that decided") {
   const Combined combined = combineVotes(
-      {{"freeze", Level::kHard, Verdict::kDeny, "year-end"}, {"dev", Level::kHard, Verdict::kApprove, "dev"}},
+      {{"freeze", Level::kHard, Verdict::kDeny, "year-end", {}}, {"dev", Level::kHard, Verdict::kApprove, "dev", {}}},
       Outcome::kPendingApproval);
   CHECK(combined.summary == "denied by freeze: year-end");
   CHECK(std::string(outcomeName(Outcome::kPendingApproval)) == "PENDING_APPROVAL");
@@ -103,7 +103,7 @@ TEST_CASE("lua: what waits asks for the strictest of the manual votes' approvals
   CHECK(combined.approvals.role == "admin");
   CHECK(combined.approvals.distinct_from == std::vector<std::string>{"carol", "requester"});
 
-  const Combined soft_denied = combineVotes({two, {"freeze", Level::kSoft, Verdict::kDeny, "freeze"}},
+  const Combined soft_denied = combineVotes({two, {"freeze", Level::kSoft, Verdict::kDeny, "freeze", {}}},
                                             Outcome::kPendingApproval);
   CHECK(soft_denied.overridable);
   CHECK(soft_denied.approvals.approvals == 2);
