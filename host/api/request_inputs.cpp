@@ -232,6 +232,13 @@ Result<std::optional<std::string>> readStringField(const Json& body, const std::
   return std::optional<std::string>(it->get<std::string>());
 }
 
+Result<std::optional<bool>> readBoolField(const Json& body, const std::string& key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::optional<bool>();
+  if (!it->is_boolean()) return badField(key, "must be true or false");
+  return std::optional<bool>(it->get<bool>());
+}
+
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::optional<int64_t>();

@@ -67,6 +67,9 @@ Result<Json> readOptionalJsonObject(const ApiRequest& request, std::initializer_
 // body[key] as a string; nullopt when absent or null.
 Result<std::optional<std::string>> readStringField(const Json& body, const std::string& key);
 
+// body[key] as a boolean; nullopt when absent or null.
+Result<std::optional<bool>> readBoolField(const Json& body, const std::string& key);
+
 // body[key] as an integer within [min, max]; nullopt when absent or null.
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max);
 

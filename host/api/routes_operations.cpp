@@ -1,10 +1,12 @@
 // /v1/operations: what the engine is asked to do to meta instances, and the human half of
-// their approval (docs/architecture.md#approval): an approver approves or rejects what the policies left in
+// their approval (docs/architecture.md#approval): approvers approve (as many as the operation
+// needs, overriding a soft deny with a reason) or reject what the policies left in
 // PENDING_APPROVAL, and an operator cancels what has not started (docs/architecture.md#cancelling-an-operation).
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
+#include "host/model/approvals.h"
 #include "host/model/transitions.h"
 
 namespace tide::api::operations {
@@ -15,6 +17,19 @@ Result<ApiResponse> operationReply(ledger::Ledger& ledger, const model::Operatio
   TIDE_ASSIGN_OR_RETURN(std::vector<model::Decision> decisions, ledger.listDecisions(operation.meta.id));
   Json view = operation;
   view["decisions"] = decisions;
+  if (operation.decision.is_object() && operation.decision.contains("approvals")) {
+    const model::ApprovalState state = model::approvalStateOf(operation.decision);
+    Json counted = Json::array();
+    for (const model::GivenApproval* g : model::countedApprovals(state, operation.requested_by)) {
+      counted.push_back(g->actor);
+    }
+    view["approvals"] = Json{{"required", state.requirement.approvals},
+                             {"counted", std::move(counted)},
+                             {"still_needed", operation.state == "PENDING_APPROVAL"
+                                                  ? model::approvalsStillNeeded(state, operation.requested_by)
+                                                  : 0},
+                             {"summary", model::describeApprovals(operation.decision, operation.requested_by)}};
+  }
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(operation.meta.generation));
   return response;
@@ -38,15 +53,20 @@ struct OperationRequest {
   int64_t id = 0;
   std::optional<std::string> reason;
   ledger::Generation generation;
+  bool override = false;  // approve only: override a soft deny
 };
 
-Result<OperationRequest> readOperationRequest(const ApiRequest& request) {
+// `fields`: the body keys the call accepts.
+Result<OperationRequest> readOperationRequest(const ApiRequest& request,
+                                              std::initializer_list<std::string_view> fields = {"reason", "generation"}) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   OperationRequest out;
   TIDE_ASSIGN_OR_RETURN(out.id, readIdParam(request, "id"));
-  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason", "generation"}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, fields));
   TIDE_ASSIGN_OR_RETURN(out.reason, readStringField(body, "reason"));
   TIDE_ASSIGN_OR_RETURN(out.generation, readDecisionGeneration(request, body));
+  TIDE_ASSIGN_OR_RETURN(std::optional<bool> override, readBoolField(body, "override"));
+  out.override = override.value_or(false);
   return out;
 }
 
@@ -55,30 +75,29 @@ std::string messageOf(const OperationRequest& asked, const std::string& verb, co
   return asked.reason && !asked.reason->empty() ? *asked.reason : verb + " by " + actor;
 }
 
-// Moves a PENDING_APPROVAL operation to `state` (APPROVED or REJECTED) on behalf of the
-// caller, who is recorded as approved_by. `verb` is "approved" or "rejected".
-Result<ApiResponse> decide(ApiContext& context, const ApiRequest& request, const std::string& state,
-                           const std::string& verb) {
-  TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
-  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
+// Refuses a decision on `operation` unless it waits for people; a hard deny is named, since
+// nobody can override it (403 to an override, 409 otherwise).
+Status checkWaiting(const model::Operation& operation, const std::string& verb, bool override) {
+  if (operation.state == "PENDING_APPROVAL") return Status::ok();
+  const std::string subject = "operation " + std::to_string(operation.meta.id);
+  const bool hard_denied = operation.state == "REJECTED" && operation.approved_by == "policy" &&
+                           operation.decision.is_object() && !operation.decision.value("overridable", false);
+  if (hard_denied) {
+    const std::string message = subject + " was rejected by policy (" +
+                                operation.decision.value("summary", std::string()) + ")" +
+                                "; a hard deny cannot be overridden by anyone";
+    return override ? Status::permissionDenied(message) : Status::conflict(message);
+  }
+  return Status::conflict(subject + " is " + operation.state + "; only an operation in PENDING_APPROVAL can be " +
+                          verb);
+}
 
-  const std::string& actor = request.principal.name;
-  const std::string subject = "operation " + std::to_string(asked.id);
-  if (operation.state != "PENDING_APPROVAL") {
-    return Status::conflict(subject + " is " + operation.state + "; only an operation in PENDING_APPROVAL can be " +
-                            verb);
-  }
-  if (context.approver_must_differ && operation.requested_by == actor) {
-    return Status::permissionDenied(subject + " was requested by " + actor + "; it must be " + verb +
-                                    " by someone else (auth.approver_must_differ)");
-  }
-  // Without a generation from the client, the one read here: what is decided is exactly
-  // the operation checked above, or nothing (409) if it changed meanwhile.
-  if (!asked.generation) asked.generation = operation.meta.generation;
-  TIDE_ASSIGN_OR_RETURN(
-      model::Operation decided,
-      context.ledger.setOperationState(asked.id, state, asked.generation, actor, messageOf(asked, verb, actor), actor));
-  return operationReply(context.ledger, decided);
+// The four-eyes rule of the host config (auth.approver_must_differ).
+Status checkFourEyes(ApiContext& context, const model::Operation& operation, const std::string& actor,
+                     const std::string& verb) {
+  if (!context.approver_must_differ || operation.requested_by != actor) return Status::ok();
+  return Status::permissionDenied("operation " + std::to_string(operation.meta.id) + " was requested by " + actor +
+                                  "; it must be " + verb + " by someone else (auth.approver_must_differ)");
 }
 
 }  // namespace
@@ -100,12 +119,34 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   return operationReply(context.ledger, operation);
 }
 
+// One approval: it counts (model::checkApproval), and the operation moves to APPROVED once
+// enough do; the reply says how many are still needed.
 Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
-  return decide(context, request, "APPROVED", "approved");
+  TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request, {"reason", "generation", "override"}));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
+  const std::string& actor = request.principal.name;
+  TIDE_RETURN_IF_ERROR(checkWaiting(operation, "approved", asked.override));
+  TIDE_RETURN_IF_ERROR(checkFourEyes(context, operation, actor, "approved"));
+  // Without a generation from the client, the one read here: what is approved is exactly
+  // the operation checked above, or nothing (409) if it changed meanwhile.
+  if (!asked.generation) asked.generation = operation.meta.generation;
+  model::GivenApproval approval{actor, roleName(request.principal.role), asked.override, asked.reason.value_or(""), ""};
+  TIDE_ASSIGN_OR_RETURN(model::Operation approved, context.ledger.addApproval(asked.id, asked.generation, approval));
+  return operationReply(context.ledger, approved);
 }
 
+// Any rejection rejects, however many approvals were given.
 Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
-  return decide(context, request, "REJECTED", "rejected");
+  TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
+  const std::string& actor = request.principal.name;
+  TIDE_RETURN_IF_ERROR(checkWaiting(operation, "rejected", false));
+  TIDE_RETURN_IF_ERROR(checkFourEyes(context, operation, actor, "rejected"));
+  if (!asked.generation) asked.generation = operation.meta.generation;
+  TIDE_ASSIGN_OR_RETURN(model::Operation rejected,
+                        context.ledger.setOperationState(asked.id, "REJECTED", asked.generation, actor,
+                                                         messageOf(asked, "rejected", actor), actor));
+  return operationReply(context.ledger, rejected);
 }
 
 // The ledger decides whether the operation has started, in the transaction that cancels it,

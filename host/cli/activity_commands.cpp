@@ -83,6 +83,7 @@ void addActivityCommands(CLI::App& app, Verbs& verbs) {
               {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...)"},
                {"plan", "only operations of this deployment plan"},
                {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"}});
+  addOperationDecisionVerbs(*operations, verbs);
   addOperationCancelVerb(*operations, verbs);
 
   addEventsVerb(app, verbs);

@@ -107,6 +107,8 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs);  // deployment
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs);
 // cancel: under the `operations` noun.
 void addOperationCancelVerb(CLI::App& operations, Verbs& verbs);
+// approve ID [--override --reason TEXT], reject ID: under the `operations` noun.
+void addOperationDecisionVerbs(CLI::App& operations, Verbs& verbs);
 // promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs

@@ -1,8 +1,10 @@
 // `tide deployment approve-operation | reject-operation | operate`: what a person does to
 // the operations and instances of one plan (docs/architecture.md#approval,
 // docs/architecture.md#cli-and-host-configuration). Each verb finds its target itself when there is exactly one, and
-// otherwise names the candidates. `tide operations cancel ID` withdraws one operation that
-// has not started (docs/architecture.md#cancelling-an-operation).
+// otherwise names the candidates. `tide operations approve|reject ID` decide one operation by
+// its ID, `approve --override --reason` overriding a soft deny (docs/architecture.md#human-approval);
+// `tide operations cancel ID` withdraws one operation that has not started
+// (docs/architecture.md#cancelling-an-operation).
 
 #include <memory>
 #include <vector>
@@ -21,6 +23,17 @@ int64_t operationIdOf(const Json& operation) { return operation.value(Json::json
 std::string describeOperation(const Json& operation) {
   return std::to_string(operationIdOf(operation)) + " (" + operation.value("type", "") + " " +
          operation.value("meta_instance", "") + ")";
+}
+
+// "approved operation 7 (DELETE web-x): 1 of 2 approvals (alice); 1 more needed": a decision's
+// reply, with how far the operation's approvals got when it needs more than one.
+std::string describeDecided(const Json& reply, const std::string& past) {
+  std::string out = past + " operation " + describeOperation(reply);
+  const Json approvals = reply.value("approvals", Json::object());
+  const int64_t still_needed = approvals.value("still_needed", int64_t{0});
+  if (approvals.value("required", 1) > 1 || still_needed > 0) out += ": " + approvals.value("summary", std::string());
+  if (still_needed > 0) out += "; " + std::to_string(still_needed) + " more needed";
+  return out;
 }
 
 // The items of a getAll reply as a vector.
@@ -82,7 +95,7 @@ Status decideOperations(Session& session, const std::string& plan, const Decisio
       refused = reply.status();
       break;
     }
-    if (!session.json()) session.out << past << " operation " << describeOperation(*reply) << '\n';
+    if (!session.json()) session.out << describeDecided(*reply, past) << '\n';
     decided.push_back(std::move(reply).value());
   }
   if (session.json() && (refused.isOk() || !decided.empty())) session.printJson(Json{{"items", decided}});
@@ -190,7 +203,39 @@ struct CancelFlags {
   std::string reason;
 };
 
+struct DecideByIdFlags {
+  int64_t operation_id = 0;
+  std::string reason;
+  bool override = false;
+};
+
+void addDecideByIdVerb(CLI::App& operations, Verbs& verbs, const std::string& action, const std::string& past,
+                       const std::string& description) {
+  auto flags = std::make_shared<DecideByIdFlags>();
+  CLI::App* verb = verbs.add(operations, action, description, [flags, action, past](Session& session) -> Status {
+    Json body = Json::object();
+    if (!flags->reason.empty()) body["reason"] = flags->reason;
+    if (flags->override) body["override"] = true;
+    TIDE_ASSIGN_OR_RETURN(Json operation, session.client.post(operationPath(flags->operation_id) + "/" + action, body));
+    session.print(operation, [past](std::ostream& out, const Json& operation) {
+      out << describeDecided(operation, past) << '\n';
+    });
+    return Status::ok();
+  });
+  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(CLI::PositiveNumber);
+  verb->add_option("--reason", flags->reason, "recorded with the decision (required with --override)");
+  if (action == "approve") {
+    verb->add_flag("--override", flags->override, "override a soft deny (a hard deny cannot be overridden)");
+  }
+}
+
 }  // namespace
+
+void addOperationDecisionVerbs(CLI::App& operations, Verbs& verbs) {
+  addDecideByIdVerb(operations, verbs, "approve", "approved",
+                    "Approve an operation waiting for approval (one of the approvals it needs)");
+  addDecideByIdVerb(operations, verbs, "reject", "rejected", "Reject an operation waiting for approval");
+}
 
 void addOperationCancelVerb(CLI::App& operations, Verbs& verbs) {
   auto flags = std::make_shared<CancelFlags>();

@@ -1,10 +1,12 @@
 #include "host/cli/views.h"
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
 #include "host/cli/json_fields.h"
 #include "host/cli/rollout_view.h"
+#include "host/model/approvals.h"
 
 namespace tide::cli {
 namespace {
@@ -24,6 +26,21 @@ std::string join(const Json& values, std::string_view separator) {
 std::string joinLines(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& line : lines) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+// Who approved an operation; while it waits for several approvals or an override, how far it
+// got ("1 of 2 approvals (alice)"). A wait for one plain approval shows nothing, as before.
+std::string approvedByText(const Json& operation) {
+  const std::string approved_by = text(operation, {"approved_by"});
+  if (!approved_by.empty() || text(operation, {"state"}) != "PENDING_APPROVAL") return approved_by;
+  const Json& decision = at(operation, {"decision"});
+  const model::ApprovalState state = model::approvalStateOf(decision);
+  if (state.requirement.approvals <= 1 && state.given.empty() && !state.overridable) return "";
+  std::string out = model::describeApprovals(decision, text(operation, {"requested_by"}));
+  const bool overridden =
+      std::any_of(state.given.begin(), state.given.end(), [](const model::GivenApproval& g) { return g.override; });
+  if (state.overridable && !overridden) out += "; soft-denied: needs an override";
   return out;
 }
 
@@ -209,7 +226,7 @@ void printInstanceTable(std::ostream& out, const Json& instances) {
       operations.push_back({"ID: " + text(operation, {"metadata", "id"}), "Type: " + text(operation, {"type"}),
                             "Intent ID: " + text(operation, {"intent"}), "State: " + text(operation, {"state"}),
                             "Requested By: " + text(operation, {"requested_by"}),
-                            "Approved By: " + text(operation, {"approved_by"}),
+                            "Approved By: " + approvedByText(operation),
                             "Attempts: " + text(operation, {"attempts"}), "Message: " + text(operation, {"message"})});
     }
     table.addRow({text(meta, {"name"}), text(meta, {"plan"}), text(meta, {"deployment_id"}), blocks(runtimes),
@@ -223,7 +240,7 @@ void printOperationTable(std::ostream& out, const Json& operations) {
                "Requested By", "Approved By", "Message"});
   for (const Json& op : items(operations)) {
     table.addRow({text(op, {"metadata", "id"}), text(op, {"meta_instance"}), text(op, {"plan"}), text(op, {"type"}),
-                  text(op, {"intent"}), text(op, {"state"}), text(op, {"requested_by"}), text(op, {"approved_by"}),
+                  text(op, {"intent"}), text(op, {"state"}), text(op, {"requested_by"}), approvedByText(op),
                   text(op, {"message"})});
   }
   table.print(out);

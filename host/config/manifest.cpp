@@ -103,7 +103,7 @@ const KeyTable kApplicationKeys = {
 
 const KeyTable kStrategyKeys = {{"script", {"script"}}, {"params", {"params"}}};
 
-const KeyTable kApprovalKeys = {{"policies", {"policies"}}};
+const KeyTable kApprovalKeys = {{"policies", {"policies"}}, {"min_approvals", {"minApprovals", "min_approvals"}}};
 
 const KeyTable kPlacementKeys = {
     {"max_per_node", {"maxPerNode", "max_per_node"}},
@@ -149,6 +149,7 @@ constexpr Bounds kThreshold{1, 1000};
 constexpr Bounds kSeconds{0, 86400, true};
 constexpr Bounds kId{0, 9.2e18};
 constexpr Bounds kMaxPerNode{1, model::kMaxPerNodeLimit};
+constexpr Bounds kMinApprovals{1, model::kMaxMinApprovals};
 
 // --- small helpers --------------------------------------------------------------------------
 
@@ -519,6 +520,9 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
                 [&](const YamlNode& item, const std::string& field) {
                   if (auto name = readName(item, field, problems)) out.approval_policies.push_back(*name);
                 });
+    if (auto n = approval.integer("min_approvals", Need::kOptional, kMinApprovals)) {
+      out.approval_min_approvals = static_cast<int>(*n);
+    }
   }
   if (const YamlNode* v = m.get("placement")) out.placement = readPlacement(*v, m.field("placement"), problems);
   return out;

@@ -91,6 +91,11 @@ int ApprovalStage::pass(const World& world, const UnreachableNodes& unreachable)
   other_versions_.clear();
   releaseUnused(world);
   int changed = 0;
+  if (const uint64_t version = policies_.currentVersion(); version != reevaluated_version_) {
+    bool all_done = true;
+    changed += reevaluateWaiting(world, version, all_done);
+    if (all_done) reevaluated_version_ = version;
+  }
   int decided = 0;
   std::optional<sched::ClusterSnapshot> snapshot;
   // From after where the last pass stopped to the end, then from the start up to there.
@@ -181,34 +186,90 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
     return node.status();
   }
 
+  return conclude(world, op, evaluate(world, op, node.value()), {}, std::nullopt).status();
+}
+
+lua::Evaluation ApprovalStage::evaluate(const World& world, const model::Operation& op, const std::string& node) {
   LedgerPolicyDataSource data(ledger_, clock_, op.meta.id);
-  lua::Evaluation evaluation = policies_.evaluate(opSnapshot(world, op, node.value()), data);
+  lua::Evaluation evaluation = policies_.evaluate(opSnapshot(world, op, node), data);
   std::vector<model::Decision> decisions;
-  std::vector<std::string> approvers;
   for (auto& d : evaluation.decisions) {
     d.record.operation_id = op.meta.id;
-    if (d.record.verdict == "approve" && d.level != "advisory") approvers.push_back("policy:" + d.record.policy);
     decisions.push_back(d.record);
   }
   (void)ledger_.recordDecisions(decisions);
-  ledger::Ledger::OperationUpdate update;
-  update.decision = Json{{"outcome", lua::outcomeName(evaluation.outcome)},
-                         {"summary", evaluation.summary},
-                         {"overridable", evaluation.overridable},
-                         {"script_set_version", evaluation.script_set_version}};
-  (void)ledger_.updateOperation(op.meta.id, update, options_.actor);
+  return evaluation;
+}
 
-  const std::string state = lua::outcomeName(evaluation.outcome);
+Result<bool> ApprovalStage::conclude(const World& world, const model::Operation& op,
+                                     const lua::Evaluation& evaluation, std::vector<model::GivenApproval> given,
+                                     ledger::Generation generation) {
+  Json decision{{"outcome", lua::outcomeName(evaluation.outcome)},
+                {"summary", evaluation.summary},
+                {"overridable", evaluation.overridable},
+                {"script_set_version", evaluation.script_set_version}};
+  std::string state = lua::outcomeName(evaluation.outcome);
   std::string approved_by;
-  if (evaluation.outcome == lua::Outcome::kApproved) {
-    for (const auto& a : approvers) approved_by += (approved_by.empty() ? "" : ",") + a;
-  } else if (evaluation.outcome == lua::Outcome::kRejected) {
+  if (evaluation.outcome == lua::Outcome::kPendingApproval) {
+    model::ApprovalRequirement plan_minimum;
+    if (auto plan = world.plan_by_name.find(op.plan); plan != world.plan_by_name.end()) {
+      plan_minimum.approvals = plan->second->approval_min_approvals;
+    }
+    const model::ApprovalState approvals{model::strictest(evaluation.approvals, plan_minimum),
+                                         evaluation.overridable, std::move(given)};
+    decision["approvals"] = model::approvalsJson(approvals);
+    // What people approved before the policies changed still counts, and may be enough.
+    if (!approvals.given.empty() && model::approvalComplete(approvals, op.requested_by)) {
+      state = "APPROVED";
+      approved_by = model::countedActors(approvals, op.requested_by);
+    }
+  } else if (evaluation.outcome == lua::Outcome::kApproved) {
+    for (const auto& d : evaluation.decisions) {
+      if (d.record.verdict == "approve" && d.level != "advisory") {
+        approved_by += (approved_by.empty() ? "policy:" : ",policy:") + d.record.policy;
+      }
+    }
+  } else {
     approved_by = "policy";
   }
-  auto moved =
-      ledger_.setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by);
-  if (!moved.isOk()) return moved.status();
-  return Status::ok();
+  ledger::Ledger::OperationUpdate update;
+  update.generation = generation;
+  update.decision = std::move(decision);
+  TIDE_RETURN_IF_ERROR(ledger_.updateOperation(op.meta.id, update, options_.actor).status());
+  if (state == op.state) return false;
+  TIDE_RETURN_IF_ERROR(
+      ledger_.setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
+          .status());
+  return true;
+}
+
+int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_version, bool& all_done) {
+  int changed = 0;
+  for (const std::string& name : world.operating) {
+    const InstanceView& view = world.instances.at(name);
+    const model::Operation& op = *view.unfinished;
+    if (op.state != "PENDING_APPROVAL") continue;
+    if (op.decision.is_object() && op.decision.value("script_set_version", uint64_t{0}) == script_set_version) continue;
+    const std::string node =
+        op.target.contains("runtime_instance") ? op.target.value("node", "") : view.active ? view.active->node : "";
+    const lua::Evaluation evaluation = evaluate(world, op, node);
+    // With the generation the pass read: an approval given meanwhile wins, and the next
+    // pass evaluates the operation again with it.
+    const Result<bool> moved =
+        conclude(world, op, evaluation, model::approvalStateOf(op.decision).given, op.meta.generation);
+    if (!moved.isOk()) {
+      all_done = false;
+      continue;
+    }
+    (void)ledger_.appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
+                              Json{{"instance", op.meta_instance},
+                                   {"script_set_version", script_set_version},
+                                   {"outcome", lua::outcomeName(evaluation.outcome)},
+                                   {"summary", evaluation.summary}},
+                              options_.actor);
+    if (*moved) ++changed;
+  }
+  return changed;
 }
 
 void ApprovalStage::releaseUnused(const World& world) {

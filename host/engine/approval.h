@@ -50,6 +50,17 @@ class ApprovalStage {
  private:
   Status decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
                 const model::Operation& op);
+  // Evaluates every operation waiting in PENDING_APPROVAL that script set
+  // `script_set_version` has not decided; returns how many changed state. `all_done` becomes
+  // false when one could not be written (it changed meanwhile) and must be tried again.
+  int reevaluateWaiting(const World& world, uint64_t script_set_version, bool& all_done);
+  // Runs the policies on `op` (placed on `node`) and records their decisions.
+  lua::Evaluation evaluate(const World& world, const model::Operation& op, const std::string& node);
+  // Writes `evaluation` as `op`'s decision, keeping the approvals `given`, and moves `op` to
+  // the state it leads to; whether its state changed. With `generation`, nothing is written
+  // if `op` moved since (kConflict).
+  Result<bool> conclude(const World& world, const model::Operation& op, const lua::Evaluation& evaluation,
+                  std::vector<model::GivenApproval> given, ledger::Generation generation);
   // Reserves placement for `op` if it needs one it does not have; returns the node it
   // runs on (empty when it runs nowhere).
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
@@ -67,6 +78,7 @@ class ApprovalStage {
   ApprovalOptions options_;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_versions_;  // this pass's
   std::string resume_after_;  // the meta instance the last pass stopped after; "" when it finished
+  uint64_t reevaluated_version_ = 0;  // the script set every waiting operation has been evaluated against
 };
 
 // What an operation installs: the coordinates of its deployment (intent), else of the

@@ -68,7 +68,7 @@ void placeOperation(InstanceView& view, model::Operation o) {
 // Tables whose rows the control loop's picture does not hold.
 bool outsideTheWorld(const std::string& table) {
   return table == "events" || table == "decisions" || table == "script_versions" || table == "tokens" ||
-         table == "schema_version" || table == "audit_checkpoints";
+         table == "schema_version" || table == "audit_checkpoints" || table == "operation_approvals";
 }
 
 }  // namespace

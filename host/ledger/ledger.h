@@ -34,6 +34,7 @@
 
 #include "host/core/clock.h"
 #include "host/core/status.h"
+#include "host/model/approvals.h"
 #include "host/model/audit.h"
 #include "host/model/manifest.h"
 #include "host/model/records.h"
@@ -313,6 +314,7 @@ class Ledger {
   // Bookkeeping of the executor; unset fields are left alone; no event (state changes
   // carry the story).
   struct OperationUpdate {
+    Generation generation;  // when set: kConflict if the operation moved since
     std::optional<int64_t> attempts;
     std::optional<std::string> next_attempt_at;
     std::optional<Json> target;
@@ -320,6 +322,17 @@ class Ledger {
     std::optional<std::string> message;
   };
   Result<Operation> updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor);
+
+  // --- approvals (docs/architecture.md#human-approval) ----------------------------------
+  // Records a person's approval of operation `id` in one transaction: the operation must be
+  // PENDING_APPROVAL (and at `generation` when given; kConflict otherwise) and the approval
+  // must count (model::checkApproval's errors). It joins decision.approvals.given and the
+  // operation_approvals table, an "operation.approval" event names the actor, and once
+  // enough approvals count the operation moves to APPROVED with approved_by the counted
+  // actors. `approval.at` is set here.
+  Result<Operation> addApproval(int64_t id, Generation generation, model::GivenApproval approval);
+  // The approvals people gave operation `id`, oldest first.
+  Result<std::vector<model::GivenApproval>> listApprovals(int64_t operation_id);
 
   // --- manifests -----------------------------------------------------------------------
   // Creates every record of the manifest in one transaction, in dependency order

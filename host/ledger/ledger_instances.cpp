@@ -666,7 +666,7 @@ Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& upd
     if (update.decision) assign.set("decision", update.decision->dump());
     if (update.message) assign.set("message", *update.message);
     if (!assign.empty()) {
-      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, assign.sql(), assign.values()));
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, update.generation, assign.sql(), assign.values()));
     }
     return loadOperation(tx.db(), id);
   });
@@ -725,6 +725,65 @@ Result<Operation> Ledger::cancelOperation(int64_t id, Generation generation, con
                                      Json{{"instance", o.meta_instance}, {"type", o.type}}));
     TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, "CANCELLED"));
     return loadOperation(tx.db(), id);
+  });
+}
+
+Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::GivenApproval approval) {
+  return write("add approval", approval.actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
+    const std::string subject = "operation " + std::to_string(id);
+    if (o.state != "PENDING_APPROVAL") {
+      return Status::conflict(subject + " is " + o.state + "; only an operation in PENDING_APPROVAL can be approved");
+    }
+    model::ApprovalState state = model::approvalStateOf(o.decision);
+    TIDE_RETURN_IF_ERROR(model::checkApproval(state, o.requested_by, approval));
+    approval.at = tx.now();
+    state.given.push_back(approval);
+    Json decision = o.decision.is_object() ? o.decision : Json::object();
+    decision["approvals"] = model::approvalsJson(state);
+    Bindings values;
+    values.set("decision", decision.dump());
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, generation, "decision = :decision", values));
+    const int override = approval.override ? 1 : 0;
+    const long long operation_id = id;
+    tx.db().run(
+        "INSERT INTO operation_approvals (operation_id, actor, role, override, reason, at) "
+        "VALUES (:o, :a, :r, :v, :why, :at)",
+        soci::use(operation_id), soci::use(approval.actor), soci::use(approval.role),
+        soci::use(override), soci::use(approval.reason), soci::use(approval.at));
+    const int needed = model::approvalsStillNeeded(state, o.requested_by);
+    Json data{{"instance", o.meta_instance},
+              {"actor", approval.actor},
+              {"override", approval.override},
+              {"approvals", model::describeApprovals(decision, o.requested_by)},
+              {"still_needed", needed}};
+    if (!approval.reason.empty()) data["reason"] = approval.reason;
+    tx.event("operation.approval", operationSubject(o), data);
+    if (needed > 0) return loadOperation(tx.db(), id);
+
+    const std::string approved_by = model::countedActors(state, o.requested_by);
+    const std::string message = approval.reason.empty() ? "approved by " + approved_by : approval.reason;
+    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
+                                     "APPROVED", std::nullopt, message,
+                                     Json{{"instance", o.meta_instance}, {"type", o.type}, {"approved_by", approved_by}}));
+    Bindings approver;
+    approver.set("approved_by", approved_by);
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", approver));
+    return loadOperation(tx.db(), id);
+  });
+}
+
+Result<std::vector<model::GivenApproval>> Ledger::listApprovals(int64_t operation_id) {
+  return read("list approvals", [&](Db& db) -> Result<std::vector<model::GivenApproval>> {
+    const long long op = operation_id;
+    std::vector<model::GivenApproval> out;
+    db.forEachRow(
+        "SELECT actor, role, override, reason, at FROM operation_approvals WHERE operation_id = :o ORDER BY id",
+        [&](const soci::row& r) {
+          out.push_back({rowString(r, 0), rowString(r, 1), rowInt(r, 2) != 0, rowString(r, 3), rowString(r, 4)});
+        },
+        soci::use(op));
+    return out;
   });
 }
 

@@ -26,6 +26,7 @@ Plan planFromRow(const soci::row& r) {
   p.applications = spec.value("applications", std::vector<Application>{});
   p.strategy = spec.value("strategy", StrategyRef{});
   p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
+  p.approval_min_approvals = spec.value("approval_min_approvals", 1);
   p.state = rowString(r, 8);
   p.message = rowString(r, 9);
   p.placement.max_per_node = static_cast<int>(rowInt(r, 10));
@@ -171,8 +172,8 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
         {"matching_capabilities", plan.matching_capabilities},
         {"applications", plan.applications},
         {"strategy", plan.strategy},
-        {"approval_policies",
-         plan.approval_policies}}.dump();
+        {"approval_policies", plan.approval_policies},
+        {"approval_min_approvals", plan.approval_min_approvals}}.dump();
     const std::string state = "ACTIVE";
     const int max_per_node = plan.placement.max_per_node;
     const int bin_pack = plan.placement.bin_pack ? 1 : 0;

@@ -144,7 +144,7 @@ void to_json(Json& j, const Plan& v) {
            {"matching_capabilities", v.matching_capabilities},
            {"applications", v.applications},
            {"strategy", v.strategy},
-           {"approval", Json{{"policies", v.approval_policies}}},
+           {"approval", Json{{"policies", v.approval_policies}, {"min_approvals", v.approval_min_approvals}}},
            {"placement", v.placement},
            {"state", v.state},
            {"message", v.message}};

@@ -122,6 +122,8 @@ struct StrategyRef {
 
 // The most instances of one plan a plan may allow on one node.
 inline constexpr int kMaxPerNodeLimit = 1000;
+// The largest approval.min_approvals a plan may ask for (and manual{approvals} in Lua).
+inline constexpr int kMaxMinApprovals = 20;
 
 // How the scheduler places a plan's instances (docs/architecture.md#scheduling). The
 // defaults are one instance per node, spread over the least-allocated nodes.
@@ -139,6 +141,9 @@ struct Plan {
   std::vector<Application> applications;
   StrategyRef strategy;
   std::vector<std::string> approval_policies;  // advisory policies to add; hard and soft ones always apply
+  // The fewest approvals an operation of the plan waits for when it waits for people
+  // (approval.min_approvals; docs/architecture.md#human-approval).
+  int approval_min_approvals = 1;
   PlanPlacement placement;
   std::string state = "ACTIVE";  // ACTIVE | INACTIVE
   std::string message;

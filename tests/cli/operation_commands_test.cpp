@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "host/model/approvals.h"
 #include "tests/cli/cli_test_support.h"
 
 using namespace tide;
@@ -313,4 +314,79 @@ TEST_CASE("cli: operations cancel withdraws an operation that has not started, a
   CliRun missing = f.live.run({"operations", "cancel", "999"});
   CHECK(missing.code == 1);
   CHECK(contains(missing.err, "999"));
+}
+
+namespace {
+
+// Makes waiting operation `id` ask for what the approval stage would record for `approvals`.
+void askFor(OperationFixture& f, int64_t id, const model::ApprovalState& approvals) {
+  ledger::Ledger::OperationUpdate update;
+  update.decision = Json{{"outcome", "PENDING_APPROVAL"},
+                         {"summary", "a policy asked"},
+                         {"overridable", approvals.overridable},
+                         {"approvals", model::approvalsJson(approvals)}};
+  REQUIRE(f.live.ledger->updateOperation(id, update, "engine").isOk());
+}
+
+}  // namespace
+
+TEST_CASE("cli: operations approve counts one of the approvals an operation needs, and list and show say how far") {
+  OperationFixture f;
+  CliRun bob = f.live.run({"token", "create", "--name", "bob", "--role", "approver", "-o", "json"});
+  REQUIRE_MESSAGE(bob.code == 0, bob.err);
+  const std::string bob_token = Json::parse(bob.out).value("token", "");
+  REQUIRE_FALSE(bob_token.empty());
+  const std::string instance = f.newInstance();
+  const int64_t id = f.waiting(instance);
+  askFor(f, id, {{2, "approver", {"requester"}}, false, {}});
+
+  CliRun first = f.live.run({"operations", "approve", std::to_string(id)});
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  const std::string progress = "1 of 2 approvals (" + kBootstrapAdmin + ")";
+  CHECK(first.out == "approved operation " + described(id, "CREATE", instance) + ": " + progress + "; 1 more needed\n");
+  CHECK(f.operation(id).state == "PENDING_APPROVAL");
+
+  CliRun list = f.live.run({"operations", "list", "--state", "PENDING_APPROVAL"});
+  REQUIRE_MESSAGE(list.code == 0, list.err);
+  CHECK(contains(list.out, progress));
+  CliRun show = f.live.run({"deployment", "show", kExamplePlan});
+  CHECK(contains(show.out, "Approved By: " + progress));
+
+  CliRun again = f.live.run({"operations", "approve", std::to_string(id)});
+  CHECK(again.code == 1);
+  CHECK(contains(again.err, "already approved"));
+
+  CliRun second = runCli({"operations", "approve", std::to_string(id), "--server", f.live.url, "--token", bob_token});
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK(contains(second.out, "2 of 2 approvals (" + kBootstrapAdmin + ", bob)"));
+  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).approved_by == kBootstrapAdmin + ",bob");
+}
+
+TEST_CASE("cli: operations approve --override --reason overrides a soft deny; a plain approve is refused") {
+  OperationFixture f;
+  const std::string instance = f.newInstance();
+  const int64_t id = f.waiting(instance);
+  askFor(f, id, {{}, true, {}});
+  CliRun show = f.live.run({"operations", "list"});
+  CHECK(contains(show.out, "soft-denied: needs an override"));
+
+  CliRun plain = f.live.run({"operations", "approve", std::to_string(id)});
+  CHECK(plain.code == 1);
+  CHECK(contains(plain.err, "override"));
+  CliRun reasonless = f.live.run({"operations", "approve", std::to_string(id), "--override"});
+  CHECK(reasonless.code == 1);
+  CHECK(contains(reasonless.err, "reason"));
+
+  CliRun overridden =
+      f.live.run({"operations", "approve", std::to_string(id), "--override", "--reason", "hotfix for INC-42"});
+  REQUIRE_MESSAGE(overridden.code == 0, overridden.err);
+  CHECK(overridden.out == "approved operation " + described(id, "CREATE", instance) + "\n");
+  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).message == "hotfix for INC-42");
+
+  const int64_t other = f.waiting(f.newInstance());
+  CliRun rejected = f.live.run({"operations", "reject", std::to_string(other), "--reason", "not now"});
+  REQUIRE_MESSAGE(rejected.code == 0, rejected.err);
+  CHECK(f.operation(other).state == "REJECTED");
 }

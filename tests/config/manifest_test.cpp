@@ -145,6 +145,7 @@ TEST_CASE("manifest: MRDS plan file is accepted verbatim") {
   CHECK(p.strategy.script == "rolling");
   CHECK(p.strategy.params == Json::object());
   CHECK(p.approval_policies.empty());
+  CHECK(p.approval_min_approvals == 1);
   CHECK(p.state == "ACTIVE");
 }
 
@@ -303,7 +304,7 @@ plans:
         healthCheck: {type: exec, command: [/bin/check, "--fast"], intervalSeconds: 10, timeoutSeconds: 3,
                       healthyThreshold: 1, unhealthyThreshold: 1}
     strategy: {script: canary, params: {steps: [10, 50, 100], pause_seconds: 60}}
-    approval: {policies: [prod-guard, business-hours]}
+    approval: {policies: [prod-guard, business-hours], min_approvals: 2}
 deployments:
   - plan: p
     deploymentId: d1
@@ -353,6 +354,7 @@ deployments:
   CHECK(p.strategy.script == "canary");
   CHECK(p.strategy.params == Json{{"steps", {10, 50, 100}}, {"pause_seconds", 60}});
   CHECK(p.approval_policies == std::vector<std::string>{"prod-guard", "business-hours"});
+  CHECK(p.approval_min_approvals == 2);
   REQUIRE(m.deployments.size() == 1);
   const model::Deployment& d = m.deployments[0].value;
   CHECK(d.instance_count == 0);
@@ -1012,4 +1014,18 @@ TEST_CASE("manifest: a node may leave total out, for its agent to report") {
   REQUIRE(node.isOk());
   CHECK(node->total.cores == 0);
   CHECK(node->total.memory_gib == 0);
+}
+
+TEST_CASE("manifest error: a plan's approval.min_approvals is a whole number from 1 to 20") {
+  for (const std::string bad : {"0", "21", "two"}) {
+    CAPTURE(bad);
+    auto details = parseErrors(R"(plans:
+  - name: p
+    namespace: ns
+    service_name: svc
+    applications: [{payload_name: app, resources: {cores: 1, memory_gib: 1}}]
+    approval: {min_approvals: )" + bad + "}\n");
+    REQUIRE(details.size() == 1);
+    CHECK(details[0].field == "plans[0].approval.min_approvals");
+  }
 }

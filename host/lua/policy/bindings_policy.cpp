@@ -3,6 +3,7 @@
 #include <string>
 
 #include "host/lua/policy/policy_data.h"
+#include "host/model/approvals.h"
 #include "host/lua/runtime/bindings_base.h"
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/bindings_readonly.h"
@@ -65,7 +66,89 @@ int pushVerdict(lua_State* L, const char* verdict, bool reason_required, void* s
 
 int approveVerb(lua_State* L) { return pushVerdict(L, "approve", false, &kReasonlessApproveKey); }
 int denyVerb(lua_State* L) { return pushVerdict(L, "deny", true); }
-int manualVerb(lua_State* L) { return pushVerdict(L, "manual", true); }
+
+// Bounds of manual{...}: a list of names longer than a team is a typo.
+constexpr lua_Integer kMaxApprovals = model::kMaxMinApprovals;
+constexpr lua_Integer kMaxDistinctFrom = 32;
+
+// Copies manual{...}'s distinct_from (at `index`, a list of names) into the table on top.
+void copyDistinctFrom(lua_State* L, int index) {
+  if (lua_type(L, index) != LUA_TTABLE) luaL_error(L, "manual{...}: distinct_from must be a list of names");
+  const lua_Integer n = static_cast<lua_Integer>(lua_objlen(L, index));
+  if (n > kMaxDistinctFrom) luaL_error(L, "manual{...}: distinct_from names at most %d", int(kMaxDistinctFrom));
+  lua_createtable(L, static_cast<int>(n), 0);
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_rawgeti(L, index, i);
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "manual{...}: distinct_from must be a list of names");
+    lua_rawseti(L, -2, i);
+  }
+}
+
+// manual(reason), or manual{ reason =, approvals =, role =, distinct_from = {...} }: the
+// table form asks for several approvals (docs/lua.md#asking-for-several-approvals). Its reason is optional.
+int manualVerb(lua_State* L) {
+  if (lua_type(L, 1) != LUA_TTABLE) return pushVerdict(L, "manual", true);
+  lua_pushnil(L);
+  while (lua_next(L, 1) != 0) {
+    const char* key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    const std::string_view name(key);
+    if (name != "reason" && name != "approvals" && name != "role" && name != "distinct_from") {
+      return luaL_error(L, "manual{...}: unknown field '%s' (allowed: reason, approvals, role, distinct_from)", key);
+    }
+    lua_pop(L, 1);
+  }
+  lua_createtable(L, 0, 5);
+  const int verdict = lua_gettop(L);
+  lua_pushliteral(L, "manual");
+  lua_setfield(L, verdict, "verdict");
+
+  lua_getfield(L, 1, "approvals");
+  lua_Integer approvals = 1;
+  if (!lua_isnil(L, -1)) {
+    const lua_Number n = lua_type(L, -1) == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
+    approvals = static_cast<lua_Integer>(n);
+    if (static_cast<lua_Number>(approvals) != n || approvals < 1 || approvals > kMaxApprovals) {
+      return luaL_error(L, "manual{...}: approvals must be a whole number from 1 to %d", int(kMaxApprovals));
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushinteger(L, approvals);
+  lua_setfield(L, verdict, "approvals");
+
+  lua_getfield(L, 1, "role");
+  if (!lua_isnil(L, -1)) {
+    const char* role = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+    const std::string problem = model::checkRequirementRole(role);
+    if (!problem.empty() || *role == '\0') {
+      return luaL_error(L, "manual{...}: %s", problem.empty() ? "role must be a role name" : problem.c_str());
+    }
+    lua_setfield(L, verdict, "role");
+  } else {
+    lua_pop(L, 1);
+  }
+
+  lua_getfield(L, 1, "distinct_from");
+  if (!lua_isnil(L, -1)) {
+    copyDistinctFrom(L, lua_gettop(L));
+    lua_setfield(L, verdict, "distinct_from");
+  }
+  lua_pop(L, 1);
+
+  lua_getfield(L, 1, "reason");
+  size_t len = 0;
+  const char* reason = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : nullptr;
+  if (!lua_isnil(L, -1) && !reason) return luaL_error(L, "manual{...}: reason must be a string");
+  if (len > 0) {
+    lua_pushlstring(L, reason, len < kMaxReasonBytes ? len : kMaxReasonBytes);
+  } else {
+    const std::string text = std::to_string(approvals) + (approvals == 1 ? " approval" : " approvals") + " required";
+    lua_pushlstring(L, text.data(), text.size());
+  }
+  lua_setfield(L, verdict, "reason");
+  lua_pop(L, 1);
+  pushReadOnly(L, verdict);
+  return 1;
+}
 int abstainVerb(lua_State* L) { return pushVerdict(L, "abstain", false, &kReasonlessAbstainKey); }
 
 const Verb kPolicyVerbs[] = {

@@ -116,6 +116,9 @@ void to_json(Json& j, const Evaluation& evaluation) {
            {"logs", std::move(logs)},
            {"script_set_version", evaluation.script_set_version},
            {"at", evaluation.at}};
+  if (evaluation.outcome == Outcome::kPendingApproval) {
+    j["approvals"] = model::approvalsJson({evaluation.approvals, evaluation.overridable, {}});
+  }
 }
 
 PolicyEngine::PolicyEngine(const ScriptSetProvider& scripts, const Clock& clock, PolicyEngineOptions options)
@@ -183,7 +186,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
       run.verdict = Verdict::kDeny;
     }
     if (!run.applicable) continue;
-    votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason});
+    votes.push_back({name, parseLevel(level).value_or(Level::kHard), run.verdict, run.reason, run.requirement});
     const std::string& sha256 = policy.file ? policy.file->sha256 : policy.failed ? policy.failed->sha256 : "";
     evaluation.decisions.push_back({level, makeRecord(name, sha256, run, evaluation.at)});
   }
@@ -197,6 +200,7 @@ Evaluation PolicyEngine::evaluate(const Json& op, PolicyDataSource& data, const 
   evaluation.outcome = combined.outcome;
   evaluation.summary = std::move(combined.summary);
   evaluation.overridable = combined.overridable;
+  evaluation.approvals = std::move(combined.approvals);
   return evaluation;
 }
 

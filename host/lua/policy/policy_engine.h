@@ -52,7 +52,8 @@ struct PolicyDecision {
 struct Evaluation {
   Outcome outcome = Outcome::kPendingApproval;
   std::string summary;
-  bool overridable = false;               // REJECTED by soft denies only
+  bool overridable = false;               // PENDING_APPROVAL because of soft denies: an approval must override
+  model::ApprovalRequirement approvals;   // what PENDING_APPROVAL needs
   std::vector<PolicyDecision> decisions;  // applicable policies, by name
   std::vector<LogRecord> logs;            // what the policies logged
   uint64_t script_set_version = 0;
@@ -79,6 +80,8 @@ class PolicyEngine {
   // code ran when the state was built and read the engine's own clock.
   Evaluation evaluate(const Json& op, PolicyDataSource& data, const Clock& clock);
 
+  // The version of the provider's current ScriptSet: what the next evaluate() runs.
+  uint64_t currentVersion() const { return scripts_.current()->version; }
   // The ScriptSet version the engine's state was built from (0 before the first evaluate
   // and after one that discarded the state).
   uint64_t loadedVersion() const;

@@ -110,6 +110,27 @@ std::string_view pushFieldText(lua_State* L, int table, const char* key) {
   return lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
 }
 
+// What the manual verdict table at `verdict` asks for: manual{...} set approvals, role and
+// distinct_from, checked when it was made (bindings_policy.cpp); manual(reason) none.
+model::ApprovalRequirement readRequirement(lua_State* L, int verdict) {
+  model::ApprovalRequirement requirement;
+  lua_getfield(L, verdict, "approvals");
+  if (lua_type(L, -1) == LUA_TNUMBER) requirement.approvals = static_cast<int>(lua_tonumber(L, -1));
+  lua_getfield(L, verdict, "role");
+  if (lua_type(L, -1) == LUA_TSTRING) requirement.role = lua_tostring(L, -1);
+  lua_getfield(L, verdict, "distinct_from");
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    const int n = static_cast<int>(lua_objlen(L, -1));
+    for (int i = 1; i <= n; ++i) {
+      lua_rawgeti(L, -1, i);
+      if (lua_type(L, -1) == LUA_TSTRING) requirement.distinct_from.push_back(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 3);
+  return requirement;
+}
+
 // Reads the policy case at `item` into `cases`; "" or what is wrong with it.
 std::string readCase(lua_State* L, int item, const TestCaseItem& item_info, std::vector<PolicyTestCase>* cases) {
   PolicyTestCase c;
@@ -210,6 +231,7 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
   const MemoryBudget budget = it->second.budget;
   std::optional<Verdict> verdict;
   std::string reason;
+  model::ApprovalRequirement requirement;
   bool applicable = true;
   setPolicyData(*state_, &data);
   LuaError e = state_->call(budget, [&](lua_State* L) {
@@ -241,6 +263,7 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
                  policy.path.c_str());
     }
     reason = validUtf8(pushFieldText(L, verdict_table, "reason"));
+    if (*verdict == Verdict::kManual) requirement = readRequirement(L, verdict_table);
   });
   setPolicyData(*state_, nullptr);
   out.duration_us =
@@ -252,6 +275,7 @@ PolicyRun PolicyInterpreter::run(const ScriptFile& policy, PolicyDataSource& dat
   } else {
     out.verdict = *verdict;
     out.reason = std::move(reason);
+    out.requirement = std::move(requirement);
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_loader.h"
 #include "host/lua/runtime/script_set.h"
+#include "host/model/approvals.h"
 
 namespace tide::lua {
 
@@ -27,6 +28,7 @@ struct PolicyRun {
   bool applicable = true;  // false: applies(op) returned false; nothing else is set
   Verdict verdict = Verdict::kManual;
   std::string reason;
+  model::ApprovalRequirement requirement;  // what manual{...} asked for (one approval otherwise)
   LuaErrorClass error_class = LuaErrorClass::kNone;  // set: verdict is manual, reason the error
   int64_t duration_us = 0;
 };

@@ -58,33 +58,40 @@ std::optional<Level> parseLevel(std::string_view name) {
 }
 
 Combined combineVotes(const std::vector<PolicyVote>& votes, Outcome default_outcome) {
-  std::vector<const PolicyVote*> denies, manuals, approvals;
-  bool hard_deny = false;
+  std::vector<const PolicyVote*> hard_denies, soft_denies, manuals, approvals;
+  model::ApprovalRequirement requirement;
   for (const PolicyVote& vote : votes) {
     if (vote.level == Level::kAdvisory) continue;
     switch (vote.verdict) {
-      case Verdict::kDeny:
-        denies.push_back(&vote);
-        hard_deny = hard_deny || vote.level == Level::kHard;
+      case Verdict::kDeny: (vote.level == Level::kHard ? hard_denies : soft_denies).push_back(&vote); break;
+      case Verdict::kManual:
+        manuals.push_back(&vote);
+        requirement = model::strictest(requirement, vote.requirement);
         break;
-      case Verdict::kManual: manuals.push_back(&vote); break;
       case Verdict::kApprove: approvals.push_back(&vote); break;
       case Verdict::kAbstain: break;
     }
   }
-  if (!denies.empty()) {
-    return {Outcome::kRejected, "denied by " + describe(denies), !hard_deny};
+  if (!hard_denies.empty()) {
+    std::vector<const PolicyVote*> denies = hard_denies;
+    denies.insert(denies.end(), soft_denies.begin(), soft_denies.end());
+    return {Outcome::kRejected, "denied by " + describe(denies), false, {}};
+  }
+  if (!soft_denies.empty()) {
+    std::string summary = "denied by " + describe(soft_denies) + " (soft: an approver may override it with a reason)";
+    if (!manuals.empty()) summary += "; manual approval required by " + describe(manuals);
+    return {Outcome::kPendingApproval, std::move(summary), true, requirement};
   }
   if (!manuals.empty()) {
-    return {Outcome::kPendingApproval, "manual approval required by " + describe(manuals), false};
+    return {Outcome::kPendingApproval, "manual approval required by " + describe(manuals), false, requirement};
   }
   if (!approvals.empty()) {
-    return {Outcome::kApproved, "approved by " + describe(approvals), false};
+    return {Outcome::kApproved, "approved by " + describe(approvals), false, {}};
   }
   if (default_outcome == Outcome::kRejected) {
-    return {Outcome::kRejected, "no policy approved; the default is to reject", false};
+    return {Outcome::kRejected, "no policy approved; the default is to reject", false, {}};
   }
-  return {Outcome::kPendingApproval, "no policy approved; the default is manual approval", false};
+  return {Outcome::kPendingApproval, "no policy approved; the default is manual approval", false, {}};
 }
 
 }  // namespace tide::lua

@@ -1,16 +1,22 @@
 #pragma once
 // Verdicts, levels and the combination rule of docs/architecture.md#combination-rules, as pure functions.
 //
-//   any hard or soft deny      -> REJECTED (overridable by an approver when all are soft)
+//   any hard deny              -> REJECTED
+//   else any soft deny         -> PENDING_APPROVAL, overridable: an approver may override it
+//                                 with a reason, or reject it
 //   else any manual            -> PENDING_APPROVAL
 //   else at least one approve  -> APPROVED
 //   else the default           -> PENDING_APPROVAL (manual) or REJECTED (deny)
-// Advisory votes never count; they are only recorded. Abstain never counts.
+// Advisory votes never count; they are only recorded. Abstain never counts. What waits asks
+// for the strictest of the manual votes' approval requirements (model::strictest), one
+// approval when none asked for more.
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "host/model/approvals.h"
 
 namespace tide::lua {
 
@@ -29,12 +35,14 @@ struct PolicyVote {
   Level level = Level::kHard;
   Verdict verdict = Verdict::kAbstain;
   std::string reason;
+  model::ApprovalRequirement requirement;  // for kManual: what manual{...} asked for
 };
 
 struct Combined {
   Outcome outcome = Outcome::kPendingApproval;
   std::string summary;       // one line naming the policies that decided it
-  bool overridable = false;  // REJECTED by soft denies only: an approver may override
+  bool overridable = false;  // PENDING_APPROVAL because of soft denies: an approval must override
+  model::ApprovalRequirement approvals;  // what PENDING_APPROVAL needs
 };
 
 // `default_outcome` is kPendingApproval or kRejected; it applies when no policy approved.

@@ -487,3 +487,50 @@ TEST_CASE("lua: an evaluation serialises to the dry-run JSON shape") {
   CHECK(j["decisions"][0]["verdict"] == "manual");
   CHECK(j["decisions"][0]["reasons"] == Json::array({"look first"}));
 }
+
+
+namespace {
+
+// The evaluation of prodOp() by one policy whose decide returns `verdict`.
+Evaluation evaluateVerdict(const std::string& verdict) {
+  RegistryFixture fx;
+  writeFile(fx.policy("one.lua"), simplePolicy("one", verdict));
+  REQUIRE(fx.registry->reloadAll().failed == 0);
+  PolicyEngine engine(*fx.registry, fx.clock);
+  FakeData data;
+  return engine.evaluate(prodOp(), data);
+}
+
+}  // namespace
+
+TEST_CASE("lua: manual{...} asks for several approvals, a role and people other than the requester") {
+  const Evaluation e =
+      evaluateVerdict(R"(manual{ approvals = 2, role = "approver", distinct_from = {"requester"} })");
+  CHECK(e.outcome == Outcome::kPendingApproval);
+  CHECK(e.approvals.approvals == 2);
+  CHECK(e.approvals.role == "approver");
+  CHECK(e.approvals.distinct_from == std::vector<std::string>{"requester"});
+  REQUIRE(e.decisions.size() == 1);
+  CHECK(e.decisions[0].record.reasons == Json::array({"2 approvals required"}));
+  const Json dry_run = e;
+  CHECK(dry_run["approvals"]["required"] == 2);
+}
+
+TEST_CASE("lua: a manual{...} with a bad field fails closed and says what is wrong") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"manual{ approvals = 0 }", "approvals must be a whole number"},
+      {"manual{ approvals = 1.5 }", "approvals must be a whole number"},
+      {R"(manual{ role = "boss" })", "role must be viewer, operator, approver or admin"},
+      {"manual{ distinct_from = \"requester\" }", "distinct_from must be a list of names"},
+      {"manual{ approval = 2 }", "unknown field 'approval'"},
+  };
+  for (const auto& [verdict, problem] : cases) {
+    CAPTURE(verdict);
+    const Evaluation e = evaluateVerdict(verdict);
+    CHECK(e.outcome == Outcome::kPendingApproval);
+    CHECK(e.approvals.approvals == 1);
+    REQUIRE(e.decisions.size() == 1);
+    CHECK(e.decisions[0].record.error_class == "runtime");
+    CHECK(e.decisions[0].record.reasons.dump().find(problem) != std::string::npos);
+  }
+}

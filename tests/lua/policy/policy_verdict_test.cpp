@@ -13,7 +13,7 @@ struct CombinationCase {
   bool overridable;
 };
 
-PolicyVote vote(Level level, Verdict verdict) { return {"p", level, verdict, "because"}; }
+PolicyVote vote(Level level, Verdict verdict) { return {"p", level, verdict, "because", {}}; }
 
 }  // namespace
 
@@ -23,10 +23,10 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
   const Outcome kManualDefault = Outcome::kPendingApproval;
   const std::vector<CombinationCase> cases = {
       {"a hard deny rejects", {vote(kHard, kDeny), vote(kHard, kApprove)}, kManualDefault, Outcome::kRejected, false},
-      {"a soft deny rejects, overridably",
+      {"a soft deny waits for an approver's override",
        {vote(kSoft, kDeny), vote(kHard, kApprove)},
        kManualDefault,
-       Outcome::kRejected,
+       Outcome::kPendingApproval,
        true},
       {"hard and soft denies are not overridable",
        {vote(kSoft, kDeny), vote(kHard, kDeny)},
@@ -38,7 +38,12 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
        kManualDefault,
        Outcome::kApproved,
        false},
-      {"deny beats manual", {vote(kHard, kManual), vote(kSoft, kDeny)}, kManualDefault, Outcome::kRejected, true},
+      {"a hard deny beats manual", {vote(kSoft, kManual), vote(kHard, kDeny)}, kManualDefault, Outcome::kRejected, false},
+      {"a soft deny beats manual: the wait needs an override",
+       {vote(kHard, kManual), vote(kSoft, kDeny)},
+       kManualDefault,
+       Outcome::kPendingApproval,
+       true},
       {"manual beats approve",
        {vote(kHard, kApprove), vote(kSoft, kManual)},
        kManualDefault,
@@ -79,11 +84,28 @@ TEST_CASE("lua: verdicts combine by the combination rule") {
 
 TEST_CASE("lua: the summary names the policies that decided") {
   const Combined combined = combineVotes(
-      {{"freeze", Level::kHard, Verdict::kDeny, "year-end"}, {"dev", Level::kHard, Verdict::kApprove, "dev"}},
+      {{"freeze", Level::kHard, Verdict::kDeny, "year-end", {}}, {"dev", Level::kHard, Verdict::kApprove, "dev", {}}},
       Outcome::kPendingApproval);
   CHECK(combined.summary == "denied by freeze: year-end");
   CHECK(std::string(outcomeName(Outcome::kPendingApproval)) == "PENDING_APPROVAL");
   CHECK(parseVerdict("manual") == Verdict::kManual);
   CHECK_FALSE(parseVerdict("yes").has_value());
   CHECK(parseLevel("soft") == Level::kSoft);
+}
+
+TEST_CASE("lua: what waits asks for the strictest of the manual votes' approvals") {
+  PolicyVote two{"two", Level::kHard, Verdict::kManual, "two people", {2, "approver", {"requester"}}};
+  PolicyVote admin{"admin", Level::kSoft, Verdict::kManual, "an admin", {1, "admin", {"carol"}}};
+  PolicyVote advisory{"loud", Level::kAdvisory, Verdict::kManual, "ten", {10, "", {}}};
+  const Combined combined = combineVotes({two, admin, advisory}, Outcome::kPendingApproval);
+  CHECK(combined.outcome == Outcome::kPendingApproval);
+  CHECK(combined.approvals.approvals == 2);
+  CHECK(combined.approvals.role == "admin");
+  CHECK(combined.approvals.distinct_from == std::vector<std::string>{"carol", "requester"});
+
+  const Combined soft_denied = combineVotes({two, {"freeze", Level::kSoft, Verdict::kDeny, "freeze", {}}},
+                                            Outcome::kPendingApproval);
+  CHECK(soft_denied.overridable);
+  CHECK(soft_denied.approvals.approvals == 2);
+  CHECK(soft_denied.summary.find("denied by freeze: freeze (soft") == 0);
 }

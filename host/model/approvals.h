@@ -1,0 +1,72 @@
+#pragma once
+// N-of-M human approval (docs/architecture.md#human-approval): what an operation waiting in
+// PENDING_APPROVAL needs, the approvals people gave it, and whether they are enough. Pure
+// functions over the `approvals` object of an operation's decision, so the ledger (which
+// records an approval and moves the operation in one transaction), the approval stage
+// (which re-evaluates what waits) and the views all apply one rule.
+//
+//   decision.approvals = {"required": 2, "role": "approver", "distinct_from": ["requester"],
+//                         "given": [{"actor": "alice", "role": "approver", "override": false,
+//                                    "reason": "", "at": "..."}]}
+//
+// An approval counts when its actor holds at least `role` (viewer < operator < approver <
+// admin), is not named by `distinct_from` ("requester" names the operation's requested_by),
+// and has not already counted. The operation is approved when `required` approvals count
+// and, while it is soft-denied (decision.overridable), at least one of them overrides.
+
+#include <string>
+#include <vector>
+
+#include "host/core/status.h"
+#include "host/model/records.h"
+
+namespace tide::model {
+
+// What a `manual{...}` verdict, or a plan's approval.min_approvals, asks for.
+struct ApprovalRequirement {
+  int approvals = 1;
+  std::string role;                        // "" any approver the API lets in
+  std::vector<std::string> distinct_from;  // token names, or "requester"
+};
+
+// The strictest of both: the larger count, the higher role, every distinct_from name.
+ApprovalRequirement strictest(const ApprovalRequirement& a, const ApprovalRequirement& b);
+
+// "" when `role` is one the requirement may name, else why not.
+std::string checkRequirementRole(const std::string& role);
+
+struct GivenApproval {
+  std::string actor;
+  std::string role;
+  bool override = false;
+  std::string reason;
+  std::string at;
+};
+
+struct ApprovalState {
+  ApprovalRequirement requirement;
+  bool overridable = false;  // soft-denied: an approval must override
+  std::vector<GivenApproval> given;
+};
+
+// decision.approvals (and decision.overridable) of an operation; one approval from anyone
+// when the decision has none (operations decided before approvals were counted).
+ApprovalState approvalStateOf(const Json& decision);
+// The JSON decision.approvals holds (without overridable, which the decision keeps itself).
+Json approvalsJson(const ApprovalState& state);
+
+// The approvals that count, in the order they were given.
+std::vector<const GivenApproval*> countedApprovals(const ApprovalState& state, const std::string& requested_by);
+// The counted approvals' actors, comma-separated: an approved operation's approved_by.
+std::string countedActors(const ApprovalState& state, const std::string& requested_by);
+bool approvalComplete(const ApprovalState& state, const std::string& requested_by);
+// How many more approvals must count before the operation is approved (0 when complete).
+int approvalsStillNeeded(const ApprovalState& state, const std::string& requested_by);
+// Why `approval` cannot count towards `state` (kPermissionDenied: role or distinct_from;
+// kConflict: the actor already approved, or a soft deny without an override; kInvalidArgument:
+// an override without a reason), or OK.
+Status checkApproval(const ApprovalState& state, const std::string& requested_by, const GivenApproval& approval);
+// "1 of 2 approvals (alice)"; "" for an operation without approvals to count.
+std::string describeApprovals(const Json& decision, const std::string& requested_by);
+
+}  // namespace tide::model
