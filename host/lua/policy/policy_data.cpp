@@ -114,8 +114,8 @@ Result<TimePoint> fixtureNow(const Json& fixture, TimePoint fallback) {
     return TimePoint(std::chrono::seconds(*epoch));
   }
   return Status::invalidArgument(
-      "ctx fixture 'now' must be a timestamp string (\"2026-03-03T10:00:00Z\" or \"2026-03-03T11:00:00 Europe/Berlin\") "
-      "or epoch seconds");
+      "ctx fixture 'now' must be a timestamp string (\"2026-03-03T10:00:00Z\", or a local time and a zone: "
+      "\"2026-03-03T11:00:00 Europe/Berlin\") or epoch seconds");
 }
 
 }  // namespace tide::lua

@@ -9,7 +9,6 @@
 namespace tide::lua {
 namespace {
 
-
 // The years a TimePoint holds (host/core/clock.h): readings outside them are refused
 // before the library sees them.
 constexpr int kFirstYear = 1678;
@@ -50,15 +49,13 @@ bool twoDigits(std::string_view text, size_t at, int* out) {
 }
 
 Status checkCivilTime(const CivilTime& time) {
-  const date::year_month_day day{date::year{time.year}, date::month{static_cast<unsigned>(time.month)},
-                                 date::day{static_cast<unsigned>(time.day)}};
-  if (time.year < kFirstYear || time.year > kLastYear || time.month < 1 || time.month > 12 || time.day < 1 ||
-      !day.ok() || time.hour < 0 || time.hour > 23 || time.minute < 0 || time.minute > 59 || time.second < 0 ||
-      time.second > 59) {
-    return Status::invalidArgument("'" + formatCivilTime(time) + "' is not a date and time of the years " +
-                                   std::to_string(kFirstYear) + " to " + std::to_string(kLastYear));
-  }
-  return Status::ok();
+  const bool in_range = time.year >= kFirstYear && time.year <= kLastYear && time.month >= 1 && time.month <= 12 &&
+                        time.day >= 1 && time.day <= 31 && time.hour >= 0 && time.hour <= 23 && time.minute >= 0 &&
+                        time.minute <= 59 && time.second >= 0 && time.second <= 59;
+  // In range, the fields fit the library's types; it also knows February and leap years.
+  if (in_range && date::year_month_day{date::year{time.year} / time.month / time.day}.ok()) return Status::ok();
+  return Status::invalidArgument("'" + formatCivilTime(time) + "' is not a date and time of the years " +
+                                 std::to_string(kFirstYear) + " to " + std::to_string(kLastYear));
 }
 
 }  // namespace
@@ -71,9 +68,7 @@ void loadTimeZoneDatabase() {
   }
 }
 
-Status checkTimeZone(std::string_view zone) {
-  return findZone(zone) ? Status::ok() : unknownZone(zone);
-}
+Status checkTimeZone(std::string_view zone) { return findZone(zone) ? Status::ok() : unknownZone(zone); }
 
 Result<ZonedTime> zonedTime(int64_t unix_seconds, std::string_view zone) {
   const date::time_zone* tz = findZone(zone);
@@ -86,9 +81,12 @@ Result<ZonedTime> zonedTime(int64_t unix_seconds, std::string_view zone) {
     const date::year_month_day ymd{day};
     const date::hh_mm_ss<std::chrono::seconds> time_of_day{local - day};
     ZonedTime out;
-    out.local = {static_cast<int>(ymd.year()),       static_cast<int>(static_cast<unsigned>(ymd.month())),
-                 static_cast<int>(static_cast<unsigned>(ymd.day())), static_cast<int>(time_of_day.hours().count()),
-                 static_cast<int>(time_of_day.minutes().count()),          static_cast<int>(time_of_day.seconds().count())};
+    out.local.year = static_cast<int>(ymd.year());
+    out.local.month = static_cast<int>(static_cast<unsigned>(ymd.month()));
+    out.local.day = static_cast<int>(static_cast<unsigned>(ymd.day()));
+    out.local.hour = static_cast<int>(time_of_day.hours().count());
+    out.local.minute = static_cast<int>(time_of_day.minutes().count());
+    out.local.second = static_cast<int>(time_of_day.seconds().count());
     out.weekday = static_cast<int>(date::weekday{day}.c_encoding()) + 1;
     out.yday = static_cast<int>((day - date::local_days{ymd.year() / date::January / 1}).count()) + 1;
     out.offset_seconds = info.offset.count();
@@ -104,9 +102,9 @@ Result<int64_t> unixSecondsOfLocal(const CivilTime& local, std::string_view zone
   if (Status valid = checkCivilTime(local); !valid.isOk()) return valid;
   const date::time_zone* tz = findZone(zone);
   if (!tz) return unknownZone(zone);
-  const date::local_seconds reading =
-      date::local_days{date::year{local.year} / local.month / local.day} + std::chrono::hours{local.hour} +
-      std::chrono::minutes{local.minute} + std::chrono::seconds{local.second};
+  const date::local_seconds reading = date::local_days{date::year{local.year} / local.month / local.day} +
+                                      std::chrono::hours{local.hour} + std::chrono::minutes{local.minute} +
+                                      std::chrono::seconds{local.second};
   try {
     const date::local_info info = tz->get_info(reading);
     if (info.result == date::local_info::nonexistent) {
@@ -124,8 +122,8 @@ Result<int64_t> unixSecondsOfLocal(const CivilTime& local, std::string_view zone
 
 Result<CivilTime> parseCivilTime(std::string_view text) {
   CivilTime time;
-  const bool shaped = text.size() == 19 && text[4] == '-' && text[7] == '-' && text[10] == 'T' && text[13] == ':' &&
-                      text[16] == ':';
+  const bool shaped =
+      text.size() == 19 && text[4] == '-' && text[7] == '-' && text[10] == 'T' && text[13] == ':' && text[16] == ':';
   int century = 0, year_in_century = 0;
   if (!shaped || !twoDigits(text, 0, &century) || !twoDigits(text, 2, &year_in_century) ||
       !twoDigits(text, 5, &time.month) || !twoDigits(text, 8, &time.day) || !twoDigits(text, 11, &time.hour) ||

@@ -96,7 +96,8 @@ TEST_CASE("time zones: business hours in Europe/Berlin open at 09:00 local on bo
 }
 
 TEST_CASE("time zones: business hours in America/New_York follow its own DST dates") {
-  ZonedPolicy p("business_hours.lua", editedPolicy("business_hours.lua", "zone = \"UTC\"", "zone = \"America/New_York\""));
+  ZonedPolicy p("business_hours.lua",
+                editedPolicy("business_hours.lua", "zone = \"UTC\"", "zone = \"America/New_York\""));
   REQUIRE(p.summary.failed == 0);
   // Friday 2026-03-06, EST (UTC-5); Monday 2026-03-09, EDT (UTC-4); Europe has not moved yet.
   CHECK(p.decideAt("2026-03-06T13:59:00Z") ==
@@ -152,7 +153,8 @@ TEST_CASE("time zones: a change freeze in Europe/Berlin starts and ends at the l
 
 TEST_CASE("time zones: a policy naming an unknown zone or a skipped local time fails its reload, saying which") {
   {
-    ZonedPolicy p("business_hours.lua", editedPolicy("business_hours.lua", "zone = \"UTC\"", "zone = \"Europe/Berln\""));
+    ZonedPolicy p("business_hours.lua",
+                  editedPolicy("business_hours.lua", "zone = \"UTC\"", "zone = \"Europe/Berln\""));
     CHECK(p.summary.failed == 1);
     REQUIRE(p.summary.errors.size() == 1);
     // At the line of the policy that named it.
@@ -160,9 +162,10 @@ TEST_CASE("time zones: a policy naming an unknown zone or a skipped local time f
                             std::regex(R"(business_hours\.lua:\d+: check_zone: unknown time zone 'Europe/Berln')")));
   }
   {
-    ZonedPolicy p("change_freeze.lua",
-                  editedPolicy("change_freeze.lua", "{ from = \"2026-11-26T00:00:00\", to = \"2026-11-30T00:00:00\",",
-                         "{ from = \"2026-03-29T02:30:00\", to = \"2026-03-30T00:00:00\", zone = \"Europe/Berlin\","));
+    ZonedPolicy p(
+        "change_freeze.lua",
+        editedPolicy("change_freeze.lua", "{ from = \"2026-11-26T00:00:00\", to = \"2026-11-30T00:00:00\",",
+                     "{ from = \"2026-03-29T02:30:00\", to = \"2026-03-30T00:00:00\", zone = \"Europe/Berlin\","));
     CHECK(p.summary.failed == 1);
     REQUIRE(p.summary.errors.size() == 1);
     CHECK(std::regex_search(p.summary.errors[0],
@@ -216,8 +219,12 @@ TEST_CASE("time zones: a policy test's now may be a local time in a zone") {
   CHECK(*fixtureNow(Json{{"now", "2026-03-27T08:59:00 Europe/Berlin"}}, fallback) ==
         *parseTimestamp("2026-03-27T07:59:00Z"));
   CHECK(*fixtureNow(Json{{"now", "2026-03-03T10:00:00Z"}}, fallback) == *parseTimestamp("2026-03-03T10:00:00Z"));
-  CHECK(fixtureNow(Json{{"now", "2026-03-29T02:30:00 Europe/Berlin"}}, fallback).status().message().find(
-            "does not exist in Europe/Berlin") != std::string::npos);
-  CHECK(fixtureNow(Json{{"now", "2026-03-30T08:59:00 Europe/Berln"}}, fallback).status().message().find(
-            "unknown time zone 'Europe/Berln'") != std::string::npos);
+  CHECK(fixtureNow(Json{{"now", "2026-03-29T02:30:00 Europe/Berlin"}}, fallback)
+            .status()
+            .message()
+            .find("does not exist in Europe/Berlin") != std::string::npos);
+  CHECK(fixtureNow(Json{{"now", "2026-03-30T08:59:00 Europe/Berln"}}, fallback)
+            .status()
+            .message()
+            .find("unknown time zone 'Europe/Berln'") != std::string::npos);
 }

@@ -42,10 +42,14 @@ TEST_CASE("time zones: Europe/Berlin's clocks jump on both DST changes of 2026")
 }
 
 TEST_CASE("time zones: America/New_York's clocks jump on both DST changes of 2026") {
-  CHECK(zonedReading("2026-03-08T06:59:59Z", "America/New_York") == "2026-03-08T01:59:59 EST -18000 std wday 1 yday 67");
-  CHECK(zonedReading("2026-03-08T07:00:00Z", "America/New_York") == "2026-03-08T03:00:00 EDT -14400 dst wday 1 yday 67");
-  CHECK(zonedReading("2026-11-01T05:59:59Z", "America/New_York") == "2026-11-01T01:59:59 EDT -14400 dst wday 1 yday 305");
-  CHECK(zonedReading("2026-11-01T06:00:00Z", "America/New_York") == "2026-11-01T01:00:00 EST -18000 std wday 1 yday 305");
+  CHECK(zonedReading("2026-03-08T06:59:59Z", "America/New_York") ==
+        "2026-03-08T01:59:59 EST -18000 std wday 1 yday 67");
+  CHECK(zonedReading("2026-03-08T07:00:00Z", "America/New_York") ==
+        "2026-03-08T03:00:00 EDT -14400 dst wday 1 yday 67");
+  CHECK(zonedReading("2026-11-01T05:59:59Z", "America/New_York") ==
+        "2026-11-01T01:59:59 EDT -14400 dst wday 1 yday 305");
+  CHECK(zonedReading("2026-11-01T06:00:00Z", "America/New_York") ==
+        "2026-11-01T01:00:00 EST -18000 std wday 1 yday 305");
   CHECK(zonedReading("2026-03-03T10:00:00Z", "UTC") == "2026-03-03T10:00:00 UTC 0 std wday 3 yday 62");
 }
 
