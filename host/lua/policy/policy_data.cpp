@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "host/lua/runtime/time_zone.h"
+
 namespace tide::lua {
 namespace {
 
@@ -101,8 +103,19 @@ Result<TimePoint> fixtureNow(const Json& fixture, TimePoint fallback) {
   auto it = fixture.find("now");
   if (it == fixture.end() || it->is_null()) return fallback;
   if (it->is_number()) return timeFromUnixSeconds(it->get<double>());
-  if (it->is_string()) return parseTimestamp(it->get<std::string>());
-  return Status::invalidArgument("ctx fixture 'now' must be a timestamp string or epoch seconds");
+  if (it->is_string()) {
+    const std::string& text = it->get_ref<const std::string&>();
+    const size_t space = text.find(' ');
+    if (space == std::string::npos) return parseTimestamp(text);
+    Result<CivilTime> local = parseCivilTime(std::string_view(text).substr(0, space));
+    if (!local.isOk()) return local.status();
+    Result<int64_t> epoch = unixSecondsOfLocal(*local, std::string_view(text).substr(space + 1));
+    if (!epoch.isOk()) return epoch.status();
+    return TimePoint(std::chrono::seconds(*epoch));
+  }
+  return Status::invalidArgument(
+      "ctx fixture 'now' must be a timestamp string (\"2026-03-03T10:00:00Z\", or a local time and a zone: "
+      "\"2026-03-03T11:00:00 Europe/Berlin\") or epoch seconds");
 }
 
 }  // namespace tide::lua

@@ -65,7 +65,8 @@ class SnapshotDataSource final : public PolicyDataSource {
   const Clock& clock_;
 };
 
-// The fixture's "now", if it has one.
+// The fixture's "now", if it has one: "2026-03-03T10:00:00Z", epoch seconds, or a local time
+// and an IANA zone, "2026-03-30T08:59:00 Europe/Berlin" (time_zone.h).
 Result<TimePoint> fixtureNow(const Json& fixture, TimePoint fallback);
 
 }  // namespace tide::lua

@@ -3,6 +3,7 @@
 #include "host/lua/runtime/bindings_base.h"
 #include "host/lua/runtime/bindings_json.h"
 #include "host/lua/runtime/bindings_readonly.h"
+#include "host/lua/runtime/bindings_time.h"
 #include "host/lua/runtime/guard.h"
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/sandbox.h"
@@ -36,7 +37,7 @@ void pushLibEnvironment(lua_State* L) {
   lua_rawget(L, LUA_REGISTRYINDEX);
   if (!lua_isnil(L, -1)) return;
   lua_pop(L, 1);
-  pushEnvironment(L, {});
+  pushEnvironment(L, libVerbs());
   lua_pushlightuserdata(L, &kLibEnvKey);
   lua_pushvalue(L, -2);
   lua_rawset(L, LUA_REGISTRYINDEX);

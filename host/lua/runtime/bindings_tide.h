@@ -3,8 +3,9 @@
 //   tide.version    the host's version string
 //   tide.log        info/warn/error(message[, fields]) to the state's log sink, as ctx.log
 //   tide.lib.<name> the value returned by scripts/lib/<name>.lua, loaded by the host on
-//                   first use in this state, in a plain sandbox environment (no verbs),
-//                   and cached as a read-only view. Unknown names and cycles raise.
+//                   first use in this state, in a sandbox environment whose only verbs
+//                   are the libs' own (bindings_time.h), and cached as a read-only view.
+//                   Unknown names and cycles raise.
 
 #include <lua.hpp>
 

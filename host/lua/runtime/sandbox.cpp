@@ -9,6 +9,7 @@
 #include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/bindings_tide.h"
 #include "host/lua/runtime/guard.h"
+#include "host/lua/runtime/time_zone.h"
 
 namespace tide::lua {
 namespace {
@@ -119,6 +120,9 @@ const std::vector<std::string>& allowList() {
 }
 
 void installSandbox(lua_State* L) {
+  // Read once per process, here rather than in the first script that asks for a zone,
+  // whose deadline it would take (tide.lib.time, bindings_time.h).
+  loadTimeZoneDatabase();
   openLibrary(L, luaopen_base, "");
   openLibrary(L, luaopen_string, LUA_STRLIBNAME);
   openLibrary(L, luaopen_table, LUA_TABLIBNAME);

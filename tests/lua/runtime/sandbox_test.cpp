@@ -4,6 +4,7 @@
 
 #include "host/lua/policy/bindings_policy.h"
 #include "host/lua/runtime/bindings_readonly.h"
+#include "host/lua/runtime/bindings_time.h"
 #include "tests/lua/lua_test_util.h"
 
 using namespace tide::lua;
@@ -57,6 +58,12 @@ TEST_CASE("lua: the sandbox's global set equals the allow-list exactly") {
   for (const char* verb : {"abstain", "approve", "deny", "manual"}) with_verbs.push_back(verb);
   std::sort(with_verbs.begin(), with_verbs.end());
   CHECK(namesOf(*state, policyVerbs()) == with_verbs);
+
+  // Libraries (tide.lib.*) see the allow-list and the libs' own host functions.
+  std::vector<std::string> lib_names = allowList();
+  for (const char* verb : {"zone_check", "zone_local_time", "zone_parse_local"}) lib_names.push_back(verb);
+  std::sort(lib_names.begin(), lib_names.end());
+  CHECK(namesOf(*state, libVerbs()) == lib_names);
 }
 
 TEST_CASE("lua: escape attempts all fail") {
