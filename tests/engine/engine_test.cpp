@@ -329,9 +329,11 @@ model::Resources reservationOf(EngineFixture& f, const model::Operation& op) {
 
 TEST_CASE("engine: a plan change applies to the next deployment; the one under way keeps the plan it was made with") {
   EngineFixture f;
-  const model::Operation waiting = firstCreateWaiting(f);  // web's d1 reserved 2 cores
-  CHECK(reservationOf(f, waiting).cores == doctest::Approx(2));
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));  // made with 2 cores an instance
 
+  // Changed before the loop placed anything of d1.
   auto plan = f.ledger->getPlan("web");
   REQUIRE(plan.isOk());
   model::Plan bigger = plan.value();
@@ -340,7 +342,11 @@ TEST_CASE("engine: a plan change applies to the next deployment; the one under w
   REQUIRE_MESSAGE(changed.isOk(), changed.status().toString());
   CHECK(changed->changed == std::vector<std::string>{"applications"});
 
-  // d1 runs as it was made: 2 cores, the health check it had.
+  // d1 is placed and runs as it was made: 2 cores, probed by the health check it had.
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  CHECK(reservationOf(f, waiting[0]).cores == doctest::Approx(2));
   f.settleApproving();
   REQUIRE(f.deployment("d1").state == "COMPLETED");
   auto first = f.activeRunning();
