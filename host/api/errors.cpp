@@ -13,6 +13,7 @@ int httpStatusOf(Code code) {
     case Code::kNotFound: return 404;
     case Code::kAlreadyExists: return 409;
     case Code::kConflict: return 409;
+    case Code::kPreconditionFailed: return 412;
     case Code::kPayloadTooLarge: return 413;
     case Code::kUnprocessable: return 422;
     case Code::kResourceExhausted: return 429;

@@ -50,6 +50,12 @@ ApiResponse jsonReply(const Json& body, int status) {
   return response;
 }
 
+Json warningsJson(const std::vector<ErrorDetail>& warnings) {
+  Json out = Json::array();
+  for (const auto& w : warnings) out.push_back(Json{{"field", w.field}, {"message", w.message}, {"location", w.location}});
+  return out;
+}
+
 ApiResponse deletedReply(std::string_view kind, std::string_view name) {
   return jsonReply(Json{{"deleted", true}, {"kind", kind}, {"name", name}});
 }

@@ -149,10 +149,26 @@ std::string dumpJson(const Json& json);
 
 ApiResponse jsonReply(const Json& body, int status = 200);
 
+// [{field, message, location}]: what a write accepted but the caller should look at
+// (docs/api.md#warnings).
+Json warningsJson(const std::vector<ErrorDetail>& warnings);
+
 // One record, with `ETag: <generation>` for optimistic concurrency.
 template <class Record>
 ApiResponse recordReply(const Record& record, int status = 200) {
   ApiResponse response = jsonReply(Json(record), status);
+  response.headers.emplace_back("ETag", std::to_string(record.meta.generation));
+  return response;
+}
+
+// recordReply with `warnings` (warningsJson) beside the record's fields, and `extra` keys.
+template <class Record>
+ApiResponse recordReply(const Record& record, const std::vector<ErrorDetail>& warnings, int status,
+                        const Json& extra = Json::object()) {
+  Json body = record;
+  body["warnings"] = warningsJson(warnings);
+  for (const auto& [key, value] : extra.items()) body[key] = value;
+  ApiResponse response = jsonReply(body, status);
   response.headers.emplace_back("ETag", std::to_string(record.meta.generation));
   return response;
 }

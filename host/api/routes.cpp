@@ -38,6 +38,7 @@ const std::vector<Route> kRoutes = {
     {"POST", "/v1/plans", kOperator, plans::create},
     {"GET", "/v1/plans", kViewer, plans::list},
     {"GET", "/v1/plans/{name}", kViewer, plans::show},
+    {"PUT", "/v1/plans/{name}", kOperator, plans::update},
     {"DELETE", "/v1/plans/{name}", kAdmin, plans::remove},
 
     {"POST", "/v1/plans/{name}/deployments", kOperator, deployments::create},

@@ -39,7 +39,8 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
                     {"clusters", applied.clusters},
                     {"nodes", applied.nodes},
                     {"plans", applied.plans},
-                    {"deployments", applied.deployments}},
+                    {"deployments", applied.deployments},
+                    {"warnings", warningsJson(applied.warnings)}},
                    201);
 }
 

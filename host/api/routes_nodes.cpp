@@ -48,8 +48,9 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Node node, config::parseNode(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(model::Node created, context.ledger.createNode(node, request.principal.name));
-  return recordReply(created, 201);
+  std::vector<ErrorDetail> warnings;
+  TIDE_ASSIGN_OR_RETURN(model::Node created, context.ledger.createNode(node, request.principal.name, &warnings));
+  return recordReply(created, warnings, 201);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {

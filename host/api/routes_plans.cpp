@@ -8,15 +8,39 @@
 #include "host/model/transitions.h"
 
 namespace tide::api::plans {
+namespace {
 
-Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+// The plan in a request body, with what the caller may not ask for refused: raw commands
+// and strategy params as POST /v1/manifests checks them.
+Result<model::Plan> readPlan(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, config::parsePlan(text, kBodySource));
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan));
   TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));
-  TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.createPlan(plan, request.principal.name));
-  return recordReply(created, 201);
+  return plan;
+}
+
+}  // namespace
+
+Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
+  std::vector<ErrorDetail> warnings;
+  TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.createPlan(plan, request.principal.name, &warnings));
+  return recordReply(created, warnings, 201);
+}
+
+Result<ApiResponse> update(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
+  const std::string& name = request.param("name");
+  if (plan.name != name) {
+    const std::string problem = "must be '" + name + "', the plan in the path, got '" + plan.name + "'";
+    return Status::invalidArgument("plan name " + problem, {{"name", problem, ""}});
+  }
+  TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change, context.ledger.updatePlan(plan, generation, request.principal.name));
+  return recordReply(change.plan, change.warnings, 200, Json{{"changed", change.changed}});
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {

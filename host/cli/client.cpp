@@ -168,16 +168,22 @@ Result<Json> Client::postText(const std::string& path, const std::string& text, 
   return send("POST", path, {}, text, content_type);
 }
 
+Result<Json> Client::putText(const std::string& path, const std::string& text, const std::string& content_type,
+                             const std::string& if_match) {
+  return send("PUT", path, {}, text, content_type, if_match);
+}
+
 Result<Json> Client::del(const std::string& path) { return send("DELETE", path, {}, "", ""); }
 
 Result<Json> Client::send(const std::string& method, const std::string& path, const Query& query,
-                          const std::string& body, const std::string& content_type) {
-  TIDE_ASSIGN_OR_RETURN(std::string reply, sendRaw(method, path, query, body, content_type));
+                          const std::string& body, const std::string& content_type, const std::string& if_match) {
+  TIDE_ASSIGN_OR_RETURN(std::string reply, sendRaw(method, path, query, body, content_type, if_match));
   return parseBody(reply);
 }
 
 Result<std::string> Client::sendRaw(const std::string& method, const std::string& path, const Query& query,
-                                    const std::string& body, const std::string& content_type) {
+                                    const std::string& body, const std::string& content_type,
+                                    const std::string& if_match) {
   if (!hasScheme(endpoint_.server)) {
     return Status::invalidArgument("server URL must start with http:// or https:// (got \"" + endpoint_.server + "\")");
   }
@@ -204,9 +210,11 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
     } leave{endpoint_.interrupt.get(), interruptible};
     httplib::Headers headers = {{"Accept", "application/json"}};
     if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
+    if (!if_match.empty()) headers.emplace("If-Match", if_match);
 
     httplib::Result result = method == "GET"    ? http.Get(target, headers)
                              : method == "POST" ? http.Post(target, headers, body, content_type)
+                             : method == "PUT"  ? http.Put(target, headers, body, content_type)
                                                 : http.Delete(target, headers);
     if (!result) {
       if (endpoint_.interrupt && endpoint_.interrupt->interrupted()) return Status::unavailable("interrupted");

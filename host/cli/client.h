@@ -79,14 +79,19 @@ class Client {
   Result<Json> post(const std::string& path, const Json& body = Json::object());
   // A body that is not JSON, e.g. a YAML manifest ("application/yaml").
   Result<Json> postText(const std::string& path, const std::string& text, const std::string& content_type);
+  // PUT with a body that replaces the record; `if_match` (a generation, "" for none) makes it
+  // conditional: the server answers 412 when the record has moved past it.
+  Result<Json> putText(const std::string& path, const std::string& text, const std::string& content_type,
+                       const std::string& if_match = "");
   Result<Json> del(const std::string& path);
 
  private:
   Result<Json> send(const std::string& method, const std::string& path, const Query& query, const std::string& body,
-                    const std::string& content_type);
+                    const std::string& content_type, const std::string& if_match = "");
   // The reply's body, unparsed.
   Result<std::string> sendRaw(const std::string& method, const std::string& path, const Query& query,
-                              const std::string& body, const std::string& content_type);
+                              const std::string& body, const std::string& content_type,
+                              const std::string& if_match = "");
 
   Endpoint endpoint_;
 };

@@ -37,26 +37,6 @@ bool isDefaultLocalServer(std::string server) {
   return false;
 }
 
-// "request body:7" → "<path>:7": the server parsed the upload without knowing its name.
-std::string relocate(const std::string& location, const std::string& from, const std::string& to) {
-  return location.starts_with(from + ":") ? to + location.substr(from.size()) : location;
-}
-
-Status locateInFile(const Status& status, const std::string& path) {
-  std::string source;
-  for (const ErrorDetail& detail : status.details()) {
-    size_t colon = detail.location.rfind(':');
-    if (colon != std::string::npos) {
-      source = detail.location.substr(0, colon);
-      break;
-    }
-  }
-  if (source.empty()) return status;
-  std::vector<ErrorDetail> details = status.details();
-  for (ErrorDetail& detail : details) detail.location = relocate(detail.location, source, path);
-  return Status(status.code(), relocate(status.message(), source, path), std::move(details));
-}
-
 template <void (*print)(std::ostream&, const Json&)>
 Status printTable(Session& session, const Json& records) {
   print(session.out, records);
@@ -125,6 +105,41 @@ Status printCreated(Session& session, const Json& created) {
 }
 
 }  // namespace
+
+// "request body:7" → "<path>:7": the server parsed the upload without knowing its name.
+namespace {
+
+std::string relocate(const std::string& location, const std::string& from, const std::string& to) {
+  return location.starts_with(from + ":") ? to + location.substr(from.size()) : location;
+}
+
+}  // namespace
+
+Status locateInFile(const Status& status, const std::string& path) {
+  std::string source;
+  for (const ErrorDetail& detail : status.details()) {
+    size_t colon = detail.location.rfind(':');
+    if (colon != std::string::npos) {
+      source = detail.location.substr(0, colon);
+      break;
+    }
+  }
+  if (source.empty()) return status;
+  std::vector<ErrorDetail> details = status.details();
+  for (ErrorDetail& detail : details) detail.location = relocate(detail.location, source, path);
+  return Status(status.code(), relocate(status.message(), source, path), std::move(details));
+}
+
+void printWarnings(Session& session, const Json& reply, const std::string& path) {
+  for (const Json& warning : reply.value("warnings", Json::array())) {
+    std::string location = warning.value("location", "");
+    if (size_t colon = location.rfind(':'); !path.empty() && colon != std::string::npos) {
+      location = relocate(location, location.substr(0, colon), path);
+    }
+    session.out << "warning: " << (location.empty() ? "" : location + ": ") << warning.value("field", "") << ": "
+                << warning.value("message", "") << '\n';
+  }
+}
 
 Endpoint resolveEndpoint(const ClientFlags& flags) {
   Endpoint endpoint;
@@ -205,7 +220,9 @@ CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& descrip
       session.printJson(created);
       return Status::ok();
     }
-    return printCreated(session, created);
+    TIDE_RETURN_IF_ERROR(printCreated(session, created));
+    printWarnings(session, created, *file);
+    return Status::ok();
   });
   verb->add_option("-m,--manifest", *file, "YAML manifest")->required();
   return verb;

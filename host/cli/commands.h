@@ -98,6 +98,11 @@ CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collectio
 // manifest created (with a heading when there are several kinds). A manifest may hold
 // any kinds, whichever noun's `create` sends it.
 CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& description);
+// `status` with the server's "request body:N" locations pointing into the file at `path`.
+Status locateInFile(const Status& status, const std::string& path);
+// One "warning: <location>: <field>: <message>" line per entry of the reply's `warnings`
+// (what the server accepted but the user should look at), locations pointing into `path`.
+void printWarnings(Session& session, const Json& reply, const std::string& path = "");
 // The deployment plans table for plan records, with # Deployments read from the server.
 Status printPlanList(Session& session, const Json& plans);
 

@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "host/cli/commands.h"
 #include "host/cli/views.h"
@@ -33,6 +36,74 @@ void addAddDeploymentVerb(CLI::App& deployment, Verbs& verbs) {
            })
       ->add_option("-m,--manifest", *file, "deployment manifest (YAML)")
       ->required();
+}
+
+// The plans a file holds, each as the body of its PUT: a file that is one plan goes as it is
+// (the server's errors then name its lines); MRDS's `plans:` list, the file `deployment
+// create` took, goes plan by plan as JSON.
+Result<std::vector<std::pair<std::string, std::string>>> plansToPut(const std::string& text,
+                                                                    const std::string& path) {
+  if (auto single = config::parsePlan(text, path); single.isOk()) {
+    return std::vector<std::pair<std::string, std::string>>{{single->name, text}};
+  }
+  TIDE_ASSIGN_OR_RETURN(model::Manifest manifest, config::parseManifest(text, path));
+  if (manifest.plans.empty() || !manifest.capabilities.empty() || !manifest.clusters.empty() ||
+      !manifest.nodes.empty() || !manifest.deployments.empty()) {
+    return Status::invalidArgument(path + ": `deployment update` takes plans only (a plan, or a `plans:` list)");
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& plan : manifest.plans) {
+    const Json record = plan.value;
+    Json body = Json::object();
+    for (const char* key : {"name", "namespace", "service_name", "matching_capabilities", "applications", "strategy",
+                            "approval", "placement"}) {
+      body[key] = record[key];
+    }
+    out.emplace_back(plan.value.name, body.dump());
+  }
+  return out;
+}
+
+// PUT /v1/plans/{name} for each plan of the file (docs/architecture.md#changing-a-plan): what
+// changed, what deserves a look, then the plan as `show` prints it.
+void addUpdateVerb(CLI::App& deployment, Verbs& verbs) {
+  auto file = std::make_shared<std::string>();
+  auto generation = std::make_shared<int64_t>(0);
+  CLI::App* verb = verbs.add(
+      deployment, "update", "Change deployment plans for the deployments added from now on",
+      [file, generation](Session& session) -> Status {
+        TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
+        TIDE_ASSIGN_OR_RETURN(auto plans, plansToPut(text, *file));
+        const std::string if_match = *generation > 0 ? std::to_string(*generation) : "";
+        for (const auto& [name, body] : plans) {
+          const bool yaml = body == text;  // the file itself, else a plan of its list as JSON
+          Result<Json> reply =
+              session.client.putText(planPath(name), body, yaml ? "application/yaml" : "application/json", if_match);
+          if (!reply.isOk()) return locateInFile(reply.status(), *file);
+          if (session.json()) {
+            session.printJson(*reply);
+            continue;
+          }
+          const Json changed = reply->value("changed", Json::array());
+          if (changed.empty()) {
+            session.out << "Deployment plan unchanged: " << name << "\n";
+          } else {
+            std::string fields;
+            for (const Json& field : changed) fields += (fields.empty() ? "" : ", ") + field.get<std::string>();
+            session.out << "Deployment plan updated: " << name << " (generation "
+                        << (*reply)["metadata"].value("generation", int64_t{0}) << "; changed " << fields
+                        << "; deployments added from now on use it)\n";
+          }
+          printWarnings(session, *reply, *file);
+          session.out << '\n';
+          TIDE_RETURN_IF_ERROR(showPlan(session, name));
+        }
+        return Status::ok();
+      });
+  verb->add_option("-m,--manifest", *file, "a plan, or a `plans:` list (YAML): each plan whole, as it should be")
+      ->required();
+  verb->add_option("--generation", *generation,
+                   "only if the plan is still at this generation (If-Match; `deployment show -o json` has it)");
 }
 
 // POST /v1/plans/{plan}/deployments/{id}/<action>, which replies with the deployment.
@@ -69,6 +140,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
   addNamedVerb(*deployment, verbs, "show", "Show a deployment plan with its deployments, instances and operations",
                "deployment plan name", showPlan);
   addAddDeploymentVerb(*deployment, verbs);
+  addUpdateVerb(*deployment, verbs);
   addDeploymentActionVerb(*deployment, verbs, "cancel", "cancel-deployment", "Cancel a deployment of a plan");
   addOperationVerbs(*deployment, verbs);
   addRolloutVerbs(*deployment, verbs);

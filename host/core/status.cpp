@@ -11,6 +11,7 @@ const char* codeName(Code code) {
     case Code::kNotFound: return "not_found";
     case Code::kAlreadyExists: return "already_exists";
     case Code::kConflict: return "conflict";
+    case Code::kPreconditionFailed: return "precondition_failed";
     case Code::kPayloadTooLarge: return "payload_too_large";
     case Code::kUnprocessable: return "unprocessable";
     case Code::kResourceExhausted: return "resource_exhausted";

@@ -21,6 +21,7 @@ enum class Code {
   kNotFound,           // 404
   kAlreadyExists,      // 409
   kConflict,           // stale generation or state clash (409)
+  kPreconditionFailed, // a PUT's If-Match names a generation the record has moved past (412)
   kPayloadTooLarge,    // 413
   kUnprocessable,      // valid syntax, impossible request (422)
   kResourceExhausted,  // limits hit: memory caps, rate limits (429)
@@ -55,6 +56,9 @@ class [[nodiscard]] Status {
   static Status notFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
   static Status alreadyExists(std::string message) { return Status(Code::kAlreadyExists, std::move(message)); }
   static Status conflict(std::string message) { return Status(Code::kConflict, std::move(message)); }
+  static Status preconditionFailed(std::string message) {
+    return Status(Code::kPreconditionFailed, std::move(message));
+  }
   static Status payloadTooLarge(std::string message) { return Status(Code::kPayloadTooLarge, std::move(message)); }
   static Status unprocessable(std::string message) { return Status(Code::kUnprocessable, std::move(message)); }
   static Status resourceExhausted(std::string message) { return Status(Code::kResourceExhausted, std::move(message)); }

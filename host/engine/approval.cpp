@@ -1,5 +1,7 @@
 #include "host/engine/approval.h"
 
+#include <algorithm>
+
 #include "host/engine/policy_data_source.h"
 #include "host/model/states.h"
 #include "host/sched/scheduler.h"
@@ -25,6 +27,13 @@ Json coordinatesList(const Json& by_payload) {
   return out;
 }
 
+// The deployment whose plan an operation is judged and placed by: the one it rolls out
+// (its intent), else the one its instance belongs to.
+const std::string& deploymentOf(const World& world, const InstanceView* view, const model::Operation& op) {
+  if (world.deployment(op.plan, op.intent) != nullptr || view == nullptr) return op.intent;
+  return view->meta.deployment_id;
+}
+
 }  // namespace
 
 Json targetCoordinates(const World& world, const InstanceView& view, const model::Operation& op) {
@@ -45,8 +54,10 @@ ApprovalStage::ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies
 
 Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, const std::string& node) {
   Json plan = Json::object();
-  if (auto it = world.plan_by_name.find(op.plan); it != world.plan_by_name.end()) {
-    const model::Plan& p = *it->second;
+  auto v = world.instances.find(op.meta_instance);
+  const InstanceView* view = v == world.instances.end() ? nullptr : &v->second;
+  if (const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, view, op))) {
+    const model::Plan& p = *deployed;
     plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
     if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
   }
@@ -55,10 +66,9 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
   const bool for_deployment = op.intent != "user" && op.intent != "drain" && op.intent != "unreachable";
   Json deployment{
       {"id", for_deployment ? op.intent : ""}, {"old_coordinates", Json::array()}, {"new_coordinates", Json::array()}};
-  if (auto v = world.instances.find(op.meta_instance); v != world.instances.end()) {
-    const InstanceView& view = v->second;
-    if (view.active) deployment["old_coordinates"] = coordinatesList(view.active->coordinates);
-    deployment["new_coordinates"] = coordinatesList(op.target.value("coordinates", targetCoordinates(world, view, op)));
+  if (view != nullptr) {
+    if (view->active) deployment["old_coordinates"] = coordinatesList(view->active->coordinates);
+    deployment["new_coordinates"] = coordinatesList(op.target.value("coordinates", targetCoordinates(world, *view, op)));
   }
   Json node_json{{"name", node}, {"update_domain", ""}, {"labels", Json::object()}};
   if (auto n = world.node_by_name.find(node); n != world.node_by_name.end()) {
@@ -87,8 +97,33 @@ const std::vector<std::string>& ApprovalStage::otherVersions(const World& world,
   return it->second;
 }
 
+Status ApprovalStage::namingMissingCapabilities(const World& world, const model::Plan& plan,
+                                                const Status& unplaceable) {
+  if (!node_capabilities_) {
+    node_capabilities_.emplace();
+    for (const auto& node : world.nodes) node_capabilities_->insert(node.capabilities.begin(), node.capabilities.end());
+  }
+  std::vector<std::string> missing;
+  for (const auto& rule : plan.matching_capabilities) {
+    if (rule.comparator == "NOT_IN") continue;
+    for (const auto& name : rule.names) {
+      if (!node_capabilities_->count(name) && std::find(missing.begin(), missing.end(), name) == missing.end()) {
+        missing.push_back(name);
+      }
+    }
+  }
+  if (missing.empty()) return unplaceable;
+  std::string names;
+  for (const auto& name : missing) names += (names.empty() ? "" : ", ") + name;
+  return Status(unplaceable.code(),
+                "no node has " + std::string(missing.size() == 1 ? "capability " : "capabilities ") + names + "; " +
+                    unplaceable.message(),
+                unplaceable.details());
+}
+
 int ApprovalStage::pass(const World& world, const UnreachableNodes& unreachable) {
   other_versions_.clear();
+  node_capabilities_.reset();
   releaseUnused(world);
   int changed = 0;
   if (const uint64_t version = policies_.currentVersion(); version != reevaluated_version_) {
@@ -130,9 +165,9 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   if (!needsPlacement(view, op)) return view.active ? view.active->node : std::string();
   if (op.target.contains("runtime_instance")) return op.target.value("node", "");
 
-  auto plan_it = world.plan_by_name.find(op.plan);
-  if (plan_it == world.plan_by_name.end()) return Status::notFound("plan '" + op.plan + "' not found");
-  const model::Plan& plan = *plan_it->second;
+  const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, &view, op));
+  if (deployed == nullptr) return Status::notFound("plan '" + op.plan + "' not found");
+  const model::Plan& plan = *deployed;
   sched::PlacementOptions placement_options;
   placement_options.max_per_node = plan.placement.max_per_node;
   placement_options.bin_pack = plan.placement.bin_pack;
@@ -142,8 +177,9 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
     // of the version it is compared with, so a bad node does not look like a bad version.
     placement_options.avoid_nodes_of = otherVersions(world, op.plan, op.intent);
   }
-  TIDE_ASSIGN_OR_RETURN(auto placements, sched::Scheduler(snapshot).place(plan, 1, placement_options));
-  const sched::Placement& placement = placements.front();
+  auto placements = sched::Scheduler(snapshot).place(plan, 1, placement_options);
+  if (!placements.isOk()) return namingMissingCapabilities(world, plan, placements.status());
+  const sched::Placement& placement = placements->front();
 
   model::RuntimeInstance instance;
   instance.meta_instance = view.meta.name;
@@ -212,8 +248,11 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   std::string approved_by;
   if (evaluation.outcome == lua::Outcome::kPendingApproval) {
     model::ApprovalRequirement plan_minimum;
-    if (auto plan = world.plan_by_name.find(op.plan); plan != world.plan_by_name.end()) {
-      plan_minimum.approvals = plan->second->approval_min_approvals;
+    // The plan as the operation's deployment was made with it, like everything else it is judged by.
+    auto v = world.instances.find(op.meta_instance);
+    const InstanceView* view = v == world.instances.end() ? nullptr : &v->second;
+    if (const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, view, op))) {
+      plan_minimum.approvals = deployed->approval_min_approvals;
     }
     const model::ApprovalState approvals{model::strictest(evaluation.approvals, plan_minimum),
                                          evaluation.overridable, std::move(given)};

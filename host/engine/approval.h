@@ -11,6 +11,8 @@
 // Thread-safety: none; the control loop's thread owns it.
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "host/core/clock.h"
@@ -71,12 +73,17 @@ class ApprovalStage {
   // operation (which made a pass quadratic in the plan's size).
   const std::vector<std::string>& otherVersions(const World& world, const std::string& plan,
                                                 const std::string& deployment);
+  // `unplaceable` with the capabilities `plan` asks for that no node has named first (a plan
+  // accepted with undeclared capabilities waits for them: docs/mrds.md). The nodes'
+  // capabilities are gathered once per pass.
+  Status namingMissingCapabilities(const World& world, const model::Plan& plan, const Status& unplaceable);
 
   ledger::Ledger& ledger_;
   lua::PolicyEngine& policies_;
   const Clock& clock_;
   ApprovalOptions options_;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_versions_;  // this pass's
+  std::optional<std::set<std::string>> node_capabilities_;  // this pass's, once asked for
   std::string resume_after_;  // the meta instance the last pass stopped after; "" when it finished
   uint64_t reevaluated_version_ = 0;  // the script set every waiting operation has been evaluated against
 };

@@ -186,7 +186,7 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
   if (const auto* p = world.lastCompleted(deployment.plan, deployment.deployment_id)) {
     previous = Json{{"id", p->deployment_id}, {"count", p->instance_count}, {"coordinates", coordinatesOf(*p)}};
   }
-  const model::Plan* plan = world.planOf(deployment);
+  const model::Plan* plan = world.planAsDeployed(deployment.plan, deployment.deployment_id);
   const model::EffectiveStrategy strategy = model::effectiveStrategy(plan, deployment);
   const Json& plan_params = strategy.plan_params;
   const Json& deployment_params = strategy.deployment_params;
@@ -265,7 +265,8 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   const int adopted = adopt(world, deployment);
   if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass
 
-  const std::string script = model::effectiveStrategy(world.planOf(deployment), deployment).script;
+  const std::string script =
+      model::effectiveStrategy(world.planAsDeployed(deployment.plan, deployment.deployment_id), deployment).script;
   auto result = strategies_.reconcile(script, snapshot(world, deployment));
   if (!result.isOk()) {
     reportError(deployment, "strategy '" + script + "': " + result.status().message());

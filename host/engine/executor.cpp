@@ -39,6 +39,17 @@ Status writeRuntime(ledger::Ledger& ledger, model::RuntimeInstance& r, Write wri
   }
 }
 
+// The plan `op` runs by (docs/architecture.md#changing-a-plan): as the deployment it rolls
+// out was made with, else as its instance's deployment was, else as it is now.
+Result<model::Plan> planAsDeployed(ledger::Ledger& ledger, const model::Operation& op, const model::MetaInstance& meta) {
+  TIDE_ASSIGN_OR_RETURN(model::Plan current, ledger.getPlan(op.plan));
+  for (const std::string* id : {&op.intent, &meta.deployment_id}) {
+    auto deployment = ledger.getDeployment(op.plan, *id);
+    if (deployment.isOk()) return model::planAsDeployed(current, *deployment);
+  }
+  return current;
+}
+
 }  // namespace
 
 // What one attempt at one operation works with.
@@ -234,7 +245,7 @@ void Executor::execute(int64_t id) {
 
   Status status = [&]() -> Status {
     TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.getMetaInstance(a.op.meta_instance));
-    TIDE_ASSIGN_OR_RETURN(a.plan, ledger_.getPlan(a.op.plan));
+    TIDE_ASSIGN_OR_RETURN(a.plan, planAsDeployed(ledger_, a.op, a.meta));
     return run(a);
   }();
 

@@ -5,11 +5,13 @@
 namespace tide::engine {
 namespace {
 
-// The plan's health check of `meta_instance`'s application, or null when it has none.
+// The health check of `meta_instance`'s application in the plan its deployment was made
+// with, or null when it has none.
 const model::HealthCheck* healthCheckOf(const World& world, const std::string& meta_instance) {
-  auto plan = world.plan_by_name.find(world.instances.at(meta_instance).meta.plan);
-  if (plan == world.plan_by_name.end() || plan->second->applications.empty()) return nullptr;
-  const auto& check = plan->second->applications[0].health_check;
+  const model::MetaInstance& meta = world.instances.at(meta_instance).meta;
+  const model::Plan* plan = world.planAsDeployed(meta.plan, meta.deployment_id);
+  if (plan == nullptr || plan->applications.empty()) return nullptr;
+  const auto& check = plan->applications[0].health_check;
   return check ? &*check : nullptr;
 }
 

@@ -6,9 +6,11 @@
 
 namespace tide::engine {
 
-const model::Plan* World::planOf(const model::Deployment& deployment) const {
-  auto it = plan_by_name.find(deployment.plan);
-  return it == plan_by_name.end() ? nullptr : it->second;
+const model::Plan* World::planAsDeployed(const std::string& plan, const std::string& deployment_id) const {
+  auto it = plan_by_name.find(plan);
+  if (it == plan_by_name.end()) return nullptr;
+  const model::Deployment* made = deployment(plan, deployment_id);
+  return made ? &model::planAsDeployed(*it->second, *made) : it->second;
 }
 
 OperationSummary OperationSummary::of(const model::Operation& op) {

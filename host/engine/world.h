@@ -83,8 +83,10 @@ struct World {
   Status refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes);
 
   const model::Deployment* deployment(const std::string& plan, const std::string& id) const;
-  // The plan `deployment` belongs to, or null.
-  const model::Plan* planOf(const model::Deployment& deployment) const;
+  // The plan as deployment `deployment_id` of `plan` was made with
+  // (docs/architecture.md#changing-a-plan): its snapshot; the plan as it is now when that
+  // deployment is unknown or has none (an instance's "user" operations); null for an unknown plan.
+  const model::Plan* planAsDeployed(const std::string& plan, const std::string& deployment_id) const;
   // The newest COMPLETED deployment of `plan` other than `except`, or null.
   // The rollback target of `except` (docs/architecture.md#rollouts): the newest earlier deployment that
   // completed and was not rolled back since.

@@ -30,6 +30,19 @@ Status insertAll(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, st
   return Status::ok();
 }
 
+// insertAll for the kinds that may be accepted with warnings, each warning located.
+template <class T, class Insert>
+Status insertAllWarned(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
+                       std::vector<ErrorDetail>& warnings, Insert&& insert) {
+  return insertAll(tx, items, names, [&](Ledger::Tx& t, const T& value) {
+    const size_t before = warnings.size();
+    auto result = insert(t, value, &warnings);
+    const auto& item = items[names.size()];
+    for (size_t i = before; i < warnings.size(); ++i) warnings[i].location = item.location;
+    return result;
+  });
+}
+
 }  // namespace
 
 Result<AppliedManifest> Ledger::applyManifest(const model::Manifest& manifest, const std::string& actor) {
@@ -38,8 +51,8 @@ Result<AppliedManifest> Ledger::applyManifest(const model::Manifest& manifest, c
     AppliedManifest applied;
     TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.capabilities, applied.capabilities, insertCapability));
     TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.clusters, applied.clusters, insertCluster));
-    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.nodes, applied.nodes, insertNode));
-    TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.plans, applied.plans, insertPlan));
+    TIDE_RETURN_IF_ERROR(insertAllWarned(tx, manifest.nodes, applied.nodes, applied.warnings, insertNode));
+    TIDE_RETURN_IF_ERROR(insertAllWarned(tx, manifest.plans, applied.plans, applied.warnings, insertPlan));
     for (const auto& item : manifest.deployments) {
       auto result = insertDeployment(tx, item.value);
       if (!result.isOk()) return located(result.status(), item.location);

@@ -94,10 +94,24 @@ struct Page {
   int64_t next_after = 0;  // pass as `after` for the next page; 0 when this was the last
 };
 
-// What applyManifest created, by kind, in manifest order.
+// What applyManifest created, by kind, in manifest order, and what it accepted with a
+// warning (each with its manifest location).
 struct AppliedManifest {
   std::vector<std::string> capabilities, clusters, nodes, plans, deployments;
+  std::vector<ErrorDetail> warnings;
 };
+
+// What updatePlan did: the plan as it now is and the spec fields that changed (none: nothing
+// was written).
+struct PlanChange {
+  model::Plan plan;
+  std::vector<std::string> changed;
+  std::vector<ErrorDetail> warnings;
+};
+
+// The cluster a node joins when its manifest names none, as MRDS's node files do
+// (docs/mrds.md); insertNode creates it, with the process driver, the first time.
+inline constexpr char kDefaultCluster[] = "default";
 
 class Ledger {
  public:
@@ -125,9 +139,11 @@ class Ledger {
   Status deleteCluster(const std::string& name, Generation generation, const std::string& actor);
 
   // --- nodes ---------------------------------------------------------------------------
-  // The node's cluster and capabilities must exist (kUnprocessable otherwise). A node
-  // with a cluster starts ALLOCATED, without one UNALLOCATED.
-  Result<Node> createNode(const Node& node, const std::string& actor);
+  // The node's cluster must exist (kUnprocessable otherwise); a node naming none joins
+  // kDefaultCluster, created on first use. It starts ALLOCATED. Capability names that are
+  // not declared are kept and reported in `warnings` (and a "node.warning" event): IN, EQ
+  // and NOT_IN rules match them by name; GTE and LTE need a declared type and score.
+  Result<Node> createNode(const Node& node, const std::string& actor, std::vector<ErrorDetail>* warnings = nullptr);
   Result<Node> getNode(const std::string& name);
   Result<Page<Node>> listNodes(const ListOptions& options);  // filters: state, cluster, update_domain
   // Moving to DRAINING records `actor` as the node's drained_by; any other state clears it.
@@ -142,8 +158,22 @@ class Ledger {
   Result<bool> fillNodeTotal(const std::string& name, const Resources& total, const std::string& actor);
 
   // --- plans ---------------------------------------------------------------------------
-  // Matching capability names must exist with the named type (kUnprocessable otherwise).
-  Result<Plan> createPlan(const Plan& plan, const std::string& actor);
+  // A matching capability name that is declared must have the rule's type (kUnprocessable
+  // otherwise). One that is not declared is accepted, reported in `warnings` and a
+  // "plan.warning" event: the plan's CREATEs wait until a node has it (docs/mrds.md).
+  Result<Plan> createPlan(const Plan& plan, const std::string& actor, std::vector<ErrorDetail>* warnings = nullptr);
+  // Changes the plan named `plan.name` for the deployments added from now on
+  // (docs/architecture.md#changing-a-plan): its applications, matching capabilities,
+  // strategy, approval policies and placement. Deployments added before keep the plan they
+  // were made with (Deployment::plan_snapshot). Checked as createPlan checks, and:
+  // - kPreconditionFailed when `generation` is given and the plan has moved past it;
+  // - kUnprocessable naming the field when the namespace or service name would change, or
+  //   when the change would strand live instances: an application removed that they run,
+  //   or a capability rule that a node running one of them does not meet (the details
+  //   name the instances and their nodes).
+  // Nothing to change: no write, no event, `changed` empty. Otherwise one transaction
+  // bumps the generation and appends "plan.updated" {changed, from_generation, generation}.
+  Result<PlanChange> updatePlan(const Plan& plan, Generation generation, const std::string& actor);
   Result<Plan> getPlan(const std::string& name);
   Result<Page<Plan>> listPlans(const ListOptions& options);  // filters: namespace, state
   Result<Plan> setPlanState(const std::string& name, const std::string& state, Generation generation,

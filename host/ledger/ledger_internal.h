@@ -168,9 +168,15 @@ Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t i
 // transaction. Each validates, inserts, and appends its ".created" event.
 Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability);
 Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster);
-Result<Node> insertNode(Ledger::Tx& tx, const Node& node);
-Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan);
+// `warnings`, when given, receives what was accepted but deserves a look (capability names
+// nobody declared: docs/mrds.md).
+Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings = nullptr);
+Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings = nullptr);
 Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment);
+// A `kind` event ("plan.warning", "node.warning") {warnings: [{field, message}]} on
+// `subject`, when there are any.
+void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& subject,
+                    const std::vector<ErrorDetail>& warnings);
 
 template <class Fn>
 auto Ledger::write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>())) {

@@ -237,7 +237,7 @@ Status Ledger::deleteCluster(const std::string& name, Generation generation, con
 
 // --- nodes -----------------------------------------------------------------------------------------
 
-Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
+Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings) {
   TIDE_RETURN_IF_ERROR(checkName("node", node.name));
   if (node.total.cores < 0 || node.total.memory_gib < 0 || node.system_reserved.cores < 0 ||
       node.system_reserved.memory_gib < 0 || node.system_reserved.cores > node.total.cores ||
@@ -251,28 +251,28 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
     if (liveIdByName(tx.db(), "nodes", node.name) != 0) {
       return Status::alreadyExists("node '" + node.name + "' already exists");
     }
-    soci::indicator cluster_ind = soci::i_null;
-    long long cluster_id = 0;
-    if (!node.cluster.empty()) {
-      cluster_id = liveIdByName(tx.db(), "clusters", node.cluster);
-      if (cluster_id == 0) {
-        return Status(Code::kUnprocessable, "node '" + node.name + "': cluster '" + node.cluster + "' does not exist",
-                      {{"cluster", "no such cluster", ""}});
-      }
-      cluster_ind = soci::i_ok;
+    // MRDS's node files name no cluster: such a node joins the default one (docs/mrds.md).
+    const std::string cluster = node.cluster.empty() ? kDefaultCluster : node.cluster;
+    long long cluster_id = liveIdByName(tx.db(), "clusters", cluster);
+    if (cluster_id == 0 && node.cluster.empty()) {
+      Cluster default_cluster;
+      default_cluster.name = kDefaultCluster;
+      TIDE_ASSIGN_OR_RETURN(Cluster created, insertCluster(tx, default_cluster));
+      cluster_id = created.meta.id;
     }
-    std::vector<std::string> missing;
-    for (const auto& capability : node.capabilities) {
-      if (liveIdByName(tx.db(), "capabilities", capability) == 0) missing.push_back(capability);
+    if (cluster_id == 0) {
+      return Status(Code::kUnprocessable, "node '" + node.name + "': cluster '" + node.cluster + "' does not exist",
+                    {{"cluster", "no such cluster", ""}});
     }
-    if (!missing.empty()) {
-      std::string list;
-      for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-      return Status(Code::kUnprocessable,
-                    "node '" + node.name + "': unknown capabilities: " + list + " (create them first)",
-                    {{"capabilities", "unknown: " + list, ""}});
+    std::vector<ErrorDetail> found;
+    for (size_t i = 0; i < node.capabilities.size(); ++i) {
+      if (liveIdByName(tx.db(), "capabilities", node.capabilities[i]) != 0) continue;
+      found.push_back({"capabilities[" + std::to_string(i) + "]",
+                       "capability '" + node.capabilities[i] +
+                           "' is not declared: plans match it by name (IN, EQ, NOT_IN), not by score (GTE, LTE)",
+                       ""});
     }
-    const std::string state = node.cluster.empty() ? "UNALLOCATED" : "ALLOCATED";
+    const std::string state = "ALLOCATED";
     const std::string spec = Json{
         {"capabilities", node.capabilities},
         {"local_volumes", node.local_volumes},
@@ -282,18 +282,20 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node) {
         "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
         "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
         "VALUES (:n, :c, :ud, :tc, :tm, :rc, :rm, :spec, :st, :ca, :ua) RETURNING id",
-        soci::use(node.name), soci::use(cluster_id, cluster_ind), soci::use(node.update_domain),
+        soci::use(node.name), soci::use(cluster_id), soci::use(node.update_domain),
         soci::use(node.total.cores), soci::use(node.total.memory_gib), soci::use(node.system_reserved.cores),
         soci::use(node.system_reserved.memory_gib), soci::use(spec), soci::use(state), soci::use(tx.now()),
         soci::use(tx.now()), soci::into(id));
     tx.event("node.created", "node/" + node.name,
-             Json{{"cluster", node.cluster}, {"update_domain", node.update_domain}, {"state", state}});
+             Json{{"cluster", cluster}, {"update_domain", node.update_domain}, {"state", state}});
+    appendWarnings(tx, "node.warning", "node/" + node.name, found);
+    if (warnings) warnings->insert(warnings->end(), found.begin(), found.end());
     return loadNode(tx.db(), node.name);
   }
 }
 
-Result<Node> Ledger::createNode(const Node& node, const std::string& actor) {
-  return write("create node", actor, [&](Tx& tx) { return insertNode(tx, node); });
+Result<Node> Ledger::createNode(const Node& node, const std::string& actor, std::vector<ErrorDetail>* warnings) {
+  return write("create node", actor, [&](Tx& tx) { return insertNode(tx, node, warnings); });
 }
 
 Result<Node> Ledger::getNode(const std::string& name) {

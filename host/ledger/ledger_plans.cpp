@@ -1,12 +1,14 @@
 // Plans and their deployments.
 
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
-
-#include <optional>
-#include <tuple>
 
 namespace tide::ledger {
 namespace {
@@ -15,18 +17,39 @@ const char* kPlanSelect =
     "SELECT id, generation, created_at, updated_at, name, namespace, service_name, spec, state, message, "
     "max_per_node, bin_pack FROM plans";
 
+// The parts of a plan that a PUT may change and a deployment snapshots, as plans.spec holds
+// them (placement has columns of its own there; a snapshot carries it inside).
+Json specOf(const Plan& plan) {
+  return Json{{"matching_capabilities", plan.matching_capabilities},
+              {"applications", plan.applications},
+              {"strategy", plan.strategy},
+              {"approval_policies", plan.approval_policies},
+              {"approval_min_approvals", plan.approval_min_approvals}};
+}
+
+void readSpec(const Json& spec, Plan& p) {
+  p.matching_capabilities = spec.value("matching_capabilities", std::vector<CapabilityMatch>{});
+  p.applications = spec.value("applications", std::vector<Application>{});
+  p.strategy = spec.value("strategy", StrategyRef{});
+  p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
+  p.approval_min_approvals = spec.value("approval_min_approvals", 1);
+}
+
+// What a deployment keeps of its plan (docs/architecture.md#changing-a-plan).
+Json snapshotOf(const Plan& plan) {
+  Json snapshot = specOf(plan);
+  snapshot["placement"] = plan.placement;
+  snapshot["generation"] = plan.meta.generation;
+  return snapshot;
+}
+
 Plan planFromRow(const soci::row& r) {
   Plan p;
   p.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
   p.name = rowString(r, 4);
   p.ns = rowString(r, 5);
   p.service_name = rowString(r, 6);
-  const Json spec = rowJson(r, 7);
-  p.matching_capabilities = spec.value("matching_capabilities", std::vector<CapabilityMatch>{});
-  p.applications = spec.value("applications", std::vector<Application>{});
-  p.strategy = spec.value("strategy", StrategyRef{});
-  p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
-  p.approval_min_approvals = spec.value("approval_min_approvals", 1);
+  readSpec(rowJson(r, 7), p);
   p.state = rowString(r, 8);
   p.message = rowString(r, 9);
   p.placement.max_per_node = static_cast<int>(rowInt(r, 10));
@@ -43,7 +66,7 @@ Result<Plan> loadPlan(Db& db, const std::string& name) {
 const char* kDeploymentSelect =
     "SELECT d.id, d.generation, d.created_at, d.updated_at, p.name, d.deployment_id, d.spec, d.instance_count, "
     "d.rollout_state, d.state, d.message, d.signals, d.started_at, d.completed_at, d.paused_seconds, d.paused_since, "
-    "d.added_by "
+    "d.added_by, p.namespace, p.service_name "
     "FROM deployments d JOIN plans p ON p.id = d.plan_id";
 
 Deployment deploymentFromRow(const soci::row& r) {
@@ -64,6 +87,19 @@ Deployment deploymentFromRow(const soci::row& r) {
   d.paused_seconds = rowDouble(r, 14);
   d.paused_since = rowString(r, 15);
   d.added_by = rowString(r, 16);
+  if (auto it = spec.find("plan"); it != spec.end() && it->is_object()) {
+    auto plan = std::make_shared<Plan>();
+    plan->name = d.plan;
+    plan->ns = rowString(r, 17);
+    plan->service_name = rowString(r, 18);
+    readSpec(*it, *plan);
+    const Json placement = it->value("placement", Json::object());
+    plan->placement.max_per_node = placement.value("max_per_node", 1);
+    plan->placement.bin_pack = placement.value("bin_pack", false);
+    d.plan_generation = it->value("generation", int64_t{0});
+    plan->meta.generation = d.plan_generation;
+    d.plan_snapshot = std::move(plan);
+  }
   return d;
 }
 
@@ -126,7 +162,11 @@ bool unfinishedDeploymentState(const std::string& state) {
 
 // --- plans -------------------------------------------------------------------------------------------
 
-Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
+namespace {
+
+// What insertPlan and updatePlan check before anything is written: names, applications,
+// placement bounds.
+Status checkPlanShape(const Plan& plan) {
   for (const auto& [what, value] : {std::pair<const char*, const std::string*>{"name", &plan.name},
                                     {"namespace", &plan.ns},
                                     {"service_name", &plan.service_name}}) {
@@ -144,52 +184,213 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan) {
     return Status::invalidArgument("plan '" + plan.name + "': placement.max_per_node " + bounds,
                                    {{"placement.max_per_node", bounds, ""}});
   }
-  {
-    if (liveIdByName(tx.db(), "plans", plan.name) != 0) {
-      return Status::alreadyExists("plan '" + plan.name + "' already exists");
-    }
-    // A typo in a capability name would make the plan silently unschedulable: refuse it.
-    std::vector<ErrorDetail> problems;
-    for (size_t i = 0; i < plan.matching_capabilities.size(); ++i) {
-      const auto& match = plan.matching_capabilities[i];
-      for (const auto& name : match.names) {
-        std::string type;
-        soci::indicator ind = soci::i_null;
-        const bool found = tx.db().run("SELECT type FROM capabilities WHERE name = :n AND deleted_at IS NULL",
-                                       soci::use(name), soci::into(type, ind));
-        const std::string field = "matching_capabilities[" + std::to_string(i) + "].names";
-        if (!found) {
-          problems.push_back({field, "unknown capability '" + name + "'", ""});
-        } else if (type != match.type) {
-          problems.push_back({field, "capability '" + name + "' has type " + type + ", not " + match.type, ""});
-        }
-      }
-    }
-    if (!problems.empty()) {
-      return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + problems.front().message, problems);
-    }
-    const std::string spec = Json{
-        {"matching_capabilities", plan.matching_capabilities},
-        {"applications", plan.applications},
-        {"strategy", plan.strategy},
-        {"approval_policies", plan.approval_policies},
-        {"approval_min_approvals", plan.approval_min_approvals}}.dump();
-    const std::string state = "ACTIVE";
-    const int max_per_node = plan.placement.max_per_node;
-    const int bin_pack = plan.placement.bin_pack ? 1 : 0;
-    long long id = 0;
-    tx.db().run(
-        "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, created_at, "
-        "updated_at) VALUES (:n, :ns, :s, :spec, :st, :mpn, :bp, :c, :u) RETURNING id",
-        soci::use(plan.name), soci::use(plan.ns), soci::use(plan.service_name), soci::use(spec), soci::use(state),
-        soci::use(max_per_node), soci::use(bin_pack), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
-    tx.event("plan.created", "plan/" + plan.name, Json{{"namespace", plan.ns}, {"service_name", plan.service_name}});
-    return loadPlan(tx.db(), plan.name);
-  }
+  return Status::ok();
 }
 
-Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor) {
-  return write("create plan", actor, [&](Tx& tx) { return insertPlan(tx, plan); });
+// Every declared capability, by name.
+std::map<std::string, Capability> declaredCapabilities(Db& db) {
+  std::map<std::string, Capability> out;
+  db.forEachRow("SELECT name, type, score FROM capabilities WHERE deleted_at IS NULL", [&](const soci::row& r) {
+    Capability c;
+    c.name = rowString(r, 0);
+    c.type = rowString(r, 1);
+    c.score = rowInt(r, 2);
+    out[c.name] = c;
+  });
+  return out;
+}
+
+// A declared capability of another type than its rule names is an error; an undeclared one
+// is a warning (MRDS's plans name capabilities nobody declared: docs/mrds.md). Appends the
+// warnings to `warnings` and returns the errors.
+Status checkCapabilityNames(Db& db, const Plan& plan, std::vector<ErrorDetail>& warnings) {
+  const std::map<std::string, Capability> declared = declaredCapabilities(db);
+  std::vector<ErrorDetail> problems;
+  for (size_t i = 0; i < plan.matching_capabilities.size(); ++i) {
+    const auto& match = plan.matching_capabilities[i];
+    const std::string field = "matching_capabilities[" + std::to_string(i) + "].names";
+    for (const auto& name : match.names) {
+      auto it = declared.find(name);
+      if (it == declared.end()) {
+        warnings.push_back({field,
+                            "capability '" + name + "' is not declared: the plan's instances wait until a node "
+                            "has it" + std::string(match.comparator == "GTE" || match.comparator == "LTE"
+                                                       ? " and it is declared with type " + match.type + " and a score"
+                                                       : ""),
+                            ""});
+      } else if (it->second.type != match.type) {
+        problems.push_back({field, "capability '" + name + "' has type " + it->second.type + ", not " + match.type, ""});
+      }
+    }
+  }
+  if (!problems.empty()) {
+    return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + problems.front().message, problems);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& subject,
+                    const std::vector<ErrorDetail>& warnings) {
+  if (warnings.empty()) return;
+  Json list = Json::array();
+  for (const auto& w : warnings) list.push_back(Json{{"field", w.field}, {"message", w.message}});
+  tx.event(kind, subject, Json{{"warnings", list}});
+}
+
+Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings) {
+  TIDE_RETURN_IF_ERROR(checkPlanShape(plan));
+  if (liveIdByName(tx.db(), "plans", plan.name) != 0) {
+    return Status::alreadyExists("plan '" + plan.name + "' already exists");
+  }
+  std::vector<ErrorDetail> found;
+  TIDE_RETURN_IF_ERROR(checkCapabilityNames(tx.db(), plan, found));
+  const std::string spec = specOf(plan).dump();
+  const std::string state = "ACTIVE";
+  const int max_per_node = plan.placement.max_per_node;
+  const int bin_pack = plan.placement.bin_pack ? 1 : 0;
+  long long id = 0;
+  tx.db().run(
+      "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, created_at, "
+      "updated_at) VALUES (:n, :ns, :s, :spec, :st, :mpn, :bp, :c, :u) RETURNING id",
+      soci::use(plan.name), soci::use(plan.ns), soci::use(plan.service_name), soci::use(spec), soci::use(state),
+      soci::use(max_per_node), soci::use(bin_pack), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
+  tx.event("plan.created", "plan/" + plan.name, Json{{"namespace", plan.ns}, {"service_name", plan.service_name}});
+  appendWarnings(tx, "plan.warning", "plan/" + plan.name, found);
+  if (warnings) warnings->insert(warnings->end(), found.begin(), found.end());
+  return loadPlan(tx.db(), plan.name);
+}
+
+namespace {
+
+std::string joinedNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Where the plan's instances run: (meta instance, node) of every STARTING or RUNNING runtime
+// instance of a meta instance that is not DELETED. A reservation not started yet belongs to an
+// operation of a deployment, which keeps the plan it was made with.
+std::vector<std::pair<std::string, std::string>> placedInstances(Db& db, int64_t plan_id) {
+  std::vector<std::pair<std::string, std::string>> out;
+  db.forEachRow(
+      "SELECT m.name, n.name FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+      "JOIN nodes n ON n.id = r.node_id WHERE m.plan_id = :p AND m.state <> 'DELETED' "
+      "AND r.state IN ('STARTING', 'RUNNING') ORDER BY m.name",
+      [&](const soci::row& r) { out.emplace_back(rowString(r, 0), rowString(r, 1)); },
+      soci::use(static_cast<long long>(plan_id)));
+  return out;
+}
+
+// The instances `next` would strand (docs/architecture.md#changing-a-plan), one detail per
+// field: applications they run that it removes, capability rules their nodes do not meet.
+std::vector<ErrorDetail> strandedBy(Db& db, const Plan& current, const Plan& next) {
+  std::vector<ErrorDetail> problems;
+  std::vector<std::string> live;
+  db.forEachRow(
+      "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> 'DELETED' ORDER BY name",
+      [&](const soci::row& r) { live.push_back(rowString(r, 0)); }, soci::use(static_cast<long long>(current.meta.id)));
+  if (live.empty()) return problems;
+  for (const auto& app : current.applications) {
+    const bool kept = std::any_of(next.applications.begin(), next.applications.end(),
+                                  [&](const Application& a) { return a.payload_name == app.payload_name; });
+    if (kept) continue;
+    problems.push_back({"applications",
+                        "removing application '" + app.payload_name + "' would strand the instances that run it: " +
+                            joinedNames(live) + "; scale the plan to 0 first (a deployment with instance_count 0)",
+                        ""});
+  }
+  if (Json(next.matching_capabilities) == Json(current.matching_capabilities)) return problems;
+  const auto placed = placedInstances(db, current.meta.id);
+  if (placed.empty()) return problems;
+  const std::map<std::string, Capability> declared = declaredCapabilities(db);
+  std::map<std::string, std::vector<std::string>> capabilities_of;
+  for (const auto& [instance, node] : placed) {
+    if (capabilities_of.count(node)) continue;
+    std::string spec_text;
+    db.run("SELECT spec FROM nodes WHERE name = :n AND deleted_at IS NULL", soci::use(node), soci::into(spec_text));
+    Json spec = Json::parse(spec_text, nullptr, false);
+    capabilities_of[node] = spec.is_object() ? spec.value("capabilities", std::vector<std::string>{})
+                                             : std::vector<std::string>{};
+  }
+  for (size_t i = 0; i < next.matching_capabilities.size(); ++i) {
+    const CapabilityMatch& rule = next.matching_capabilities[i];
+    std::vector<std::string> stranded;
+    for (const auto& [instance, node] : placed) {
+      if (!model::meetsCapabilityRule(rule, capabilities_of[node], declared)) stranded.push_back(instance + " on " + node);
+    }
+    if (stranded.empty()) continue;
+    problems.push_back({"matching_capabilities[" + std::to_string(i) + "]",
+                        "instances run on nodes that do not meet capability type " + rule.type + " " +
+                            rule.comparator + " " + joinedNames(rule.names) + ": " + joinedNames(stranded),
+                        ""});
+  }
+  return problems;
+}
+
+// The spec fields in which `a` and `b` differ, in the manifest's order.
+std::vector<std::string> changedFields(const Plan& a, const Plan& b) {
+  std::vector<std::string> out;
+  if (Json(a.matching_capabilities) != Json(b.matching_capabilities)) out.push_back("matching_capabilities");
+  if (Json(a.applications) != Json(b.applications)) out.push_back("applications");
+  if (Json(a.strategy) != Json(b.strategy)) out.push_back("strategy");
+  if (a.approval_policies != b.approval_policies || a.approval_min_approvals != b.approval_min_approvals) {
+    out.push_back("approval");
+  }
+  if (Json(a.placement) != Json(b.placement)) out.push_back("placement");
+  return out;
+}
+
+}  // namespace
+
+Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, const std::string& actor) {
+  return write("update plan", actor, [&](Tx& tx) -> Result<PlanChange> {
+    TIDE_ASSIGN_OR_RETURN(Plan current, loadPlan(tx.db(), plan.name));
+    if (generation && *generation != current.meta.generation) {
+      return Status::preconditionFailed("plan '" + plan.name + "': If-Match names generation " +
+                                        std::to_string(*generation) + ", the plan is now at " +
+                                        std::to_string(current.meta.generation) + "; read it again");
+    }
+    TIDE_RETURN_IF_ERROR(checkPlanShape(plan));
+    for (const auto& [field, was, now] : {std::tuple<const char*, std::string, std::string>{"namespace", current.ns, plan.ns},
+                                          {"service_name", current.service_name, plan.service_name}}) {
+      if (was == now) continue;
+      const std::string problem = "cannot change ('" + was + "' to '" + now + "'): create a new plan instead";
+      return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + field + " " + problem, {{field, problem, ""}});
+    }
+    PlanChange change;
+    TIDE_RETURN_IF_ERROR(checkCapabilityNames(tx.db(), plan, change.warnings));
+    change.changed = changedFields(current, plan);
+    if (change.changed.empty()) {
+      change.plan = std::move(current);
+      return change;
+    }
+    std::vector<ErrorDetail> stranded = strandedBy(tx.db(), current, plan);
+    if (!stranded.empty()) {
+      return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + stranded.front().field + ": " +
+                                              stranded.front().message,
+                    stranded);
+    }
+    Bindings values;
+    values.set("spec", specOf(plan).dump());
+    values.set("max_per_node", plan.placement.max_per_node);
+    values.set("bin_pack", plan.placement.bin_pack ? 1 : 0);
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "plans", current.meta.id, current.meta.generation,
+                                       "spec = :spec, max_per_node = :max_per_node, bin_pack = :bin_pack", values));
+    tx.event("plan.updated", "plan/" + plan.name,
+             Json{{"changed", change.changed},
+                  {"from_generation", current.meta.generation},
+                  {"generation", current.meta.generation + 1}});
+    appendWarnings(tx, "plan.warning", "plan/" + plan.name, change.warnings);
+    TIDE_ASSIGN_OR_RETURN(change.plan, loadPlan(tx.db(), plan.name));
+    return change;
+  });
+}
+
+Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor, std::vector<ErrorDetail>* warnings) {
+  return write("create plan", actor, [&](Tx& tx) { return insertPlan(tx, plan, warnings); });
 }
 
 Result<Plan> Ledger::getPlan(const std::string& name) {
@@ -284,7 +485,7 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
       return Status::alreadyExists("deployment '" + deployment.deployment_id + "' already exists in plan '" +
                                    plan.name + "'");
     }
-    Json spec{{"payload_coordinates", deployment.payload_coordinates}};
+    Json spec{{"payload_coordinates", deployment.payload_coordinates}, {"plan", snapshotOf(plan)}};
     if (!deployment.strategy.is_null()) spec["strategy"] = deployment.strategy;
     const std::string spec_text = spec.dump();
     const std::string state = "PENDING";

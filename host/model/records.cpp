@@ -1,5 +1,7 @@
 #include "host/model/records.h"
 
+#include <algorithm>
+
 namespace tide::model {
 
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment) {
@@ -16,6 +18,34 @@ EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployme
     if (auto it = deployment.strategy.find("params"); it != deployment.strategy.end()) out.deployment_params = *it;
   }
   return out;
+}
+
+const Plan& planAsDeployed(const Plan& current, const Deployment& deployment) {
+  return deployment.plan_snapshot ? *deployment.plan_snapshot : current;
+}
+
+bool meetsCapabilityRule(const CapabilityMatch& rule, const std::vector<std::string>& node_capabilities,
+                         const std::map<std::string, Capability>& declared) {
+  auto has = [&](const std::string& name) {
+    return std::find(node_capabilities.begin(), node_capabilities.end(), name) != node_capabilities.end();
+  };
+  if (rule.comparator == "IN" || rule.comparator == "EQ" || rule.comparator == "NOT_IN") {
+    const bool any = std::any_of(rule.names.begin(), rule.names.end(), has);
+    return rule.comparator == "NOT_IN" ? !any : any;
+  }
+  const bool at_least = rule.comparator == "GTE";
+  std::optional<int64_t> bound;
+  for (const auto& name : rule.names) {
+    auto it = declared.find(name);
+    if (it == declared.end() || it->second.type != rule.type) continue;
+    if (!bound || (at_least ? it->second.score < *bound : it->second.score > *bound)) bound = it->second.score;
+  }
+  if (!bound) return false;
+  return std::any_of(node_capabilities.begin(), node_capabilities.end(), [&](const std::string& name) {
+    auto it = declared.find(name);
+    return it != declared.end() && it->second.type == rule.type &&
+           (at_least ? it->second.score >= *bound : it->second.score <= *bound);
+  });
 }
 
 void to_json(Json& j, const Meta& v) {
@@ -173,7 +203,8 @@ void to_json(Json& j, const Deployment& v) {
            {"completed_at", v.completed_at},
            {"paused_seconds", v.paused_seconds},
            {"paused_since", v.paused_since},
-           {"added_by", v.added_by}};
+           {"added_by", v.added_by},
+           {"plan_generation", v.plan_generation}};
 }
 
 void to_json(Json& j, const MetaInstance& v) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -175,6 +176,12 @@ struct Deployment {
   // Who added it (the actor of Ledger::addDeployment; "" in a ledger older than migration 005).
   // The operations the controller asks for to roll it out are requested by this person.
   std::string added_by;
+  // The plan as it was when this deployment was added (docs/architecture.md#changing-a-plan):
+  // its instances are placed, started, probed and approved by this, whatever the plan says
+  // since. Shared, so copies of a deployment do not copy the plan. Null only for a
+  // deployment read without its plan (every ledger row has one since migration 012).
+  std::shared_ptr<const Plan> plan_snapshot;
+  int64_t plan_generation = 0;  // the plan's generation the snapshot was taken at
 };
 
 struct MetaInstance {
@@ -285,6 +292,18 @@ struct EffectiveStrategy {
   Json deployment_params = Json::object();
 };
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment);
+
+// The plan `deployment` was made with: its snapshot, or `current` when it has none.
+const Plan& planAsDeployed(const Plan& current, const Deployment& deployment);
+
+// Whether a node with the capabilities `node_capabilities` meets `rule`, given the declared
+// capabilities by name (docs/architecture.md#scheduling): IN/EQ it has one of the names,
+// NOT_IN none; GTE/LTE it has a declared capability of the rule's type scoring at least
+// the lowest (at most the highest) declared score among the names, and no such name
+// matches nothing. The scheduler's compiled form of the same rule is sched/plan_demand.cpp;
+// this one is for checks that look at a handful of nodes.
+bool meetsCapabilityRule(const CapabilityMatch& rule, const std::vector<std::string>& node_capabilities,
+                         const std::map<std::string, Capability>& declared);
 
 void to_json(Json& j, const Meta& v);
 void to_json(Json& j, const Resources& v);

@@ -24,7 +24,7 @@ struct LedgerFeedFixture {
     REQUIRE(ledger->changesTracked());
   }
 
-  // A node without a cluster (UNALLOCATED), or in `cluster` (ALLOCATED).
+  // A node in `cluster`, or without one in the default cluster (both ALLOCATED).
   void addNode(const std::string& name, const std::string& cluster = "") {
     model::Node node;
     node.name = name;

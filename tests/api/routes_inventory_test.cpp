@@ -137,10 +137,9 @@ TEST_CASE("api: duplicates and unknown references are 409 and 422, nothing is wr
       "/v1/nodes", R"({"name":"n3","cluster":"nowhere","update_domain":"ud-3","total":{"cores":8,"memory":32}})");
   CHECK(unknown_cluster.status == 422);
   CHECK(unknown_cluster.errorCode() == "unprocessable");
-  Reply unknown_capability =
-      h.post("/v1/nodes", R"({"name":"n3","cluster":"local","update_domain":"ud-3","total":{"cores":8,"memory":32},
-                             "capabilities":["tpu-v9"]})");
-  CHECK(unknown_capability.status == 422);
+  Reply over_reserved = h.post("/v1/nodes", R"({"name":"n3","cluster":"local","update_domain":"ud-3",
+                             "total":{"cores":8,"memory":32},"system_reserved":{"cores":9,"memory":1}})");
+  CHECK(over_reserved.status == 400);
 
   CHECK(h.everything() == before);
 }
@@ -211,6 +210,8 @@ labels:
   CHECK(node["remaining"] == Json{{"cores", 60.0}, {"memory_gib", 480.0}});
   CHECK(node["local_volumes"][0]["capacity_gib"] == 1024.0);
   CHECK(node["labels"]["rack"] == "r7");
+  CHECK(node["warnings"] == Json::array());  // every capability it names is declared
+  node.erase("warnings");
   CHECK(h.get("/v1/nodes/kind-worker3").json() == node);
 
   CHECK(names(h.get("/v1/nodes?update_domain=update-domain-2").json()) ==
@@ -336,7 +337,8 @@ TEST_CASE("api: manifests apply atomically") {
                                {"clusters", {"local"}},
                                {"nodes", {"kind-worker", "kind-worker2"}},
                                {"plans", Json::array()},
-                               {"deployments", Json::array()}});
+                               {"deployments", Json::array()},
+                               {"warnings", Json::array()}});
 
   Json before = h.everything();
   // The first record is fine, the second already exists: nothing of it is written.

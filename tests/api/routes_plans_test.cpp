@@ -39,10 +39,10 @@ TEST_CASE("api: plans round trip from the MRDS deployment-plan file") {
   CHECK(h.get("/v1/plans?state=INACTIVE").json()["items"].empty());
 
   Json before = h.everything();
-  Reply unknown_capability = h.post("/v1/plans", R"({"name":"gpu","namespace":"n","service_name":"s",
-      "matching_capabilities":[{"type":"GPU","comparator":"IN","names":["tpu-v9"]}],
+  Reply mistyped_capability = h.post("/v1/plans", R"({"name":"gpu","namespace":"n","service_name":"s",
+      "matching_capabilities":[{"type":"CPU","comparator":"IN","names":["nvidia-v100"]}],
       "applications":[{"payload_name":"p","resources":{"cores":1,"memory":1}}]})");
-  CHECK(unknown_capability.status == 422);
+  CHECK(mistyped_capability.status == 422);
   CHECK(h.post("/v1/plans", kMrdsPlan, "application/yaml").status == 409);
   Reply missing = h.post("/v1/plans", R"({"name":"half"})");
   CHECK(missing.status == 400);

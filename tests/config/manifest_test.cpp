@@ -217,7 +217,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   deployment.instance_count = 2;
   Json deploymentJson = deployment;
   for (const char* key : {"state", "message", "rollout_state", "signals", "started_at", "completed_at",
-                          "paused_seconds", "paused_since", "added_by"}) {
+                          "paused_seconds", "paused_since", "added_by", "plan_generation"}) {
     deploymentJson.erase(key);
   }
 

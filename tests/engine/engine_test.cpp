@@ -319,5 +319,66 @@ nodes:
   CHECK(invariants->empty());
 }
 
+// The reservation of the runtime instance an operation's target names.
+model::Resources reservationOf(EngineFixture& f, const model::Operation& op) {
+  REQUIRE(op.target.contains("runtime_instance"));
+  auto runtime = f.ledger->getRuntimeInstance(op.target["runtime_instance"].get<int64_t>());
+  REQUIRE(runtime.isOk());
+  return runtime->reservation;
+}
+
+TEST_CASE("engine: a plan change applies to the next deployment; the one under way keeps the plan it was made with") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  f.apply(engineDeployment("d1", 1, "1.0"));  // made with 2 cores an instance
+
+  // Changed before the loop placed anything of d1.
+  auto plan = f.ledger->getPlan("web");
+  REQUIRE(plan.isOk());
+  model::Plan bigger = plan.value();
+  bigger.applications[0].resources.cores = 3;
+  auto changed = f.ledger->updatePlan(bigger, plan->meta.generation, "test");
+  REQUIRE_MESSAGE(changed.isOk(), changed.status().toString());
+  CHECK(changed->changed == std::vector<std::string>{"applications"});
+
+  // d1 is placed and runs as it was made: 2 cores, probed by the health check it had.
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  CHECK(reservationOf(f, waiting[0]).cores == doctest::Approx(2));
+  f.settleApproving();
+  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  auto first = f.activeRunning();
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].reservation.cores == doctest::Approx(2));
+  CHECK(first[0].healthy);
+
+  // d2's new instance is placed with the plan as it is now.
+  f.apply(engineDeployment("d2", 2, "1.0"));
+  f.engine->settle();
+  bool created = false;
+  for (const auto& op : f.operations("PENDING_APPROVAL")) {
+    if (op.type != "CREATE" || op.intent != "d2") continue;
+    CHECK(reservationOf(f, op).cores == doctest::Approx(3));
+    created = true;
+  }
+  CHECK(created);
+}
+
+TEST_CASE("engine: a CREATE of a plan naming capabilities no node has waits, naming them") {
+  EngineFixture f;
+  f.apply(kEngineNodes);
+  std::string plan = enginePlan();
+  plan.replace(plan.find("names: [intel-xeon]"), 19, "names: [intel-xeon]}, {type: TPU, comparator: IN, names: [tpu-v9]");
+  f.apply(plan);
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+  auto pending = f.operations("PENDING");
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].message.find("waiting for placement: no node has capability tpu-v9; ") == 0);
+  CHECK(pending[0].message.find("4 lack capability type TPU in [tpu-v9]") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace tide

@@ -28,7 +28,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 11);
+  CHECK(f.ledger->schemaVersion() == 12);
   CHECK(f.eventCount() == 0);
 }
 
@@ -157,11 +157,15 @@ TEST_CASE("ledger: references must exist and be of the right kind") {
   LedgerFixture f;
   f.addInventory();
   CHECK(f.ledger->createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() == Code::kUnprocessable);
-  auto unknown_capability = LedgerFixture::node("node-c");
-  unknown_capability.capabilities = {"tpu-v9"};
-  auto refused = f.ledger->createNode(unknown_capability, "test");
-  CHECK(refused.status().code() == Code::kUnprocessable);
-  CHECK(refused.status().message().find("tpu-v9") != std::string::npos);
+  // A capability nobody declared is kept, with a warning: MRDS's node files name such ones.
+  auto undeclared_capability = LedgerFixture::node("node-c");
+  undeclared_capability.capabilities = {"tpu-v9"};
+  std::vector<ErrorDetail> warnings;
+  auto kept = f.ledger->createNode(undeclared_capability, "test", &warnings);
+  REQUIRE(kept.isOk());
+  CHECK(kept->capabilities == std::vector<std::string>{"tpu-v9"});
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].message.find("'tpu-v9' is not declared") != std::string::npos);
 
   auto plan = LedgerFixture::plan();
   plan.matching_capabilities = {{"GPU", "IN", {"intel-xeon"}}};
@@ -296,7 +300,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 11);
+  CHECK(again.ledger->schemaVersion() == 12);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
@@ -362,12 +366,46 @@ TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one p
                         "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
   }
   LedgerFixture migrated("sqlite://" + path);
-  CHECK(migrated.ledger->schemaVersion() == 11);
+  CHECK(migrated.ledger->schemaVersion() == 12);
   auto old = migrated.ledger->getPlan("old");
   REQUIRE_MESSAGE(old.isOk(), old.status().toString());
   CHECK(old->applications.size() == 1);
   CHECK(old->placement.max_per_node == 1);
   CHECK_FALSE(old->placement.bin_pack);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ledger: deployments of a ledger from before plan snapshots keep their plan as it was at the upgrade") {
+  auto dir = tempDir("migrate-snapshots");
+  const std::string path = (dir / "tide.db").string();
+  {
+    // Every migration before 012, a plan with placement and a deployment of it.
+    auto db = Db::open("sqlite://" + path);
+    REQUIRE(db.isOk());
+    std::vector<embedded::File> before;
+    for (const auto& file : embedded::sqliteMigrations()) {
+      if (std::string(file.name).substr(0, 3) < "012") before.push_back(file);
+    }
+    REQUIRE((*db)->migrate(before, "2026-01-01T00:00:00.000Z").isOk());
+    (*db)->session() << "INSERT INTO plans (name, namespace, service_name, spec, state, max_per_node, bin_pack, "
+                        "generation, created_at, updated_at) VALUES ('old', 'ns', 'svc', "
+                        "'{\"applications\": [{\"payload_name\": \"app\", \"resources\": {\"cores\": 2}}]}', "
+                        "'ACTIVE', 3, 1, 5, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
+    (*db)->session() << "INSERT INTO deployments (plan_id, deployment_id, spec, instance_count, state, created_at, "
+                        "updated_at) VALUES ((SELECT id FROM plans WHERE name = 'old'), 'd1', "
+                        "'{\"payload_coordinates\": []}', 1, 'COMPLETED', '2026-01-01T00:00:00.000Z', "
+                        "'2026-01-01T00:00:00.000Z')";
+  }
+  LedgerFixture migrated("sqlite://" + path);
+  auto d1 = migrated.ledger->getDeployment("old", "d1");
+  REQUIRE_MESSAGE(d1.isOk(), d1.status().toString());
+  CHECK(d1->plan_generation == 5);
+  REQUIRE(d1->plan_snapshot != nullptr);
+  CHECK(d1->plan_snapshot->ns == "ns");
+  REQUIRE(d1->plan_snapshot->applications.size() == 1);
+  CHECK(d1->plan_snapshot->applications[0].resources.cores == 2);
+  CHECK(d1->plan_snapshot->placement.max_per_node == 3);
+  CHECK(d1->plan_snapshot->placement.bin_pack);
   std::filesystem::remove_all(dir);
 }
 
