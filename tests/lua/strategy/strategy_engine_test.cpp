@@ -517,15 +517,15 @@ TEST_CASE("lua: the host pushing a fleet-sized snapshot counts against neither t
 
 TEST_CASE("lua: r.metric answers from the snapshot's metrics and records each query asked, once") {
   FixedScripts scripts;
-  scripts.publish({{"ask", strategy("ask", R"(
+  scripts.publish({{"ask", strategy("ask", R"lua(
     local a, why_a, pending_a = r.metric("prom", "up")
     local b = r.metric("prom", "up")
     local c, why_c = r.metric("prom", "rate(x[1m])", { range_seconds = 300, reduce = "avg" })
     local d, why_d, pending_d = r.metric("web", "/errors")
     r.state.seen = { a = a, b = b, why_c = why_c, why_d = why_d, pending_d = pending_d,
                      pending_a = pending_a == nil }
-    return {})")},
-                   {"bad", strategy("bad", R"(return { r.metric("prom", "up", { range = 5 }) })")}});
+    return {})lua")},
+                   {"bad", strategy("bad", R"lua(return { r.metric("prom", "up", { range = 5 }) })lua")}});
   const FakeClock clock = testClock();
   StrategyEngine engine(scripts, clock);
   Json snapshot = {{"deployment", {{"id", "deployment-2"}, {"count", 1}}},
