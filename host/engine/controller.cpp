@@ -278,13 +278,11 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   Json rollout = snapshot(world, deployment);
   if (!metric_answers_.empty()) rollout["metrics"] = metric_answers_;
   auto result = strategies_.reconcile(script, std::move(rollout));
-  if (result.isOk()) {
-    metric_asked_.insert(metric_asked_.end(), result->metric_queries.begin(), result->metric_queries.end());
-  }
   if (!result.isOk()) {
     reportError(deployment, "strategy '" + script + "': " + result.status().message());
     return changes;
   }
+  metric_asked_.insert(metric_asked_.end(), result->metric_queries.begin(), result->metric_queries.end());
   last_error_.erase(deployment.plan + "/" + deployment.deployment_id);
   changes += apply(world, deployment, result.value());
   // The strategy saw the one-shot signals (promote, promote_full): they are used up.

@@ -48,7 +48,7 @@ TEST_CASE("metric fetcher: the same query asked twice in one pass is fetched onc
         nlohmann::json{{"prom", {{"up", 2.0}, {"broken", "prom: cannot connect (refused or unreachable)"}}}});
 }
 
-TEST_CASE("metric fetcher: an answer younger than refresh_after is not fetched again; an older one is") {
+TEST_CASE("metric fetcher: an answer younger than refresh_after is not fetched again, an older one is") {
   CountingFetch counting;
   MetricFetcher cached(kProviders, {std::chrono::hours(1), std::chrono::seconds(300)}, counting.fetch());
   cached.request({query("prom", "up")});
