@@ -15,6 +15,9 @@ using Json = nlohmann::json;
 constexpr size_t kMaxReasonBytes = 1024;
 constexpr size_t kMaxMetricQueryBytes = 8192;
 constexpr int64_t kMaxMetricRangeSeconds = 31 * 86'400;
+// Distinct metric queries one reconcile may ask: each is a request to a metrics server per
+// pass, and a script looping over names must not flood it.
+constexpr size_t kMaxMetricQueriesPerReconcile = 64;
 char kMetricBoardKey;  // LuaState context: the MetricBoard of the reconcile in progress
 constexpr double kMaxCount = 1e9;
 
@@ -240,6 +243,12 @@ int metricFunction(lua_State* L) {
   if (board == nullptr) {
     lua_pushnil(L);
     lua_pushstring(L, "metrics are read only while a strategy reconciles");
+    return 2;
+  }
+  if (board->asked.size() >= kMaxMetricQueriesPerReconcile && board->asked.count(query) == 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "more than %d metric queries in one reconcile; this one is not asked",
+                    static_cast<int>(kMaxMetricQueriesPerReconcile));
     return 2;
   }
   board->asked.insert(query);

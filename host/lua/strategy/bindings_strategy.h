@@ -10,7 +10,8 @@
 //   r.metric(provider, query[, options]) --> number | nil, reason[, pending]: the answer the
 //          host already has for the query (docs/architecture.md#metric-analysis); no I/O. The
 //          query is recorded in the MetricBoard, so the host fetches it for the next pass;
-//          pending is true when nothing was fetched for it yet.
+//          pending is true when nothing was fetched for it yet. At most 64 distinct queries
+//          a reconcile: beyond, nil and why, and nothing is asked.
 
 #include <set>
 #include <span>

@@ -553,3 +553,20 @@ TEST_CASE("lua: r.metric answers from the snapshot's metrics and records each qu
   REQUIRE(!bad.isOk());
   CHECK(bad.status().message().find("metric: unknown option 'range'") != std::string::npos);
 }
+
+TEST_CASE("lua: a reconcile asks at most 64 distinct metric queries, so a loop cannot flood a metrics server") {
+  FixedScripts scripts;
+  scripts.publish({{"flood", strategy("flood", R"lua(
+    for i = 1, 100 do r.metric("prom", "up{n=\"" .. i .. "\"}") end
+    local again = select(2, r.metric("prom", "up{n=\"1\"}"))
+    local _, beyond = r.metric("prom", "up{n=\"100\"}")
+    r.state.seen = { again = again, beyond = beyond }
+    return {})lua")}});
+  const FakeClock clock = testClock();
+  StrategyEngine engine(scripts, clock);
+  auto result = engine.reconcile("flood", Json{{"deployment", {{"id", "deployment-2"}, {"count", 1}}}});
+  REQUIRE_MESSAGE(result.isOk(), result.status().toString());
+  CHECK(result->metric_queries.size() == 64);
+  CHECK(result->state["seen"]["again"] == "waiting for the first answer from 'prom'");
+  CHECK(result->state["seen"]["beyond"] == "more than 64 metric queries in one reconcile; this one is not asked");
+}
