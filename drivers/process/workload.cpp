@@ -12,6 +12,8 @@
 #include <httplib.h>
 #include <CLI/CLI.hpp>
 
+#include "drivers/process/workload_metrics.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -65,10 +67,22 @@ int serve(const WorkloadOptions& options) {
   });
   server.Get("/version",
              [&](const httplib::Request&, httplib::Response& res) { res.set_content(options.version, "text/plain"); });
+  WorkloadMetrics metrics(instance, options.version, options.error_rate);
   server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(
-        "tide-workload version=" + options.version + " instance=" + instance + " message=" + options.message + "\n",
-        "text/plain");
+    const Clock::time_point began = Clock::now();
+    if (metrics.nextFails()) {
+      res.status = 500;
+      res.set_content("injected error (--error-rate)\n", "text/plain");
+    } else {
+      res.status = 200;  // set here: httplib fills it in only after the handler, and it is recorded below
+      res.set_content(
+          "tide-workload version=" + options.version + " instance=" + instance + " message=" + options.message + "\n",
+          "text/plain");
+    }
+    metrics.record(res.status, secondsSince(began));
+  });
+  server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics.render(), "text/plain; version=0.0.4");
   });
 
   // SIGTERM/SIGINT are taken with sigtimedwait in this thread; blocking them first makes
@@ -130,7 +144,7 @@ int runWorkload(const WorkloadOptions& options) {
 }
 
 int runWorkloadCli(int argc, char** argv) {
-  CLI::App app("A tiny HTTP service for demos and tests: /healthz, /version and /", "tide workload");
+  CLI::App app("A tiny HTTP service for demos and tests: /healthz, /version, / and /metrics", "tide workload");
   WorkloadOptions options;
   double fail_health_after = 0, healthy_after = 0, crash_after = 0;
   app.add_option("--listen", options.listen, "HOST:PORT to serve on")->required();
@@ -142,6 +156,8 @@ int runWorkloadCli(int argc, char** argv) {
   auto* crash_opt =
       app.add_option("--crash-after", crash_after, "exit with status 3 after SECONDS")->check(CLI::NonNegativeNumber);
   app.add_option("--message", options.message, "text included in GET /");
+  app.add_option("--error-rate", options.error_rate, "the share of GET / answered 500, from 0 to 1")
+      ->check(CLI::Range(0.0, 1.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

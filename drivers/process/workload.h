@@ -3,7 +3,9 @@
 // nothing else installed (docs/architecture.md#drivers). Routes:
 //   GET /healthz  200 "ok"; 503 "starting" before --healthy-after, 500 "failing" after --fail-health-after
 //   GET /version  the version text
-//   GET /         "tide-workload version=<v> instance=<$TIDE_INSTANCE> message=<text>\n"
+//   GET /         "tide-workload version=<v> instance=<$TIDE_INSTANCE> message=<text>\n", or 500 for
+//                 the --error-rate share of requests
+//   GET /metrics  Prometheus metrics of the requests to / (workload_metrics.h)
 // It exits 0 on SIGTERM or SIGINT, and 3 when --crash-after passes.
 
 #include <optional>
@@ -18,6 +20,7 @@ struct WorkloadOptions {
   std::optional<double> healthy_after_seconds;
   std::optional<double> crash_after_seconds;
   std::string message;
+  double error_rate = 0;  // the share of GET / answered 500
 };
 
 // Serves until SIGTERM/SIGINT (returns 0) or the crash time (exits the process with 3).
@@ -26,7 +29,7 @@ struct WorkloadOptions {
 int runWorkload(const WorkloadOptions& options);
 
 // Parses `tide workload` flags (--listen, --version, --fail-health-after, --healthy-after,
-// --crash-after, --message) and runs the workload. argv[0] is the command's own name and
+// --crash-after, --message, --error-rate) and runs the workload. argv[0] is the command's own name and
 // is skipped, so `tide` calls it as runWorkloadCli(argc - 1, argv + 1). Exit codes as
 // runWorkload; CLI11's for a malformed command line.
 int runWorkloadCli(int argc, char** argv);

@@ -1,30 +1,8 @@
 #include "host/api/metrics.h"
 
-#include <cstdio>
+#include "host/core/prometheus_text.h"
 
 namespace tide::api {
-namespace {
-
-std::string labelValue(std::string_view value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
-}
-
-}  // namespace
 
 void HttpMetrics::observe(std::string_view method, std::string_view route, int code,
                           std::chrono::duration<double> elapsed) {
@@ -52,7 +30,7 @@ std::string HttpMetrics::render() const {
   for (const auto& [key, series] : routes_) {
     const auto& [method, route] = key;
     for (const auto& [code, count] : series.requests) {
-      out += "tide_http_requests_total{method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) +
+      out += "tide_http_requests_total{method=\"" + prometheusLabelValue(method) + "\",route=\"" + prometheusLabelValue(route) +
              "\",code=\"" + std::to_string(code) + "\"} " + std::to_string(count) + "\n";
     }
   }
@@ -61,16 +39,16 @@ std::string HttpMetrics::render() const {
   for (const auto& [key, series] : routes_) {
     const auto& [method, route] = key;
     const Histogram& histogram = series.durations;
-    std::string labels = "method=\"" + labelValue(method) + "\",route=\"" + labelValue(route) + "\"";
+    std::string labels = "method=\"" + prometheusLabelValue(method) + "\",route=\"" + prometheusLabelValue(route) + "\"";
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kBuckets.size(); ++i) {
       cumulative += histogram.buckets[i];
-      out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"" + number(kBuckets[i]) + "\"} " +
+      out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"" + prometheusNumber(kBuckets[i]) + "\"} " +
              std::to_string(cumulative) + "\n";
     }
     out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(histogram.count) +
            "\n";
-    out += "tide_http_request_duration_seconds_sum{" + labels + "} " + number(histogram.sum) + "\n";
+    out += "tide_http_request_duration_seconds_sum{" + labels + "} " + prometheusNumber(histogram.sum) + "\n";
     out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
   }
   out += "# HELP tide_http_connections_dropped_total Connections closed unanswered: over the connection cap "

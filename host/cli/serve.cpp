@@ -169,6 +169,7 @@ engine::EngineOptions engineOptions(const config::HostConfig& config, const lua:
   options.lua_limits = lua_limits;
   options.default_outcome = config.default_verdict == "deny" ? lua::Outcome::kRejected : lua::Outcome::kPendingApproval;
   options.hooks_output_dir = std::filesystem::path(config.data_dir) / "hooks";
+  options.metric_providers = config.analysis.providers;
   options.hook_log = [&out, &out_mu](const lua::LogRecord& r) {
     const std::string fields =
         r.fields.is_null() ? "" : " " + r.fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -23,6 +23,16 @@ const KeyTable kHostKeys = {
     {"default_verdict", {"default_verdict"}},
     {"retention", {"retention"}},
     {"agents", {"agents"}},
+    {"analysis", {"analysis"}},
+};
+
+const KeyTable kAnalysisKeys = {{"providers", {"providers"}}};
+
+const KeyTable kMetricProviderKeys = {
+    {"type", {"type"}},
+    {"url", {"url"}},
+    {"timeout_ms", {"timeout_ms"}},
+    {"json_path", {"json_path"}},
 };
 
 const KeyTable kAgentsKeys = {
@@ -279,6 +289,50 @@ void readAgents(const YamlNode& node, const std::string& path, HostConfig::Agent
   readInt(m, "max_long_polls", {0, 10'000}, out.max_long_polls);
 }
 
+void readMetricProvider(const YamlNode& node, const std::string& path, model::MetricProvider& out,
+                        Problems& problems) {
+  MapReader m(node, path, kMetricProviderKeys, problems);
+  if (auto type = m.string("type", Need::kRequired)) {
+    if (*type == "prometheus" || *type == "http") {
+      out.type = *type;
+    } else {
+      problems.add(*m.get("type"), m.field("type"), "unknown provider type \"" + *type + "\"; expected prometheus or http");
+    }
+  }
+  if (auto url = m.string("url", Need::kRequired)) {
+    if (url->rfind("http://", 0) == 0 || url->rfind("https://", 0) == 0) {
+      out.url = *url;
+    } else {
+      problems.add(*m.get("url"), m.field("url"), "must start with http:// or https://");
+    }
+  }
+  readInt(m, "timeout_ms", {1, 60'000}, out.timeout_ms);
+  if (auto v = m.string("json_path", Need::kOptional)) out.json_path = *v;
+  if (out.type == "http" && out.json_path.empty()) {
+    problems.add(node, m.field("json_path"), "an http provider needs json_path (where its number is in the answer)");
+  }
+}
+
+void readAnalysis(const YamlNode& node, const std::string& path, HostConfig::Analysis& out, Problems& problems) {
+  MapReader m(node, path, kAnalysisKeys, problems);
+  const YamlNode* providers = m.mapping("providers", Need::kOptional);
+  if (providers == nullptr) return;
+  for (const auto& [key, value] : providers->entries) {
+    auto name = readString(key, m.field("providers"), problems);
+    if (!name) continue;
+    const std::string field = childPath(m.field("providers"), *name);
+    if (name->empty()) {
+      problems.add(key, field, "provider name must not be empty");
+      continue;
+    }
+    if (out.providers.count(*name) > 0) {
+      problems.add(key, field, "provider given twice");
+      continue;
+    }
+    readMetricProvider(value, field, out.providers[*name], problems);
+  }
+}
+
 std::string joinPath(const std::string& dir, std::string_view leaf) {
   if (dir.empty() || dir.back() == '/') return dir + std::string(leaf);
   return dir + "/" + std::string(leaf);
@@ -334,6 +388,7 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("tls")) readTls(*v, m.field("tls"), config.tls, problems);
   if (const YamlNode* v = m.get("retention")) readRetention(*v, m.field("retention"), config.retention, problems);
   if (const YamlNode* v = m.get("agents")) readAgents(*v, m.field("agents"), config.agents, problems);
+  if (const YamlNode* v = m.get("analysis")) readAnalysis(*v, m.field("analysis"), config.analysis, problems);
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

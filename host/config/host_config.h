@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/core/status.h"
+#include "host/model/analysis.h"
 #include "host/model/audit.h"
 
 namespace tide::config {
@@ -93,6 +94,12 @@ struct HostConfig {
     // changes from their reports' answers, a heartbeat later (docs/agents.md#scale).
     int max_long_polls = 64;
   } agents;
+  // Metric providers the strategies' analyses may ask through ctx.metric
+  // (docs/architecture.md#metric-analysis): `analysis: {providers: {prom: {type: prometheus,
+  // url: "http://127.0.0.1:9090", timeout_ms: 2000}}}`.
+  struct Analysis {
+    model::MetricProviders providers;
+  } analysis;
 };
 
 // "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.

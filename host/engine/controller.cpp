@@ -33,12 +33,21 @@ double secondsSince(const std::string& from, const TimePoint& now) {
 }  // namespace
 
 DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
-                                           ControllerOptions options)
-    : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)) {}
+                                           ControllerOptions options, MetricFetcher* metrics)
+    : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
 
 int DeploymentController::pass(const World& world, const UnreachableNodes& unreachable) {
   creates_left_ = options_.max_creates_per_pass;
   creates_cut_ = false;
+  metric_answers_ = metrics_ != nullptr ? metrics_->answers() : Json::object();
+  metric_asked_.clear();
+  const int changes = reconcileAll(world, unreachable);
+  // Fetched off this pass and off every Lua deadline; the next passes read the answers.
+  if (metrics_ != nullptr && !metric_asked_.empty()) metrics_->request(metric_asked_);
+  return changes;
+}
+
+int DeploymentController::reconcileAll(const World& world, const UnreachableNodes& unreachable) {
   int changes = repair(world);
   changes += relocateOffNodes(world, unreachable);
   for (const auto& plan : world.plans) {
@@ -267,11 +276,14 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
 
   const std::string script =
       model::effectiveStrategy(world.planAsDeployed(deployment.plan, deployment.deployment_id), deployment).script;
-  auto result = strategies_.reconcile(script, snapshot(world, deployment));
+  Json rollout = snapshot(world, deployment);
+  if (!metric_answers_.empty()) rollout["metrics"] = metric_answers_;
+  auto result = strategies_.reconcile(script, std::move(rollout));
   if (!result.isOk()) {
     reportError(deployment, "strategy '" + script + "': " + result.status().message());
     return changes;
   }
+  metric_asked_.insert(metric_asked_.end(), result->metric_queries.begin(), result->metric_queries.end());
   last_error_.erase(deployment.plan + "/" + deployment.deployment_id);
   changes += apply(world, deployment, result.value());
   // The strategy saw the one-shot signals (promote, promote_full): they are used up.

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "host/core/clock.h"
+#include "host/engine/metric_fetcher.h"
 #include "host/engine/node_liveness.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
@@ -42,9 +43,11 @@ struct ControllerOptions {
 
 class DeploymentController {
  public:
-  // Everything must outlive the controller.
+  // Everything must outlive the controller. `metrics` (may be null: r.metric then never has
+  // an answer) gives each pass the metric answers fetched so far and gets the queries the
+  // pass's strategies asked (docs/architecture.md#metric-analysis).
   DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
-                       ControllerOptions options);
+                       ControllerOptions options, MetricFetcher* metrics = nullptr);
 
   // One pass over `world`, whose nodes `unreachable` names cannot be reached; returns how
   // many ledger changes it made.
@@ -57,6 +60,8 @@ class DeploymentController {
   Json snapshot(const World& world, const model::Deployment& deployment) const;
 
  private:
+  // The pass itself, between taking the metric answers and requesting what was asked.
+  int reconcileAll(const World& world, const UnreachableNodes& unreachable);
   int reconcile(const World& world, const model::Deployment& deployment);
   int supersede(const World& world, const std::vector<model::Deployment>& deployments);
   int adopt(const World& world, const model::Deployment& deployment);
@@ -86,6 +91,9 @@ class DeploymentController {
   lua::StrategyEngine& strategies_;
   const Clock& clock_;
   ControllerOptions options_;
+  MetricFetcher* metrics_;
+  Json metric_answers_;                            // this pass's, from metrics_
+  std::vector<model::MetricQuery> metric_asked_;   // by this pass's strategies
   std::map<std::string, std::string> last_error_;  // "plan/deployment" → message
   std::map<std::string, Json> last_route_;         // plan → {deployment, weights} last routed
   int creates_left_ = 0;                           // of this pass's max_creates_per_pass

@@ -40,13 +40,15 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
       feed_(ledger),
       policies_(scripts, clock, lua::PolicyEngineOptions{options_.lua_limits, options_.default_outcome}),
       strategies_(scripts, clock, options_.lua_limits),
-      controller_(ledger, strategies_, clock, options_.controller),
+      metrics_fetcher_(options_.metric_providers, options_.metric_fetcher),
+      controller_(ledger, strategies_, clock, options_.controller, &metrics_fetcher_),
       approval_(ledger, policies_, clock, options_.approval),
       hooks_(ledger, scripts, clock, hookOptions(options_)),
       executor_(ledger, drivers, clock, metrics_, withHookGate(options_.executor, hooks_)),
       observer_(ledger, drivers, clock, metrics_, options_.observer),
       liveness_(ledger, drivers, clock, metrics_, options_.liveness) {
   executor_.onFinished([this] { poke(); });
+  metrics_fetcher_.onAnswer([this] { poke(); });
   tokens_ = std::max(1.0, options_.rate_per_second);
   halt_subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
     for (const auto& change : changes) {
@@ -72,6 +74,7 @@ void Engine::stop() {
   stopping_ = true;
   clock_.wake();
   if (thread_.joinable()) thread_.join();
+  metrics_fetcher_.stop();
   observer_.stop();
   executor_.stop();
   hooks_.stop();

@@ -59,6 +59,9 @@ struct EngineOptions {
   lua::Outcome default_outcome = lua::Outcome::kPendingApproval;
   std::filesystem::path hooks_output_dir;  // runtime hooks' ctx.emit_file; tide serve: <data_dir>/hooks
   lua::LogSink hook_log;                   // what hooks log; must be thread-safe; empty: discarded
+  // What the strategies' analyses may ask through ctx.metric (host config analysis.providers).
+  model::MetricProviders metric_providers;
+  MetricFetcherOptions metric_fetcher;
 };
 
 // What one pass did, for tests and logs.
@@ -119,6 +122,7 @@ class Engine {
   std::optional<World> world_;  // loop thread only; kept between passes, refreshed from feed_
   lua::PolicyEngine policies_;
   lua::StrategyEngine strategies_;
+  MetricFetcher metrics_fetcher_;  // before controller_, which asks it
   DeploymentController controller_;
   ApprovalStage approval_;
   HookRunner hooks_;  // before executor_, whose gate it is

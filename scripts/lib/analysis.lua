@@ -7,10 +7,18 @@
 --   ctx.phase              "canary", "pre_promotion" or "post_promotion"
 --   ctx.step               the canary step (1-based), for phase "canary"
 --   ctx.min_ready_seconds  the strategy's min_ready_seconds
+--   ctx.params             the strategy's analysis_params (thresholds, provider, queries)
+--   ctx.metric(provider, query[, vars]) --> number | nil, reason: a metric from a provider the
+--                          host config declares (analysis.providers), with {{instance}} (the
+--                          new instances' names joined by "|"), {{deployment}}, {{version}} and
+--                          any vars substituted; vars may also hold range_seconds, step_seconds
+--                          and reduce (a Prometheus range query) or json_path (http).
 --
--- An analysis is asked again on every pass while its gate is open; it sees nothing but the
--- snapshot (no I/O). Add your own here: this file is hot-reloaded like any script, and a
--- version that breaks a strategy's tests does not load.
+-- An analysis is asked again on every pass while its gate is open. It does no I/O: the host
+-- fetches each metric asked for outside the Lua state after the pass, and ctx.metric answers
+-- from what the host fetched before it (nil, "no answer ... yet" the first time, which an
+-- analysis reports as inconclusive). Add your own here: this file is hot-reloaded like any
+-- script, and a version that breaks a strategy's tests does not load.
 
 local function none()
   return "pass", "no analysis"
@@ -46,8 +54,79 @@ local function always_inconclusive()
   return "inconclusive", "always_inconclusive (a drill)"
 end
 
+-- The share of the new instances' requests answered 5xx over the last window_seconds, from
+-- the counter `tide workload` exports (tide_workload_requests_total{tide_instance, code}).
+-- ctx.params: provider ("prometheus"), max_error_rate (0.05), window_seconds (30),
+-- min_requests (20: fewer requests in the window are inconclusive; 0 skips the check), and
+-- error_rate_query / requests_query to read other metrics (a share between 0 and 1; a count).
+local ERROR_RATE_QUERY = '(sum(rate(tide_workload_requests_total{tide_instance=~"{{instance}}",'
+  .. 'code=~"5.."}[{{window}}s])) or vector(0)) / sum(rate(tide_workload_requests_total{'
+  .. 'tide_instance=~"{{instance}}"}[{{window}}s]))'
+
+-- The 99th percentile of the new instances' request latency over the last window_seconds,
+-- from the histogram `tide workload` exports. ctx.params: provider ("prometheus"),
+-- max_latency_p99_seconds (0.5), window_seconds (30), min_requests (20), latency_p99_query
+-- and requests_query for other metrics.
+local LATENCY_P99_QUERY = 'histogram_quantile(0.99, sum by (le) (rate('
+  .. 'tide_workload_request_duration_seconds_bucket{tide_instance=~"{{instance}}"}[{{window}}s])))'
+
+-- How many requests the new instances answered in the window: a share of two requests says
+-- nothing yet.
+local REQUESTS_QUERY = 'sum(increase(tide_workload_requests_total{tide_instance=~"{{instance}}"}'
+  .. '[{{window}}s]))'
+
+-- Asks `query` (ctx.params[query_param] overrides it) and the window's request count (both
+-- in one pass, so the host fetches them together), then compares the answer with
+-- ctx.params[max_param] (else default_max): above it fails.
+local function threshold(ctx, what, query_param, query, max_param, default_max, show)
+  local p = ctx.params
+  local provider, max, min_requests = p.provider or "prometheus", p[max_param] or default_max,
+    p.min_requests or 20
+  local vars = { window = p.window_seconds or 30 }
+  local value, why = ctx.metric(provider, p[query_param] or query, vars)
+  if min_requests > 0 then
+    local requests, requests_why = ctx.metric(provider, p.requests_query or REQUESTS_QUERY, vars)
+    if requests == nil then
+      return "inconclusive", what .. ": " .. tostring(requests_why)
+    end
+    if requests < min_requests then
+      return "inconclusive", string.format("%s: %.0f requests in the last %d s, fewer than "
+        .. "min_requests (%d)", what, requests, vars.window, min_requests)
+    end
+  end
+  if value == nil then
+    return "inconclusive", what .. ": " .. tostring(why)
+  end
+  if value ~= value then
+    return "inconclusive", what .. ": no data (NaN: no requests in the window?)"
+  end
+  if value > max then
+    return "fail", string.format("%s %s above %s (%s)", what, show(value), show(max), max_param)
+  end
+  return "pass", string.format("%s %s within %s", what, show(value), show(max))
+end
+
+local function percent(value)
+  return string.format("%.1f%%", value * 100)
+end
+
+local function seconds(value)
+  return string.format("%.3f s", value)
+end
+
+local function error_rate(_, ctx)
+  return threshold(ctx, "error rate", "error_rate_query", ERROR_RATE_QUERY, "max_error_rate", 0.05, percent)
+end
+
+local function latency_p99(_, ctx)
+  return threshold(ctx, "p99 latency", "latency_p99_query", LATENCY_P99_QUERY, "max_latency_p99_seconds",
+    0.5, seconds)
+end
+
 return {
   none = none,
+  error_rate = error_rate,
+  latency_p99 = latency_p99,
   healthy = healthy,
   always_fail = always_fail,
   always_inconclusive = always_inconclusive,

@@ -29,9 +29,13 @@
 --                                           and no old ones: { create, update, delete, ready,
 --                                           done }, see below
 --   rollout.check_analysis(param, name) --> nil, or why `name` is not in tide.lib.analysis
---   rollout.analyze(r, name, ctx)       --> "pass" | "fail" | "inconclusive", reason: runs
---                                           tide.lib.analysis[name]; an error or another
---                                           answer is inconclusive
+--   rollout.analyze(r, name, ctx)       --> "pass" | "fail" | "inconclusive" | "pending",
+--                                           reason: runs tide.lib.analysis[name] with
+--                                           ctx.params (the analysis_params param) and
+--                                           ctx.metric added; an error or another answer is
+--                                           inconclusive, and an inconclusive answer given
+--                                           while a metric it asked had no answer yet is
+--                                           "pending" (ask again; it is no verdict)
 --
 --   rollout.with_verbs(verbs)           --> the pieces the shipped strategies share that return
 --                                           actions, built with the strategy's own verbs (a lib
@@ -363,13 +367,69 @@ end
 
 local verdicts = { pass = true, fail = true, inconclusive = true }
 
+-- What a query's {{name}} stands for unless vars say otherwise: instance, the new
+-- instances' names joined by "|" (for a regex match, `=~"{{instance}}"`); deployment, its id;
+-- version, the tag of the first payload's image ("nginx:1.27" → "1.27"), else the id.
+local function metric_vars(r)
+  local names = {}
+  for _, inst in ipairs(r.new) do
+    names[#names + 1] = inst.name
+  end
+  local version = r.deployment.id
+  local payloads = {}
+  local coordinates = r.deployment.coordinates or {}
+  for payload in pairs(coordinates) do
+    payloads[#payloads + 1] = payload
+  end
+  table.sort(payloads)
+  local first = payloads[1] and coordinates[payloads[1]]
+  local tag = first and type(first.image) == "string" and string.match(first.image, ":([^:/]+)$")
+  return { instance = table.concat(names, "|"), deployment = r.deployment.id, version = tag or version }
+end
+
+-- The options of r.metric that may come in ctx.metric's vars; every other var is substituted.
+local METRIC_OPTIONS = { range_seconds = true, step_seconds = true, reduce = true, json_path = true }
+
+-- ctx.metric(provider, query[, vars]) --> number | nil, reason: the query with {{name}}
+-- replaced by vars[name] (else metric_vars), asked through r.metric (no I/O: the host
+-- answers from what it fetched after an earlier pass).
+local function metric_reader(r, asked)
+  local defaults = metric_vars(r)
+  return function(provider, query, vars)
+    local options, missing = {}, nil
+    for key, value in pairs(vars or {}) do
+      if METRIC_OPTIONS[key] then options[key] = value end
+    end
+    local text = string.gsub(query, "{{%s*([%w_]+)%s*}}", function(name)
+      local value = (vars ~= nil and not METRIC_OPTIONS[name] and vars[name]) or defaults[name]
+      if value == nil then
+        missing = missing or name
+        return ""
+      end
+      return tostring(value)
+    end)
+    if missing then
+      return nil, "metric query names {{" .. missing .. "}}, which no var gives"
+    end
+    local value, why, pending = r.metric(provider, text, options)
+    asked.pending = asked.pending or pending == true
+    return value, why
+  end
+end
+
 local function analyze(r, name, ctx)
+  local asked = { pending = false }
+  ctx.params = r.params.analysis_params or {}
+  ctx.metric = metric_reader(r, asked)
   local ok, verdict, reason = pcall(tide.lib.analysis[name], r, ctx)
   if not ok then
     return "inconclusive", "analysis '" .. name .. "' raised an error: " .. tostring(verdict)
   end
   if not verdicts[verdict] then
     return "inconclusive", "analysis '" .. name .. "' answered " .. tostring(verdict)
+  end
+  if verdict == "inconclusive" and asked.pending then
+    return "pending", tostring(reason or verdict)
   end
   return verdict, tostring(reason or verdict)
 end

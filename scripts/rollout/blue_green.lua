@@ -4,7 +4,9 @@
 --
 --   1. preview: traffic stays on the old set (routed there once at the start); count new
 --      instances are created; health gate: each must be ready for min_ready_seconds, within
---      health_timeout_seconds of progress; then the pre-promotion analysis must pass;
+--      health_timeout_seconds of progress; then the pre-promotion analysis must pass (an
+--      inconclusive answer is asked again up to analysis_inconclusive_limit times, and one
+--      that waits for a metric's first answer counts as none);
 --   2. promotion, as auto_promotion says: "never" pauses until a promote signal, "immediate"
 --      goes on at once, "after N s" pauses until N seconds after the preview became ready
 --      (a promote signal goes on sooner);
@@ -28,7 +30,8 @@
 --
 -- r.state: step (1 preview, 2 promotion, 3 switched), steps (3), weights (the last routed),
 -- waiting_for (for people), and the bookkeeping: started (progress_seconds), preview_ready_at,
--- pre_analysis ("passed" | "inconclusive"), analysis_reason, promoted, promoted_full,
+-- pre_analysis ("passed" | "inconclusive"), pre_inconclusive (inconclusive answers so far),
+-- analysis_reason, promoted, promoted_full,
 -- switched_at, restored_from (the rollout a restore undoes, once routed back).
 
 local rollout = tide.lib.rollout
@@ -98,6 +101,14 @@ local function before_switch(r, mode, wait)
     local verdict, reason = rollout.analyze(r, name, {
       phase = "pre_promotion", min_ready_seconds = params.min_ready_seconds,
     })
+    if verdict == "inconclusive" then
+      s.pre_inconclusive = (s.pre_inconclusive or 0) + 1
+    end
+    if verdict == "pending"
+        or (verdict == "inconclusive" and s.pre_inconclusive <= params.analysis_inconclusive_limit) then
+      s.waiting_for = "pre-promotion analysis (" .. reason .. ")"
+      return actions
+    end
     if verdict == "fail" then
       return failed(r, string.format("pre-promotion analysis '%s' failed: %s", name, reason))
     end
@@ -207,6 +218,13 @@ local NOW, new, old, STARTING = fixtures.NOW, fixtures.new, fixtures.old, fixtur
 
 local OLD = { old(1), old(2), old(3) }
 local PREVIEW = { new(1), new(2), new(3) }
+-- The error_rate analysis's query for the preview over the default 30 s window.
+local ERROR_RATE_PREVIEW = '(sum(rate(tide_workload_requests_total{tide_instance=~"web-n1|web-n2|web-n3",'
+  .. 'code=~"5.."}[30s])) or vector(0)) / sum(rate(tide_workload_requests_total{'
+  .. 'tide_instance=~"web-n1|web-n2|web-n3"}[30s]))'
+local REQUESTS_PREVIEW = 'sum(increase(tide_workload_requests_total{tide_instance=~"web-n1|web-n2|web-n3"}'
+  .. '[30s]))'
+
 
 -- A rollout of deployment-2 (the preview) over deployment-1 with 3 instances; `fields` are
 -- added to it.
@@ -252,6 +270,15 @@ return {
     pre_promotion_analysis = {
       type = "string", default = "none",
       description = "the tide.lib.analysis function that must pass before the switch",
+    },
+    analysis_params = {
+      type = "table", default = {},
+      description = "what the analyses read as ctx.params: error_rate takes provider, "
+        .. "max_error_rate, window_seconds; latency_p99 max_latency_p99_seconds",
+    },
+    analysis_inconclusive_limit = {
+      type = "integer", default = 0, min = 0,
+      description = "inconclusive pre-promotion answers asked again; one more pauses until promoted",
     },
     post_promotion_analysis = {
       type = "string", default = "none",
@@ -386,6 +413,42 @@ return {
       expect = { pause("preview ready: pre-promotion analysis inconclusive "
         .. "(always_inconclusive (a drill)); promote to continue") },
       expect_state = { pre_analysis = "inconclusive" },
+    },
+    {
+      name = "a pre-promotion analysis waiting for its first metric answer holds the switch",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing(),
+                       params = { pre_promotion_analysis = "error_rate",
+                                  auto_promotion = "immediate" } }),
+      expect = {},
+      expect_state = { step = 1, waiting_for = "pre-promotion analysis (error rate: waiting for "
+        .. "the first answer from 'prometheus')" },
+    },
+    {
+      name = "inconclusive pre-promotion answers within analysis_inconclusive_limit are asked again",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing({ pre_inconclusive = 1 }),
+                       params = { pre_promotion_analysis = "error_rate", auto_promotion = "immediate",
+                                  analysis_inconclusive_limit = 2 },
+                       metrics = { prometheus = { [ERROR_RATE_PREVIEW] = "prometheus: no data: the "
+                         .. "query matched no series", [REQUESTS_PREVIEW] = 0 } } }),
+      expect = {},
+      expect_state = { pre_inconclusive = 2, waiting_for = "pre-promotion analysis (error rate: "
+        .. "0 requests in the last 30 s, fewer than min_requests (20))" },
+    },
+    {
+      name = "a pre-promotion error rate above max_error_rate rolls back before the switch",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing(),
+                       params = { pre_promotion_analysis = "error_rate", auto_promotion = "immediate" },
+                       metrics = { prometheus = { [ERROR_RATE_PREVIEW] = 0.25, [REQUESTS_PREVIEW] = 90 } } }),
+      expect = { rollback("pre-promotion analysis 'error_rate' failed: error rate 25.0% above "
+        .. "5.0% (max_error_rate)") },
+    },
+    {
+      name = "a pre-promotion error rate within max_error_rate lets the switch go on",
+      r = rollout_of({ old = OLD, new = PREVIEW, state = previewing(),
+                       params = { pre_promotion_analysis = "error_rate", auto_promotion = "immediate" },
+                       metrics = { prometheus = { [ERROR_RATE_PREVIEW] = 0, [REQUESTS_PREVIEW] = 90 } } }),
+      expect = { route(ALL_NEW) },
+      expect_state = { pre_analysis = "passed", analysis_reason = "error rate 0.0% within 5.0%" },
     },
     {
       name = "a passing pre-promotion analysis lets auto-promotion go on",

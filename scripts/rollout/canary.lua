@@ -6,9 +6,10 @@
 --      when that takes more than health_timeout_seconds of progress;
 --   3. it deletes old instances, unhealthiest first, down to count minus the new ones, and
 --      routes p% of the traffic to the new version;
---   4. analysis gate: it asks tide.lib.analysis[analysis] until it passes, giving up after
---      more than analysis_failure_limit failures and pausing for a human after more than
---      analysis_inconclusive_limit inconclusive answers;
+--   4. analysis gate: it asks tide.lib.analysis[analysis] (with analysis_params) until it
+--      passes, giving up after more than analysis_failure_limit failures and pausing for a
+--      human after more than analysis_inconclusive_limit inconclusive answers; a pass that
+--      waits for a metric's first answer counts as neither;
 --   5. it pauses: for pause_seconds, or, with 0, until promoted; then the next step begins.
 -- The last step (100%) completes once count new instances are ready and no old ones remain.
 --
@@ -60,6 +61,9 @@ local function analysis_gate(r, pct, actions)
     if verdict == "pass" then
       s.analysis = "passed"
       return true
+    elseif verdict == "pending" then
+      s.waiting_for = "analysis (" .. reason .. ")"
+      return false
     elseif verdict == "fail" then
       s.analysis_failures = (s.analysis_failures or 0) + 1
       if s.analysis_failures > r.params.analysis_failure_limit then
@@ -229,6 +233,14 @@ local function rollout_of(fields)
 end
 
 local OLD4 = { old(1), old(2), old(3), old(4) }
+
+-- The shipped analyses' queries for the canary web-n1 over the default 30 s window.
+local ERROR_RATE_N1 = '(sum(rate(tide_workload_requests_total{tide_instance=~"web-n1",code=~"5.."}'
+  .. '[30s])) or vector(0)) / sum(rate(tide_workload_requests_total{tide_instance=~"web-n1"}[30s]))'
+local LATENCY_P99_N1 = 'histogram_quantile(0.99, sum by (le) (rate('
+  .. 'tide_workload_request_duration_seconds_bucket{tide_instance=~"web-n1"}[30s])))'
+local REQUESTS_N1 = 'sum(increase(tide_workload_requests_total{tide_instance=~"web-n1"}[30s]))'
+
 local OLD3 = { old(2), old(3), old(4) }
 
 return {
@@ -255,6 +267,11 @@ return {
     analysis = {
       type = "string", default = "none",
       description = "the tide.lib.analysis function asked after each step's traffic shift",
+    },
+    analysis_params = {
+      type = "table", default = {},
+      description = "what the analysis reads as ctx.params: error_rate takes provider, "
+        .. "max_error_rate, window_seconds; latency_p99 max_latency_p99_seconds",
     },
     analysis_failure_limit = {
       type = "integer", default = 0, min = 0,
@@ -532,10 +549,59 @@ return {
         .. "(progress_deadline_seconds = 600)") },
     },
     {
+      name = "an error_rate analysis waiting for its first metric answer counts no verdict",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "error_rate" },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = {},
+      expect_state = { waiting_for = "analysis (error rate: waiting for the first answer from "
+                         .. "'prometheus')" },
+    },
+    {
+      name = "an error rate within max_error_rate passes the step",
+      r = rollout_of({ old = OLD3, new = { new(1) }, params = { analysis = "error_rate" },
+                       metrics = { prometheus = { [ERROR_RATE_N1] = 0.01, [REQUESTS_N1] = 300 } },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { pause("step 1 of 3 (10% new): waiting for promotion") },
+      expect_state = { analysis = "passed", waiting_for = "promotion" },
+    },
+    {
+      name = "an error rate above max_error_rate rolls back",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       params = { analysis = "error_rate",
+                                  analysis_params = { max_error_rate = 0.1, window_seconds = 60 } },
+                       metrics = { prometheus = { [string.gsub(ERROR_RATE_N1, "30s", "60s")] = 0.2,
+                                                  [string.gsub(REQUESTS_N1, "30s", "60s")] = 600 } },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = { rollback("step 1 of 3 (10% new): analysis 'error_rate' failed: error rate 20.0% "
+        .. "above 10.0% (max_error_rate)") },
+    },
+    {
+      name = "an error rate over fewer than min_requests requests is inconclusive, however low",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       params = { analysis = "error_rate", analysis_inconclusive_limit = 5 },
+                       metrics = { prometheus = { [ERROR_RATE_N1] = 0, [REQUESTS_N1] = 4 } },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = {},
+      expect_state = { analysis_inconclusive = 1, analysis_reason = "error rate: 4 requests in the "
+        .. "last 30 s, fewer than min_requests (20)" },
+    },
+    {
+      name = "a provider's error is an inconclusive answer",
+      r = rollout_of({ old = OLD3, new = { new(1) },
+                       params = { analysis = "latency_p99", analysis_inconclusive_limit = 5,
+                                  analysis_params = { provider = "prom" } },
+                       metrics = { prom = { [LATENCY_P99_N1] = "prom: bad_data: parse error",
+                                            [REQUESTS_N1] = 300 } },
+                       state = { step = 1, step_started = 0, weights = { new = 10, old = 90 } } }),
+      expect = {},
+      expect_state = { analysis_inconclusive = 1,
+                       analysis_reason = "p99 latency: prom: bad_data: parse error" },
+    },
+    {
       name = "an unknown analysis fails, naming the param",
       r = rollout_of({ old = OLD4, params = { analysis = "vibes" } }),
       expect = { fail("params.analysis: unknown analysis 'vibes' (tide.lib.analysis has "
-        .. "always_fail, always_inconclusive, healthy, none)") },
+        .. "always_fail, always_inconclusive, error_rate, healthy, latency_p99, none)") },
     },
     {
       name = "steps that do not increase fail, naming the param",

@@ -392,3 +392,35 @@ agents:
   CHECK(contains(configDetailAt(details, "agents.max_unreachable_share").message, "between 0 and 1"));
   CHECK(contains(configDetailAt(details, "agents.replace_afte_s").message, "unknown key"));
 }
+
+TEST_CASE("host config: analysis.providers declares the metric providers") {
+  HostConfig c = parseConfig(R"(
+analysis:
+  providers:
+    prom: {type: prometheus, url: "http://127.0.0.1:9090"}
+    web: {type: http, url: "https://stats.internal/api", timeout_ms: 500, json_path: data.error_rate}
+)");
+  REQUIRE(c.analysis.providers.size() == 2);
+  CHECK(c.analysis.providers.at("prom") == model::MetricProvider{"prometheus", "http://127.0.0.1:9090", 2000, ""});
+  CHECK(c.analysis.providers.at("web") ==
+        model::MetricProvider{"http", "https://stats.internal/api", 500, "data.error_rate"});
+  CHECK(parseConfig("").analysis.providers.empty());
+}
+
+TEST_CASE("host config error: a metric provider's type, url, timeout and json_path are checked") {
+  auto details = configErrors(R"(analysis:
+  providers:
+    a: {type: datadog, url: "http://x"}
+    b: {type: prometheus, url: "127.0.0.1:9090", timeout_ms: 0}
+    c: {type: http, url: "http://x"}
+    d: {url: "http://x"}
+)");
+  auto at = [&](const std::string& field) { return configDetailAt(details, field); };
+  CHECK(at("analysis.providers.a.type").message == "unknown provider type \"datadog\"; expected prometheus or http");
+  CHECK(at("analysis.providers.b.url").message == "must start with http:// or https://");
+  CHECK(at("analysis.providers.b.timeout_ms").message == "must be between 1 and 60000, got 0");
+  CHECK(at("analysis.providers.c.json_path").message ==
+        "an http provider needs json_path (where its number is in the answer)");
+  CHECK(at("analysis.providers.d.type").location == "tide.yaml:6");
+  CHECK(details.size() == 5);
+}

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "drivers/process/workload.h"
+#include "drivers/process/workload_metrics.h"
 #include "tests/drivers/driver_test_support.h"
 
 using namespace tide;
@@ -185,4 +186,51 @@ TEST_CASE("driver: process driver runs the built-in workload from the image cata
   REQUIRE(stopped.isOk());
   CHECK(stopped->state == "STOPPED");
   CHECK(stopped->exit_code == 0);
+}
+
+TEST_CASE("workload: --error-rate answers that share of / with 500, and /metrics counts them by code") {
+  WorkloadOptions options;
+  options.version = "v3";
+  options.error_rate = 0.2;
+  WorkloadProcess workload(options, "web-7");
+  REQUIRE(!workload.await("/healthz").empty());
+  httplib::Client client = workload.client();
+  int failed = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto reply = client.Get("/");
+    REQUIRE(reply);
+    if (reply->status == 500) ++failed;
+  }
+  CHECK(failed == 10);
+
+  auto metrics = client.Get("/metrics");
+  REQUIRE(metrics);
+  const std::string& text = metrics->body;
+  CHECK(text.find("tide_workload_requests_total{tide_instance=\"web-7\",version=\"v3\",code=\"200\"} 40\n") !=
+        std::string::npos);
+  CHECK(text.find("tide_workload_requests_total{tide_instance=\"web-7\",version=\"v3\",code=\"500\"} 10\n") !=
+        std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_bucket{tide_instance=\"web-7\",version=\"v3\",le=\"+Inf\"} "
+                  "50\n") != std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_count{tide_instance=\"web-7\",version=\"v3\"} 50\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("workload metrics: the histogram's buckets are cumulative and label values are escaped") {
+  WorkloadMetrics metrics("web \"a\"", "v\\1", 0);
+  metrics.record(200, 0.0001);
+  metrics.record(200, 0.003);
+  metrics.record(503, 7);
+  const std::string text = metrics.render();
+  const std::string labels = "tide_instance=\"web \\\"a\\\"\",version=\"v\\\\1\"";
+  CHECK(text.find("tide_workload_requests_total{" + labels + ",code=\"503\"} 1\n") != std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_bucket{" + labels + ",le=\"0.0005\"} 1\n") !=
+        std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_bucket{" + labels + ",le=\"0.005\"} 2\n") !=
+        std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_bucket{" + labels + ",le=\"2.5\"} 2\n") !=
+        std::string::npos);
+  CHECK(text.find("tide_workload_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} 3\n") !=
+        std::string::npos);
+  CHECK(!metrics.nextFails());
 }

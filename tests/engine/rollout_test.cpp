@@ -18,25 +18,6 @@ using tide::model::Json;
 
 namespace {
 
-// A dev-namespace plan (auto-approved) rolled out by `script` with `params` (YAML flow map).
-std::string rolloutPlan(const std::string& script, const std::string& params) {
-  return R"(
-plans:
-  - name: web
-    namespace: web-dev
-    service_name: web
-    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
-    strategy: {script: )" +
-         script + ", params: " + params + R"(}
-    applications:
-      - payload_name: web
-        resources: {cores: 2, memory_gib: 4}
-        ports: [{protocol: TCP, port: 80}]
-        health_check: {type: http, port: 80, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1,
-                       unhealthy_threshold: 1}
-)";
-}
-
 // A version whose /healthz fails from the start.
 std::string unhealthyDeployment(const std::string& id, int count, const std::string& version) {
   return "deployments:\n  - plan: web\n    deployment_id: " + id + "\n    instance_count: " + std::to_string(count) +

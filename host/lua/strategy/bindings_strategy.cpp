@@ -13,6 +13,12 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr size_t kMaxReasonBytes = 1024;
+constexpr size_t kMaxMetricQueryBytes = 8192;
+constexpr int64_t kMaxMetricRangeSeconds = 31 * 86'400;
+// Distinct metric queries one reconcile may ask: each is a request to a metrics server per
+// pass, and a script looping over names must not flood it.
+constexpr size_t kMaxMetricQueriesPerReconcile = 64;
+char kMetricBoardKey;  // LuaState context: the MetricBoard of the reconcile in progress
 constexpr double kMaxCount = 1e9;
 
 bool isTable(lua_State* L, int index) { return lua_type(L, index) == LUA_TTABLE || isReadOnly(L, index); }
@@ -186,6 +192,89 @@ const Verb kStrategyVerbs[] = {
     {"rollback", guarded<rollbackVerb>}, {"route", guarded<routeVerb>},   {"update", guarded<updateVerb>},
 };
 
+// Reads r.metric's options table at `index` into `query`; raises naming the bad field.
+void readMetricOptions(lua_State* L, int index, model::MetricQuery& query) {
+  if (lua_isnoneornil(L, index)) return;
+  auto options = isTable(L, index) ? toJson(L, index) : Result<Json>(Status::invalidArgument("not a table"));
+  if (options.isOk() && options->is_array() && options->empty()) return;  // {} comes back as a list
+  if (!options.isOk() || !options->is_object()) luaL_error(L, "metric: options must be a table of named fields");
+  auto seconds = [L](const Json& value, const char* field) {
+    if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > kMaxMetricRangeSeconds ||
+        std::floor(value.get<double>()) != value.get<double>()) {
+      luaL_error(L, "metric: options.%s must be a whole number of seconds", field);
+    }
+    return static_cast<int>(value.get<double>());
+  };
+  for (const auto& [field, value] : options->items()) {
+    if (field == "range_seconds") {
+      query.range_seconds = seconds(value, "range_seconds");
+    } else if (field == "step_seconds") {
+      query.step_seconds = seconds(value, "step_seconds");
+    } else if (field == "reduce") {
+      const std::string reduce = value.is_string() ? value.get<std::string>() : "";
+      if (reduce != "max" && reduce != "min" && reduce != "avg" && reduce != "last") {
+        luaL_error(L, "metric: options.reduce must be max, min, avg or last");
+      }
+      query.reduce = reduce;
+    } else if (field == "json_path") {
+      if (!value.is_string()) luaL_error(L, "metric: options.json_path must be a string");
+      query.json_path = value.get<std::string>();
+    } else {
+      luaL_error(L, "metric: unknown option '%s' (range_seconds, step_seconds, reduce, json_path)", field.c_str());
+    }
+  }
+}
+
+int metricFunction(lua_State* L) {
+  size_t query_len = 0;
+  if (lua_type(L, 1) != LUA_TSTRING || lua_type(L, 2) != LUA_TSTRING) {
+    return luaL_error(L, "metric: expects (provider, query[, options]) with provider and query strings");
+  }
+  model::MetricQuery query;
+  query.provider = lua_tostring(L, 1);
+  const char* text = lua_tolstring(L, 2, &query_len);
+  if (query_len == 0 || query_len > kMaxMetricQueryBytes) {
+    return luaL_error(L, "metric: query must hold 1 to %d bytes", static_cast<int>(kMaxMetricQueryBytes));
+  }
+  query.query.assign(text, query_len);
+  readMetricOptions(L, 3, query);
+
+  auto* board = static_cast<MetricBoard*>(LuaState::from(L).context(&kMetricBoardKey));
+  if (board == nullptr) {
+    lua_pushnil(L);
+    lua_pushstring(L, "metrics are read only while a strategy reconciles");
+    return 2;
+  }
+  if (board->asked.size() >= kMaxMetricQueriesPerReconcile && board->asked.count(query) == 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "more than %d metric queries in one reconcile; this one is not asked",
+                    static_cast<int>(kMaxMetricQueriesPerReconcile));
+    return 2;
+  }
+  board->asked.insert(query);
+  const Json* answer = nullptr;
+  if (board->answers != nullptr && board->answers->is_object()) {
+    auto provider = board->answers->find(query.provider);
+    if (provider != board->answers->end() && provider->is_object()) {
+      auto found = provider->find(query.key());
+      if (found != provider->end()) answer = &*found;
+    }
+  }
+  if (answer != nullptr && answer->is_number()) {
+    lua_pushnumber(L, answer->get<double>());
+    return 1;
+  }
+  lua_pushnil(L);
+  if (answer != nullptr && answer->is_string()) {
+    lua_pushstring(L, answer->get<std::string>().c_str());
+    return 2;
+  }
+  const std::string why = "waiting for the first answer from '" + query.provider + "'";
+  lua_pushlstring(L, why.data(), why.size());
+  lua_pushboolean(L, 1);  // pending: asked for the first time, nothing fetched yet
+  return 3;
+}
+
 void setJsonField(lua_State* L, int table, const Json& snapshot, const char* key) {
   // Not `contains(key) ? snapshot[key] : Json()`: that conditional is a copy of the field,
   // and the field is r.instances, thousands of them.
@@ -202,6 +291,8 @@ void setJsonField(lua_State* L, int table, const Json& snapshot, const char* key
 
 std::span<const Verb> strategyVerbs() { return kStrategyVerbs; }
 
+void setMetricBoard(LuaState& state, MetricBoard* board) { state.setContext(&kMetricBoardKey, board); }
+
 void pushRollout(lua_State* L, const Json& snapshot) {
   lua_createtable(L, 0, 14);
   const int r = lua_gettop(L);
@@ -211,6 +302,8 @@ void pushRollout(lua_State* L, const Json& snapshot) {
   }
   pushJson(L, snapshot.value("now_unix", Json(0)));
   lua_setfield(L, r, "now");
+  lua_pushcfunction(L, guarded<metricFunction>);
+  lua_setfield(L, r, "metric");
 
   // new and old hold the very tables of instances, so r.new[1] == r.instances[k].
   lua_newtable(L);

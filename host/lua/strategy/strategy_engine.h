@@ -15,7 +15,8 @@
 //               operation {id, type, state} | null,
 //               last_operation {id, type, state, message[, intent]} | null}],
 //   plan_params, deployment_params, now (RFC 3339), now_unix, signals {promote,
-//   promote_full, abort, pause, resume}, state (the previous StrategyResult::state)
+//   promote_full, abort, pause, resume}, state (the previous StrategyResult::state),
+//   metrics {provider: {query key: number | reason}} (the answers r.metric reads)
 //
 // Thread-safety: none. Each calling thread owns its StrategyEngine; the ScriptSetProvider
 // is shared. When the provider publishes a new version the engine rebuilds its Lua state
@@ -34,6 +35,7 @@
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
 #include "host/lua/runtime/versioned_build.h"
+#include "host/model/analysis.h"
 
 namespace tide::lua {
 
@@ -70,6 +72,9 @@ struct StrategyResult {
   Json state = Json::object();  // r.state after reconcile (the script's own, persisted by the host)
   Json params;                  // the merged params the script saw
   std::vector<LogRecord> logs;  // what the script logged via tide.log.* and print
+  // The metric queries the script asked through r.metric, each once (the host fetches them
+  // for the next pass: docs/architecture.md#metric-analysis).
+  std::vector<model::MetricQuery> metric_queries;
   std::string script_sha256;
   int64_t duration_us = 0;
 };

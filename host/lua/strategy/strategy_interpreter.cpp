@@ -236,6 +236,8 @@ Result<Json> normalizeRolloutSnapshot(Json snapshot, const Json& params, const C
     }
   }
   TIDE_RETURN_IF_ERROR(objectField(out, "state", ""));
+  if (out.contains("metrics") && out["metrics"] == Json::array()) out["metrics"] = Json::object();  // {} from Lua
+  TIDE_RETURN_IF_ERROR(objectField(out, "metrics", ""));
   return out;
 }
 
@@ -316,6 +318,8 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
 
   Json returned;
   logs_ = &result.logs;
+  MetricBoard metrics{&normalized["metrics"], {}};
+  setMetricBoard(*state_, &metrics);
   LuaError e = state_->call(loaded->script.budget, [&](lua_State* L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, loaded->script.ref);
     lua_getfield(L, -1, "reconcile");
@@ -339,7 +343,9 @@ Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy
     result.state = std::move(saved).value();
   });
   logs_ = nullptr;
+  setMetricBoard(*state_, nullptr);
   if (!e.ok()) return statusOf(e, strategy.path);
+  result.metric_queries.assign(metrics.asked.begin(), metrics.asked.end());
 
   Status parsed = parseStrategyActions(returned, &result.actions);
   if (parsed.isOk()) parsed = checkActions(result.actions, normalized);

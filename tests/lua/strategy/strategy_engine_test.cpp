@@ -514,3 +514,59 @@ TEST_CASE("lua: the host pushing a fleet-sized snapshot counts against neither t
   CHECK(loop.status().code() == Code::kDeadlineExceeded);
   CHECK(engine.reconcile("reader", snapshot).isOk());
 }
+
+TEST_CASE("lua: r.metric answers from the snapshot's metrics and records each query asked, once") {
+  FixedScripts scripts;
+  scripts.publish({{"ask", strategy("ask", R"lua(
+    local a, why_a, pending_a = r.metric("prom", "up")
+    local b = r.metric("prom", "up")
+    local c, why_c = r.metric("prom", "rate(x[1m])", { range_seconds = 300, reduce = "avg" })
+    local d, why_d, pending_d = r.metric("web", "/errors")
+    r.state.seen = { a = a, b = b, why_c = why_c, why_d = why_d, pending_d = pending_d,
+                     pending_a = pending_a == nil }
+    return {})lua")},
+                   {"bad", strategy("bad", R"lua(return { r.metric("prom", "up", { range = 5 }) })lua")}});
+  const FakeClock clock = testClock();
+  StrategyEngine engine(scripts, clock);
+  Json snapshot = {{"deployment", {{"id", "deployment-2"}, {"count", 1}}},
+                   {"metrics", {{"prom", {{"up", 1}, {"rate(x[1m]) [range=300 reduce=avg]", "prom: HTTP 503"}}}}}};
+  auto result = engine.reconcile("ask", snapshot);
+  REQUIRE_MESSAGE(result.isOk(), result.status().toString());
+  CHECK(result->state["seen"] == Json{{"a", 1},
+                                      {"b", 1},
+                                      {"why_c", "prom: HTTP 503"},
+                                      {"why_d", "waiting for the first answer from 'web'"},
+                                      {"pending_d", true},
+                                      {"pending_a", true}});
+  REQUIRE(result->metric_queries.size() == 3);
+  model::MetricQuery ranged;
+  ranged.provider = "prom";
+  ranged.query = "rate(x[1m])";
+  ranged.range_seconds = 300;
+  ranged.reduce = "avg";
+  CHECK(result->metric_queries[0].key() == "rate(x[1m]) [range=300 reduce=avg]");
+  CHECK(result->metric_queries[0] == ranged);
+  CHECK(result->metric_queries[1].key() == "up");
+  CHECK(result->metric_queries[2].provider == "web");
+
+  auto bad = engine.reconcile("bad", snapshot);
+  REQUIRE(!bad.isOk());
+  CHECK(bad.status().message().find("metric: unknown option 'range'") != std::string::npos);
+}
+
+TEST_CASE("lua: a reconcile asks at most 64 distinct metric queries, so a loop cannot flood a metrics server") {
+  FixedScripts scripts;
+  scripts.publish({{"flood", strategy("flood", R"lua(
+    for i = 1, 100 do r.metric("prom", "up{n=\"" .. i .. "\"}") end
+    local again = select(2, r.metric("prom", "up{n=\"1\"}"))
+    local _, beyond = r.metric("prom", "up{n=\"100\"}")
+    r.state.seen = { again = again, beyond = beyond }
+    return {})lua")}});
+  const FakeClock clock = testClock();
+  StrategyEngine engine(scripts, clock);
+  auto result = engine.reconcile("flood", Json{{"deployment", {{"id", "deployment-2"}, {"count", 1}}}});
+  REQUIRE_MESSAGE(result.isOk(), result.status().toString());
+  CHECK(result->metric_queries.size() == 64);
+  CHECK(result->state["seen"]["again"] == "waiting for the first answer from 'prom'");
+  CHECK(result->state["seen"]["beyond"] == "more than 64 metric queries in one reconcile; this one is not asked");
+}

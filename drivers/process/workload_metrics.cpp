@@ -1,0 +1,61 @@
+#include "drivers/process/workload_metrics.h"
+
+#include <cmath>
+
+#include "host/core/prometheus_text.h"
+
+namespace tide::drivers {
+
+WorkloadMetrics::WorkloadMetrics(std::string instance, std::string version, double error_rate)
+    : labels_("tide_instance=\"" + prometheusLabelValue(instance) + "\",version=\"" + prometheusLabelValue(version) + "\""),
+      error_rate_(error_rate) {
+  // Series that exist from the first scrape on: a rate() over a counter that appears later
+  // misses its first increase.
+  by_status_[200] = 0;
+  if (error_rate_ > 0) by_status_[500] = 0;
+}
+
+bool WorkloadMetrics::nextFails() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t n = ++requests_;
+  return std::floor(static_cast<double>(n) * error_rate_) > std::floor(static_cast<double>(n - 1) * error_rate_);
+}
+
+void WorkloadMetrics::record(int status, double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++by_status_[status];
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (seconds <= kBuckets[i]) {
+      ++buckets_[i];
+      break;
+    }
+  }
+  seconds_sum_ += seconds;
+  ++count_;
+}
+
+std::string WorkloadMetrics::render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out =
+      "# HELP tide_workload_requests_total Requests answered on /, by status code.\n"
+      "# TYPE tide_workload_requests_total counter\n";
+  for (const auto& [status, n] : by_status_) {
+    out += "tide_workload_requests_total{" + labels_ + ",code=\"" + std::to_string(status) + "\"} " +
+           std::to_string(n) + "\n";
+  }
+  out +=
+      "# HELP tide_workload_request_duration_seconds Time to answer a request on /.\n"
+      "# TYPE tide_workload_request_duration_seconds histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    cumulative += buckets_[i];
+    out += "tide_workload_request_duration_seconds_bucket{" + labels_ + ",le=\"" + prometheusNumber(kBuckets[i]) + "\"} " +
+           std::to_string(cumulative) + "\n";
+  }
+  out += "tide_workload_request_duration_seconds_bucket{" + labels_ + ",le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  out += "tide_workload_request_duration_seconds_sum{" + labels_ + "} " + prometheusNumber(seconds_sum_) + "\n";
+  out += "tide_workload_request_duration_seconds_count{" + labels_ + "} " + std::to_string(count_) + "\n";
+  return out;
+}
+
+}  // namespace tide::drivers
