@@ -56,5 +56,11 @@ HandlerFunction create, list, revoke;
 namespace agents {
 HandlerFunction desired, report, logs;
 }
+namespace whoami {
+HandlerFunction show;
+}
+namespace console {
+HandlerFunction index, asset;
+}
 
 }  // namespace tide::api

@@ -12,6 +12,9 @@ const std::vector<Route> kRoutes = {
     {"GET", "/readyz", kPublic, system::readyz},
     {"GET", "/metrics", kPublic, system::metrics},
     {"GET", "/v1/openapi.json", kPublic, system::openapi},
+    {"GET", "/", kPublic, console::index},
+    {"GET", "/console/{file}", kPublic, console::asset},
+    {"GET", "/v1/whoami", kViewer, whoami::show},
 
     {"POST", "/v1/manifests", kOperator, manifests::apply},
 

@@ -1,0 +1,151 @@
+// The console's shell: signing in and out, the route after '#', the notice line, and the
+// live update (every batch of events draws the shown page again). Pages are in pages.js
+// and rollout.js; all data comes from the API under /v1 with the token of this tab.
+
+import { ApiError, followEvents, forgetToken, getJson, postJson, roleAllows, savedToken, saveToken } from "./api.js";
+import { el } from "./dom.js";
+import { approvalsPage, auditPage, eventsPage, fleetPage, instancePage, plansPage, scriptsPage } from "./pages.js";
+import { planPage } from "./rollout.js";
+
+const kRoutes = [
+  [/^#\/fleet$/, fleetPage],
+  [/^#\/plans$/, plansPage],
+  [/^#\/plans\/([^/]+)$/, planPage],
+  [/^#\/approvals$/, approvalsPage],
+  [/^#\/events$/, eventsPage],
+  [/^#\/events\/([^/]+)$/, eventsPage],
+  [/^#\/audit$/, auditPage],
+  [/^#\/scripts$/, scriptsPage],
+  [/^#\/instances\/([^/]+)$/, instancePage],
+];
+
+const page = document.getElementById("page");
+const notice = document.getElementById("notice");
+
+// One per sign-in: the event follower of an earlier session stops when it is replaced.
+let session = null;
+// Drawing is serialized: a batch of events that arrives while a page draws marks it stale,
+// and it is drawn once more when the drawing in progress ends.
+let drawing = false;
+let stale = false;
+
+function showNotice(text, kind) {
+  notice.textContent = text;
+  notice.className = kind;
+  notice.hidden = false;
+}
+
+function clearNotice() {
+  notice.hidden = true;
+  notice.textContent = "";
+}
+
+// What pages may use: who is signed in, what their role allows, and post(), which runs an
+// action and shows its outcome (the server's refusal word for word) until the next one.
+function context() {
+  return {
+    session,
+    can: (role) => roleAllows(session.role, role),
+    post: async (what, path, body) => {
+      clearNotice();
+      try {
+        await postJson(path, body);
+        showNotice(`${what}: done`, "ok");
+      } catch (error) {
+        showNotice(error.message, "error");
+      }
+      draw();
+    },
+  };
+}
+
+async function draw() {
+  if (drawing) {
+    stale = true;
+    return;
+  }
+  drawing = true;
+  try {
+    do {
+      stale = false;
+      await drawOnce();
+    } while (stale);
+  } finally {
+    drawing = false;
+  }
+}
+
+async function drawOnce() {
+  if (!session) return;
+  const hash = location.hash || "#/plans";
+  for (const [pattern, render] of kRoutes) {
+    const match = hash.match(pattern);
+    if (!match) continue;
+    try {
+      const params = match.slice(1).map(decodeURIComponent);
+      const node = await render(context(), ...params);
+      page.replaceChildren(node);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) {
+        signOut(`Signed out: ${error.message}`);
+        return;
+      }
+      page.replaceChildren(el("p", { class: "error" }, error.message));
+    }
+    for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("current", hash.startsWith(a.hash));
+    return;
+  }
+  page.replaceChildren(el("p", { class: "error" }, `No page at ${hash}.`));
+}
+
+function signInForm(message = "") {
+  document.getElementById("nav").hidden = true;
+  document.getElementById("sign-out").hidden = true;
+  document.getElementById("who").textContent = "";
+  const input = el("input", { type: "password", id: "token", autocomplete: "off", required: true,
+    placeholder: "API token (tide token create, or <data dir>/admin.token)" });
+  const form = el("form", { id: "sign-in", onsubmit: (event) => {
+    event.preventDefault();
+    saveToken(input.value.trim());
+    start();
+  } }, el("h1", {}, "Sign in"), input, el("button", { type: "submit" }, "Sign in"));
+  page.replaceChildren(form);
+  if (message) showNotice(message, "error");
+  else clearNotice();
+  input.focus();
+}
+
+function signOut(message = "") {
+  forgetToken();
+  session = null;
+  signInForm(message);
+}
+
+async function start() {
+  if (!savedToken()) {
+    signInForm();
+    return;
+  }
+  let whoami;
+  try {
+    whoami = await getJson("/v1/whoami");
+  } catch (error) {
+    signOut(error instanceof ApiError && error.status === 401 ? `Not signed in: ${error.message}` : error.message);
+    return;
+  }
+  clearNotice();
+  const current = { name: whoami.name, role: whoami.role };
+  session = current;
+  document.getElementById("nav").hidden = false;
+  document.getElementById("sign-out").hidden = false;
+  document.getElementById("who").textContent = `${whoami.name} (${whoami.role})`;
+  followEvents(whoami.last_event_seq, () => session === current, () => draw());
+  draw();
+}
+
+window.addEventListener("hashchange", () => {
+  clearNotice();
+  draw();
+});
+document.getElementById("sign-out").addEventListener("click", () => signOut());
+start();
