@@ -5,7 +5,8 @@ Starts `tide serve` on a free port with its own data dir and the shipped policie
 change_freeze.lua, as tests/cli/serve_process.h does), then drives headless Chromium through
 chromium-driver:
   1. the admin signs in and tries to approve the CREATE their own deployment asked for: the
-     console shows the server's four-eyes refusal word for word;
+     console shows the server's four-eyes refusal word for word; a viewer sees the operation
+     and the rollout without a button to press;
   2. an approver signs in, approves it, and sees its instance turn RUNNING on the plan's page
      without reloading it (the page follows the events);
   3. the approver promotes a canary paused at its first step and sees the step advance.
@@ -243,8 +244,11 @@ def run(arguments):
     console = None
     try:
         host.apply("nodes.yaml", arguments.source)
-        status, alice, _ = host.call("POST", "/v1/tokens", host.admin, {"name": "alice", "role": "approver"})
-        assert status == 201, f"creating alice's token: {status} {alice}"
+        tokens = {}
+        for name, role in (("alice", "approver"), ("vera", "viewer")):
+            status, reply, _ = host.call("POST", "/v1/tokens", host.admin, {"name": name, "role": role})
+            assert status == 201, f"creating {name}'s token: {status} {reply}"
+            tokens[name] = reply["token"]
 
         # The console and its headers.
         with urllib.request.urlopen(host.url + "/") as reply:
@@ -275,9 +279,20 @@ def run(arguments):
         console.until("the four-eyes refusal", lambda: console.text("#notice") == refusal)
         assert host.get(f"/v1/operations/{operation_id}")["state"] == "PENDING_APPROVAL"
 
+        # A viewer sees the same operation and rollout, with nothing to press.
+        console.sign_out()
+        console.sign_in(tokens["vera"])
+        console.until("vera signed in", lambda: console.text("#who") == "vera (viewer)")
+        console.until("the inbox for a viewer", lambda: console.find(card))
+        assert not console.find(f"{card} [data-control]")
+        console.go(f"#/plans/{plan}")
+        console.until("the rollout of deployment-1", lambda: console.find('#rollout[data-deployment="deployment-1"]'))
+        assert not console.find("#rollout [data-control]")
+        console.go("#/approvals")
+
         # 2. Someone else approves, and the plan's page shows the instance RUNNING as it happens.
         console.sign_out()
-        console.sign_in(alice["token"])
+        console.sign_in(tokens["alice"])
         console.until("alice signed in", lambda: console.text("#who") == "alice (approver)")
         console.click_control(card, "approve")
         console.until("the approval to succeed", lambda: console.text("#notice") == f"Approve operation {operation_id}: done")

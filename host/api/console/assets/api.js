@@ -25,9 +25,9 @@ export function forgetToken() {
   sessionStorage.removeItem(kTokenKey);
 }
 
-async function call(method, path, body) {
+async function call(method, path, body, signal) {
   const headers = { Authorization: `Bearer ${savedToken() ?? ""}` };
-  const init = { method, headers, cache: "no-store" };
+  const init = { method, headers, cache: "no-store", signal };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -51,8 +51,9 @@ async function call(method, path, body) {
   throw new ApiError(response.status, code, message);
 }
 
-export async function getJson(path) {
-  return (await call("GET", path)).json();
+// `signal` (an AbortSignal) ends the request early.
+export async function getJson(path, signal = undefined) {
+  return (await call("GET", path, undefined, signal)).json();
 }
 
 export async function getText(path) {
@@ -85,20 +86,20 @@ export function roleAllows(held, needed) {
 }
 
 // Follows the event log from `after` with long polls (GET /v1/events?wait=), calling
-// `onEvents(events)` for each batch, until `isCurrent()` turns false (signed out).
-// A failed poll is retried after `retryMs`, so a restarting host is picked up again.
-export async function followEvents(after, isCurrent, onEvents, retryMs = 2000) {
+// `onEvents(events)` for each batch, until `signal` aborts (signing out), which also ends
+// the poll in flight: a waiting poll holds one of the host's few wait slots. A failed poll
+// is retried after `retryMs`, so a restarting host is picked up again.
+export async function followEvents(after, signal, onEvents, retryMs = 2000) {
   let cursor = after;
-  while (isCurrent()) {
+  while (!signal.aborted) {
     try {
-      const page = await getJson(`/v1/events?after=${cursor}&limit=1000&wait=25`);
-      if (!isCurrent()) return;
+      const page = await getJson(`/v1/events?after=${cursor}&limit=1000&wait=25`, signal);
       if (page.items.length > 0) {
         cursor = page.items[page.items.length - 1].seq;
         onEvents(page.items);
       }
     } catch {
-      await new Promise((resolve) => setTimeout(resolve, retryMs));
+      if (!signal.aborted) await new Promise((resolve) => setTimeout(resolve, retryMs));
     }
   }
 }

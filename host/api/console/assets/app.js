@@ -22,7 +22,8 @@ const kRoutes = [
 const page = document.getElementById("page");
 const notice = document.getElementById("notice");
 
-// One per sign-in: the event follower of an earlier session stops when it is replaced.
+// One per sign-in: {name, role, events}; `events` (an AbortController) ends its event
+// follower when the session ends.
 let session = null;
 // Drawing is serialized: a batch of events that arrives while a page draws marks it stale,
 // and it is drawn once more when the drawing in progress ends.
@@ -117,6 +118,7 @@ function signInForm(message = "") {
 
 function signOut(message = "") {
   forgetToken();
+  session?.events.abort();
   session = null;
   signInForm(message);
 }
@@ -134,12 +136,11 @@ async function start() {
     return;
   }
   clearNotice();
-  const current = { name: whoami.name, role: whoami.role };
-  session = current;
+  session = { name: whoami.name, role: whoami.role, events: new AbortController() };
   document.getElementById("nav").hidden = false;
   document.getElementById("sign-out").hidden = false;
   document.getElementById("who").textContent = `${whoami.name} (${whoami.role})`;
-  followEvents(whoami.last_event_seq, () => session === current, () => draw());
+  followEvents(whoami.last_event_seq, session.events.signal, () => draw());
   draw();
 }
 

@@ -1,6 +1,6 @@
 // Building the page from the server's data. Every string the server sends becomes a text
 // node (textContent), never markup: a plan, a policy reason or a log line that holds
-// "<script>" shows as those characters. Nothing here sets innerHTML.
+// "<script>" shows as those characters. Nothing here parses a string as markup.
 
 // el("a", {href: "#/fleet", class: "x"}, "text", child, ...): attributes by setAttribute,
 // except `on<event>` keys, which are listeners; strings and numbers become text nodes,

@@ -141,9 +141,10 @@ export async function scriptsPage() {
   const scripts = (await getJson("/v1/scripts")).items;
   return el("div", {},
     el("h1", {}, "Scripts"),
-    table(["Path", "Kind", "Status", "Loaded", "sha256", "Error"],
-      scripts.map((s) => [s.path, s.kind, badge(s.status), when(s.loaded_at), String(s.sha256 ?? "").slice(0, 12),
-        s.error ? el("pre", { class: "error" }, s.error) : ""])));
+    table(["Path", "Kind", "Status", "Loaded", "Active sha256", "Last error"],
+      scripts.map((s) => [s.path, s.kind, badge(s.status), when(s.loaded_at), String(s.active_sha256 ?? "").slice(0, 12),
+        s.last_error ? el("pre", { class: "error" },
+          `${s.last_error_class ? `${s.last_error_class}: ` : ""}${s.last_error} (${when(s.last_attempt_at)})`) : ""])));
 }
 
 export async function instancePage(ctx, name) {
