@@ -9,7 +9,8 @@ chromium-driver:
      and the rollout without a button to press;
   2. an approver signs in, approves it, and sees its instance turn RUNNING on the plan's page
      without reloading it (the page follows the events);
-  3. the approver promotes a canary paused at its first step and sees the step advance.
+  3. the approver promotes a canary paused at its first step, with a reason typed while
+     events redraw the page, and sees the step advance.
 The rollout view of step 3 is saved as a screenshot (--screenshot; the README shows one).
 
 Every wait polls with a deadline (WebDriverWait); none sleeps a fixed time. Exits 77, which
@@ -217,6 +218,18 @@ class Console:
         except WebDriverException:
             return False
 
+    def type_into(self, css, text):
+        """The field `css` with `text` typed into it; None when it is not there or was replaced."""
+        try:
+            found = self.find(css)
+            if not found:
+                return None
+            found[0].clear()
+            found[0].send_keys(text)
+            return found[0]
+        except WebDriverException:
+            return None
+
     def sign_in(self, token):
         field = self.until("the sign-in form", lambda: next(iter(self.find("#token")), None))
         field.send_keys(token)
@@ -314,11 +327,22 @@ def run(arguments):
                       and console.text(f'{rollout} [data-field="waiting_for"]') == "promotion")
         if arguments.screenshot:
             console.driver.save_screenshot(arguments.screenshot)
+
+        # A reason being typed survives the redraws events bring, and goes out with the control.
+        reason = console.until("a reason typed", lambda: console.type_into("#control-reason", "looks good"))
+        status, _, _ = host.call("POST", "/v1/capabilities", host.admin, {"name": "probe", "type": "CPU", "score": 1})
+        assert status == 201
+        probe = host.get("/v1/whoami")["last_event_seq"]
+        console.until("the console to see the probe's event", lambda: int(
+            console.driver.execute_script("return document.body.dataset.eventsSeen || 0")) >= probe)
+        assert console.find("#control-reason")[0] == reason and reason.get_attribute("value") == "looks good"
         console.click_control(rollout, "promote")
         console.until("the step to advance to 2 of 2",
                       lambda: console.text(f'{rollout} [data-field="step"]') == "2 of 2")
         console.until("canary-v2 to complete",
                       lambda: console.text(f'{rollout} [data-field="state"]') == "COMPLETED")
+        controls = host.get("/v1/events?kind=deployment.control&subject=deployment/nginx-canary/canary-v2")["items"]
+        assert [(e["actor"], e["data"].get("reason")) for e in controls] == [("alice", "looks good")], controls
         print("console test passed")
         return 0
     except BaseException:

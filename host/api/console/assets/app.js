@@ -60,6 +60,21 @@ function context() {
   };
 }
 
+// Whether someone is typing in the page (a reason, a filter): a redraw would throw their
+// text away, so one the events ask for waits until the field loses the focus.
+function typing() {
+  const focused = document.activeElement;
+  return focused instanceof HTMLInputElement && page.contains(focused);
+}
+
+// Then marks the body with the newest event handled (data-events-seen), which tells a test
+// the console has had an event and drawn the page for it, or put that off.
+async function drawForEvents(events) {
+  if (typing()) stale = true;
+  else await draw();
+  document.body.dataset.eventsSeen = String(events[events.length - 1].seq);
+}
+
 async function draw() {
   if (drawing) {
     stale = true;
@@ -140,13 +155,18 @@ async function start() {
   document.getElementById("nav").hidden = false;
   document.getElementById("sign-out").hidden = false;
   document.getElementById("who").textContent = `${whoami.name} (${whoami.role})`;
-  followEvents(whoami.last_event_seq, session.events.signal, () => draw());
+  followEvents(whoami.last_event_seq, session.events.signal, drawForEvents);
   draw();
 }
 
 window.addEventListener("hashchange", () => {
   clearNotice();
   draw();
+});
+// A redraw put off while typing runs when the focus leaves the field, unless it moves to
+// another control of the page (pressing a button draws the page itself).
+page.addEventListener("focusout", (event) => {
+  if (stale && !drawing && !page.contains(event.relatedTarget)) draw();
 });
 document.getElementById("sign-out").addEventListener("click", () => signOut());
 start();
