@@ -524,7 +524,8 @@ TEST_CASE("lua: a manual{...} with a bad field fails closed and says what is wro
       {"manual{ distinct_from = \"requester\" }", "distinct_from must be a list of names"},
       {"manual{ approval = 2 }", "unknown field 'approval'"},
   };
-  for (const auto& [verdict, problem] : cases) {
+  for (const auto& one_case : cases) {
+    const std::string verdict = one_case.first, problem = one_case.second;  // clang's lambdas cannot capture a binding
     CAPTURE(verdict);
     const Evaluation e = evaluateVerdict(verdict);
     CHECK(e.outcome == Outcome::kPendingApproval);
