@@ -211,15 +211,11 @@ struct AgentFleet {
     std::sort(out.begin(), out.end());
     return out;
   }
-  // Every agent's log holds `line` (at least `times` times).
-  bool agentsLogged(const std::string& line, size_t times = 1) {
+  // Every agent's log holds `line`, before the rollout deadline.
+  bool agentsLogged(const std::string& line) {
     return eventually([&] {
-      return std::all_of(agents.begin(), agents.end(), [&](const auto& a) {
-        const std::string log = a.second->log();
-        size_t found = 0;
-        for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++found;
-        return found >= times;
-      });
+      return std::all_of(agents.begin(), agents.end(),
+                         [&](const auto& a) { return a.second->log().find(line) != std::string::npos; });
     }, kRollout);
   }
   // The workloads equal the ledger's serving instances: no duplicate, no leak.
