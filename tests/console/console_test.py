@@ -12,7 +12,8 @@ chromium-driver:
   3. the approver finds resume greyed out while the canary waits at its first step, pauses
      it (resume turns on, pause off), promotes it with a reason typed while events redraw
      the page, and sees the step advance; then chooses the earlier deployment, with its
-     history and the controls its COMPLETED state leaves;
+     history and the controls its COMPLETED state leaves, and sees the server's refusal of a
+     control the page still offered after the state changed;
   4. in the approvals inbox, an operation that needs two approvals shows "1 of 2" after the
      approver's and keeps waiting, and one a soft policy denied (the test's own policies,
      kTestPolicies) offers only an override, which asks for a reason and goes through
@@ -438,6 +439,22 @@ def run(arguments):
             "return [...document.querySelectorAll('#history tbody td:nth-child(5)')].map((td) => td.textContent);")
         assert set(subjects) == {"deployment/nginx-canary/canary-v1"}, subjects
 
+        # A control the state allowed when the page was drawn, refused because it changed since:
+        # a reason being typed holds the page still while the admin rolls canary-v2 back.
+        console.go(f"#/plans/{canary}")
+        console.until("a reason typed", lambda: console.type_into(f"{rollout} #control-reason", "too late"))
+        assert console.control_state(rollout, "rollback")[0] is True
+        status, reply, _ = host.call("POST", f"/v1/plans/{canary}/deployments/canary-v2/rollback", host.admin, {})
+        assert status == 200, reply
+        rolled_back = host.get("/v1/whoami")["last_event_seq"]
+        console.until("the console to see the rollback", lambda: int(
+            console.driver.execute_script("return document.body.dataset.eventsSeen || 0")) >= rolled_back)
+        console.click_control(rollout, "rollback")
+        console.until("the server's refusal word for word", lambda: console.text("#notice")
+                      == "deployment 'canary-v2' is ROLLED_BACK; only a rollout in progress, completed or failed "
+                      "can be rolled back")
+        console.until("rollback to grey out", lambda: (console.control_state(rollout, "rollback") or [True])[0] is False)
+
         # 4. N of M: alice's approval counts, and the operation waits for a second person.
         pair = poll("console-pair's CREATE to wait", lambda: waiting_create(host, "console-pair"))["metadata"]["id"]
         soft = poll("console-soft's CREATE to wait", lambda: waiting_create(host, "console-soft"))["metadata"]["id"]
@@ -474,12 +491,13 @@ def run(arguments):
             console.event_seqs()))
         assert contiguous_descending(first) and first[-1] > 1, first
         console.until("Load older", lambda: console.click("#load-older"))
-        console.until("200 older events below the first page", lambda: console.event_seqs()[-1] == first[-1] - 200)
+        console.until("200 older events below the first page",
+                      lambda: console.event_seqs()[-1:] == [first[-1] - 200])
         assert contiguous_descending(console.event_seqs())
         status, _, _ = host.call("POST", "/v1/capabilities", host.admin, {"name": "probe-2", "type": "CPU", "score": 1})
         assert status == 201
         probe = host.get("/v1/whoami")["last_event_seq"]
-        console.until("the new event on top, the older ones kept", lambda: (lambda seqs: seqs[0] >= probe
+        console.until("the new event on top, the older ones kept", lambda: (lambda seqs: seqs and seqs[0] >= probe
                       and seqs[-1] == first[-1] - 200 and contiguous_descending(seqs))(console.event_seqs()))
 
         # A family: every deployment.* event, all of them on the page, so nothing older to load.
