@@ -107,7 +107,7 @@ def poll(what, check, seconds=kDeadlineSeconds, every=0.1):
 
 
 # Policies the test adds to the shipped ones: a soft deny and a two-person approval, each
-# for a namespace of its own (kApprovalPlans).
+# for a namespace of its own (approval_plans_manifest).
 kTestPolicies = {
     "console_test_soft_deny.lua": """
 return {
@@ -294,7 +294,7 @@ class Console:
                    lambda: self.click(f'{scope_css} [data-control="{control}"]'))
 
     def control_state(self, scope_css, control):
-        """(enabled, title) of a control button; None when it is not on the page."""
+        """[enabled, title] of a control button; None when it is not on the page."""
         return self.driver.execute_script(
             "const b = document.querySelector(arguments[0]);"
             "return b ? [!b.disabled, b.title] : null;", f'{scope_css} [data-control="{control}"]')
