@@ -4,13 +4,15 @@
 
 import { ApiError, followEvents, forgetToken, getJson, postJson, roleAllows, savedToken, saveToken } from "./api.js";
 import { el } from "./dom.js";
-import { approvalsPage, auditPage, eventsPage, fleetPage, instancePage, plansPage, scriptsPage } from "./pages.js";
+import { eventsPage } from "./events.js";
+import { approvalsPage, auditPage, fleetPage, instancePage, plansPage, scriptsPage } from "./pages.js";
 import { planPage } from "./rollout.js";
 
 const kRoutes = [
   [/^#\/fleet$/, fleetPage],
   [/^#\/plans$/, plansPage],
   [/^#\/plans\/([^/]+)$/, planPage],
+  [/^#\/plans\/([^/]+)\/deployments\/([^/]+)$/, planPage],
   [/^#\/approvals$/, approvalsPage],
   [/^#\/events$/, eventsPage],
   [/^#\/events\/([^/]+)$/, eventsPage],
@@ -41,12 +43,15 @@ function clearNotice() {
   notice.textContent = "";
 }
 
-// What pages may use: who is signed in, what their role allows, and post(), which runs an
-// action and shows its outcome (the server's refusal word for word) until the next one.
+// What pages may use: who is signed in, what their role allows, post(), which runs an
+// action and shows its outcome (the server's refusal word for word) until the next one,
+// notice(), which says something of the page's own, and redraw().
 function context() {
   return {
     session,
     can: (role) => roleAllows(session.role, role),
+    notice: showNotice,
+    redraw: draw,
     post: async (what, path, body) => {
       clearNotice();
       try {
@@ -92,7 +97,11 @@ async function draw() {
 }
 
 async function drawOnce() {
-  if (!session) return;
+  // A page drawn for a session that ended while it was read (signed out, or in again as
+  // someone else) is thrown away: it would cover the sign-in form, or show the last
+  // person's buttons.
+  const drawnFor = session;
+  if (!drawnFor) return;
   const hash = location.hash || "#/plans";
   for (const [pattern, render] of kRoutes) {
     const match = hash.match(pattern);
@@ -100,8 +109,10 @@ async function drawOnce() {
     try {
       const params = match.slice(1).map(decodeURIComponent);
       const node = await render(context(), ...params);
+      if (session !== drawnFor) return;
       page.replaceChildren(node);
     } catch (error) {
+      if (session !== drawnFor) return;
       if (error instanceof ApiError && error.status === 401) {
         signOut(`Signed out: ${error.message}`);
         return;

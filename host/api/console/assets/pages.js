@@ -5,8 +5,10 @@
 
 import { getJson, getText, listAll } from "./api.js";
 import { badge, el, fields, link, table, when } from "./dom.js";
+import { eventRows, kEventHeaders } from "./events.js";
 
-const kRecentEvents = 200;
+// The newest events the Audit page shows.
+const kAuditEvents = 50;
 
 function resources(r) {
   return r ? `${r.cores} cores, ${r.memory_gib} GiB` : "";
@@ -55,42 +57,81 @@ function decisionItem(decision) {
     decision.error_class ? ` (${decision.error_class})` : "");
 }
 
-// N-of-M progress, where the host counts approvals (an operation's `approvals`: required,
-// counted, summary); "" where it does not.
+// N-of-M progress where the host counts approvals (an operation's `approvals`: required,
+// counted, still_needed, summary): "1 of 2 approvals (alice); 1 more needed"; "" where it
+// does not.
 function approvalsText(approvals) {
   if (!approvals || typeof approvals !== "object") return "";
-  if (approvals.summary) return approvals.summary;
   const counted = approvals.counted ?? [];
-  return `${counted.length} of ${approvals.required}${counted.length > 0 ? ` (${counted.join(", ")})` : ""}`;
+  const summary = approvals.summary || `${counted.length} of ${approvals.required}`;
+  return approvals.still_needed > 0 ? `${summary}; ${approvals.still_needed} more needed` : summary;
+}
+
+// Who may count towards the approvals a policy asked for (decision.approvals: required,
+// role, distinct_from); "" when any one approver will do.
+function requirementText(requirement) {
+  if (!requirement || typeof requirement !== "object") return "";
+  const parts = [];
+  if (requirement.required > 1) parts.push(`${requirement.required} people`);
+  if (requirement.role) parts.push(`holding the ${requirement.role} role or above`);
+  const others = (requirement.distinct_from ?? []).map((name) => (name === "requester" ? "the requester" : name));
+  if (others.length > 0) parts.push(`other than ${others.join(", ")}`);
+  return parts.join(", ");
+}
+
+// Approve and reject, or, for an operation only soft policies denied (decision.overridable),
+// override and reject: the API takes nothing but an override with a reason then. Approving
+// twice is greyed out; the four-eyes rule is left to the server, which says why it refuses.
+function decisionControls(ctx, operation) {
+  const id = operation.metadata.id;
+  const path = `/v1/operations/${id}`;
+  const overridable = operation.decision?.overridable === true;
+  const reason = el("input", { type: "text", "data-field": "reason",
+    placeholder: overridable ? "reason (required to override)" : "reason (optional)" });
+  const body = () => (reason.value ? { reason: reason.value } : {});
+  const mine = (operation.decision?.approvals?.given ?? []).find((g) => g.actor === ctx.session.name);
+  const already = mine ? `${mine.actor} approved it already` : "";
+  const approve = overridable
+    ? el("button", { type: "button", "data-control": "override", disabled: Boolean(mine),
+      title: already || "approve despite the soft deny; the reason is recorded with the override",
+      onclick: () => {
+        if (!reason.value.trim()) {
+          ctx.notice(`Override operation ${id}: give a reason; it is recorded with the override.`, "error");
+          reason.focus();
+          return;
+        }
+        ctx.post(`Override operation ${id}`, `${path}/approve`, { override: true, reason: reason.value.trim() });
+      } }, "Override")
+    : el("button", { type: "button", "data-control": "approve", disabled: Boolean(mine), title: already || null,
+      onclick: () => ctx.post(`Approve operation ${id}`, `${path}/approve`, body()) }, "Approve");
+  return el("div", { class: "controls" }, approve,
+    el("button", { type: "button", "data-control": "reject",
+      onclick: () => ctx.post(`Reject operation ${id}`, `${path}/reject`, body()) }, "Reject"),
+    reason);
 }
 
 function operationCard(ctx, operation) {
   const id = operation.metadata.id;
-  const path = `/v1/operations/${id}`;
-  const reason = el("input", { type: "text", placeholder: "reason (optional)" });
-  const body = () => (reason.value ? { reason: reason.value } : {});
   const decisions = operation.decisions ?? [];
   return el("article", { class: "operation", "data-operation": id },
     el("h2", {}, `#${id} ${operation.type} `, link(`#/instances/${encodeURIComponent(operation.meta_instance)}`,
       operation.meta_instance), " of ", link(`#/plans/${encodeURIComponent(operation.plan)}`, operation.plan)),
+    operation.decision?.overridable === true
+      ? el("p", { class: "alarm", "data-field": "soft-deny" },
+        "Denied by a soft policy: an approver may override the deny, giving a reason.")
+      : null,
     fields([
       ["Requested by", operation.requested_by, "requested_by"],
       ["Intent", operation.intent, "intent"],
       ["Approvals", approvalsText(operation.approvals), "approvals"],
+      ["Needs", requirementText(operation.decision?.approvals), "requirement"],
       ["Message", operation.message, "message"],
       ["Waiting since", when(operation.metadata.updated_at), "since"],
     ]),
     el("h3", {}, "Policy decisions"),
     decisions.length > 0 ? el("ul", {}, decisions.map(decisionItem))
       : el("p", { class: "empty" }, "No policy decided: a person decides."),
-    ctx.can("approver")
-      ? el("div", { class: "controls" },
-        el("button", { type: "button", "data-control": "approve",
-          onclick: () => ctx.post(`Approve operation ${id}`, `${path}/approve`, body()) }, "Approve"),
-        el("button", { type: "button", "data-control": "reject",
-          onclick: () => ctx.post(`Reject operation ${id}`, `${path}/reject`, body()) }, "Reject"),
-        reason)
-      : null);
+    ctx.can("approver") ? decisionControls(ctx, operation) : null);
 }
 
 export async function approvalsPage(ctx) {
@@ -103,38 +144,18 @@ export async function approvalsPage(ctx) {
       : el("p", { class: "empty", id: "no-approvals" }, "Nothing waits for a decision."));
 }
 
-function eventRows(events) {
-  return [...events].reverse().map((e) => [String(e.seq), when(e.at), e.actor, e.kind, e.subject,
-    el("code", {}, JSON.stringify(e.data))]);
-}
-
-// The newest events (up to kRecentEvents), or those of one kind.
-export async function eventsPage(ctx, kind = "") {
-  const last = (await getJson("/v1/whoami")).last_event_seq;
-  const filter = kind ? `&kind=${encodeURIComponent(kind)}` : "";
-  const page = await getJson(`/v1/events?after=${Math.max(0, last - kRecentEvents)}&limit=1000${filter}`);
-  const input = el("input", { type: "text", value: kind, placeholder: "kind, e.g. operation.state" });
-  const form = el("form", { class: "filter", onsubmit: (event) => {
-    event.preventDefault();
-    location.hash = input.value ? `#/events/${encodeURIComponent(input.value)}` : "#/events";
-  } }, input, el("button", { type: "submit" }, "Filter"));
-  return el("div", {},
-    el("h1", {}, "Events"), form,
-    table(["Seq", "At", "Actor", "Kind", "Subject", "Data"], eventRows(page.items), "no events"));
-}
-
 export async function auditPage() {
   const report = await getJson("/v1/audit/verify");
   const pairs = Object.entries(report).map(([key, value]) =>
     [key, typeof value === "object" ? JSON.stringify(value) : String(value), key]);
   const last = (await getJson("/v1/whoami")).last_event_seq;
-  const page = await getJson(`/v1/events?after=${Math.max(0, last - 50)}&limit=1000`);
+  const page = await getJson(`/v1/events?after=${Math.max(0, last - kAuditEvents)}&limit=1000`);
   return el("div", {},
     el("h1", {}, "Audit"),
     el("p", {}, report.ok ? "The event chain verifies." : "The event chain does NOT verify."),
     fields(pairs),
     el("h2", {}, "Who did what, newest first"),
-    table(["Seq", "At", "Actor", "Kind", "Subject", "Data"], eventRows(page.items), "no events"));
+    table(kEventHeaders, eventRows(page.items), "no events"));
 }
 
 export async function scriptsPage() {
