@@ -100,6 +100,12 @@ int DeploymentController::adopt(const World& world, const model::Deployment& dep
     const model::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
     const Json runs = view->coordinates(own ? coordinatesOf(*own) : Json::object());
     if (runs != wanted) continue;
+    // One that runs them with another reservation than the deployment's plan asks for is
+    // left to the strategy, whose UPDATE re-reserves it (docs/architecture.md#changing-a-plan).
+    const model::Plan* deployed = world.planAsDeployed(deployment.plan, deployment.deployment_id);
+    if (view->active && deployed && !sched::sameResources(view->active->reservation, sched::instanceResources(*deployed))) {
+      continue;
+    }
     if (ledger_.setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
       ++changes;
     }
