@@ -529,8 +529,8 @@ Status Executor::runUpdate(Attempt& a) {
   // The size the deployment's plan asks for, when approval re-reserved it on this node
   // (docs/architecture.md#changing-a-plan): recorded in the same write as the coordinates.
   std::optional<model::Resources> new_size;
-  if (const Json resize = a.op.target.value("resize", Json()); resize.is_object() &&
-                                                               resize.value("runtime_instance", int64_t{0}) == r.meta.id) {
+  const Json resize = a.op.target.value("resize", Json());
+  if (resize.is_object() && resize.value("runtime_instance", int64_t{0}) == r.meta.id) {
     const auto to = resize.value("to", model::Resources{});
     if (!sched::sameResources(to, r.reservation)) new_size = to;
   }

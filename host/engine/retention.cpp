@@ -46,9 +46,8 @@ Result<model::PruneReport> Pruner::runRound() {
     total.script_versions += step->script_versions;
     total.approvals += step->approvals;
     if (step->checkpoint) total.checkpoint = step->checkpoint;
-    const bool more =
-        step->events >= policy_.batch || step->decisions >= policy_.batch || step->script_versions >= policy_.batch ||
-                      step->approvals >= policy_.batch;
+    const bool more = step->events >= policy_.batch || step->decisions >= policy_.batch ||
+                      step->script_versions >= policy_.batch || step->approvals >= policy_.batch;
     if (!more) break;
   }
   last_error_.clear();

@@ -340,6 +340,8 @@ class Ledger {
   // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
   // REJECTED releases the placement reserved for the operation, and leaves its meta
   // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.
+  // REJECTED, CANCELLED and FAILED give back a growth held for an UPDATE
+  // (resizeForOperation) that its instance still holds.
   Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
                                       const std::string& actor, const std::string& message = "",
                                       const std::string& approved_by = "");

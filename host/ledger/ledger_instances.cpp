@@ -491,9 +491,9 @@ Result<Operation> Ledger::resizeForOperation(int64_t operation_id, const Resourc
     long long active_id = 0;
     soci::indicator ind = soci::i_null;
     const long long meta_id = meta.meta.id;
-    tx.db().run(
-        "SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(meta_id), soci::into(active_id, ind));
+    tx.db().run("SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT IN "
+                TIDE_SQL_RELEASED_RUNTIME_STATES,
+                soci::use(meta_id), soci::into(active_id, ind));
     if (ind != soci::i_ok) return Status::conflict("instance '" + meta.name + "' runs nowhere: nothing to resize");
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance active, loadRuntime(tx.db(), active_id));
     const Resources from = active.reservation;
