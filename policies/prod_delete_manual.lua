@@ -1,12 +1,13 @@
 -- Deleting an instance removes its volumes with it, and in production that data is
--- someone's. So every DELETE in a prod namespace waits until a person approves it. Other
--- operations in prod, and anything outside prod, are for the other policies to judge.
+-- someone's. So every DELETE in a prod namespace waits until two people approve it: two
+-- approvers, neither of them the one who asked for it. Other operations in prod, and
+-- anything outside prod, are for the other policies to judge.
 
 local namespaces = tide.lib.namespaces
 
 return {
   name = "prod-delete-manual",
-  description = "A human approves every DELETE in a prod namespace.",
+  description = "Two approvers, not the requester, approve every DELETE in a prod namespace.",
   level = "hard",
 
   applies = function(op)
@@ -15,18 +16,23 @@ return {
 
   decide = function(op, ctx)
     if op.type == "DELETE" then
-      return manual("deleting " .. op.meta_instance .. " in " .. op.plan.namespace ..
-                    " removes its volumes; a human confirms")
+      return manual{
+        approvals = 2,
+        role = "approver",
+        distinct_from = { "requester" },
+        reason = "deleting " .. op.meta_instance .. " in " .. op.plan.namespace ..
+                 " removes its volumes; two approvers confirm",
+      }
     end
     return abstain()
   end,
 
   tests = {
     {
-      name = "a delete in prod waits for a human",
+      name = "a delete in prod waits for two approvers",
       op = { type = "DELETE", meta_instance = "web-k3x9", plan = { name = "web", namespace = "prod-web" } },
       expect = "manual",
-      reason = "web-k3x9",
+      reason = "web-k3x9 in prod-web removes its volumes; two approvers confirm",
     },
     {
       name = "other operations in prod pass through",

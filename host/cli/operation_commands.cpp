@@ -49,6 +49,7 @@ struct DecisionFlags {
   int64_t operation_id = 0;
   bool all = false;
   std::string reason;
+  bool override = false;  // approve: override a soft deny (with a reason)
 };
 
 // The operations of `plan` the command line names: the one given by --operation-id, every
@@ -90,6 +91,7 @@ Status decideOperations(Session& session, const std::string& plan, const Decisio
   for (const Json& operation : chosen) {
     Json body = {{"generation", operation.value(Json::json_pointer("/metadata/generation"), int64_t{1})}};
     if (!flags.reason.empty()) body["reason"] = flags.reason;
+    if (flags.override) body["override"] = true;
     Result<Json> reply = session.client.post(operationPath(operationIdOf(operation)) + "/" + action, body);
     if (!reply.isOk()) {
       refused = reply.status();
@@ -114,7 +116,12 @@ void addDecisionVerb(CLI::App& deployment, Verbs& verbs, const std::string& acti
                                      "waiting for approval)")
                         ->check(CLI::PositiveNumber);
   verb->add_flag("--all", flags->all, "every operation of the plan that is waiting for approval")->excludes(id);
-  verb->add_option("--reason", flags->reason, "recorded as the operation's message");
+  if (action == "approve") {
+    verb->add_option("--reason", flags->reason, "recorded with the decision (required with --override)");
+    verb->add_flag("--override", flags->override, "override a soft deny (a hard deny cannot be overridden)");
+  } else {
+    verb->add_option("--reason", flags->reason, "recorded as the operation's message");
+  }
 }
 
 // --- operate ----------------------------------------------------------------------------

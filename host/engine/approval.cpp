@@ -126,10 +126,8 @@ int ApprovalStage::pass(const World& world, const UnreachableNodes& unreachable)
   node_capabilities_.reset();
   releaseUnused(world);
   int changed = 0;
-  if (const uint64_t version = policies_.currentVersion(); version != reevaluated_version_) {
-    bool all_done = true;
-    changed += reevaluateWaiting(world, version, all_done);
-    if (all_done) reevaluated_version_ = version;
+  if (const uint64_t version = policies_.currentVersion(); version != reevaluation_.done_version) {
+    changed += reevaluateWaiting(world, version);
   }
   int decided = 0;
   std::optional<sched::ClusterSnapshot> snapshot;
@@ -162,7 +160,11 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
     update.target = target;
     TIDE_ASSIGN_OR_RETURN(op, ledger_.updateOperation(op.meta.id, update, options_.actor));
   }
-  if (!needsPlacement(view, op)) return view.active ? view.active->node : std::string();
+  if (!needsPlacement(view, op)) {
+    if (!view.active) return std::string();
+    if (op.type == "UPDATE") TIDE_RETURN_IF_ERROR(resizeInPlace(world, snapshot, view, op));
+    return view.active->node;
+  }
   if (op.target.contains("runtime_instance")) return op.target.value("node", "");
 
   const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, &view, op));
@@ -202,6 +204,20 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   op.target["runtime_instance"] = reserved.meta.id;
   op.target["node"] = reserved.node;
   return reserved.node;
+}
+
+Status ApprovalStage::resizeInPlace(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
+                                    model::Operation& op) {
+  if (op.target.contains("resize")) return Status::ok();
+  const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, &view, op));
+  if (deployed == nullptr) return Status::ok();
+  const model::RuntimeInstance& active = *view.active;
+  const model::Resources to = sched::instanceResources(*deployed);
+  if (sched::sameResources(active.reservation, to)) return Status::ok();
+  TIDE_RETURN_IF_ERROR(sched::Scheduler(snapshot).checkResize(active.node, active.reservation, to));
+  TIDE_ASSIGN_OR_RETURN(op, ledger_.resizeForOperation(op.meta.id, to, options_.actor));
+  (void)snapshot.commitResize(active.node, active.reservation, op.target["resize"]["held"].get<model::Resources>());
+  return Status::ok();
 }
 
 Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
@@ -282,32 +298,55 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   return true;
 }
 
-int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_version, bool& all_done) {
+int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_version) {
   int changed = 0;
-  for (const std::string& name : world.operating) {
-    const InstanceView& view = world.instances.at(name);
-    const model::Operation& op = *view.unfinished;
-    if (op.state != "PENDING_APPROVAL") continue;
-    if (op.decision.is_object() && op.decision.value("script_set_version", uint64_t{0}) == script_set_version) continue;
-    const std::string node =
-        op.target.contains("runtime_instance") ? op.target.value("node", "") : view.active ? view.active->node : "";
-    const lua::Evaluation evaluation = evaluate(world, op, node);
-    // With the generation the pass read: an approval given meanwhile wins, and the next
-    // pass evaluates the operation again with it.
-    const Result<bool> moved =
-        conclude(world, op, evaluation, model::approvalStateOf(op.decision).given, op.meta.generation);
-    if (!moved.isOk()) {
-      all_done = false;
-      continue;
+  int evaluated = 0;
+  bool more = false;    // undecided operations beyond this pass's chunk
+  bool failed = false;  // a decision that could not be written: tried again next pass
+  std::string stopped_after;
+  auto undecided = [&](const model::Operation& op) {
+    return op.state == "PENDING_APPROVAL" &&
+           !(op.decision.is_object() && op.decision.value("script_set_version", uint64_t{0}) == script_set_version);
+  };
+  // From after where the last pass stopped to the end, then from the start up to there, as
+  // pass() walks the PENDING ones.
+  const auto resume = world.operating.upper_bound(reevaluation_.resume_after);
+  auto visit = [&](auto first, auto last) {
+    for (auto it = first; it != last; ++it) {
+      const InstanceView& view = world.instances.at(*it);
+      const model::Operation& op = *view.unfinished;
+      if (!undecided(op)) continue;
+      if (!stopped_after.empty()) {
+        more = true;
+        return;
+      }
+      const std::string node = op.target.contains("runtime_instance") ? op.target.value("node", "")
+                               : view.active                         ? view.active->node
+                                                                     : "";
+      const lua::Evaluation evaluation = evaluate(world, op, node);
+      if (++evaluated >= options_.max_per_pass) stopped_after = *it;
+      // With the generation the pass read: an approval given meanwhile wins, and a later
+      // pass evaluates the operation again with it.
+      const Result<bool> moved =
+          conclude(world, op, evaluation, model::approvalStateOf(op.decision).given, op.meta.generation);
+      if (!moved.isOk()) {
+        failed = true;
+        continue;
+      }
+      (void)ledger_.appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
+                                Json{{"instance", op.meta_instance},
+                                     {"script_set_version", script_set_version},
+                                     {"outcome", lua::outcomeName(evaluation.outcome)},
+                                     {"summary", evaluation.summary}},
+                                options_.actor);
+      if (*moved) ++changed;
     }
-    (void)ledger_.appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
-                              Json{{"instance", op.meta_instance},
-                                   {"script_set_version", script_set_version},
-                                   {"outcome", lua::outcomeName(evaluation.outcome)},
-                                   {"summary", evaluation.summary}},
-                              options_.actor);
-    if (*moved) ++changed;
-  }
+  };
+  visit(resume, world.operating.end());
+  if (!more) visit(world.operating.begin(), resume);
+  reevaluation_.resume_after = stopped_after;
+  reevaluation_.pending = more;
+  if (!more && !failed) reevaluation_.done_version = script_set_version;
   return changed;
 }
 

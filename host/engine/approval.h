@@ -27,7 +27,9 @@ struct ApprovalOptions {
   std::string actor = "approval";
   // Operations decided per pass at most (limits.approval_chunk), so that a deployment of
   // 10,000 instances does not hold the loop in one pass: what is approved reaches the
-  // executor after each chunk, and the next pass goes on after the last one decided.
+  // executor after each chunk, and the next pass goes on after the last one decided. The
+  // re-evaluation of what waits in PENDING_APPROVAL after the policies changed is bounded
+  // the same way, on its own count.
   int max_per_pass = 500;
 };
 
@@ -43,8 +45,9 @@ class ApprovalStage {
   // operations changed state.
   int pass(const World& world, const UnreachableNodes& unreachable);
 
-  // Whether the last pass stopped at max_per_pass with PENDING operations left.
-  bool backlog() const { return !resume_after_.empty(); }
+  // Whether the last pass stopped at max_per_pass with PENDING operations, or waiting ones
+  // to re-evaluate, left.
+  bool backlog() const { return !resume_after_.empty() || reevaluation_.pending; }
 
   // The op snapshot policies see (docs/lua.md), for the operation as `world` shows it.
   static Json opSnapshot(const World& world, const model::Operation& op, const std::string& node);
@@ -52,10 +55,14 @@ class ApprovalStage {
  private:
   Status decide(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
                 const model::Operation& op);
-  // Evaluates every operation waiting in PENDING_APPROVAL that script set
-  // `script_set_version` has not decided; returns how many changed state. `all_done` becomes
-  // false when one could not be written (it changed meanwhile) and must be tried again.
-  int reevaluateWaiting(const World& world, uint64_t script_set_version, bool& all_done);
+  // Evaluates up to max_per_pass operations waiting in PENDING_APPROVAL that script set
+  // `script_set_version` has not decided (their decision names an older one), going on after
+  // the one the previous pass stopped at; returns how many changed state. While some are
+  // left beyond the chunk, reevaluation_.pending asks for the next pass at once; once a pass
+  // leaves none undecided, the version is done. An operation whose decision could not be
+  // written (it changed meanwhile) is still undecided, so the next pass tries it again; one
+  // decided is never evaluated again for the same version.
+  int reevaluateWaiting(const World& world, uint64_t script_set_version);
   // Runs the policies on `op` (placed on `node`) and records their decisions.
   lua::Evaluation evaluate(const World& world, const model::Operation& op, const std::string& node);
   // Writes `evaluation` as `op`'s decision, keeping the approvals `given`, and moves `op` to
@@ -67,6 +74,12 @@ class ApprovalStage {
   // runs on (empty when it runs nowhere).
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
                               model::Operation& op);
+  // An UPDATE of an instance that runs, whose deployment's plan asks for other resources than
+  // it reserves, re-reserves them on its node (Ledger::resizeForOperation) when the node can
+  // hold the growth, else kUnprocessable naming the node and what it lacks: the UPDATE waits
+  // PENDING, as a placement that does not fit (docs/architecture.md#changing-a-plan).
+  Status resizeInPlace(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
+                       model::Operation& op);
   void releaseUnused(const World& world);
   // The instances of `plan` that belong to other deployments than `deployment`, for
   // anti-affinity between versions; computed once per pass and pair, not once per
@@ -85,7 +98,13 @@ class ApprovalStage {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_versions_;  // this pass's
   std::optional<std::set<std::string>> node_capabilities_;  // this pass's, once asked for
   std::string resume_after_;  // the meta instance the last pass stopped after; "" when it finished
-  uint64_t reevaluated_version_ = 0;  // the script set every waiting operation has been evaluated against
+  // Re-evaluation after a change of the script set, possibly over several passes.
+  struct Reevaluation {
+    uint64_t done_version = 0;  // the script set every waiting operation has been evaluated against
+    bool pending = false;       // a newer one has operations left to evaluate
+    std::string resume_after;   // the meta instance the last pass stopped after
+  };
+  Reevaluation reevaluation_;
 };
 
 // What an operation installs: the coordinates of its deployment (intent), else of the

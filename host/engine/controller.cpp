@@ -94,12 +94,18 @@ int DeploymentController::supersede(const World& world, const std::vector<model:
 int DeploymentController::adopt(const World& world, const model::Deployment& deployment) {
   int changes = 0;
   const Json wanted = coordinatesOf(deployment);
+  const model::Plan* deployed = world.planAsDeployed(deployment.plan, deployment.deployment_id);
+  const std::optional<model::Resources> size =
+      deployed ? std::optional(sched::instanceResources(*deployed)) : std::nullopt;
   for (const auto* view : world.instancesOf(deployment.plan)) {
     if (view->meta.deployment_id == deployment.deployment_id || view->meta.state != "ACTIVE") continue;
     if (view->unfinished && view->unfinished->type == "DELETE") continue;
     const model::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
     const Json runs = view->coordinates(own ? coordinatesOf(*own) : Json::object());
     if (runs != wanted) continue;
+    // One that runs them with another reservation than the deployment's plan asks for is
+    // left to the strategy, whose UPDATE re-reserves it (docs/architecture.md#changing-a-plan).
+    if (view->active && size && !sched::sameResources(view->active->reservation, *size)) continue;
     if (ledger_.setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
       ++changes;
     }

@@ -247,7 +247,8 @@ int Engine::settle(int max_passes) {
     ++passes;
     executor_.waitIdle();
     observer_.waitForProbes();
-    if (report.total() == 0 && executor_.inFlight() == 0) {
+    const bool backlog = controller_.backlog() || approval_.backlog();
+    if (report.total() == 0 && executor_.inFlight() == 0 && !backlog) {
       if (++quiet >= 2) break;
     } else {
       quiet = 0;

@@ -87,7 +87,8 @@ class Engine {
 
   // One pass on the calling thread (the loop's own thread must not be running).
   PassReport runPass();
-  // Passes until nothing changes and no operation or health probe is in flight, at most
+  // Passes until nothing changes, no stage has work left over for the next pass (a chunk
+  // cut short) and no operation or health probe is in flight, at most
   // `max_passes`; for tests and tools. Returns the number of passes run.
   int settle(int max_passes = 200);
   // Blocks until the health probes the observer started have finished; the next pass

@@ -9,6 +9,7 @@
 #include "host/engine/world.h"
 #include "host/model/states.h"
 #include "host/model/transitions.h"
+#include "host/sched/scheduler.h"
 
 namespace tide::engine {
 namespace {
@@ -525,16 +526,28 @@ Status Executor::runUpdate(Attempt& a) {
   TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, std::move(active));
   const Json coordinates = a.op.target.value("coordinates", Json());
   if (!coordinates.is_object()) return Status(Code::kUnprocessable, "the operation names no coordinates");
-  if (r.coordinates != coordinates) {
-    TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
-    // The old process is stopped; remove it so the driver starts the new coordinates
-    // rather than the recorded ones. Its runtime record (and volumes) stay.
-    TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
-    TIDE_RETURN_IF_ERROR(driver->remove({std::to_string(r.meta.id), r.node, r.driver_handle}));
+  // The size the deployment's plan asks for, when approval re-reserved it on this node
+  // (docs/architecture.md#changing-a-plan): recorded in the same write as the coordinates.
+  std::optional<model::Resources> new_size;
+  const Json resize = a.op.target.value("resize", Json());
+  if (resize.is_object() && resize.value("runtime_instance", int64_t{0}) == r.meta.id) {
+    const auto to = resize.value("to", model::Resources{});
+    if (!sched::sameResources(to, r.reservation)) new_size = to;
+  }
+  if (r.coordinates != coordinates || new_size) {
     ledger::Ledger::RuntimeUpdate update;
-    update.coordinates = coordinates;
-    update.healthy = false;
-    update.ready_since = "";
+    if (r.coordinates != coordinates) {
+      TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
+      // The old process is stopped; remove it so the driver starts the new coordinates
+      // rather than the recorded ones. Its runtime record (and volumes) stay.
+      TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
+      TIDE_RETURN_IF_ERROR(driver->remove({std::to_string(r.meta.id), r.node, r.driver_handle}));
+      update.coordinates = coordinates;
+      update.healthy = false;
+      update.ready_since = "";
+    }
+    update.reservation = new_size;
+    update.reservation_reason = "operation " + std::to_string(a.op.meta.id) + " installs its deployment's size";
     TIDE_RETURN_IF_ERROR(updateRuntime(r, update));
   }
   TIDE_RETURN_IF_ERROR(startRuntime(a, r));

@@ -44,9 +44,10 @@ Result<model::PruneReport> Pruner::runRound() {
     total.events += step->events;
     total.decisions += step->decisions;
     total.script_versions += step->script_versions;
+    total.approvals += step->approvals;
     if (step->checkpoint) total.checkpoint = step->checkpoint;
-    const bool more =
-        step->events >= policy_.batch || step->decisions >= policy_.batch || step->script_versions >= policy_.batch;
+    const bool more = step->events >= policy_.batch || step->decisions >= policy_.batch ||
+                      step->script_versions >= policy_.batch || step->approvals >= policy_.batch;
     if (!more) break;
   }
   last_error_.clear();

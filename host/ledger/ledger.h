@@ -258,6 +258,18 @@ class Ledger {
   // approval survives a crash, and is never reserved twice for one operation.
   Result<RuntimeInstance> reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
                                               const std::string& actor);
+  // An UPDATE whose deployment's plan asks for other resources than its instance's active
+  // runtime instance reserves (docs/architecture.md#changing-a-plan), at approval, in one
+  // transaction: the runtime instance's reservation becomes the larger of the two sizes in
+  // each resource (a growth is held from now on, so nothing else takes the room before the
+  // UPDATE runs; a shrink waits for the UPDATE) and the operation's target records
+  // `resize` {runtime_instance, node, from, to, held}. The executor sets the reservation to
+  // `to` in the write that installs the new coordinates; an UPDATE that ends otherwise
+  // (REJECTED, CANCELLED, FAILED) gives the held growth back in the transaction that ends it.
+  // kUnprocessable when the node cannot hold the growth (nothing written), kConflict unless
+  // the operation is a PENDING UPDATE of an instance that runs; a second call returns the
+  // operation as it is.
+  Result<Operation> resizeForOperation(int64_t operation_id, const Resources& to, const std::string& actor);
   // Observed facts about a runtime instance; unset fields are left alone. A change of
   // `healthy` or `coordinates` appends an event; the rest (ports, handle) do not. With a
   // `generation`, kConflict when the record moved since (the control loop's writers pass
@@ -270,6 +282,11 @@ class Ledger {
     std::optional<bool> healthy;
     std::optional<std::string> ready_since;
     std::optional<std::string> message;
+    // A new reservation, on the same node (kConflict for a runtime instance that holds
+    // none); a growth must fit the node (kUnprocessable). Appends `runtime_instance.resized`
+    // with `reservation_reason`.
+    std::optional<Resources> reservation;
+    std::string reservation_reason;
   };
   Result<RuntimeInstance> updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, Generation generation,
                                                 const std::string& actor);
@@ -323,6 +340,8 @@ class Ledger {
   // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
   // REJECTED releases the placement reserved for the operation, and leaves its meta
   // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.
+  // REJECTED, CANCELLED and FAILED give back a growth held for an UPDATE
+  // (resizeForOperation) that its instance still holds.
   Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
                                       const std::string& actor, const std::string& message = "",
                                       const std::string& approved_by = "");
@@ -397,15 +416,17 @@ class Ledger {
   // One transaction that deletes at most policy.batch rows of each kind the policy prunes:
   // the oldest events (always a prefix of the chain: by count, and by age up to the first
   // event that is young enough), decisions older than decisions_max_age_days whose operation
-  // is finished (or gone), and script versions beyond script_versions_keep per file, never
-  // the newest row of a file in any status (so the current and the last good version stay).
-  // When it deletes events it writes an audit_checkpoint (seq and hash of the last event
-  // deleted) in the same transaction; when it deletes anything it appends an `audit.pruned`
-  // event {events, decisions, script_versions, rule, through_seq, through_hash} naming the
-  // newest checkpoint, so the chain itself records it. It first checks the events it would
-  // delete (and the first one it keeps) link up from the newest checkpoint; if they do not,
-  // it deletes nothing and returns kInternal naming the broken link: pruning never erases the
-  // evidence of a broken chain. Call again while the report says a kind hit the batch.
+  // is finished (or gone), the approvals people gave operations that finished more than
+  // decisions_max_age_days ago (or are gone), and script versions beyond script_versions_keep
+  // per file, never the newest row of a file in any status (so the current and the last good
+  // version stay). When it deletes events it writes an audit_checkpoint (seq and hash of the
+  // last event deleted) in the same transaction; when it deletes anything it appends an
+  // `audit.pruned` event {events, decisions, script_versions, approvals, rule, through_seq,
+  // through_hash} naming the newest checkpoint, so the chain itself records it. It first
+  // checks the events it would delete (and the first one it keeps) link up from the newest
+  // checkpoint; if they do not, it deletes nothing and returns kInternal naming the broken
+  // link: pruning never erases the evidence of a broken chain. Call again while the report
+  // says a kind hit the batch.
   Result<model::PruneReport> prune(const model::RetentionPolicy& policy, const std::string& actor);
   // Walks the chain from the newest checkpoint (or the genesis) to the newest event: every
   // event's hash, every link, no gap in seq, the first kept event joining the checkpoint, the

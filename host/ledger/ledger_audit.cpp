@@ -264,15 +264,33 @@ Result<std::optional<AuditCheckpoint>> pruneEvents(Ledger::Tx& tx, const Retenti
   return std::optional<AuditCheckpoint>(std::move(checkpoint));
 }
 
-int64_t pruneDecisions(Db& db, const RetentionPolicy& policy, TimePoint now) {
+// Deletes at most policy.batch rows of `table` by `select_ids` (a SELECT of their ids, in id
+// order, bound to :cutoff, decisions_max_age_days ago, and :batch); 0 when the rule is off.
+int64_t pruneByDecisionsAge(Db& db, const RetentionPolicy& policy, TimePoint now, const std::string& table,
+                            const std::string& select_ids) {
   if (policy.decisions_max_age_days <= 0) return 0;
   const std::string cutoff = formatTimestamp(now - std::chrono::hours(24) * policy.decisions_max_age_days);
   const long long batch = policy.batch;
-  return db.update(
-      "DELETE FROM decisions WHERE id IN (SELECT d.id FROM decisions d WHERE d.at < :cutoff AND NOT EXISTS "
-      "(SELECT 1 FROM operations o WHERE o.id = d.operation_id AND o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES
-      ") ORDER BY d.id LIMIT :batch)",
-      soci::use(cutoff), soci::use(batch));
+  return db.update("DELETE FROM " + table + " WHERE id IN (" + select_ids + " LIMIT :batch)", soci::use(cutoff),
+                   soci::use(batch));
+}
+
+int64_t pruneDecisions(Db& db, const RetentionPolicy& policy, TimePoint now) {
+  return pruneByDecisionsAge(
+      db, policy, now, "decisions",
+      "SELECT d.id FROM decisions d WHERE d.at < :cutoff AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.id = "
+      "d.operation_id AND o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES ") ORDER BY d.id");
+}
+
+// The approvals people gave an operation go together, once the operation has been finished
+// for decisions_max_age_days (by then every decision of it is older than that and pruned
+// too), or when it is gone: none outlives its operation's record, none of an operation that
+// is unfinished or finished recently goes.
+int64_t pruneApprovals(Db& db, const RetentionPolicy& policy, TimePoint now) {
+  return pruneByDecisionsAge(
+      db, policy, now, "operation_approvals",
+      "SELECT a.id FROM operation_approvals a LEFT JOIN operations o ON o.id = a.operation_id WHERE o.id IS NULL OR "
+      "(o.updated_at < :cutoff AND o.state NOT IN " TIDE_SQL_UNFINISHED_OPERATION_STATES ") ORDER BY a.id");
 }
 
 int64_t pruneScriptVersions(Db& db, const RetentionPolicy& policy) {
@@ -328,6 +346,7 @@ Result<PruneReport> Ledger::prune(const RetentionPolicy& policy, const std::stri
       report.events = report.checkpoint ? report.checkpoint->events_pruned : 0;
     }
     report.decisions = pruneDecisions(tx.db(), policy, now);
+    report.approvals = pruneApprovals(tx.db(), policy, now);
     report.script_versions = pruneScriptVersions(tx.db(), policy);
     if (report.total() == 0) return report;
     const std::optional<AuditCheckpoint> anchor = report.checkpoint ? report.checkpoint : newestCheckpoint(tx.db());
@@ -335,6 +354,7 @@ Result<PruneReport> Ledger::prune(const RetentionPolicy& policy, const std::stri
              Json{{"events", report.events},
                   {"decisions", report.decisions},
                   {"script_versions", report.script_versions},
+                  {"approvals", report.approvals},
                   {"rule", report.checkpoint ? report.checkpoint->rule : ""},
                   {"through_seq", anchor ? anchor->through_seq : 0},
                   {"through_hash", anchor ? anchor->through_hash : ""}});

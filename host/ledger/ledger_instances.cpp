@@ -3,6 +3,7 @@
 // one unfinished operation per meta instance).
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "host/core/names.h"
@@ -133,6 +134,78 @@ Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance&
   return Status::ok();
 }
 
+// A node's free cores and memory as the ledger derives them (total − system reserved − the
+// reservations of its runtime instances that hold resources), read inside the writing
+// transaction, so two reservations racing for the last core cannot both win.
+struct NodeRoom {
+  long long id = 0;
+  std::string spec;
+  double free_cores = 0;
+  double free_memory = 0;
+
+  // OK when `more` (cores and memory on top of what the node holds now) fits, else
+  // kUnprocessable naming the node and what remains.
+  Status holds(const std::string& node, const Resources& more) const {
+    if (more.cores <= free_cores + 1e-9 && more.memory_gib <= free_memory + 1e-9) return Status::ok();
+    return Status(Code::kUnprocessable, "node '" + node + "' cannot hold " + std::to_string(more.cores) +
+                                            " cores / " + std::to_string(more.memory_gib) + " GiB (remaining " +
+                                            std::to_string(free_cores) + " cores / " + std::to_string(free_memory) +
+                                            " GiB)");
+  }
+};
+
+Result<NodeRoom> nodeRoom(Ledger::Tx& tx, const std::string& node) {
+  NodeRoom room;
+  double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
+  if (!tx.db().run("SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, spec FROM "
+                   "nodes WHERE name = :n AND deleted_at IS NULL",
+                   soci::use(node), soci::into(room.id), soci::into(total_cores), soci::into(total_memory),
+                   soci::into(reserved_cores), soci::into(reserved_memory), soci::into(room.spec))) {
+    return Status::notFound("node '" + node + "' not found");
+  }
+  soci::row used;
+  tx.db().run(
+      "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
+      "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+      soci::use(room.id), soci::into(used));
+  room.free_cores = total_cores - reserved_cores - rowDouble(used, 0);
+  room.free_memory = total_memory - reserved_memory - rowDouble(used, 1);
+  return room;
+}
+
+bool sameReservation(const Resources& a, const Resources& b) {
+  return std::abs(a.cores - b.cores) <= 1e-9 && std::abs(a.memory_gib - b.memory_gib) <= 1e-9;
+}
+
+// Changes the reservation of `ri` (which holds resources) to `to` in place, with a
+// `runtime_instance.resized` event {instance, node, from, to, reason}. A growth must fit the
+// node (kUnprocessable otherwise); a shrink always does.
+Status resizeRuntime(Ledger::Tx& tx, const RuntimeInstance& ri, const Resources& to, const std::string& reason) {
+  if (sameReservation(ri.reservation, to)) return Status::ok();
+  if (to.cores < 0 || to.memory_gib < 0) {
+    return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
+  }
+  const Resources more{std::max(0.0, to.cores - ri.reservation.cores),
+                       std::max(0.0, to.memory_gib - ri.reservation.memory_gib)};
+  if (more.cores > 0 || more.memory_gib > 0) {
+    TIDE_ASSIGN_OR_RETURN(const NodeRoom room, nodeRoom(tx, ri.node));
+    TIDE_RETURN_IF_ERROR(room.holds(ri.node, more).withPrefix("runtime instance " + std::to_string(ri.meta.id)));
+  }
+  Bindings values;
+  values.set("reserved_cores", to.cores);
+  values.set("reserved_memory_gib", to.memory_gib);
+  TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", ri.meta.id, std::nullopt,
+                                     "reserved_cores = :reserved_cores, reserved_memory_gib = :reserved_memory_gib",
+                                     values));
+  tx.event("runtime_instance.resized", "runtime/" + std::to_string(ri.meta.id),
+           Json{{"instance", ri.meta_instance},
+                {"node", ri.node},
+                {"from", ri.reservation},
+                {"to", to},
+                {"reason", reason}});
+  return Status::ok();
+}
+
 // The body of createRuntimeInstance, shared with reserveForOperation.
 Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& instance) {
   if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
@@ -142,33 +215,10 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
   if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
     return Status::conflict("instance '" + meta.name + "' is " + meta.state);
   }
-  long long node_id = 0;
-  double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
-  std::string node_state, node_spec;
-  if (!tx.db().run("SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, state, spec FROM "
-                   "nodes WHERE name = :n AND deleted_at IS NULL",
-                   soci::use(instance.node), soci::into(node_id), soci::into(total_cores), soci::into(total_memory),
-                   soci::into(reserved_cores), soci::into(reserved_memory), soci::into(node_state),
-                   soci::into(node_spec))) {
-    return Status::notFound("node '" + instance.node + "' not found");
-  }
-  TIDE_RETURN_IF_ERROR(checkVolumeRoom(tx, node_id, instance, node_spec));
-
-  // Capacity is checked against the derivation, inside this transaction, so two
-  // placements racing for the last core cannot both win.
-  soci::row used;
-  tx.db().run(
-      "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
-      "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-      soci::use(node_id), soci::into(used));
-  const double free_cores = total_cores - reserved_cores - rowDouble(used, 0);
-  const double free_memory = total_memory - reserved_memory - rowDouble(used, 1);
-  if (instance.reservation.cores > free_cores + 1e-9 || instance.reservation.memory_gib > free_memory + 1e-9) {
-    return Status(Code::kUnprocessable,
-                  "node '" + instance.node + "' cannot hold " + std::to_string(instance.reservation.cores) +
-                      " cores / " + std::to_string(instance.reservation.memory_gib) + " GiB (remaining " +
-                      std::to_string(free_cores) + " cores / " + std::to_string(free_memory) + " GiB)");
-  }
+  TIDE_ASSIGN_OR_RETURN(const NodeRoom room, nodeRoom(tx, instance.node));
+  const long long node_id = room.id;
+  TIDE_RETURN_IF_ERROR(checkVolumeRoom(tx, node_id, instance, room.spec));
+  TIDE_RETURN_IF_ERROR(room.holds(instance.node, instance.reservation));
   const long long meta_id = meta.meta.id;
   if (instance.is_active) {
     long long active = 0;
@@ -225,12 +275,31 @@ std::string activeRuntimeState(Db& db, const MetaInstance& meta) {
   return ind == soci::i_ok ? state : std::string();
 }
 
+}  // namespace
+
+Status settleResize(Ledger::Tx& tx, int64_t operation_id, const Json& target, const std::string& state) {
+  if (!target.is_object() || !target.contains("resize")) return Status::ok();
+  const Json& resize = target["resize"];
+  auto ri = loadRuntime(tx.db(), resize.value("runtime_instance", int64_t{0}));
+  if (!ri.isOk()) return ri.status().code() == Code::kNotFound ? Status::ok() : ri.status();
+  const Resources from = resize.value("from", Resources{}), held = resize.value("held", Resources{});
+  // Nothing to give back once the runtime instance ended, or when its reservation is no
+  // longer the held one (the UPDATE installed its size), or when nothing grew.
+  if (!model::holdsResources(ri->state) || !sameReservation(ri->reservation, held) || sameReservation(held, from)) {
+    return Status::ok();
+  }
+  return resizeRuntime(tx, *ri, from, "operation " + std::to_string(operation_id) + " " + state);
+}
+
+namespace {
+
 // What ends with an operation that never ran (REJECTED or CANCELLED), in its transaction:
 // the placement it reserved at approval (the PENDING runtime instance its target names) is
 // released. A rejected one whose meta instance is ACTIVE with nothing left running (a
 // CREATE, or a RESTART of an instance whose process died) leaves the meta instance
 // STOPPED: it holds nothing and nothing starts it again unless someone asks (RESTART).
 Status settleUnstartedOperation(Ledger::Tx& tx, const Operation& o, const std::string& state) {
+  TIDE_RETURN_IF_ERROR(settleResize(tx, o.meta.id, o.target, state));
   if (o.target.is_object() && o.target.contains("runtime_instance")) {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance reserved, loadRuntime(tx.db(), o.target["runtime_instance"].get<int64_t>()));
     if (reserved.state == "PENDING") {
@@ -269,6 +338,7 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
                                      operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
                                      "superseded by a " + operation.type + " of higher priority"));
+    TIDE_RETURN_IF_ERROR(settleResize(tx, existing.meta.id, existing.target, "CANCELLED"));
   }
   // After the check above, so that a busy instance says so first; a refusal here rolls the
   // supersede back with everything else.
@@ -409,6 +479,39 @@ Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const 
   });
 }
 
+Result<Operation> Ledger::resizeForOperation(int64_t operation_id, const Resources& to, const std::string& actor) {
+  return write("resize for operation", actor, [&](Tx& tx) -> Result<Operation> {
+    TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), operation_id));
+    const std::string subject = "operation " + std::to_string(operation_id);
+    if (o.type != "UPDATE" || o.state != "PENDING") {
+      return Status::conflict(subject + " is a " + o.state + " " + o.type + "; only a PENDING UPDATE is resized");
+    }
+    if (o.target.is_object() && o.target.contains("resize")) return o;
+    TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), o.meta_instance));
+    long long active_id = 0;
+    soci::indicator ind = soci::i_null;
+    const long long meta_id = meta.meta.id;
+    tx.db().run("SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT IN "
+                TIDE_SQL_RELEASED_RUNTIME_STATES,
+                soci::use(meta_id), soci::into(active_id, ind));
+    if (ind != soci::i_ok) return Status::conflict("instance '" + meta.name + "' runs nowhere: nothing to resize");
+    TIDE_ASSIGN_OR_RETURN(RuntimeInstance active, loadRuntime(tx.db(), active_id));
+    const Resources from = active.reservation;
+    const Resources held{std::max(from.cores, to.cores), std::max(from.memory_gib, to.memory_gib)};
+    TIDE_RETURN_IF_ERROR(resizeRuntime(tx, active, held, subject + " holds the larger size until it runs"));
+    Json target = o.target.is_object() ? o.target : Json::object();
+    target["resize"] = Json{{"runtime_instance", active.meta.id},
+                            {"node", active.node},
+                            {"from", from},
+                            {"to", to},
+                            {"held", held}};
+    Bindings values;
+    values.set("target", target.dump());
+    TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, "target = :target", values));
+    return loadOperation(tx.db(), operation_id);
+  });
+}
+
 Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
   return read("get runtime instance", [&](Db& db) -> Result<RuntimeInstance> { return loadRuntime(db, id); });
 }
@@ -436,6 +539,18 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
     if (update.healthy) assign.set("healthy", *update.healthy ? 1 : 0);
     if (update.ready_since) assign.set("ready_since", *update.ready_since);
     if (update.message) assign.set("message", *update.message);
+    if (update.reservation) {
+      if (!model::holdsResources(ri.state)) {
+        return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state + ": it reserves nothing");
+      }
+      if (generation && *generation != ri.meta.generation) {
+        return Status::conflict("runtime instance " + std::to_string(id) + " changed since generation " +
+                                std::to_string(*generation));
+      }
+      TIDE_RETURN_IF_ERROR(resizeRuntime(tx, ri, *update.reservation, update.reservation_reason));
+      if (assign.empty()) return loadRuntime(tx.db(), id);
+      generation = std::nullopt;  // checked above; the resize moved it
+    }
     if (assign.empty()) return ri;
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", id, generation, assign.sql(), assign.values()));
     const std::string subject = "runtime/" + std::to_string(id);
@@ -696,7 +811,11 @@ Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state
     if (!approved_by.empty()) extra["approved_by"] = approved_by;
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, state,
                                      generation, message, extra));
-    if (state == "REJECTED") TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, state));
+    if (state == "REJECTED") {
+      TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, state));
+    } else if (state == "CANCELLED" || state == "FAILED") {
+      TIDE_RETURN_IF_ERROR(settleResize(tx, o.meta.id, o.target, state));
+    }
     if (!approved_by.empty()) {
       Bindings values;
       values.set("approved_by", approved_by);

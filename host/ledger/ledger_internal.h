@@ -164,6 +164,11 @@ Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t i
                    const std::string& from, const std::string& to, Generation generation, const std::string& message,
                    Json extra = Json::object());
 
+// What ends with an UPDATE that held a growth for its instance (Ledger::resizeForOperation)
+// and ends in `state` other than SUCCEEDED, in its transaction: the runtime instance still
+// holding the larger size goes back to the size it had. `target` is the operation's.
+Status settleResize(Ledger::Tx& tx, int64_t operation_id, const Json& target, const std::string& state);
+
 // The bodies of the create calls, shared with applyManifest so a whole manifest is one
 // transaction. Each validates, inserts, and appends its ".created" event.
 Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability);

@@ -566,18 +566,21 @@ std::vector<Deployment> deploymentsOf(Db& db, const std::string& plan) {
 // way; the 1 h soak found one cancelled between two attempts).
 Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string& message) {
   std::vector<std::pair<long long, std::string>> ops;
-  std::vector<std::tuple<long long, std::string, std::string, std::string>> found;
+  std::vector<std::tuple<long long, std::string, std::string, std::string, std::string>> found;
   tx.db().forEachRow(
-      "SELECT o.id, o.state, m.name, o.type FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+      "SELECT o.id, o.state, m.name, o.type, o.target FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
       "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN "
       "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING') "
       "AND NOT (o.type = 'DELETE' AND (o.state = 'RUNNING' OR o.attempts > 0))",
-      [&](const soci::row& r) { found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3)); },
+      [&](const soci::row& r) {
+        found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4));
+      },
       soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
-  for (const auto& [id, state, instance, type] : found) {
+  for (const auto& [id, state, instance, type, target] : found) {
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, "operation/" + std::to_string(id),
                                      state, "CANCELLED", std::nullopt, message,
                                      Json{{"instance", instance}, {"type", type}}));
+    TIDE_RETURN_IF_ERROR(settleResize(tx, id, Json::parse(target, nullptr, false), "CANCELLED"));
   }
   return Status::ok();
 }

@@ -46,8 +46,9 @@ struct PruneReport {
   int64_t events = 0;
   int64_t decisions = 0;
   int64_t script_versions = 0;
+  int64_t approvals = 0;  // operation_approvals rows, which go with their operation's decisions
   std::optional<AuditCheckpoint> checkpoint;
-  int64_t total() const { return events + decisions + script_versions; }
+  int64_t total() const { return events + decisions + script_versions + approvals; }
 };
 
 // The result of walking the event chain from the newest checkpoint (or the genesis) to the

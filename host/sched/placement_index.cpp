@@ -210,4 +210,11 @@ void PlacementIndexes::committed(const ClusterSnapshot& s, const std::string& pl
   }
 }
 
+void PlacementIndexes::resized(const ClusterSnapshot& s, int node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& entry : entries_) {
+    if (entry.index) entry.index->resized(s, node);
+  }
+}
+
 }  // namespace tide::sched

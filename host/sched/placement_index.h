@@ -77,6 +77,8 @@ class PlacementIndex {
   int best(const std::vector<int>& excluded);
   // ClusterSnapshot::commit() placed an instance of `plan` (meta instance `meta`) on `node`.
   void committed(const ClusterSnapshot& snapshot, const std::string& plan, const std::string& meta, int node);
+  // ClusterSnapshot::commitResize() changed the remaining resources of `node`.
+  void resized(const ClusterSnapshot& snapshot, int node) { refresh(snapshot, node); }
 
  private:
   // Re-judges `node` against the snapshot and puts it back in its place.
@@ -113,6 +115,8 @@ class PlacementIndexes {
                                     const PlacementOptions& options);
   // Every index sees a commit (ClusterSnapshot::commit, after it updated the snapshot).
   void committed(const ClusterSnapshot& snapshot, const std::string& plan, const std::string& meta, int node);
+  // Every index sees a resize (ClusterSnapshot::commitResize, after it updated the snapshot).
+  void resized(const ClusterSnapshot& snapshot, int node);
 
  private:
   struct Entry {

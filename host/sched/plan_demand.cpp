@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "host/sched/scheduler.h"
+
 namespace tide::sched {
 namespace {
 
@@ -49,9 +51,8 @@ Result<PlanDemand> PlanDemand::resolve(const ClusterSnapshot& s, const model::Pl
     out.rules_.push_back(std::move(rule));
   }
 
+  out.resources_ = instanceResources(plan);
   for (const auto& application : plan.applications) {
-    out.resources_.cores += application.resources.cores;
-    out.resources_.memory_gib += application.resources.memory_gib;
     for (const auto& volume : application.persistent_volumes) {
       auto cls = s.storage_class_index_.find(volume.storage_class);
       out.requests_.push_back({volume.capacity_gib, cls == s.storage_class_index_.end() ? -1 : cls->second});

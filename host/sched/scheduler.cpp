@@ -1,6 +1,7 @@
 #include "host/sched/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -48,6 +49,12 @@ std::string amount(double value) {
   out.precision(10);
   out << value;
   return out.str();
+}
+
+constexpr double kResizeTolerance = 1e-9;  // the ledger's tolerance when it checks a reservation
+
+std::string size(const model::Resources& r) {
+  return amount(r.cores) + " cores / " + amount(r.memory_gib) + " GiB";
 }
 
 std::string joinNames(const std::vector<std::string>& names) {
@@ -326,6 +333,34 @@ Result<std::vector<Placement>> Scheduler::place(const model::Plan& plan, int cou
   TIDE_ASSIGN_OR_RETURN(PlanDemand demand, PlanDemand::resolve(snapshot_, plan));
   if (count == 0) return std::vector<Placement>{};
   return PlacementRun(snapshot_, plan, demand, options).run(count);
+}
+
+model::Resources instanceResources(const model::Plan& plan) {
+  model::Resources out;
+  for (const auto& application : plan.applications) {
+    out.cores += application.resources.cores;
+    out.memory_gib += application.resources.memory_gib;
+  }
+  return out;
+}
+
+bool sameResources(const model::Resources& a, const model::Resources& b) {
+  return std::abs(a.cores - b.cores) <= kResizeTolerance && std::abs(a.memory_gib - b.memory_gib) <= kResizeTolerance;
+}
+
+Status Scheduler::checkResize(const std::string& node_name, const model::Resources& from,
+                              const model::Resources& to) const {
+  const model::Node* node = snapshot_.findNode(node_name);
+  if (node == nullptr) return Status::notFound("node '" + node_name + "' is not in the scheduling snapshot");
+  const double lack_cores = to.cores - from.cores - node->remaining.cores;
+  const double lack_memory = to.memory_gib - from.memory_gib - node->remaining.memory_gib;
+  if (lack_cores <= kResizeTolerance && lack_memory <= kResizeTolerance) return Status::ok();
+  std::string lacks;
+  if (lack_cores > kResizeTolerance) lacks = amount(lack_cores) + " cores";
+  if (lack_memory > kResizeTolerance) lacks += (lacks.empty() ? "" : " and ") + amount(lack_memory) + " GiB of memory";
+  return Status(Code::kUnprocessable, "node '" + node_name + "' cannot hold the instance at " + size(to) +
+                                          " instead of " + size(from) + ": it lacks " + lacks + " (" +
+                                          size(node->remaining) + " left)");
 }
 
 std::vector<std::string> Scheduler::chooseScaleDown(const std::vector<InstanceFact>& instances, int count) const {

@@ -61,6 +61,11 @@
 
 namespace tide::sched {
 
+// What one instance of `plan` reserves: the sum of its applications' resources.
+model::Resources instanceResources(const model::Plan& plan);
+// Whether two reservations are equal, within the ledger's tolerance.
+bool sameResources(const model::Resources& a, const model::Resources& b);
+
 class Scheduler {
  public:
   explicit Scheduler(const ClusterSnapshot& snapshot) : snapshot_(snapshot) {}
@@ -78,6 +83,14 @@ class Scheduler {
   // name. All of them when count >= instances.size(). A fact with no update domain takes
   // its node's from the snapshot.
   std::vector<std::string> chooseScaleDown(const std::vector<InstanceFact>& instances, int count) const;
+
+  // Whether `node` can hold an instance that runs there with reservation `from` at `to`
+  // instead, in place (an UPDATE to a deployment whose plan asks for other resources:
+  // docs/architecture.md#changing-a-plan): the growth must fit the node's remaining cores and
+  // memory; a shrink always fits. Only resources are judged: the instance is there already,
+  // so the node's state and capabilities are not. kUnprocessable naming the node, the sizes
+  // and what it lacks; kNotFound for a node the snapshot does not hold.
+  Status checkResize(const std::string& node, const model::Resources& from, const model::Resources& to) const;
 
  private:
   const ClusterSnapshot& snapshot_;

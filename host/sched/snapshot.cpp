@@ -92,6 +92,18 @@ Status ClusterSnapshot::commit(const std::string& plan, const std::string& meta_
   return Status::ok();
 }
 
+Status ClusterSnapshot::commitResize(const std::string& node_name, const model::Resources& from,
+                                     const model::Resources& to) {
+  const int node = nodeIndex(node_name);
+  if (node < 0) return Status::notFound("node '" + node_name + "' is not in the scheduling snapshot");
+  NodeEntry& entry = nodes_[node];
+  entry.remaining_cores -= to.cores - from.cores;
+  entry.remaining_memory -= to.memory_gib - from.memory_gib;
+  records_[node].remaining = {entry.remaining_cores, entry.remaining_memory};
+  indexes().resized(*this, node);
+  return Status::ok();
+}
+
 ClusterSnapshot::IndexesSlot::IndexesSlot() : indexes_(std::make_unique<PlacementIndexes>()) {}
 ClusterSnapshot::IndexesSlot::IndexesSlot(const IndexesSlot&) : IndexesSlot() {}
 ClusterSnapshot::IndexesSlot& ClusterSnapshot::IndexesSlot::operator=(const IndexesSlot&) {

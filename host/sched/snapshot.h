@@ -47,6 +47,10 @@ class ClusterSnapshot {
   // charges the volumes, counts it for its plan, node and update domain.
   // kNotFound when the placement names a node the snapshot does not hold.
   Status commit(const std::string& plan, const std::string& meta_instance, const Placement& placement);
+  // Records that an instance on `node` now reserves `to` instead of `from` (an in-place
+  // resize the ledger has written), so the next place() sees the node's new remaining
+  // resources. kNotFound when the snapshot does not hold the node.
+  Status commitResize(const std::string& node, const model::Resources& from, const model::Resources& to);
 
   size_t nodeCount() const { return nodes_.size(); }
   // The node as listed, with `remaining` kept current by commit(); nullptr if unknown.

@@ -390,3 +390,33 @@ TEST_CASE("cli: operations approve --override --reason overrides a soft deny; a 
   REQUIRE_MESSAGE(rejected.code == 0, rejected.err);
   CHECK(f.operation(other).state == "REJECTED");
 }
+
+TEST_CASE("cli: deployment approve-operation --override --reason overrides a soft deny of the plan's operation") {
+  OperationFixture f;
+  const std::string instance = f.newInstance();
+  const int64_t id = f.waiting(instance);
+  askFor(f, id, {{}, true, {}});
+
+  CliRun plain = f.live.run({"deployment", "approve-operation", kExamplePlan});
+  CHECK(plain.code == 1);
+  CHECK(contains(plain.err, "override"));
+  CliRun reasonless = f.live.run({"deployment", "approve-operation", kExamplePlan, "--override"});
+  CHECK(reasonless.code == 1);
+  CHECK(contains(reasonless.err, "reason"));
+  CHECK(f.operation(id).state == "PENDING_APPROVAL");
+
+  CliRun overridden = f.live.run(
+      {"deployment", "approve-operation", kExamplePlan, "--override", "--reason", "hotfix for INC-42", "-o", "json"});
+  REQUIRE_MESSAGE(overridden.code == 0, overridden.err);
+  CHECK(Json::parse(overridden.out)["items"][0]["state"] == "APPROVED");
+  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).message == "hotfix for INC-42");
+  const auto given = f.live.ledger->listApprovals(id);
+  REQUIRE(given.isOk());
+  REQUIRE(given->size() == 1);
+  CHECK(given->front().override);
+  CHECK(given->front().reason == "hotfix for INC-42");
+
+  CliRun reject_has_no_override = f.live.run({"deployment", "reject-operation", kExamplePlan, "--override"});
+  CHECK(reject_has_no_override.code == 2);
+}

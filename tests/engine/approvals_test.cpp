@@ -8,6 +8,7 @@
 // SQLite ledger and the HTTP API on the same ledger.
 
 #include <fstream>
+#include <set>
 
 #include "tests/api/api_test_support.h"
 #include "tests/engine/engine_test_support.h"
@@ -331,6 +332,45 @@ TEST_CASE("approvals: a fixed policy approves, or a new deny rejects, an operati
       CHECK(now.state == "REJECTED");
       CHECK(now.decision["summary"] == "denied by gate: not today");
     }
+  }
+}
+
+TEST_CASE("approvals: re-evaluation after a policy change goes a chunk a pass, every waiting operation once") {
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.approval.max_per_pass = 1;
+  EngineFixture f({}, options);
+  withPolicy(f, "gate.lua", policy("gate", "hard", R"(manual("a person looks first"))"));
+  f.apply(engineDeployment("d1", 4, "1.0"));
+  f.engine->settle();
+  REQUIRE(f.operations("PENDING_APPROVAL").size() == 4);
+  auto reevaluated = [&] { return testing::events(f, "operation.reevaluated"); };
+  REQUIRE(reevaluated().empty());
+
+  // A new version that still asks for a person: one operation re-evaluated per pass, each once.
+  writePolicy(f, "gate.lua", policy("gate", "hard", R"(manual("a person still looks"))"));
+  std::set<std::string> seen;
+  for (size_t pass = 1; pass <= 4; ++pass) {
+    f.engine->runPass();
+    const auto events = reevaluated();
+    REQUIRE(events.size() == pass);
+    seen.insert(events.back().subject);
+  }
+  CHECK(seen.size() == 4);
+  for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
+  CHECK(reevaluated().size() == 4);  // none twice for one version
+  uint64_t version = 0;
+  for (const auto& op : f.operations("PENDING_APPROVAL")) {
+    CHECK(op.decision["summary"].get<std::string>().find("a person still looks") != std::string::npos);
+    if (version == 0) version = op.decision["script_set_version"].get<uint64_t>();
+    CHECK(op.decision["script_set_version"] == version);
+  }
+
+  // settle() carries on through the chunks: the next version reaches all four.
+  writePolicy(f, "gate.lua", policy("gate", "hard", R"(manual("a third look"))"));
+  f.engine->settle();
+  CHECK(reevaluated().size() == 8);
+  for (const auto& op : f.operations("PENDING_APPROVAL")) {
+    CHECK(op.decision["summary"].get<std::string>().find("a third look") != std::string::npos);
   }
 }
 

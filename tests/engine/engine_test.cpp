@@ -8,6 +8,7 @@
 #include <thread>
 
 
+#include "host/engine/doctor.h"
 #include "tests/engine/engine_test_support.h"
 #include "tests/support/raw_sql.h"
 
@@ -364,6 +365,126 @@ TEST_CASE("engine: a plan change applies to the next deployment; the one under w
     created = true;
   }
   CHECK(created);
+}
+
+// The remaining cores and memory of `node`, as the ledger derives them.
+model::Resources remainingOn(EngineFixture& f, const std::string& node) {
+  auto n = f.ledger->getNode(node);
+  REQUIRE(n.isOk());
+  return n->remaining;
+}
+
+// Changes plan web's application to `cores` / `memory_gib`, for the deployments added next.
+void resizePlan(EngineFixture& f, double cores, double memory_gib) {
+  auto plan = f.ledger->getPlan("web");
+  REQUIRE(plan.isOk());
+  model::Plan changed = plan.value();
+  changed.applications[0].resources = {cores, memory_gib};
+  auto updated = f.ledger->updatePlan(changed, plan->meta.generation, "test");
+  REQUIRE_MESSAGE(updated.isOk(), updated.status().toString());
+}
+
+void checkSound(EngineFixture& f) {
+  auto report = engine::examine(*f.ledger, *f.drivers);
+  REQUIRE(report.isOk());
+  for (const auto& finding : report->findings) INFO(finding.kind << " " << finding.subject << ": " << finding.message);
+  CHECK(report->sound());
+  auto invariants = f.ledger->checkInvariants();
+  REQUIRE(invariants.isOk());
+  CHECK(invariants->empty());
+}
+
+void checkResources(const model::Resources& got, double cores, double memory_gib) {
+  CHECK(got.cores == doctest::Approx(cores));
+  CHECK(got.memory_gib == doctest::Approx(memory_gib));
+}
+
+TEST_CASE("engine: an UPDATE to a plan with other resources re-reserves them in place, growing or shrinking") {
+  EngineFixture f;
+  const model::RuntimeInstance first = firstInstanceRunning(f);  // 2 cores / 4 GiB of an 8 / 16 node
+  const std::string node = first.node;
+  checkResources(remainingOn(f, node), 6, 12);
+
+  // Grow to 5 cores / 6 GiB: held on the node from approval on, before anyone approves.
+  resizePlan(f, 5, 6);
+  f.apply(engineDeployment("d2", 1, "2.0"));
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  CHECK(waiting[0].type == "UPDATE");
+  CHECK(waiting[0].target["resize"]["node"] == node);
+  checkResources(remainingOn(f, node), 3, 10);
+  f.settleApproving();
+  REQUIRE(f.deployment("d2").state == "COMPLETED");
+  auto grown = f.activeRunning();
+  REQUIRE(grown.size() == 1);
+  CHECK(grown[0].meta.id == first.meta.id);  // in place: the same runtime instance
+  checkResources(grown[0].reservation, 5, 6);
+  CHECK(httpGet(hostPort(grown[0]), "/version").find("2.0") != std::string::npos);
+  checkResources(remainingOn(f, node), 3, 10);
+  CHECK_FALSE(testing::events(f, "runtime_instance.resized").empty());
+  checkSound(f);
+
+  // Shrink to 1 core / 2 GiB: the larger size stays held until the UPDATE runs.
+  resizePlan(f, 1, 2);
+  f.apply(engineDeployment("d3", 1, "3.0"));
+  f.engine->settle();
+  REQUIRE(f.operations("PENDING_APPROVAL").size() == 1);
+  checkResources(remainingOn(f, node), 3, 10);
+  f.settleApproving();
+  REQUIRE(f.deployment("d3").state == "COMPLETED");
+  auto shrunk = f.activeRunning();
+  REQUIRE(shrunk.size() == 1);
+  checkResources(shrunk[0].reservation, 1, 2);
+  checkResources(remainingOn(f, node), 7, 14);
+  checkSound(f);
+
+  // The same coordinates with other resources: not adopted as they are, but updated, which
+  // re-reserves without restarting the process.
+  resizePlan(f, 2, 4);
+  f.apply(engineDeployment("d4", 1, "3.0"));
+  f.settleApproving();
+  REQUIRE(f.deployment("d4").state == "COMPLETED");
+  auto same = f.activeRunning();
+  REQUIRE(same.size() == 1);
+  CHECK(same[0].meta.id == first.meta.id);
+  checkResources(same[0].reservation, 2, 4);
+  checkResources(remainingOn(f, node), 6, 12);
+  checkSound(f);
+}
+
+TEST_CASE("engine: an UPDATE whose node cannot hold the new size waits, naming the node and what it lacks") {
+  EngineFixture f;
+  const model::RuntimeInstance first = firstInstanceRunning(f);
+  const std::string node = first.node;
+
+  resizePlan(f, 10, 4);  // an 8-core node
+  f.apply(engineDeployment("d2", 1, "2.0"));
+  f.engine->settle();
+  auto pending = f.operations("PENDING");
+  REQUIRE(pending.size() == 1);
+  CHECK(pending[0].type == "UPDATE");
+  CHECK(pending[0].message == "waiting for placement: node '" + node +
+                                  "' cannot hold the instance at 10 cores / 4 GiB instead of 2 cores / 4 GiB: it "
+                                  "lacks 2 cores (6 cores / 12 GiB left)");
+  CHECK_FALSE(testing::events(f, "operation.unschedulable").empty());
+  checkResources(remainingOn(f, node), 6, 12);
+  auto running = f.activeRunning();
+  REQUIRE(running.size() == 1);
+  CHECK(httpGet(hostPort(running[0]), "/version").find("1.0") != std::string::npos);
+  checkSound(f);
+
+  // A growth that fits is held while the UPDATE waits for a person; cancelling the UPDATE
+  // gives it back in the same write.
+  resizePlan(f, 4, 8);
+  f.apply(engineDeployment("d3", 1, "3.0"));  // supersedes d2 and its waiting UPDATE
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  checkResources(remainingOn(f, node), 4, 8);
+  REQUIRE(f.ledger->cancelOperation(waiting[0].meta.id, std::nullopt, "alice", "not now").isOk());
+  checkResources(remainingOn(f, node), 6, 12);
+  checkSound(f);
 }
 
 TEST_CASE("engine: a CREATE of a plan naming capabilities no node has waits, naming them") {

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
 #include <filesystem>
 
 #include <soci/soci.h>
@@ -313,6 +315,77 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   REQUIRE(f.ledger->setOperationState(unfinished.meta.id, "CANCELLED", std::nullopt, "test").isOk());
   CHECK(f.ledger->prune(policy, "retention")->decisions == 1);
   CHECK(f.ledger->listDecisions(unfinished.meta.id)->empty());
+}
+
+// Gives operation `id` (PENDING_APPROVAL) one approval by `actor`.
+void approveOnce(Ledger& ledger, int64_t id, const std::string& actor) {
+  auto approved = ledger.addApproval(id, std::nullopt, {actor, "approver", false, "", ""});
+  REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
+}
+
+TEST_CASE("audit: approvals go with the operations that finished before the decisions' age, never orphaned") {
+  std::string dir_pattern = (std::filesystem::temp_directory_path() / "tide-approvals-XXXXXX").string();
+  REQUIRE(mkdtemp(dir_pattern.data()) != nullptr);
+  const std::filesystem::path dir = dir_pattern;
+  const std::string db_file = (dir / "tide.db").string();
+  LedgerFixture f("sqlite://" + db_file);
+  const std::string meta = f.addInstance();
+  // An operation approved by two people that then finished, six days before the prune.
+  const Operation old_op = f.addOperation(meta);
+  REQUIRE(f.ledger->setOperationState(old_op.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  Json two{{"approvals", {{"required", 2}}}};
+  Ledger::OperationUpdate needs_two;
+  needs_two.decision = two;
+  REQUIRE(f.ledger->updateOperation(old_op.meta.id, needs_two, "approval").isOk());
+  approveOnce(*f.ledger, old_op.meta.id, "alice");
+  approveOnce(*f.ledger, old_op.meta.id, "carol");
+  REQUIRE(f.ledger->getOperation(old_op.meta.id)->state == "APPROVED");
+  REQUIRE(f.ledger->setOperationState(old_op.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  // A row whose operation does not exist (written by hand: nothing in tide writes one).
+  {
+    soci::session raw(soci::sqlite3, "db=" + db_file);
+    raw << "INSERT INTO operation_approvals (operation_id, actor, role, at) VALUES (99999, 'mallory', 'approver', "
+           "'2000-01-01T00:00:00Z')";
+  }
+  f.clock.advance(std::chrono::hours(24 * 6));
+  // One still waiting with an approval given six days ago, and one that finished today.
+  const Operation waiting = f.addOperation(meta);
+  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->updateOperation(waiting.meta.id, needs_two, "approval").isOk());
+  approveOnce(*f.ledger, waiting.meta.id, "alice");
+  f.clock.advance(std::chrono::hours(24 * 6));
+
+  model::RetentionPolicy policy;
+  policy.decisions_max_age_days = 3;
+  policy.batch = 1;  // a round of several prunes: each deletes one row
+  int64_t approvals = 0;
+  for (int round = 0; round < 10; ++round) {
+    auto pruned = f.ledger->prune(policy, "retention");
+    REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
+    approvals += pruned->approvals;
+    if (pruned->approvals == 0) break;
+  }
+  CHECK(approvals == 3);  // alice's and carol's of the finished operation, and the orphan
+  CHECK(f.ledger->listApprovals(old_op.meta.id)->empty());
+  CHECK(f.ledger->listApprovals(99999)->empty());
+  REQUIRE(f.ledger->listApprovals(waiting.meta.id)->size() == 1);  // its operation still waits
+  const auto pruned_events = listAll(*f.ledger, &Ledger::listEvents, {{"kind", "audit.pruned"}});
+  REQUIRE(pruned_events.isOk());
+  REQUIRE(!pruned_events->empty());
+  CHECK(pruned_events->front().data["approvals"] == 1);
+
+  // Finished now, it keeps its approval until it has been finished for three days.
+  approveOnce(*f.ledger, waiting.meta.id, "carol");
+  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  CHECK(f.ledger->prune(policy, "retention")->approvals == 0);
+  CHECK(f.ledger->listApprovals(waiting.meta.id)->size() == 2);
+  f.clock.advance(std::chrono::hours(24 * 4));
+  policy.batch = 100;
+  CHECK(f.ledger->prune(policy, "retention")->approvals == 2);
+  CHECK(f.ledger->listApprovals(waiting.meta.id)->empty());
+  f.ledger.reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("audit: script versions beyond the kept count go with their texts, but never a file's current or last good version") {
