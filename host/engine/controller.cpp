@@ -121,6 +121,16 @@ int DeploymentController::repair(const World& world) {
     const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
   }
+  // docs/architecture.md#stopping-workloads-on-exit: a host that stopped its workloads when it
+  // exited left them STOPPED on their nodes, reservations held; each is asked to start again
+  // there, through approval like every RESTART (and left alone once such a RESTART failed).
+  for (const std::string& name : world.stopped_on_exit) {
+    const InstanceView& view = world.instances.at(name);
+    if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) continue;
+    const auto* own = world.deployment(view.meta.plan, view.meta.deployment_id);
+    if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
+    if (ledger_.createOperation(operationFor(*own, "RESTART", name), options_.actor).isOk()) ++changes;
+  }
   return changes;
 }
 
