@@ -26,7 +26,7 @@ made uniform, `...` stands for anything, and the values a run draws itself (inst
 token secrets) are bound at their first appearance and must then be the same everywhere,
 commands included (`export ALICE=<the secret printed above>` uses the real secret). Lines
 that depend on timing are not compared: a watch's IN_PROGRESS lines, and the output of a
-command whose comment says its columns are cut. Every other expected line must appear, in
+command whose comment says, in parentheses, that its columns are cut or its figures vary. Every other expected line must appear, in
 order. An expected output ending in `^C` is the output of a command a person interrupts: it
 runs until its lines have appeared, then gets SIGINT.
 
@@ -51,7 +51,9 @@ Markers inside a walkthrough, for what a person does by hand:
 
 The bash's HOME holds `tide`, the repository (what a reader cloned to ~/tide).
 
-Walkthrough options: `no-host` (the walkthrough starts its own), `all-policies` (with
+Walkthrough options: `no-host` (the walkthrough starts its own), `port-block=PORT` (its
+workloads use fixed ports: hold the block of tests/support/ports.h that has PORT, so no test
+beside it takes them), `all-policies` (with
 policies/change_freeze.lua, which the harness otherwise leaves out: its Black Friday and year
 end windows deny everything, as the README says), `config=FILE` (tide serve --config FILE,
 relative to the scratch copy).
@@ -84,6 +86,14 @@ kHostDeadlineSeconds = 120
 
 # The port blocks of tests/support/ports.h (as tests/console/console_test.py takes them).
 kFirstBlockPort, kBlockSize, kBlockCount = 20000, 1000, 12
+
+
+def port_block_at(first_port):
+    """The block holding `first_port`, locked for this process (waiting for a test that holds it)."""
+    block = (first_port - kFirstBlockPort) // kBlockSize
+    lock = open(f"/tmp/tide-test-ports.{block}.lock", "a+")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
 
 
 def port_block(count):
@@ -138,6 +148,13 @@ kFence = re.compile(r"^```(\w*)\s*$")
 kHeredoc = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?")
 
 
+def goes_on(text):
+    """Whether a command's last line continues on the next: it ends with `\\` or `|`, before
+    any comment."""
+    last = re.sub(r"\s+#[^'\"]*$", "", text.splitlines()[-1]).rstrip()
+    return last.endswith("\\") or last.endswith("|")
+
+
 def split_commands(lines, first_line):
     """(line number, command) for each shell command of `lines`: a line ending in `\\` or `|`
     goes on, and a here-document takes the lines up to its terminator."""
@@ -146,7 +163,7 @@ def split_commands(lines, first_line):
     while i < len(lines):
         start = i
         text = lines[i]
-        while (text.rstrip().endswith("\\") or text.rstrip().endswith("|")) and i + 1 < len(lines):
+        while goes_on(text) and i + 1 < len(lines):
             i += 1
             text += "\n" + lines[i]
         heredoc = kHeredoc.search(text)
@@ -172,7 +189,7 @@ def transcript_steps(lines, first_line):
             continue
         start = i
         text = lines[i][2:]
-        while (text.rstrip().endswith("\\") or text.rstrip().endswith("|")) and i + 1 < len(lines):
+        while goes_on(text) and i + 1 < len(lines):
             i += 1
             text += "\n" + lines[i]
         i += 1
@@ -181,7 +198,9 @@ def transcript_steps(lines, first_line):
             output.append(lines[i])
             i += 1
         comment = text.split("#", 1)[1] if "#" in text else ""
-        steps.append(Step("command", first_line + start, text, output, checked="cut" not in comment))
+        # "(columns cut)", "(counts vary)": the README says its output is not all there, or not the same.
+        unchecked = re.search(r"\([^)]*\b(cut|vary)\b[^)]*\)", comment)
+        steps.append(Step("command", first_line + start, text, output, checked=not unchecked))
     return steps
 
 
@@ -313,6 +332,8 @@ kHostPort = re.compile(r"(-> |\": ?)\d{4,5}\b")
 kSecret = re.compile(r"\b[0-9a-f]{64}\b")
 kInstanceName = re.compile(r"\b([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([a-z0-9]{10})\b")
 kWatchProgress = re.compile(r"^<TIME>\s+IN_PROGRESS\b")
+# A share measured from live traffic ("error rate 20.0%"): the requests of a second vary.
+kMeasuredShare = re.compile(r"\b(error rate) \d+(\.\d+)?%")
 # A hash the README abbreviates ("3f2a..."): any hash.
 kAbbreviatedHash = re.compile(r"\b[0-9a-f]{4,}\.\.\.")
 # A watch line's ready counts: how far removal got when the line was drawn is timing.
@@ -325,6 +346,7 @@ def normalise(line):
     line = kDuration.sub("<DUR>", line)
     line = kHostPort.sub(lambda m: m.group(1) + "<PORT>", line)
     line = kReadyCounts.sub("new <N> ready, old <N> ready", line)
+    line = kMeasuredShare.sub(r"\1 <PCT>", line)
     line = re.sub(r"-{3,}", "---", line)
     return re.sub(r"\s+", " ", line).strip()
 
@@ -475,6 +497,10 @@ def kill_workloads_of(directory):
                     pass
 
 
+def read_output(path):
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
 class Shell:
     """One bash for a walkthrough: each step runs in it, its output captured in a file."""
 
@@ -513,7 +539,7 @@ class Shell:
         # `$?` is the previous command's, as in a terminal (`echo $?`).
         self.send(f"(exit {self.last_code}); {{\n{command}\n}} >{out} 2>&1 </dev/null\necho \"{tag} $?\"\n")
         line = self.reply(tag, deadline)
-        output = out.read_text(errors="replace") if out.exists() else ""
+        output = read_output(out)
         if line is None:
             return None, output
         self.last_code = int(line.split()[2])
@@ -531,7 +557,7 @@ class Shell:
         pid = int(line.split()[2])
         missing = "no output yet"
         while time.monotonic() < deadline:
-            missing = match_output(expected, out.read_text(errors="replace"), bindings)
+            missing = match_output(expected, read_output(out), bindings)
             if missing is None:
                 break
             time.sleep(0.2)
@@ -541,7 +567,7 @@ class Shell:
             os.kill(pid, signal.SIGINT)
         except OSError:
             pass
-        return missing, out.read_text(errors="replace")
+        return missing, read_output(out)
 
     def close(self):
         try:
@@ -564,6 +590,8 @@ def run_walkthrough(walkthrough, tide, source, keep):
     if "all-policies" not in walkthrough.options:
         (scratch / "policies" / "change_freeze.lua").unlink()
     port_lock, first, last = port_block(60)
+    fixed_ports = [o.removeprefix("port-block=") for o in walkthrough.options if o.startswith("port-block=")]
+    fixed_lock = port_block_at(int(fixed_ports[0])) if fixed_ports else None
     config = work / "harness.yaml"
     extra = ""
     for option in walkthrough.options:
@@ -601,6 +629,8 @@ def run_walkthrough(walkthrough, tide, source, keep):
             host.stop()
         kill_workloads_of(work)
         port_lock.close()
+        if fixed_lock:
+            fixed_lock.close()
         if not failed and not keep:
             shutil.rmtree(work, ignore_errors=True)
 
