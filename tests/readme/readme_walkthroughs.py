@@ -53,7 +53,8 @@ The bash's HOME holds `tide`, the repository (what a reader cloned to ~/tide).
 
 Walkthrough options: `no-host` (the walkthrough starts its own), `port-block=PORT` (its
 workloads use fixed ports: hold the block of tests/support/ports.h that has PORT, so no test
-beside it takes them), `all-policies` (with
+beside it takes them), `free-ports=P,Q` (ports the walkthrough's own programs listen on: fail
+at once when something else holds them), `all-policies` (with
 policies/change_freeze.lua, which the harness otherwise leaves out: its Black Friday and year
 end windows deny everything, as the README says), `config=FILE` (tide serve --config FILE,
 relative to the scratch copy).
@@ -65,7 +66,6 @@ dir is kept with the host's log (serve.log). Exit 0 when every walkthrough passe
 """
 
 import argparse
-import fcntl
 import os
 import re
 import select
@@ -79,47 +79,21 @@ import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from test_host import free_port, kill_workloads_of, port_block, port_block_at  # noqa: E402
+
 # Bounds a hang on a loaded two-core machine; nothing is timed against them.
 kStepDeadlineSeconds = 300
 kLookAgainSeconds = 90  # how long a read-only command is run again until its output matches
 kHostDeadlineSeconds = 120
 
-# The port blocks of tests/support/ports.h (as tests/console/console_test.py takes them).
-kFirstBlockPort, kBlockSize, kBlockCount = 20000, 1000, 12
-
-
-def port_block_at(first_port):
-    """The block holding `first_port`, locked for this process (waiting for a test that holds it)."""
-    block = (first_port - kFirstBlockPort) // kBlockSize
-    lock = open(f"/tmp/tide-test-ports.{block}.lock", "a+")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    return lock
-
-
-def port_block(count):
-    for block in range(kBlockCount):
-        lock = open(f"/tmp/tide-test-ports.{block}.lock", "a+")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        lock.seek(0)
-        text = lock.read().strip()
-        offset = int(text) if text.isdigit() and int(text) + count <= kBlockSize else 0
-        lock.seek(0)
-        lock.truncate()
-        lock.write(str(offset + count))
-        lock.flush()
-        start = kFirstBlockPort + block * kBlockSize + offset
-        return lock, start, start + count - 1
-    raise RuntimeError("every test port block is taken by other test processes")
-
-
-def free_port():
+def port_is_free(port):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
 
 
 # --- the README, parsed --------------------------------------------------------------------
@@ -479,24 +453,6 @@ class Host:
                 self.process.wait()
 
 
-def kill_workloads_of(directory):
-    """The workloads outlive the host by design (docs/architecture.md#the-process-driver)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if b"TIDE_RUNTIME_ID=" in environ and str(directory).encode() in environ:
-            pid = int(entry.name)
-            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-                try:
-                    kill()
-                except OSError:
-                    pass
-
-
 def read_output(path):
     return path.read_text(errors="replace") if path.exists() else ""
 
@@ -598,6 +554,16 @@ def run_walkthrough(walkthrough, tide, source, keep):
         if option.startswith("config="):
             extra = (scratch / option.removeprefix("config=")).read_text()
     config.write_text(extra + f"\nprocess: {{port_range_start: {first}, port_range_end: {last}}}\n")
+    for option in walkthrough.options:
+        for port in option.removeprefix("free-ports=").split(",") if option.startswith("free-ports=") else []:
+            if not port_is_free(int(port)):
+                print(f"walkthrough {walkthrough.name} (README.md:{walkthrough.line}): FAILED\n"
+                      f"port {port} is in use; the walkthrough's commands would talk to whatever listens there",
+                      file=sys.stderr)
+                port_lock.close()
+                if fixed_lock:
+                    fixed_lock.close()
+                return False
     host = None if "no-host" in walkthrough.options else Host(tide, scratch, config, (first, last))
     env = dict(os.environ)
     env["PATH"] = f"{Path(tide).parent}:{env['PATH']}"
@@ -606,6 +572,7 @@ def run_walkthrough(walkthrough, tide, source, keep):
     (work / "tide").symlink_to(Path(source).resolve())
     shell = None
     failed = True
+    started = time.monotonic()
     try:
         if host:
             host.start()
@@ -616,7 +583,8 @@ def run_walkthrough(walkthrough, tide, source, keep):
         for step in walkthrough.steps:
             run_step(step, shell, host, bindings)
         failed = False
-        print(f"walkthrough {walkthrough.name}: OK ({len(walkthrough.steps)} steps)")
+        print(f"walkthrough {walkthrough.name}: OK ({len(walkthrough.steps)} steps, "
+              f"{time.monotonic() - started:.0f} s)")
         return True
     except Failure as failure:
         print(f"walkthrough {walkthrough.name} (README.md:{walkthrough.line}): FAILED\n{failure}\n"
