@@ -26,14 +26,15 @@ made uniform, `...` stands for anything, and the values a run draws itself (inst
 token secrets) are bound at their first appearance and must then be the same everywhere,
 commands included (`export ALICE=<the secret printed above>` uses the real secret). Lines
 that depend on timing are not compared: a watch's IN_PROGRESS lines, and the output of a
-command whose comment says, in parentheses, that its columns are cut or its figures vary. Every other expected line must appear, in
-order. An expected output ending in `^C` is the output of a command a person interrupts: it
+command whose comment says, in parentheses, that its columns are cut or its figures vary.
+Every other expected line must appear, in order. An expected output ending in `^C` is the output of a command a person interrupts: it
 runs until its lines have appeared, then gets SIGINT.
 
 Markers inside a walkthrough, for what a person does by hand:
 
     <!-- walkthrough: restart-host -->          stop the host (SIGINT) and start it again
-    <!-- walkthrough: skip REASON -->           the next code block is not run
+    <!-- walkthrough: skip REASON -->           the next code block is not run (nor the
+                                                `before` markers aimed at it)
     <!-- walkthrough: run COMMAND -->           run COMMAND (may span lines up to -->),
                                                 e.g. from "another shell"; must exit 0
     <!-- walkthrough: write-files -->           the next block holds files, each headed by a
@@ -263,9 +264,10 @@ def parse_readme(path):
             current.steps.extend(transcript_steps(body, body_start + 1))
         elif not language and last_sh_step is not None:
             last_sh_step.expected = body
+        skipped = pending == "skip"
         pending = None
         new_steps = current.steps[first_new:]
-        for text, step in befores:
+        for text, step in [] if skipped else befores:
             target = next((t for t in new_steps if text in t.command), None)
             if target is None:
                 raise SystemExit(f"README.md:{step.line}: no command of the next block holds '{text}'")
