@@ -48,6 +48,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   serve_command->add_option("--listen", serve.listen, "HOST:PORT to serve the API on (default 127.0.0.1:7700)");
   serve_command->add_option("--data-dir", serve.data_dir,
                             "where the ledger, logs and admin token live (default ./.tide)");
+  serve_command->add_flag("--stop-workloads-on-exit", serve.stop_workloads_on_exit,
+                          "on SIGINT/SIGTERM, stop the process driver's workloads (recorded STOPPED; the next "
+                          "start asks to restart them); for demos");
 
   AgentCommandOptions agent;
   CLI::App* agent_command = addAgentCommand(app, agent);

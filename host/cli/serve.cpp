@@ -18,6 +18,7 @@
 #include "host/engine/doctor.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
+#include "host/engine/exit_stop.h"
 #include "host/engine/retention.h"
 #include "host/engine/script_recorder.h"
 #include "host/ledger/ledger.h"
@@ -202,6 +203,19 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
   return options;
 }
 
+// docs/architecture.md#stopping-workloads-on-exit: after the control loop and the API stopped, so
+// nothing starts a workload again meanwhile.
+void stopWorkloads(ledger::Ledger& ledger, engine::DriverSet& drivers, std::ostream& out, std::ostream& err) {
+  auto stopped = engine::stopWorkloadsOnExit(ledger, drivers, "host");
+  if (!stopped.isOk()) {
+    err << "tide serve: workloads not stopped: " << stopped.status().toString() << "\n";
+    return;
+  }
+  out << "tide: stopped " << stopped->stopped.size() << " workload" << (stopped->stopped.size() == 1 ? "" : "s")
+      << " (--stop-workloads-on-exit); the next start restarts them" << std::endl;
+  for (const std::string& left : stopped->left) err << "tide serve: workload left running: " << left << "\n";
+}
+
 }  // namespace
 
 sigset_t blockStopSignals() {
@@ -337,6 +351,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   pruner.stop();
   control_loop.stop();
   server.stop();
+  if (options.stop_workloads_on_exit && *sound) stopWorkloads(ledger, driver_set, out, err);
   scripts.stopWatching();
   return 0;
 }

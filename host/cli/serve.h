@@ -17,6 +17,8 @@ struct ServeOptions {
   std::string config_path;  // empty: built-in defaults
   std::string listen;       // overrides the config's `listen` when set
   std::string data_dir;     // overrides the config's `data_dir` when set
+  // docs/architecture.md#stopping-workloads-on-exit: off by default, as workloads outlive the host.
+  bool stop_workloads_on_exit = false;
 };
 
 // The config file with the command line's flags laid over it, finalized: what `tide serve`

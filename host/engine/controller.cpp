@@ -23,6 +23,16 @@ bool restoring(const model::Deployment& d) { return d.signals.is_object() && d.s
 
 bool held(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
 
+// The deployment that still wants `view`'s instance running, or null: not when its last
+// operation FAILED or was REJECTED (a person decides), nor when its deployment was
+// superseded, aborted or rolled back (the current strategy decides, usually removing it).
+const model::Deployment* wantingRepair(const World& world, const InstanceView& view) {
+  if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) return nullptr;
+  const model::Deployment* own = world.deployment(view.meta.plan, view.meta.deployment_id);
+  if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) return nullptr;
+  return own;
+}
+
 // Seconds between two instants, 0 when either is missing.
 double secondsSince(const std::string& from, const TimePoint& now) {
   if (from.empty()) return 0;
@@ -117,15 +127,19 @@ int DeploymentController::repair(const World& world) {
   int changes = 0;
   for (const std::string& name : world.unplaced) {
     const InstanceView& view = world.instances.at(name);
-    if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) continue;
-    // Only for a deployment that still wants it: an instance of a superseded, aborted or
-    // rolled-back deployment is left to the current strategy (usually removed).
-    const auto* own = world.deployment(view.meta.plan, view.meta.deployment_id);
-    if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) continue;
+    const model::Deployment* own = wantingRepair(world, view);
+    if (!own) continue;
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
     const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+  }
+  // docs/architecture.md#stopping-workloads-on-exit: a host that stopped its workloads when it
+  // exited left them STOPPED on their nodes, reservations held; each is asked to start again
+  // there, through approval like every RESTART (and left alone once such a RESTART failed).
+  for (const std::string& name : world.stopped_on_exit) {
+    const model::Deployment* own = wantingRepair(world, world.instances.at(name));
+    if (own && ledger_.createOperation(operationFor(*own, "RESTART", name), options_.actor).isOk()) ++changes;
   }
   return changes;
 }
@@ -259,8 +273,10 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   int changes = 0;
   model::Deployment deployment = d;
   if (deployment.state == "PENDING") {
-    auto started = ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS", std::nullopt,
-                                              options_.actor, "rolling out");
+    // With the generation this pass read: a control that landed since (an abort of the
+    // PENDING deployment, FAILED now) wins, and the next pass sees what it left.
+    auto started = ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS",
+                                              deployment.meta.generation, options_.actor, "rolling out");
     if (!started.isOk()) return changes;
     deployment = std::move(started).value();
     ++changes;

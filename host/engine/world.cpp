@@ -287,6 +287,9 @@ void World::addInstance(InstanceView view) {
   names_by_plan_[view.meta.plan].insert(name);
   if (view.unfinished) operating.insert(name);
   if (view.meta.state == "ACTIVE" && !view.active && !view.unfinished) unplaced.insert(name);
+  if (view.meta.state == "ACTIVE" && view.active && view.active->state == "STOPPED" && !view.unfinished) {
+    stopped_on_exit.insert(name);
+  }
   if (holdsReservation(view)) reserving.insert(name);
   std::string key = name;
   instances.emplace(std::move(key), std::move(view));
@@ -300,6 +303,7 @@ void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
   }
   operating.erase(it->first);
   unplaced.erase(it->first);
+  stopped_on_exit.erase(it->first);
   reserving.erase(it->first);
   instances.erase(it);
 }

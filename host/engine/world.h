@@ -73,6 +73,9 @@ struct World {
   std::set<std::string> operating;  // with an unfinished operation (approval, dispatch)
   std::set<std::string> unplaced;   // ACTIVE, nothing active, no unfinished operation (repair)
   std::set<std::string> reserving;  // holding a PENDING runtime instance (reservations to release)
+  // ACTIVE, its active runtime STOPPED by a host that exited with --stop-workloads-on-exit,
+  // no unfinished operation (repair: started again; docs/architecture.md#stopping-workloads-on-exit)
+  std::set<std::string> stopped_on_exit;
 
   static Result<World> load(ledger::Ledger& ledger);
   // Brings this picture up to date with the rows `changes` name (the ledger's change feed

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <doctest/doctest.h>
 #include <httplib.h>
@@ -51,7 +52,9 @@ class ServeProcess {
  public:
   // `extra_config`: more lines of tide.yaml (policies_dir, limits, ...). Without a
   // policies_dir, the shipped policies but change-freeze (shippedPolicies()).
-  explicit ServeProcess(const std::string& extra_config = "") {
+  // `serve_flags`: more arguments of every `tide serve` it starts (--stop-workloads-on-exit).
+  explicit ServeProcess(const std::string& extra_config = "", std::vector<std::string> serve_flags = {})
+      : serve_flags_(std::move(serve_flags)) {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
@@ -79,8 +82,11 @@ class ServeProcess {
       ::dup2(fd, STDERR_FILENO);
       // The shipped policies and scripts (./policies, ./scripts) are the defaults.
       if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
-              config.c_str(), nullptr);
+      std::vector<const char*> argv = {"tide",     "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(),
+                                       "--config", config.c_str()};
+      for (const std::string& flag : serve_flags_) argv.push_back(flag.c_str());
+      argv.push_back(nullptr);
+      ::execv(TIDE_BINARY, const_cast<char* const*>(argv.data()));
       ::_exit(127);
     }
     httplib::Client health(url_);
@@ -177,6 +183,7 @@ class ServeProcess {
 
  private:
   TempDir data_dir_;
+  std::vector<std::string> serve_flags_;
   std::string url_;
   std::string token_;
   pid_t pid_ = -1;

@@ -30,12 +30,9 @@ ctest reports as skipped, when selenium or chromium-driver is not installed
 """
 
 import argparse
-import fcntl
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +41,9 @@ import traceback
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
+from test_host import free_port, kill_workloads_of, port_block  # noqa: E402
 
 kSkipped = 77
 # Generous for a loaded two-core machine: these bound a hang, they do not time anything.
@@ -61,37 +61,6 @@ except ImportError:
 
 kChromeDriver = shutil.which("chromedriver")
 kChromium = shutil.which("chromium")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# The port blocks of tests/support/ports.h: this process locks a block of its own for its
-# lifetime, so its workloads never race a C++ test beside it for a port.
-kFirstBlockPort, kBlockSize, kBlockCount = 20000, 1000, 12
-
-
-def port_block(count):
-    for block in range(kBlockCount):
-        lock = open(f"/tmp/tide-test-ports.{block}.lock", "a+")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        lock.seek(0)
-        text = lock.read().strip()
-        offset = int(text) if text.isdigit() and int(text) + count <= kBlockSize else 0
-        lock.seek(0)
-        lock.truncate()
-        lock.write(str(offset + count))
-        lock.flush()
-        start = kFirstBlockPort + block * kBlockSize + offset
-        return lock, start, start + count - 1
-    raise RuntimeError("every test port block is taken by other test processes")
 
 
 def poll(what, check, seconds=kDeadlineSeconds, every=0.1):
@@ -210,21 +179,7 @@ class Host:
         self.port_lock.close()
 
     def kill_workloads(self):
-        """The workloads outlive the host by design (docs/architecture.md#the-process-driver)."""
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                environ = (entry / "environ").read_bytes()
-            except OSError:
-                continue
-            if b"TIDE_RUNTIME_ID=" in environ and str(self.data_dir).encode() in environ:
-                pid = int(entry.name)
-                for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-                    try:
-                        kill()
-                    except OSError:
-                        pass
+        kill_workloads_of(self.data_dir)
 
 
 class Console:

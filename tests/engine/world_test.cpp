@@ -50,7 +50,7 @@ std::string describe(const World& w) {
     for (const auto& p : view.passive) out << " " << p.meta.id << ":" << p.state;
     out << "\n";
   }
-  for (const auto* index : {&w.operating, &w.unplaced, &w.reserving}) {
+  for (const auto* index : {&w.operating, &w.unplaced, &w.stopped_on_exit, &w.reserving}) {
     out << "index";
     for (const auto& name : *index) out << " " << name;
     out << "\n";

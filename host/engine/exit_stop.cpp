@@ -1,0 +1,62 @@
+#include "host/engine/exit_stop.h"
+
+#include <map>
+#include <set>
+
+#include "host/model/states.h"
+
+namespace tide::engine {
+
+Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& drivers, const std::string& actor) {
+  TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
+  std::set<std::string> process_clusters;
+  for (const auto& c : clusters) {
+    if (c.driver_kind == "process") process_clusters.insert(c.name);
+  }
+  TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
+  std::map<std::string, bool> runs_processes;  // by node
+  for (const auto& n : nodes) runs_processes[n.name] = process_clusters.count(n.cluster) > 0;
+  TIDE_ASSIGN_OR_RETURN(auto under_way, ledger::listAll(ledger, &ledger::Ledger::listOperations,
+                                                        {{"state", model::operation_state::kRunning}}));
+  std::set<std::string> busy;
+  for (const auto& op : under_way) busy.insert(op.meta_instance);
+  TIDE_ASSIGN_OR_RETURN(auto running, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
+                                                      {{"state", model::runtime_state::kRunning}}));
+
+  StoppedWorkloads result;
+  for (const model::RuntimeInstance& r : running) {
+    if (!runs_processes[r.node] || busy.count(r.meta_instance)) continue;
+    auto driver = drivers.forNode(r.node);
+    if (!driver.isOk()) {
+      result.left.push_back(r.meta_instance + ": " + driver.status().message());
+      continue;
+    }
+    auto stopping = ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopping, r.meta.generation, actor,
+                                                   "stopping: the host exits (--stop-workloads-on-exit)");
+    if (!stopping.isOk()) {
+      result.left.push_back(r.meta_instance + ": " + stopping.status().message());
+      continue;
+    }
+    if (Status stopped = driver.value()->stop({std::to_string(r.meta.id), r.node, r.driver_handle}); !stopped.isOk()) {
+      // Left STOPPING with no operation: the next host's observer judges it (and removes it).
+      result.left.push_back(r.meta_instance + ": " + stopped.message());
+      continue;
+    }
+    auto recorded = ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopped, stopping->meta.generation,
+                                                   actor, "stopped by the host on exit (--stop-workloads-on-exit)");
+    if (!recorded.isOk()) {
+      result.left.push_back(r.meta_instance + ": " + recorded.status().message());
+      continue;
+    }
+    result.stopped.push_back(r.meta_instance);
+  }
+  if (!result.stopped.empty() || !result.left.empty()) {
+    TIDE_RETURN_IF_ERROR(ledger.appendEvent(
+        "host.workloads_stopped", "host",
+        model::Json{{"stopped", result.stopped}, {"left_running", result.left}, {"count", result.stopped.size()}},
+        actor));
+  }
+  return result;
+}
+
+}  // namespace tide::engine
