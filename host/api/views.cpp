@@ -101,6 +101,20 @@ Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) 
   return Json{{"instances_left", left}, {"instances", std::move(instances)}};
 }
 
+Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Ledger& ledger,
+                                                                     const std::vector<model::MetaInstance>& metas) {
+  std::vector<int64_t> ids;
+  for (const model::MetaInstance& meta : metas) ids.push_back(meta.meta.id);
+  // The slice holds each instance's newest operation, and an unfinished one is the newest: a
+  // new operation is refused, or supersedes it, while one is unfinished.
+  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::InstanceSlice slice, ledger.instanceSlice(ids, {}, {}));
+  std::map<std::string, model::Operation> unfinished;
+  for (model::Operation& operation : slice.operations) {
+    if (!model::isTerminalOperationState(operation.state)) unfinished[operation.meta_instance] = std::move(operation);
+  }
+  return unfinished;
+}
+
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations) {
   const std::map<std::string, std::string> by_meta = {{"meta_instance", meta_instance.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
