@@ -21,8 +21,6 @@ constexpr int64_t kDefaultTailBytes = int64_t{64} << 10;
 constexpr int64_t kFollowWindowBytes = int64_t{1} << 20;
 constexpr auto kLogPollInterval = std::chrono::seconds(1);
 
-std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
-
 // --- instances ----------------------------------------------------------------------------
 
 struct InstanceListFlags {
@@ -58,9 +56,8 @@ void addInstanceListVerb(CLI::App& instances, Verbs& verbs) {
 }
 
 void addInstanceShowVerb(CLI::App& instances, Verbs& verbs) {
-  addNamedVerb(instances, verbs, "show",
-               "Show a meta instance with its runtime instances and its newest operations", "meta instance name",
-               [](Session& session, const std::string& name) -> Status {
+  addNamedVerb(instances, verbs, "show", "Show a meta instance with its runtime instances and its newest operations",
+               "meta instance name", [](Session& session, const std::string& name) -> Status {
                  TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(instancePath(name)));
                  session.print(view, [](std::ostream& out, const Json& view) { printInstanceInfo(out, view); });
                  return Status::ok();
@@ -141,8 +138,8 @@ Result<std::string> newestRuntimeOf(Session& session, const std::string& name) {
   const Json& runtimes = view["runtime_instances"];
   if (!runtimes.is_array() || runtimes.empty()) return std::string();
   const Json& newest = runtimes.back();
-  return "runtime instance " + std::to_string(newest.value(Json::json_pointer("/metadata/id"), int64_t{0})) +
-         " on " + newest.value("node", "");
+  return "runtime instance " + std::to_string(newest.value(Json::json_pointer("/metadata/id"), int64_t{0})) + " on " +
+         newest.value("node", "");
 }
 
 // The last `window` bytes of the newest runtime instance's log; empty while there is none.
@@ -193,8 +190,9 @@ void addLogsVerb(CLI::App& app, Verbs& verbs) {
       app, verbs, "logs", "Print the end of a meta instance's log; -f follows it", "meta instance name",
       [flags](Session& session, const std::string& name) -> Status {
         if (flags->follow) return followLog(session, name, flags->tail_bytes);
-        TIDE_ASSIGN_OR_RETURN(std::string log, session.client.getText(instancePath(name) + "/logs",
-                                                                      {{"tail_bytes", std::to_string(flags->tail_bytes)}}));
+        TIDE_ASSIGN_OR_RETURN(
+            std::string log,
+            session.client.getText(instancePath(name) + "/logs", {{"tail_bytes", std::to_string(flags->tail_bytes)}}));
         if (session.json()) {
           session.out << logJson(name, log, 2) << '\n';
         } else {

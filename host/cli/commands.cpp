@@ -144,6 +144,8 @@ void printWarnings(Session& session, const Json& reply, const std::string& path)
   }
 }
 
+std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
+
 Endpoint resolveEndpoint(const ClientFlags& flags) {
   Endpoint endpoint;
   endpoint.server = !flags.server.empty() ? flags.server : environment("TIDE_SERVER");
@@ -260,7 +262,7 @@ constexpr const char* kReadableCheck = "tide-readable";  // the name of the chec
 
 // The integer `text` spells (an optional sign, then digits); nullopt, with `too_large` set
 // when the digits are beyond int64_t, otherwise.
-std::optional<int64_t> parseInteger(const std::string& text, bool& too_large) {
+std::optional<int64_t> readInteger(const std::string& text, bool& too_large) {
   const char* begin = text.data();
   const char* end = begin + text.size();
   if (begin != end && *begin == '+') ++begin;
@@ -272,7 +274,7 @@ std::optional<int64_t> parseInteger(const std::string& text, bool& too_large) {
 }
 
 // A finite number written in decimal ("2", "0.5", "1e3"), or nullopt.
-std::optional<double> parseNumber(const std::string& text) {
+std::optional<double> readNumber(const std::string& text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
   char* stop = nullptr;
   const double value = std::strtod(text.c_str(), &stop);
@@ -287,7 +289,7 @@ CLI::Validator integerCheck(int64_t minimum, const std::string& what, const std:
   return CLI::Validator(
       [minimum, what](std::string& value) -> std::string {
         bool too_large = false;
-        std::optional<int64_t> parsed = parseInteger(value, too_large);
+        std::optional<int64_t> parsed = readInteger(value, too_large);
         if (too_large && !value.starts_with('-')) return "'" + value + "' is too large";
         return parsed && *parsed >= minimum ? "" : refusal(value, what);
       },
@@ -298,7 +300,7 @@ CLI::Validator integerCheck(int64_t minimum, const std::string& what, const std:
 CLI::Validator numberCheck(bool (*fits)(double), const std::string& what, const std::string& description) {
   return CLI::Validator(
       [fits, what](std::string& value) -> std::string {
-        std::optional<double> parsed = parseNumber(value);
+        std::optional<double> parsed = readNumber(value);
         return parsed && fits(*parsed) ? "" : refusal(value, what);
       },
       description, kReadableCheck);

@@ -43,6 +43,9 @@ using VerbAction = std::function<Status(Session&)>;
 // An action on the record named by the verb's one positional argument.
 using NamedAction = std::function<Status(Session&, const std::string& name)>;
 
+// "/v1/instances/<name>", the meta instance's name encoded as one path segment.
+std::string instancePath(const std::string& name);
+
 // The options every client verb takes.
 struct ClientFlags {
   std::string server;   // --server, else $TIDE_SERVER, else kDefaultServer

@@ -17,7 +17,6 @@ namespace tide::cli {
 namespace {
 
 std::string operationPath(int64_t id) { return "/v1/operations/" + std::to_string(id); }
-std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
 
 int64_t operationIdOf(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
 
@@ -258,13 +257,13 @@ void addOperationCancelVerb(CLI::App& operations, Verbs& verbs) {
 
 void addOperationShowVerb(CLI::App& operations, Verbs& verbs) {
   auto id = std::make_shared<int64_t>(0);
-  CLI::App* verb = verbs.add(operations, "show",
-                             "Show an operation with each policy's decision and the approvals given and needed",
-                             [id](Session& session) -> Status {
-                               TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(operationPath(*id)));
-                               session.print(view, printOperationInfo);
-                               return Status::ok();
-                             });
+  CLI::App* verb =
+      verbs.add(operations, "show", "Show an operation with each policy's decision and the approvals given and needed",
+                [id](Session& session) -> Status {
+                  TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(operationPath(*id)));
+                  session.print(view, printOperationInfo);
+                  return Status::ok();
+                });
   verb->add_option("id", *id, "the operation's ID")->required()->check(positiveWholeNumber());
 }
 

@@ -229,7 +229,8 @@ std::vector<std::string> coordinateLines(const Json& coordinates) {
     const Json& image = at(payload, {"image"});
     const Json& command = at(payload, {"command"});
     if (!image.is_null()) lines.push_back(prefix + "Image: " + text(image));
-    if (!command.is_null()) lines.push_back(prefix + "Command: " + (command.is_array() ? join(command, " ") : text(command)));
+    if (!command.is_null())
+      lines.push_back(prefix + "Command: " + (command.is_array() ? join(command, " ") : text(command)));
   };
   std::vector<std::string> lines;
   if (!coordinates.is_object()) return lines;
@@ -473,7 +474,8 @@ void printApprovals(std::ostream& out, const Json& view) {
   if (!approvals.is_object() && !asked.is_object()) return;
   printHeading(out, "Approvals");
   printField(out, "Progress", text(approvals, {"summary"}), true);
-  if (text(view, {"state"}) == "PENDING_APPROVAL") printField(out, "Still Needed", text(approvals, {"still_needed"}), true);
+  if (text(view, {"state"}) == "PENDING_APPROVAL")
+    printField(out, "Still Needed", text(approvals, {"still_needed"}), true);
   if (std::string role = text(asked, {"role"}); !role.empty()) printField(out, "Role Required", role, true);
   if (!items(at(asked, {"distinct_from"})).empty()) {
     printField(out, "Distinct From", join(at(asked, {"distinct_from"}), ", "), true);
@@ -588,7 +590,7 @@ void printInstanceInfo(std::ostream& out, const Json& view, size_t operations_sh
 namespace {
 
 // "3 (ACTIVE 2, INACTIVE 1)": a count with its breakdown by state.
-std::string countByState(const Json& counts) {
+std::string describeCounts(const Json& counts) {
   std::string out = text(counts, {"total"});
   std::string states;
   const Json& by_state = at(counts, {"by_state"});
@@ -650,8 +652,8 @@ void printWaitingForApproval(std::ostream& out, const Json& operations) {
     out << "No operations are waiting for approval\n";
     return;
   }
-  Table table({"Operation ID", "Type", "Meta Instance Name", "Deployment Plan Name", "Requested By", "Approvals",
-               "Message"});
+  Table table(
+      {"Operation ID", "Type", "Meta Instance Name", "Deployment Plan Name", "Requested By", "Approvals", "Message"});
   for (const Json& op : items(operations)) {
     table.addRow({text(op, {"id"}), text(op, {"type"}), text(op, {"meta_instance"}), text(op, {"plan"}),
                   text(op, {"requested_by"}), text(op, {"approvals"}), text(op, {"message"})});
@@ -663,8 +665,8 @@ void printWaitingForApproval(std::ostream& out, const Json& operations) {
 
 void printStatus(std::ostream& out, const Json& status) {
   printControlLoopState(out, at(status, {"control_loop"}));
-  printField(out, "Deployment Plans", countByState(at(status, {"plans"})));
-  printField(out, "Nodes", countByState(at(status, {"nodes"})));
+  printField(out, "Deployment Plans", describeCounts(at(status, {"plans"})));
+  printField(out, "Nodes", describeCounts(at(status, {"nodes"})));
   if (const Json& unreachable = at(status, {"nodes", "unreachable_agents"}); !items(unreachable).empty()) {
     printField(out, "Unreachable Agents", join(unreachable, ", "));
   }

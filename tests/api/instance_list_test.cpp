@@ -51,9 +51,10 @@ TEST_CASE("api: the instance list carries each instance's unfinished operation o
   CHECK_FALSE(items[1].contains("operations"));  // the history stays on GET /v1/instances/{name}
 
   // Page by page, each page's own.
-  Json second = h.get("/v1/instances?limit=1&after=" + std::to_string(items[0]["meta_instance"]["metadata"]["id"].get<int64_t>()),
-                      kViewerToken)
-                    .json();
+  Json second =
+      h.get("/v1/instances?limit=1&after=" + std::to_string(items[0]["meta_instance"]["metadata"]["id"].get<int64_t>()),
+            kViewerToken)
+          .json();
   REQUIRE(second["items"].size() == 1);
   CHECK(second["items"][0]["unfinished_operation"]["state"] == "PENDING");
 }

@@ -66,7 +66,7 @@ std::string rowOf(const std::string& table, const std::string& cell) {
 }
 
 // examples/<plan> with `extra` lines appended, written to `dir`; its path.
-std::string planWith(const std::filesystem::path& dir, const std::string& plan, const std::string& extra) {
+std::string examplePlanWith(const std::filesystem::path& dir, const std::string& plan, const std::string& extra) {
   std::stringstream text;
   text << std::ifstream(example(plan)).rdbuf();
   const std::filesystem::path path = dir / ("with-" + plan);
@@ -89,8 +89,8 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   ServeProcess serve;
   TempDir scratch;
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
-  CliRun plan = serve.tide("deployment create -m " +
-                           planWith(scratch.path, "nginx-plan.yaml", "approval: {min_approvals: 2}\n"));
+  CliRun plan =
+      serve.tide("deployment create -m " + examplePlanWith(scratch.path, "nginx-plan.yaml", "approval: {min_approvals: 2}\n"));
   REQUIRE_MESSAGE(plan.code == 0, plan.err);
   REQUIRE(serve.tide("deployment add-deployment -m " + example("deployment-1.yaml")).code == 0);
   REQUIRE(eventually([&] { return waitingOperationsOf(serve, kExamplePlan).size() == 1; }));
@@ -101,9 +101,10 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   // The fleet at a glance: the rollout waits for the CREATE, which waits for two approvals.
   CliRun status = serve.tide("status");
   REQUIRE_MESSAGE(status.code == 0, status.err);
-  CHECK(status.out.starts_with("Control Loop\n    State:                running\n\n"
-                               "Deployment Plans:         1 (ACTIVE 1)\n"
-                               "Nodes:                    4 (ALLOCATED 4)\n"));
+  CHECK(
+      status.out.starts_with("Control Loop\n    State:                running\n\n"
+                             "Deployment Plans:         1 (ACTIVE 1)\n"
+                             "Nodes:                    4 (ALLOCATED 4)\n"));
   CHECK(contains(rowOf(status.out, kExamplePlan), " deployment-1 "));
   CHECK(contains(rowOf(status.out, kExamplePlan), " rolling "));
   CHECK(contains(rowOf(status.out, id), " CREATE "));
@@ -127,7 +128,8 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   const std::string sha = shown["decisions"][0]["script_sha256"];
   CliRun show = serve.tide("operations show " + id);
   REQUIRE_MESSAGE(show.code == 0, show.err);
-  CHECK(show.out.starts_with("Operation Info\nID:                       " + id + "\nType:                     CREATE\n"));
+  CHECK(
+      show.out.starts_with("Operation Info\nID:                       " + id + "\nType:                     CREATE\n"));
   CHECK(contains(show.out, "Meta Instance:            " + instance + "\n"));
   CHECK(contains(show.out, "    State:                PENDING_APPROVAL\n"));
   CHECK(contains(show.out, "Approvals\n    Progress:             0 of 2 approvals\n    Still Needed:         2\n"));
@@ -153,9 +155,9 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
 
   // The second approval: the instance runs, and nothing waits any more.
   REQUIRE(serve.tide("operations approve " + id, std::chrono::seconds(0), bob).code == 0);
-  CHECK(eventually(
-      [&] { return contains(rowOf(serve.tide("instances show " + instance).out, "CREATE"), " SUCCEEDED "); },
-      std::chrono::seconds(90)));
+  CHECK(
+      eventually([&] { return contains(rowOf(serve.tide("instances show " + instance).out, "CREATE"), " SUCCEEDED "); },
+                 std::chrono::seconds(90)));
   CliRun shown_instance = serve.tide("instances show " + instance);
   REQUIRE_MESSAGE(shown_instance.code == 0, shown_instance.err);
   CHECK(shown_instance.out.starts_with("Meta Instance Info\nName:                     " + instance + "\n"));
@@ -209,9 +211,10 @@ TEST_CASE("cli: instances list hides DELETED meta instances unless --all and sho
                              "  - {capabilityType: TPU, comparator: eq, capabilityNames: [tpu-v9]}\n"
                              "applications:\n  - payloadName: p\n    resources: {cores: 1, memory: 1}\n";
   const std::string tpu_deployment = (scratch.path / "tpu-deployment.yaml").string();
-  std::ofstream(tpu_deployment) << "deployment_plan_name: tpu-plan\ndeployment_id: tpu-1\n"
-                                   "payload_coordinates:\n  - {payload_name: p, coordinates: {image: \"nginx:latest\"}}\n"
-                                   "instance_count: 1\n";
+  std::ofstream(tpu_deployment)
+      << "deployment_plan_name: tpu-plan\ndeployment_id: tpu-1\n"
+         "payload_coordinates:\n  - {payload_name: p, coordinates: {image: \"nginx:latest\"}}\n"
+         "instance_count: 1\n";
   REQUIRE(serve.tide("deployment create -m " + tpu_plan).code == 0);
   REQUIRE(serve.tide("deployment add-deployment -m " + tpu_deployment).code == 0);
   const std::string waiting = "waiting for placement: no node has capability tpu-v9";
@@ -229,6 +232,12 @@ TEST_CASE("cli: logs -f prints what an instance writes after it started and acro
 
   RunningTide follow({"logs", "-f", instance, "--server", serve.url(), "--token", serve.token()});
   REQUIRE_MESSAGE(follow.waitForText(" listening on "), follow.output());
+  // With -o json, one object per piece of the log.
+  RunningTide follow_json({"logs", "-f", instance, "-o", "json", "--server", serve.url(), "--token", serve.token()});
+  REQUIRE_MESSAGE(follow_json.waitForText("}\n"), follow_json.output());
+  const Json piece = Json::parse(follow_json.output().substr(0, follow_json.output().find('\n')));
+  CHECK(piece["meta_instance"] == instance);
+  CHECK(contains(piece["log"].get<std::string>(), " listening on "));
   // The workload says so when it is stopped: a line written after `logs -f` started.
   REQUIRE(serve.tide("deployment operate " + kActivityDevPlan + " --stop -x " + instance).code == 0);
   CHECK_MESSAGE(follow.waitForText("tide workload: stopping on signal"), follow.output());
@@ -238,7 +247,8 @@ TEST_CASE("cli: logs -f prints what an instance writes after it started and acro
   CHECK_MESSAGE(follow.waitFor([](const std::string& out) {
     const size_t header = out.find("==> ");
     return header != std::string::npos && out.find(" listening on ", header) != std::string::npos;
-  }), follow.output());
+  }),
+                follow.output());
   // Nothing was printed twice: one start before the stop, one after the header.
   const std::string out = follow.output();
   const size_t first = out.find(" listening on ");
@@ -259,8 +269,8 @@ TEST_CASE("cli: events --kind and --subject filter the log and -f follows only w
   CHECK(tideJson(serve, "events --kind node.created --subject node/kind-worker2")["items"].size() == 1);
   CHECK(contains(serve.tide("events --kind capability.created").out, "capability/nvidia-v100"));
 
-  RunningTide follow({"events", "-f", "--kind", "node.*", "-o", "json", "--server", serve.url(), "--token",
-                      serve.token()});
+  RunningTide follow(
+      {"events", "-f", "--kind", "node.*", "-o", "json", "--server", serve.url(), "--token", serve.token()});
   REQUIRE_MESSAGE(follow.waitForText("\"node/kind-worker2\""), follow.output());  // the events so far
   const size_t before = follow.output().size();
   serve.newToken("vera", "viewer");  // an event of another kind
@@ -268,7 +278,8 @@ TEST_CASE("cli: events --kind and --subject filter the log and -f follows only w
   CHECK_MESSAGE(follow.waitFor([&](const std::string& out) {
     const size_t cordoned = out.find("\"node.state\"", before);
     return cordoned != std::string::npos && out.find('\n', cordoned) != std::string::npos;
-  }), follow.output());
+  }),
+                follow.output());
   CHECK(contains(serve.tide("events --kind token.*").out, "vera"));
   std::istringstream lines(follow.output());
   for (std::string line; std::getline(lines, line);) {

@@ -51,14 +51,16 @@ TEST_CASE("cli: operations show prints the operation with its approvals and each
   const std::string text = printedBy(printOperationInfo, deleteWaitingForASecondApprover());
   CHECK(text.starts_with("Operation Info\nID:                       12\nType:                     DELETE\n"));
   CHECK(contains(text, "Meta Instance:            web-abc\n"));
-  CHECK(contains(text, "Status\n    State:                PENDING_APPROVAL\n"
-                       "    Message:              prod deletes need two approvers\n"));
-  CHECK(contains(text, "Approvals\n"
-                       "    Progress:             1 of 2 approvals (alice)\n"
-                       "    Still Needed:         1\n"
-                       "    Role Required:        approver\n"
-                       "    Distinct From:        requester\n"
-                       "    Given:                alice (approver) at 2026-11-27T10:05:00.000Z: checked the backups\n"));
+  CHECK(contains(text,
+                 "Status\n    State:                PENDING_APPROVAL\n"
+                 "    Message:              prod deletes need two approvers\n"));
+  CHECK(contains(text,
+                 "Approvals\n"
+                 "    Progress:             1 of 2 approvals (alice)\n"
+                 "    Still Needed:         1\n"
+                 "    Role Required:        approver\n"
+                 "    Distinct From:        requester\n"
+                 "    Given:                alice (approver) at 2026-11-27T10:05:00.000Z: checked the backups\n"));
   CHECK(contains(text, "Policy Decisions\n    Outcome:              PENDING_APPROVAL\n"));
   // The script's digest is shortened; durations read in their unit; an error is named.
   CHECK(text.ends_with(
@@ -117,8 +119,9 @@ TEST_CASE("cli: instances show prints the runtime instances and the newest opera
   // The two newest operations, newest first, and where the rest are.
   CHECK(text.find("RELOCATE") < text.find("UPDATE"));
   CHECK_FALSE(contains(text, "CREATE"));
-  CHECK(text.ends_with("Total: 2\nShowing the newest 2 of 3 operations; all of them: tide operations list "
-                       "--meta-instance web-abc\n"));
+  CHECK(
+      text.ends_with("Total: 2\nShowing the newest 2 of 3 operations; all of them: tide operations list "
+                     "--meta-instance web-abc\n"));
 
   view["runtime_instances"] = Json::array();
   view["operations"] = Json::array();
@@ -165,18 +168,23 @@ TEST_CASE("cli: the status view shows the alarms and counts and then rollouts in
   })json");
   const std::string text = printedBy(printStatus, status);
   CHECK(text.starts_with("Control Loop HALTED\n    Reason:               3 instances disagree with their drivers\n"));
-  CHECK(contains(text, "Partition Alarm: lost nodes' instances are not replaced\n"
-                       "    Since:                2026-11-27T09:59:00.000Z\n"
-                       "    Nodes:                n3, n4\n"));
-  CHECK(contains(text, "Deployment Plans:         3 (ACTIVE 2, INACTIVE 1)\n"
-                       "Nodes:                    4 (ALLOCATED 3, CORDONED 1)\n"
-                       "Unreachable Agents:       n3, n4\n"));
-  CHECK(contains(text, "| Deployment Plan Name | Deployment ID | State  | Strategy | Step |    Weights     | New Ready |"
-                       " Old Ready | Waiting For |\n"));
-  CHECK(contains(text, "|         web          |      v2       | PAUSED |  canary  | 1/2  | new 50, old 50 |    1/2    |"
-                       "    2/2    |  promotion  |\n"));
-  CHECK(contains(text, "|      12      | DELETE |      web-abc       |       web-prod       |     otto     |"
-                       " 1 of 2 approvals (alice) | prod deletes need two approvers |\n"));
+  CHECK(contains(text,
+                 "Partition Alarm: lost nodes' instances are not replaced\n"
+                 "    Since:                2026-11-27T09:59:00.000Z\n"
+                 "    Nodes:                n3, n4\n"));
+  CHECK(contains(text,
+                 "Deployment Plans:         3 (ACTIVE 2, INACTIVE 1)\n"
+                 "Nodes:                    4 (ALLOCATED 3, CORDONED 1)\n"
+                 "Unreachable Agents:       n3, n4\n"));
+  CHECK(contains(text,
+                 "| Deployment Plan Name | Deployment ID | State  | Strategy | Step |    Weights     | New Ready |"
+                 " Old Ready | Waiting For |\n"));
+  CHECK(contains(text,
+                 "|         web          |      v2       | PAUSED |  canary  | 1/2  | new 50, old 50 |    1/2    |"
+                 "    2/2    |  promotion  |\n"));
+  CHECK(contains(text,
+                 "|      12      | DELETE |      web-abc       |       web-prod       |     otto     |"
+                 " 1 of 2 approvals (alice) | prod deletes need two approvers |\n"));
 
   // A quiet fleet.
   Json quiet = {{"control_loop", {{"halted", false}, {"halt", nullptr}, {"partition", nullptr}}},

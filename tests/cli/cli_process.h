@@ -82,7 +82,8 @@ class RunningTide {
                std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!seen(out_text_)) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
       pollfd readable{out_, POLLIN, 0};
       if (::poll(&readable, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) <= 0) continue;
