@@ -105,13 +105,9 @@ Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Led
                                                                      const std::vector<model::MetaInstance>& metas) {
   std::vector<int64_t> ids;
   for (const model::MetaInstance& meta : metas) ids.push_back(meta.meta.id);
-  // The slice holds each instance's newest operation, and an unfinished one is the newest: a
-  // new operation is refused, or supersedes it, while one is unfinished.
-  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::InstanceSlice slice, ledger.instanceSlice(ids, {}, {}));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations, ledger.unfinishedOperations(ids));
   std::map<std::string, model::Operation> unfinished;
-  for (model::Operation& operation : slice.operations) {
-    if (!model::isTerminalOperationState(operation.state)) unfinished[operation.meta_instance] = std::move(operation);
-  }
+  for (model::Operation& operation : operations) unfinished[operation.meta_instance] = std::move(operation);
   return unfinished;
 }
 
