@@ -40,9 +40,12 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
       ledger::ListOptions options,
       readListOptions(request, {{"plan"}, {"state", model::statesOf(model::RecordKind::kMetaInstance)}}));
   TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> page, context.ledger.listMetaInstances(options));
+  TIDE_ASSIGN_OR_RETURN(auto unfinished, unfinishedOperations(context.ledger, page.items));
   Json items = Json::array();
   for (const model::MetaInstance& meta : page.items) {
     TIDE_ASSIGN_OR_RETURN(Json view, instanceView(context.ledger, meta, /*with_operations=*/false));
+    auto operation = unfinished.find(meta.name);
+    view["unfinished_operation"] = operation == unfinished.end() ? Json(nullptr) : Json(operation->second);
     items.push_back(std::move(view));
   }
   Json body = {{"items", items}};

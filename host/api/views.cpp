@@ -101,6 +101,16 @@ Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) 
   return Json{{"instances_left", left}, {"instances", std::move(instances)}};
 }
 
+Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Ledger& ledger,
+                                                                     const std::vector<model::MetaInstance>& metas) {
+  std::vector<int64_t> ids;
+  for (const model::MetaInstance& meta : metas) ids.push_back(meta.meta.id);
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations, ledger.unfinishedOperations(ids));
+  std::map<std::string, model::Operation> unfinished;
+  for (model::Operation& operation : operations) unfinished[operation.meta_instance] = std::move(operation);
+  return unfinished;
+}
+
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations) {
   const std::map<std::string, std::string> by_meta = {{"meta_instance", meta_instance.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,

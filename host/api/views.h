@@ -38,6 +38,13 @@ Result<Json> controlLoopView(ledger::Ledger& ledger);
 // that hold resources (not TERMINATED or FAILED).
 Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node);
 
+// The operation under way or waiting on each of `metas` that has one (at most one each:
+// docs/architecture.md#records-and-states), by meta instance name; what the instance list shows
+// as "unfinished_operation", e.g. a CREATE "waiting for placement: ...". One query per
+// page of instances.
+Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Ledger& ledger,
+                                                                     const std::vector<model::MetaInstance>& metas);
+
 // {"meta_instance", "runtime_instances"} plus "operations" when `with_operations`.
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations);
 

@@ -1,27 +1,94 @@
 // `tide instances ...`, `tide operations ...`, `tide events`, `tide logs`: what the control
 // loop and the instances are doing, across plans.
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "host/cli/commands.h"
+#include "host/cli/log_follow.h"
 #include "host/cli/views.h"
 
 namespace tide::cli {
 namespace {
 
 constexpr const char* kEventWaitSeconds = "30";
+// What the host hands out when no --tail-bytes is given (routes_instances.cpp).
+constexpr int64_t kDefaultTailBytes = int64_t{64} << 10;
+// How much of the log `logs -f` reads at each look: the more, the longer a burst between two
+// looks can be and still be lined up with the look before (host/cli/log_follow.h).
+constexpr int64_t kFollowWindowBytes = int64_t{1} << 20;
+constexpr auto kLogPollInterval = std::chrono::seconds(1);
+
+// --- instances ----------------------------------------------------------------------------
+
+struct InstanceListFlags {
+  std::string plan;
+  std::string state;
+  bool all = false;
+};
+
+bool isDeleted(const Json& entry) {
+  return entry.value(Json::json_pointer("/meta_instance/state"), std::string()) == "DELETED";
+}
+
+// `list`: DELETED meta instances only with --all or when --state asks for them.
+void addInstanceListVerb(CLI::App& instances, Verbs& verbs) {
+  auto flags = std::make_shared<InstanceListFlags>();
+  CLI::App* verb = verbs.add(
+      instances, "list", "List meta instances with their runtime instances (DELETED ones with --all)",
+      [flags](Session& session) -> Status {
+        Query query;
+        if (!flags->plan.empty()) query.emplace_back("plan", flags->plan);
+        if (!flags->state.empty()) query.emplace_back("state", flags->state);
+        TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/instances", query));
+        if (!flags->all && flags->state.empty()) {
+          Json& entries = list["items"];
+          entries.erase(std::remove_if(entries.begin(), entries.end(), isDeleted), entries.end());
+        }
+        session.print(list, [](std::ostream& out, const Json& list) { printInstanceTable(out, list["items"]); });
+        return Status::ok();
+      });
+  verb->add_option("--plan", flags->plan, "only instances of this deployment plan");
+  verb->add_option("--state", flags->state, "only meta instances in this state (ACTIVE, STOPPED, ...)");
+  verb->add_flag("--all", flags->all, "DELETED meta instances too");
+}
+
+void addInstanceShowVerb(CLI::App& instances, Verbs& verbs) {
+  addNamedVerb(instances, verbs, "show", "Show a meta instance with its runtime instances and its newest operations",
+               "meta instance name", [](Session& session, const std::string& name) -> Status {
+                 TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(instancePath(name)));
+                 session.print(view, [](std::ostream& out, const Json& view) { printInstanceInfo(out, view); });
+                 return Status::ok();
+               });
+}
+
+// --- events -------------------------------------------------------------------------------
 
 struct EventOptions {
   int64_t after = 0;
   bool follow = false;
+  std::string kind;
+  std::string subject;
+
+  Query filters() const {
+    Query query;
+    if (!kind.empty()) query.emplace_back("kind", kind);
+    if (!subject.empty()) query.emplace_back("subject", subject);
+    return query;
+  }
 };
 
 // Long-polls for events past `after` and prints each batch as it arrives, until the
 // process is interrupted or its output is closed.
-Status followEvents(Session& session, int64_t after) {
+Status followEvents(Session& session, const EventOptions& options) {
+  int64_t after = options.after;
   while (session.out) {
-    TIDE_ASSIGN_OR_RETURN(
-        Json page, session.client.get("/v1/events", {{"after", std::to_string(after)}, {"wait", kEventWaitSeconds}}));
+    Query query = options.filters();
+    query.emplace_back("after", std::to_string(after));
+    query.emplace_back("wait", kEventWaitSeconds);
+    TIDE_ASSIGN_OR_RETURN(Json page, session.client.get("/v1/events", query));
     const Json& events = page["items"];
     if (!events.is_array()) return Status::internal("GET /v1/events: the reply is not a list of items");
     if (events.empty()) continue;
@@ -39,50 +106,120 @@ Status followEvents(Session& session, int64_t after) {
 void addEventsVerb(CLI::App& app, Verbs& verbs) {
   auto options = std::make_shared<EventOptions>();
   CLI::App* events = verbs.add(app, "events", "Show the event log; -f follows it", [options](Session& session) {
-    if (options->follow) return followEvents(session, options->after);
-    Result<Json> list = session.client.getAll("/v1/events", {}, options->after);
+    if (options->follow) return followEvents(session, *options);
+    Result<Json> list = session.client.getAll("/v1/events", options->filters(), options->after);
     if (!list.isOk()) return list.status();
     session.print(*list, [](std::ostream& out, const Json& list) { printEventTable(out, list["items"]); });
     return Status::ok();
   });
-  events->add_option("--after", options->after, "only events with a greater sequence number");
+  events->add_option("--after", options->after, "only events with a greater sequence number")->check(wholeNumber());
   events->add_flag("-f,--follow", options->follow, "wait for new events and print them as they happen");
+  events->add_option("--kind", options->kind, "only events of this kind (operation.approved), or kinds (node.*)");
+  events->add_option("--subject", options->subject, "only events about this subject (node/kind-worker, plan/NAME)");
+}
+
+// --- logs ---------------------------------------------------------------------------------
+
+struct LogsFlags {
+  int64_t tail_bytes = kDefaultTailBytes;
+  bool follow = false;
+};
+
+// A log as the CLI prints it with -o json: bytes that are not UTF-8 become U+FFFD.
+std::string logJson(const std::string& name, const std::string& log, int indent) {
+  Json reply = {{"meta_instance", name}, {"log", log}};
+  return reply.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+// The newest runtime instance of meta instance `name`, whose log the host hands out: "" when
+// it has none yet.
+Result<std::string> newestRuntimeOf(Session& session, const std::string& name) {
+  TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(instancePath(name)));
+  const Json& runtimes = view["runtime_instances"];
+  if (!runtimes.is_array() || runtimes.empty()) return std::string();
+  const Json& newest = runtimes.back();
+  return "runtime instance " + std::to_string(newest.value(Json::json_pointer("/metadata/id"), int64_t{0})) + " on " +
+         newest.value("node", "");
+}
+
+// The last `window` bytes of the newest runtime instance's log; empty while there is none.
+Result<std::string> readLogWindow(Session& session, const std::string& name, int64_t window) {
+  Result<std::string> log =
+      session.client.getText(instancePath(name) + "/logs", {{"tail_bytes", std::to_string(window)}});
+  if (!log.isOk() && log.status().code() == Code::kNotFound) return std::string();
+  return log;
+}
+
+// Prints the end of the log, then what each look a second later adds, until the process is
+// interrupted or its output is closed. When the instance runs as a new runtime instance
+// (a restart, a relocation), a "==> ... <==" line says so before its log.
+Status followLog(Session& session, const std::string& name, int64_t tail_bytes) {
+  const int64_t window = std::max(tail_bytes, kFollowWindowBytes);
+  std::string seen;
+  std::string runtime;
+  bool first = true;
+  while (session.out) {
+    TIDE_ASSIGN_OR_RETURN(std::string runtime_now, newestRuntimeOf(session, name));
+    TIDE_ASSIGN_OR_RETURN(std::string now, readLogWindow(session, name, window));
+    LogUpdate update = logUpdate(seen, now, static_cast<size_t>(window));
+    std::string& added = update.added;
+    if (first) added.erase(0, added.size() - std::min(added.size(), static_cast<size_t>(tail_bytes)));
+    if (session.json()) {
+      if (!added.empty()) session.out << logJson(name, added, -1) << '\n';
+    } else {
+      if (!first && runtime_now != runtime && !runtime_now.empty()) {
+        session.out << "==> " << name << ": " << runtime_now << " <==\n";
+      } else if (!first && update.restarted && !added.empty()) {
+        session.out << "==> " << name << ": the log does not continue what was shown; its end follows <==\n";
+      }
+      session.out << added;
+    }
+    session.out.flush();
+    seen = std::move(now);
+    runtime = std::move(runtime_now);
+    first = false;
+    std::this_thread::sleep_for(kLogPollInterval);
+  }
+  return Status::ok();
 }
 
 // `tide logs INSTANCE`: the end of a meta instance's log, as the host's driver kept it.
 void addLogsVerb(CLI::App& app, Verbs& verbs) {
-  auto tail_bytes = std::make_shared<std::string>();
-  addNamedVerb(app, verbs, "logs", "Print the end of a meta instance's log", "meta instance name",
-               [tail_bytes](Session& session, const std::string& name) -> Status {
-                 Query query;
-                 if (!tail_bytes->empty()) query.emplace_back("tail_bytes", *tail_bytes);
-                 TIDE_ASSIGN_OR_RETURN(std::string log,
-                                       session.client.getText("/v1/instances/" + pathSegment(name) + "/logs", query));
-                 if (session.json()) {
-                   // A log is whatever the process wrote; bytes that are not UTF-8 become U+FFFD.
-                   Json reply = {{"meta_instance", name}, {"log", log}};
-                   session.out << reply.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
-                 } else {
-                   session.out << log;
-                 }
-                 return Status::ok();
-               })
-      ->add_option("--tail-bytes", *tail_bytes, "how many bytes from the end (default 65536, at most 8 MiB)");
+  auto flags = std::make_shared<LogsFlags>();
+  CLI::App* verb = addNamedVerb(
+      app, verbs, "logs", "Print the end of a meta instance's log; -f follows it", "meta instance name",
+      [flags](Session& session, const std::string& name) -> Status {
+        if (flags->follow) return followLog(session, name, flags->tail_bytes);
+        TIDE_ASSIGN_OR_RETURN(
+            std::string log,
+            session.client.getText(instancePath(name) + "/logs", {{"tail_bytes", std::to_string(flags->tail_bytes)}}));
+        if (session.json()) {
+          session.out << logJson(name, log, 2) << '\n';
+        } else {
+          session.out << log;
+        }
+        return Status::ok();
+      });
+  verb->add_option("--tail-bytes", flags->tail_bytes, "how many bytes from the end (default 65536, at most 8 MiB)")
+      ->check(positiveWholeNumber());
+  verb->add_flag("-f,--follow", flags->follow,
+                 "keep printing what the instance writes, across restarts, until interrupted");
 }
 
 }  // namespace
 
 void addActivityCommands(CLI::App& app, Verbs& verbs) {
   CLI::App* instances = addNoun(app, "instances", "Meta instances and their runtime instances");
-  addListVerb(*instances, verbs, "instances", printInstanceTable,
-              {{"plan", "only instances of this deployment plan"},
-               {"state", "only meta instances in this state (ACTIVE, STOPPED, ...)"}});
+  addInstanceListVerb(*instances, verbs);
+  addInstanceShowVerb(*instances, verbs);
 
   CLI::App* operations = addNoun(app, "operations", "Operations on instances and their approval");
   addListVerb(*operations, verbs, "operations", printOperationTable,
               {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...)"},
                {"plan", "only operations of this deployment plan"},
-               {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"}});
+               {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"},
+               {"meta-instance", "only operations on this meta instance", "meta_instance"}});
+  addOperationShowVerb(*operations, verbs);
   addOperationDecisionVerbs(*operations, verbs);
   addOperationCancelVerb(*operations, verbs);
 

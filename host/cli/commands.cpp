@@ -1,9 +1,12 @@
 #include "host/cli/commands.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "host/cli/terminal_text.h"
@@ -141,6 +144,8 @@ void printWarnings(Session& session, const Json& reply, const std::string& path)
   }
 }
 
+std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
+
 Endpoint resolveEndpoint(const ClientFlags& flags) {
   Endpoint endpoint;
   endpoint.server = !flags.server.empty() ? flags.server : environment("TIDE_SERVER");
@@ -243,10 +248,119 @@ CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collectio
       });
   query->reserve(filters.size());  // options bind to the elements: no reallocation after this
   for (const ListFilter& filter : filters) {
-    query->emplace_back(filter.name, "");
+    query->emplace_back(filter.parameter.empty() ? filter.name : filter.parameter, "");
     verb->add_option("--" + filter.name, query->back().second, filter.help);
   }
   return verb;
+}
+
+// --- numeric option values ------------------------------------------------------------------
+
+namespace {
+
+constexpr const char* kReadableCheck = "tide-readable";  // the name of the checks below
+
+// The integer `text` spells (an optional sign, then digits); nullopt, with `too_large` set
+// when the digits are beyond int64_t, otherwise.
+std::optional<int64_t> readInteger(const std::string& text, bool& too_large) {
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  if (begin != end && *begin == '+') ++begin;
+  int64_t value = 0;
+  auto [stop, error] = std::from_chars(begin, end, value);
+  too_large = error == std::errc::result_out_of_range;
+  if (error != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
+
+// A finite number written in decimal ("2", "0.5", "1e3"), or nullopt.
+std::optional<double> readNumber(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  char* stop = nullptr;
+  const double value = std::strtod(text.c_str(), &stop);
+  if (stop != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+std::string refusal(const std::string& value, const std::string& what) { return "'" + value + "' is not " + what; }
+
+// Integers of at least `minimum`; `what` names them in a refusal ("a positive whole number").
+CLI::Validator integerCheck(int64_t minimum, const std::string& what, const std::string& description) {
+  return CLI::Validator(
+      [minimum, what](std::string& value) -> std::string {
+        bool too_large = false;
+        std::optional<int64_t> parsed = readInteger(value, too_large);
+        if (too_large && !value.starts_with('-')) return "'" + value + "' is too large";
+        return parsed && *parsed >= minimum ? "" : refusal(value, what);
+      },
+      description, kReadableCheck);
+}
+
+// Finite numbers for which `fits` holds.
+CLI::Validator numberCheck(bool (*fits)(double), const std::string& what, const std::string& description) {
+  return CLI::Validator(
+      [fits, what](std::string& value) -> std::string {
+        std::optional<double> parsed = readNumber(value);
+        return parsed && fits(*parsed) ? "" : refusal(value, what);
+      },
+      description, kReadableCheck);
+}
+
+enum class NumberKind { kNone, kInteger, kReal };
+
+// CLI11 names an option's value type INT, UINT or FLOAT (then ":" and its checks).
+NumberKind numberKindOf(const CLI::Option& option) {
+  if (option.get_type_size() == 0) return NumberKind::kNone;  // a flag
+  const std::string type = option.get_type_name().substr(0, option.get_type_name().find(':'));
+  if (type == "INT" || type == "UINT") return NumberKind::kInteger;
+  if (type == "FLOAT") return NumberKind::kReal;
+  return NumberKind::kNone;
+}
+
+// The `index`th check of `option`, or nullptr past the last (CLI11 has no count of them and
+// throws instead).
+CLI::Validator* checkAt(CLI::Option& option, int index) {
+  try {
+    return option.get_validator(index);
+  } catch (const CLI::OptionNotFound&) {
+    return nullptr;
+  }
+}
+
+// Replaces CLI11's PositiveNumber and NonNegativeNumber (which carry these descriptions and
+// no name) with readable checks; whether `option` has a readable check of its value then.
+bool replaceRangeChecks(CLI::Option& option, NumberKind kind) {
+  bool readable = false;
+  for (int i = 0; CLI::Validator* check = checkAt(option, i); ++i) {
+    if (check->get_name().empty() && check->get_description() == "POSITIVE") {
+      *check = kind == NumberKind::kInteger ? positiveWholeNumber() : positiveNumber();
+    } else if (check->get_name().empty() && check->get_description() == "NONNEGATIVE") {
+      *check = kind == NumberKind::kInteger
+                   ? wholeNumber()
+                   : numberCheck([](double n) { return n >= 0; }, "a number of 0 or more", "NONNEGATIVE");
+    }
+    readable = readable || check->get_name() == kReadableCheck;
+  }
+  return readable;
+}
+
+}  // namespace
+
+CLI::Validator positiveWholeNumber() { return integerCheck(1, "a positive whole number", "POSITIVE"); }
+CLI::Validator wholeNumber() { return integerCheck(0, "a whole number", "NONNEGATIVE"); }
+CLI::Validator positiveNumber() {
+  return numberCheck([](double n) { return n > 0; }, "a positive number", "POSITIVE");
+}
+
+void checkNumbersReadably(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const NumberKind kind = numberKindOf(*option);
+    if (kind == NumberKind::kNone) continue;
+    if (replaceRangeChecks(*option, kind)) continue;
+    option->transform(kind == NumberKind::kInteger ? integerCheck(INT64_MIN, "a whole number", "")
+                                                   : numberCheck([](double) { return true; }, "a number", ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) checkNumbersReadably(*sub);
 }
 
 }  // namespace tide::cli

@@ -43,6 +43,9 @@ using VerbAction = std::function<Status(Session&)>;
 // An action on the record named by the verb's one positional argument.
 using NamedAction = std::function<Status(Session&, const std::string& name)>;
 
+// "/v1/instances/<name>", the meta instance's name encoded as one path segment.
+std::string instancePath(const std::string& name);
+
 // The options every client verb takes.
 struct ClientFlags {
   std::string server;   // --server, else $TIDE_SERVER, else kDefaultServer
@@ -86,6 +89,7 @@ using ListPrinter = void (*)(std::ostream&, const Json& items);
 struct ListFilter {
   std::string name;
   std::string help;
+  std::string parameter = "";  // the query parameter, when it is not `name`
 };
 
 // `list`: every page of GET /v1/<collection> (with the filters given on the command line)
@@ -121,6 +125,22 @@ void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit
 void addControlCommands(CLI::App& app, Verbs& verbs);   // resume
 void addDoctorCommand(CLI::App& app, Verbs& verbs);     // doctor
+void addStatusCommand(CLI::App& app, Verbs& verbs);     // status
+// show ID: under the `operations` noun.
+void addOperationShowVerb(CLI::App& operations, Verbs& verbs);
+
+// --- numeric option values -------------------------------------------------------------
+// Checks whose refusals name the option and the value as typed, e.g. "--operation-id: 'abc'
+// is not a positive whole number" (CLI11's own range checks print the range of a double,
+// a number 309 digits long).
+CLI::Validator positiveWholeNumber();  // 1, 2, ... up to INT64_MAX
+CLI::Validator wholeNumber();          // 0, 1, 2, ... up to INT64_MAX
+CLI::Validator positiveNumber();       // any number above 0, e.g. 0.5
+// Gives every option under `app` that takes a number a readable check of its value, run
+// before the checks it has (a whole number for integer options, a number for the others),
+// and makes CLI11's PositiveNumber and NonNegativeNumber checks refuse readably. Call once
+// every command is added.
+void checkNumbersReadably(CLI::App& app);
 
 // A verb that runs without a server and chooses its own exit code (`tide scripts test`).
 using OfflineAction = std::function<int(std::ostream& out)>;

@@ -4,18 +4,19 @@
 // otherwise names the candidates. `tide operations approve|reject ID` decide one operation by
 // its ID, `approve --override --reason` overriding a soft deny (docs/architecture.md#human-approval);
 // `tide operations cancel ID` withdraws one operation that has not started
-// (docs/architecture.md#cancelling-an-operation).
+// (docs/architecture.md#cancelling-an-operation); `tide operations show ID` prints one with
+// its policy decisions and approvals.
 
 #include <memory>
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/cli/views.h"
 
 namespace tide::cli {
 namespace {
 
 std::string operationPath(int64_t id) { return "/v1/operations/" + std::to_string(id); }
-std::string instancePath(const std::string& name) { return "/v1/instances/" + pathSegment(name); }
 
 int64_t operationIdOf(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
 
@@ -114,7 +115,7 @@ void addDecisionVerb(CLI::App& deployment, Verbs& verbs, const std::string& acti
   CLI::Option* id = verb->add_option("--operation-id", flags->operation_id,
                                      "the operation (default: the only one "
                                      "waiting for approval)")
-                        ->check(CLI::PositiveNumber);
+                        ->check(positiveWholeNumber());
   verb->add_flag("--all", flags->all, "every operation of the plan that is waiting for approval")->excludes(id);
   if (action == "approve") {
     verb->add_option("--reason", flags->reason, "recorded with the decision (required with --override)");
@@ -229,7 +230,7 @@ void addDecideByIdVerb(CLI::App& operations, Verbs& verbs, const std::string& ac
     });
     return Status::ok();
   });
-  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(CLI::PositiveNumber);
+  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(positiveWholeNumber());
   verb->add_option("--reason", flags->reason, "recorded with the decision (required with --override)");
   if (action == "approve") {
     verb->add_flag("--override", flags->override, "override a soft deny (a hard deny cannot be overridden)");
@@ -257,8 +258,20 @@ void addOperationCancelVerb(CLI::App& operations, Verbs& verbs) {
         });
         return Status::ok();
       });
-  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(CLI::PositiveNumber);
+  verb->add_option("id", flags->operation_id, "the operation's ID")->required()->check(positiveWholeNumber());
   verb->add_option("--reason", flags->reason, "recorded as the operation's message");
+}
+
+void addOperationShowVerb(CLI::App& operations, Verbs& verbs) {
+  auto id = std::make_shared<int64_t>(0);
+  CLI::App* verb =
+      verbs.add(operations, "show", "Show an operation with each policy's decision and the approvals given and needed",
+                [id](Session& session) -> Status {
+                  TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(operationPath(*id)));
+                  session.print(view, printOperationInfo);
+                  return Status::ok();
+                });
+  verb->add_option("id", *id, "the operation's ID")->required()->check(positiveWholeNumber());
 }
 
 void addOperationVerbs(CLI::App& deployment, Verbs& verbs) {

@@ -1,6 +1,7 @@
 #include "host/cli/views.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -201,9 +202,54 @@ void printPlanTable(std::ostream& out, const Json& plans, const std::map<std::st
   table.print(out);
 }
 
+namespace {
+
+// Whether a runtime instance serves: only a RUNNING one can, whatever health it last had (a
+// TERMINATED runtime of a DELETED instance keeps its last probe).
+std::string healthyText(const Json& runtime) {
+  const Json& healthy = at(runtime, {"health", "healthy"});
+  if (text(runtime, {"state"}) != "RUNNING" && healthy.is_boolean()) return "false";
+  return text(healthy);
+}
+
+// The operations an instance list entry carries: all of them (`instances show`), the newest
+// (the plan view), or the one under way (the instance list's "unfinished_operation").
+Json operationsOf(const Json& entry) {
+  const Json& operations = at(entry, {"operations"});
+  if (operations.is_array()) return operations;
+  const Json& unfinished = at(entry, {"unfinished_operation"});
+  return unfinished.is_object() ? Json::array({unfinished}) : Json::array();
+}
+
+// What a runtime instance runs, a line a payload: "Image: nginx:1.27" or "Command: ...".
+// Coordinates come by payload ({"nginx-payload": {"image": ...}}), or flat; with several
+// payloads each line names its own.
+std::vector<std::string> coordinateLines(const Json& coordinates) {
+  auto describe = [](const Json& payload, const std::string& prefix, std::vector<std::string>& lines) {
+    const Json& image = at(payload, {"image"});
+    const Json& command = at(payload, {"command"});
+    if (!image.is_null()) lines.push_back(prefix + "Image: " + text(image));
+    if (!command.is_null())
+      lines.push_back(prefix + "Command: " + (command.is_array() ? join(command, " ") : text(command)));
+  };
+  std::vector<std::string> lines;
+  if (!coordinates.is_object()) return lines;
+  if (coordinates.contains("image") || coordinates.contains("command")) {
+    describe(coordinates, "", lines);
+    return lines;
+  }
+  for (const auto& [payload, value] : coordinates.items()) {
+    describe(value, coordinates.size() > 1 ? payload + " " : "", lines);
+  }
+  return lines;
+}
+
+}  // namespace
+
 void printInstanceTable(std::ostream& out, const Json& instances) {
-  Table table({"Meta Instance Name", "Deployment Plan Name", "Deployment ID", "Runtime Instances", "Operations"},
-              {.row_separator = true, .align_left = true});
+  Table table(
+      {"Meta Instance Name", "Deployment Plan Name", "Deployment ID", "State", "Runtime Instances", "Operations"},
+      {.row_separator = true, .align_left = true});
   for (const Json& entry : items(instances)) {
     const Json& meta = at(entry, {"meta_instance"});
     std::vector<std::vector<std::string>> runtimes, operations;
@@ -213,24 +259,22 @@ void printInstanceTable(std::ostream& out, const Json& instances) {
                                         "ID: " + text(runtime, {"metadata", "id"}),
                                         "State: " + text(runtime, {"state"}),
                                         "Host Ports: " + hostPorts(at(runtime, {"ports"})),
-                                        "Healthy: " + text(runtime, {"health", "healthy"}),
+                                        "Healthy: " + healthyText(runtime),
                                         "Ready Since: " + text(runtime, {"health", "ready_since"})};
-      const Json& image = at(runtime, {"coordinates", "image"});
-      const Json& command = at(runtime, {"coordinates", "command"});
-      if (!image.is_null()) lines.push_back("Image: " + text(image));
-      if (!command.is_null()) lines.push_back("Command: " + (command.is_array() ? join(command, " ") : text(command)));
+      for (std::string& line : coordinateLines(at(runtime, {"coordinates"}))) lines.push_back(std::move(line));
       lines.push_back("Message: " + text(runtime, {"message"}));
       runtimes.push_back(std::move(lines));
     }
-    for (const Json& operation : items(at(entry, {"operations"}))) {
+    const Json shown_operations = operationsOf(entry);
+    for (const Json& operation : items(shown_operations)) {
       operations.push_back({"ID: " + text(operation, {"metadata", "id"}), "Type: " + text(operation, {"type"}),
                             "Intent ID: " + text(operation, {"intent"}), "State: " + text(operation, {"state"}),
                             "Requested By: " + text(operation, {"requested_by"}),
                             "Approved By: " + approvedByText(operation),
                             "Attempts: " + text(operation, {"attempts"}), "Message: " + text(operation, {"message"})});
     }
-    table.addRow({text(meta, {"name"}), text(meta, {"plan"}), text(meta, {"deployment_id"}), blocks(runtimes),
-                  blocks(operations)});
+    table.addRow({text(meta, {"name"}), text(meta, {"plan"}), text(meta, {"deployment_id"}), text(meta, {"state"}),
+                  blocks(runtimes), blocks(operations)});
   }
   table.print(out);
 }
@@ -397,6 +441,239 @@ void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
     out << "Showing the first " << items(instances).size() << " of " << text(total)
         << " instances; all of them: tide instances list --plan " << text(plan, {"name"}) << "\n";
   }
+}
+
+namespace {
+
+constexpr size_t kShortShaLength = 12;
+
+// "1.25 ms", "840 us": how long a policy took.
+std::string microseconds(const Json& duration) {
+  if (!duration.is_number()) return "";
+  const double us = duration.get<double>();
+  return us >= 1000 ? formatNumber(std::round(us / 10) / 100) + " ms" : formatNumber(us) + " us";
+}
+
+// One line per approval given: "alice (approver) at 2026-...: looks fine [override]".
+std::string givenApprovals(const Json& given) {
+  std::vector<std::string> lines;
+  for (const Json& approval : items(given)) {
+    std::string line = text(approval, {"actor"});
+    if (std::string role = text(approval, {"role"}); !role.empty()) line += " (" + role + ")";
+    if (std::string when = text(approval, {"at"}); !when.empty()) line += " at " + when;
+    if (std::string reason = text(approval, {"reason"}); !reason.empty()) line += ": " + reason;
+    if (at(approval, {"override"}) == true) line += " [override]";
+    lines.push_back(std::move(line));
+  }
+  return joinLines(lines);
+}
+
+void printApprovals(std::ostream& out, const Json& view) {
+  const Json& approvals = at(view, {"approvals"});
+  const Json& asked = at(view, {"decision", "approvals"});
+  if (!approvals.is_object() && !asked.is_object()) return;
+  printHeading(out, "Approvals");
+  printField(out, "Progress", text(approvals, {"summary"}), true);
+  if (text(view, {"state"}) == "PENDING_APPROVAL")
+    printField(out, "Still Needed", text(approvals, {"still_needed"}), true);
+  if (std::string role = text(asked, {"role"}); !role.empty()) printField(out, "Role Required", role, true);
+  if (!items(at(asked, {"distinct_from"})).empty()) {
+    printField(out, "Distinct From", join(at(asked, {"distinct_from"}), ", "), true);
+  }
+  if (at(view, {"decision", "overridable"}) == true) {
+    printField(out, "Soft-Denied", "one approval must override it: tide operations approve ID --override --reason TEXT",
+               true);
+  }
+  if (std::string given = givenApprovals(at(asked, {"given"})); !given.empty()) printField(out, "Given", given, true);
+  out << '\n';
+}
+
+void printPolicyDecisions(std::ostream& out, const Json& view) {
+  printHeading(out, "Policy Decisions");
+  const Json& decision = at(view, {"decision"});
+  if (decision.is_object()) {
+    printField(out, "Outcome", text(decision, {"outcome"}), true);
+    printField(out, "Summary", text(decision, {"summary"}), true);
+  }
+  if (items(at(view, {"decisions"})).empty()) {
+    out << "No policy decisions recorded\n";
+    return;
+  }
+  Table table({"Policy", "Verdict", "Reasons", "Script", "Duration", "At"});
+  for (const Json& d : items(at(view, {"decisions"}))) {
+    std::string verdict = text(d, {"verdict"});
+    if (std::string error = text(d, {"error_class"}); !error.empty()) verdict += " (" + error + " error)";
+    table.addRow({text(d, {"policy"}), verdict, join(at(d, {"reasons"}), "\n"),
+                  text(d, {"script_sha256"}).substr(0, kShortShaLength), microseconds(at(d, {"duration_us"})),
+                  text(d, {"at"})});
+  }
+  table.print(out);
+}
+
+}  // namespace
+
+void printOperationInfo(std::ostream& out, const Json& view) {
+  printHeading(out, "Operation Info");
+  printField(out, "ID", text(view, {"metadata", "id"}));
+  printField(out, "Type", text(view, {"type"}));
+  printField(out, "Meta Instance", text(view, {"meta_instance"}));
+  printField(out, "Deployment Plan", text(view, {"plan"}));
+  printField(out, "Intent ID", text(view, {"intent"}));
+  printField(out, "Requested By", text(view, {"requested_by"}));
+  printField(out, "Priority", text(view, {"priority"}));
+  printField(out, "Version", text(view, {"metadata", "generation"}));
+  printField(out, "Created At", text(view, {"metadata", "created_at"}));
+  printField(out, "Updated At", text(view, {"metadata", "updated_at"}));
+  out << '\n';
+
+  printHeading(out, "Status");
+  printField(out, "State", text(view, {"state"}), true);
+  printField(out, "Message", text(view, {"message"}), true);
+  printField(out, "Approved By", text(view, {"approved_by"}), true);
+  printField(out, "Attempts", text(view, {"attempts"}), true);
+  if (std::string next = text(view, {"next_attempt_at"}); !next.empty()) printField(out, "Next Attempt At", next, true);
+  out << '\n';
+
+  printApprovals(out, view);
+  printPolicyDecisions(out, view);
+}
+
+void printInstanceInfo(std::ostream& out, const Json& view, size_t operations_shown) {
+  const Json& meta = at(view, {"meta_instance"});
+  printHeading(out, "Meta Instance Info");
+  printField(out, "Name", text(meta, {"name"}));
+  printField(out, "ID", text(meta, {"metadata", "id"}));
+  printField(out, "Version", text(meta, {"metadata", "generation"}));
+  printField(out, "Deployment Plan", text(meta, {"plan"}));
+  printField(out, "Deployment ID", text(meta, {"deployment_id"}));
+  printField(out, "Created At", text(meta, {"metadata", "created_at"}));
+  out << '\n';
+
+  printHeading(out, "Status");
+  printField(out, "State", text(meta, {"state"}), true);
+  printField(out, "Message", text(meta, {"message"}), true);
+  out << '\n';
+
+  printHeading(out, "Runtime Instances");
+  if (items(at(view, {"runtime_instances"})).empty()) {
+    out << "No runtime instances: it has not been placed on a node\n";
+  } else {
+    Table table({"ID", "Node Name", "Is Active", "State", "Host Ports", "Healthy", "Ready Since", "Runs", "Message"});
+    for (const Json& runtime : items(at(view, {"runtime_instances"}))) {
+      table.addRow({text(runtime, {"metadata", "id"}), text(runtime, {"node"}), text(runtime, {"is_active"}),
+                    text(runtime, {"state"}), hostPorts(at(runtime, {"ports"})), healthyText(runtime),
+                    text(runtime, {"health", "ready_since"}), joinLines(coordinateLines(at(runtime, {"coordinates"}))),
+                    text(runtime, {"message"})});
+    }
+    table.print(out);
+  }
+  out << '\n';
+
+  printHeading(out, "Operations");
+  const Json& operations = items(at(view, {"operations"}));
+  if (operations.empty()) {
+    out << "No operations found\n";
+    return;
+  }
+  // Newest first: the list is in id order.
+  Json newest = Json::array();
+  for (auto it = operations.rbegin(); it != operations.rend() && newest.size() < operations_shown; ++it) {
+    newest.push_back(*it);
+  }
+  printOperationTable(out, newest);
+  if (newest.size() < operations.size()) {
+    out << "Showing the newest " << newest.size() << " of " << operations.size()
+        << " operations; all of them: tide operations list --meta-instance " << text(meta, {"name"}) << '\n';
+  }
+}
+
+namespace {
+
+// "3 (ACTIVE 2, INACTIVE 1)": a count with its breakdown by state.
+std::string describeCounts(const Json& counts) {
+  std::string out = text(counts, {"total"});
+  std::string states;
+  const Json& by_state = at(counts, {"by_state"});
+  if (by_state.is_object()) {
+    for (const auto& [state, n] : by_state.items()) states += (states.empty() ? "" : ", ") + state + " " + text(n);
+  }
+  return states.empty() ? out : out + " (" + states + ")";
+}
+
+// "new 50, old 50": the keys of a small object with their values.
+std::string keyValues(const Json& object) {
+  std::string out;
+  if (!object.is_object()) return out;
+  for (const auto& [key, value] : object.items()) out += (out.empty() ? "" : ", ") + key + " " + text(value);
+  return out;
+}
+
+// Whether the control loop runs, and the alarms that stop it or part of it.
+void printControlLoopState(std::ostream& out, const Json& control_loop) {
+  if (at(control_loop, {"halt"}).is_object()) {
+    printControlLoopHalt(out, control_loop);
+  } else {
+    printHeading(out, "Control Loop");
+    printField(out, "State", "running", true);
+    out << '\n';
+  }
+  const Json& partition = at(control_loop, {"partition"});
+  if (!partition.is_object()) return;
+  printHeading(out, "Partition Alarm: lost nodes' instances are not replaced");
+  printField(out, "Since", text(partition, {"since"}), true);
+  printField(out, "Nodes", join(at(partition, {"nodes"}), ", "), true);
+  printField(out, "Message", text(partition, {"message"}), true);
+  out << '\n';
+}
+
+void printRollouts(std::ostream& out, const Json& rollouts) {
+  printHeading(out, "Rollouts in Flight");
+  if (items(rollouts).empty()) {
+    out << "No rollouts in flight\n";
+    return;
+  }
+  Table table({"Deployment Plan Name", "Deployment ID", "State", "Strategy", "Step", "Weights", "New Ready",
+               "Old Ready", "Waiting For"});
+  for (const Json& rollout : items(rollouts)) {
+    std::string step = text(rollout, {"step"});
+    if (!step.empty() && at(rollout, {"steps"}).is_number()) step += "/" + text(rollout, {"steps"});
+    table.addRow({text(rollout, {"plan"}), text(rollout, {"deployment_id"}), text(rollout, {"state"}),
+                  text(rollout, {"strategy"}), step, keyValues(at(rollout, {"weights"})),
+                  text(rollout, {"instances", "new", "ready"}) + "/" + text(rollout, {"instances", "new", "total"}),
+                  text(rollout, {"instances", "old", "ready"}) + "/" + text(rollout, {"instances", "old", "total"}),
+                  text(rollout, {"waiting_for"})});
+  }
+  table.print(out);
+}
+
+void printWaitingForApproval(std::ostream& out, const Json& operations) {
+  printHeading(out, "Waiting for Approval");
+  if (items(operations).empty()) {
+    out << "No operations are waiting for approval\n";
+    return;
+  }
+  Table table(
+      {"Operation ID", "Type", "Meta Instance Name", "Deployment Plan Name", "Requested By", "Approvals", "Message"});
+  for (const Json& op : items(operations)) {
+    table.addRow({text(op, {"id"}), text(op, {"type"}), text(op, {"meta_instance"}), text(op, {"plan"}),
+                  text(op, {"requested_by"}), text(op, {"approvals"}), text(op, {"message"})});
+  }
+  table.print(out);
+}
+
+}  // namespace
+
+void printStatus(std::ostream& out, const Json& status) {
+  printControlLoopState(out, at(status, {"control_loop"}));
+  printField(out, "Deployment Plans", describeCounts(at(status, {"plans"})));
+  printField(out, "Nodes", describeCounts(at(status, {"nodes"})));
+  if (const Json& unreachable = at(status, {"nodes", "unreachable_agents"}); !items(unreachable).empty()) {
+    printField(out, "Unreachable Agents", join(unreachable, ", "));
+  }
+  out << '\n';
+  printRollouts(out, at(status, {"rollouts"}));
+  out << '\n';
+  printWaitingForApproval(out, at(status, {"waiting_for_approval"}));
 }
 
 }  // namespace tide::cli

@@ -36,4 +36,16 @@ void printNodeInfo(std::ostream& out, const Json& node);
 // section (host/cli/rollout_view.h) of the newest deployment, its times measured to `now`.
 void printPlanShow(std::ostream& out, const Json& view, TimePoint now);
 
+// `tide operations show`: the GET /v1/operations/{id} view, an operation with its
+// "decisions" (each policy's verdict) and, when it counts approvals, "approvals"
+// {required, counted, still_needed, summary}.
+void printOperationInfo(std::ostream& out, const Json& view);
+// `tide instances show`: the GET /v1/instances/{name} view {meta_instance,
+// runtime_instances, operations}, with at most `operations_shown` operations, the newest.
+void printInstanceInfo(std::ostream& out, const Json& view, size_t operations_shown = 10);
+// `tide status`: the object host/cli/status_commands.cpp assembles (and `-o json` prints):
+// {control_loop, plans {total, by_state}, rollouts [...], waiting_for_approval [...],
+// nodes {total, by_state, unreachable_agents}}.
+void printStatus(std::ostream& out, const Json& status);
+
 }  // namespace tide::cli

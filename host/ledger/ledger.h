@@ -355,6 +355,10 @@ class Ledger {
   Result<Operation> cancelOperation(int64_t id, Generation generation, const std::string& actor,
                                     const std::string& message);
 
+  // The unfinished operations (PENDING, PENDING_APPROVAL, APPROVED, RUNNING) of the meta
+  // instances with ids `meta_ids`, at most one each, in id order: what a page of the instance
+  // list shows as waiting or under way, read in one statement per slice of ids.
+  Result<std::vector<Operation>> unfinishedOperations(const std::vector<int64_t>& meta_ids);
   // How many operations there are of each (type, state), for /metrics.
   Result<std::map<std::pair<std::string, std::string>, int64_t>> operationCounts();
   // The newest operation of every meta instance that is not DELETED: the unfinished one

@@ -650,6 +650,19 @@ Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& 
               });
 }
 
+Result<std::vector<Operation>> Ledger::unfinishedOperations(const std::vector<int64_t>& meta_ids) {
+  return read("unfinished operations", [&](Db& db) -> Result<std::vector<Operation>> {
+    std::vector<Operation> out;
+    inSlices(meta_ids, [&](const std::string& in) {
+      soci::rowset<soci::row> rows =
+          (db.session().prepare << std::string(kOperationSelect) + " WHERE o.meta_instance_id IN " + in +
+                                       " AND o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " ORDER BY o.id");
+      for (const auto& row : rows) out.push_back(operationFromRow(row));
+    });
+    return out;
+  });
+}
+
 Result<Ledger::PlanCounts> Ledger::planCounts(const std::string& plan) {
   return read("count plan instances", [&](Db& db) -> Result<PlanCounts> {
     PlanCounts counts;

@@ -275,8 +275,11 @@ TEST_CASE("cli: logs prints the end of an instance's log") {
     CHECK(json["meta_instance"] == instance);
     CHECK(json["log"] == all.out);
     CliRun bad = f.live.run({"logs", instance, "--tail-bytes", "0"});
-    CHECK(bad.code == 1);
-    CHECK(contains(bad.err, "tail_bytes"));
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "error: --tail-bytes: '0' is not a positive whole number\n");
+    CliRun too_many = f.live.run({"logs", instance, "--tail-bytes", "9999999999"});
+    CHECK(too_many.code == 1);
+    CHECK(contains(too_many.err, "tail_bytes"));
     CHECK(f.live.run({"logs", "nginx-service-nope"}).code == 1);
   }
   SUBCASE("not when the host has no reader") {
