@@ -87,7 +87,7 @@ void rollOutDevPlan(const ServeProcess& serve) {
 
 TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approvals") {
   ServeProcess serve;
-  TempDir scratch;
+  tide::testing::TempDir scratch;
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
   CliRun plan =
       serve.tide("deployment create -m " + examplePlanWith(scratch.path, "nginx-plan.yaml", "approval: {min_approvals: 2}\n"));
@@ -181,7 +181,7 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
 
 TEST_CASE("cli: instances list hides DELETED meta instances unless --all and shows why a CREATE waits") {
   ServeProcess serve;
-  TempDir scratch;
+  tide::testing::TempDir scratch;
   rollOutDevPlan(serve);
   const std::vector<std::string> running = instancesIn(serve, kActivityDevPlan, "ACTIVE");
   REQUIRE(running.size() == 3);

@@ -47,7 +47,7 @@ constexpr RefusedValue kRefusedValues[] = {
 }  // namespace
 
 TEST_CASE("cli: a bad numeric option value names the option and the value and exits 2") {
-  TempDir scratch;
+  tide::testing::TempDir scratch;
   for (const RefusedValue& refused : kRefusedValues) {
     CAPTURE(refused.args);
     CliRun run = runTideBinary(refused.args, scratch.path);
@@ -58,7 +58,7 @@ TEST_CASE("cli: a bad numeric option value names the option and the value and ex
 }
 
 TEST_CASE("cli: numeric options keep the values they accept") {
-  TempDir scratch;
+  tide::testing::TempDir scratch;
   // Parsing succeeds and the verb runs: it then fails to reach a server (exit 1).
   for (const char* accepted : {"operations show 7", "events --after 0", "logs some-instance --tail-bytes 100",
                                "deployment watch some-plan --interval 0.5", "operations cancel +3"}) {
