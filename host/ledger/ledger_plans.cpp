@@ -795,10 +795,10 @@ Result<Ledger::PlanTeardown> Ledger::scalePlanToZero(const std::string& name, co
       teardown.operations.push_back(std::move(asked).value());
     }
     if (!busy.empty()) {
-      return Status(Code::kConflict,
-                    "plan '" + name + "' cannot be scaled to zero now: " + std::to_string(busy.size()) + " of its " +
-                        std::to_string(instances.size()) + " instance(s) cannot take a DELETE yet; nothing was asked",
-                    std::move(busy));
+      const std::string message = "plan '" + name + "' cannot be scaled to zero now: " + std::to_string(busy.size()) +
+                                  " of its " + std::to_string(instances.size()) +
+                                  " instance(s) cannot take a DELETE yet; nothing was asked";
+      return Status(Code::kConflict, message, std::move(busy));
     }
     tx.event("plan.scale_to_zero", "plan/" + name,
              Json{{"operations", operation_ids},
