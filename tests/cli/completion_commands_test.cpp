@@ -29,7 +29,7 @@ std::string bashCompletes(const std::filesystem::path& script, const std::string
 }  // namespace
 
 TEST_CASE("cli: the bash completion script completes nouns, verbs, options and their choices") {
-  TempDir dir;
+  tide::testing::TempDir dir;
   const std::filesystem::path script = dir.path / "tide.bash";
   CliRun printed = runShellCommand(std::string(TIDE_BINARY) + " completion bash > '" + script.string() + "'");
   REQUIRE(printed.code == 0);
@@ -48,7 +48,7 @@ TEST_CASE("cli: the bash completion script completes nouns, verbs, options and t
 }
 
 TEST_CASE("cli: the zsh completion script is produced from the same tree and parses") {
-  TempDir dir;
+  tide::testing::TempDir dir;
   const std::filesystem::path script = dir.path / "_tide";
   CliRun printed = runShellCommand(std::string(TIDE_BINARY) + " completion zsh > '" + script.string() + "'");
   REQUIRE(printed.code == 0);

@@ -115,7 +115,7 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
   CHECK(teardowns == 1);
 }
 
-TEST_CASE("cli: a teardown whose DELETEs wait for a person says so until someone approves them") {
+TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
   ServeProcess serve;
   const std::string plan = "nginx-prod-plan";
   {
@@ -144,8 +144,9 @@ TEST_CASE("cli: a teardown whose DELETEs wait for a person says so until someone
   auto teardown = std::async(std::launch::async, [&] {
     return serve.tide("deployment delete " + plan + " --scale-to-zero >" + progress_file, std::chrono::seconds(120));
   });
-  // prod-delete-manual leaves the DELETE for a person other than the one who asked for it.
+  // prod-delete-manual leaves the DELETE for two approvers, neither the one who asked for it.
   const std::string alice = serve.newToken("alice", "approver");
+  const std::string bob = serve.newToken("bob", "approver");
   int64_t waiting_delete = 0;
   INFO("the teardown printed: " << progress());
   REQUIRE(eventually(
@@ -162,8 +163,10 @@ TEST_CASE("cli: a teardown whose DELETEs wait for a person says so until someone
   const std::string waiting_line = "1 instance(s) left; waiting for approval: operation(s) " +
                                    std::to_string(waiting_delete) + " (tide operations approve ID)\n";
   REQUIRE(eventually([&] { return contains(progress(), waiting_line); }, std::chrono::seconds(60)));
-  CliRun approved = serve.tide("operations approve " + std::to_string(waiting_delete), {}, alice);
-  REQUIRE_MESSAGE(approved.code == 0, approved.err);
+  for (const std::string& approver : {alice, bob}) {
+    CliRun approved = serve.tide("operations approve " + std::to_string(waiting_delete), {}, approver);
+    REQUIRE_MESSAGE(approved.code == 0, approved.err);
+  }
 
   REQUIRE(teardown.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
   CliRun torn = teardown.get();
