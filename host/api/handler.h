@@ -184,4 +184,14 @@ ApiResponse pageReply(const ledger::Page<Record>& page) {
 // {"deleted": true, "kind": "node", "name": "..."}
 ApiResponse deletedReply(std::string_view kind, std::string_view name);
 
+// --- what people ask for ---------------------------------------------------------------
+
+// Operations people ask for outrank the controller's (priority 0), so a user's operation
+// supersedes a controller operation that is not approved yet (docs/architecture.md#records-and-states).
+constexpr int64_t kUserOperationPriority = 10;
+
+// An operation of `type` the caller asks for (its meta_instance left to the caller): intent
+// "user", requested by the caller, priority kUserOperationPriority, message `reason`.
+model::Operation userOperation(const ApiRequest& request, const std::string& type, const std::string& reason);
+
 }  // namespace tide::api

@@ -43,6 +43,7 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/plans/{name}", kViewer, plans::show},
     {"PUT", "/v1/plans/{name}", kOperator, plans::update},
     {"DELETE", "/v1/plans/{name}", kAdmin, plans::remove},
+    {"POST", "/v1/plans/{name}/scale-to-zero", kOperator, plans::scaleToZero},
 
     {"POST", "/v1/plans/{name}/deployments", kOperator, deployments::create},
     {"GET", "/v1/plans/{name}/deployments", kViewer, deployments::list},

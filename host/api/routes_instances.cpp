@@ -11,10 +11,6 @@
 namespace tide::api::instances {
 namespace {
 
-// Operations people ask for outrank the controller's (priority 0), so a user's operation
-// supersedes a controller operation that is not approved yet (docs/architecture.md#records-and-states).
-constexpr int64_t kUserOperationPriority = 10;
-
 constexpr int64_t kDefaultLogTailBytes = int64_t{64} << 10;
 constexpr int64_t kMaxLogTailBytes = int64_t{8} << 20;
 
@@ -71,13 +67,8 @@ Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
-  model::Operation operation;
+  model::Operation operation = userOperation(request, type, reason.value_or(""));
   operation.meta_instance = meta.name;
-  operation.type = type;
-  operation.intent = "user";
-  operation.requested_by = request.principal.name;
-  operation.priority = kUserOperationPriority;
-  operation.message = reason.value_or("");
   TIDE_ASSIGN_OR_RETURN(model::Operation created, context.ledger.createOperation(operation, request.principal.name));
   return recordReply(created, 201);
 }

@@ -69,4 +69,20 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
   return deletedReply("plan", name);
 }
 
+// Tears the plan down (docs/architecture.md#scaling-a-plan-to-zero): a DELETE per live
+// instance, asked for in one write, answered with the operations. Body: optional {"reason"},
+// recorded in the plan.scale_to_zero event.
+Result<ApiResponse> scaleToZero(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  const std::string& name = request.param("name");
+  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanTeardown teardown,
+                        context.ledger.scalePlanToZero(name, userOperation(request, "DELETE", reason.value_or("")),
+                                                       reason.value_or(""), request.principal.name));
+  return jsonReply(Json{{"plan", name},
+                        {"operations", teardown.operations},
+                        {"cancelled_deployments", teardown.cancelled_deployments}});
+}
+
 }  // namespace tide::api::plans

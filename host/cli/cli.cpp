@@ -72,6 +72,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addStatusCommand(app, verbs);
   OfflineAction offline;
   addPolicyCommands(app, verbs, offline);
+  addCompletionCommand(app, offline);
   checkNumbersReadably(app);
 
   try {

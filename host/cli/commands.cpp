@@ -1,9 +1,12 @@
 #include "host/cli/commands.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -185,6 +188,7 @@ Status Verbs::runChosen(std::ostream& out) const {
   TerminalSafeBuffer safe_buffer(out);
   std::ostream safe_out(&safe_buffer);
   Session session{client, flags_.output == "json" ? OutputFormat::kJson : OutputFormat::kTable, safe_out};
+  if (&out == &std::cout && ::isatty(STDOUT_FILENO)) session.terminal = &out;
   Status status = (*chosen_)(session);
   safe_out.flush();
   return status;

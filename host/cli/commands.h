@@ -25,6 +25,10 @@ struct Session {
   Client& client;
   OutputFormat format;
   std::ostream& out;
+  // The raw stdout when it is a terminal, else null: for a verb that redraws a line in
+  // place (`tide deployment watch`). What goes there must be stripped of terminal controls
+  // first (stripTerminalControls), and `out` flushed before.
+  std::ostream* terminal = nullptr;
 
   bool json() const { return format == OutputFormat::kJson; }
   // The server's JSON, pretty.
@@ -146,5 +150,12 @@ void checkNumbersReadably(CLI::App& app);
 using OfflineAction = std::function<int(std::ostream& out)>;
 // policy, scripts; `offline` is set when the command line names an offline verb.
 void addPolicyCommands(CLI::App& app, Verbs& verbs, OfflineAction& offline);
+
+// completion bash|zsh: prints a completion script for the whole of `app`, whose tree it
+// reads when it runs, so the script names every command and option there is.
+void addCompletionCommand(CLI::App& app, OfflineAction& offline);
+// The scripts `tide completion` prints, from `app`'s commands, options and their choices.
+std::string bashCompletionScript(const CLI::App& app);
+std::string zshCompletionScript(const CLI::App& app);
 
 }  // namespace tide::cli

@@ -3,11 +3,16 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/cli/event_waker.h"
+#include "host/cli/json_fields.h"
+#include "host/cli/rollout_view.h"
 #include "host/cli/views.h"
 #include "host/config/field_reader.h"
 #include "host/config/manifest.h"
@@ -124,6 +129,147 @@ void addDeploymentActionVerb(CLI::App& deployment, Verbs& verbs, const std::stri
       ->required();
 }
 
+// --- delete ----------------------------------------------------------------------------------
+
+struct DeleteFlags {
+  bool scale_to_zero = false;
+  bool no_wait = false;
+  std::string reason;
+  double interval_seconds = 1;
+};
+
+// The states in which a DELETE has ended without removing its instance: the teardown cannot
+// finish by itself.
+constexpr const char* kDeleteDeadEnds[] = {"REJECTED", "FAILED", "CANCELLED"};
+
+// How a teardown stands.
+struct TeardownProgress {
+  int64_t instances_left = 0;
+  std::vector<int64_t> waiting_for_approval;  // the teardown's DELETEs in PENDING_APPROVAL
+
+  bool operator==(const TeardownProgress&) const = default;
+};
+
+int64_t operationId(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
+
+std::string idList(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (int64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+// The teardown's DELETEs (`asked`) of plan `plan` that are in `state` now.
+Result<std::vector<Json>> askedInState(Session& session, const std::string& plan, const std::set<int64_t>& asked,
+                                       const std::string& state) {
+  TIDE_ASSIGN_OR_RETURN(Json list,
+                        session.client.getAll("/v1/operations", {{"plan", plan}, {"type", "DELETE"}, {"state", state}}));
+  std::vector<Json> found;
+  for (const Json& operation : list["items"]) {
+    if (asked.count(operationId(operation))) found.push_back(operation);
+  }
+  return found;
+}
+
+// Waits until plan `plan` has no live instance, printing how many are left and which DELETEs
+// wait for a person whenever that changes. An error when one of the DELETEs `asked` ended
+// without removing its instance (rejected, failed, cancelled).
+Status waitForTeardown(Session& session, const std::string& plan, const std::set<int64_t>& asked,
+                       double interval_seconds) {
+  EventWaker waker(session.client, "", interval_seconds);
+  std::optional<TeardownProgress> shown;
+  while (true) {
+    TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan), {{"limit", "1"}}));
+    const Json& left = at(view, {"instance_summary", "total"});
+    if (!left.is_number_integer()) return Status::internal("the plan view has no instance_summary.total");
+    TeardownProgress progress;
+    progress.instances_left = left.get<int64_t>();
+    TIDE_ASSIGN_OR_RETURN(std::vector<Json> waiting, askedInState(session, plan, asked, "PENDING_APPROVAL"));
+    for (const Json& operation : waiting) progress.waiting_for_approval.push_back(operationId(operation));
+    for (const char* state : kDeleteDeadEnds) {
+      TIDE_ASSIGN_OR_RETURN(std::vector<Json> ended, askedInState(session, plan, asked, state));
+      if (ended.empty()) continue;
+      const Json& operation = ended.front();
+      const std::string message = operation.value("message", "");
+      return Status::conflict("operation " + std::to_string(operationId(operation)) + " (DELETE of " +
+                              operation.value("meta_instance", "") + ") ended " + state +
+                              (message.empty() ? "" : ": " + message) + "; plan " + plan + " is not deleted (" +
+                              std::to_string(progress.instances_left) + " instance(s) left)");
+    }
+    if (progress != shown && !session.json()) {
+      session.out << toSecond(std::chrono::system_clock::now()) << "  " << progress.instances_left
+                  << " instance(s) left";
+      if (!progress.waiting_for_approval.empty()) {
+        session.out << "; waiting for approval: operation(s) " << idList(progress.waiting_for_approval)
+                    << " (tide operations approve ID)";
+      }
+      session.out << std::endl;
+    }
+    shown = progress;
+    if (progress.instances_left == 0) return Status::ok();
+    waker.wait();
+  }
+}
+
+// `deployment delete PLAN`: DELETE /v1/plans/{name}; with --scale-to-zero, first
+// POST /v1/plans/{name}/scale-to-zero and wait until no instance is left.
+Status deletePlan(Session& session, const std::string& plan, const DeleteFlags& flags) {
+  Json asked = nullptr;
+  if (flags.scale_to_zero) {
+    Json body = Json::object();
+    if (!flags.reason.empty()) body["reason"] = flags.reason;
+    TIDE_ASSIGN_OR_RETURN(asked, session.client.post(planPath(plan) + "/scale-to-zero", body));
+    std::set<int64_t> ids;
+    for (const Json& operation : asked["operations"]) ids.insert(operationId(operation));
+    if (!session.json()) {
+      const Json& cancelled = asked["cancelled_deployments"];
+      if (!cancelled.empty()) {
+        std::string names;
+        for (const Json& id : cancelled) names += (names.empty() ? "" : ", ") + id.get<std::string>();
+        session.out << "Cancelled the unfinished deployment(s) of plan " << plan << ": " << names << '\n';
+      }
+      session.out << "Asked to delete " << ids.size() << " instance(s) of plan " << plan
+                  << (ids.empty() ? "" : ": operation(s) " + idList({ids.begin(), ids.end()})) << '\n';
+    }
+    if (flags.no_wait) {
+      session.print(asked, [&](std::ostream& out, const Json&) {
+        out << "Not waiting: once no instance is left, `tide deployment delete " << plan << "` deletes the plan\n";
+      });
+      return Status::ok();
+    }
+    TIDE_RETURN_IF_ERROR(waitForTeardown(session, plan, ids, flags.interval_seconds));
+  }
+  Result<Json> deleted = session.client.del(planPath(plan));
+  if (!deleted.isOk()) {
+    const Status& refused = deleted.status();
+    if (refused.code() != Code::kConflict || flags.scale_to_zero) return refused;
+    return Status(refused.code(),
+                  refused.message() + " (`tide deployment delete " + plan +
+                      " --scale-to-zero` deletes its instances, through approval, and then the plan)",
+                  refused.details());
+  }
+  if (!asked.is_null()) (*deleted)["scale_to_zero"] = asked;
+  session.print(*deleted, [&](std::ostream& out, const Json&) { out << "Deployment plan deleted: " << plan << '\n'; });
+  return Status::ok();
+}
+
+void addDeleteVerb(CLI::App& deployment, Verbs& verbs) {
+  auto flags = std::make_shared<DeleteFlags>();
+  CLI::App* verb = addNamedVerb(
+      deployment, verbs, "delete",
+      "Delete a deployment plan; with --scale-to-zero, delete its instances first (through approval)",
+      "deployment plan name", [flags](Session& session, const std::string& plan) {
+        return deletePlan(session, plan, *flags);
+      });
+  verb->add_flag("--scale-to-zero", flags->scale_to_zero,
+                 "cancel the plan's unfinished deployments and ask for a DELETE of every instance, wait until none "
+                 "is left (DELETEs that need approval are named), then delete the plan");
+  verb->add_flag("--no-wait", flags->no_wait, "with --scale-to-zero: return once the DELETEs are asked for");
+  verb->add_option("--reason", flags->reason, "with --scale-to-zero: why, recorded with the teardown (the plan.scale_to_zero event)");
+  verb->add_option("--interval", flags->interval_seconds,
+                   "seconds between looks when nothing happens (default 1)")
+      ->check(CLI::PositiveNumber);
+}
+
 }  // namespace
 
 void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
@@ -142,6 +288,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
   addAddDeploymentVerb(*deployment, verbs);
   addUpdateVerb(*deployment, verbs);
   addDeploymentActionVerb(*deployment, verbs, "cancel", "cancel-deployment", "Cancel a deployment of a plan");
+  addDeleteVerb(*deployment, verbs);
   addOperationVerbs(*deployment, verbs);
   addRolloutVerbs(*deployment, verbs);
 }

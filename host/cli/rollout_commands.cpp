@@ -2,21 +2,20 @@
 // rollout and following it (docs/architecture.md#rollouts, docs/architecture.md#cli-and-host-configuration). Every verb
 // acts on the deployment named by -D, else on the plan's newest, and says which one.
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <chrono>
-#include <cmath>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "host/cli/commands.h"
+#include "host/cli/event_waker.h"
 #include "host/cli/rollout_view.h"
 #include "host/model/transitions.h"
 
 namespace tide::cli {
 namespace {
-
-// The events long poll lasts whole seconds, at most this many (the server's limit).
-constexpr double kMaxEventWaitSeconds = 60;
 
 std::string deploymentPath(const std::string& plan, const std::string& id) {
   return planPath(plan) + "/deployments/" + pathSegment(id);
@@ -102,41 +101,33 @@ void addControlVerb(CLI::App& deployment, Verbs& verbs, const RolloutControl& co
 struct WatchFlags {
   std::string deployment_id;
   double interval_seconds = 1;
+  bool no_progress = false;
 };
 
-// Waits until the deployment may have changed: the events long poll for its subject
-// returns as soon as the ledger records something about it, and after `interval` at the
-// latest (whole seconds), so instance changes, which are events of other subjects, are
-// seen too. When the server's events cannot be read, it sleeps `interval` instead.
-class RolloutWaker {
+// The line `watch` redraws on a terminal; ended with a newline once anything was drawn, so
+// what follows (the shell's prompt, an error) starts on a line of its own.
+class ProgressLine {
  public:
-  RolloutWaker(Client& client, std::string subject, double interval_seconds)
-      : client_(client), subject_(std::move(subject)), interval_seconds_(interval_seconds) {
-    Result<Json> seen = client_.getAll("/v1/events", {{"subject", subject_}});
-    if (seen.isOk()) advancePast((*seen)["items"]);
+  explicit ProgressLine(std::ostream& terminal) : terminal_(terminal) {}
+  ~ProgressLine() {
+    if (drawn_) terminal_ << '\n' << std::flush;
   }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
 
-  void wait() {
-    double wait_seconds = std::clamp(std::ceil(interval_seconds_), 1.0, kMaxEventWaitSeconds);
-    Result<Json> page = client_.get("/v1/events", {{"after", std::to_string(after_)},
-                                                   {"subject", subject_},
-                                                   {"wait", std::to_string(static_cast<int>(wait_seconds))}});
-    if (page.isOk()) {
-      advancePast((*page)["items"]);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(interval_seconds_));
+  void draw(const RolloutSample& sample) {
+    terminal_ << redrawProgressLine(sample, width()) << std::flush;
+    drawn_ = true;
   }
 
  private:
-  void advancePast(const Json& events) {
-    if (events.is_array() && !events.empty()) after_ = events.back().value("seq", after_);
+  static int width() {
+    winsize size{};
+    return ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
   }
 
-  Client& client_;
-  const std::string subject_;
-  const double interval_seconds_;
-  int64_t after_ = 0;
+  std::ostream& terminal_;
+  bool drawn_ = false;
 };
 
 const Json* findDeployment(const Json& deployments, const std::string& id) {
@@ -153,8 +144,13 @@ const Json* findDeployment(const Json& deployments, const std::string& id) {
 Status watchRollout(Session& session, const std::string& plan, const WatchFlags& flags) {
   TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan)));
   TIDE_ASSIGN_OR_RETURN(Target target, chooseDeployment(plan, flags.deployment_id, view["deployments"]));
-  RolloutWaker waker(session.client, "deployment/" + plan + "/" + target.id, flags.interval_seconds);
+  EventWaker waker(session.client, "deployment/" + plan + "/" + target.id, flags.interval_seconds);
   if (!session.json()) session.out << "Watching deployment " << target.describe(plan) << '\n';
+  std::optional<ProgressLine> bar;
+  if (session.terminal != nullptr && !session.json() && !flags.no_progress) {
+    session.out.flush();
+    bar.emplace(*session.terminal);
+  }
   std::optional<RolloutSample> shown;
   while (true) {
     const Json* deployment = findDeployment(view["deployments"], target.id);
@@ -162,8 +158,12 @@ Status watchRollout(Session& session, const std::string& plan, const WatchFlags&
     RolloutSample sample = sampleRollout(view, *deployment);
     if (sample != shown) {
       TimePoint now = std::chrono::system_clock::now();
-      session.out << (session.json() ? watchJson(sample, now).dump() : formatWatchLine(sample, now)) << '\n';
-      session.out.flush();
+      if (bar) {
+        bar->draw(sample);
+      } else {
+        session.out << (session.json() ? watchJson(sample, now).dump() : formatWatchLine(sample, now)) << '\n';
+        session.out.flush();
+      }
       shown = sample;
     }
     if (model::isRolloutOver(sample.state)) {
@@ -188,6 +188,8 @@ void addWatchVerb(CLI::App& deployment, Verbs& verbs) {
   verb->add_option("--interval", flags->interval_seconds,
                    "seconds between looks when nothing about the deployment happens (default 1)")
       ->check(CLI::PositiveNumber);
+  verb->add_flag("--no-progress", flags->no_progress,
+                 "on a terminal too, print a line per change (as into a pipe) instead of redrawing a progress line");
 }
 
 }  // namespace

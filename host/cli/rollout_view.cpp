@@ -8,6 +8,7 @@
 
 #include "host/cli/json_fields.h"
 #include "host/cli/table.h"
+#include "host/cli/terminal_text.h"
 #include "host/model/records.h"
 #include "host/model/transitions.h"
 
@@ -38,13 +39,6 @@ std::optional<TimePoint> timeOf(const Json& value) {
 
 double secondsBetween(TimePoint from, TimePoint to) { return std::chrono::duration<double>(to - from).count(); }
 
-// "2026-11-21T15:46:15Z": the ledger's timestamps without their milliseconds.
-std::string toSecond(TimePoint when) {
-  std::string stamp = formatTimestamp(when);
-  size_t dot = stamp.find('.');
-  return dot == std::string::npos ? stamp : stamp.substr(0, dot) + "Z";
-}
-
 // "new 50 / old 50", from the strategy's {new, old} (other keys follow in name order).
 std::string formatWeights(const Json& weights) {
   if (!weights.is_object() || weights.empty()) return "";
@@ -67,6 +61,48 @@ std::string formatStep(const RolloutSample& sample) {
 
 std::string formatCount(const InstanceCount& count) {
   return std::to_string(count.ready) + "/" + std::to_string(count.total) + " ready";
+}
+
+// The message, then what the rollout waits for unless the message already says it.
+std::string messageAndWaitingFor(const RolloutSample& sample) {
+  std::string tail = sample.message;
+  if (!sample.waiting_for.empty() && tail.find(sample.waiting_for) == std::string::npos) {
+    tail += (tail.empty() ? "" : "; ") + std::string("waiting for: ") + sample.waiting_for;
+  }
+  return tail;
+}
+
+// The parts of a watch line, two spaces apart.
+std::string joinParts(const std::vector<std::string>& parts) {
+  std::string line;
+  for (const std::string& part : parts) line += (line.empty() ? "" : "  ") + part;
+  return line;
+}
+
+constexpr int kProgressBarCells = 20;
+constexpr int kDefaultTerminalWidth = 80;
+
+// "[########............] 2/5 ready": the new instances ready out of those asked for (all
+// cells once the rollout completed, whatever the count).
+std::string progressBar(const RolloutSample& sample) {
+  const int64_t wanted = std::max(sample.instance_count, sample.new_instances.total);
+  int64_t filled = wanted > 0 ? sample.new_instances.ready * kProgressBarCells / wanted : 0;
+  if (sample.state == "COMPLETED") filled = kProgressBarCells;
+  filled = std::clamp<int64_t>(filled, 0, kProgressBarCells);
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(static_cast<size_t>(kProgressBarCells - filled), '.') + "] " +
+         std::to_string(sample.new_instances.ready) + "/" + std::to_string(wanted) + " ready";
+}
+
+// The first `columns` characters of UTF-8 `text` (a character being a lead byte and its
+// continuation bytes).
+std::string firstColumns(const std::string& text, int columns) {
+  int seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool continuation = (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+    if (!continuation && seen++ == columns) return text.substr(0, i);
+  }
+  return text;
 }
 
 // "alice at 2026-...", leaving out what the signal does not say.
@@ -144,6 +180,12 @@ std::string describePendingSignals(const Json& signals) {
 
 }  // namespace
 
+std::string toSecond(TimePoint when) {
+  std::string stamp = formatTimestamp(when);
+  size_t dot = stamp.find('.');
+  return dot == std::string::npos ? stamp : stamp.substr(0, dot) + "Z";
+}
+
 const Json* newestDeployment(const Json& deployments) {
   const Json* newest = nullptr;
   for (const Json& deployment : items(deployments)) {
@@ -181,6 +223,7 @@ RolloutSample sampleRollout(const Json& plan_view, const Json& deployment) {
   sample.step = integer(at(rollout, {"step"}));
   const Json& steps = at(rollout, {"steps"});
   sample.steps = steps.is_array() ? std::optional<int64_t>(static_cast<int64_t>(steps.size())) : integer(steps);
+  sample.instance_count = integer(at(deployment, {"instance_count"})).value_or(0);
   const Json& weights = at(rollout, {"weights"});
   if (weights.is_object()) sample.weights = weights;
   // A strategy's last word on what it waits for outlives an abort or a cancel.
@@ -204,14 +247,24 @@ std::string formatWatchLine(const RolloutSample& sample, TimePoint when) {
   if (std::string step = formatStep(sample); !step.empty()) parts.push_back("step " + step);
   if (std::string weights = formatWeights(sample.weights); !weights.empty()) parts.push_back("weights " + weights);
   parts.push_back("new " + formatCount(sample.new_instances) + ", old " + formatCount(sample.old_instances));
-  std::string tail = sample.message;
-  if (!sample.waiting_for.empty() && tail.find(sample.waiting_for) == std::string::npos) {
-    tail += (tail.empty() ? "" : "; ") + std::string("waiting for: ") + sample.waiting_for;
-  }
-  if (!tail.empty()) parts.push_back(tail);
-  std::string line;
-  for (const std::string& part : parts) line += (line.empty() ? "" : "  ") + part;
-  return line;
+  if (std::string tail = messageAndWaitingFor(sample); !tail.empty()) parts.push_back(tail);
+  return joinParts(parts);
+}
+
+std::string formatProgressLine(const RolloutSample& sample, int width) {
+  std::vector<std::string> parts = {sample.deployment_id, sample.state, progressBar(sample)};
+  if (std::string step = formatStep(sample); !step.empty()) parts.push_back("step " + step);
+  if (std::string weights = formatWeights(sample.weights); !weights.empty()) parts.push_back("weights " + weights);
+  if (sample.old_instances.total > 0) parts.push_back("old " + formatCount(sample.old_instances));
+  if (std::string tail = messageAndWaitingFor(sample); !tail.empty()) parts.push_back(tail);
+  // Newlines and tabs too: the line must stay one line of known width.
+  std::string flat = stripTerminalControls(joinParts(parts));
+  std::replace_if(flat.begin(), flat.end(), [](char c) { return c == '\n' || c == '\t'; }, ' ');
+  return firstColumns(flat, (width > 1 ? width : kDefaultTerminalWidth) - 1);
+}
+
+std::string redrawProgressLine(const RolloutSample& sample, int width) {
+  return "\r" + formatProgressLine(sample, width) + "\x1b[K";
 }
 
 Json watchJson(const RolloutSample& sample, TimePoint when) {

@@ -24,6 +24,9 @@ using Json = nlohmann::json;
 // created_at); nullptr when there is none.
 const Json* newestDeployment(const Json& deployments);
 
+// "2026-11-21T15:46:15Z": the ledger's timestamps without their milliseconds.
+std::string toSecond(TimePoint when);
+
 // "45s", "2m05s", "1h02m03s"; negative durations count as 0.
 std::string formatDuration(double seconds);
 
@@ -47,6 +50,7 @@ struct RolloutSample {
   std::string waiting_for;       // "" once the deployment is in a terminal state
   InstanceCount new_instances;   // meta instances of this deployment
   InstanceCount old_instances;   // live meta instances of earlier deployments
+  int64_t instance_count = 0;    // how many instances the deployment asks for
 
   // Whether anything watch reports differs: state, message, step, weights, waiting_for
   // or the instance counts.
@@ -63,6 +67,16 @@ RolloutSample sampleRollout(const Json& plan_view, const Json& deployment);
 std::string formatWatchLine(const RolloutSample& sample, TimePoint when);
 // The same as one JSON object, for `-o json` (one object per line).
 Json watchJson(const RolloutSample& sample, TimePoint when);
+
+// `tide deployment watch` on a terminal: one line that redraws in place. The line is
+// "dev-1  IN_PROGRESS  [########............] 2/5 ready  step 1/3  weights new 20 / old 80
+// old 3/3 ready  waiting for: ..." (the step, weights and old instances only when there are
+// any; the bar and count are of the new instances ready out of instance_count; the message,
+// then waiting_for unless the message already says it), stripped of terminal controls and cut
+// to `width` - 1 characters so that the terminal never wraps it.
+std::string formatProgressLine(const RolloutSample& sample, int width);
+// "\r", the line, then "\x1b[K" (erase what a longer line before it left).
+std::string redrawProgressLine(const RolloutSample& sample, int width);
 
 // The "Rollout" section of `tide deployment show` for `deployment` under `plan` (the plan
 // record, whose strategy the deployment's may override). Times are measured to `now`.

@@ -180,6 +180,21 @@ class Ledger {
                             const std::string& actor, const std::string& message = "");
   // Refused (kConflict) while the plan has live meta instances or unfinished deployments.
   Status deletePlan(const std::string& name, Generation generation, const std::string& actor);
+  // What scalePlanToZero asked for.
+  struct PlanTeardown {
+    std::vector<Operation> operations;               // a DELETE per live meta instance, in instance order
+    std::vector<std::string> cancelled_deployments;  // the plan's unfinished deployments, now CANCELLED
+  };
+  // Tears plan `name` down in one transaction (docs/architecture.md#scaling-a-plan-to-zero):
+  // its unfinished deployments become CANCELLED and their operations are cancelled as an
+  // abort cancels them, so no strategy asks for more instances; then every live meta
+  // instance gets `delete_operation` (a DELETE; its meta_instance is filled in) unless it
+  // has an unfinished DELETE already, which is answered instead. The DELETEs go through the
+  // policies like any other operation. kConflict naming every instance that cannot take a
+  // DELETE now (another operation of it has started), and nothing is written. Appends
+  // "plan.scale_to_zero" {operations, cancelled_deployments, reason}.
+  Result<PlanTeardown> scalePlanToZero(const std::string& name, const Operation& delete_operation,
+                                       const std::string& reason, const std::string& actor);
 
   // --- deployments ---------------------------------------------------------------------
   // `deployment.plan` names an ACTIVE plan; every payload name must be one of the plan's

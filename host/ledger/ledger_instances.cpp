@@ -361,6 +361,18 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   return loadOperation(tx.db(), id);
 }
 
+}  // namespace
+
+Result<Operation> insertDeleteOnce(Ledger::Tx& tx, const Operation& operation) {
+  TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), operation.meta_instance));
+  Where open(kOperationSelect);
+  open.eq("m.name", meta.name).eq("o.type", "DELETE").raw("o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES);
+  if (Result<Operation> asked = fetchOne(tx.db(), open, "", operationFromRow); asked.isOk()) return asked;
+  return insertOperation(tx, meta, operation);
+}
+
+namespace {
+
 // The body of createMetaInstance, shared with createInstanceWithOperation.
 Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const std::string& deployment_id) {
   long long plan_id = 0, deployment_ref = 0;

@@ -178,6 +178,9 @@ Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster);
 Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings = nullptr);
 Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings = nullptr);
 Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment);
+// A DELETE (`operation`, its meta_instance set) for a plan teardown: the unfinished DELETE
+// the meta instance already has, else a new one as createOperation writes it (and refuses).
+Result<Operation> insertDeleteOnce(Ledger::Tx& tx, const Operation& operation);
 // A `kind` event ("plan.warning", "node.warning") {warnings: [{field, message}]} on
 // `subject`, when there are any.
 void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& subject,

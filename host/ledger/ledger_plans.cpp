@@ -762,4 +762,50 @@ Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::str
   });
 }
 
+
+Result<Ledger::PlanTeardown> Ledger::scalePlanToZero(const std::string& name, const Operation& delete_operation,
+                                                     const std::string& reason, const std::string& actor) {
+  return write("scale plan to zero", actor, [&](Tx& tx) -> Result<PlanTeardown> {
+    TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.db(), name));
+    PlanTeardown teardown;
+    const std::string why = "plan " + name + " scaled to zero by " + actor;
+    for (const Deployment& d : deploymentsOf(tx.db(), name)) {
+      if (!unfinishedDeploymentState(d.state)) continue;
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "CANCELLED", std::nullopt, "cancelled: " + why));
+      TIDE_RETURN_IF_ERROR(cancelOperationsOf(tx, d, "deployment " + d.deployment_id + " cancelled: " + why));
+      teardown.cancelled_deployments.push_back(d.deployment_id);
+    }
+    std::vector<std::string> instances;
+    tx.db().forEachRow(
+        "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> 'DELETED' ORDER BY id",
+        [&](const soci::row& row) { instances.push_back(rowString(row, 0)); },
+        soci::use(static_cast<long long>(plan.meta.id)));
+    std::vector<ErrorDetail> busy;
+    Json operation_ids = Json::array();
+    for (const std::string& instance : instances) {
+      Operation operation = delete_operation;
+      operation.meta_instance = instance;
+      Result<Operation> asked = insertDeleteOnce(tx, operation);
+      if (!asked.isOk()) {
+        if (asked.status().code() != Code::kConflict) return asked.status();
+        busy.push_back({instance, asked.status().message(), ""});
+        continue;
+      }
+      operation_ids.push_back(asked->meta.id);
+      teardown.operations.push_back(std::move(asked).value());
+    }
+    if (!busy.empty()) {
+      const std::string message = "plan '" + name + "' cannot be scaled to zero now: " + std::to_string(busy.size()) +
+                                  " of its " + std::to_string(instances.size()) +
+                                  " instance(s) cannot take a DELETE yet; nothing was asked";
+      return Status(Code::kConflict, message, std::move(busy));
+    }
+    tx.event("plan.scale_to_zero", "plan/" + name,
+             Json{{"operations", operation_ids},
+                  {"cancelled_deployments", teardown.cancelled_deployments},
+                  {"reason", reason}});
+    return teardown;
+  });
+}
+
 }  // namespace tide::ledger

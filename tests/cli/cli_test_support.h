@@ -3,7 +3,9 @@
 // API server on an ephemeral port over an in-memory ledger.
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -46,6 +48,18 @@ inline CliRun runCli(std::vector<std::string> args, std::ostream* out_stream = n
   result.code = cli::run(static_cast<int>(argv.size()), argv.data(), out_stream ? *out_stream : out, err);
   result.out = out.str();
   result.err = err.str();
+  return result;
+}
+
+// What `command` (run by /bin/sh) prints on stdout, and its exit code; stderr is left alone.
+inline CliRun runShellCommand(const std::string& command) {
+  CliRun result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
 

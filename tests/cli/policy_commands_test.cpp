@@ -1,9 +1,6 @@
 // `tide scripts test` (and its alias `tide policy test`): run() in-process for the output,
 // and the `tide` binary as a process for the exit code and the JSON.
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -55,14 +52,7 @@ void writeFailingScripts(const fs::path& root) {
 
 // `TIDE_BINARY <args>` as a process.
 CliRun runBinary(const std::string& args) {
-  CliRun result;
-  FILE* pipe = ::popen((std::string(TIDE_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return runShellCommand(std::string(TIDE_BINARY) + " " + args + " 2>/dev/null");
 }
 
 }  // namespace

@@ -178,3 +178,31 @@ TEST_CASE("cli: watch reports a change of state, step, weights or readiness but 
   healthier["instance_summary"]["by_deployment"]["deployment-1"]["ready"] = 2;
   CHECK(sampleRollout(healthier, pausedCanary()) != before);
 }
+
+TEST_CASE("cli: the progress line of a watch on a terminal, cut to the terminal's width") {
+  const RolloutSample paused = sampleRollout(canaryView(), pausedCanary());
+  CHECK(formatProgressLine(paused, 200) ==
+        "deployment-2  PAUSED  [##########..........] 1/2 ready  step 2/3  weights new 50 / old 50  old 1/2 ready  "
+        "paused by alice; waiting for: promotion");
+  CHECK(formatProgressLine(paused, 40) == "deployment-2  PAUSED  [##########......");
+  CHECK(redrawProgressLine(paused, 40) == "\rdeployment-2  PAUSED  [##########......\x1b[K");
+  // An unknown width (not a terminal's) is taken as 80 columns.
+  CHECK(formatProgressLine(paused, 0) == formatProgressLine(paused, 80));
+  CHECK(formatProgressLine(paused, 0).size() == 79);
+
+  // A rolling deployment that completed: no step, no weights, no old instances.
+  Json completed = Json::parse(R"({"plan": "web", "deployment_id": "dev-1", "instance_count": 3,
+                                   "state": "COMPLETED", "message": "3 instances run the new version"})");
+  Json view = Json::parse(R"({"instance_summary": {"by_deployment": {"dev-1": {"total": 3, "ready": 3}}}})");
+  CHECK(formatProgressLine(sampleRollout(view, completed), 120) ==
+        "dev-1  COMPLETED  [####################] 3/3 ready  3 instances run the new version");
+
+  // The server's text cannot move the cursor or break the line, and a cut never splits a character.
+  Json failed = Json::parse(R"({"plan": "web", "deployment_id": "dev-1", "instance_count": 1, "state": "FAILED"})");
+  failed["message"] = "bad\x1b[31m\nthing";
+  CHECK(formatProgressLine(sampleRollout(Json::object(), failed), 120) ==
+        "dev-1  FAILED  [....................] 0/1 ready  bad thing");
+  failed["message"] = "größe";
+  CHECK(formatProgressLine(sampleRollout(Json::object(), failed), 53) ==
+        "dev-1  FAILED  [....................] 0/1 ready  grö");
+}

@@ -168,13 +168,7 @@ class ServeProcess {
     std::string command =
         timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + (token.empty() ? token_ : token) +
         " 2>" + err_file;
-    CliRun result;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.out.append(buffer, n);
-    int status = ::pclose(pipe);
-    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    CliRun result = runShellCommand(command);
     std::stringstream err;
     err << std::ifstream(err_file).rdbuf();
     result.err = err.str();

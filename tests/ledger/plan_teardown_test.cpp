@@ -1,0 +1,118 @@
+// Ledger::scalePlanToZero: a plan torn down in one write, or not at all.
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "host/ledger/ledger.h"
+#include "tests/ledger/ledger_test_util.h"
+
+using namespace tide;
+using namespace tide::ledger;
+using tide::testing::LedgerFixture;
+
+namespace {
+
+// A DELETE as a person asks for it through the API.
+model::Operation teardownDelete() {
+  model::Operation operation;
+  operation.type = "DELETE";
+  operation.intent = "user";
+  operation.requested_by = "alice";
+  operation.priority = 10;
+  return operation;
+}
+
+std::vector<model::Event> teardownEvents(LedgerFixture& f) {
+  ListOptions options;
+  options.filters["kind"] = "plan.scale_to_zero";
+  auto page = f.ledger->listEvents(options);
+  REQUIRE(page.isOk());
+  return page->items;
+}
+
+}  // namespace
+
+TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole, naming the instance") {
+  LedgerFixture f;
+  const std::string busy = f.addInstance();
+  auto idle = f.ledger->createMetaInstance("web", "d1", "test");
+  REQUIRE(idle.isOk());
+  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  const model::Operation create = f.addOperation(idle->name, "CREATE");
+  // A person's RESTART under way: it is nobody's rollout, so cancelling d1 leaves it running.
+  model::Operation restart;
+  restart.meta_instance = busy;
+  restart.type = "RESTART";
+  restart.intent = "user";
+  restart.priority = 10;
+  auto running = f.ledger->createOperation(restart, "bob");
+  REQUIRE(running.isOk());
+  REQUIRE(f.ledger->setOperationState(running->meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->setOperationState(running->meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  const int64_t events_before = f.eventCount();
+
+  auto refused = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.status().code() == Code::kConflict);
+  CHECK(refused.status().message() ==
+        "plan 'web' cannot be scaled to zero now: 1 of its 2 instance(s) cannot take a DELETE yet; nothing was asked");
+  REQUIRE(refused.status().details().size() == 1);
+  CHECK(refused.status().details()[0].field == busy);
+  CHECK(refused.status().details()[0].message ==
+        "instance '" + busy + "' already has operation " + std::to_string(running->meta.id) + " (RESTART, RUNNING)");
+  // Nothing was written: the rollout goes on, its CREATE waits, no DELETE, no event.
+  CHECK(f.ledger->getDeployment("web", "d1")->state == "IN_PROGRESS");
+  CHECK(f.ledger->getOperation(create.meta.id)->state == "PENDING");
+  CHECK(f.eventCount() == events_before);
+
+  REQUIRE(f.ledger->setOperationState(running->meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE_MESSAGE(teardown.isOk(), teardown.status().toString());
+  CHECK(teardown->cancelled_deployments == std::vector<std::string>{"d1"});
+  REQUIRE(teardown->operations.size() == 2);
+  CHECK(teardown->operations[0].meta_instance == busy);
+  CHECK(teardown->operations[1].meta_instance == idle->name);
+  for (const model::Operation& operation : teardown->operations) {
+    CHECK(operation.type == "DELETE");
+    CHECK(operation.state == "PENDING");
+    CHECK(operation.intent == "user");
+    CHECK(operation.priority == 10);
+    CHECK(operation.requested_by == "alice");
+  }
+  auto cancelled = f.ledger->getDeployment("web", "d1");
+  CHECK(cancelled->state == "CANCELLED");
+  CHECK(cancelled->message == "cancelled: plan web scaled to zero by alice");
+  CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
+  const std::vector<model::Event> events = teardownEvents(f);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].subject == "plan/web");
+  CHECK(events[0].data == nlohmann::json{{"operations", {teardown->operations[0].meta.id, teardown->operations[1].meta.id}},
+                                         {"cancelled_deployments", {"d1"}},
+                                         {"reason", "retire"}});
+
+  // Asking again asks for nothing twice: the DELETEs under way are the answer.
+  auto again = f.ledger->scalePlanToZero("web", teardownDelete(), "again", "alice");
+  REQUIRE(again.isOk());
+  CHECK(again->cancelled_deployments.empty());
+  REQUIRE(again->operations.size() == 2);
+  CHECK(again->operations[0].meta.id == teardown->operations[0].meta.id);
+  CHECK(again->operations[1].meta.id == teardown->operations[1].meta.id);
+
+  // The plan itself goes only once no instance is left.
+  Status early = f.ledger->deletePlan("web", std::nullopt, "alice");
+  CHECK(early.code() == Code::kConflict);
+}
+
+TEST_CASE("ledger: scaling an unknown plan to zero is not found; an empty plan asks for nothing") {
+  LedgerFixture f;
+  CHECK(f.ledger->scalePlanToZero("nope", teardownDelete(), "", "alice").status().code() == Code::kNotFound);
+  f.addInventory();
+  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  auto empty = f.ledger->scalePlanToZero("web", teardownDelete(), "", "alice");
+  REQUIRE(empty.isOk());
+  CHECK(empty->operations.empty());
+  CHECK(empty->cancelled_deployments.empty());
+  CHECK(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+}
