@@ -351,13 +351,17 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
   const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
   const std::string state = "PENDING", decision = operation.decision.dump();
   long long id = 0;
+  // The requester's reason is the operation's first message (a later state change replaces
+  // it) and stays in the operation.created event.
   tx.db().run(
-      "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, "
-      "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :c, :u) RETURNING id",
+      "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, message, "
+      "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :msg, :c, :u) RETURNING id",
       soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by), soci::use(decision),
-      soci::use(priority), soci::use(state), soci::use(tx.now()), soci::use(tx.now()), soci::into(id));
-  tx.event("operation.created", "operation/" + std::to_string(id),
-           Json{{"instance", meta.name}, {"type", operation.type}, {"intent", intent}});
+      soci::use(priority), soci::use(state), soci::use(operation.message), soci::use(tx.now()), soci::use(tx.now()),
+      soci::into(id));
+  Json created = {{"instance", meta.name}, {"type", operation.type}, {"intent", intent}};
+  if (!operation.message.empty()) created["reason"] = operation.message;
+  tx.event("operation.created", "operation/" + std::to_string(id), std::move(created));
   return loadOperation(tx.db(), id);
 }
 

@@ -217,6 +217,24 @@ TEST_CASE("ledger: one unfinished operation per meta instance, higher priority s
   CHECK(f.ledger->createOperation(bogus, "alice").status().code() == Code::kInvalidArgument);
 }
 
+TEST_CASE("ledger: a requester's reason is the operation's first message and stays in its created event") {
+  LedgerFixture f;
+  const std::string meta = f.addInstance();
+  Operation restart;
+  restart.meta_instance = meta;
+  restart.type = "CREATE";
+  restart.intent = "user";
+  restart.message = "INC-4711: bring it up";
+  auto created = f.ledger->createOperation(restart, "alice");
+  REQUIRE(created.isOk());
+  CHECK(created->message == "INC-4711: bring it up");
+  auto events = f.ledger->listEvents({100, 0, {{"subject", "operation/" + std::to_string(created->meta.id)}}});
+  REQUIRE(events.isOk());
+  REQUIRE(events->items.size() == 1);
+  CHECK(events->items[0].kind == "operation.created");
+  CHECK(events->items[0].data["reason"] == "INC-4711: bring it up");
+}
+
 TEST_CASE("ledger: lists paginate by id and reject unknown filters") {
   LedgerFixture f;
   f.addInventory();
