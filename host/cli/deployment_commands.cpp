@@ -241,6 +241,13 @@ Status deletePlan(Session& session, const std::string& plan, const DeleteFlags& 
   Result<Json> deleted = session.client.del(planPath(plan));
   if (!deleted.isOk()) {
     const Status& refused = deleted.status();
+    if (flags.scale_to_zero && refused.code() == Code::kPermissionDenied) {
+      // Scaling to zero is an operator's; deleting the plan an admin's.
+      return Status(refused.code(),
+                    "no instance of plan " + plan + " is left, but deleting the plan itself needs the admin role (" +
+                        refused.message() + "); an admin runs `tide deployment delete " + plan + "`",
+                    refused.details());
+    }
     if (refused.code() != Code::kConflict || flags.scale_to_zero) return refused;
     return Status(refused.code(),
                   refused.message() + " (`tide deployment delete " + plan +

@@ -68,6 +68,16 @@ TEST_CASE("cli: deployment delete --scale-to-zero --no-wait answers what it aske
   CHECK(Json::parse(again.out) ==
         Json{{"plan", kExamplePlan}, {"operations", Json::array()}, {"cancelled_deployments", Json::array()}});
 
+  // An operator may scale a plan to zero; deleting the plan is an admin's, and the answer says so.
+  CliRun operator_token = live.run({"token", "create", "--name", "ops", "--role", "operator", "-o", "json"});
+  REQUIRE_MESSAGE(operator_token.code == 0, operator_token.err);
+  CliRun by_operator = runCli({"deployment", "delete", kExamplePlan, "--scale-to-zero", "--server", live.url, "--token",
+                               Json::parse(operator_token.out)["token"].get<std::string>()});
+  CHECK(by_operator.code == 1);
+  CHECK(by_operator.err.find("error: no instance of plan " + kExamplePlan +
+                             " is left, but deleting the plan itself needs the admin role (") == 0);
+  CHECK(by_operator.err.find("an admin runs `tide deployment delete " + kExamplePlan + "`\n") != std::string::npos);
+
   CliRun deleted = live.run({"deployment", "delete", kExamplePlan});
   REQUIRE_MESSAGE(deleted.code == 0, deleted.err);
   CHECK(deleted.out == "Deployment plan deleted: " + kExamplePlan + "\n");
@@ -113,6 +123,15 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
     CHECK(event["data"]["reason"] == "retired");
   }
   CHECK(teardowns == 1);
+  // Each DELETE carries the reason too, from its operation.created event on.
+  int reasoned_deletes = 0;
+  for (const Json& event : log["items"]) {
+    if (event.value("kind", "") == "operation.created" && event["data"].value("type", "") == "DELETE") {
+      CHECK(event["data"].value("reason", "") == "retired");
+      ++reasoned_deletes;
+    }
+  }
+  CHECK(reasoned_deletes == 3);
 }
 
 TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
