@@ -195,7 +195,8 @@ TEST_CASE("cli: instances list hides DELETED meta instances unless --all and sho
   REQUIRE_MESSAGE(listed.code == 0, listed.err);
   CHECK_FALSE(contains(listed.out, gone));
   CHECK(contains(rowOf(listed.out, running[1]), " ACTIVE "));
-  for (const Json& entry : tideJson(serve, "instances list")["items"]) CHECK(entry["meta_instance"]["name"] != gone);
+  const Json listed_json = tideJson(serve, "instances list");  // the loop below must not outlive it
+  for (const Json& entry : listed_json["items"]) CHECK(entry["meta_instance"]["name"] != gone);
 
   CliRun all = serve.tide("instances list --all --plan " + kActivityDevPlan);
   const std::string row = rowOf(all.out, gone);
