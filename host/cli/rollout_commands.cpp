@@ -102,7 +102,20 @@ struct WatchFlags {
   std::string deployment_id;
   double interval_seconds = 1;
   bool no_progress = false;
+  const CLI::Option* output = nullptr;  // the verb's -o, to tell `-o table` from the default
 };
+
+enum class WatchOutput { kProgressLine, kTextLines, kJsonLines };
+
+// What `watch` prints: `-o json` a JSON object per change, `-o table` (or --no-progress) a
+// readable line per change; neither, a progress line redrawn on a terminal and JSON lines
+// (NDJSON) into a pipe or a file, for the scripts that read them.
+WatchOutput chooseWatchOutput(const Session& session, const WatchFlags& flags) {
+  if (session.json()) return WatchOutput::kJsonLines;
+  const bool table_asked = flags.output != nullptr && flags.output->count() > 0;
+  if (flags.no_progress || table_asked) return WatchOutput::kTextLines;
+  return session.terminal != nullptr ? WatchOutput::kProgressLine : WatchOutput::kJsonLines;
+}
 
 // The line `watch` redraws on a terminal; ended with a newline once anything was drawn, so
 // what follows (the shell's prompt, an error) starts on a line of its own.
@@ -145,9 +158,10 @@ Status watchRollout(Session& session, const std::string& plan, const WatchFlags&
   TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan)));
   TIDE_ASSIGN_OR_RETURN(Target target, chooseDeployment(plan, flags.deployment_id, view["deployments"]));
   EventWaker waker(session.client, "deployment/" + plan + "/" + target.id, flags.interval_seconds);
-  if (!session.json()) session.out << "Watching deployment " << target.describe(plan) << '\n';
+  const WatchOutput output = chooseWatchOutput(session, flags);
+  if (output != WatchOutput::kJsonLines) session.out << "Watching deployment " << target.describe(plan) << '\n';
   std::optional<ProgressLine> bar;
-  if (session.terminal != nullptr && !session.json() && !flags.no_progress) {
+  if (output == WatchOutput::kProgressLine) {
     session.out.flush();
     bar.emplace(*session.terminal);
   }
@@ -161,7 +175,8 @@ Status watchRollout(Session& session, const std::string& plan, const WatchFlags&
       if (bar) {
         bar->draw(sample);
       } else {
-        session.out << (session.json() ? watchJson(sample, now).dump() : formatWatchLine(sample, now)) << '\n';
+        session.out << (output == WatchOutput::kJsonLines ? watchJson(sample, now).dump() : formatWatchLine(sample, now))
+                    << '\n';
         session.out.flush();
       }
       shown = sample;
@@ -189,7 +204,9 @@ void addWatchVerb(CLI::App& deployment, Verbs& verbs) {
                    "seconds between looks when nothing about the deployment happens (default 1)")
       ->check(CLI::PositiveNumber);
   verb->add_flag("--no-progress", flags->no_progress,
-                 "on a terminal too, print a line per change (as into a pipe) instead of redrawing a progress line");
+                 "print a readable line per change (as -o table) instead of a progress line on a terminal or JSON "
+                 "lines into a pipe");
+  flags->output = verb->get_option("--output");
 }
 
 }  // namespace

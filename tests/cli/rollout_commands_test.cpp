@@ -25,13 +25,6 @@ using Json = nlohmann::json;
 
 const std::string kDevPlan = "nginx-dev-plan";
 
-std::vector<std::string> linesOf(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 // The examples' nodes and the nginx plan, with no deployment yet.
 struct CliRolloutFixture {
   LiveServer live;
@@ -101,7 +94,7 @@ TEST_CASE("cli: watch wakes up on the deployment's events and exits 1 with the f
 
   // Long enough that only the events long poll can wake the watch in time.
   auto watch = std::async(std::launch::async, [&] {
-    return fixture.live.run({"deployment", "watch", kExamplePlan, "--interval", "30"});
+    return fixture.live.run({"deployment", "watch", kExamplePlan, "--interval", "30", "-o", "table"});
   });
   // The watch prints its first line before it waits; cancel only once it waits.
   REQUIRE(eventually([&] { return fixture.live.server->waitingRequests() == 1; }));
@@ -218,7 +211,7 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   for (int i = 0; i < 300 && serve.tide("deployment approve-operation " + kExamplePlan, {}, alice).code != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  CliRun watched = serve.tide("deployment watch " + kExamplePlan, std::chrono::seconds(120));
+  CliRun watched = serve.tide("deployment watch " + kExamplePlan + " -o table", std::chrono::seconds(120));
   CHECK_MESSAGE(watched.code == 0, watched.err);
   std::vector<std::string> lines = linesOf(watched.out);
   REQUIRE(lines.size() >= 2);
@@ -233,13 +226,13 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   CHECK(contains(nothing.err, "has nothing to roll back to"));
 }
 
-TEST_CASE("cli: watch follows a rollout the dev policy approves and prints NDJSON with -o json") {
+TEST_CASE("cli: watch follows a rollout the dev policy approves and prints NDJSON into a pipe") {
   ServeProcess serve;
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
   REQUIRE(serve.tide("deployment create -m " + example("nginx-dev-plan.yaml")).code == 0);
   REQUIRE(serve.tide("deployment add-deployment -m " + example("dev-deployment.yaml")).code == 0);
 
-  CliRun watched = serve.tide("deployment watch " + kDevPlan + " -o json", std::chrono::seconds(120));
+  CliRun watched = serve.tide("deployment watch " + kDevPlan, std::chrono::seconds(120));
   CHECK_MESSAGE(watched.code == 0, watched.err);
   std::vector<std::string> lines = linesOf(watched.out);
   REQUIRE(!lines.empty());
