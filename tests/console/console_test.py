@@ -11,9 +11,10 @@ chromium-driver:
      without reloading it (the page follows the events);
   3. the approver finds resume greyed out while the canary waits at its first step, pauses
      it (resume turns on, pause off), promotes it with a reason typed while events redraw
-     the page, and sees the step advance; then chooses the earlier deployment, with its
-     history and the controls its COMPLETED state leaves, and sees the server's refusal of a
-     control the page still offered after the state changed;
+     the page, and sees the step advance (each redraw asked the API only for the history's
+     events it had not read); then chooses the earlier deployment, with its history and the
+     controls its COMPLETED state leaves, and sees the server's refusal of a control the
+     page still offered after the state changed;
   4. in the approvals inbox, an operation that needs two approvals shows "1 of 2" after the
      approver's and keeps waiting, and one a soft policy denied (the test's own policies,
      kTestPolicies) offers only an override, which asks for a reason and goes through
@@ -342,6 +343,8 @@ def run(arguments):
         poll("canary-v1 to complete",
              lambda: host.get(f"/v1/plans/{canary}/deployments/canary-v1")["state"] == "COMPLETED", every=0.5)
         host.apply("canary-v2.yaml", arguments.source)
+        # The requests from here on, to count the history's reads below.
+        console.driver.execute_script("performance.setResourceTimingBufferSize(100000); performance.clearResourceTimings();")
         console.go(f"#/plans/{canary}")
         rollout = '#rollout[data-deployment="canary-v2"]'
         console.until("canary-v2 to wait for a promote at step 1 of 2",
@@ -379,6 +382,12 @@ def run(arguments):
             controls
         console.until("promote to grey out once canary-v2 completed", lambda: console.control_state(rollout, "promote")
                       == [False, "deployment 'canary-v2' is COMPLETED; only a rollout in progress can be promoted"])
+        # Each redraw read only the history's new events: the whole of it once, on the first draw.
+        history_reads = console.driver.execute_script(
+            "return performance.getEntriesByType('resource').map((e) => e.name)"
+            ".filter((n) => n.includes('subject=deployment%2Fnginx-canary%2Fcanary-v2'));")
+        assert len(history_reads) >= 3, history_reads
+        assert sum(1 for n in history_reads if n.endswith("after=0")) == 1, history_reads
         assert console.control_state(rollout, "rollback")[0] is True  # back to canary-v1
 
         # Any deployment of the plan, with its history: canary-v1 has nothing to roll back to.

@@ -6,7 +6,7 @@
 // `tide deployment show` and `tide deployment watch` read; app.js draws it again on every
 // batch of events.
 
-import { getJson, listAll } from "./api.js";
+import { getJson } from "./api.js";
 import { badge, el, fields, link, table, when } from "./dom.js";
 import { eventRows, kEventHeaders } from "./events.js";
 
@@ -149,19 +149,37 @@ function rolloutSection(ctx, plan, deployment, deployments) {
   return section;
 }
 
+// What the history has read of each deployment's events, by subject: the newest
+// kHistoryEvents of them, how many there were, and the seq of the last. The API pages
+// forward from a seq, so a redraw (one per batch of events) asks only for what came after.
+const historyRead = new Map();
+
+async function deploymentEvents(subject) {
+  const read = historyRead.get(subject) ?? { events: [], total: 0, after: 0 };
+  historyRead.set(subject, read);
+  for (;;) {
+    const page = await getJson(`/v1/events?subject=${encodeURIComponent(subject)}&limit=1000&after=${read.after}`);
+    // Two redraws may read the same page at once: keep each event once.
+    const fresh = page.items.filter((e) => e.seq > read.after);
+    if (fresh.length > 0) {
+      read.events = read.events.concat(fresh).slice(-kHistoryEvents);
+      read.total += fresh.length;
+      read.after = fresh[fresh.length - 1].seq;
+    }
+    if (!page.next_after) return read;
+  }
+}
+
 // The deployment's own events (subject deployment/{plan}/{id}: created, state, message,
-// controls, routes), newest first; the newest kHistoryEvents of them. The API pages from
-// the oldest, so all of them are read (the subject is indexed; a rollout has dozens).
+// controls, routes), newest first; the newest kHistoryEvents of them.
 async function historySection(plan, deployment) {
-  const subject = `deployment/${plan.name}/${deployment.deployment_id}`;
-  const events = await listAll(`/v1/events?subject=${encodeURIComponent(subject)}`, Infinity);
-  const shown = events.slice(-kHistoryEvents);
-  const history = table(kEventHeaders, eventRows(shown), "no events");
+  const read = await deploymentEvents(`deployment/${plan.name}/${deployment.deployment_id}`);
+  const history = table(kEventHeaders, eventRows(read.events), "no events");
   history.id = "history";
   return el("section", {},
     el("h2", {}, `History of ${deployment.deployment_id}`),
-    events.length > shown.length
-      ? el("p", {}, `The newest ${shown.length} of ${events.length} events; `,
+    read.total > read.events.length
+      ? el("p", {}, `The newest ${read.events.length} of ${read.total} events; `,
         link(`#/events`, "Events"), " has them all.")
       : null,
     history);
