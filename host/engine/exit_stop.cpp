@@ -6,6 +6,25 @@
 #include "host/model/states.h"
 
 namespace tide::engine {
+namespace {
+
+// Stops one RUNNING workload and records it STOPPED (node and reservation kept, so the next
+// start restarts it where it was). An error leaves it as far as it got: RUNNING, or STOPPING
+// with no operation, which the next host's observer judges (and removes).
+Status stopAndRecord(ledger::Ledger& ledger, DriverSet& drivers, const model::RuntimeInstance& r,
+                     const std::string& actor) {
+  TIDE_ASSIGN_OR_RETURN(auto driver, drivers.forNode(r.node));
+  TIDE_ASSIGN_OR_RETURN(auto stopping,
+                        ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopping, r.meta.generation,
+                                                       actor, "stopping: the host exits (--stop-workloads-on-exit)"));
+  TIDE_RETURN_IF_ERROR(driver->stop({std::to_string(r.meta.id), r.node, r.driver_handle}));
+  return ledger
+      .setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopped, stopping.meta.generation, actor,
+                               "stopped by the host on exit (--stop-workloads-on-exit)")
+      .status();
+}
+
+}  // namespace
 
 Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& drivers, const std::string& actor) {
   TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
@@ -26,26 +45,8 @@ Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& 
   StoppedWorkloads result;
   for (const model::RuntimeInstance& r : running) {
     if (!runs_processes[r.node] || busy.count(r.meta_instance)) continue;
-    auto driver = drivers.forNode(r.node);
-    if (!driver.isOk()) {
-      result.left.push_back(r.meta_instance + ": " + driver.status().message());
-      continue;
-    }
-    auto stopping = ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopping, r.meta.generation, actor,
-                                                   "stopping: the host exits (--stop-workloads-on-exit)");
-    if (!stopping.isOk()) {
-      result.left.push_back(r.meta_instance + ": " + stopping.status().message());
-      continue;
-    }
-    if (Status stopped = driver.value()->stop({std::to_string(r.meta.id), r.node, r.driver_handle}); !stopped.isOk()) {
-      // Left STOPPING with no operation: the next host's observer judges it (and removes it).
+    if (Status stopped = stopAndRecord(ledger, drivers, r, actor); !stopped.isOk()) {
       result.left.push_back(r.meta_instance + ": " + stopped.message());
-      continue;
-    }
-    auto recorded = ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopped, stopping->meta.generation,
-                                                   actor, "stopped by the host on exit (--stop-workloads-on-exit)");
-    if (!recorded.isOk()) {
-      result.left.push_back(r.meta_instance + ": " + recorded.status().message());
       continue;
     }
     result.stopped.push_back(r.meta_instance);
