@@ -89,9 +89,15 @@ kLookAgainSeconds = 90  # how long a read-only command is run again until its ou
 kHostDeadlineSeconds = 120
 
 def port_is_free(port):
+    """Whether nothing listens on 127.0.0.1:`port`. A connection is tried rather than a bind:
+    the TIME_WAIT connections a walkthrough's host left a moment ago refuse a bind, but not
+    the next host (it binds with SO_REUSEADDR and SO_REUSEPORT, as cpp-httplib does)."""
     with socket.socket() as s:
+        s.settimeout(2)
         try:
-            s.bind(("127.0.0.1", port))
+            s.connect(("127.0.0.1", port))
+            return False
+        except ConnectionRefusedError:
             return True
         except OSError:
             return False
@@ -304,7 +310,7 @@ def write_file_steps(body, first_line):
 kTime = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 kClock = re.compile(r"\b\d\d:\d\d:\d\d\b")
 kDuration = re.compile(r"\b\d+(\.\d+)?(us|ms|s)\b")
-kHostPort = re.compile(r"(-> |\": ?)\d{4,5}\b")
+kHostPort = re.compile(r"(-> |\": ?|127\.0\.0\.1:)\d{4,5}\b")
 kSecret = re.compile(r"\b[0-9a-f]{64}\b")
 kInstanceName = re.compile(r"\b([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([a-z0-9]{10})\b")
 kWatchProgress = re.compile(r"^<TIME>\s+IN_PROGRESS\b")
@@ -547,9 +553,11 @@ def run_walkthrough(walkthrough, tide, source, keep):
         shutil.copytree(Path(source) / directory, scratch / directory)
     if "all-policies" not in walkthrough.options:
         (scratch / "policies" / "change_freeze.lua").unlink()
-    port_lock, first, last = port_block(60)
     fixed_ports = [o.removeprefix("port-block=") for o in walkthrough.options if o.startswith("port-block=")]
+    # The fixed block first: port_block() passes over a block this process holds, whereas
+    # port_block_at() would wait forever for a block port_block() had just taken.
     fixed_lock = port_block_at(int(fixed_ports[0])) if fixed_ports else None
+    port_lock, first, last = port_block(60)
     config = work / "harness.yaml"
     extra = ""
     for option in walkthrough.options:

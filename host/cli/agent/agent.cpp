@@ -243,6 +243,12 @@ Status Agent::applyInstance(const DesiredInstance& instance) {
     TIDE_RETURN_IF_ERROR(driver_->remove(ref));
     std::lock_guard<std::mutex> lock(mu_);
     state_.coordinates.erase(spec.id);
+  } else if (started_with) {
+    // Started as it is listed and exited on its own since: the host decides what follows (its
+    // observer marks the instance FAILED and a RESTART places a new one). Starting it again
+    // here would run it beside that new one, outside the ledger.
+    auto current = driver_->status(ref);
+    if (current.isOk() && current->state == "EXITED") return Status::ok();
   }
   TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status, driver_->ensure(spec));
   (void)status;

@@ -11,8 +11,10 @@
 // - Applying: volumes are ensured, then instances (want running: ensure; want stopped:
 //   stop; an id the driver runs that the document does not list: remove), then the volumes
 //   it ensured earlier that the document does not list are removed. An instance whose
-//   coordinates differ from those it was started with is removed and ensured again. One
-//   instance's failure does not stop the others: it is reported in that instance's message.
+//   coordinates differ from those it was started with is removed and ensured again; one it
+//   started with these coordinates that exited on its own is left EXITED (the host decides
+//   whether it runs again, as a new instance). One instance's failure does not stop the
+//   others: it is reported in that instance's message.
 // - Reporting: after each applied document and every heartbeat, the driver's whole
 //   inventory with statuses, health (health_monitor.h), the applied version, the agent's
 //   version and the machine's resources. An answer naming a newer document makes the poll

@@ -1,5 +1,7 @@
 #include "host/cli/agent/agent.h"
 
+#include <signal.h>
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -156,6 +158,34 @@ TEST_CASE("agent: an instance whose coordinates changed is started again with th
   CHECK(f.stateOf("1") == "RUNNING");
   CHECK(f.handleOf("1") != first);
   CHECK(eventually([&] { return f.workloads() == 1; }));
+}
+
+TEST_CASE("agent: an instance that exited on its own is not started again by a later document") {
+  // The host decides what follows an exit (a FAILED instance, then a RESTART as a new one);
+  // an agent starting it again would run it twice (README "Node agents on one machine").
+  AgentFixture f;
+  f.apply(document(1, 1, {workload("1")}));
+  const std::string handle = f.handleOf("1");
+  REQUIRE(handle.rfind("pid:", 0) == 0);
+  const pid_t pid = std::stoi(handle.substr(4));
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  REQUIRE(eventually([&] { return f.stateOf("1") == "EXITED"; }));
+
+  CHECK(f.apply(document(1, 2, {workload("1"), workload("2")})) == ApplyOutcome::kApplied);
+  CHECK(f.stateOf("1") == "EXITED");
+  CHECK(f.stateOf("2") == "RUNNING");
+  f.recreate();
+  CHECK(f.apply(document(2, 1, {workload("1"), workload("2")})) == ApplyOutcome::kApplied);
+  CHECK(f.stateOf("1") == "EXITED");
+  CHECK(eventually([&] { return f.workloads() == 1; }));
+
+  // Stopped and then wanted running again, as a RESTART of a running instance asks: it runs.
+  f.apply(document(2, 2, {workload("1", "stopped"), workload("2")}));
+  CHECK(f.stateOf("1") == "STOPPED");
+  f.apply(document(2, 3, {workload("1"), workload("2")}));
+  CHECK(f.stateOf("1") == "RUNNING");
+  CHECK(eventually([&] { return f.workloads() == 2; }));
 }
 
 TEST_CASE("agent: a document of an older epoch is refused and changes nothing") {

@@ -325,6 +325,33 @@ TEST_CASE("agents: an agent SIGKILLed mid-rollout comes back without a duplicate
   CHECK(fleet.agents["n2"]->workloads() == 1);
 }
 
+TEST_CASE("agents: a workload that dies is restarted by the host as a new instance and runs once") {
+  AgentFleet fleet;
+  fleet.apply(agentPlan("{script: rolling}"));
+  fleet.apply(deployment("d1", 2, "1"));
+  REQUIRE(fleet.reaches("d1", "COMPLETED"));
+  REQUIRE(fleet.settledAt(2));
+  const auto [meta, node] = *fleet.serving().begin();
+  const std::vector<pid_t> dying = fleet.agents[node]->workloadPids();
+  REQUIRE(dying.size() == 1);
+  ::kill(-dying[0], SIGKILL);
+  ::kill(dying[0], SIGKILL);
+
+  // The observer marks it FAILED and a RESTART places a new runtime instance on the same node;
+  // the agent runs that one only, not the dead one its document still lists.
+  CHECK(eventually([&] {
+    const Json instance = fleet.get("/v1/instances/" + meta);
+    return instance.is_object() && instance["runtime_instances"].size() == 2;
+  }, kRollout));
+  CHECK(fleet.settledAt(2));
+  CHECK(fleet.agents[node]->workloads() == 1);
+  // A later document of that node (a log request) starts nothing either.
+  CliRun logs = fleet.serve.tide("logs " + meta);
+  CHECK_MESSAGE(logs.code == 0, logs.err);
+  CHECK(fleet.agents[node]->workloads() == 1);
+  CHECK(fleet.settledAt(2));
+}
+
 TEST_CASE("agents: a stopped agent's instances are replaced on the others, and it stops them when it comes back") {
   AgentFleet fleet;
   fleet.apply(agentPlan("{script: rolling}"));
