@@ -29,6 +29,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/source_tree.h"
 #include "tests/support/workloads.h"
 
 namespace tide::bench {
@@ -100,9 +101,12 @@ inline int freePort() {
 // `tide serve` on its own port and data dir with `config_yaml` as its tide.yaml.
 class Server {
  public:
+  // The shipped policies but change_freeze.lua (testing::shippedPolicies): a bench measures
+  // speed on any day, and the freeze's windows deny every rollout on theirs.
   Server(const ScratchDir& dir, const std::string& config_yaml) : dir_(dir.path) {
     port_ = freePort();
-    std::ofstream(dir_ / "tide.yaml") << config_yaml;
+    std::ofstream(dir_ / "tide.yaml") << "policies_dir: " << testing::shippedPolicies(dir_).string() << "\n"
+                                      << config_yaml;
     launch();
     waitReady();
     std::ifstream(dir_ / "data" / "admin.token") >> token_;
