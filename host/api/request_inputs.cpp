@@ -9,11 +9,11 @@
 #include "host/lua/strategy/strategy_engine.h"
 
 namespace tide::api {
-namespace {
-
 Status badParam(const std::string& name, const std::string& message) {
   return Status::invalidArgument("query parameter '" + name + "' " + message, {{name, message, ""}});
 }
+
+namespace {
 
 std::string joined(const std::vector<std::string>& values) {
   std::string out;

@@ -25,6 +25,9 @@ struct QueryFilter {
   std::vector<std::string> allowed = {};
 };
 
+// kInvalidArgument: "query parameter '<name>' <message>", the detail naming it.
+Status badParam(const std::string& name, const std::string& message);
+
 // kInvalidArgument naming the first query parameter not in `accepted`.
 Status acceptOnly(const ApiRequest& request, std::initializer_list<std::string_view> accepted);
 
