@@ -20,9 +20,11 @@ inline const std::string kBodySource = "request body";
 
 // A filter a list route accepts: the query parameter, which is also the ledger's filter
 // key, and the values it may take (any when empty). An empty value means "no filter".
+// `any_of`: the value may be a comma-separated list, matching any of them, each allowed.
 struct QueryFilter {
   std::string name;
   std::vector<std::string> allowed = {};
+  bool any_of = false;
 };
 
 // kInvalidArgument: "query parameter '<name>' <message>", the detail naming it.

@@ -248,7 +248,7 @@ void addActivityCommands(CLI::App& app, Verbs& verbs) {
 
   CLI::App* operations = addNoun(app, "operations", "Operations on instances and their approval");
   addListVerb(*operations, verbs, "operations", printOperationTable,
-              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...)"},
+              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...), or any of several: A,B"},
                {"plan", "only operations of this deployment plan"},
                {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"},
                {"meta-instance", "only operations on this meta instance", "meta_instance"}});

@@ -481,3 +481,23 @@ TEST_CASE("api: instance logs are 503 when the host has no log reader") {
   CHECK(reply.errorCode() == "unavailable");
   CHECK(contains(errorMessage(reply), "logs are not available"));
 }
+
+TEST_CASE("api: the operations list's state filter takes several states, comma-separated") {
+  Fixture f;
+  const model::Operation waiting = f.waiting(f.instance);
+  Reply listed = f.h.get("/v1/operations?state=FAILED,PENDING_APPROVAL", kViewerToken);
+  REQUIRE_MESSAGE(listed.status == 200, listed.body);
+  REQUIRE(listed.json()["items"].size() == 1);
+  CHECK(listed.json()["items"][0]["metadata"]["id"] == waiting.meta.id);
+  Reply none = f.h.get("/v1/operations?state=FAILED,REJECTED", kViewerToken);
+  REQUIRE(none.status == 200);
+  CHECK(none.json()["items"].empty());
+
+  for (const char* bad : {"PENDING,BOGUS", "PENDING,", ",PENDING"}) {
+    Reply refused = f.h.get(std::string("/v1/operations?state=") + bad, kViewerToken);
+    CHECK_MESSAGE(refused.status == 400, bad);
+    CHECK_MESSAGE(refused.detailNames("state"), bad);
+  }
+  // Other lists take one state.
+  CHECK(f.h.get("/v1/instances?state=ACTIVE,STOPPED", kViewerToken).status == 400);
+}

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,4 +116,27 @@ TEST_CASE("ledger: scaling an unknown plan to zero is not found; an empty plan a
   CHECK(empty->operations.empty());
   CHECK(empty->cancelled_deployments.empty());
   CHECK(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+}
+
+TEST_CASE("ledger: an operations state filter may list several states, matching any of them") {
+  LedgerFixture f;
+  const std::string instance = f.addInstance();
+  const model::Operation create = f.addOperation(instance, "CREATE");
+  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE(teardown.isOk());
+  const int64_t removal = teardown->operations.at(0).meta.id;  // PENDING; the CREATE is CANCELLED
+  auto ids = [&](const std::string& states) {
+    ListOptions options;
+    options.filters["state"] = states;
+    auto page = f.ledger->listOperations(options);
+    REQUIRE_MESSAGE(page.isOk(), page.status().toString());
+    std::vector<int64_t> found;
+    for (const model::Operation& operation : page->items) found.push_back(operation.meta.id);
+    return found;
+  };
+  CHECK(ids("PENDING") == std::vector<int64_t>{removal});
+  CHECK(ids("CANCELLED") == std::vector<int64_t>{create.meta.id});
+  CHECK(ids("CANCELLED,PENDING") == std::vector<int64_t>{create.meta.id, removal});
+  CHECK(ids("FAILED,REJECTED").empty());
+  CHECK(ids("PENDING,PENDING") == std::vector<int64_t>{removal});
 }
