@@ -154,6 +154,23 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
     }
   }
   CHECK(reasoned_deletes == 3);
+
+  // The deleted plan's DELETEs stay listed and can be shown.
+  CliRun listed = serve.tide("operations list --plan " + kTeardownDevPlan + " --type DELETE -o json");
+  REQUIRE_MESSAGE(listed.code == 0, listed.err);
+  const Json deletes = Json::parse(listed.out)["items"];
+  REQUIRE(deletes.size() == 3);
+  for (const Json& operation : deletes) {
+    CHECK(operation["state"] == "SUCCEEDED");
+    const std::string id = std::to_string(operation["metadata"]["id"].get<int64_t>());
+    CliRun shown = serve.tide("operations show " + id);
+    REQUIRE_MESSAGE(shown.code == 0, shown.err);
+    CHECK(contains(shown.out, "Deployment Plan:          " + kTeardownDevPlan + "\n"));
+    CHECK(contains(shown.out, "Type:                     DELETE\n"));
+  }
+  CliRun table = serve.tide("operations list --plan " + kTeardownDevPlan + " --state SUCCEEDED,FAILED");
+  REQUIRE_MESSAGE(table.code == 0, table.err);
+  CHECK(contains(table.out, "Total: 6\n"));  // three CREATEs, three DELETEs
 }
 
 TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
