@@ -11,6 +11,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/event_waker.h"
+#include "host/cli/joined.h"
 #include "host/cli/json_fields.h"
 #include "host/cli/rollout_view.h"
 #include "host/cli/views.h"
@@ -93,10 +94,9 @@ void addUpdateVerb(CLI::App& deployment, Verbs& verbs) {
           if (changed.empty()) {
             session.out << "Deployment plan unchanged: " << name << "\n";
           } else {
-            std::string fields;
-            for (const Json& field : changed) fields += (fields.empty() ? "" : ", ") + field.get<std::string>();
             session.out << "Deployment plan updated: " << name << " (generation "
-                        << (*reply)["metadata"].value("generation", int64_t{0}) << "; changed " << fields
+                        << (*reply)["metadata"].value("generation", int64_t{0}) << "; changed "
+                        << joined(changed, ", ", [](const Json& field) { return cli::text(field); })
                         << "; deployments added from now on use it)\n";
           }
           printWarnings(session, *reply, *file);
@@ -154,9 +154,7 @@ struct TeardownProgress {
 int64_t operationId(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
 
 std::string idList(const std::vector<int64_t>& ids) {
-  std::string out;
-  for (int64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
-  return out;
+  return joined(ids, ", ", [](int64_t id) { return std::to_string(id); });
 }
 
 // The teardown's DELETEs (`asked`) of plan `plan` that wait for a person or ended without
@@ -255,9 +253,8 @@ Status deletePlan(Session& session, const std::string& plan, const DeleteFlags& 
     if (!session.json()) {
       const Json& cancelled = asked["cancelled_deployments"];
       if (!cancelled.empty()) {
-        std::string names;
-        for (const Json& id : cancelled) names += (names.empty() ? "" : ", ") + id.get<std::string>();
-        session.out << "Cancelled the unfinished deployment(s) of plan " << plan << ": " << names << '\n';
+        session.out << "Cancelled the unfinished deployment(s) of plan " << plan << ": "
+                    << joined(cancelled, ", ", [](const Json& id) { return text(id); }) << '\n';
       }
       session.out << "Asked to delete " << ids.size() << " instance(s) of plan " << plan
                   << (ids.empty() ? "" : ": operation(s) " + idList({ids.begin(), ids.end()})) << '\n';
