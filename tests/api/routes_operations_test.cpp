@@ -112,6 +112,14 @@ struct FakeLogs {
   }
 };
 
+// The test server's options, its logs read from `logs`.
+api::ServerOptions readingLogsFrom(const std::shared_ptr<FakeLogs>& logs) {
+  api::ServerOptions options = testServerOptions();
+  options.read_logs = [logs](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
+                              size_t max_bytes) { return logs->read(meta_instance, from, max_bytes); };
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("api: an approver approves an operation waiting for approval") {
@@ -397,10 +405,7 @@ TEST_CASE("api: a user operation that does not fit the instance's state is 409 n
 
 TEST_CASE("api: instance logs come from the host's log reader") {
   auto logs = std::make_shared<FakeLogs>();
-  api::ServerOptions options = testServerOptions();
-  options.read_logs = [logs](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
-                              size_t max_bytes) { return logs->read(meta_instance, from, max_bytes); };
-  Fixture f(options);
+  Fixture f(readingLogsFrom(logs));
   const std::string path = "/v1/instances/" + f.instance + "/logs";
 
   Reply whole = f.h.get(path, kViewerToken);
@@ -430,10 +435,7 @@ TEST_CASE("api: instance logs come from the host's log reader") {
 
 TEST_CASE("api: instance logs from an offset: what follows it, and where the reply ends") {
   auto logs = std::make_shared<FakeLogs>();
-  api::ServerOptions options = testServerOptions();
-  options.read_logs = [logs](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
-                              size_t max_bytes) { return logs->read(meta_instance, from, max_bytes); };
-  Fixture f(options);
+  Fixture f(readingLogsFrom(logs));
   const std::string path = "/v1/instances/" + f.instance + "/logs";
 
   Reply whole = f.h.get(path, kViewerToken);

@@ -62,6 +62,24 @@ void addProdDeployment(const ServeProcess& serve, const std::string& plan, const
   REQUIRE_MESSAGE(added.code == 0, added.err);
 }
 
+// `tide deployment delete PLAN --scale-to-zero` in the background, its output in a file
+// that can be read while it waits.
+struct BackgroundTeardown {
+  BackgroundTeardown(const ServeProcess& serve, const std::string& plan)
+      : progress_file((serve.dataDir() / "teardown.out").string()),
+        run(std::async(std::launch::async, [&serve, plan, file = progress_file] {
+          return serve.tide("deployment delete " + plan + " --scale-to-zero >" + file, std::chrono::seconds(120));
+        })) {}
+
+  std::string progress() const {
+    std::ifstream file(progress_file);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }
+
+  const std::string progress_file;
+  std::future<CliRun> run;
+};
+
 }  // namespace
 
 TEST_CASE("cli: deployment delete --scale-to-zero --no-wait answers what it asked for") {
@@ -181,15 +199,8 @@ TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they a
   // Its CREATE waits for a person too; nobody approves it: the teardown cancels the rollout.
   REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
 
-  // Into a file, to be read while the command waits.
-  const std::string progress_file = (serve.dataDir() / "teardown.out").string();
-  auto progress = [&] {
-    std::ifstream file(progress_file);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  };
-  auto teardown = std::async(std::launch::async, [&] {
-    return serve.tide("deployment delete " + plan + " --scale-to-zero >" + progress_file, std::chrono::seconds(120));
-  });
+  BackgroundTeardown teardown(serve, plan);
+  auto progress = [&] { return teardown.progress(); };
   // prod-delete-manual leaves the DELETE for two approvers, neither the one who asked for it.
   const std::string alice = serve.newToken("alice", "approver");
   const std::string bob = serve.newToken("bob", "approver");
@@ -214,8 +225,8 @@ TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they a
     REQUIRE_MESSAGE(approved.code == 0, approved.err);
   }
 
-  REQUIRE(teardown.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
-  CliRun torn = teardown.get();
+  REQUIRE(teardown.run.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
+  CliRun torn = teardown.run.get();
   CHECK(torn.code == 0);
   const std::string out = progress();
   CHECK(contains(out, "Cancelled the unfinished deployment(s) of plan " + plan + ": prod-1\n"));
@@ -232,22 +243,16 @@ TEST_CASE("cli: a teardown stops, naming it, when a deployment is added to the p
   addProdDeployment(serve, plan, "prod-1");
   REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
 
-  const std::string progress_file = (serve.dataDir() / "teardown.out").string();
-  auto progress = [&] {
-    std::ifstream file(progress_file);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  };
-  auto teardown = std::async(std::launch::async, [&] {
-    return serve.tide("deployment delete " + plan + " --scale-to-zero >" + progress_file, std::chrono::seconds(120));
-  });
+  BackgroundTeardown teardown(serve, plan);
+  auto progress = [&] { return teardown.progress(); };
   // The DELETE waits for two approvers; meanwhile someone rolls out another deployment.
   INFO("the teardown printed: " << progress());
   REQUIRE(eventually([&] { return contains(progress(), "waiting for approval: operation(s) "); },
                      std::chrono::seconds(60)));
   addProdDeployment(serve, plan, "prod-2");
 
-  REQUIRE(teardown.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
-  CliRun stopped = teardown.get();
+  REQUIRE(teardown.run.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
+  CliRun stopped = teardown.run.get();
   CHECK(stopped.code == 1);
   CHECK_MESSAGE(stopped.err.starts_with("error: deployment prod-2 was added to plan " + plan +
                                         " after its teardown began (it is "),
