@@ -62,6 +62,13 @@ void addProdDeployment(const ServeProcess& serve, const std::string& plan, const
   REQUIRE_MESSAGE(added.code == 0, added.err);
 }
 
+// Plan `plan` (createProdPlan) with deployment prod-1, once its one instance is recorded.
+void startProdPlan(const ServeProcess& serve, const std::string& plan) {
+  createProdPlan(serve, plan);
+  addProdDeployment(serve, plan, "prod-1");
+  REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
+}
+
 // `tide deployment delete PLAN --scale-to-zero` in the background, its output in a file
 // that can be read while it waits.
 struct BackgroundTeardown {
@@ -194,10 +201,8 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
 TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
   ServeProcess serve;
   const std::string plan = "nginx-prod-plan";
-  createProdPlan(serve, plan);
-  addProdDeployment(serve, plan, "prod-1");
   // Its CREATE waits for a person too; nobody approves it: the teardown cancels the rollout.
-  REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
+  startProdPlan(serve, plan);
 
   BackgroundTeardown teardown(serve, plan);
   auto progress = [&] { return teardown.progress(); };
@@ -239,9 +244,7 @@ TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they a
 TEST_CASE("cli: a teardown stops, naming it, when a deployment is added to the plan while it waits") {
   ServeProcess serve;
   const std::string plan = "nginx-prod-plan";
-  createProdPlan(serve, plan);
-  addProdDeployment(serve, plan, "prod-1");
-  REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
+  startProdPlan(serve, plan);
 
   BackgroundTeardown teardown(serve, plan);
   auto progress = [&] { return teardown.progress(); };
