@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "drivers/process/spawn.h"
+#include "host/core/fd.h"
 
 namespace tide::drivers {
 namespace {
@@ -143,20 +144,13 @@ class LogFile {
  public:
   // nullopt when the file cannot be opened (there is no such log).
   static std::optional<LogFile> open(const std::string& path, const std::string& runtime_id) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    LogFile file(fd);
+    LogFile file;
+    file.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     struct stat info {};
-    if (::fstat(fd, &info) != 0) return std::nullopt;
+    if (!file.fd_.valid() || ::fstat(file.fd_.get(), &info) != 0) return std::nullopt;
     file.name_ = runtime_id + "." + std::to_string(info.st_ino);
     file.size_ = static_cast<int64_t>(info.st_size);
     return file;
-  }
-  LogFile(LogFile&& other) noexcept
-      : fd_(std::exchange(other.fd_, -1)), name_(std::move(other.name_)), size_(other.size_) {}
-  LogFile& operator=(LogFile&&) = delete;
-  ~LogFile() {
-    if (fd_ >= 0) ::close(fd_);
   }
 
   const std::string& name() const { return name_; }
@@ -168,7 +162,7 @@ class LogFile {
     size_t done = 0;
     while (done < text.size()) {
       const auto at = static_cast<off_t>(offset + static_cast<int64_t>(done));
-      const ssize_t got = ::pread(fd_, text.data() + done, text.size() - done, at);
+      const ssize_t got = ::pread(fd_.get(), text.data() + done, text.size() - done, at);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) break;
       done += static_cast<size_t>(got);
@@ -182,8 +176,8 @@ class LogFile {
   }
 
  private:
-  explicit LogFile(int fd) : fd_(fd) {}
-  int fd_;
+  LogFile() = default;
+  Fd fd_;
   std::string name_;
   int64_t size_ = 0;
 };
