@@ -119,4 +119,20 @@ class Driver {
   }
 };
 
+// A place in an instance's log: `offset` bytes into the log file `file` names. The process
+// driver names a file "<runtime id>.<inode>": the log and, after a rotation, the same file
+// as <log>.1 keep the name; the log started at the rotation has a new one.
+struct LogCursor {
+  std::string file;
+  int64_t offset = 0;
+};
+
+// A piece of an instance's log and where it ends, so the next read asks for only what follows.
+struct LogSlice {
+  std::string text;
+  // Absent where the driver hands out only a log's last bytes (an agent's: docs/agents.md).
+  std::optional<LogCursor> end;
+  bool continues = true;  // false: asked from a cursor, the text does not go on from it
+};
+
 }  // namespace tide::drivers

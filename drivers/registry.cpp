@@ -101,17 +101,29 @@ Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& 
                                  {{"driver_kind", "unknown driver kind; known: " + known, ""}});
 }
 
-Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes) {
-  if (auto* process = dynamic_cast<ProcessDriver*>(&driver)) return process->readLog(runtime_id, max_bytes);
-  if (auto* fault = dynamic_cast<FaultDriver*>(&driver)) return readInstanceLog(fault->inner(), runtime_id, max_bytes);
-  if (auto* failpoints = dynamic_cast<FailpointDriver*>(&driver)) {
-    return readInstanceLog(failpoints->inner(), runtime_id, max_bytes);
+Result<LogSlice> readInstanceLogSlice(Driver& driver, const std::string& runtime_id,
+                                      const std::optional<LogCursor>& from, size_t max_bytes) {
+  if (auto* process = dynamic_cast<ProcessDriver*>(&driver)) return process->readLogSlice(runtime_id, from, max_bytes);
+  if (auto* fault = dynamic_cast<FaultDriver*>(&driver)) {
+    return readInstanceLogSlice(fault->inner(), runtime_id, from, max_bytes);
   }
-  if (auto* agent = dynamic_cast<AgentDriver*>(&driver)) return agent->readLog(runtime_id, max_bytes);
+  if (auto* failpoints = dynamic_cast<FailpointDriver*>(&driver)) {
+    return readInstanceLogSlice(failpoints->inner(), runtime_id, from, max_bytes);
+  }
+  if (auto* agent = dynamic_cast<AgentDriver*>(&driver)) {
+    // An agent posts only the last bytes of a log (docs/agents.md): no place to go on from.
+    TIDE_ASSIGN_OR_RETURN(std::string text, agent->readLog(runtime_id, max_bytes));
+    return LogSlice{.text = std::move(text), .end = std::nullopt, .continues = !from};
+  }
   if (dynamic_cast<SimDriver*>(&driver) != nullptr) {
     return Status::unprocessable("the sim driver keeps no logs: its instances run nothing");
   }
   return Status::unprocessable("this cluster's driver keeps no logs");
+}
+
+Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes) {
+  TIDE_ASSIGN_OR_RETURN(LogSlice slice, readInstanceLogSlice(driver, runtime_id, std::nullopt, max_bytes));
+  return std::move(slice.text);
 }
 
 }  // namespace tide::drivers

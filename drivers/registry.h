@@ -63,5 +63,10 @@ Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& 
 // drivers to the driver underneath. kUnprocessable when that driver keeps no logs (sim
 // drivers among them).
 Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes);
+// As readInstanceLog without `from`; with it, what follows that place (ProcessDriver::readLogSlice).
+// A slice of an agent's instance has no end: the agent hands out only a log's last bytes, so
+// `from` is not honoured and the text is those bytes.
+Result<LogSlice> readInstanceLogSlice(Driver& driver, const std::string& runtime_id,
+                                      const std::optional<LogCursor>& from, size_t max_bytes);
 
 }  // namespace tide::drivers

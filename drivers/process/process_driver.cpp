@@ -1,11 +1,13 @@
 #include "drivers/process/process_driver.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -15,8 +17,10 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "drivers/process/spawn.h"
+#include "host/core/fd.h"
 
 namespace tide::drivers {
 namespace {
@@ -134,19 +138,49 @@ const Clock& clockOf(const ProcessDriverOptions& options) {
   return options.clock != nullptr ? *options.clock : kSystemClock;
 }
 
-// The last `max_bytes` of the file at `path`; nullopt when it cannot be opened.
-std::optional<std::string> readTail(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  in.seekg(0, std::ios::end);
-  auto size = static_cast<size_t>(in.tellg());
-  size_t start = size > max_bytes ? size - max_bytes : 0;
-  in.seekg(static_cast<std::streamoff>(start));
-  std::string text(size - start, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
-}
+// One log file, open, named as LogCursor names files, with its size when it was opened:
+// reads stop there, so a place found in it stays true while the workload writes on.
+class LogFile {
+ public:
+  // nullopt when the file cannot be opened (there is no such log).
+  static std::optional<LogFile> open(const std::string& path, const std::string& runtime_id) {
+    LogFile file;
+    file.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat info {};
+    if (!file.fd_.valid() || ::fstat(file.fd_.get(), &info) != 0) return std::nullopt;
+    file.name_ = runtime_id + "." + std::to_string(info.st_ino);
+    file.size_ = static_cast<int64_t>(info.st_size);
+    return file;
+  }
+
+  const std::string& name() const { return name_; }
+  int64_t size() const { return size_; }
+
+  // At most `max_bytes` from `offset` on (0 <= offset <= size()); shorter when a read fails.
+  std::string read(int64_t offset, size_t max_bytes) const {
+    std::string text(std::min(max_bytes, static_cast<size_t>(size_ - offset)), '\0');
+    size_t done = 0;
+    while (done < text.size()) {
+      const auto at = static_cast<off_t>(offset + static_cast<int64_t>(done));
+      const ssize_t got = ::pread(fd_.get(), text.data() + done, text.size() - done, at);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      done += static_cast<size_t>(got);
+    }
+    text.resize(done);
+    return text;
+  }
+  // The last `max_bytes`.
+  std::string tail(size_t max_bytes) const {
+    return read(size_ - std::min(size_, static_cast<int64_t>(max_bytes)), max_bytes);
+  }
+
+ private:
+  LogFile() = default;
+  Fd fd_;
+  std::string name_;
+  int64_t size_ = 0;
+};
 
 }  // namespace
 
@@ -586,16 +620,53 @@ Result<std::vector<RuntimeRef>> ProcessDriver::list() {
 }
 
 Result<std::string> ProcessDriver::readLog(const std::string& runtime_id, size_t max_bytes) const {
+  TIDE_ASSIGN_OR_RETURN(LogSlice slice, readLogSlice(runtime_id, std::nullopt, max_bytes));
+  return std::move(slice.text);
+}
+
+Result<LogSlice> ProcessDriver::readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                             size_t max_bytes) const {
   if (!isSafeName(runtime_id)) return badName("id", runtime_id);
   const std::string path = store_.logPath(runtime_id);
-  std::optional<std::string> text = readTail(path, max_bytes);
-  if (!text) return Status::notFound("no log for instance " + runtime_id);
-  if (text->size() < max_bytes) {
-    if (std::optional<std::string> before = readTail(path + ".1", max_bytes - text->size())) {
-      text->insert(0, *before);
+  std::optional<LogFile> current = LogFile::open(path, runtime_id);
+  if (!current) return Status::notFound("no log for instance " + runtime_id);
+  LogSlice slice;
+  if (!from) {
+    slice.text = current->tail(max_bytes);
+    slice.end = LogCursor{current->name(), current->size()};
+    if (slice.text.size() < max_bytes) {
+      if (std::optional<LogFile> rotated = LogFile::open(path + ".1", runtime_id)) {
+        slice.text.insert(0, rotated->tail(max_bytes - slice.text.size()));
+      }
+    }
+    return slice;
+  }
+  const bool in_current = from->file.empty() || from->file == current->name();
+  if (in_current && from->offset <= current->size()) {
+    slice.text = current->read(from->offset, max_bytes);
+    slice.end = LogCursor{current->name(), from->offset + static_cast<int64_t>(slice.text.size())};
+    return slice;
+  }
+  if (!in_current) {
+    std::optional<LogFile> rotated = LogFile::open(path + ".1", runtime_id);
+    if (rotated && rotated->name() == from->file && from->offset <= rotated->size()) {
+      slice.text = rotated->read(from->offset, max_bytes);
+      const int64_t rotated_end = from->offset + static_cast<int64_t>(slice.text.size());
+      if (rotated_end < rotated->size()) {
+        slice.end = LogCursor{rotated->name(), rotated_end};
+        return slice;
+      }
+      std::string after = current->read(0, max_bytes - slice.text.size());
+      slice.end = LogCursor{current->name(), static_cast<int64_t>(after.size())};
+      slice.text += after;
+      return slice;
     }
   }
-  return *text;
+  // Beyond the end, or a file rotated away twice: what was between is gone.
+  slice.text = current->read(0, max_bytes);
+  slice.end = LogCursor{current->name(), static_cast<int64_t>(slice.text.size())};
+  slice.continues = false;
+  return slice;
 }
 
 Status ProcessDriver::pruneRemoved() {

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drivers/driver.h"
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
@@ -120,9 +121,11 @@ struct ApiContext {
   lua::LuaLimits lua_limits = {};
   // Whether a person may approve or reject only operations someone else requested.
   bool approver_must_differ = true;
-  // The last `tail_bytes` of a meta instance's log; null when the host cannot read logs
+  // A meta instance's log (ServerOptions::read_logs); null when the host cannot read logs
   // (the logs route answers 503).
-  std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
+  std::function<Result<drivers::LogSlice>(const std::string& meta_instance,
+                                          const std::optional<drivers::LogCursor>& from, size_t max_bytes)>
+      read_logs;
   // Appended to /metrics when set.
   std::function<std::string()> extra_metrics;
   // Issues, lists and revokes tokens (the /v1/tokens routes).

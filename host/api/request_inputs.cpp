@@ -9,11 +9,11 @@
 #include "host/lua/strategy/strategy_engine.h"
 
 namespace tide::api {
-namespace {
-
 Status badParam(const std::string& name, const std::string& message) {
   return Status::invalidArgument("query parameter '" + name + "' " + message, {{name, message, ""}});
 }
+
+namespace {
 
 std::string joined(const std::vector<std::string>& values) {
   std::string out;
@@ -109,9 +109,18 @@ Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std
   for (const QueryFilter& filter : filters) {
     auto it = request.query.find(filter.name);
     if (it == request.query.end() || it->second.empty()) continue;
-    if (!filter.allowed.empty() &&
-        std::find(filter.allowed.begin(), filter.allowed.end(), it->second) == filter.allowed.end()) {
-      return badParam(filter.name, "must be one of " + joined(filter.allowed) + ", got '" + it->second + "'");
+    std::string_view rest = it->second;
+    while (true) {
+      const size_t comma = filter.any_of ? rest.find(',') : std::string_view::npos;
+      const std::string value(rest.substr(0, comma));
+      if (value.empty()) return badParam(filter.name, "has an empty value in '" + it->second + "'");
+      if (!filter.allowed.empty() &&
+          std::find(filter.allowed.begin(), filter.allowed.end(), value) == filter.allowed.end()) {
+        return badParam(filter.name, "must be " + std::string(filter.any_of ? "a comma-separated list of " : "") +
+                                         "one of " + joined(filter.allowed) + ", got '" + value + "'");
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
     }
     options.filters[filter.name] = it->second;
   }

@@ -20,10 +20,15 @@ inline const std::string kBodySource = "request body";
 
 // A filter a list route accepts: the query parameter, which is also the ledger's filter
 // key, and the values it may take (any when empty). An empty value means "no filter".
+// `any_of`: the value may be a comma-separated list, matching any of them, each allowed.
 struct QueryFilter {
   std::string name;
   std::vector<std::string> allowed = {};
+  bool any_of = false;
 };
+
+// kInvalidArgument: "query parameter '<name>' <message>", the detail naming it.
+Status badParam(const std::string& name, const std::string& message);
 
 // kInvalidArgument naming the first query parameter not in `accepted`.
 Status acceptOnly(const ApiRequest& request, std::initializer_list<std::string_view> accepted);

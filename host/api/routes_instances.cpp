@@ -13,6 +13,8 @@ namespace {
 
 constexpr int64_t kDefaultLogTailBytes = int64_t{64} << 10;
 constexpr int64_t kMaxLogTailBytes = int64_t{8} << 20;
+// Far beyond any log file; a larger offset is a client's mistake, not a rotated log.
+constexpr int64_t kMaxLogOffset = (int64_t{1} << 53) - 1;
 
 std::string typeList() {
   std::string out;
@@ -73,18 +75,33 @@ Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   return recordReply(created, 201);
 }
 
+// docs/api.md#following-a-log: without `offset`, the log's last `tail_bytes`; with it (and
+// the `file` a reply named), what follows that place, so a follower reads only new bytes.
+// Where the driver can resume (process nodes) the reply's headers say where it ends.
 Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes"}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes", "offset", "file"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> tail_bytes,
                         readIntegerParam(request, "tail_bytes", 1, kMaxLogTailBytes));
+  TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> offset, readIntegerParam(request, "offset", 0, kMaxLogOffset));
+  auto file = request.query.find("file");
+  const bool has_file = file != request.query.end();
+  if (offset && tail_bytes) return badParam("tail_bytes", "does not go with offset: a reply from an offset reads on");
+  if (has_file && !offset) return badParam("file", "needs offset: it names the file the offset is in");
+  std::optional<drivers::LogCursor> from;
+  if (offset) from = drivers::LogCursor{has_file ? file->second : "", *offset};
   TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
   if (!context.read_logs) return Status::unavailable("logs are not available on this host");
-  const size_t tail = static_cast<size_t>(tail_bytes.value_or(kDefaultLogTailBytes));
-  TIDE_ASSIGN_OR_RETURN(std::string text, context.read_logs(meta.name, tail));
-  if (text.size() > tail) text.erase(0, text.size() - tail);
+  const size_t max_bytes = static_cast<size_t>(from ? kMaxLogTailBytes : tail_bytes.value_or(kDefaultLogTailBytes));
+  TIDE_ASSIGN_OR_RETURN(drivers::LogSlice slice, context.read_logs(meta.name, from, max_bytes));
+  if (!from && slice.text.size() > max_bytes) slice.text.erase(0, slice.text.size() - max_bytes);
   ApiResponse response;
   response.content_type = "text/plain; charset=utf-8";
-  response.body = std::move(text);
+  response.body = std::move(slice.text);
+  if (slice.end) {
+    response.headers.emplace_back("Tide-Log-File", slice.end->file);
+    response.headers.emplace_back("Tide-Log-Offset", std::to_string(slice.end->offset));
+  }
+  if (from) response.headers.emplace_back("Tide-Log-Continues", slice.continues ? "true" : "false");
   return response;
 }
 

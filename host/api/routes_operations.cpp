@@ -104,7 +104,7 @@ Status checkFourEyes(ApiContext& context, const model::Operation& operation, con
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
-                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kOperation)},
+                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kOperation), true},
                                                   {"plan"},
                                                   {"type", operationTypes()},
                                                   {"meta_instance"}}));

@@ -15,10 +15,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "drivers/driver.h"
 #include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/ledger/ledger.h"
@@ -79,10 +81,12 @@ struct ServerOptions {
   // (config `auth.approver_must_differ`). With auth disabled every caller is the same
   // "anonymous" principal, so the rule is not applied.
   bool approver_must_differ = true;
-  // Reads the last `tail_bytes` of a meta instance's log (through the drivers; the server
-  // cannot). kNotFound when there is no log. Called on the server's threads, so it must be
+  // Reads a meta instance's log, its last `max_bytes` or from a place on, as
+  // engine::readMetaInstanceLog (through the drivers; the server cannot). kNotFound when there is no log. Called on the server's threads, so it must be
   // thread-safe. Null: GET /v1/instances/{name}/logs answers 503.
-  std::function<Result<std::string>(const std::string& meta_instance, size_t tail_bytes)> read_logs;
+  std::function<Result<drivers::LogSlice>(const std::string& meta_instance,
+                                          const std::optional<drivers::LogCursor>& from, size_t max_bytes)>
+      read_logs;
   // More Prometheus text appended to /metrics (the control loop's pass, driver-call and
   // attempt series). Called on the server's threads, so it must be thread-safe.
   std::function<std::string()> extra_metrics;

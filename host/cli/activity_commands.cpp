@@ -2,6 +2,7 @@
 // loop and the instances are doing, across plans.
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -16,8 +17,9 @@ namespace {
 constexpr const char* kEventWaitSeconds = "30";
 // What the host hands out when no --tail-bytes is given (routes_instances.cpp).
 constexpr int64_t kDefaultTailBytes = int64_t{64} << 10;
-// How much of the log `logs -f` reads at each look: the more, the longer a burst between two
-// looks can be and still be lined up with the look before (host/cli/log_follow.h).
+// How much of the log `logs -f` reads first, and at each look where the host does not say
+// where its replies end (agent nodes): the more, the longer a burst between two looks can
+// be and still be lined up with the look before (host/cli/log_follow.h).
 constexpr int64_t kFollowWindowBytes = int64_t{1} << 20;
 constexpr auto kLogPollInterval = std::chrono::seconds(1);
 
@@ -142,12 +144,45 @@ Result<std::string> newestRuntimeOf(Session& session, const std::string& name) {
          newest.value("node", "");
 }
 
-// The last `window` bytes of the newest runtime instance's log; empty while there is none.
-Result<std::string> readLogWindow(Session& session, const std::string& name, int64_t window) {
-  Result<std::string> log =
-      session.client.getText(instancePath(name) + "/logs", {{"tail_bytes", std::to_string(window)}});
-  if (!log.isOk() && log.status().code() == Code::kNotFound) return std::string();
-  return log;
+// A Tide-Log-Offset header's whole number; nullopt when it is absent or not one.
+std::optional<int64_t> headerOffset(const std::string& text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// How far `logs -f` has read a log.
+struct LogPlace {
+  std::string file;    // the log file the host's last reply ended in; "" when it named none
+  int64_t offset = 0;  // where in `file` that reply ended
+  std::string seen;    // without a file: the last window read, which the next one is lined up with
+};
+
+// What the newest runtime instance's log adds to what `place` has read, and `place` moved on.
+// Where the host says where its replies end (a process node's log) that is what follows the
+// last reply's end (docs/api.md#following-a-log); elsewhere (an agent node's log) it is
+// found by lining up the last `window` bytes with the look before (logUpdate). Nothing
+// while the instance has no log.
+Result<LogUpdate> readLogUpdate(Session& session, const std::string& name, int64_t window, LogPlace& place) {
+  Query query = {{"tail_bytes", std::to_string(window)}};
+  if (!place.file.empty()) query = {{"offset", std::to_string(place.offset)}, {"file", place.file}};
+  Result<TextReply> reply = session.client.getTextReply(instancePath(name) + "/logs", query);
+  if (!reply.isOk() && reply.status().code() == Code::kNotFound) return LogUpdate{};
+  TIDE_RETURN_IF_ERROR(reply.status());
+  const std::string file = reply->header("Tide-Log-File");
+  const std::optional<int64_t> offset = headerOffset(reply->header("Tide-Log-Offset"));
+  LogUpdate update;
+  if (!place.file.empty() && !file.empty() && offset) {
+    update = {std::move(reply->body), reply->header("Tide-Log-Continues") == "false"};
+  } else {
+    update = logUpdate(place.seen, reply->body, static_cast<size_t>(window));
+    place.seen = std::move(reply->body);
+  }
+  place.file = offset ? file : "";
+  place.offset = offset.value_or(0);
+  if (!place.file.empty()) place.seen.clear();
+  return update;
 }
 
 // Prints the end of the log, then what each look a second later adds, until the process is
@@ -155,13 +190,12 @@ Result<std::string> readLogWindow(Session& session, const std::string& name, int
 // (a restart, a relocation), a "==> ... <==" line says so before its log.
 Status followLog(Session& session, const std::string& name, int64_t tail_bytes) {
   const int64_t window = std::max(tail_bytes, kFollowWindowBytes);
-  std::string seen;
+  LogPlace place;
   std::string runtime;
   bool first = true;
   while (session.out) {
     TIDE_ASSIGN_OR_RETURN(std::string runtime_now, newestRuntimeOf(session, name));
-    TIDE_ASSIGN_OR_RETURN(std::string now, readLogWindow(session, name, window));
-    LogUpdate update = logUpdate(seen, now, static_cast<size_t>(window));
+    TIDE_ASSIGN_OR_RETURN(LogUpdate update, readLogUpdate(session, name, window, place));
     std::string& added = update.added;
     if (first) added.erase(0, added.size() - std::min(added.size(), static_cast<size_t>(tail_bytes)));
     if (session.json()) {
@@ -175,7 +209,6 @@ Status followLog(Session& session, const std::string& name, int64_t tail_bytes) 
       session.out << added;
     }
     session.out.flush();
-    seen = std::move(now);
     runtime = std::move(runtime_now);
     first = false;
     std::this_thread::sleep_for(kLogPollInterval);
@@ -215,7 +248,7 @@ void addActivityCommands(CLI::App& app, Verbs& verbs) {
 
   CLI::App* operations = addNoun(app, "operations", "Operations on instances and their approval");
   addListVerb(*operations, verbs, "operations", printOperationTable,
-              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...)"},
+              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...), or any of several: A,B"},
                {"plan", "only operations of this deployment plan"},
                {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"},
                {"meta-instance", "only operations on this meta instance", "meta_instance"}});

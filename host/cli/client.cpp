@@ -11,6 +11,11 @@
 namespace tide::cli {
 namespace {
 
+std::string lowerCase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
 constexpr std::string_view kPlainScheme = "http://";
 constexpr std::string_view kTlsScheme = "https://";
 constexpr std::chrono::seconds kConnectTimeout{5};
@@ -137,8 +142,17 @@ Client::Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {
 
 Result<Json> Client::get(const std::string& path, const Query& query) { return send("GET", path, query, "", ""); }
 
+std::string TextReply::header(std::string_view name) const {
+  auto it = headers.find(lowerCase(std::string(name)));
+  return it == headers.end() ? "" : it->second;
+}
+
 Result<std::string> Client::getText(const std::string& path, const Query& query) {
   return sendRaw("GET", path, query, "", "");
+}
+
+Result<TextReply> Client::getTextReply(const std::string& path, const Query& query) {
+  return sendForReply("GET", path, query, "", "");
 }
 
 Result<Json> Client::getAll(const std::string& path, Query query, int64_t after) {
@@ -184,6 +198,13 @@ Result<Json> Client::send(const std::string& method, const std::string& path, co
 Result<std::string> Client::sendRaw(const std::string& method, const std::string& path, const Query& query,
                                     const std::string& body, const std::string& content_type,
                                     const std::string& if_match) {
+  TIDE_ASSIGN_OR_RETURN(TextReply reply, sendForReply(method, path, query, body, content_type, if_match));
+  return std::move(reply.body);
+}
+
+Result<TextReply> Client::sendForReply(const std::string& method, const std::string& path, const Query& query,
+                                       const std::string& body, const std::string& content_type,
+                                       const std::string& if_match) {
   if (!hasScheme(endpoint_.server)) {
     return Status::invalidArgument("server URL must start with http:// or https:// (got \"" + endpoint_.server + "\")");
   }
@@ -229,7 +250,9 @@ Result<std::string> Client::sendRaw(const std::string& method, const std::string
                                  " failed: " + httplib::to_string(result.error()));
     }
     if (result->status < 200 || result->status >= 300) return statusFromErrorResponse(result->status, result->body);
-    return std::move(result->body);
+    TextReply reply{std::move(result->body), {}};
+    for (const auto& [name, value] : result->headers) reply.headers.emplace(lowerCase(name), value);
+    return reply;
   } catch (const std::exception& e) {
     return Status::internal(method + " " + target + ": " + e.what());
   }

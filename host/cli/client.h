@@ -53,6 +53,15 @@ class RequestInterrupt {
   std::map<int, std::function<void()>> in_flight_;  // GUARDED_BY(mu_)
 };
 
+// A reply's body and headers, for a route whose headers say more than its body (a log's place).
+struct TextReply {
+  std::string body;
+  std::map<std::string, std::string> headers;  // by lower-case name
+
+  // The header's value; "" when the reply has none. `name` in any case.
+  std::string header(std::string_view name) const;
+};
+
 struct Endpoint {
   std::string server = std::string(kDefaultServer);  // http[s]://host:port[/prefix]
   std::string token;                                 // bearer token; empty sends none
@@ -73,6 +82,8 @@ class Client {
   Result<Json> get(const std::string& path, const Query& query = {});
   // A reply that is not JSON, e.g. an instance's log (text/plain), as the bytes sent.
   Result<std::string> getText(const std::string& path, const Query& query = {});
+  // As getText, with the reply's headers.
+  Result<TextReply> getTextReply(const std::string& path, const Query& query = {});
   // Every item of a paginated list ({"items":[...],"next_after":N}) past `after`, following
   // next_after until the server says there is no more: {"items":[...all pages...]}.
   Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0);
@@ -92,6 +103,10 @@ class Client {
   Result<std::string> sendRaw(const std::string& method, const std::string& path, const Query& query,
                               const std::string& body, const std::string& content_type,
                               const std::string& if_match = "");
+  // The reply's body, unparsed, and its headers.
+  Result<TextReply> sendForReply(const std::string& method, const std::string& path, const Query& query,
+                                 const std::string& body, const std::string& content_type,
+                                 const std::string& if_match = "");
 
   Endpoint endpoint_;
 };

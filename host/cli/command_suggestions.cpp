@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "host/cli/joined.h"
+
 namespace tide::cli {
 
 size_t editDistance(const std::string& a, const std::string& b) {
@@ -95,8 +97,7 @@ std::optional<std::string> unknownCommandMessage(const CLI::App& app, const std:
     if (!sub->get_name().empty()) names.push_back(sub->get_name());
   }
   if (names.empty()) return std::nullopt;
-  std::string known;
-  for (const std::string& name : names) known += (known.empty() ? "" : ", ") + name;
+  const std::string known = joined(names, ", ");
   const std::string path = commandPath(at);
   if (!word) return "'" + path + "' needs a command: " + known + " (see " + path + " --help)";
   const std::string unknown = "unknown command '" + *word + "' for '" + path + "'";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/cli/joined.h"
 
 namespace tide::cli {
 namespace {
@@ -74,12 +75,6 @@ std::vector<CompletionNode> completionTree(const CLI::App& app) {
   return nodes;
 }
 
-std::string joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
-  return out;
-}
-
 // `text` as one shell word in single quotes (bash and zsh read it the same way).
 std::string quoted(const std::string& text) {
   std::string out = "'";
@@ -103,8 +98,8 @@ std::string bashCompletionScript(const CLI::App& app) {
     std::vector<std::string> words;
     for (const auto& [name, description] : node.commands) words.push_back(name);
     words.insert(words.end(), node.options.begin(), node.options.end());
-    out << "    " << quoted(node.path) << ") _tide_words=" << quoted(joined(words))
-        << "; _tide_valued=" << quoted(joined(node.valued)) << " ;;\n";
+    out << "    " << quoted(node.path) << ") _tide_words=" << quoted(joined(words, " "))
+        << "; _tide_valued=" << quoted(joined(node.valued, " ")) << " ;;\n";
   }
   out << "    *) _tide_words=''; _tide_valued='' ;;\n"
          "  esac\n"
@@ -120,7 +115,7 @@ std::string bashCompletionScript(const CLI::App& app) {
   for (const auto& [choices, patterns] : by_choices) {
     std::string alternatives;
     for (const std::string& pattern : patterns) alternatives += (alternatives.empty() ? "" : "|") + quoted(pattern);
-    out << "    " << alternatives << ") COMPREPLY=($(compgen -W " << quoted(joined(choices))
+    out << "    " << alternatives << ") COMPREPLY=($(compgen -W " << quoted(joined(choices, " "))
         << " -- \"$3\")) ;;\n";
   }
   out << "    *) return 1 ;;\n"
@@ -171,9 +166,9 @@ std::string zshCompletionScript(const CLI::App& app) {
     for (const std::string& option : node.options) options.push_back(quoted(option));
     for (const std::string& option : node.valued) valued.push_back(quoted(option));
     out << "    (" << quoted(node.path) << ")\n"
-        << "      tide_commands=(" << joined(commands) << ")\n"
-        << "      tide_options=(" << joined(options) << ")\n"
-        << "      tide_valued=(" << joined(valued) << ") ;;\n";
+        << "      tide_commands=(" << joined(commands, " ") << ")\n"
+        << "      tide_options=(" << joined(options, " ") << ")\n"
+        << "      tide_valued=(" << joined(valued, " ") << ") ;;\n";
   }
   out << "    (*) tide_commands=(); tide_options=(); tide_valued=() ;;\n"
          "  esac\n"
@@ -186,7 +181,7 @@ std::string zshCompletionScript(const CLI::App& app) {
     for (const auto& [option, choices] : node.choices) {
       std::vector<std::string> values;
       for (const std::string& value : choices) values.push_back(quoted(value));
-      out << "    (" << quoted(node.path + " " + option) << ") compadd -- " << joined(values) << " ;;\n";
+      out << "    (" << quoted(node.path + " " + option) << ") compadd -- " << joined(values, " ") << " ;;\n";
     }
   }
   out << "    (*) return 1 ;;\n"

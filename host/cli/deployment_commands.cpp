@@ -11,6 +11,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/event_waker.h"
+#include "host/cli/joined.h"
 #include "host/cli/json_fields.h"
 #include "host/cli/rollout_view.h"
 #include "host/cli/views.h"
@@ -93,10 +94,9 @@ void addUpdateVerb(CLI::App& deployment, Verbs& verbs) {
           if (changed.empty()) {
             session.out << "Deployment plan unchanged: " << name << "\n";
           } else {
-            std::string fields;
-            for (const Json& field : changed) fields += (fields.empty() ? "" : ", ") + field.get<std::string>();
             session.out << "Deployment plan updated: " << name << " (generation "
-                        << (*reply)["metadata"].value("generation", int64_t{0}) << "; changed " << fields
+                        << (*reply)["metadata"].value("generation", int64_t{0}) << "; changed "
+                        << joined(changed, ", ", [](const Json& field) { return cli::text(field); })
                         << "; deployments added from now on use it)\n";
           }
           printWarnings(session, *reply, *file);
@@ -138,9 +138,10 @@ struct DeleteFlags {
   double interval_seconds = 1;
 };
 
-// The states in which a DELETE has ended without removing its instance: the teardown cannot
-// finish by itself.
-constexpr const char* kDeleteDeadEnds[] = {"REJECTED", "FAILED", "CANCELLED"};
+// The states of a teardown's DELETE worth a look while it waits: waiting for a person, or
+// ended without removing its instance (the teardown cannot finish by itself), one query's
+// `state` list.
+constexpr const char* kDeletesToLookAt = "PENDING_APPROVAL,REJECTED,FAILED,CANCELLED";
 
 // How a teardown stands.
 struct TeardownProgress {
@@ -153,16 +154,15 @@ struct TeardownProgress {
 int64_t operationId(const Json& operation) { return operation.value(Json::json_pointer("/metadata/id"), int64_t{0}); }
 
 std::string idList(const std::vector<int64_t>& ids) {
-  std::string out;
-  for (int64_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
-  return out;
+  return joined(ids, ", ", [](int64_t id) { return std::to_string(id); });
 }
 
-// The teardown's DELETEs (`asked`) of plan `plan` that are in `state` now.
-Result<std::vector<Json>> askedInState(Session& session, const std::string& plan, const std::set<int64_t>& asked,
-                                       const std::string& state) {
-  TIDE_ASSIGN_OR_RETURN(Json list,
-                        session.client.getAll("/v1/operations", {{"plan", plan}, {"type", "DELETE"}, {"state", state}}));
+// The teardown's DELETEs (`asked`) of plan `plan` that wait for a person or ended without
+// removing their instance, in id order.
+Result<std::vector<Json>> askedToLookAt(Session& session, const std::string& plan, const std::set<int64_t>& asked) {
+  TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/operations", {{"plan", plan},
+                                                                            {"type", "DELETE"},
+                                                                            {"state", kDeletesToLookAt}}));
   std::vector<Json> found;
   for (const Json& operation : list["items"]) {
     if (asked.count(operationId(operation))) found.push_back(operation);
@@ -170,25 +170,50 @@ Result<std::vector<Json>> askedInState(Session& session, const std::string& plan
   return found;
 }
 
+// The deployment ids of a plan view.
+std::set<std::string> deploymentIdsOf(const Json& view) {
+  std::set<std::string> ids;
+  for (const Json& deployment : items(view["deployments"])) ids.insert(deployment.value("deployment_id", ""));
+  return ids;
+}
+
+// kConflict when plan view `view` has a deployment not in `known`: added after the teardown
+// began, its instances keep the plan from reaching zero, and its rollout would go on adding them.
+Status checkNoDeploymentAdded(const Json& view, const std::string& plan, const std::set<std::string>& known) {
+  for (const Json& deployment : items(view["deployments"])) {
+    const std::string id = deployment.value("deployment_id", "");
+    if (known.count(id)) continue;
+    return Status::conflict("deployment " + id + " was added to plan " + plan + " after its teardown began (it is " +
+                                deployment.value("state", "") +
+                                "): its instances keep the plan from reaching zero; stop it with `tide deployment "
+                                "cancel-deployment " + plan + " -D " + id + "`, then run `tide deployment delete " +
+                                plan + " --scale-to-zero` again");
+  }
+  return Status::ok();
+}
+
 // Waits until plan `plan` has no live instance, printing how many are left and which DELETEs
 // wait for a person whenever that changes. An error when one of the DELETEs `asked` ended
-// without removing its instance (rejected, failed, cancelled).
+// without removing its instance (rejected, failed, cancelled), or when the plan has a
+// deployment not among `known_deployments` (added since the teardown began).
 Status waitForTeardown(Session& session, const std::string& plan, const std::set<int64_t>& asked,
-                       double interval_seconds) {
+                       const std::set<std::string>& known_deployments, double interval_seconds) {
   EventWaker waker(session.client, "", interval_seconds);
   std::optional<TeardownProgress> shown;
   while (true) {
     TIDE_ASSIGN_OR_RETURN(Json view, session.client.get(planPath(plan), {{"limit", "1"}}));
+    TIDE_RETURN_IF_ERROR(checkNoDeploymentAdded(view, plan, known_deployments));
     const Json& left = at(view, {"instance_summary", "total"});
     if (!left.is_number_integer()) return Status::internal("the plan view has no instance_summary.total");
     TeardownProgress progress;
     progress.instances_left = left.get<int64_t>();
-    TIDE_ASSIGN_OR_RETURN(std::vector<Json> waiting, askedInState(session, plan, asked, "PENDING_APPROVAL"));
-    for (const Json& operation : waiting) progress.waiting_for_approval.push_back(operationId(operation));
-    for (const char* state : kDeleteDeadEnds) {
-      TIDE_ASSIGN_OR_RETURN(std::vector<Json> ended, askedInState(session, plan, asked, state));
-      if (ended.empty()) continue;
-      const Json& operation = ended.front();
+    TIDE_ASSIGN_OR_RETURN(std::vector<Json> looked_at, askedToLookAt(session, plan, asked));
+    for (const Json& operation : looked_at) {
+      const std::string state = operation.value("state", "");
+      if (state == "PENDING_APPROVAL") {
+        progress.waiting_for_approval.push_back(operationId(operation));
+        continue;
+      }
       const std::string message = operation.value("message", "");
       return Status::conflict("operation " + std::to_string(operationId(operation)) + " (DELETE of " +
                               operation.value("meta_instance", "") + ") ended " + state +
@@ -215,17 +240,21 @@ Status waitForTeardown(Session& session, const std::string& plan, const std::set
 Status deletePlan(Session& session, const std::string& plan, const DeleteFlags& flags) {
   Json asked = nullptr;
   if (flags.scale_to_zero) {
+    // The deployments the teardown knows: those of the plan now and those it cancels (one
+    // added in between). Any other was added while it waits.
+    TIDE_ASSIGN_OR_RETURN(Json before, session.client.get(planPath(plan), {{"limit", "1"}}));
+    std::set<std::string> known_deployments = deploymentIdsOf(before);
     Json body = Json::object();
     if (!flags.reason.empty()) body["reason"] = flags.reason;
     TIDE_ASSIGN_OR_RETURN(asked, session.client.post(planPath(plan) + "/scale-to-zero", body));
+    for (const Json& id : items(asked["cancelled_deployments"])) known_deployments.insert(id.get<std::string>());
     std::set<int64_t> ids;
     for (const Json& operation : asked["operations"]) ids.insert(operationId(operation));
     if (!session.json()) {
       const Json& cancelled = asked["cancelled_deployments"];
       if (!cancelled.empty()) {
-        std::string names;
-        for (const Json& id : cancelled) names += (names.empty() ? "" : ", ") + id.get<std::string>();
-        session.out << "Cancelled the unfinished deployment(s) of plan " << plan << ": " << names << '\n';
+        session.out << "Cancelled the unfinished deployment(s) of plan " << plan << ": "
+                    << joined(cancelled, ", ", [](const Json& id) { return text(id); }) << '\n';
       }
       session.out << "Asked to delete " << ids.size() << " instance(s) of plan " << plan
                   << (ids.empty() ? "" : ": operation(s) " + idList({ids.begin(), ids.end()})) << '\n';
@@ -236,7 +265,7 @@ Status deletePlan(Session& session, const std::string& plan, const DeleteFlags& 
       });
       return Status::ok();
     }
-    TIDE_RETURN_IF_ERROR(waitForTeardown(session, plan, ids, flags.interval_seconds));
+    TIDE_RETURN_IF_ERROR(waitForTeardown(session, plan, ids, known_deployments, flags.interval_seconds));
   }
   Result<Json> deleted = session.client.del(planPath(plan));
   if (!deleted.isOk()) {

@@ -1,7 +1,8 @@
 #pragma once
-// `tide logs -f`: what is new in a log the host only hands out as its last bytes
-// (GET /v1/instances/{name}/logs?tail_bytes=N carries no offset). Each look reads the last
-// `window` bytes again; what a look adds is found by lining it up with the look before.
+// `tide logs -f`: what is new in a log the host only hands out as its last bytes (an agent
+// node's: its replies name no place to go on from, docs/api.md#following-a-log). Each look
+// reads the last `window` bytes again; what a look adds is found by lining it up with the
+// look before. The log of a process node is followed from where each reply ended instead.
 
 #include <cstddef>
 #include <string>

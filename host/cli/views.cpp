@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "host/cli/joined.h"
 #include "host/cli/json_fields.h"
 #include "host/cli/rollout_view.h"
 #include "host/model/approvals.h"
@@ -16,19 +17,10 @@ constexpr std::string_view kEntrySeparator = "----------------";
 constexpr const char* kOperationTypes[] = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
 
 std::string join(const Json& values, std::string_view separator) {
-  std::string out;
-  for (const Json& value : items(values)) {
-    if (!out.empty()) out += separator;
-    out += text(value);
-  }
-  return out;
+  return joined(items(values), separator, [](const Json& value) { return text(value); });
 }
 
-std::string joinLines(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& line : lines) out += (out.empty() ? "" : "\n") + line;
-  return out;
-}
+std::string joinLines(const std::vector<std::string>& lines) { return joined(lines, "\n"); }
 
 // Who approved an operation; while it waits for several approvals or an override, how far it
 // got ("1 of 2 approvals (alice)"). A wait for one plain approval shows nothing, as before.

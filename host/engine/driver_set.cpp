@@ -74,15 +74,16 @@ void DriverSet::install(const std::string& cluster, std::unique_ptr<drivers::Dri
   drivers_[cluster] = std::move(driver);
 }
 
-Result<std::string> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers, const std::string& meta_instance,
-                                        size_t tail_bytes) {
+Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers,
+                                              const std::string& meta_instance,
+                                              const std::optional<drivers::LogCursor>& from, size_t max_bytes) {
   TIDE_RETURN_IF_ERROR(ledger.getMetaInstance(meta_instance).status());
   TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
                                                        {{"meta_instance", meta_instance}}));
   if (runtimes.empty()) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
   const model::RuntimeInstance& newest = runtimes.back();  // lists are in id order
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest.node));
-  return drivers::readInstanceLog(*driver, std::to_string(newest.meta.id), tail_bytes);
+  return drivers::readInstanceLogSlice(*driver, std::to_string(newest.meta.id), from, max_bytes);
 }
 
 }  // namespace tide::engine

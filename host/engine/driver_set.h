@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "drivers/driver.h"
@@ -41,9 +42,12 @@ class DriverSet {
   std::map<std::string, std::string> cluster_of_;                    // node → cluster
 };
 
-// The last `tail_bytes` of the log of `meta_instance`'s newest runtime instance, for
-// `tide logs`. kNotFound when the instance never ran.
-Result<std::string> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers, const std::string& meta_instance,
-                                        size_t tail_bytes);
+// The log of `meta_instance`'s newest runtime instance, for `tide logs`: its last `max_bytes`,
+// or with `from` what follows that place (drivers::readInstanceLogSlice). A cursor into an
+// older runtime instance's log names a file the newest one does not have: its slice starts
+// again. kNotFound when the instance never ran.
+Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers,
+                                              const std::string& meta_instance,
+                                              const std::optional<drivers::LogCursor>& from, size_t max_bytes);
 
 }  // namespace tide::engine

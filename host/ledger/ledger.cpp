@@ -72,9 +72,24 @@ Where& Where::greater(const std::string& column, int64_t value) {
   return *this;
 }
 
-Where& Where::filters(const ListOptions& options, const FilterColumns& columns) {
+Where& Where::filters(const ListOptions& options, const FilterColumns& columns,
+                      std::initializer_list<std::string_view> lists) {
   for (const auto& [key, column] : columns) {
-    if (auto it = options.filters.find(key); it != options.filters.end()) eq(column, it->second);
+    auto it = options.filters.find(key);
+    if (it == options.filters.end()) continue;
+    if (std::find(lists.begin(), lists.end(), key) == lists.end()) {
+      eq(column, it->second);
+      continue;
+    }
+    std::string placeholders;
+    std::string_view rest = it->second;
+    while (true) {
+      const size_t comma = rest.find(',');
+      placeholders += (placeholders.empty() ? "" : ", ") + bind(std::string(rest.substr(0, comma)));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    add(column + " IN (" + placeholders + ")");
   }
   return *this;
 }

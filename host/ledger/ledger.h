@@ -351,7 +351,8 @@ class Ledger {
   // judgment and, when they do not fit, fail in the executor where the rollout sees it.
   Result<Operation> createOperation(const Operation& operation, const std::string& actor);
   Result<Operation> getOperation(int64_t id);
-  Result<Page<Operation>> listOperations(const ListOptions& options);  // filters: state, plan, meta_instance, type
+  // filters: state (a comma-separated list: any of them), plan, meta_instance, type
+  Result<Page<Operation>> listOperations(const ListOptions& options);
   // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
   // REJECTED releases the placement reserved for the operation, and leaves its meta
   // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.

@@ -826,7 +826,7 @@ Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
   return read("list operations", [&](Db& db) -> Result<Page<Operation>> {
     Where where(kOperationSelect);
-    where.greater("o.id", options.after).filters(options, kOperationsFilters);
+    where.greater("o.id", options.after).filters(options, kOperationsFilters, {"state"});
     return fetchPage<Operation>(db, where, "o.id", options, operationFromRow);
   });
 }

@@ -4,7 +4,9 @@
 
 #include <soci/soci.h>
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/ledger/db.h"
@@ -72,8 +74,10 @@ class Where {
   explicit Where(std::string base) : clause_(std::move(base)) {}
   Where& eq(const std::string& column, const std::string& value);
   Where& greater(const std::string& column, int64_t value);
-  // `column = value` for every filter of `options` that `columns` names.
-  Where& filters(const ListOptions& options, const FilterColumns& columns);
+  // `column = value` for every filter of `options` that `columns` names; for the keys in
+  // `lists`, whose values are comma-separated lists, `column IN (values)`.
+  Where& filters(const ListOptions& options, const FilterColumns& columns,
+                 std::initializer_list<std::string_view> lists = {});
   Where& raw(const std::string& condition) {
     add(condition);
     return *this;

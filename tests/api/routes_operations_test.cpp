@@ -91,18 +91,34 @@ std::string errorMessage(const Reply& reply) { return reply.json()["error"].valu
 
 // A log reader that remembers what it was asked and returns the whole log whatever the
 // tail: the server keeps only the tail.
+// One log file, "fake.1", of 100 lines; a cursor into it reads on from there.
 struct FakeLogs {
   std::mutex mu;
   std::vector<std::pair<std::string, size_t>> calls;
 
-  Result<std::string> read(const std::string& meta_instance, size_t tail_bytes) {
+  Result<drivers::LogSlice> read(const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
+                                 size_t max_bytes) {
     std::lock_guard<std::mutex> lock(mu);
-    calls.emplace_back(meta_instance, tail_bytes);
+    calls.emplace_back(meta_instance, max_bytes);
     std::string log;
     for (int line = 1; line <= 100; ++line) log += meta_instance + " log line " + std::to_string(line) + "\n";
-    return log;
+    const auto size = static_cast<int64_t>(log.size());
+    if (!from) return drivers::LogSlice{.text = log, .end = drivers::LogCursor{"fake.1", size}};
+    if (from->file != "fake.1" || from->offset > size) {
+      return drivers::LogSlice{.text = log, .end = drivers::LogCursor{"fake.1", size}, .continues = false};
+    }
+    return drivers::LogSlice{.text = log.substr(static_cast<size_t>(from->offset)),
+                             .end = drivers::LogCursor{"fake.1", size}};
   }
 };
+
+// The test server's options, its logs read from `logs`.
+api::ServerOptions readingLogsFrom(const std::shared_ptr<FakeLogs>& logs) {
+  api::ServerOptions options = testServerOptions();
+  options.read_logs = [logs](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
+                              size_t max_bytes) { return logs->read(meta_instance, from, max_bytes); };
+  return options;
+}
 
 }  // namespace
 
@@ -389,11 +405,7 @@ TEST_CASE("api: a user operation that does not fit the instance's state is 409 n
 
 TEST_CASE("api: instance logs come from the host's log reader") {
   auto logs = std::make_shared<FakeLogs>();
-  api::ServerOptions options = testServerOptions();
-  options.read_logs = [logs](const std::string& meta_instance, size_t tail_bytes) {
-    return logs->read(meta_instance, tail_bytes);
-  };
-  Fixture f(options);
+  Fixture f(readingLogsFrom(logs));
   const std::string path = "/v1/instances/" + f.instance + "/logs";
 
   Reply whole = f.h.get(path, kViewerToken);
@@ -421,10 +433,73 @@ TEST_CASE("api: instance logs come from the host's log reader") {
   CHECK(f.h.get(path, "").status == 401);
 }
 
+TEST_CASE("api: instance logs from an offset: what follows it, and where the reply ends") {
+  auto logs = std::make_shared<FakeLogs>();
+  Fixture f(readingLogsFrom(logs));
+  const std::string path = "/v1/instances/" + f.instance + "/logs";
+
+  Reply whole = f.h.get(path, kViewerToken);
+  REQUIRE_MESSAGE(whole.status == 200, whole.body);
+  const std::string end = std::to_string(whole.body.size());
+  CHECK(whole.header("Tide-Log-File") == "fake.1");
+  CHECK(whole.header("Tide-Log-Offset") == end);
+  CHECK(whole.header("Tide-Log-Continues").empty());  // only a read from an offset says
+
+  const std::string last_line = f.instance + " log line 100\n";
+  const std::string near_end = std::to_string(whole.body.size() - last_line.size());
+  Reply rest = f.h.get(path + "?offset=" + near_end + "&file=fake.1", kViewerToken);
+  REQUIRE_MESSAGE(rest.status == 200, rest.body);
+  CHECK(rest.body == last_line);
+  CHECK(rest.header("Tide-Log-Offset") == end);
+  CHECK(rest.header("Tide-Log-Continues") == "true");
+  Reply nothing_new = f.h.get(path + "?offset=" + end + "&file=fake.1", kViewerToken);
+  CHECK(nothing_new.body.empty());
+  CHECK(nothing_new.header("Tide-Log-Offset") == end);
+  Reply beyond = f.h.get(path + "?offset=" + end + "0&file=fake.1", kViewerToken);
+  CHECK(beyond.header("Tide-Log-Continues") == "false");
+  CHECK(beyond.body == whole.body);
+  {
+    std::lock_guard<std::mutex> lock(logs->mu);
+    CHECK(logs->calls.back() == std::make_pair(f.instance, size_t{8} << 20));  // an offset reads on, up to 8 MiB
+  }
+
+  for (const char* bad : {"-1", "lots", "12abc", "9007199254740992", "99999999999999999999999"}) {
+    Reply refused = f.h.get(path + "?offset=" + bad, kViewerToken);
+    CHECK_MESSAGE(refused.status == 400, bad);
+    CHECK_MESSAGE(refused.detailNames("offset"), bad);
+  }
+  Reply both = f.h.get(path + "?offset=0&tail_bytes=10", kViewerToken);
+  CHECK(both.status == 400);
+  CHECK(both.detailNames("tail_bytes"));
+  Reply file_alone = f.h.get(path + "?file=fake.1", kViewerToken);
+  CHECK(file_alone.status == 400);
+  CHECK(file_alone.detailNames("file"));
+}
+
 TEST_CASE("api: instance logs are 503 when the host has no log reader") {
   Fixture f;
   Reply reply = f.h.get("/v1/instances/" + f.instance + "/logs", kViewerToken);
   CHECK(reply.status == 503);
   CHECK(reply.errorCode() == "unavailable");
   CHECK(contains(errorMessage(reply), "logs are not available"));
+}
+
+TEST_CASE("api: the operations list's state filter takes several states, comma-separated") {
+  Fixture f;
+  const model::Operation waiting = f.waiting(f.instance);
+  Reply listed = f.h.get("/v1/operations?state=FAILED,PENDING_APPROVAL", kViewerToken);
+  REQUIRE_MESSAGE(listed.status == 200, listed.body);
+  REQUIRE(listed.json()["items"].size() == 1);
+  CHECK(listed.json()["items"][0]["metadata"]["id"] == waiting.meta.id);
+  Reply none = f.h.get("/v1/operations?state=FAILED,REJECTED", kViewerToken);
+  REQUIRE(none.status == 200);
+  CHECK(none.json()["items"].empty());
+
+  for (const char* bad : {"PENDING,BOGUS", "PENDING,", ",PENDING"}) {
+    Reply refused = f.h.get(std::string("/v1/operations?state=") + bad, kViewerToken);
+    CHECK_MESSAGE(refused.status == 400, bad);
+    CHECK_MESSAGE(refused.detailNames("state"), bad);
+  }
+  // Other lists take one state.
+  CHECK(f.h.get("/v1/instances?state=ACTIVE,STOPPED", kViewerToken).status == 400);
 }

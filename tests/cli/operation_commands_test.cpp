@@ -261,8 +261,9 @@ TEST_CASE("cli: deployment show lists runtime instance details and who asked for
 TEST_CASE("cli: logs prints the end of an instance's log") {
   SUBCASE("from the host's log reader") {
     OperationFixture f([](api::ServerOptions& options) {
-      options.read_logs = [](const std::string& meta_instance, size_t) -> Result<std::string> {
-        return "started " + meta_instance + "\nlistening on :31080\n";
+      options.read_logs = [](const std::string& meta_instance, const std::optional<drivers::LogCursor>&,
+                             size_t) -> Result<drivers::LogSlice> {
+        return drivers::LogSlice{.text = "started " + meta_instance + "\nlistening on :31080\n"};
       };
     });
     std::string instance = f.newInstance();

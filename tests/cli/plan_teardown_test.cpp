@@ -40,6 +40,53 @@ bool planListed(const ServeProcess& serve, const std::string& plan) {
   return false;
 }
 
+// The dev plan as plan `plan` in namespace prod-web, where prod-delete-manual leaves every
+// DELETE for two approvers (and auto-approve-dev approves nothing).
+void createProdPlan(const ServeProcess& serve, const std::string& plan) {
+  std::ifstream dev(example("nginx-dev-plan.yaml"));
+  std::string text((std::istreambuf_iterator<char>(dev)), std::istreambuf_iterator<char>());
+  text = std::regex_replace(text, std::regex("nginx-dev-plan"), plan);
+  text = std::regex_replace(text, std::regex("namespace: \"nginx-dev\""), "namespace: \"prod-web\"");
+  std::ofstream(serve.dataDir() / "prod-plan.yaml") << text;
+  REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
+  REQUIRE(serve.tide("deployment create -m " + (serve.dataDir() / "prod-plan.yaml").string()).code == 0);
+}
+
+// Deployment `id` of one instance added to plan `plan`.
+void addProdDeployment(const ServeProcess& serve, const std::string& plan, const std::string& id) {
+  const std::filesystem::path file = serve.dataDir() / (id + ".yaml");
+  std::ofstream(file) << "deployment_plan_name: " << plan << "\ndeployment_id: " << id << "\n"
+                      << "payload_coordinates: [{payload_name: nginx-payload, coordinates: {image: \"nginx:latest\"}}]\n"
+                      << "instance_count: 1\n";
+  CliRun added = serve.tide("deployment add-deployment -m " + file.string());
+  REQUIRE_MESSAGE(added.code == 0, added.err);
+}
+
+// Plan `plan` (createProdPlan) with deployment prod-1, once its one instance is recorded.
+void startProdPlan(const ServeProcess& serve, const std::string& plan) {
+  createProdPlan(serve, plan);
+  addProdDeployment(serve, plan, "prod-1");
+  REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
+}
+
+// `tide deployment delete PLAN --scale-to-zero` in the background, its output in a file
+// that can be read while it waits.
+struct BackgroundTeardown {
+  BackgroundTeardown(const ServeProcess& serve, const std::string& plan)
+      : progress_file((serve.dataDir() / "teardown.out").string()),
+        run(std::async(std::launch::async, [&serve, plan, file = progress_file] {
+          return serve.tide("deployment delete " + plan + " --scale-to-zero >" + file, std::chrono::seconds(120));
+        })) {}
+
+  std::string progress() const {
+    std::ifstream file(progress_file);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }
+
+  const std::string progress_file;
+  std::future<CliRun> run;
+};
+
 }  // namespace
 
 TEST_CASE("cli: deployment delete --scale-to-zero --no-wait answers what it asked for") {
@@ -132,37 +179,33 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
     }
   }
   CHECK(reasoned_deletes == 3);
+
+  // The deleted plan's DELETEs stay listed and can be shown.
+  CliRun listed = serve.tide("operations list --plan " + kTeardownDevPlan + " --type DELETE -o json");
+  REQUIRE_MESSAGE(listed.code == 0, listed.err);
+  const Json deletes = Json::parse(listed.out)["items"];
+  REQUIRE(deletes.size() == 3);
+  for (const Json& operation : deletes) {
+    CHECK(operation["state"] == "SUCCEEDED");
+    const std::string id = std::to_string(operation["metadata"]["id"].get<int64_t>());
+    CliRun shown = serve.tide("operations show " + id);
+    REQUIRE_MESSAGE(shown.code == 0, shown.err);
+    CHECK(contains(shown.out, "Deployment Plan:          " + kTeardownDevPlan + "\n"));
+    CHECK(contains(shown.out, "Type:                     DELETE\n"));
+  }
+  CliRun table = serve.tide("operations list --plan " + kTeardownDevPlan + " --state SUCCEEDED,FAILED");
+  REQUIRE_MESSAGE(table.code == 0, table.err);
+  CHECK(contains(table.out, "Total: 6\n"));  // three CREATEs, three DELETEs
 }
 
 TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
   ServeProcess serve;
   const std::string plan = "nginx-prod-plan";
-  {
-    std::ifstream dev(example("nginx-dev-plan.yaml"));
-    std::string text((std::istreambuf_iterator<char>(dev)), std::istreambuf_iterator<char>());
-    text = std::regex_replace(text, std::regex("nginx-dev-plan"), plan);
-    text = std::regex_replace(text, std::regex("namespace: \"nginx-dev\""), "namespace: \"prod-web\"");
-    std::ofstream(serve.dataDir() / "prod-plan.yaml") << text;
-    std::ofstream(serve.dataDir() / "prod-deployment.yaml")
-        << "deployment_plan_name: " << plan << "\ndeployment_id: prod-1\n"
-        << "payload_coordinates: [{payload_name: nginx-payload, coordinates: {image: \"nginx:latest\"}}]\n"
-        << "instance_count: 1\n";
-  }
-  REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
-  REQUIRE(serve.tide("deployment create -m " + (serve.dataDir() / "prod-plan.yaml").string()).code == 0);
-  REQUIRE(serve.tide("deployment add-deployment -m " + (serve.dataDir() / "prod-deployment.yaml").string()).code == 0);
   // Its CREATE waits for a person too; nobody approves it: the teardown cancels the rollout.
-  REQUIRE(eventually([&] { return liveInstancesOf(serve, plan) == 1; }, std::chrono::seconds(60)));
+  startProdPlan(serve, plan);
 
-  // Into a file, to be read while the command waits.
-  const std::string progress_file = (serve.dataDir() / "teardown.out").string();
-  auto progress = [&] {
-    std::ifstream file(progress_file);
-    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  };
-  auto teardown = std::async(std::launch::async, [&] {
-    return serve.tide("deployment delete " + plan + " --scale-to-zero >" + progress_file, std::chrono::seconds(120));
-  });
+  BackgroundTeardown teardown(serve, plan);
+  auto progress = [&] { return teardown.progress(); };
   // prod-delete-manual leaves the DELETE for two approvers, neither the one who asked for it.
   const std::string alice = serve.newToken("alice", "approver");
   const std::string bob = serve.newToken("bob", "approver");
@@ -187,8 +230,8 @@ TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they a
     REQUIRE_MESSAGE(approved.code == 0, approved.err);
   }
 
-  REQUIRE(teardown.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
-  CliRun torn = teardown.get();
+  REQUIRE(teardown.run.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
+  CliRun torn = teardown.run.get();
   CHECK(torn.code == 0);
   const std::string out = progress();
   CHECK(contains(out, "Cancelled the unfinished deployment(s) of plan " + plan + ": prod-1\n"));
@@ -196,4 +239,34 @@ TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they a
                           std::to_string(waiting_delete) + "\n"));
   CHECK(contains(out, "Deployment plan deleted: " + plan + "\n"));
   CHECK_FALSE(planListed(serve, plan));
+}
+
+TEST_CASE("cli: a teardown stops, naming it, when a deployment is added to the plan while it waits") {
+  ServeProcess serve;
+  const std::string plan = "nginx-prod-plan";
+  startProdPlan(serve, plan);
+
+  BackgroundTeardown teardown(serve, plan);
+  auto progress = [&] { return teardown.progress(); };
+  // The DELETE waits for two approvers; meanwhile someone rolls out another deployment.
+  INFO("the teardown printed: " << progress());
+  REQUIRE(eventually([&] { return contains(progress(), "waiting for approval: operation(s) "); },
+                     std::chrono::seconds(60)));
+  addProdDeployment(serve, plan, "prod-2");
+
+  REQUIRE(teardown.run.wait_for(std::chrono::seconds(150)) == std::future_status::ready);
+  CliRun stopped = teardown.run.get();
+  CHECK(stopped.code == 1);
+  CHECK_MESSAGE(stopped.err.starts_with("error: deployment prod-2 was added to plan " + plan +
+                                        " after its teardown began (it is "),
+                stopped.err);
+  CHECK(contains(stopped.err, "stop it with `tide deployment cancel-deployment " + plan +
+                                  " -D prod-2`, then run `tide deployment delete " + plan + " --scale-to-zero` again\n"));
+  CHECK(planListed(serve, plan));
+
+  // Doing what it says finishes the teardown: the second one cancels prod-2 and its CREATE.
+  CliRun cancelled = serve.tide("deployment cancel-deployment " + plan + " -D prod-2");
+  REQUIRE_MESSAGE(cancelled.code == 0, cancelled.err);
+  CliRun again = serve.tide("deployment delete " + plan + " --scale-to-zero --no-wait");
+  REQUIRE_MESSAGE(again.code == 0, again.err);
 }

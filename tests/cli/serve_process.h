@@ -38,13 +38,16 @@ class ServeProcess {
   // `extra_config`: more lines of tide.yaml (policies_dir, limits, ...). Without a
   // policies_dir, the shipped policies but change-freeze (shippedPolicies()).
   // `serve_flags`: more arguments of every `tide serve` it starts (--stop-workloads-on-exit).
-  explicit ServeProcess(const std::string& extra_config = "", std::vector<std::string> serve_flags = {})
+  // `process_config`: more keys of the `process` section, in flow style ("log_max_bytes: 4096").
+  explicit ServeProcess(const std::string& extra_config = "", std::vector<std::string> serve_flags = {},
+                        const std::string& process_config = "")
       : serve_flags_(std::move(serve_flags)) {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
     std::ofstream config(data_dir_.path / "tide.yaml");
-    config << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end << "}\n"
+    config << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end
+           << (process_config.empty() ? "" : ", " + process_config) << "}\n"
            << extra_config;
     if (extra_config.find("policies_dir:") == std::string::npos) {
       config << "\npolicies_dir: " << shippedPolicies(data_dir_.path).string() << "\n";

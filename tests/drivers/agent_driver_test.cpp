@@ -176,6 +176,18 @@ TEST_CASE("agent driver: the registry refuses an agent cluster without a hub and
   REQUIRE(log.isOk());
   CHECK(*log == "hello\n");
   CHECK(readInstanceLog(**made, "404", 1024).status().code() == Code::kNotFound);
+
+  // An agent sends only a log's end: a slice of it names no place to go on from, and a
+  // place asked for is not honoured (docs/api.md#following-a-log).
+  Result<LogSlice> slice = Status::internal("not yet");
+  std::thread slicer([&] { slice = readInstanceLogSlice(**made, "1", LogCursor{"1.7", 3}, 1024); });
+  CHECK(eventually([&] { return f.hub->document("n1").logs == std::vector<std::string>{"1"}; }));
+  f.hub->postLog("n1", "1", "hello\nagain\n");
+  slicer.join();
+  REQUIRE(slice.isOk());
+  CHECK(slice->text == "hello\nagain\n");
+  CHECK_FALSE(slice->end.has_value());
+  CHECK_FALSE(slice->continues);
 }
 
 TEST_CASE("agent driver: an instance its unreachable node has not applied is unavailable at once, naming the node") {

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,4 +116,61 @@ TEST_CASE("ledger: scaling an unknown plan to zero is not found; an empty plan a
   CHECK(empty->operations.empty());
   CHECK(empty->cancelled_deployments.empty());
   CHECK(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+}
+
+TEST_CASE("ledger: a deleted plan's operations and its deleted instances' stay listed and readable") {
+  LedgerFixture f;
+  const std::string instance = f.addInstance();
+  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE(teardown.isOk());
+  REQUIRE(teardown->operations.size() == 1);
+  const int64_t removal = teardown->operations[0].meta.id;
+  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    REQUIRE(f.ledger->setOperationState(removal, state, std::nullopt, "executor").isOk());
+  }
+  REQUIRE(f.ledger->setMetaInstanceState(instance, "MARKED_FOR_DELETION", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->setMetaInstanceState(instance, "DELETED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+
+  auto ids = [&](std::map<std::string, std::string> filters) {
+    ListOptions options;
+    options.filters = std::move(filters);
+    auto page = f.ledger->listOperations(options);
+    REQUIRE_MESSAGE(page.isOk(), page.status().toString());
+    std::vector<int64_t> found;
+    for (const model::Operation& operation : page->items) found.push_back(operation.meta.id);
+    return found;
+  };
+  CHECK(ids({}) == std::vector<int64_t>{removal});
+  CHECK(ids({{"plan", "web"}}) == std::vector<int64_t>{removal});
+  CHECK(ids({{"meta_instance", instance}}) == std::vector<int64_t>{removal});
+  CHECK(ids({{"plan", "web"}, {"type", "DELETE"}, {"state", "SUCCEEDED"}}) == std::vector<int64_t>{removal});
+  auto shown = f.ledger->getOperation(removal);
+  REQUIRE(shown.isOk());
+  CHECK(shown->plan == "web");
+  CHECK(shown->meta_instance == instance);
+  CHECK(shown->state == "SUCCEEDED");
+}
+
+TEST_CASE("ledger: an operations state filter may list several states, matching any of them") {
+  LedgerFixture f;
+  const std::string instance = f.addInstance();
+  const model::Operation create = f.addOperation(instance, "CREATE");
+  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE(teardown.isOk());
+  const int64_t removal = teardown->operations.at(0).meta.id;  // PENDING; the CREATE is CANCELLED
+  auto ids = [&](const std::string& states) {
+    ListOptions options;
+    options.filters["state"] = states;
+    auto page = f.ledger->listOperations(options);
+    REQUIRE_MESSAGE(page.isOk(), page.status().toString());
+    std::vector<int64_t> found;
+    for (const model::Operation& operation : page->items) found.push_back(operation.meta.id);
+    return found;
+  };
+  CHECK(ids("PENDING") == std::vector<int64_t>{removal});
+  CHECK(ids("CANCELLED") == std::vector<int64_t>{create.meta.id});
+  CHECK(ids("CANCELLED,PENDING") == std::vector<int64_t>{create.meta.id, removal});
+  CHECK(ids("FAILED,REJECTED").empty());
+  CHECK(ids("PENDING,PENDING") == std::vector<int64_t>{removal});
 }
