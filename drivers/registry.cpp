@@ -74,6 +74,7 @@ Result<std::unique_ptr<Driver>> makeAgentDriver(const Json& config, const Driver
   if (context.cluster_nodes) {
     options.cluster_nodes = [nodes = context.cluster_nodes, cluster = context.cluster] { return nodes(cluster); };
   }
+  options.runtime_node = context.runtime_node;
   return std::unique_ptr<Driver>(std::make_unique<AgentDriver>(*context.agent_hub, std::move(options)));
 }
 

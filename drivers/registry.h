@@ -40,6 +40,9 @@ struct DriverContext {
   AgentHub* agent_hub = nullptr;
   // The names of a cluster's nodes, now; agent drivers list and watch these.
   std::function<std::vector<std::string>(const std::string& cluster)> cluster_nodes;
+  // The node the ledger placed runtime instance `id` on, if it knows the id; agent drivers
+  // ask it for the log of an instance no node's document lists any more.
+  std::function<std::optional<std::string>(const std::string& id)> runtime_node;
 };
 
 using DriverFactory = Result<std::unique_ptr<Driver>> (*)(const Json& driver_config, const DriverContext& context);

@@ -139,11 +139,18 @@ std::vector<UnreachableNode> AgentDriver::unreachableNodes() {
 }
 
 Result<std::string> AgentDriver::readLog(const std::string& runtime_id, size_t max_bytes) {
-  for (const std::string& node : clusterNodes()) {
+  const std::vector<std::string> nodes = clusterNodes();
+  for (const std::string& node : nodes) {
     std::optional<AgentReport> report = hub_.lastReport(node);
     if (hub_.desiredInstance(node, runtime_id) || (report && findReported(*report, runtime_id) != nullptr)) {
       return hub_.fetchLog(node, runtime_id, max_bytes, kLogFetchTimeout);
     }
+  }
+  // Removed (it exited and is FAILED, say): its agent's process driver keeps the log for its
+  // log retention.
+  if (std::optional<std::string> placed = options_.runtime_node ? options_.runtime_node(runtime_id) : std::nullopt;
+      placed && std::find(nodes.begin(), nodes.end(), *placed) != nodes.end()) {
+    return hub_.fetchLog(*placed, runtime_id, max_bytes, kLogFetchTimeout);
   }
   return Status::notFound("no agent of this cluster knows instance " + runtime_id);
 }

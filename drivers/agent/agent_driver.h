@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct AgentDriverOptions {
   // The names of the cluster's nodes, now (from the ledger); list() and unreachableNodes()
   // ask it. Unset: the nodes the hub knows.
   std::function<std::vector<std::string>()> cluster_nodes;
+  // The node the ledger placed a runtime instance on (docs/agents.md), for readLog() of an
+  // instance removed from its node's document. Unset: such a log is not found.
+  std::function<std::optional<std::string>(const std::string& runtime_id)> runtime_node;
 };
 
 // Validates an agent cluster's driver_config (null or an object); details name the field.
@@ -58,7 +62,8 @@ class AgentDriver final : public Driver {
   std::vector<UnreachableNode> unreachableNodes() override;
 
   // The last `max_bytes` of the log of `runtime_id` (on whichever node of the cluster runs
-  // it), through the node's agent; kNotFound when no node of the cluster knows the id.
+  // it, or on the node the ledger placed it on once it is removed: its agent keeps the log),
+  // through the node's agent; kNotFound when no node of the cluster knows the id.
   Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes);
 
   AgentHub& hub() { return hub_; }

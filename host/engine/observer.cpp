@@ -76,9 +76,9 @@ Observer::Inventories Observer::listInventories(const World& world, const Unreac
     if (!driver.isOk()) continue;
     auto listed = metrics_.timeDriverCall("list", [&] { return driver.value()->list(); });
     if (!listed.isOk()) continue;
-    auto& ids = inventories[cluster];
+    auto& refs = inventories[cluster];
     for (const auto& ref : listed.value()) {
-      if (!unreachable.contains(ref.node)) ids.insert(ref.id);
+      if (!unreachable.contains(ref.node)) refs.emplace(ref.id, ref);
     }
   }
   return inventories;
@@ -184,10 +184,13 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     }
     ++changes;
     probes_.erase(g.runtime.meta.id);
-    // Left STARTING or STOPPING, it may still run; should this remove fail, the observer
-    // removes it as an orphan after the grace period.
+    // FAILED, it is done with, so out of its driver too, however it was judged: left STARTING
+    // or STOPPING it may still run; one that exited is still the driver's record (for a node
+    // agent's cluster, an entry of the node's document that wants it running, which an older
+    // agent starts again). Its log outlives the removal (docs/architecture.md#observer).
+    // Should this remove fail, the observer removes it as an orphan after the grace period.
     auto driver = drivers_.forNode(g.runtime.node);
-    if (driver.isOk() && g.runtime.state != "RUNNING") {
+    if (driver.isOk()) {
       (void)driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
     }
   }
@@ -300,8 +303,8 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
   const TimePoint now = clock_.now();
   std::set<std::string> present;
   int changes = 0;
-  for (const auto& [cluster, ids] : inventories) {
-    for (const auto& id : ids) {
+  for (const auto& [cluster, refs] : inventories) {
+    for (const auto& [id, ref] : refs) {
       if (known.count(id)) continue;
       const std::string key = cluster + "/" + id;
       present.insert(key);
@@ -317,8 +320,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       if (now - it->second < options_.orphan_grace) continue;
       auto driver = drivers_.forCluster(cluster);
       if (!driver.isOk()) continue;
-      // The node is unknown to the ledger's live view; the process driver keys by id.
-      if (driver.value()->remove({id, "", ""}).isOk()) {
+      if (driver.value()->remove(ref).isOk()) {
         (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);
         ++changes;

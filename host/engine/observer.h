@@ -4,7 +4,8 @@
 //
 // Every pass, for each RUNNING runtime instance nobody is operating on:
 // - the driver's status: an instance that exited on its own (or vanished) becomes FAILED
-//   (releasing its reservation), and the controller then asks for a RESTART;
+//   (releasing its reservation), and the controller then asks for a RESTART; once FAILED it
+//   is removed from its driver (which keeps its log), so no driver holds on to it;
 // - its health: the driver's word when its status carries one (RuntimeStatus::healthy),
 //   else the plan's health check, once per its interval, through a HealthTracker with the
 //   check's thresholds, on a bounded pool of probe threads: changes of `healthy` (and
@@ -102,7 +103,9 @@ class Observer {
     bool starts_round = false;
     bool ends_round = false;
   };
-  using Inventories = std::map<std::string, std::set<std::string>>;  // cluster → runtime ids
+  // cluster → runtime id → the driver's reference, as listed: the node of an object the
+  // ledger does not know comes from there (a node agent's cluster removes by node).
+  using Inventories = std::map<std::string, std::map<std::string, drivers::RuntimeRef>>;
   // A runtime instance the ledger counts on that its driver no longer runs, and why.
   struct Gone {
     const InstanceView* view;

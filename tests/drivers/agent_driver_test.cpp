@@ -7,6 +7,7 @@
 
 #include "drivers/registry.h"
 #include "tests/drivers/driver_test_support.h"
+#include "tests/drivers/fake_agent.h"
 #include "tests/support/eventually.h"
 
 using namespace tide;
@@ -19,44 +20,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 const TimePoint kDriverStart = TimePoint(std::chrono::hours(24 * 365 * 56));
-
-// Plays a node's agent: applies every document of `node` as it comes (instances RUNNING or
-// STOPPED as wanted, gone when dropped) and reports it, until destroyed.
-class FakeAgent {
- public:
-  FakeAgent(AgentHub& hub, std::string node) : hub_(hub), node_(std::move(node)), thread_([this] { run(); }) {}
-  ~FakeAgent() {
-    stopping_ = true;
-    thread_.join();
-  }
-
- private:
-  void run() {
-    std::optional<DocumentVersion> known;
-    while (!stopping_) {
-      DesiredDocument document = hub_.waitForDocument(node_, known, milliseconds(50), [this] { return stopping_.load(); });
-      known = document.version;
-      AgentReport report;
-      report.agent_version = "test";
-      report.epoch = document.version.epoch;
-      report.applied_revision = document.version.revision;
-      for (const DesiredInstance& instance : document.instances) {
-        RuntimeStatus status;
-        status.state = instance.want == kWantRunning ? "RUNNING" : "STOPPED";
-        status.handle = "fake:" + instance.spec.id;
-        status.ports = Json{{"tcp/80", 31080}};
-        report.instances.push_back({instance.spec.id, status});
-      }
-      for (const VolumeSpec& volume : document.volumes) report.volumes.push_back({volume.id, true, ""});
-      hub_.report(node_, report);
-    }
-  }
-
-  AgentHub& hub_;
-  std::string node_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
-};
 
 struct AgentDriverFixture {
   TempDir dir;
@@ -188,6 +151,37 @@ TEST_CASE("agent driver: the registry refuses an agent cluster without a hub and
   CHECK(slice->text == "hello\nagain\n");
   CHECK_FALSE(slice->end.has_value());
   CHECK_FALSE(slice->continues);
+}
+
+TEST_CASE("agent driver: the log of an instance removed from its node's document comes from the node the ledger names") {
+  AgentDriverFixture f;
+  FakeAgent agent(*f.hub, "n1");
+  DriverContext context;
+  context.agent_hub = f.hub.get();
+  context.cluster = "edge";
+  context.cluster_nodes = [](const std::string&) { return std::vector<std::string>{"n1", "n2"}; };
+  context.runtime_node = [](const std::string& id) -> std::optional<std::string> {
+    if (id == "1") return "n1";
+    if (id == "2") return "n9";  // not a node of this cluster
+    return std::nullopt;
+  };
+  auto made = makeDriver("agent", Json(), context);
+  REQUIRE(made.isOk());
+  // It exited and the host removed it: no document and no report lists it any more.
+  REQUIRE((*made)->ensure(webSpec("1")).isOk());
+  REQUIRE((*made)->remove({"1", "n1", ""}).isOk());
+  REQUIRE(f.hub->document("n1").instances.empty());
+  CHECK(f.driver->readLog("1", 1024).status().code() == Code::kNotFound);  // a driver that cannot ask the ledger
+
+  Result<std::string> log = Status::internal("not yet");
+  std::thread reader([&] { log = readInstanceLog(**made, "1", 1024); });
+  CHECK(eventually([&] { return f.hub->document("n1").logs == std::vector<std::string>{"1"}; }));
+  f.hub->postLog("n1", "1", "last words\n");
+  reader.join();
+  REQUIRE(log.isOk());
+  CHECK(*log == "last words\n");
+  CHECK(readInstanceLog(**made, "2", 1024).status().code() == Code::kNotFound);
+  CHECK(readInstanceLog(**made, "3", 1024).status().code() == Code::kNotFound);
 }
 
 TEST_CASE("agent driver: an instance its unreachable node has not applied is unavailable at once, naming the node") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "tests/engine/agent_cluster_support.h"
 #include "tests/engine/sim_test_support.h"
 
 namespace tide {
@@ -185,6 +186,29 @@ TEST_CASE("orphans: a pass whose inventory could not be read does not restart an
   CHECK(stray.inventory() == 0);
   CHECK(countEvents(f, "driver.orphan_removed") == 1);
   CHECK(countEvents(f, "driver.orphan") == 1);
+}
+
+TEST_CASE("orphans: what a node agent runs and the ledger does not know leaves its node's document after the grace period") {
+  auto options = EngineFixture::fastOptions();
+  options.observer.orphan_grace = std::chrono::seconds(60);
+  testing::AgentClusterFixture c(options);
+  EngineFixture& f = c.f;
+  // Listed by the node's document, unknown to the ledger (left by an older host, say).
+  drivers::DesiredInstance stray;
+  stray.spec.id = "987654";
+  stray.spec.node = testing::kAgentNode;
+  REQUIRE(c.hub->setInstance(stray).isOk());
+  REQUIRE(eventually([&] {
+    auto report = c.hub->lastReport(testing::kAgentNode);
+    return report && report->instances.size() == 1;
+  }));
+
+  f.engine->runPass();
+  CHECK(countEvents(f, "driver.orphan") == 1);
+  f.clock.advance(std::chrono::seconds(61));
+  f.engine->runPass();
+  CHECK(c.documentIds().empty());
+  CHECK(countEvents(f, "driver.orphan_removed") == 1);
 }
 
 }  // namespace

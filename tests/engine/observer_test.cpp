@@ -1,5 +1,6 @@
 // The observer over sim clusters (sim_test_support.h): how often it asks the drivers, and
-// whose word on health it records.
+// whose word on health it records; and what it leaves in a process or node agents' cluster
+// of a workload that exited.
 
 #include "host/engine/observer.h"
 
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include "drivers/registry.h"
+#include "tests/engine/agent_cluster_support.h"
 #include "tests/engine/sim_test_support.h"
 
 namespace tide {
@@ -146,6 +149,105 @@ TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is
   CHECK(failed->state == "FAILED");
   f.engine->settle();
   CHECK(f.activeRunning().size() == 2);
+}
+
+// Deployment `id` of plan web, one instance of a workload that says it is up, waits for the
+// file `cue`, takes it (so the next one waits for a cue of its own), says its last words and
+// exits 3.
+std::string crashOnCue(const std::string& id, const std::filesystem::path& cue) {
+  const nlohmann::json command = {"/bin/sh", "-c",
+                                  "echo up; while [ ! -e " + cue.string() + " ]; do sleep 0.02; done; rm -f " +
+                                      cue.string() + "; echo last words; exit 3"};
+  return "deployments:\n  - plan: web\n    deployment_id: " + id +
+         "\n    instance_count: 1\n    payload_coordinates: [{payload_name: web, coordinates: {command: " +
+         command.dump() + "}}]\n";
+}
+
+TEST_CASE("observer: a workload that exited leaves its driver once FAILED, its log kept; a crash loop leaves one") {
+  auto options = EngineFixture::fastOptions();
+  // Nothing here waits for the orphan sweep: what leaves the driver, the observer's judgement removed.
+  options.observer.orphan_grace = std::chrono::hours(1);
+  EngineFixture f({"auto_approve_dev.lua"}, options);
+  const std::filesystem::path cue = f.dir.path() / "crash";
+  f.apply(testing::kEngineNodes);
+  f.apply(testing::simPlanWith(""));
+  f.apply(crashOnCue("v1", cue));
+  std::vector<int64_t> crashed;
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(eventually([&] {
+      f.engine->settle();
+      return f.activeRunning().size() == 1;
+    }));
+    const model::RuntimeInstance serving = f.activeRunning().at(0);
+    std::ofstream(cue).close();
+    REQUIRE(eventually([&] {
+      f.engine->runPass();
+      return f.ledger->getRuntimeInstance(serving.meta.id)->state == "FAILED";
+    }));
+    crashed.push_back(serving.meta.id);
+  }
+  REQUIRE(eventually([&] {
+    f.engine->settle();
+    return f.activeRunning().size() == 1;
+  }));
+  CHECK(f.driverInventory() == 1);  // the one serving, none of the three that crashed
+  CHECK(testing::events(f, "driver.orphan").empty());
+  // `tide logs` of a crashed one still has its last words: the driver keeps a removed
+  // instance's log for log_retention.
+  auto driver = f.drivers->forCluster("local");
+  REQUIRE(driver.isOk());
+  for (int64_t id : crashed) {
+    auto log = drivers::readInstanceLog(*driver.value(), std::to_string(id), 4096);
+    REQUIRE_MESSAGE(log.isOk(), log.status().toString());
+    CHECK(*log == "up\nlast words\n");
+  }
+}
+
+TEST_CASE("observer: a workload that exited on a node agent leaves the node's document once FAILED; a crash loop leaves one") {
+  testing::AgentClusterFixture c;
+  EngineFixture& f = c.f;
+  c.rollOut(1);
+  std::string crashed;
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(eventually([&] {
+      f.engine->settle();
+      return f.activeRunning().size() == 1;
+    }));
+    const model::RuntimeInstance serving = f.activeRunning().at(0);
+    const std::string id = std::to_string(serving.meta.id);
+    REQUIRE(c.documentIds() == std::vector<std::string>{id});
+    c.agent->exit(id);
+    REQUIRE(eventually([&] {
+      f.engine->runPass();
+      return f.ledger->getRuntimeInstance(serving.meta.id)->state == "FAILED";
+    }));
+    // No longer wanted running: an agent that starts what its document lists would start it
+    // again beside the instance the RESTART places.
+    const std::vector<std::string> listed = c.documentIds();
+    CHECK(std::find(listed.begin(), listed.end(), id) == listed.end());
+    crashed = id;
+  }
+  REQUIRE(eventually([&] {
+    f.engine->settle();
+    return f.activeRunning().size() == 1;
+  }));
+  CHECK(c.documentIds() == std::vector<std::string>{std::to_string(f.activeRunning().at(0).meta.id)});
+  CHECK(testing::events(f, "driver.orphan").empty());
+
+  // `tide logs` of a crashed one: no document or report lists it, so the host's agent driver
+  // asks the node the ledger placed it on, whose agent keeps the log.
+  drivers::DriverContext context;
+  context.agent_hub = c.hub.get();
+  engine::DriverSet host_drivers(*f.ledger, context);
+  auto driver = host_drivers.forCluster("edge");
+  REQUIRE(driver.isOk());
+  Result<std::string> log = Status::internal("not yet");
+  std::thread reader([&] { log = drivers::readInstanceLog(*driver.value(), crashed, 4096); });
+  CHECK(eventually([&] { return c.hub->document(testing::kAgentNode).logs == std::vector<std::string>{crashed}; }));
+  c.hub->postLog(testing::kAgentNode, crashed, "last words\n");
+  reader.join();
+  REQUIRE_MESSAGE(log.isOk(), log.status().toString());
+  CHECK(*log == "last words\n");
 }
 
 TEST_CASE("observer: a judgement made on a record that moved since is not written") {

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -344,6 +345,20 @@ TEST_CASE("agents: a workload that dies is restarted by the host as a new instan
     return instance.is_object() && instance["runtime_instances"].size() == 2;
   }, kRollout));
   CHECK(fleet.settledAt(2));
+  // Its node's document wants the new one only: the dead one left it once it was FAILED.
+  const Json runtimes = fleet.get("/v1/instances/" + meta)["runtime_instances"];
+  std::set<std::string> of_meta;
+  for (const auto& r : runtimes) of_meta.insert(std::to_string(r["metadata"]["id"].get<int64_t>()));
+  const std::string serving_id = std::to_string(runtimes.back()["metadata"]["id"].get<int64_t>());
+  Json document;
+  CHECK_MESSAGE(eventually([&] {
+    document = fleet.get("/v1/agents/" + node + "/desired");
+    std::vector<std::string> listed;
+    for (const auto& entry : document.value("instances", Json::array())) {
+      if (of_meta.count(entry["id"].get<std::string>())) listed.push_back(entry["id"].get<std::string>());
+    }
+    return listed == std::vector<std::string>{serving_id};
+  }, kRollout), std::string(document.dump() + " runtimes " + runtimes.dump()));
   CHECK(fleet.agents[node]->workloads() == 1);
   // A later document of that node (a log request) starts nothing either.
   CliRun logs = fleet.serve.tide("logs " + meta);
