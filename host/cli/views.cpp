@@ -136,16 +136,18 @@ void printOperationsSummary(std::ostream& out, const Json& summary) {
 namespace {
 
 // A node's agent in one cell (docs/agents.md): "reachable, 0.14.0, heard 2s ago",
-// "UNREACHABLE, 0.14.0, heard 45s ago", "UNREACHABLE, never heard"; "" for nodes without one.
+// "UNREACHABLE, 0.14.0, heard 45s ago", "UNREACHABLE, never heard", and for a new node still
+// within heartbeat_ttl_s of the host's start or its creation, "no report yet"; "" for nodes
+// without one.
 std::string agentCell(const Json& node) {
   const Json& agent = at(node, {"agent"});
   if (!agent.is_object()) return "";
-  std::string cell = agent.value("reachable", false) ? "reachable" : "UNREACHABLE";
-  if (const std::string version = agent.value("version", ""); !version.empty()) cell += ", " + version;
+  const bool reachable = agent.value("reachable", false);
   const Json& age = at(agent, {"heartbeat_age_s"});
-  cell += age.is_number() ? ", heard " + std::to_string(static_cast<int64_t>(age.get<double>())) + "s ago"
-                          : ", never heard";
-  return cell;
+  if (!age.is_number()) return reachable ? "no report yet" : "UNREACHABLE, never heard";
+  std::string cell = reachable ? "reachable" : "UNREACHABLE";
+  if (const std::string version = agent.value("version", ""); !version.empty()) cell += ", " + version;
+  return cell + ", heard " + std::to_string(static_cast<int64_t>(age.get<double>())) + "s ago";
 }
 
 }  // namespace

@@ -235,6 +235,8 @@ TEST_CASE("cli: node list shows an agent node's reachability, version and last h
                "heartbeat_age_s": 2.4}},
     {"name": "n2", "cluster": "edge", "state": "ALLOCATED",
      "agent": {"reachable": false, "version": "", "last_heartbeat": null, "heartbeat_age_s": null}},
+    {"name": "n3", "cluster": "edge", "state": "ALLOCATED",
+     "agent": {"reachable": true, "version": "", "last_heartbeat": null, "heartbeat_age_s": null}},
     {"name": "p1", "cluster": "local", "state": "ALLOCATED"}
   ])");
   std::ostringstream out;
@@ -242,5 +244,8 @@ TEST_CASE("cli: node list shows an agent node's reachability, version and last h
   const std::string text = out.str();
   CHECK(text.find("reachable, 0.14.0, heard 2s ago") != std::string::npos);
   CHECK(text.find("UNREACHABLE, never heard") != std::string::npos);
+  // Within heartbeat_ttl_s of its creation a node counts as reachable, though nothing came yet.
+  CHECK(text.find("no report yet") != std::string::npos);
+  CHECK(text.find("reachable, never heard") == std::string::npos);
   CHECK(text.find("Agent") != std::string::npos);
 }
