@@ -332,7 +332,10 @@ TEST_CASE("agents: a workload that dies is restarted by the host as a new instan
   fleet.apply(deployment("d1", 2, "1"));
   REQUIRE(fleet.reaches("d1", "COMPLETED"));
   REQUIRE(fleet.settledAt(2));
-  const auto [meta, node] = *fleet.serving().begin();
+  // Named copies, not a structured binding: clang (the ASan build) cannot capture one.
+  const std::pair<std::string, std::string> served = *fleet.serving().begin();
+  const std::string meta = served.first;
+  const std::string node = served.second;
   const std::vector<pid_t> dying = fleet.agents[node]->workloadPids();
   REQUIRE(dying.size() == 1);
   ::kill(-dying[0], SIGKILL);
