@@ -196,7 +196,8 @@ void addWatchVerb(CLI::App& deployment, Verbs& verbs) {
   auto flags = std::make_shared<WatchFlags>();
   CLI::App* verb = addNamedVerb(
       deployment, verbs, "watch",
-      "Follow a rollout until it ends: exit 0 when it completes, 1 when it fails, is cancelled or rolled back",
+      "Follow a rollout until it ends (a progress line on a terminal, JSON lines into a pipe, readable lines with "
+      "-o table): exit 0 when it completes, 1 when it fails, is cancelled or rolled back",
       "deployment plan name",
       [flags](Session& session, const std::string& plan) { return watchRollout(session, plan, *flags); });
   verb->add_option("-D,--deployment-id", flags->deployment_id, "the deployment (default: the plan's newest)");
