@@ -410,12 +410,20 @@ struct Antagonists {
     }
   }
 
-  // The settle window's steering: every node back in service, every rollout promoted to
-  // its end.
+  // The settle window's steering: every node back in service, every instance a person
+  // stopped started again (a rollout never starts what a person stopped, so one whose new
+  // instance the operator stopped last waits for it), every rollout promoted to its end.
   void finishEverything() {
     Api api(url, kOperatorToken, tally);
     for (const json& node : items(api.get("list nodes", "/v1/nodes?limit=1000"))) {
       if (node["state"] != "ALLOCATED") api.post("uncordon", "/v1/nodes/" + node["name"].get<std::string>() + "/uncordon");
+    }
+    for (const std::string& plan : plans) {
+      for (json& i : items(api.get("list instances", "/v1/instances?limit=1000&plan=" + plan + "&state=STOPPED"))) {
+        if (i["unfinished_operation"].is_object()) continue;  // its RESTART is under way already
+        api.post("operation RESTART", "/v1/instances/" + i["meta_instance"]["name"].get<std::string>() + "/operations",
+                 {{"type", "RESTART"}, {"reason", "soak settles"}});
+      }
     }
     for (const std::string& plan : plans) {
       const std::string base = "/v1/plans/" + plan + "/deployments";
