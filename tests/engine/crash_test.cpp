@@ -128,6 +128,7 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
     {
       testing::TempDir dir;
       const std::string data_dir = dir.file("data");
+      const testing::WorkloadsReaper reaper{data_dir};
       {
         CrashingHost host(dir);
         host.start(point);
@@ -180,7 +181,6 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       CHECK(created == 3);
       // One process per instance: none started twice, none left behind.
       CHECK(testing::workloadsOf(data_dir).size() == 3);
-      testing::killWorkloadsOf(data_dir);
     }
   }
 }

@@ -63,4 +63,11 @@ inline void killWorkloadsOf(const std::string& data_dir) {
   }
 }
 
+// Ends the workloads of `data_dir` when it goes out of scope, also when a REQUIRE failed
+// on the way (a failed test left its workloads running).
+struct WorkloadsReaper {
+  std::string data_dir;
+  ~WorkloadsReaper() { killWorkloadsOf(data_dir); }
+};
+
 }  // namespace tide::testing
