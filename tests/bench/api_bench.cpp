@@ -60,8 +60,9 @@ WrkResult wrk(const std::string& url, const std::string& token, int seconds) {
   return r;
 }
 
-// nginx serving `body` at `path` from a scratch root, on its own port; stopped by the
-// destructor.
+// nginx serving `body` at `path` from a scratch root, on its own port: a child in the
+// foreground (`daemon off`) that ends with the bench (PR_SET_PDEATHSIG), also when the
+// bench is killed or fail()s; stopped by the destructor.
 class Nginx {
  public:
   Nginx(const ScratchDir& dir, const std::string& path, const std::string& body) : root_(dir.path / "nginx") {
@@ -69,7 +70,7 @@ class Nginx {
     std::ofstream(root_ / "www" / std::filesystem::path(path).relative_path()) << body;
     port_ = freePort();
     const std::string r = root_.string();
-    std::ofstream(root_ / "nginx.conf") << "daemon on; worker_processes 2; pid " << r << "/nginx.pid; error_log " << r
+    std::ofstream(root_ / "nginx.conf") << "daemon off; worker_processes 2; pid " << r << "/nginx.pid; error_log " << r
                                         << "/error.log;\n"
                                         << "events { worker_connections 4096; }\n"
                                         << "http { access_log off; client_body_temp_path " << r
@@ -78,15 +79,43 @@ class Nginx {
                                         << "/tmp; scgi_temp_path " << r << "/tmp;\n"
                                         << "  server { listen 127.0.0.1:" << port_ << "; root " << r
                                         << "/www; default_type application/json; } }\n";
-    const std::string out = run("nginx -p " + r + " -c " + r + "/nginx.conf 2>&1");
-    if (!std::filesystem::exists(root_ / "nginx.pid")) fail("nginx did not start: " + out);
+    const std::string log = r + "/nginx.out";
+    const std::string config = r + "/nginx.conf";
+    pid_ = ::fork();
+    if (pid_ < 0) fail("fork");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      ::dup2(fd, STDOUT_FILENO);
+      ::dup2(fd, STDERR_FILENO);
+      ::execlp("nginx", "nginx", "-p", r.c_str(), "-c", config.c_str(), nullptr);
+      ::_exit(127);
+    }
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(std::chrono::milliseconds(200));
+    const auto started = Steady::now();
+    while (!client.Get(path)) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_ || secondsSince(started) > 30) {
+        pid_ = -1;
+        std::ifstream in(log);
+        fail("nginx did not start: " + std::string(std::istreambuf_iterator<char>(in), {}));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
-  ~Nginx() { run("nginx -p " + root_.string() + " -c " + root_.string() + "/nginx.conf -s stop 2>&1"); }
+  ~Nginx() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
   std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
 
  private:
   std::filesystem::path root_;
   int port_ = 0;
+  pid_t pid_ = -1;
 };
 
 }  // namespace
