@@ -49,20 +49,9 @@ class Agents {
 
  private:
   void spawn(const std::vector<std::string>& args, const std::string& log) {
-    const pid_t pid = ::fork();
-    if (pid < 0) fail("fork");
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv{const_cast<char*>("tide")};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(TIDE_BINARY, argv.data());
-      ::_exit(127);
-    }
-    pids_.push_back(pid);
+    std::vector<std::string> argv{"tide"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pids_.push_back(spawnTied(TIDE_BINARY, argv, log));
   }
   std::vector<pid_t> pids_;
 };

@@ -61,8 +61,7 @@ WrkResult wrk(const std::string& url, const std::string& token, int seconds) {
 }
 
 // nginx serving `body` at `path` from a scratch root, on its own port: a child in the
-// foreground (`daemon off`) that ends with the bench (PR_SET_PDEATHSIG), also when the
-// bench is killed or fail()s; stopped by the destructor.
+// foreground (`daemon off`) that ends with the bench (spawnTied); stopped by the destructor.
 class Nginx {
  public:
   Nginx(const ScratchDir& dir, const std::string& path, const std::string& body) : root_(dir.path / "nginx") {
@@ -80,17 +79,7 @@ class Nginx {
                                         << "  server { listen 127.0.0.1:" << port_ << "; root " << r
                                         << "/www; default_type application/json; } }\n";
     const std::string log = r + "/nginx.out";
-    const std::string config = r + "/nginx.conf";
-    pid_ = ::fork();
-    if (pid_ < 0) fail("fork");
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execlp("nginx", "nginx", "-p", r.c_str(), "-c", config.c_str(), nullptr);
-      ::_exit(127);
-    }
+    pid_ = spawnTied("nginx", {"nginx", "-p", r, "-c", r + "/nginx.conf"}, log);
     httplib::Client client("127.0.0.1", port_);
     client.set_connection_timeout(std::chrono::milliseconds(200));
     const auto started = Steady::now();
@@ -104,12 +93,7 @@ class Nginx {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  ~Nginx() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
+  ~Nginx() { tide::testing::killAndReap(pid_, SIGTERM); }
   std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
 
  private:

@@ -29,6 +29,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/serve_child.h"
 #include "tests/support/source_tree.h"
 #include "tests/support/workloads.h"
 
@@ -98,6 +99,29 @@ inline int freePort() {
   return ntohs(address.sin_port);
 }
 
+// Forks `program` (found on PATH unless it holds a '/') with `argv` (argv[0] first), its
+// stdout and stderr appended to `log`, in `cwd` when one is given. The child ends with the
+// bench (PR_SET_PDEATHSIG), also when fail() exits without destructors or the bench is
+// killed. Its pid.
+inline pid_t spawnTied(const std::string& program, const std::vector<std::string>& argv, const std::string& log,
+                       const std::string& cwd = "") {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) fail("fork");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::execvp(program.c_str(), args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // `tide serve` on its own port and data dir with `config_yaml` as its tide.yaml.
 class Server {
  public:
@@ -117,13 +141,7 @@ class Server {
     killWorkloads();
   }
 
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
+  void stop() { testing::killAndReap(pid_, SIGTERM); }
 
   // The process driver's workloads outlive the host by design; a bench ends them: every
   // process whose environment names a runtime instance under this data dir.
@@ -195,26 +213,15 @@ class Server {
   }
 
  private:
-  // Forks `tide serve` on port_ with the scratch dir's config, data dir and log.
+  // Forks `tide serve` on port_ with the scratch dir's config, data dir and log, in the source
+  // tree (its scripts are the defaults).
   void launch() {
-    const std::string listen = "127.0.0.1:" + std::to_string(port_);
-    const std::string data_dir = (dir_ / "data").string();
-    const std::string config = (dir_ / "tide.yaml").string();
-    const std::string log = (dir_ / "serve.log").string();
-    pid_ = ::fork();
-    if (pid_ < 0) fail("fork");
-    if (pid_ == 0) {
-      // The server ends with the bench, also when fail() exits without destructors.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      if (::chdir(TIDE_SOURCE_DIR) != 0) ::_exit(126);
-      ::execl(TIDE_BINARY, "tide", "serve", "--listen", listen.c_str(), "--data-dir", data_dir.c_str(), "--config",
-              config.c_str(), nullptr);
-      ::_exit(127);
-    }
+    pid_ = spawnTied(TIDE_BINARY,
+                     {"tide", "serve", "--listen", "127.0.0.1:" + std::to_string(port_), "--data-dir",
+                      (dir_ / "data").string(), "--config", (dir_ / "tide.yaml").string()},
+                     (dir_ / "serve.log").string(), TIDE_SOURCE_DIR);
   }
+
 
   std::filesystem::path dir_;
   int port_ = 0;
