@@ -1,10 +1,10 @@
 #include "host/api/request_inputs.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/whole_number.h"
 #include "host/lua/registry/script_registry.h"
 #include "host/lua/strategy/strategy_engine.h"
 
@@ -19,13 +19,6 @@ std::string joined(const std::vector<std::string>& values) {
   std::string out;
   for (const std::string& value : values) out += (out.empty() ? "" : ", ") + value;
   return out;
-}
-
-std::optional<int64_t> parseInteger(std::string_view text) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
 }
 
 std::string_view trimmed(std::string_view text) {
@@ -65,7 +58,7 @@ Result<std::optional<int64_t>> readIntegerParam(const ApiRequest& request, const
                                                 int64_t max) {
   auto it = request.query.find(name);
   if (it == request.query.end()) return std::optional<int64_t>();
-  std::optional<int64_t> value = parseInteger(it->second);
+  std::optional<int64_t> value = parseWholeNumber(it->second);
   if (!value) return badParam(name, "must be an integer, got '" + it->second + "'");
   if (*value < min || *value > max) {
     return badParam(name,
@@ -78,7 +71,7 @@ Result<std::optional<int64_t>> readIntegerHeader(const std::string& name, const 
                                                  int64_t max) {
   std::string_view text = trimmed(value);
   if (text.empty()) return std::optional<int64_t>();
-  std::optional<int64_t> number = parseInteger(text);
+  std::optional<int64_t> number = parseWholeNumber(text);
   if (!number || *number < min || *number > max) {
     std::string message =
         "must be an integer between " + std::to_string(min) + " and " + std::to_string(max) + ", got '" + value + "'";
@@ -129,7 +122,7 @@ Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std
 
 Result<int64_t> readIdParam(const ApiRequest& request, const std::string& name) {
   const std::string& text = request.param(name);
-  std::optional<int64_t> id = parseInteger(text);
+  std::optional<int64_t> id = parseWholeNumber(text);
   if (!id || *id <= 0) {
     std::string message = "must be a positive integer, got '" + text + "'";
     return Status::invalidArgument("path parameter '" + name + "' " + message, {{name, message, ""}});
@@ -144,7 +137,7 @@ Result<ledger::Generation> readExpectedGeneration(const ApiRequest& request) {
   if (tag.substr(0, 2) == "W/") tag.remove_prefix(2);
   if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') tag = tag.substr(1, tag.size() - 2);
   if (!tag.empty() && tag != "*") {
-    std::optional<int64_t> value = parseInteger(tag);
+    std::optional<int64_t> value = parseWholeNumber(tag);
     if (!value || *value < 1) {
       std::string message = "must be the record's generation (a positive integer), got '" + request.if_match + "'";
       return Status::invalidArgument("header 'If-Match' " + message, {{"If-Match", message, ""}});

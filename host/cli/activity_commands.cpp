@@ -2,7 +2,6 @@
 // loop and the instances are doing, across plans.
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -10,6 +9,7 @@
 #include "host/cli/commands.h"
 #include "host/cli/log_follow.h"
 #include "host/cli/views.h"
+#include "host/core/whole_number.h"
 
 namespace tide::cli {
 namespace {
@@ -146,9 +146,8 @@ Result<std::string> newestRuntimeOf(Session& session, const std::string& name) {
 
 // A Tide-Log-Offset header's whole number; nullopt when it is absent or not one.
 std::optional<int64_t> headerOffset(const std::string& text) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  std::optional<int64_t> value = parseWholeNumber(text);
+  if (value && *value < 0) return std::nullopt;
   return value;
 }
 

@@ -1,8 +1,7 @@
 #include "host/engine/driver_set.h"
 
-#include <charconv>
-
 #include "drivers/failpoint/failpoint_driver.h"
+#include "host/core/whole_number.h"
 #include "host/core/failpoint.h"
 
 namespace tide::engine {
@@ -32,10 +31,9 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
   }
   if (!context_.runtime_node) {
     context_.runtime_node = [&ledger](const std::string& id) -> std::optional<std::string> {
-      int64_t number = 0;
-      const auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), number);
-      if (error != std::errc() || end != id.data() + id.size()) return std::nullopt;
-      auto runtime = ledger.getRuntimeInstance(number);
+      const std::optional<int64_t> number = parseWholeNumber(id);
+      if (!number) return std::nullopt;
+      auto runtime = ledger.getRuntimeInstance(*number);
       if (!runtime.isOk()) return std::nullopt;
       return runtime->node;
     };
