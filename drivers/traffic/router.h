@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "host/core/clock.h"
 #include "host/core/status.h"
 #include "host/model/traffic.h"
 
@@ -75,6 +76,12 @@ class Router {
   virtual Result<RouterState> applied() = 0;
   // Stops the router process (host shutdown that stops workloads).
   virtual Status stop() = 0;
+};
+
+// What a router factory gets from the host besides the `traffic:` section of its config.
+struct RouterContext {
+  std::string data_dir;          // the router keeps its files under <data_dir>/traffic/<kind>
+  const Clock* clock = nullptr;  // nullptr: the system clock
 };
 
 }  // namespace tide::drivers::traffic
