@@ -11,6 +11,7 @@ int httpStatusOf(Code code) {
     case Code::kUnauthenticated: return 401;
     case Code::kPermissionDenied: return 403;
     case Code::kNotFound: return 404;
+    case Code::kMethodNotAllowed: return 405;
     case Code::kAlreadyExists: return 409;
     case Code::kConflict: return 409;
     case Code::kPreconditionFailed: return 412;

@@ -54,6 +54,7 @@ struct RequestTrace {
   std::string_view route = kUnmatchedRoute;
   std::string actor;
   bool started = false;
+  std::string allow;  // the methods the path serves, for a 405's Allow header
 };
 thread_local RequestTrace t_trace;
 
@@ -191,11 +192,16 @@ Status ApiServer::Impl::start() {
   try {
     TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls, [this] { metrics_.connectionDropped(); }));
     configure(*http);
+    errno = 0;
     int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
                                   : (http->bind_to_port(options_.host, options_.port) ? options_.port : -1);
     if (port <= 0) {
-      return Status::unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                                 " (address in use, not local, or not permitted)");
+      const std::string address = options_.host + ":" + std::to_string(options_.port);
+      if (errno == EADDRINUSE) {
+        return Status::unavailable("cannot listen on " + address +
+                                   ": the address is in use (another tide serve or another program listens there)");
+      }
+      return Status::unavailable("cannot listen on " + address + " (address in use, not local, or not permitted)");
     }
     http->setListenBacklog(kListenBacklog);
     stopping_ = false;
@@ -298,6 +304,7 @@ void ApiServer::Impl::serve(const httplib::Request& request, httplib::Response& 
     closeConnectionAfterResponse();
   }
   render(std::move(result), response);
+  if (response.status == 405) response.set_header("Allow", t_trace.allow);
 }
 
 Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_request,
@@ -307,8 +314,9 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
     if (match.allowed_methods.empty()) {
       return Status::notFound("no route for " + http_request.method + " " + http_request.path);
     }
-    return Status::notFound(http_request.method + " is not served on " + http_request.path + "; it serves " +
-                            joined(match.allowed_methods));
+    t_trace.allow = joined(match.allowed_methods);
+    return Status::methodNotAllowed(http_request.method + " is not served on " + http_request.path + "; it serves " +
+                                    t_trace.allow);
   }
   const Route& route = *match.route;
   t_trace.route = route.pattern;

@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,9 +16,12 @@
 #include <array>
 #include <climits>
 #include <condition_variable>
+#include <cctype>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include "host/api/errors.h"
@@ -72,6 +76,21 @@ std::string rawErrorResponse(const Status& status) {
   return "HTTP/1.1 " + std::to_string(httpStatusOf(status.code())) +
          " \r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
+}
+
+// METHOD SP TARGET SP HTTP/1.0|1.1, the method a token (RFC 9110 5.6.2), the target free of
+// white space.
+bool wellFormedRequestLine(std::string_view line) {
+  const size_t first = line.find(' ');
+  const size_t last = line.rfind(' ');
+  if (first == std::string_view::npos || first == 0 || last == first + 1 || first == last) return false;
+  constexpr std::string_view kTokenSymbols = "!#$%&'*+-.^_`|~";
+  for (char c : line.substr(0, first)) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && kTokenSymbols.find(c) == std::string_view::npos) return false;
+  }
+  if (line.substr(first + 1, last - first - 1).find_first_of(" \t") != std::string_view::npos) return false;
+  const std::string_view version = line.substr(last + 1);
+  return version == "HTTP/1.1" || version == "HTTP/1.0";
 }
 
 // httplib hands every accepted connection to a TaskQueue. This one serves at most `workers`
@@ -195,6 +214,8 @@ class Connection final : public httplib::Stream {
     header_bytes_ = 0;
     header_lines_ = 0;
     line_bytes_ = 0;
+    line_.clear();
+    framing_ = {};
     answered_ = false;
   }
 
@@ -233,7 +254,7 @@ class Connection final : public httplib::Stream {
     lingering_ = true;
   }
   bool closing() const { return closing_; }
-  bool headersOverLimit() const { return !header_problem_.empty(); }
+  bool headersRefused() const { return !header_problem_.empty(); }
   bool answered() const { return answered_; }
   bool timedOut() const { return timed_out_; }
 
@@ -386,19 +407,29 @@ class Connection final : public httplib::Stream {
     }
   }
 
-  // Counts the request line and headers as httplib takes them; false (and the problem
-  // recorded for refusal()) once they pass a limit.
+  // Counts the request line and headers as httplib takes them and checks their framing;
+  // false (and the problem recorded for refusal()) once they pass a limit or are malformed.
   bool countHeaderBytes(const char* data, size_t size) {
-    for (size_t i = 0; i < size && in_headers_; ++i) {
+    for (size_t i = 0; i < size && in_headers_ && header_problem_.empty(); ++i) {
       ++header_bytes_;
       if (data[i] != '\n') {
         ++line_bytes_;
+        if (line_.size() < limits_.max_header_bytes) line_.push_back(data[i]);
         continue;
       }
-      // An empty line ("\r\n") after the request line ends the headers.
-      if (line_bytes_ <= 1 && header_lines_ > 0) in_headers_ = false;
+      if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      // An empty line after the request line ends the headers.
+      if (line_.empty() && header_lines_ > 0) {
+        in_headers_ = false;
+        if (framing_.chunked && framing_.content_length) {
+          header_problem_ = "the request has both Transfer-Encoding and Content-Length (RFC 9112 6.1)";
+        }
+      } else {
+        checkHeaderLine(line_, header_lines_);
+      }
       if (in_headers_) ++header_lines_;
       line_bytes_ = 0;
+      line_.clear();
     }
     if (header_bytes_ > limits_.max_header_bytes) {
       header_problem_ = "the request line and headers are larger than the limit of " +
@@ -408,6 +439,46 @@ class Connection final : public httplib::Stream {
                         " header fields (limits.max_headers)";
     }
     return header_problem_.empty();
+  }
+
+  // Refuses what a proxy in front of tide could read differently (request smuggling): a
+  // request line that is not METHOD SP TARGET SP HTTP/1.x, a field line without a name and a
+  // colon (or with white space before the colon, or folded onto the next line), and
+  // Content-Length given twice with different values or not a number.
+  void checkHeaderLine(const std::string& line, size_t index) {
+    if (index == 0) {
+      if (!wellFormedRequestLine(line)) header_problem_ = "malformed request line";
+      return;
+    }
+    const std::string where = "header line " + std::to_string(index);
+    const size_t colon = line.find(':');
+    if (line.empty() || line[0] == ' ' || line[0] == '\t') {
+      header_problem_ = where + " is folded onto the previous one or empty (obsolete line folding is refused)";
+      return;
+    }
+    if (colon == std::string::npos || colon == 0) {
+      header_problem_ = where + " has no field name and colon";
+      return;
+    }
+    const std::string name = line.substr(0, colon);
+    if (name.find_first_of(" \t") != std::string::npos) {
+      header_problem_ = where + ": white space between the field name and the colon";
+      return;
+    }
+    std::string value = line.substr(colon + 1);
+    const size_t first = value.find_first_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first, value.find_last_not_of(" \t") - first + 1);
+    if (strcasecmp(name.c_str(), "Transfer-Encoding") == 0) {
+      framing_.chunked = true;
+    } else if (strcasecmp(name.c_str(), "Content-Length") == 0) {
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+        header_problem_ = "Content-Length is not a number";
+      } else if (framing_.content_length && *framing_.content_length != value) {
+        header_problem_ = "Content-Length is given twice with different values";
+      } else {
+        framing_.content_length = value;
+      }
+    }
   }
 
   Address address(int (*name)(int, sockaddr*, socklen_t*)) const {
@@ -442,6 +513,11 @@ class Connection final : public httplib::Stream {
   size_t header_bytes_ = 0;
   size_t header_lines_ = 0;  // complete lines so far, the request line included
   size_t line_bytes_ = 0;
+  std::string line_;  // the line being read, up to max_header_bytes
+  struct Framing {
+    bool chunked = false;                       // Transfer-Encoding was given
+    std::optional<std::string> content_length;  // the Content-Length given
+  } framing_;
   std::string header_problem_;
   bool answered_ = false;        // this request's response (or part of it) was written
   mutable bool broken_ = false;  // the socket failed or a deadline passed: nothing more is sent
@@ -511,6 +587,14 @@ GuardedServer::GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls,
   new_task_queue = [limits = limits_, on_dropped = std::move(on_dropped)] {
     return new ConnectionQueue(limits.max_connections, limits.max_refusal_backlog, on_dropped);
   };
+  // httplib's default sets SO_REUSEPORT, with which a second host (another data dir) binds the
+  // same address and the kernel splits connections between the two. SO_REUSEADDR alone still
+  // lets a restarted host rebind while old connections sit in TIME_WAIT, and refuses a port
+  // another socket listens on.
+  set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    (void)::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // best effort: only TIME_WAIT rebinds need it
+  });
 }
 
 GuardedServer::~GuardedServer() {
@@ -550,7 +634,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     const bool last = refusing || served + 1 >= keep_alive_max_count_;
     bool closed_by_client = false;
     ok = process_request(connection, last, closed_by_client, nullptr) && connection.flush();
-    if (connection.headersOverLimit()) {
+    if (connection.headersRefused()) {
       if (!connection.answered()) {
         const std::string answer = rawErrorResponse(*connection.refusal());
         connection.write(answer.data(), answer.size());

@@ -9,6 +9,7 @@ const char* codeName(Code code) {
     case Code::kUnauthenticated: return "unauthenticated";
     case Code::kPermissionDenied: return "permission_denied";
     case Code::kNotFound: return "not_found";
+    case Code::kMethodNotAllowed: return "method_not_allowed";
     case Code::kAlreadyExists: return "already_exists";
     case Code::kConflict: return "conflict";
     case Code::kPreconditionFailed: return "precondition_failed";

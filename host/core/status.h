@@ -19,6 +19,7 @@ enum class Code {
   kUnauthenticated,    // 401
   kPermissionDenied,   // 403
   kNotFound,           // 404
+  kMethodNotAllowed,   // the path is served, the method is not (405, with Allow)
   kAlreadyExists,      // 409
   kConflict,           // stale generation or state clash (409)
   kPreconditionFailed, // a PUT's If-Match names a generation the record has moved past (412)
@@ -54,6 +55,7 @@ class [[nodiscard]] Status {
   static Status unauthenticated(std::string message) { return Status(Code::kUnauthenticated, std::move(message)); }
   static Status permissionDenied(std::string message) { return Status(Code::kPermissionDenied, std::move(message)); }
   static Status notFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
+  static Status methodNotAllowed(std::string message) { return Status(Code::kMethodNotAllowed, std::move(message)); }
   static Status alreadyExists(std::string message) { return Status(Code::kAlreadyExists, std::move(message)); }
   static Status conflict(std::string message) { return Status(Code::kConflict, std::move(message)); }
   static Status preconditionFailed(std::string message) {

@@ -38,6 +38,24 @@ TEST_CASE("api: server binds an ephemeral port, stops, and starts again") {
   CHECK(h.server->start().code() == Code::kConflict);
 }
 
+TEST_CASE("api: a second host is refused the address a first one listens on, with the address in the error") {
+  ApiHarness first;
+  api::ServerOptions options = testServerOptions();
+  options.host = "127.0.0.1";
+  options.port = first.server->port();
+  FakeClock clock{*parseTimestamp("2026-11-21T12:00:00Z")};
+  auto ledger = ledger::Ledger::open("sqlite://:memory:", clock);
+  REQUIRE(ledger.isOk());
+  api::ApiServer second(std::move(options), *ledger.value(), clock);
+  const Status started = second.start();
+  CHECK(started.code() == Code::kUnavailable);
+  CHECK_MESSAGE(started.message().find("127.0.0.1:" + std::to_string(first.server->port())) != std::string::npos,
+                started.toString());
+  CHECK_MESSAGE(started.message().find("in use") != std::string::npos, started.toString());
+  second.stop();
+  CHECK(first.get("/healthz", "").status == 200);
+}
+
 TEST_CASE("api: every request is logged on stderr as one line: method, path, status, time and actor") {
   ApiHarness h;
   StderrCapture captured;
@@ -99,8 +117,14 @@ TEST_CASE("api: unknown paths and methods get the error envelope") {
   CHECK(missing.status == 404);
   CHECK(missing.errorCode() == "not_found");
   Reply wrong_method = h.del("/v1/nodes");
-  CHECK(wrong_method.status == 404);
+  CHECK(wrong_method.status == 405);
+  CHECK(wrong_method.errorCode() == "method_not_allowed");
   CHECK(wrong_method.json()["error"]["message"].get<std::string>().find("GET") != std::string::npos);
+  CHECK(wrong_method.header("Allow").find("GET") != std::string::npos);
+  CHECK(wrong_method.header("Allow").find("POST") != std::string::npos);
+  Reply patch = toReply(h.client().Patch("/v1/plans/web", "{}", "application/json"));
+  CHECK(patch.status == 405);
+  CHECK(patch.header("Allow").find("PUT") != std::string::npos);
   Reply trailing = h.get("/v1/nodes/");
   CHECK(trailing.status == 404);
 }

@@ -310,6 +310,63 @@ TEST_CASE("transport: request lines and headers beyond the limits are refused wi
   CHECK(toReply(h.client().Get("/healthz", within)).status == 200);
 }
 
+// Sends `request` on a fresh connection and returns all the server sends until it closes.
+std::string exchangeUntilClosed(int port, const std::string& request) {
+  const int fd = connectTo(port);
+  sendText(fd, request);
+  std::string answer = receiveUntil(fd, "\x01never\x01");
+  ::close(fd);
+  return answer;
+}
+
+size_t responsesIn(const std::string& answer) {
+  size_t count = 0;
+  for (size_t at = answer.find("HTTP/1.1 "); at != std::string::npos; at = answer.find("HTTP/1.1 ", at + 1)) ++count;
+  return count;
+}
+
+TEST_CASE("transport: framing a proxy could read differently is refused with 400 and the connection closed") {
+  ApiHarness h;
+  const int port = h.server->port();
+  const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  struct Case {
+    const char* name;
+    std::string request;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"Transfer-Encoding and Content-Length",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" +
+           smuggled,
+       "both Transfer-Encoding and Content-Length"},
+      {"two different Content-Lengths",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}" + smuggled,
+       "Content-Length is given twice"},
+      {"a Content-Length that is not a number", "POST /v1/plans HTTP/1.1\r\nHost: x\r\nContent-Length: 2x\r\n\r\n{}",
+       "not a number"},
+      {"a malformed request line", "GARBAGE\r\n\r\n" + smuggled, "malformed request line"},
+      {"a target with a space", "GET /healthz extra HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled, "malformed request line"},
+      {"a header line without a colon", "GET /healthz HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n" + smuggled,
+       "has no field name and colon"},
+      {"white space before the colon", "GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n" + smuggled,
+       "white space between the field name and the colon"},
+      {"a folded header line", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  continued\r\n\r\n" + smuggled,
+       "folded"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const std::string answer = exchangeUntilClosed(port, c.request);
+    CHECK(answer.starts_with("HTTP/1.1 400"));
+    CHECK(answer.find(c.says) != std::string::npos);
+    CHECK(answer.find("Connection: close") != std::string::npos);
+    CHECK(responsesIn(answer) == 1);  // what followed was never read as a second request
+  }
+  // The same Content-Length twice is the same framing, and is served.
+  const std::string twice = exchangeUntilClosed(
+      port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  CHECK(twice.starts_with("HTTP/1.1 200"));
+}
+
 TEST_CASE("transport: with tls.cert and tls.key the API speaks HTTPS only") {
   SelfSignedCertificate certificate;
   api::ServerOptions options = testServerOptions();
