@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "host/lua/runtime/bindings_base.h"
 #include "host/lua/runtime/guard.h"
 #include "host/lua/runtime/lua_state.h"
 
@@ -453,6 +454,18 @@ int gsub(lua_State* L) {
 }  // namespace
 
 int stringFind(lua_State* L) { return findOrMatch(L, true); }
+
+int stringRep(lua_State* L) {
+  size_t length = 0;
+  size_t separator = 0;
+  luaL_checklstring(L, 1, &length);
+  const lua_Number count = luaL_checknumber(L, 2);
+  if (!lua_isnoneornil(L, 3)) luaL_checklstring(L, 3, &separator);
+  if (count >= 1) {
+    LuaState::from(L).reserveResult(L, static_cast<double>(length) * count + static_cast<double>(separator) * (count - 1));
+  }
+  return callingBack(L);
+}
 
 int stringMatch(lua_State* L) { return findOrMatch(L, false); }
 

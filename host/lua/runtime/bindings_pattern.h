@@ -21,5 +21,8 @@ int stringFind(lua_State* L);
 int stringMatch(lua_State* L);
 int stringGmatch(lua_State* L);
 int stringGsub(lua_State* L);
+// string.rep(s, n[, sep]) whose result is checked against the memory limit first: LuaJIT
+// takes n as a 32-bit integer, so string.rep("x", 2^31) returned "" instead of failing.
+int stringRep(lua_State* L);  // upvalue 1: the original string.rep
 
 }  // namespace tide::lua

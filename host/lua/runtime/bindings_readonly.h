@@ -40,6 +40,8 @@ int readOnlyAwareIpairsStep(lua_State* L);
 int readOnlyAwareNext(lua_State* L);
 int readOnlyAwareType(lua_State* L);
 int readOnlyAwareUnpack(lua_State* L);  // upvalue 1: the original unpack
+// table.concat joins at most this many items a call (bindings_readonly.cpp says why).
+inline constexpr int kMaxConcatItems = 1'000'000;
 int readOnlyAwareConcat(lua_State* L);  // upvalue 1: the original table.concat
 int readOnlyAwareMaxn(lua_State* L);    // upvalue 1: the original table.maxn
 // table.insert/remove/sort: upvalue 1 is the original; views are refused as read-only.

@@ -333,6 +333,14 @@ void LuaState::checkLimits(lua_State* L) {
   if (tripped()) raiseLimit(L);
 }
 
+void LuaState::reserveResult(lua_State* L, double bytes) {
+  const size_t limit = options_.limits.memory_bytes;
+  const double used = static_cast<double>(capped_ ? budgets_[budget_] : memoryUsed() - std::min(memoryUsed(), host_input_bytes_));
+  if (used + bytes <= static_cast<double>(limit)) return;
+  memory_exceeded_ = true;
+  raiseLimit(L);
+}
+
 void LuaState::raiseLimit(lua_State* L) {
   pushWhere(L);
   if (memory_exceeded_) {

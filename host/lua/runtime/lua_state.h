@@ -200,6 +200,11 @@ class LuaState {
     MemoryBudget previous_;
   };
 
+  // For a C function about to build `bytes` at once (string.rep): raises the call's memory
+  // limit error when the running budget cannot hold them, so a size the library would wrap
+  // or refuse some other way fails as what it is.
+  void reserveResult(lua_State* L, double bytes);
+
   // True once the running call hit its deadline or memory limit; stays true until it ends.
   bool tripped() const { return timed_out_ || memory_exceeded_; }
   // Raises the call's limit error if it is tripped or its deadline has passed. For C

@@ -26,10 +26,11 @@ constexpr const char* kBaseFunctions[] = {
 // type, unpack (bindings_readonly.cpp), print, pcall and xpcall (bindings_base.cpp).
 constexpr const char* kReplacedBaseFunctions[] = {"ipairs", "next", "pairs", "pcall", "print", "type", "unpack", "xpcall"};
 // string: everything but dump ...
-constexpr const char* kStringFunctions[] = {"byte", "char", "len", "lower", "rep", "reverse", "sub", "upper"};
+constexpr const char* kStringFunctions[] = {"byte", "char", "len", "lower", "reverse", "sub", "upper"};
 // ... with the pattern functions run by tide's own matcher under the deadline
-// (bindings_pattern.h), and format, which may call __tostring, counting C depth.
-constexpr const char* kReplacedStringFunctions[] = {"find", "format", "gmatch", "gsub", "match"};
+// (bindings_pattern.h), format, which may call __tostring, counting C depth, and rep, whose
+// result is checked against the memory limit first.
+constexpr const char* kReplacedStringFunctions[] = {"find", "format", "gmatch", "gsub", "match", "rep"};
 // table: concat and maxn read views; insert, remove and sort refuse them.
 constexpr const char* kTableFunctions[] = {"concat", "insert", "maxn", "remove", "sort"};
 // math: everything, with random/randomseed replaced by the per-call seeded generator.
@@ -171,6 +172,7 @@ void installSandbox(lua_State* L) {
   setFunction(L, "gmatch", guarded<stringGmatch>);
   setFunction(L, "gsub", guarded<stringGsub>);
   setClosure(L, "format", guarded<callingBack>, real_string, "format");
+  setClosure(L, "rep", guarded<stringRep>, real_string, "rep");
   lua_pushliteral(L, "");
   lua_getmetatable(L, -1);
   lua_pushvalue(L, -3);
