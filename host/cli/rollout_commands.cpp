@@ -64,10 +64,20 @@ constexpr RolloutControl kRolloutControls[] = {
     {"retry", "Start a failed or aborted rollout again", false, false},
 };
 
+// How long `promote` waits, by default, for the rollout to take its promotion up before it
+// says it has not.
+constexpr double kPromotionWaitSeconds = 20;
+
+bool promotionPending(const Json& deployment) {
+  const Json& signals = deployment.contains("signals") ? deployment["signals"] : Json();
+  return signals.is_object() && (signals.contains("promote") || signals.contains("promote_full"));
+}
+
 struct ControlFlags {
   std::string deployment_id;
   std::string reason;
   bool full = false;
+  double wait_seconds = kPromotionWaitSeconds;  // promote only
 };
 
 Status controlRollout(Session& session, const std::string& plan, const RolloutControl& control,
@@ -76,11 +86,25 @@ Status controlRollout(Session& session, const std::string& plan, const RolloutCo
   Json body = Json::object();
   if (flags.full) body["full"] = true;
   if (!flags.reason.empty()) body["reason"] = flags.reason;
-  TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post(deploymentPath(plan, target.id) + "/" + control.action, body));
+  const std::string path = deploymentPath(plan, target.id);
+  TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post(path + "/" + control.action, body));
+  // A promotion is a signal the rollout's next pass takes up; the reply still shows the
+  // state from before it. Print the state the promotion led to, once the signal is taken.
+  bool pending = promotionPending(reply);
+  if (pending && flags.wait_seconds > 0) {
+    EventWaker waker(session.client, "deployment/" + plan + "/" + target.id, 1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(flags.wait_seconds);
+    while (pending && std::chrono::steady_clock::now() < give_up) {
+      waker.wait();
+      TIDE_ASSIGN_OR_RETURN(reply, session.client.get(path));
+      pending = promotionPending(reply);
+    }
+  }
   session.print(reply, [&](std::ostream& out, const Json& deployment) {
     std::string message = deployment.value("message", "");
     out << "Deployment " << target.describe(plan) << ": " << deployment.value("state", "")
-        << (message.empty() ? "" : " (" + message + ")") << '\n';
+        << (message.empty() ? "" : " (" + message + ")")
+        << (pending ? "; the promotion is recorded, the rollout has not taken it up yet" : "") << '\n';
   });
   return Status::ok();
 }
@@ -93,7 +117,13 @@ void addControlVerb(CLI::App& deployment, Verbs& verbs, const RolloutControl& co
                                 });
   verb->add_option("-D,--deployment-id", flags->deployment_id, "the deployment (default: the plan's newest)");
   if (control.takes_reason) verb->add_option("--reason", flags->reason, "recorded with the control");
-  if (control.takes_full) verb->add_flag("--full", flags->full, "skip the remaining steps and pauses");
+  if (control.takes_full) {
+    verb->add_flag("--full", flags->full, "skip the remaining steps and pauses");
+    verb->add_option("--wait", flags->wait_seconds,
+                     "seconds to wait for the rollout to take the promotion up and print the state it led to (0: "
+                     "print at once)")
+        ->check(CLI::Range(0.0, 3600.0));
+  }
 }
 
 // --- watch ----------------------------------------------------------------------------------

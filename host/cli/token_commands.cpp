@@ -29,8 +29,7 @@ void printTokenTable(std::ostream& out, const Json& items) {
                   t.value("state", ""), t.value("created_at", ""), orNever(t, "expires_at", "never"),
                   t.value("revoked_at", ""), t.value("revoked_by", "")});
   }
-  table.print(out);
-  out << "Total: " << items.size() << '\n';
+  table.print(out);  // with its "Total: N" line
 }
 
 void printIssued(std::ostream& out, const Json& token) {

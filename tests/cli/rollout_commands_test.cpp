@@ -134,10 +134,12 @@ TEST_CASE("cli: rollout controls act on the newest deployment and print its new 
   CHECK(early.code == 1);
   CHECK(early.err == "error: deployment 'deployment-1' is PENDING; only a rollout in progress can be paused\n");
 
-  CliRun promoted = fixture.live.run({"deployment", "promote", kExamplePlan});
+  // No control loop runs here: nothing takes the promotion up, and promote says so.
+  CliRun promoted = fixture.live.run({"deployment", "promote", kExamplePlan, "--wait", "0"});
   REQUIRE_MESSAGE(promoted.code == 0, promoted.err);
-  CHECK(promoted.out == newest + "PENDING\n");
-  CliRun full = fixture.live.run({"deployment", "promote", kExamplePlan, "--full", "--reason", "looks good", "-o", "json"});
+  CHECK(promoted.out == newest + "PENDING; the promotion is recorded, the rollout has not taken it up yet\n");
+  CliRun full = fixture.live.run(
+      {"deployment", "promote", kExamplePlan, "--full", "--reason", "looks good", "--wait", "0", "-o", "json"});
   REQUIRE_MESSAGE(full.code == 0, full.err);
   Json deployment = Json::parse(full.out);
   CHECK(deployment["signals"]["promote_full"]["by"] == kBootstrapAdmin);

@@ -44,6 +44,7 @@ TEST_CASE("cli: token create prints the secret once; the new token acts under it
   CHECK(contains(list.out, "alice"));
   CHECK(contains(list.out, "bootstrap-admin"));
   CHECK(contains(list.out, "Total: 2"));
+  CHECK(list.out.find("Total:") == list.out.rfind("Total:"));  // once, not twice
   CHECK_FALSE(contains(list.out, secret));
 
   CliRun json = live.run({"token", "list", "-o", "json"});
