@@ -116,8 +116,11 @@ local function reconcile(r)
       s.waiting_for = "operations in other update domains to finish"
       return actions
     end
-    s.waiting_for = string.format("update domain '%s' to be replaced (%d of %d instances run "
-      .. "the new version)", domain.domain, r.counts.new, desired)
+    -- Nodes that name no update domain share the unnamed one, which has nothing to quote.
+    local which = domain.domain ~= "" and string.format("update domain '%s'", domain.domain)
+      or "the nodes with no update domain"
+    s.waiting_for = string.format("%s to be replaced (%d of %d instances run the new version)",
+      which, r.counts.new, desired)
     local deletes, updates = replace(domain, excess, budget)
     actions[#actions + 1] = deletes
     actions[#actions + 1] = updates
@@ -219,6 +222,13 @@ return {
       expect = { update({ "web-a" }) },
       expect_state = { domain = "ud-1", waiting_for = "update domain 'ud-1' to be replaced "
         .. "(0 of 3 instances run the new version)" },
+    },
+    {
+      name = "instances on nodes with no update domain are not said to be in domain ''",
+      r = { count = 2, old = { inst("a", ""), inst("b", "") } },
+      expect = { update({ "web-a" }) },
+      expect_state = { domain = "", waiting_for = "the nodes with no update domain to be replaced "
+        .. "(0 of 2 instances run the new version)" },
     },
     {
       name = "the next in-place update waits for the one in flight",
