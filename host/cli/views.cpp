@@ -26,6 +26,8 @@ std::string joinLines(const std::vector<std::string>& lines) { return joined(lin
 // got ("1 of 2 approvals (alice)"). A wait for one plain approval shows nothing, as before.
 std::string approvedByText(const Json& operation) {
   const std::string approved_by = text(operation, {"approved_by"});
+  // A rejection records who rejected in approved_by; it is not an approval.
+  if (text(operation, {"state"}) == "REJECTED") return approved_by.empty() ? "" : "rejected by " + approved_by;
   if (!approved_by.empty() || text(operation, {"state"}) != "PENDING_APPROVAL") return approved_by;
   const Json& decision = at(operation, {"decision"});
   const model::ApprovalState state = model::approvalStateOf(decision);
@@ -523,7 +525,8 @@ void printOperationInfo(std::ostream& out, const Json& view) {
   printHeading(out, "Status");
   printField(out, "State", text(view, {"state"}), true);
   printField(out, "Message", text(view, {"message"}), true);
-  printField(out, "Approved By", text(view, {"approved_by"}), true);
+  const bool rejected = text(view, {"state"}) == "REJECTED";
+  printField(out, rejected ? "Rejected By" : "Approved By", text(view, {"approved_by"}), true);
   printField(out, "Attempts", text(view, {"attempts"}), true);
   if (std::string next = text(view, {"next_attempt_at"}); !next.empty()) printField(out, "Next Attempt At", next, true);
   out << '\n';

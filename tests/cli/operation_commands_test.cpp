@@ -151,6 +151,14 @@ TEST_CASE("cli: reject-operation --all rejects every waiting operation with the 
     CHECK(f.operation(id).approved_by == kBootstrapAdmin);
   }
   CHECK(f.live.run({"deployment", "reject-operation", kExamplePlan}).code == 1);
+  // Shown as the rejection it is, never as an approval.
+  CliRun shown = f.live.run({"operations", "show", std::to_string(one)});
+  REQUIRE_MESSAGE(shown.code == 0, shown.err);
+  CHECK(contains(shown.out, "Rejected By"));
+  CHECK_FALSE(contains(shown.out, "Approved By"));
+  CliRun listed = f.live.run({"operations", "list", "--state", "REJECTED"});
+  REQUIRE_MESSAGE(listed.code == 0, listed.err);
+  CHECK(contains(listed.out, "rejected by " + kBootstrapAdmin));
 }
 
 TEST_CASE("cli: operate acts on the plan's only live instance or lists the candidates") {
