@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "drivers/process/workload.h"
-#include "host/cli/agent/agent_command.h"
+#include "host/cli/agent_command.h"
 #include "host/cli/commands.h"
 #include "host/cli/command_suggestions.h"
 #include "host/cli/serve.h"

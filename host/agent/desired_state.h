@@ -9,7 +9,7 @@
 #include "drivers/driver.h"
 #include "host/core/status.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 // Which document an agent has applied: documents are ordered by epoch, then revision.
 struct DocumentVersion {
@@ -34,4 +34,4 @@ struct DesiredState {
 // protocol's shape.
 Result<DesiredState> parseDesiredState(const model::Json& document, const std::string& node);
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

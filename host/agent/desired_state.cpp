@@ -1,8 +1,8 @@
-#include "host/cli/agent/desired_state.h"
+#include "host/agent/desired_state.h"
 
 #include <exception>
 
-namespace tide::cli::agent {
+namespace tide::agent {
 namespace {
 
 using model::Json;
@@ -116,4 +116,4 @@ Result<DesiredState> parseDesiredState(const model::Json& document, const std::s
   }
 }
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent
