@@ -20,6 +20,8 @@
 //   instances in one round trip.
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -91,6 +93,22 @@ using RuntimeAnswer = Result<RuntimeStatus>;
 // drivers account volume capacity against.
 using NodeVolumesFn = std::function<std::vector<model::LocalVolume>(const std::string& node)>;
 
+// A place in an instance's log: `offset` bytes into the log file `file` names. The process
+// driver names a file "<runtime id>.<inode>": the log and, after a rotation, the same file
+// as <log>.1 keep the name; the log started at the rotation has a new one.
+struct LogCursor {
+  std::string file;
+  int64_t offset = 0;
+};
+
+// A piece of an instance's log and where it ends, so the next read asks for only what follows.
+struct LogSlice {
+  std::string text;
+  // Absent where the driver hands out only a log's last bytes (an agent's: docs/agents.md).
+  std::optional<LogCursor> end;
+  bool continues = true;  // false: asked from a cursor, the text does not go on from it
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -117,22 +135,22 @@ class Driver {
     for (const RuntimeRef& ref : refs) answers.push_back(status(ref));
     return answers;
   }
+
+  // The log of runtime instance `runtime_id`, for `tide logs`: without `from`, its last
+  // `max_bytes`; with it, at most `max_bytes` from that place on. kNotFound for an instance
+  // the driver has no log of. Drivers that keep logs (process, agent) override it; a driver
+  // that wraps another (fault, failpoint) passes the call through unchanged; the default
+  // answers kUnprocessable, as a driver whose instances write no logs must (sim).
+  virtual Result<LogSlice> readLogSlice(const std::string& /*runtime_id*/, const std::optional<LogCursor>& /*from*/,
+                                        size_t /*max_bytes*/) {
+    return Status::unprocessable("this cluster's driver keeps no logs");
+  }
 };
 
-// A place in an instance's log: `offset` bytes into the log file `file` names. The process
-// driver names a file "<runtime id>.<inode>": the log and, after a rotation, the same file
-// as <log>.1 keep the name; the log started at the rotation has a new one.
-struct LogCursor {
-  std::string file;
-  int64_t offset = 0;
-};
-
-// A piece of an instance's log and where it ends, so the next read asks for only what follows.
-struct LogSlice {
-  std::string text;
-  // Absent where the driver hands out only a log's last bytes (an agent's: docs/agents.md).
-  std::optional<LogCursor> end;
-  bool continues = true;  // false: asked from a cursor, the text does not go on from it
-};
+// The last `max_bytes` of a runtime instance's log: driver.readLogSlice without a cursor.
+inline Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes) {
+  TIDE_ASSIGN_OR_RETURN(LogSlice slice, driver.readLogSlice(runtime_id, std::nullopt, max_bytes));
+  return std::move(slice.text);
+}
 
 }  // namespace tide::drivers

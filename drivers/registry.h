@@ -1,6 +1,7 @@
 #pragma once
-// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault", "agent")
-// to a factory. Adding a driver means adding a row in registry.cpp, nothing else.
+// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault",
+// "agent") to the kind's config parser and factory, in the shape every extension family
+// shares (extension_table.h). Adding a driver means adding a row in registry.cpp, nothing else.
 
 #include <chrono>
 #include <cstddef>
@@ -8,10 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "drivers/driver.h"
+#include "drivers/extension_table.h"
 #include "drivers/process/launch.h"
 #include "drivers/process/process_driver.h"
 #include "host/core/clock.h"
@@ -45,13 +46,8 @@ struct DriverContext {
   std::function<std::optional<std::string>(const std::string& id)> runtime_node;
 };
 
-using DriverFactory = Result<std::unique_ptr<Driver>> (*)(const Json& driver_config, const DriverContext& context);
-
-struct DriverKind {
-  std::string_view kind;
-  std::string_view summary;
-  DriverFactory factory;
-};
+// A row of the driver table: kind, summary, the kind's driver_config parser, its factory.
+using DriverKind = ExtensionKind<Driver, DriverContext>;
 
 // Every kind tide can build, in a fixed order.
 const std::vector<DriverKind>& driverKinds();
@@ -62,14 +58,7 @@ const std::vector<DriverKind>& driverKinds();
 Result<std::unique_ptr<Driver>> makeDriver(const std::string& kind, const Json& driver_config,
                                            const DriverContext& context);
 
-// The last `max_bytes` of a runtime instance's log, for `tide logs`: looks through fault
-// drivers to the driver underneath. kUnprocessable when that driver keeps no logs (sim
-// drivers among them).
-Result<std::string> readInstanceLog(Driver& driver, const std::string& runtime_id, size_t max_bytes);
-// As readInstanceLog without `from`; with it, what follows that place (ProcessDriver::readLogSlice).
-// A slice of an agent's instance has no end: the agent hands out only a log's last bytes, so
-// `from` is not honoured and the text is those bytes.
-Result<LogSlice> readInstanceLogSlice(Driver& driver, const std::string& runtime_id,
-                                      const std::optional<LogCursor>& from, size_t max_bytes);
+// What makeDriver would say of `kind` and `driver_config`, building nothing.
+Status checkDriverConfig(const std::string& kind, const Json& driver_config);
 
 }  // namespace tide::drivers

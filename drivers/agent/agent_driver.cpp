@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "host/core/json_reader.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -28,20 +30,14 @@ RuntimeStatus pending() {
 Result<AgentDriverOptions> parseAgentDriverOptions(const Json& config) {
   AgentDriverOptions options;
   if (config.is_null()) return options;
-  if (!config.is_object()) {
-    return Status::invalidArgument("agent driver: bad driver_config", {{"driver_config", "must be an object", ""}});
+  JsonProblems problems;
+  JsonReader r(config, "driver_config", problems);
+  r.onlyKeys({"confirm_timeout_s"});
+  if (auto seconds = r.number("confirm_timeout_s", JsonNeed::kOptional, {0, 3600, true},
+                              "must be a number of seconds in (0, 3600]")) {
+    options.confirm_timeout = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
   }
-  std::vector<ErrorDetail> problems;
-  for (const auto& [key, value] : config.items()) {
-    if (key != "confirm_timeout_s") {
-      problems.push_back({"driver_config." + key, "unknown key (known: confirm_timeout_s)", ""});
-    } else if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 3600) {
-      problems.push_back({"driver_config.confirm_timeout_s", "must be a number of seconds in (0, 3600]", ""});
-    } else {
-      options.confirm_timeout = std::chrono::milliseconds(static_cast<int64_t>(value.get<double>() * 1000));
-    }
-  }
-  if (!problems.empty()) return Status::invalidArgument("agent driver: bad driver_config", problems);
+  if (!problems.empty()) return problems.toStatus("agent driver: bad driver_config");
   return options;
 }
 
@@ -136,6 +132,12 @@ std::vector<UnreachableNode> AgentDriver::unreachableNodes() {
     if (auto lost = hub_.unreachable(node)) out.push_back(*lost);
   }
   return out;
+}
+
+Result<LogSlice> AgentDriver::readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                           size_t max_bytes) {
+  TIDE_ASSIGN_OR_RETURN(std::string text, readLog(runtime_id, max_bytes));
+  return LogSlice{.text = std::move(text), .end = std::nullopt, .continues = !from};
 }
 
 Result<std::string> AgentDriver::readLog(const std::string& runtime_id, size_t max_bytes) {

@@ -65,6 +65,11 @@ class AgentDriver final : public Driver {
   // it, or on the node the ledger placed it on once it is removed: its agent keeps the log),
   // through the node's agent; kNotFound when no node of the cluster knows the id.
   Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes);
+  // readLog's text. An agent posts only the last bytes of a log (docs/agents.md): a slice
+  // has no end to go on from, `from` is not honoured, and a slice asked from a cursor does
+  // not continue it.
+  Result<LogSlice> readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                size_t max_bytes) override;
 
   AgentHub& hub() { return hub_; }
 

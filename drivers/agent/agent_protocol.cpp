@@ -1,144 +1,59 @@
 #include "drivers/agent/agent_protocol.h"
 
+#include <cstdint>
+#include <limits>
 #include <set>
+
+#include "host/core/json_reader.h"
 
 namespace tide::drivers {
 namespace {
 
 const std::set<std::string> kReportedStates = {"PENDING", "STARTING", "RUNNING", "STOPPED", "EXITED", "UNKNOWN"};
 
-// Reads fields of one JSON object, collecting a detail per bad field instead of throwing.
-class FieldReader {
- public:
-  FieldReader(const Json& object, std::string path, std::vector<ErrorDetail>& problems)
-      : object_(object), path_(std::move(path)), problems_(problems) {
-    if (!object_.is_object()) bad("", "must be an object");
-  }
+constexpr JsonBounds kAtLeastZero{0, std::numeric_limits<double>::max()};
 
-  std::string field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  const Json* find(const std::string& key) const {
-    if (!object_.is_object()) return nullptr;
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-  void bad(const std::string& key, const std::string& problem) const {
-    problems_.push_back({key.empty() ? path_ : field(key), problem, ""});
-  }
+JsonBounds atLeast(int64_t min) { return {static_cast<double>(min), static_cast<double>(INT64_MAX)}; }
 
-  std::optional<std::string> string(const std::string& key, bool required) const {
-    const Json* value = find(key);
-    if (value == nullptr) {
-      if (required) bad(key, "is required");
-      return std::nullopt;
-    }
-    if (!value->is_string()) {
-      bad(key, "must be a string");
-      return std::nullopt;
-    }
-    return value->get<std::string>();
-  }
-  std::optional<int64_t> integer(const std::string& key, bool required, int64_t min = 0) const {
-    const Json* value = find(key);
-    if (value == nullptr) {
-      if (required) bad(key, "is required");
-      return std::nullopt;
-    }
-    if (!value->is_number_integer() || value->get<int64_t>() < min) {
-      bad(key, "must be a whole number of at least " + std::to_string(min));
-      return std::nullopt;
-    }
-    return value->get<int64_t>();
-  }
-  std::optional<double> number(const std::string& key, bool required) const {
-    const Json* value = find(key);
-    if (value == nullptr) {
-      if (required) bad(key, "is required");
-      return std::nullopt;
-    }
-    if (!value->is_number() || value->get<double>() < 0) {
-      bad(key, "must be a number of at least 0");
-      return std::nullopt;
-    }
-    return value->get<double>();
-  }
-  std::optional<bool> boolean(const std::string& key) const {
-    const Json* value = find(key);
-    if (value == nullptr) return std::nullopt;
-    if (!value->is_boolean()) {
-      bad(key, "must be true or false");
-      return std::nullopt;
-    }
-    return value->get<bool>();
-  }
-  // The array under `key` (empty when absent).
-  const Json* array(const std::string& key) const {
-    const Json* value = find(key);
-    if (value != nullptr && !value->is_array()) {
-      bad(key, "must be an array");
-      return nullptr;
-    }
-    return value;
-  }
-  const Json* object(const std::string& key) const {
-    const Json* value = find(key);
-    if (value != nullptr && !value->is_object()) {
-      bad(key, "must be an object");
-      return nullptr;
-    }
-    return value;
-  }
-
- private:
-  const Json& object_;
-  std::string path_;
-  std::vector<ErrorDetail>& problems_;
-};
-
-Status problemsStatus(const std::string& what, const std::vector<ErrorDetail>& problems) {
-  std::string message = what + ": " + problems.front().field + " " + problems.front().message;
-  if (problems.size() > 1) message += " (and " + std::to_string(problems.size() - 1) + " more)";
-  return Status::invalidArgument(message, problems);
-}
-
-VolumeSpec volumeFromJson(const FieldReader& r, const std::string& node) {
+VolumeSpec volumeFromJson(const JsonReader& r, const std::string& node) {
   VolumeSpec volume;
   volume.node = node;
-  volume.id = r.string("id", true).value_or("");
-  volume.storage_class = r.string("storage_class", false).value_or("");
-  volume.capacity_gib = r.number("capacity_gib", false).value_or(0);
-  volume.mount_path = r.string("mount_path", false).value_or("");
+  volume.id = r.string("id", JsonNeed::kRequired).value_or("");
+  volume.storage_class = r.string("storage_class", JsonNeed::kOptional).value_or("");
+  volume.capacity_gib = r.number("capacity_gib", JsonNeed::kOptional, kAtLeastZero).value_or(0);
+  volume.mount_path = r.string("mount_path", JsonNeed::kOptional).value_or("");
   return volume;
 }
 
-DesiredInstance desiredInstanceFromJson(const FieldReader& r, const std::string& node,
-                                        std::vector<ErrorDetail>& problems) {
+DesiredInstance desiredInstanceFromJson(const JsonReader& r, const std::string& node, JsonProblems& problems) {
   DesiredInstance instance;
   RuntimeSpec& spec = instance.spec;
   spec.node = node;
-  spec.id = r.string("id", true).value_or("");
-  spec.meta_instance = r.string("meta_instance", false).value_or("");
-  spec.payload_name = r.string("payload_name", false).value_or("");
-  instance.want = r.string("want", true).value_or(kWantRunning);
+  spec.id = r.string("id", JsonNeed::kRequired).value_or("");
+  spec.meta_instance = r.string("meta_instance", JsonNeed::kOptional).value_or("");
+  spec.payload_name = r.string("payload_name", JsonNeed::kOptional).value_or("");
+  instance.want = r.string("want", JsonNeed::kRequired).value_or(kWantRunning);
   if (instance.want != kWantRunning && instance.want != kWantStopped) r.bad("want", "must be running or stopped");
-  if (const Json* coordinates = r.object("coordinates")) spec.coordinates = *coordinates;
-  if (const Json* ports = r.array("ports")) {
+  if (const Json* coordinates = r.object("coordinates", JsonNeed::kOptional)) spec.coordinates = *coordinates;
+  if (const Json* ports = r.array("ports", JsonNeed::kOptional)) {
     for (size_t i = 0; i < ports->size(); ++i) {
-      FieldReader port((*ports)[i], r.field("ports[" + std::to_string(i) + "]"), problems);
-      spec.ports.push_back({port.string("protocol", true).value_or(""),
-                            static_cast<int>(port.integer("port", true, 1).value_or(0))});
+      JsonReader port((*ports)[i], r.field("ports[" + std::to_string(i) + "]"), problems);
+      spec.ports.push_back({port.string("protocol", JsonNeed::kRequired).value_or(""),
+                            static_cast<int>(port.integer("port", JsonNeed::kRequired, atLeast(1)).value_or(0))});
     }
   }
-  if (const Json* resources = r.object("resources")) {
-    FieldReader res(*resources, r.field("resources"), problems);
-    spec.resources = {res.number("cores", false).value_or(0), res.number("memory_gib", false).value_or(0)};
+  if (const Json* resources = r.object("resources", JsonNeed::kOptional)) {
+    JsonReader res(*resources, r.field("resources"), problems);
+    spec.resources = {res.number("cores", JsonNeed::kOptional, kAtLeastZero).value_or(0),
+                      res.number("memory_gib", JsonNeed::kOptional, kAtLeastZero).value_or(0)};
   }
-  if (const Json* volumes = r.array("volumes")) {
+  if (const Json* volumes = r.array("volumes", JsonNeed::kOptional)) {
     for (size_t i = 0; i < volumes->size(); ++i) {
       spec.volumes.push_back(
-          volumeFromJson(FieldReader((*volumes)[i], r.field("volumes[" + std::to_string(i) + "]"), problems), node));
+          volumeFromJson(JsonReader((*volumes)[i], r.field("volumes[" + std::to_string(i) + "]"), problems), node));
     }
   }
-  if (const Json* check = r.object("health_check")) {
+  if (const Json* check = r.object("health_check", JsonNeed::kOptional)) {
     try {
       spec.health_check = check->get<model::HealthCheck>();
     } catch (const Json::exception&) {
@@ -187,24 +102,25 @@ Json desiredToJson(const DesiredDocument& document) {
 }
 
 Result<DesiredDocument> desiredFromJson(const Json& json) {
-  std::vector<ErrorDetail> problems;
-  FieldReader r(json, "", problems);
+  JsonProblems problems;
+  JsonReader r(json, "", problems);
   DesiredDocument document;
-  document.node = r.string("node", true).value_or("");
-  document.version = {r.integer("epoch", true).value_or(0), r.integer("revision", true).value_or(0)};
-  if (const Json* instances = r.array("instances")) {
+  document.node = r.string("node", JsonNeed::kRequired).value_or("");
+  document.version = {r.integer("epoch", JsonNeed::kRequired, atLeast(0)).value_or(0),
+                      r.integer("revision", JsonNeed::kRequired, atLeast(0)).value_or(0)};
+  if (const Json* instances = r.array("instances", JsonNeed::kOptional)) {
     for (size_t i = 0; i < instances->size(); ++i) {
-      FieldReader entry((*instances)[i], "instances[" + std::to_string(i) + "]", problems);
+      JsonReader entry((*instances)[i], "instances[" + std::to_string(i) + "]", problems);
       document.instances.push_back(desiredInstanceFromJson(entry, document.node, problems));
     }
   }
-  if (const Json* volumes = r.array("volumes")) {
+  if (const Json* volumes = r.array("volumes", JsonNeed::kOptional)) {
     for (size_t i = 0; i < volumes->size(); ++i) {
       document.volumes.push_back(
-          volumeFromJson(FieldReader((*volumes)[i], "volumes[" + std::to_string(i) + "]", problems), document.node));
+          volumeFromJson(JsonReader((*volumes)[i], "volumes[" + std::to_string(i) + "]", problems), document.node));
     }
   }
-  if (const Json* logs = r.array("logs")) {
+  if (const Json* logs = r.array("logs", JsonNeed::kOptional)) {
     for (size_t i = 0; i < logs->size(); ++i) {
       if ((*logs)[i].is_string()) {
         document.logs.push_back((*logs)[i].get<std::string>());
@@ -213,7 +129,7 @@ Result<DesiredDocument> desiredFromJson(const Json& json) {
       }
     }
   }
-  if (!problems.empty()) return problemsStatus("bad desired document", problems);
+  if (!problems.empty()) return problems.toStatus("bad desired document");
   return document;
 }
 
@@ -240,8 +156,8 @@ Json reportToJson(const AgentReport& report) {
 }
 
 Result<AgentReport> reportFromJson(const Json& json) {
-  std::vector<ErrorDetail> problems;
-  FieldReader r(json, "", problems);
+  JsonProblems problems;
+  JsonReader r(json, "", problems);
   static const std::set<std::string> kKnown = {"agent_version", "epoch", "applied_revision", "resources", "instances",
                                                "volumes"};
   if (json.is_object()) {
@@ -250,47 +166,49 @@ Result<AgentReport> reportFromJson(const Json& json) {
     }
   }
   AgentReport report;
-  report.agent_version = r.string("agent_version", true).value_or("");
-  report.epoch = r.integer("epoch", true).value_or(0);
-  report.applied_revision = r.integer("applied_revision", true).value_or(0);
-  if (const Json* resources = r.object("resources")) {
-    FieldReader res(*resources, "resources", problems);
-    report.resources = model::Resources{res.number("cores", true).value_or(0),
-                                        res.number("memory_gib", true).value_or(0)};
+  report.agent_version = r.string("agent_version", JsonNeed::kRequired).value_or("");
+  report.epoch = r.integer("epoch", JsonNeed::kRequired, atLeast(0)).value_or(0);
+  report.applied_revision = r.integer("applied_revision", JsonNeed::kRequired, atLeast(0)).value_or(0);
+  if (const Json* resources = r.object("resources", JsonNeed::kOptional)) {
+    JsonReader res(*resources, "resources", problems);
+    report.resources = model::Resources{res.number("cores", JsonNeed::kRequired, kAtLeastZero).value_or(0),
+                                        res.number("memory_gib", JsonNeed::kRequired, kAtLeastZero).value_or(0)};
   }
-  if (const Json* instances = r.array("instances")) {
+  if (const Json* instances = r.array("instances", JsonNeed::kOptional)) {
     std::set<std::string> seen;
     for (size_t i = 0; i < instances->size(); ++i) {
-      FieldReader entry((*instances)[i], "instances[" + std::to_string(i) + "]", problems);
+      JsonReader entry((*instances)[i], "instances[" + std::to_string(i) + "]", problems);
       ReportedInstance instance;
-      instance.id = entry.string("id", true).value_or("");
+      instance.id = entry.string("id", JsonNeed::kRequired).value_or("");
       if (!instance.id.empty() && !seen.insert(instance.id).second) entry.bad("id", "is listed twice");
       RuntimeStatus& status = instance.status;
-      status.state = entry.string("state", true).value_or("");
+      status.state = entry.string("state", JsonNeed::kRequired).value_or("");
       if (!status.state.empty() && !kReportedStates.count(status.state)) {
         entry.bad("state", "must be RUNNING, STOPPED, EXITED, STARTING, PENDING or UNKNOWN");
       }
-      status.handle = entry.string("handle", false).value_or("");
-      if (const Json* ports = entry.object("ports")) {
+      status.handle = entry.string("handle", JsonNeed::kOptional).value_or("");
+      if (const Json* ports = entry.object("ports", JsonNeed::kOptional)) {
         for (const auto& [name, port] : ports->items()) {
           if (!port.is_number_integer()) entry.bad("ports." + name, "must be a port number");
         }
         status.ports = *ports;
       }
-      status.exit_code = static_cast<int>(entry.integer("exit_code", false, INT32_MIN).value_or(0));
-      status.message = entry.string("message", false).value_or("");
-      status.healthy = entry.boolean("healthy");
+      status.exit_code =
+          static_cast<int>(entry.integer("exit_code", JsonNeed::kOptional, atLeast(INT32_MIN)).value_or(0));
+      status.message = entry.string("message", JsonNeed::kOptional).value_or("");
+      status.healthy = entry.boolean("healthy", JsonNeed::kOptional);
       report.instances.push_back(std::move(instance));
     }
   }
-  if (const Json* volumes = r.array("volumes")) {
+  if (const Json* volumes = r.array("volumes", JsonNeed::kOptional)) {
     for (size_t i = 0; i < volumes->size(); ++i) {
-      FieldReader entry((*volumes)[i], "volumes[" + std::to_string(i) + "]", problems);
-      report.volumes.push_back({entry.string("id", true).value_or(""), entry.boolean("ready").value_or(false),
-                                entry.string("message", false).value_or("")});
+      JsonReader entry((*volumes)[i], "volumes[" + std::to_string(i) + "]", problems);
+      report.volumes.push_back({entry.string("id", JsonNeed::kRequired).value_or(""),
+                                entry.boolean("ready", JsonNeed::kOptional).value_or(false),
+                                entry.string("message", JsonNeed::kOptional).value_or("")});
     }
   }
-  if (!problems.empty()) return problemsStatus("bad report", problems);
+  if (!problems.empty()) return problems.toStatus("bad report");
   return report;
 }
 

@@ -31,6 +31,11 @@ class FailpointDriver : public Driver {
   // The inner driver's, untouched: no failure is injected into what the control loop
   // learns of lost nodes.
   std::vector<UnreachableNode> unreachableNodes() override { return inner_->unreachableNodes(); }
+  // The inner driver's, untouched: no failpoint guards reading a log.
+  Result<LogSlice> readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                size_t max_bytes) override {
+    return inner_->readLogSlice(runtime_id, from, max_bytes);
+  }
 
   Driver& inner() { return *inner_; }
 

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "host/core/json_reader.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -14,33 +16,11 @@ constexpr std::array kCalls = {DriverCall::kEnsureVolume, DriverCall::kRemoveVol
 // std::uniform_real_distribution.
 double unitInterval(std::mt19937_64& random) { return static_cast<double>(random() >> 11) * 0x1.0p-53; }
 
-class ConfigReader {
- public:
-  explicit ConfigReader(const Json& config) : config_(config) {}
-
-  void problem(const std::string& key, const std::string& message) {
-    details_.push_back({"driver_config." + key, message, ""});
-  }
-
-  void rate(const char* key, double& out) {
-    if (!config_.contains(key)) return;
-    const Json& v = config_[key];
-    if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1) return problem(key, "must be a number in [0, 1]");
-    out = v.get<double>();
-  }
-
-  std::optional<std::chrono::milliseconds> delay(const Json& v) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFaultDelay.count())
-      return std::nullopt;
-    return std::chrono::milliseconds(v.get<int64_t>());
-  }
-
-  const std::vector<ErrorDetail>& details() const { return details_; }
-
- private:
-  const Json& config_;
-  std::vector<ErrorDetail> details_;
-};
+// A delay of the fault driver: whole milliseconds in [0, kMaxFaultDelay].
+std::optional<std::chrono::milliseconds> delay(const Json& v) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxFaultDelay.count()) return std::nullopt;
+  return std::chrono::milliseconds(v.get<int64_t>());
+}
 
 }  // namespace
 
@@ -59,83 +39,66 @@ const char* driverCallName(DriverCall call) {
 
 Result<FaultOptions> parseFaultOptions(const Json& config) {
   FaultOptions options;
-  if (!config.is_object()) {
-    return Status::invalidArgument(
-        "fault driver: bad driver_config",
-        {{"driver_config", "must be an object naming the inner driver: {\"inner\": \"process\"}", ""}});
-  }
-  ConfigReader r(config);
+  JsonProblems problems;
+  JsonReader r(config, "driver_config", problems,
+               "must be an object naming the inner driver: {\"inner\": \"process\"}");
+  if (!r.isObject()) return problems.toStatus("fault driver: bad driver_config");
   const std::string bounds = "an integer of milliseconds in [0, " + std::to_string(kMaxFaultDelay.count()) + "]";
-
-  for (const auto& [key, value] : config.items()) {
-    static const std::set<std::string> kKnown = {"inner",      "inner_config",    "seed",
-                                                 "error_rate", "lost_reply_rate", "latency_ms",
-                                                 "hang_rate",  "hang_ms",         "calls"};
-    if (kKnown.count(key) == 0) r.problem(key, "unknown key");
-  }
-  if (!config.contains("inner") || !config["inner"].is_string() || config["inner"].get<std::string>().empty()) {
-    r.problem("inner", "must name the wrapped driver kind, e.g. \"process\"");
+  r.onlyKeys(
+      {"inner", "inner_config", "seed", "error_rate", "lost_reply_rate", "latency_ms", "hang_rate", "hang_ms", "calls"},
+      "unknown key");
+  const std::string inner_must = "must name the wrapped driver kind, e.g. \"process\"";
+  if (const Json* inner = r.find("inner");
+      inner != nullptr && inner->is_string() && !inner->get<std::string>().empty()) {
+    options.inner = inner->get<std::string>();
   } else {
-    options.inner = config["inner"].get<std::string>();
+    r.bad("inner", inner_must);
   }
-  if (config.contains("inner_config")) {
-    if (config["inner_config"].is_object()) {
-      options.inner_config = config["inner_config"];
-    } else {
-      r.problem("inner_config", "must be an object");
-    }
-  }
-  if (config.contains("seed")) {
-    const Json& seed = config["seed"];
-    if (seed.is_number_unsigned() || (seed.is_number_integer() && seed.get<int64_t>() >= 0)) {
-      options.seed = seed.get<uint64_t>();
-    } else {
-      r.problem("seed", "must be a non-negative integer");
-    }
-  }
-  r.rate("error_rate", options.error_rate);
-  r.rate("lost_reply_rate", options.lost_reply_rate);
-  r.rate("hang_rate", options.hang_rate);
-  if (config.contains("latency_ms")) {
-    const Json& latency = config["latency_ms"];
-    if (auto single = r.delay(latency)) {
+  if (const Json* inner_config = r.object("inner_config", JsonNeed::kOptional)) options.inner_config = *inner_config;
+  options.seed = r.unsignedInteger("seed", JsonNeed::kOptional).value_or(options.seed);
+  const std::string rate_must = "must be a number in [0, 1]";
+  options.error_rate = r.number("error_rate", JsonNeed::kOptional, {0, 1}, rate_must).value_or(options.error_rate);
+  options.lost_reply_rate =
+      r.number("lost_reply_rate", JsonNeed::kOptional, {0, 1}, rate_must).value_or(options.lost_reply_rate);
+  options.hang_rate = r.number("hang_rate", JsonNeed::kOptional, {0, 1}, rate_must).value_or(options.hang_rate);
+  if (const Json* latency = r.find("latency_ms")) {
+    if (auto single = delay(*latency)) {
       options.latency_min = options.latency_max = *single;
-    } else if (latency.is_array() && latency.size() == 2 && r.delay(latency[0]) && r.delay(latency[1]) &&
-               *r.delay(latency[0]) <= *r.delay(latency[1])) {
-      options.latency_min = *r.delay(latency[0]);
-      options.latency_max = *r.delay(latency[1]);
+    } else if (latency->is_array() && latency->size() == 2 && delay((*latency)[0]) && delay((*latency)[1]) &&
+               *delay((*latency)[0]) <= *delay((*latency)[1])) {
+      options.latency_min = *delay((*latency)[0]);
+      options.latency_max = *delay((*latency)[1]);
     } else {
-      r.problem("latency_ms", "must be [min, max] (min <= max) or one value, each " + bounds);
+      r.bad("latency_ms", "must be [min, max] (min <= max) or one value, each " + bounds);
     }
   }
-  if (config.contains("hang_ms")) {
-    if (auto hang = r.delay(config["hang_ms"])) {
-      options.hang = *hang;
+  if (const Json* hang = r.find("hang_ms")) {
+    if (auto ms = delay(*hang)) {
+      options.hang = *ms;
     } else {
-      r.problem("hang_ms", "must be " + bounds);
+      r.bad("hang_ms", "must be " + bounds);
     }
   }
-  if (config.contains("calls")) {
-    const Json& calls = config["calls"];
-    if (!calls.is_array() || calls.empty()) {
-      r.problem("calls", "must be a non-empty list of call names (omit it for every call)");
+  if (const Json* calls = r.find("calls")) {
+    if (!calls->is_array() || calls->empty()) {
+      r.bad("calls", "must be a non-empty list of call names (omit it for every call)");
     } else {
-      for (size_t i = 0; i < calls.size(); ++i) {
+      for (size_t i = 0; i < calls->size(); ++i) {
         bool known = false;
         for (DriverCall call : kCalls) {
-          if (calls[i].is_string() && calls[i].get<std::string>() == driverCallName(call)) {
+          if ((*calls)[i].is_string() && (*calls)[i].get<std::string>() == driverCallName(call)) {
             options.calls.insert(call);
             known = true;
           }
         }
         if (!known) {
-          r.problem("calls[" + std::to_string(i) + "]",
-                    "unknown call; known: ensure_volume, remove_volume, ensure, stop, remove, status, list");
+          r.bad("calls[" + std::to_string(i) + "]",
+                "unknown call; known: ensure_volume, remove_volume, ensure, stop, remove, status, list");
         }
       }
     }
   }
-  if (!r.details().empty()) return Status::invalidArgument("fault driver: bad driver_config", r.details());
+  if (!problems.empty()) return problems.toStatus("fault driver: bad driver_config");
   return options;
 }
 

@@ -76,6 +76,11 @@ class FaultDriver final : public Driver {
   // learns of lost nodes.
   std::vector<UnreachableNode> unreachableNodes() override { return inner_->unreachableNodes(); }
   Result<std::vector<RuntimeRef>> list() override;
+  // The inner driver's, untouched: logs are not a call faults are injected into.
+  Result<LogSlice> readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                size_t max_bytes) override {
+    return inner_->readLogSlice(runtime_id, from, max_bytes);
+  }
 
   // Ends every injected hang or latency sleeping right now; those calls return at once.
   void interrupt();

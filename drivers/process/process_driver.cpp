@@ -21,6 +21,7 @@
 
 #include "drivers/process/spawn.h"
 #include "host/core/fd.h"
+#include "host/core/json_reader.h"
 
 namespace tide::drivers {
 namespace {
@@ -183,6 +184,20 @@ class LogFile {
 };
 
 }  // namespace
+
+Result<ProcessDriverConfig> parseProcessDriverConfig(const Json& driver_config) {
+  ProcessDriverConfig config;
+  if (driver_config.is_null()) return config;
+  JsonProblems problems;
+  JsonReader r(driver_config, "driver_config", problems);
+  r.onlyKeys({"stop_grace_seconds"});
+  if (auto seconds =
+          r.number("stop_grace_seconds", JsonNeed::kOptional, {0, 3600}, "must be a number of seconds in [0, 3600]")) {
+    config.stop_grace = std::chrono::milliseconds(static_cast<int64_t>(*seconds * 1000));
+  }
+  if (!problems.empty()) return problems.toStatus("process driver: bad driver_config");
+  return config;
+}
 
 Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOptions options) {
   if (options.state_dir.empty()) return Status::invalidArgument("process driver: state_dir is empty");
@@ -619,13 +634,13 @@ Result<std::vector<RuntimeRef>> ProcessDriver::list() {
   return refs;
 }
 
-Result<std::string> ProcessDriver::readLog(const std::string& runtime_id, size_t max_bytes) const {
+Result<std::string> ProcessDriver::readLog(const std::string& runtime_id, size_t max_bytes) {
   TIDE_ASSIGN_OR_RETURN(LogSlice slice, readLogSlice(runtime_id, std::nullopt, max_bytes));
   return std::move(slice.text);
 }
 
 Result<LogSlice> ProcessDriver::readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
-                                             size_t max_bytes) const {
+                                             size_t max_bytes) {
   if (!isSafeName(runtime_id)) return badName("id", runtime_id);
   const std::string path = store_.logPath(runtime_id);
   std::optional<LogFile> current = LogFile::open(path, runtime_id);

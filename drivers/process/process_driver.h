@@ -64,6 +64,15 @@ struct ProcessDriverOptions {
   const Clock* clock = nullptr;          // retention is measured on it; null: the system clock
 };
 
+// A process cluster's driver_config: {"stop_grace_seconds": N} (optional, in [0, 3600]).
+// The rest of a ProcessDriverOptions is the host's (DriverContext), not the cluster's.
+struct ProcessDriverConfig {
+  std::chrono::milliseconds stop_grace{10000};
+};
+
+// kInvalidArgument naming each bad field ("driver_config.stop_grace_seconds").
+Result<ProcessDriverConfig> parseProcessDriverConfig(const Json& driver_config);
+
 class ProcessDriver final : public Driver {
  public:
   // Creates the state directories. kInvalidArgument for a bad port range or empty dirs,
@@ -98,14 +107,14 @@ class ProcessDriver final : public Driver {
 
   // The last `max_bytes` of the instance's log, reaching into the rotated log when the
   // current one is shorter (kept after remove, for log_retention). kNotFound when there is no log.
-  Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes) const;
+  Result<std::string> readLog(const std::string& runtime_id, size_t max_bytes);
   // Without `from`, readLog's text; with it, at most `max_bytes` from that place on: in the
   // current log, or in the rotated one when `from.file` names the file rotated away (then
   // on into the current log), so a follower misses nothing across a rotation. From an
   // offset beyond the file's end, or a file that is neither, the text starts again at the
   // current log's start (`continues` false). Either way the slice says where it ends.
   Result<LogSlice> readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
-                                size_t max_bytes) const;
+                                size_t max_bytes) override;
 
   // Deletes the logs and working dirs of instances removed log_retention ago or earlier,
   // and marks as removed now what no record or mark accounts for (an older tide's logs, a

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "host/core/json_reader.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -34,39 +36,6 @@ uint64_t splitMix(uint64_t& state) {
 // A double in [0, 1) from the top 53 bits.
 double unitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
-class ConfigReader {
- public:
-  explicit ConfigReader(const Json& config) : config_(config) {}
-
-  void problem(const std::string& key, const std::string& message) {
-    details_.push_back({"driver_config." + key, message, ""});
-  }
-
-  void rate(const char* key, double& out) {
-    if (!config_.contains(key)) return;
-    const Json& v = config_[key];
-    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1)) {
-      return problem(key, "must be a number in [0, 1]");
-    }
-    out = v.get<double>();
-  }
-
-  void latency(const char* key, std::chrono::milliseconds& out) {
-    if (!config_.contains(key)) return;
-    const Json& v = config_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxSimLatency.count()) {
-      return problem(key, "must be an integer of milliseconds in [0, " + std::to_string(kMaxSimLatency.count()) + "]");
-    }
-    out = std::chrono::milliseconds(v.get<int64_t>());
-  }
-
-  const std::vector<ErrorDetail>& details() const { return details_; }
-
- private:
-  const Json& config_;
-  std::vector<ErrorDetail> details_;
-};
-
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
   return text;
@@ -77,50 +46,32 @@ std::string lower(std::string text) {
 Result<SimOptions> parseSimOptions(const Json& config) {
   SimOptions options;
   if (config.is_null()) return options;
-  if (!config.is_object()) {
-    return Status::invalidArgument("sim driver: bad driver_config", {{"driver_config", "must be an object", ""}});
+  JsonProblems problems;
+  JsonReader r(config, "driver_config", problems);
+  r.onlyKeys({"seed", "start_latency_ms", "stop_latency_ms", "start_failure_rate", "crash_rate_per_hour",
+              "unhealthy_rate", "adopt"});
+  options.seed = r.unsignedInteger("seed", JsonNeed::kOptional).value_or(options.seed);
+  const JsonBounds latency{0, static_cast<double>(kMaxSimLatency.count())};
+  const std::string latency_must =
+      "must be an integer of milliseconds in [0, " + std::to_string(kMaxSimLatency.count()) + "]";
+  if (auto ms = r.integer("start_latency_ms", JsonNeed::kOptional, latency, latency_must)) {
+    options.start_latency = std::chrono::milliseconds(*ms);
   }
-  ConfigReader r(config);
-  static const std::set<std::string> kKnown = {
-      "seed", "start_latency_ms", "stop_latency_ms", "start_failure_rate", "crash_rate_per_hour", "unhealthy_rate",
-      "adopt"};
-  for (const auto& [key, value] : config.items()) {
-    if (kKnown.count(key) == 0) {
-      r.problem(key,
-                "unknown key (known: seed, start_latency_ms, stop_latency_ms, start_failure_rate, "
-                "crash_rate_per_hour, unhealthy_rate, adopt)");
-    }
+  if (auto ms = r.integer("stop_latency_ms", JsonNeed::kOptional, latency, latency_must)) {
+    options.stop_latency = std::chrono::milliseconds(*ms);
   }
-  if (config.contains("seed")) {
-    const Json& seed = config["seed"];
-    if (seed.is_number_unsigned() || (seed.is_number_integer() && seed.get<int64_t>() >= 0)) {
-      options.seed = seed.get<uint64_t>();
-    } else {
-      r.problem("seed", "must be a non-negative integer");
-    }
-  }
-  r.latency("start_latency_ms", options.start_latency);
-  r.latency("stop_latency_ms", options.stop_latency);
-  r.rate("start_failure_rate", options.start_failure_rate);
-  r.rate("unhealthy_rate", options.unhealthy_rate);
-  if (config.contains("adopt")) {
-    if (config["adopt"].is_boolean()) {
-      options.adopt = config["adopt"].get<bool>();
-    } else {
-      r.problem("adopt", "must be true or false");
-    }
-  }
-  if (config.contains("crash_rate_per_hour")) {
-    const Json& v = config["crash_rate_per_hour"];
-    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxCrashRatePerHour)) {
-      std::ostringstream bounds;
-      bounds << "must be a number of crashes per hour of running in [0, " << kMaxCrashRatePerHour << "]";
-      r.problem("crash_rate_per_hour", bounds.str());
-    } else {
-      options.crash_rate_per_hour = v.get<double>();
-    }
-  }
-  if (!r.details().empty()) return Status::invalidArgument("sim driver: bad driver_config", r.details());
+  const std::string rate_must = "must be a number in [0, 1]";
+  options.start_failure_rate =
+      r.number("start_failure_rate", JsonNeed::kOptional, {0, 1}, rate_must).value_or(options.start_failure_rate);
+  options.unhealthy_rate =
+      r.number("unhealthy_rate", JsonNeed::kOptional, {0, 1}, rate_must).value_or(options.unhealthy_rate);
+  options.adopt = r.boolean("adopt", JsonNeed::kOptional).value_or(options.adopt);
+  std::ostringstream crash_must;
+  crash_must << "must be a number of crashes per hour of running in [0, " << kMaxCrashRatePerHour << "]";
+  options.crash_rate_per_hour =
+      r.number("crash_rate_per_hour", JsonNeed::kOptional, {0, kMaxCrashRatePerHour}, crash_must.str())
+          .value_or(options.crash_rate_per_hour);
+  if (!problems.empty()) return problems.toStatus("sim driver: bad driver_config");
   return options;
 }
 
@@ -349,6 +300,11 @@ Result<std::vector<RuntimeAnswer>> SimDriver::statusAll(const std::vector<Runtim
     }
   }
   return answers;
+}
+
+Result<LogSlice> SimDriver::readLogSlice(const std::string& /*runtime_id*/, const std::optional<LogCursor>& /*from*/,
+                                         size_t /*max_bytes*/) {
+  return Status::unprocessable("the sim driver keeps no logs: its instances run nothing");
 }
 
 Result<std::vector<RuntimeRef>> SimDriver::list() {

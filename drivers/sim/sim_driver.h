@@ -103,6 +103,9 @@ class SimDriver final : public Driver {
   Result<std::vector<RuntimeAnswer>> statusAll(const std::vector<RuntimeRef>& refs) override;
   // Every instance, in no particular order.
   Result<std::vector<RuntimeRef>> list() override;
+  // kUnprocessable: its instances run nothing, so there is no log.
+  Result<LogSlice> readLogSlice(const std::string& runtime_id, const std::optional<LogCursor>& from,
+                                size_t max_bytes) override;
 
   size_t instanceCount() const;
 

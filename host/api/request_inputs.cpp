@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/json_reader.h"
 #include "host/core/whole_number.h"
 #include "host/lua/registry/script_registry.h"
 #include "host/lua/strategy/strategy_engine.h"
@@ -227,32 +228,48 @@ Result<Json> readOptionalJsonObject(const ApiRequest& request, std::initializer_
   return body;
 }
 
+namespace {
+
+// One field of a request body read by the JSON reader (host/core/json_reader.h); its problem,
+// if any, as the request's error. The body is an object (readOptionalJsonObject).
+template <typename T, typename Read>
+Result<std::optional<T>> readBodyField(const Json& body, Read read) {
+  JsonProblems problems;
+  const JsonReader reader(body, "", problems);
+  std::optional<T> value = read(reader);
+  if (!problems.empty()) return badField(problems.details().front().field, problems.details().front().message);
+  return value;
+}
+
+}  // namespace
+
 Result<std::optional<std::string>> readStringField(const Json& body, const std::string& key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::optional<std::string>();
-  if (!it->is_string()) return badField(key, "must be a string");
-  return std::optional<std::string>(it->get<std::string>());
+  return readBodyField<std::string>(body, [&key](const JsonReader& r) { return r.string(key, JsonNeed::kOptional); });
 }
 
 Result<std::optional<bool>> readBoolField(const Json& body, const std::string& key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::optional<bool>();
-  if (!it->is_boolean()) return badField(key, "must be true or false");
-  return std::optional<bool>(it->get<bool>());
+  return readBodyField<bool>(body, [&key](const JsonReader& r) { return r.boolean(key, JsonNeed::kOptional); });
 }
 
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::optional<int64_t>();
-  std::string range = "between " + std::to_string(min) + " and " + std::to_string(max);
-  if (!it->is_number_integer()) return badField(key, "must be an integer " + range);
-  // Unsigned values past INT64_MAX are out of range whatever `max` is.
-  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return badField(key, "must be " + range);
-  }
-  int64_t value = it->get<int64_t>();
-  if (value < min || value > max) return badField(key, "must be " + range + ", got " + std::to_string(value));
-  return std::optional<int64_t>(value);
+  return readBodyField<int64_t>(body, [&](const JsonReader& r) -> std::optional<int64_t> {
+    const std::string range = "between " + std::to_string(min) + " and " + std::to_string(max);
+    const Json* value = r.find(key);
+    if (value == nullptr) return std::nullopt;
+    if (!value->is_number_integer()) {
+      r.bad(key, "must be an integer " + range);
+      return std::nullopt;
+    }
+    // Any int64 (an unsigned value past INT64_MAX is refused here), then [min, max], saying
+    // what it was.
+    const JsonBounds any_int64{static_cast<double>(INT64_MIN), static_cast<double>(INT64_MAX)};
+    std::optional<int64_t> read = r.integer(key, JsonNeed::kOptional, any_int64, "must be " + range);
+    if (read && (*read < min || *read > max)) {
+      r.bad(key, "must be " + range + ", got " + std::to_string(*read));
+      return std::nullopt;
+    }
+    return read;
+  });
 }
 
 Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,

@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "drivers/process/workload.h"
-#include "host/cli/agent/agent_command.h"
+#include "host/cli/agent_command.h"
 #include "host/cli/commands.h"
 #include "host/cli/command_suggestions.h"
 #include "host/cli/serve.h"
@@ -75,15 +75,18 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addCompletionCommand(app, offline);
   checkNumbersReadably(app);
 
+  // A value an option refused: "error: --operation-id: 'abc' is not a positive whole number".
+  const auto refused = [&err](const CLI::ParseError& e) {
+    err << "error: " << stripTerminalControls(e.what()) << "\n";
+    return 2;
+  };
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {
+    return refused(e);
+  } catch (const CLI::ConversionError& e) {
+    return refused(e);
   } catch (const CLI::ParseError& e) {
-    // A value an option refused: "error: --operation-id: 'abc' is not a positive whole number".
-    if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr ||
-        dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
-      err << "error: " << stripTerminalControls(e.what()) << "\n";
-      return 2;
-    }
     // --help and --version exit 0; CLI11's own codes for usage errors all become 2.
     if (e.get_exit_code() != 0) {
       if (auto message = unknownCommandMessage(app, std::vector<std::string>(argv + 1, argv + argc))) {

@@ -93,7 +93,7 @@ Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet&
   if (runtimes.empty()) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
   const model::RuntimeInstance& newest = runtimes.back();  // lists are in id order
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest.node));
-  return drivers::readInstanceLogSlice(*driver, std::to_string(newest.meta.id), from, max_bytes);
+  return driver->readLogSlice(std::to_string(newest.meta.id), from, max_bytes);
 }
 
 }  // namespace tide::engine

@@ -43,7 +43,7 @@ class DriverSet {
 };
 
 // The log of `meta_instance`'s newest runtime instance, for `tide logs`: its last `max_bytes`,
-// or with `from` what follows that place (drivers::readInstanceLogSlice). A cursor into an
+// or with `from` what follows that place (drivers::Driver::readLogSlice). A cursor into an
 // older runtime instance's log names a file the newest one does not have: its slice starts
 // again. kNotFound when the instance never ran.
 Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers,

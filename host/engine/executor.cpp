@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "drivers/health/health_probe.h"
 #include "host/core/thread_guard.h"
-#include "host/engine/health_probe.h"
 #include "host/engine/loop_errors.h"
 #include "host/engine/world.h"
 #include "host/model/states.h"
@@ -418,12 +418,12 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
             : options_.poll_interval;
     TIDE_RETURN_IF_ERROR(waitReportedHealthy(a, r, *driver, ref, status, interval));
   } else if (app && app->health_check) {
-    const ProbeTarget target = localTarget(r.ports);
+    const drivers::ProbeTarget target = drivers::localTarget(r.ports);
     // While starting, probe at least twice a second: an instance that is up should not
     // wait a whole steady-state interval to be declared ready.
     model::HealthCheck startup = *app->health_check;
     startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
-    ProbeResult probe = waitHealthy(
+    drivers::ProbeResult probe = drivers::waitHealthy(
         startup, target, clock_, a.deadline, [&] { return stopping_.load() || a.cancelled(ledger_, clock_); },
         &probe_cancel_);
     if (!probe.ok) {

@@ -40,10 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/health/health_probe.h"
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
-#include "host/engine/health_probe.h"
 #include "host/ledger/ledger.h"
 
 namespace tide::engine {
@@ -170,7 +170,7 @@ class Executor {
   std::map<std::string, int64_t> busy_op_;    // meta instance → its operation queued or running
   std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
-  ProbeCancel probe_cancel_;  // cancelled by stop(): a worker in a health probe returns at once
+  drivers::ProbeCancel probe_cancel_;  // cancelled by stop(): a worker in a health probe returns at once
   std::function<void()> on_finished_;
   std::mt19937_64 rng_{std::random_device{}()};  // REQUIRES: mu_ for use
 };

@@ -270,12 +270,12 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
     if (check == nullptr) continue;
     auto it = probes_.find(r->meta.id);
     if (it == probes_.end()) {
-      it = probes_.emplace(r->meta.id, Probe{HealthTracker(*check, r->healthy), now, r->meta_instance}).first;
+      it = probes_.emplace(r->meta.id, Probe{drivers::HealthTracker(*check, r->healthy), now, r->meta_instance}).first;
     }
     // Due, and not still running from an earlier pass: its result is recorded by the first
     // pass that finds it finished.
     if (it->second.next > now || submitted >= options_.max_probes_per_pass) continue;
-    ProbeJob job{*check, {}};
+    drivers::ProbeJob job{*check, {}};
     job.target.ports = r->ports;
     if (!probe_pool_.submit(r->meta.id, std::move(job))) continue;
     ++submitted;

@@ -44,12 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "drivers/health/health_probe.h"
+#include "drivers/health/probe_pool.h"
 #include "host/core/clock.h"
 #include "host/engine/driver_set.h"
 #include "host/engine/engine_metrics.h"
-#include "host/engine/health_probe.h"
 #include "host/engine/node_liveness.h"
-#include "host/engine/probe_pool.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 
@@ -92,7 +92,7 @@ class Observer {
 
  private:
   struct Probe {
-    HealthTracker tracker;
+    drivers::HealthTracker tracker;
     TimePoint next;  // due from then on: the check's interval after the last probe started
     std::string meta_instance;
   };
@@ -161,7 +161,7 @@ class Observer {
   std::set<std::string> listed_clusters_;          // whose driver answered list() last round
   std::string judged_up_to_;                       // the last instance judged; "" at a round's start
   std::set<std::string> acknowledged_;             // meta instances a resume acknowledged missing
-  ProbePool probe_pool_;
+  drivers::ProbePool probe_pool_;
 };
 
 }  // namespace tide::engine

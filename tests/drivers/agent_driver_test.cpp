@@ -143,7 +143,7 @@ TEST_CASE("agent driver: the registry refuses an agent cluster without a hub and
   // An agent sends only a log's end: a slice of it names no place to go on from, and a
   // place asked for is not honoured (docs/api.md#following-a-log).
   Result<LogSlice> slice = Status::internal("not yet");
-  std::thread slicer([&] { slice = readInstanceLogSlice(**made, "1", LogCursor{"1.7", 3}, 1024); });
+  std::thread slicer([&] { slice = (*made)->readLogSlice("1", LogCursor{"1.7", 3}, 1024); });
   CHECK(eventually([&] { return f.hub->document("n1").logs == std::vector<std::string>{"1"}; }));
   f.hub->postLog("n1", "1", "hello\nagain\n");
   slicer.join();

@@ -98,3 +98,23 @@ TEST_CASE("driver: readInstanceLog refuses drivers without logs") {
   Silent silent;
   CHECK(readInstanceLog(silent, "1", 10).status().code() == Code::kUnprocessable);
 }
+
+TEST_CASE("driver: checkDriverConfig parses a kind's config and builds nothing") {
+  CHECK(checkDriverConfig("sim", Json{{"seed", 7}}).ok());
+  CHECK(checkDriverConfig("process", nullptr).ok());
+  const Status bad = checkDriverConfig("sim", Json{{"seed", -1}, {"colour", "red"}});
+  REQUIRE(bad.code() == Code::kInvalidArgument);
+  REQUIRE(bad.details().size() == 2);
+  CHECK(bad.details()[0].field == "driver_config.colour");
+  CHECK(bad.details()[1].field == "driver_config.seed");
+  CHECK(checkDriverConfig("kubernetes", nullptr).details().front().field == "driver_kind");
+}
+
+TEST_CASE("driver: every kind's log goes through readLogSlice, wrappers look through") {
+  // The sim driver keeps none, and a fault driver around it says so rather than hiding it.
+  auto sim = makeDriver("fault", Json{{"inner", "sim"}}, DriverContext{});
+  REQUIRE(sim.isOk());
+  const Status refused = (*sim)->readLogSlice("1", std::nullopt, 10).status();
+  CHECK(refused.code() == Code::kUnprocessable);
+  CHECK(refused.message().find("sim driver") != std::string::npos);
+}

@@ -84,7 +84,7 @@ Result<std::unique_ptr<HookEngine::Loaded>> HookEngine::load(std::shared_ptr<con
   state_options.log = options_.log;
   TIDE_ASSIGN_OR_RETURN(loaded->state, LuaState::create(std::move(state_options)));
   LuaState& state = *loaded->state;
-  if (LuaError e = prepareScriptState(state, loaded->set.get()); !e.ok()) {
+  if (LuaError e = prepareScriptState(state, loaded->set.get(), ScriptVerbs{}); !e.ok()) {
     return Status::internal("preparing the hook state: " + e.message);
   }
   setHookOutputDir(state, &options_.output_dir);

@@ -176,7 +176,9 @@ Result<std::unique_ptr<PolicyInterpreter>> PolicyInterpreter::create(std::shared
     clean.message = validUtf8(record.message);
     self->logs_->push_back(std::move(clean));
   });
-  if (LuaError e = prepareScriptState(*self->state_, self->set_.get()); !e.ok()) {
+  if (LuaError e =
+          prepareScriptState(*self->state_, self->set_.get(), ScriptVerbs{.policy = policyVerbs(), .strategy = {}});
+      !e.ok()) {
     return Status::internal("preparing the policy state: " + e.message);
   }
   if (LuaError e = self->state_->call([self](lua_State* L) {

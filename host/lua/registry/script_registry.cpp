@@ -4,9 +4,11 @@
 #include <set>
 
 #include "host/core/sha256.h"
+#include "host/lua/policy/bindings_policy.h"
 #include "host/lua/registry/script_tests.h"
 #include "host/lua/runtime/directory_watcher.h"
 #include "host/lua/runtime/script_loader.h"
+#include "host/lua/strategy/bindings_strategy.h"
 
 namespace tide::lua {
 
@@ -129,7 +131,7 @@ ScriptRegistry::Validation ScriptRegistry::validate(const ScriptFile& candidate,
     v.error = {LuaErrorClass::kMemory, state.status().message()};
     return v;
   }
-  if (LuaError e = prepareScriptState(**state, trial.get()); !e.ok()) {
+  if (LuaError e = prepareScriptState(**state, trial.get(), {policyVerbs(), strategyVerbs()}); !e.ok()) {
     v.error = e;
     return v;
   }

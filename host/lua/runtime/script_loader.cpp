@@ -6,9 +6,7 @@
 #include <lua.hpp>
 
 #include "host/core/sha256.h"
-#include "host/lua/policy/bindings_policy.h"
 #include "host/lua/runtime/bindings_tide.h"
-#include "host/lua/strategy/bindings_strategy.h"
 
 namespace tide::lua {
 namespace {
@@ -112,10 +110,10 @@ void checkShape(lua_State* L, int table, const ScriptFile& file, LoadedScript* o
 
 }  // namespace
 
-std::span<const Verb> verbsFor(ScriptKind kind) {
+std::span<const Verb> ScriptVerbs::of(ScriptKind kind) const {
   switch (kind) {
-    case ScriptKind::kPolicy: return policyVerbs();
-    case ScriptKind::kStrategy: return strategyVerbs();
+    case ScriptKind::kPolicy: return policy;
+    case ScriptKind::kStrategy: return strategy;
     case ScriptKind::kHook:
     case ScriptKind::kLib: return {};
   }
@@ -139,12 +137,12 @@ Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::
   return out;
 }
 
-LuaError prepareScriptState(LuaState& state, const ScriptSet* set) {
+LuaError prepareScriptState(LuaState& state, const ScriptSet* set, const ScriptVerbs& verbs) {
   setLibraries(state, set);
-  return state.call([](lua_State* L) {
+  return state.call([&verbs](lua_State* L) {
     for (ScriptKind kind : {ScriptKind::kPolicy, ScriptKind::kStrategy, ScriptKind::kHook, ScriptKind::kLib}) {
       lua_pushlightuserdata(L, environmentKey(kind));
-      pushEnvironment(L, verbsFor(kind));
+      pushEnvironment(L, verbs.of(kind));
       lua_rawset(L, LUA_REGISTRYINDEX);
     }
   });

@@ -23,8 +23,16 @@
 
 namespace tide::lua {
 
-// The verbs scripts of `kind` see: policyVerbs(), strategyVerbs(); hooks and libs have none.
-std::span<const Verb> verbsFor(ScriptKind kind);
+// The verbs each kind's scripts see beyond the sandbox. The runtime defines none of them:
+// policy/ and strategy/ own theirs (policyVerbs(), strategyVerbs()) and whoever prepares a
+// state passes them in, so the runtime never includes the areas built on it. A kind left
+// empty sees no verbs; hooks and libs have none.
+struct ScriptVerbs {
+  std::span<const Verb> policy;
+  std::span<const Verb> strategy;
+
+  std::span<const Verb> of(ScriptKind kind) const;
+};
 
 // The events a hook's `on` table may name.
 std::span<const char* const> hookEvents();
@@ -33,9 +41,9 @@ std::span<const char* const> hookEvents();
 // and level are known only after loading).
 Result<ScriptFile> readScriptFile(const std::filesystem::path& file, const std::string& display_path, ScriptKind kind);
 
-// Builds one environment per kind in `state` and points tide.lib at the libs of `set`,
-// which must outlive the state's use of it. Call once, before loadScript.
-LuaError prepareScriptState(LuaState& state, const ScriptSet* set);
+// Builds one environment per kind in `state`, with that kind's `verbs`, and points tide.lib
+// at the libs of `set`, which must outlive the state's use of it. Call once, before loadScript.
+LuaError prepareScriptState(LuaState& state, const ScriptSet* set, const ScriptVerbs& verbs);
 
 // What a loaded script declared.
 struct LoadedScript {

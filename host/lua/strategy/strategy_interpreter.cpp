@@ -259,7 +259,9 @@ Result<std::unique_ptr<StrategyInterpreter>> StrategyInterpreter::create(std::sh
     clean.message = validUtf8(record.message);
     self->logs_->push_back(std::move(clean));
   });
-  if (LuaError e = prepareScriptState(*self->state_, self->set_.get()); !e.ok()) {
+  if (LuaError e =
+          prepareScriptState(*self->state_, self->set_.get(), ScriptVerbs{.policy = {}, .strategy = strategyVerbs()});
+      !e.ok()) {
     return Status::internal("preparing the strategy state: " + e.message);
   }
   for (const ScriptFile* file : self->set_->ofKind(ScriptKind::kStrategy)) {

@@ -14,8 +14,10 @@
 
 #include "host/core/sha256.h"
 #include "host/lua/hook/hook_engine.h"
+#include "host/lua/policy/bindings_policy.h"
 #include "host/lua/policy/policy_engine.h"
 #include "host/lua/registry/script_tests.h"
+#include "host/lua/strategy/bindings_strategy.h"
 #include "host/lua/strategy/strategy_interpreter.h"
 #include "host/lua/strategy/strategy_tests.h"
 #include "tests/lua/lua_test_util.h"
@@ -229,7 +231,7 @@ TEST_CASE("hostile scripts: at top level, each fails to load within twice the de
     options.limits = limits;
     auto state = newState(options);
     REQUIRE(state);
-    REQUIRE(prepareScriptState(*state, nullptr).ok());
+    REQUIRE(prepareScriptState(*state, nullptr, {policyVerbs(), strategyVerbs()}).ok());
     LoadedScript loaded;
     const Stopwatch stopwatch;
     const LuaError e = loadScript(*state, policy, &loaded);

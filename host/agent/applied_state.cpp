@@ -1,11 +1,11 @@
-#include "host/cli/agent/applied_state.h"
+#include "host/agent/applied_state.h"
 
 #include <exception>
 
 #include "drivers/process/state_store.h"
 #include "host/core/durable_file.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 Result<AppliedState> loadAppliedState(const std::string& path) {
   TIDE_ASSIGN_OR_RETURN(std::optional<model::Json> file, drivers::readJsonFile(path));
@@ -34,4 +34,4 @@ Status saveAppliedState(const std::string& path, const AppliedState& state) {
   return writeFileDurably(path, file.dump(2) + "\n");
 }
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

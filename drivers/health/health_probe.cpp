@@ -1,4 +1,4 @@
-#include "host/engine/health_probe.h"
+#include "drivers/health/health_probe.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -26,7 +26,7 @@
 
 #include "host/core/fd.h"
 
-namespace tide::engine {
+namespace tide::drivers {
 namespace {
 
 using Micros = std::chrono::microseconds;
@@ -519,4 +519,4 @@ ProbeTarget localTarget(const model::Json& ports) {
   return target;
 }
 
-}  // namespace tide::engine
+}  // namespace tide::drivers

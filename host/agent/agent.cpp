@@ -1,4 +1,4 @@
-#include "host/cli/agent/agent.h"
+#include "host/agent/agent.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include <random>
 #include <sstream>
 
-namespace tide::cli::agent {
+namespace tide::agent {
 namespace {
 
 using model::Json;
@@ -387,7 +387,7 @@ void Agent::pumpHealth() {
     for (size_t i = 0; i < refs.size(); ++i) {
       const drivers::RuntimeAnswer& answer = (*statuses)[i];
       if (!answer.isOk() || answer->state != "RUNNING" || answer->healthy) continue;
-      subjects.push_back({refs[i].id, answer->handle, *checked[i]->spec.health_check, engine::localTarget(answer->ports)});
+      subjects.push_back({refs[i].id, answer->handle, *checked[i]->spec.health_check, drivers::localTarget(answer->ports)});
     }
   }
   health_.pump(subjects);
@@ -493,4 +493,4 @@ void Agent::healthLoop() {
   }
 }
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "host/engine/health_probe.h"
+#include "drivers/health/health_probe.h"
 
-namespace tide::engine {
+namespace tide::drivers {
 
 struct ProbeJob {
   model::HealthCheck check;
@@ -72,4 +72,4 @@ class ProbePool {
   std::vector<std::thread> threads_;                       // GUARDED_BY(mu_)
 };
 
-}  // namespace tide::engine
+}  // namespace tide::drivers

@@ -1,4 +1,4 @@
-#include "host/engine/health_probe.h"
+#include "drivers/health/health_probe.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include "tests/support/text.h"
 
 using namespace tide;
-using namespace tide::engine;
+using namespace tide::drivers;
 using namespace tide::testing;
 
 namespace {

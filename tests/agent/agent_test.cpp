@@ -1,4 +1,4 @@
-#include "host/cli/agent/agent.h"
+#include "host/agent/agent.h"
 
 #include <signal.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "host/config/host_config.h"
-#include "tests/cli/agent/fake_host.h"
+#include "tests/agent/fake_host.h"
 #include "tests/support/files.h"
 #include "tests/support/eventually.h"
 #include "tests/support/ports.h"
@@ -17,9 +17,9 @@
 
 using namespace tide;
 using namespace tide::testing;
-using cli::agent::Agent;
-using cli::agent::AgentOptions;
-using cli::agent::ApplyOutcome;
+using agent::Agent;
+using agent::AgentOptions;
+using agent::ApplyOutcome;
 using model::Json;
 
 namespace {
@@ -241,12 +241,12 @@ TEST_CASE("agent: a document the last agent did not finish applying is applied w
   AgentFixture f;
   f.agent.reset();
   const Json unfinished = document(1, 1, {workload("1")});
-  REQUIRE(cli::agent::saveAppliedState((f.dir / "agent" / "agent.json").string(),
+  REQUIRE(agent::saveAppliedState((f.dir / "agent" / "agent.json").string(),
                                        {{1, 1}, /*complete=*/false, {}, {}, unfinished})
               .isOk());
   f.recreate();
   CHECK(f.stateOf("1") == "RUNNING");
-  auto saved = cli::agent::loadAppliedState((f.dir / "agent" / "agent.json").string());
+  auto saved = agent::loadAppliedState((f.dir / "agent" / "agent.json").string());
   REQUIRE(saved.isOk());
   CHECK(saved->complete);
 }

@@ -1,21 +1,21 @@
 #pragma once
 // The desired-state document a node agent pulls from its host (docs/agents.md#the-protocol),
-// typed once at the edge: the agent works on these structs, never on the JSON.
+// typed once at the edge: the agent works on these structs, never on the JSON. The JSON is
+// read by the protocol's own reader (drivers/agent/agent_protocol.h), the one the host's
+// documents are written for.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "drivers/agent/agent_protocol.h"
 #include "drivers/driver.h"
 #include "host/core/status.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 // Which document an agent has applied: documents are ordered by epoch, then revision.
-struct DocumentVersion {
-  int64_t epoch = 0;
-  int64_t revision = 0;
-};
+using DocumentVersion = drivers::DocumentVersion;
 
 struct DesiredInstance {
   drivers::RuntimeSpec spec;  // node set to the agent's; health_check when the entry has one
@@ -34,4 +34,4 @@ struct DesiredState {
 // protocol's shape.
 Result<DesiredState> parseDesiredState(const model::Json& document, const std::string& node);
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

@@ -1,5 +1,5 @@
 #pragma once
-// The node agent's transport over the host's HTTP API (docs/agents.md#the-protocol), with
+// `tide agent`'s transport (host/agent/agent.h) over the host's HTTP API (docs/agents.md#the-protocol), with
 // cli::Client (bearer token, TLS with an optional CA file):
 //   GET  /v1/agents/{node}/desired?epoch=E&revision=R&wait=S   (epoch and revision left out on a first call)
 //   POST /v1/agents/{node}/report
@@ -9,16 +9,16 @@
 #include <memory>
 #include <string>
 
-#include "host/cli/agent/agent.h"
+#include "host/agent/agent.h"
 #include "host/cli/client.h"
 
-namespace tide::cli::agent {
+namespace tide::cli {
 
-class HttpTransport final : public AgentTransport {
+class HttpTransport final : public agent::AgentTransport {
  public:
   HttpTransport(Endpoint endpoint, std::string node);
 
-  Result<model::Json> fetchDesired(const std::optional<DocumentVersion>& known, std::chrono::seconds wait) override;
+  Result<model::Json> fetchDesired(const std::optional<agent::DocumentVersion>& known, std::chrono::seconds wait) override;
   Result<model::Json> report(const model::Json& report) override;
   Status postLog(const std::string& id, const std::string& text) override;
   void interrupt() override;
@@ -31,4 +31,4 @@ class HttpTransport final : public AgentTransport {
   const std::string node_path_;  // /v1/agents/<node>
 };
 
-}  // namespace tide::cli::agent
+}  // namespace tide::cli

@@ -1,4 +1,4 @@
-#include "host/cli/agent/agent_command.h"
+#include "host/cli/agent_command.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,8 +6,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "host/cli/agent/agent.h"
-#include "host/cli/agent/http_transport.h"
+#include "host/agent/agent.h"
+#include "host/cli/agent_transport.h"
 #include "host/cli/serve.h"
 #include "host/config/host_config.h"
 #include "host/core/dir_lock.h"
@@ -138,7 +138,7 @@ int runAgent(const AgentCommandOptions& options, std::ostream& out, std::ostream
   endpoint.server = options.server;
   endpoint.token = *token;
   endpoint.ca_file = options.ca_file;
-  agent::HttpTransport transport(endpoint, agent_options.node);
+  HttpTransport transport(endpoint, agent_options.node);
   std::mutex err_mu;  // the agent's threads log whole lines
   agent_options.log = [&err, &err_mu](const std::string& line) {
     std::lock_guard<std::mutex> lock(err_mu);

@@ -3,7 +3,7 @@
 // instances on its own machine and reports the verdict, since the host may not reach them.
 // Each instance is probed at its check's interval (at most every 0.5 s until it first turns
 // healthy, as the host's executor does while an instance starts), one probe of it at a time;
-// the verdict follows the check's thresholds (engine::HealthTracker), unhealthy until it passes.
+// the verdict follows the check's thresholds (drivers::HealthTracker), unhealthy until it passes.
 //
 // Probes run on a ProbePool: pump() submits what is due and takes what finished, and never
 // waits for a probe, so a slow check delays only its own verdict.
@@ -18,18 +18,18 @@
 #include <string>
 #include <vector>
 
+#include "drivers/health/health_probe.h"
+#include "drivers/health/probe_pool.h"
 #include "host/core/clock.h"
-#include "host/engine/health_probe.h"
-#include "host/engine/probe_pool.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 // A RUNNING instance whose desired entry has a health check.
 struct ProbeSubject {
   std::string id;
   std::string handle;  // a new handle (the instance was started again) starts the verdict over
   model::HealthCheck check;
-  engine::ProbeTarget target;
+  drivers::ProbeTarget target;
 };
 
 class HealthMonitor {
@@ -52,15 +52,15 @@ class HealthMonitor {
     int64_t key = 0;  // the probe pool's key for this instance
     std::string handle;
     model::HealthCheck check;
-    engine::HealthTracker tracker;
+    drivers::HealthTracker tracker;
     TimePoint next_probe{};
   };
 
   const Clock& clock_;
-  engine::ProbePool pool_;
+  drivers::ProbePool pool_;
   int64_t next_key_ = 1;
   mutable std::mutex mu_;
   std::map<std::string, Watch> watches_;  // GUARDED_BY(mu_), by runtime id
 };
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "host/cli/agent/agent.h"
+#include "host/agent/agent.h"
 
 namespace tide::testing {
 
-class FakeHost final : public cli::agent::AgentTransport {
+class FakeHost final : public agent::AgentTransport {
  public:
   using Json = model::Json;
 
@@ -31,7 +31,7 @@ class FakeHost final : public cli::agent::AgentTransport {
     changed_.notify_all();
   }
 
-  Result<Json> fetchDesired(const std::optional<cli::agent::DocumentVersion>& known,
+  Result<Json> fetchDesired(const std::optional<agent::DocumentVersion>& known,
                             std::chrono::seconds wait) override {
     std::unique_lock<std::mutex> lock(mu_);
     ++polls_;

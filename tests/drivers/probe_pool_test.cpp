@@ -1,4 +1,4 @@
-#include "host/engine/probe_pool.h"
+#include "drivers/health/probe_pool.h"
 
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include "tests/drivers/driver_test_support.h"
 
 using namespace tide;
-using namespace tide::engine;
+using namespace tide::drivers;
 using namespace tide::testing;
 
 namespace {

@@ -15,10 +15,10 @@
 #include <set>
 #include <string>
 
-#include "host/cli/agent/desired_state.h"
+#include "host/agent/desired_state.h"
 #include "host/core/status.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 struct AppliedState {
   DocumentVersion version;                       // {0, 0}: nothing applied yet
@@ -33,4 +33,4 @@ struct AppliedState {
 Result<AppliedState> loadAppliedState(const std::string& path);
 Status saveAppliedState(const std::string& path, const AppliedState& state);
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

@@ -1,8 +1,8 @@
-#include "host/engine/probe_pool.h"
+#include "drivers/health/probe_pool.h"
 
 #include <algorithm>
 
-namespace tide::engine {
+namespace tide::drivers {
 
 ProbePool::ProbePool(size_t threads) : size_(std::max<size_t>(1, threads)) {}
 
@@ -82,4 +82,4 @@ void ProbePool::work() {
   }
 }
 
-}  // namespace tide::engine
+}  // namespace tide::drivers

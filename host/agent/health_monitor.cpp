@@ -1,8 +1,8 @@
-#include "host/cli/agent/health_monitor.h"
+#include "host/agent/health_monitor.h"
 
 #include <algorithm>
 
-namespace tide::cli::agent {
+namespace tide::agent {
 namespace {
 
 constexpr double kStartingIntervalSeconds = 0.5;
@@ -37,12 +37,12 @@ void HealthMonitor::pump(const std::vector<ProbeSubject>& subjects) {
     if (it != watches_.end() && it->second.handle == subject.handle) {
       kept.emplace(subject.id, std::move(it->second));
     } else {
-      kept.emplace(subject.id, Watch{next_key_++, subject.handle, subject.check, engine::HealthTracker(subject.check), now});
+      kept.emplace(subject.id, Watch{next_key_++, subject.handle, subject.check, drivers::HealthTracker(subject.check), now});
     }
     Watch& watch = kept.at(subject.id);
     if (watch.next_probe <= now && !pool_.inFlight(watch.key)) {
       // While a probe is in flight nothing else is submitted; its result sets the next time.
-      if (pool_.submit(watch.key, engine::ProbeJob{watch.check, subject.target})) watch.next_probe = TimePoint::max();
+      if (pool_.submit(watch.key, drivers::ProbeJob{watch.check, subject.target})) watch.next_probe = TimePoint::max();
     }
   }
   watches_ = std::move(kept);
@@ -57,4 +57,4 @@ std::optional<bool> HealthMonitor::healthy(const std::string& id) const {
 
 void HealthMonitor::stop() { pool_.stop(); }
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

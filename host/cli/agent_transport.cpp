@@ -1,6 +1,6 @@
-#include "host/cli/agent/http_transport.h"
+#include "host/cli/agent_transport.h"
 
-namespace tide::cli::agent {
+namespace tide::cli {
 namespace {
 
 // How long a reply may take beyond the wait the agent asked the host for.
@@ -19,7 +19,7 @@ Client HttpTransport::client(std::chrono::seconds wait) const {
   return Client(std::move(endpoint));
 }
 
-Result<model::Json> HttpTransport::fetchDesired(const std::optional<DocumentVersion>& known,
+Result<model::Json> HttpTransport::fetchDesired(const std::optional<agent::DocumentVersion>& known,
                                                 std::chrono::seconds wait) {
   Query query;
   if (known) {
@@ -40,4 +40,4 @@ Status HttpTransport::postLog(const std::string& id, const std::string& text) {
 
 void HttpTransport::interrupt() { endpoint_.interrupt->interrupt(); }
 
-}  // namespace tide::cli::agent
+}  // namespace tide::cli

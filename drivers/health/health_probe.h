@@ -18,7 +18,7 @@
 #include "host/core/clock.h"
 #include "host/model/records.h"
 
-namespace tide::engine {
+namespace tide::drivers {
 
 // Where an instance can be reached.
 struct ProbeTarget {
@@ -129,4 +129,4 @@ class HealthTracker {
 ProbeResult waitHealthy(const model::HealthCheck& check, const ProbeTarget& target, const Clock& clock,
                         TimePoint deadline, const std::function<bool()>& cancelled, ProbeCancel* cancel = nullptr);
 
-}  // namespace tide::engine
+}  // namespace tide::drivers

@@ -43,13 +43,13 @@
 #include <vector>
 
 #include "drivers/registry.h"
-#include "host/cli/agent/applied_state.h"
-#include "host/cli/agent/desired_state.h"
-#include "host/cli/agent/health_monitor.h"
+#include "host/agent/applied_state.h"
+#include "host/agent/desired_state.h"
+#include "host/agent/health_monitor.h"
 #include "host/core/clock.h"
 #include "host/core/status.h"
 
-namespace tide::cli::agent {
+namespace tide::agent {
 
 // The agent's side of the protocol's three routes (docs/agents.md#the-protocol).
 // Thread-safety: every method may be called from any thread at once.
@@ -186,4 +186,4 @@ class Agent {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace tide::cli::agent
+}  // namespace tide::agent

@@ -1,4 +1,4 @@
-#include "host/cli/agent/http_transport.h"
+#include "host/cli/agent_transport.h"
 
 #include <doctest/doctest.h>
 #include <httplib.h>
@@ -69,7 +69,7 @@ TEST_CASE("agent: the HTTP transport uses the protocol's paths, the bearer token
   Endpoint endpoint;
   endpoint.server = host.url();
   endpoint.token = "secret-token";
-  agent::HttpTransport transport(endpoint, "n1");
+  HttpTransport transport(endpoint, "n1");
 
   auto first = transport.fetchDesired(std::nullopt, std::chrono::seconds(30));
   REQUIRE_MESSAGE(first.isOk(), first.status().toString());
@@ -92,7 +92,7 @@ TEST_CASE("agent: an interrupted HTTP transport fails at once and keeps failing"
   RecordingHost host;
   Endpoint endpoint;
   endpoint.server = host.url();
-  agent::HttpTransport transport(endpoint, "n1");
+  HttpTransport transport(endpoint, "n1");
   transport.interrupt();
   auto polled = transport.fetchDesired(std::nullopt, std::chrono::seconds(30));
   CHECK(polled.status().code() == Code::kUnavailable);
@@ -106,12 +106,12 @@ TEST_CASE("agent: over TLS the transport trusts the host's certificate through -
   endpoint.server = host.url();
   endpoint.token = "secret-token";
 
-  auto untrusted = agent::HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
+  auto untrusted = HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
   REQUIRE_FALSE(untrusted.isOk());
   CHECK(untrusted.status().message().find("--ca-file") != std::string::npos);
 
   endpoint.ca_file = certificate.cert;  // self-signed: its own CA
-  auto trusted = agent::HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
+  auto trusted = HttpTransport(endpoint, "n1").fetchDesired(std::nullopt, std::chrono::seconds(0));
   REQUIRE_MESSAGE(trusted.isOk(), trusted.status().toString());
   CHECK((*trusted)["revision"] == 42);
   std::lock_guard<std::mutex> lock(host.mu);
