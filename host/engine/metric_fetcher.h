@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/status.h"
 #include "host/model/analysis.h"
 
 namespace tide::engine {
