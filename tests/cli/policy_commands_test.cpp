@@ -18,6 +18,7 @@ using tide::testing::CliRun;
 using tide::testing::contains;
 using tide::testing::kSourceDir;
 using tide::testing::runCli;
+using tide::testing::runShellCommand;
 using tide::testing::TempDir;
 
 // A policy and a strategy, each with one passing and one failing case, and a hook.

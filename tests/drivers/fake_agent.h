@@ -53,7 +53,7 @@ class FakeAgent {
           status.exit_code = 1;
         }
         status.handle = "fake:" + instance.spec.id;
-        status.ports = Json{{"tcp/80", 31080}};
+        status.ports = model::Json{{"tcp/80", 31080}};
         report.instances.push_back({instance.spec.id, status});
       }
       for (const drivers::VolumeSpec& volume : document.volumes) report.volumes.push_back({volume.id, true, ""});

@@ -14,6 +14,7 @@ namespace {
 using testing::CountingDriver;
 using testing::deploySimFleet;
 using testing::engineDeployment;
+using testing::eventually;
 using testing::EngineFixture;
 using testing::installCountingSim;
 using testing::kSimCapabilities;

@@ -19,6 +19,7 @@ namespace tide {
 namespace {
 
 using testing::CountingDriver;
+using testing::eventually;
 using testing::engineDeployment;
 using testing::EngineFixture;
 using testing::installCountingSim;
