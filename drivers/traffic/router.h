@@ -60,6 +60,7 @@ struct AppliedPlanTraffic {
 struct RouterState {
   bool up = false;      // the router process runs and answers
   std::string message;  // why not, when !up
+  std::string metrics_url;  // the router's Prometheus metrics ("http://127.0.0.1:9101/metrics"), "" if none
   std::vector<AppliedPlanTraffic> plans;
 };
 

@@ -1,5 +1,7 @@
 #include "drivers/traffic/routers.h"
 
+#include "drivers/traffic/haproxy/haproxy_router.h"
+
 namespace tide::drivers::traffic {
 namespace {
 
@@ -10,11 +12,10 @@ Result<const RouterKind*> findRouterKind(const std::string& kind) {
 }  // namespace
 
 const std::vector<RouterKind>& routerKinds() {
-  // Empty until the first router lands. The HAProxy router (drivers/traffic/haproxy/) joins as
-  //   {"haproxy", "HAProxy as a supervised child, weights over its runtime API",
-  //    objectConfig, makeHaproxyRouter},
-  // or, once it has a typed config, with its own parse function in place of objectConfig.
-  static const std::vector<RouterKind> kKinds = {};
+  static const std::vector<RouterKind> kKinds = {
+      {"haproxy", "HAProxy as a supervised child; servers and weights over its runtime API", parseHaproxyOptions,
+       buildHaproxyRouter},
+  };
   return kKinds;
 }
 

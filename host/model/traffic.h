@@ -14,6 +14,7 @@ namespace tide::model {
 struct HeaderRoute {
   std::string header;
   std::string value;
+  bool operator==(const HeaderRoute&) const = default;
 };
 
 struct PlanTraffic {

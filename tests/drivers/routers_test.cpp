@@ -48,3 +48,9 @@ TEST_CASE("router: objectConfig hands a factory its JSON object, null as {}") {
   CHECK(*objectConfig(nlohmann::json{{"a", 1}}) == nlohmann::json{{"a", 1}});
   CHECK(objectConfig(nlohmann::json::array()).status().code() == Code::kInvalidArgument);
 }
+
+TEST_CASE("router: the haproxy row checks its config without starting anything") {
+  CHECK(checkRouterConfig("haproxy", nullptr).ok());
+  const Status bad = checkRouterConfig("haproxy", nlohmann::json{{"no_such_key", 1}});
+  CHECK(bad.code() == Code::kInvalidArgument);
+}
