@@ -431,6 +431,7 @@ void ProbeCancel::cancel() {
   if (cancelled_.exchange(true)) return;
   if (fd_ >= 0) {
     const uint64_t one = 1;
+    // Cannot fail but when the eventfd's counter is full, which wakes the waiters just as well.
     (void)!::write(fd_, &one, sizeof(one));
   }
   for (auto& [id, stop] : stops_) stop();
@@ -440,6 +441,7 @@ void ProbeCancel::reset() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = false;
   uint64_t count = 0;
+  // Drains the eventfd; nothing to drain (EAGAIN) is the same as drained.
   if (fd_ >= 0) (void)!::read(fd_, &count, sizeof(count));
 }
 

@@ -250,8 +250,8 @@ Status Agent::applyInstance(const DesiredInstance& instance) {
     auto current = driver_->status(ref);
     if (current.isOk() && current->state == "EXITED") return Status::ok();
   }
-  TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status, driver_->ensure(spec));
-  (void)status;
+  // Only whether ensure() worked matters here; the host reads the instance's status itself.
+  TIDE_RETURN_IF_ERROR(driver_->ensure(spec).status());
   std::lock_guard<std::mutex> lock(mu_);
   state_.coordinates[spec.id] = spec.coordinates;
   return Status::ok();

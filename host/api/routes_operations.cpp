@@ -92,12 +92,14 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
                           verb);
 }
 
-// The four-eyes rule of the host config (auth.approver_must_differ).
-Status checkFourEyes(ApiContext& context, const model::Operation& operation, const std::string& actor,
-                     const std::string& verb) {
-  if (!context.approver_must_differ || operation.requested_by != actor) return Status::ok();
-  return Status::permissionDenied("operation " + std::to_string(operation.meta.id) + " was requested by " + actor +
-                                  "; it must be " + verb + " by someone else (auth.approver_must_differ)");
+// model::judgeApproval for `principal` deciding `operation` now, under the host's four-eyes
+// rule (auth.approver_must_differ).
+model::ApprovalRuling judge(const ApiContext& context, const model::Operation& operation, const Principal& principal,
+                            model::ApprovalAct act, const OperationRequest& asked) {
+  return model::judgeApproval(
+      {operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
+       context.approver_must_differ},
+      model::Approver{principal.name, roleName(principal.role), act, asked.override, asked.reason.value_or("")});
 }
 
 }  // namespace
@@ -119,14 +121,15 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   return operationReply(context.ledger, operation);
 }
 
-// One approval: it counts (model::checkApproval), and the operation moves to APPROVED once
-// enough do; the reply says how many are still needed.
+// One approval: model::judgeApproval, with the host's four-eyes rule, says whether it counts;
+// the ledger asks it again in the transaction that records it and moves the operation to
+// APPROVED once enough do. The reply says how many are still needed.
 Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request, {"reason", "generation", "override"}));
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "approved", asked.override));
-  TIDE_RETURN_IF_ERROR(checkFourEyes(context, operation, actor, "approved"));
+  TIDE_RETURN_IF_ERROR(judge(context, operation, request.principal, model::ApprovalAct::kApprove, asked).allowed);
   // Without a generation from the client, the one read here: what is approved is exactly
   // the operation checked above, or nothing (409) if it changed meanwhile.
   if (!asked.generation) asked.generation = operation.meta.generation;
@@ -135,13 +138,14 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   return operationReply(context.ledger, approved);
 }
 
-// Any rejection rejects, however many approvals were given.
+// Any rejection rejects, however many approvals were given; model::judgeApproval says who
+// may give it.
 Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "rejected", false));
-  TIDE_RETURN_IF_ERROR(checkFourEyes(context, operation, actor, "rejected"));
+  TIDE_RETURN_IF_ERROR(judge(context, operation, request.principal, model::ApprovalAct::kReject, asked).allowed);
   if (!asked.generation) asked.generation = operation.meta.generation;
   TIDE_ASSIGN_OR_RETURN(model::Operation rejected,
                         context.ledger.setOperationState(asked.id, "REJECTED", asked.generation, actor,

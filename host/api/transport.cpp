@@ -602,11 +602,13 @@ GuardedServer::~GuardedServer() {
 }
 
 void GuardedServer::setListenBacklog(int backlog) {
+  // Best effort: a backlog the kernel refuses leaves the one listen() already set.
   if (svr_sock_ != INVALID_SOCKET) (void)::listen(svr_sock_, backlog);
 }
 
 void GuardedServer::interruptConnections() {
   const uint64_t one = 1;
+  // Cannot fail but when the eventfd's counter is full, which wakes the readers just as well.
   (void)!::write(interrupt_fd_, &one, sizeof one);
 }
 

@@ -73,6 +73,7 @@ Result<std::pair<std::string, Armed>> parseEntry(std::string_view entry) {
   Status armed = arm(spec);
   if (!armed.isOk()) {
     const std::string line = "tide: failpoints not armed: " + armed.message() + "\n";
+    // Best effort: stderr is all there is this early, and a short write still says enough.
     (void)::write(STDERR_FILENO, line.data(), line.size());
   }
   return armed.isOk();
@@ -95,6 +96,7 @@ Status reached(std::string_view name) {
   if (armed->second.only_at != 0 && armed->second.only_at != hit) return Status::ok();
   if (armed->second.action == Action::kKill) {
     const std::string line = "tide: failpoint " + std::string(name) + " fired: kill\n";
+    // Best effort: the process dies next whatever the write did.
     (void)::write(STDERR_FILENO, line.data(), line.size());
     ::kill(::getpid(), SIGKILL);
     ::pause();  // SIGKILL cannot be caught; nothing after the place runs

@@ -200,6 +200,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
                                     {"local_volume", v.local_volume}});
   }
   TIDE_ASSIGN_OR_RETURN(auto reserved, ledger_.reserveForOperation(op.meta.id, instance, options_.actor));
+  // Cannot fail: the scheduler placed it on this snapshot just now.
   (void)snapshot.commit(plan.name, view.meta.name, placement);
   op.target["runtime_instance"] = reserved.meta.id;
   op.target["node"] = reserved.node;
@@ -216,6 +217,7 @@ Status ApprovalStage::resizeInPlace(const World& world, sched::ClusterSnapshot& 
   if (sched::sameResources(active.reservation, to)) return Status::ok();
   TIDE_RETURN_IF_ERROR(sched::Scheduler(snapshot).checkResize(active.node, active.reservation, to));
   TIDE_ASSIGN_OR_RETURN(op, ledger_.resizeForOperation(op.meta.id, to, options_.actor));
+  // Cannot fail: checkResize() passed on this snapshot just now.
   (void)snapshot.commitResize(active.node, active.reservation, op.target["resize"]["held"].get<model::Resources>());
   return Status::ok();
 }
@@ -230,6 +232,7 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
     if (op.message != message) {
       ledger::Ledger::OperationUpdate update;
       update.message = message;
+      // Best effort: an unwritten message still differs next pass, which writes both again.
       (void)ledger_.updateOperation(op.meta.id, update, options_.actor);
       (void)ledger_.appendEvent("operation.unschedulable", "operation/" + std::to_string(op.meta.id),
                                 Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
@@ -238,10 +241,12 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
     return node.status();
   }
 
-  return conclude(world, op, evaluate(world, op, node.value()), {}, std::nullopt).status();
+  TIDE_ASSIGN_OR_RETURN(const lua::Evaluation evaluation, evaluate(world, op, node.value()));
+  return conclude(world, op, evaluation, {}, std::nullopt).status();
 }
 
-lua::Evaluation ApprovalStage::evaluate(const World& world, const model::Operation& op, const std::string& node) {
+Result<lua::Evaluation> ApprovalStage::evaluate(const World& world, const model::Operation& op,
+                                                const std::string& node) {
   LedgerPolicyDataSource data(ledger_, clock_, op.meta.id);
   lua::Evaluation evaluation = policies_.evaluate(opSnapshot(world, op, node), data);
   std::vector<model::Decision> decisions;
@@ -249,7 +254,16 @@ lua::Evaluation ApprovalStage::evaluate(const World& world, const model::Operati
     d.record.operation_id = op.meta.id;
     decisions.push_back(d.record);
   }
-  (void)ledger_.recordDecisions(decisions);
+  if (Status recorded = ledger_.recordDecisions(decisions); !recorded.isOk()) {
+    // Best effort: the event may fail for the same reason; the operation stays undecided
+    // either way, and the next pass evaluates it again.
+    (void)ledger_.appendEvent("operation.decision_unrecorded", "operation/" + std::to_string(op.meta.id),
+                              Json{{"instance", op.meta_instance},
+                                   {"outcome", lua::outcomeName(evaluation.outcome)},
+                                   {"error", recorded.message()}},
+                              options_.actor);
+    return recorded;
+  }
   return evaluation;
 }
 
@@ -263,20 +277,19 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   std::string state = lua::outcomeName(evaluation.outcome);
   std::string approved_by;
   if (evaluation.outcome == lua::Outcome::kPendingApproval) {
-    model::ApprovalRequirement plan_minimum;
+    model::ApprovalCase waiting{op.meta.id, op.requested_by, {evaluation.approvals, evaluation.overridable, std::move(given)}};
     // The plan as the operation's deployment was made with it, like everything else it is judged by.
     auto v = world.instances.find(op.meta_instance);
     const InstanceView* view = v == world.instances.end() ? nullptr : &v->second;
     if (const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, view, op))) {
-      plan_minimum.approvals = deployed->approval_min_approvals;
+      waiting.plan_min_approvals = deployed->approval_min_approvals;
     }
-    const model::ApprovalState approvals{model::strictest(evaluation.approvals, plan_minimum),
-                                         evaluation.overridable, std::move(given)};
-    decision["approvals"] = model::approvalsJson(approvals);
+    const model::ApprovalRuling ruling = model::judgeApproval(waiting, std::nullopt);
+    decision["approvals"] = model::approvalsJson(ruling.after);
     // What people approved before the policies changed still counts, and may be enough.
-    if (!approvals.given.empty() && model::approvalComplete(approvals, op.requested_by)) {
+    if (!ruling.after.given.empty() && ruling.complete) {
       state = "APPROVED";
-      approved_by = model::countedActors(approvals, op.requested_by);
+      approved_by = ruling.approved_by;
     }
   } else if (evaluation.outcome == lua::Outcome::kApproved) {
     for (const auto& d : evaluation.decisions) {
@@ -323,8 +336,13 @@ int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_ver
       const std::string node = op.target.contains("runtime_instance") ? op.target.value("node", "")
                                : view.active                         ? view.active->node
                                                                      : "";
-      const lua::Evaluation evaluation = evaluate(world, op, node);
+      const Result<lua::Evaluation> evaluated_op = evaluate(world, op, node);
       if (++evaluated >= options_.max_per_pass) stopped_after = *it;
+      if (!evaluated_op.isOk()) {
+        failed = true;
+        continue;
+      }
+      const lua::Evaluation& evaluation = *evaluated_op;
       // With the generation the pass read: an approval given meanwhile wins, and a later
       // pass evaluates the operation again with it.
       const Result<bool> moved =
@@ -333,6 +351,7 @@ int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_ver
         failed = true;
         continue;
       }
+      // Best effort: the decision itself is written; this event only announces it.
       (void)ledger_.appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
                                 Json{{"instance", op.meta_instance},
                                      {"script_set_version", script_set_version},
@@ -363,6 +382,7 @@ void ApprovalStage::releaseUnused(const World& world) {
     auto release = [&](const model::RuntimeInstance& r) {
       if (r.state != "PENDING" || r.meta.id == wanted) return;
       // With the generation the pass read: one an operation claimed since is left alone.
+      // Best effort: one not released now is still unclaimed next pass, which tries again.
       (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", r.meta.generation, options_.actor,
                                             "reservation released: no operation will use it");
     };

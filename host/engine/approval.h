@@ -63,8 +63,11 @@ class ApprovalStage {
   // written (it changed meanwhile) is still undecided, so the next pass tries it again; one
   // decided is never evaluated again for the same version.
   int reevaluateWaiting(const World& world, uint64_t script_set_version);
-  // Runs the policies on `op` (placed on `node`) and records their decisions.
-  lua::Evaluation evaluate(const World& world, const model::Operation& op, const std::string& node);
+  // Runs the policies on `op` (placed on `node`) and records their decisions. The decision
+  // records are the audit trail of why an operation may run, so when they cannot be written
+  // the evaluation fails closed: an "operation.decision_unrecorded" event says why and the
+  // error is returned, leaving `op` undecided for the next pass.
+  Result<lua::Evaluation> evaluate(const World& world, const model::Operation& op, const std::string& node);
   // Writes `evaluation` as `op`'s decision, keeping the approvals `given`, and moves `op` to
   // the state it leads to; whether its state changed. With `generation`, nothing is written
   // if `op` moved since (kConflict).

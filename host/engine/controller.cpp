@@ -264,9 +264,11 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
 void DeploymentController::reportError(const model::Deployment& deployment, const std::string& message) {
   const std::string key = deployment.plan + "/" + deployment.deployment_id;
   if (last_error_[key] == message) return;
-  last_error_[key] = message;
-  (void)ledger_.appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}},
-                            options_.actor);
+  // Remembered once reported, so an event the ledger refused is written when it fails again next pass.
+  if (ledger_.appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}}, options_.actor)
+          .isOk()) {
+    last_error_[key] = message;
+  }
 }
 
 int DeploymentController::reconcile(const World& world, const model::Deployment& d) {

@@ -215,6 +215,7 @@ bool Executor::holdForHooks(const model::Operation& op) {
   }
   if (!ledger_.updateOperation(op.meta.id, hold, options_.actor).isOk()) return true;  // asked again next pass
   if (message != op.message) {
+    // Best effort: the hold itself is written; the event only announces it.
     (void)ledger_.appendEvent("operation.held", "operation/" + std::to_string(op.meta.id),
                               Json{{"hook", gate.hook},
                                    {"reason", reason},
@@ -262,6 +263,7 @@ void Executor::execute(int64_t id) {
   }
   if (status.isOk()) {
     metrics_.countAttempt(a.op.type, "succeeded");
+    // Best effort: an operation left RUNNING is submitted again next pass and its run converges.
     (void)ledger_.setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
     return;
   }
@@ -270,6 +272,7 @@ void Executor::execute(int64_t id) {
     const auto delay = backoff(a.op.attempts);
     ledger::Ledger::OperationUpdate retry;
     retry.next_attempt_at = formatTimestamp(clock_.now() + delay);
+    // Best effort: left RUNNING, it is submitted again next pass and retried at once.
     (void)ledger_.updateOperation(id, retry, options_.actor);
     (void)ledger_.setOperationState(id, "APPROVED", std::nullopt, options_.actor,
                                     "attempt " + std::to_string(a.op.attempts) + " failed: " + status.message() +
@@ -278,6 +281,7 @@ void Executor::execute(int64_t id) {
   }
   metrics_.countAttempt(a.op.type, "failed");
   cleanUpAfterFailure(a);
+  // Best effort: left RUNNING, it is submitted again next pass and fails (or succeeds) then.
   (void)ledger_.setOperationState(id, "FAILED", std::nullopt, options_.actor,
                                   "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
 }
@@ -430,7 +434,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
       ledger::Ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;
       unhealthy.message = probe.message;
-      (void)updateRuntime(r, unhealthy);
+      (void)updateRuntime(r, unhealthy);  // best effort: the error returned says the same
       return Status(Code::kDeadlineExceeded, "not healthy in time: " + probe.message);
     }
   }
@@ -457,7 +461,7 @@ Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r
       unhealthy.healthy = false;
       unhealthy.message = why;
       model::RuntimeInstance current = r;
-      (void)updateRuntime(current, unhealthy);
+      (void)updateRuntime(current, unhealthy);  // best effort: the error returned says the same
       return Status(Code::kDeadlineExceeded, "not healthy in time: " + why);
     }
     clock_.sleepFor(std::max(interval, std::chrono::milliseconds(10)), [this] { return stopping_.load(); });
@@ -648,14 +652,17 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
     if (!a.op.target.contains("from_runtime_instance")) return;
     auto old = runtime(a.op.target["from_runtime_instance"].get<int64_t>());
     if (old.isOk() && !old.value().is_active && model::holdsResources(old.value().state)) {
+      // Best effort: one still holding resources is the observer's to judge next pass.
       (void)setRuntimeState(old.value(), "FAILED", "left behind after RELOCATE failed after the switch");
     }
     return;
   }
   auto driver = drivers_.forNode(r.value().node);
   if (driver.isOk()) {
+    // Best effort: what the driver still runs, the observer removes as an orphan.
     (void)driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});
   }
+  // Best effort: one not marked FAILED here is the observer's to judge next pass.
   (void)setRuntimeState(r.value(), "FAILED", "removed after " + a.op.type + " failed");
 }
 

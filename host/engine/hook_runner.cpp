@@ -249,6 +249,7 @@ void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
               {"error_class", lua::errorClassName(failure.error_class)}};
     if (failure.event == "operation.before") data["failed_open"] = failure.failed_open;
     if (suppressed > 0) data["suppressed"] = suppressed;
+    // Best effort: a hook's failure is only reported; what it guarded already failed open or closed.
     (void)ledger_.appendEvent("hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook),
                               data, options_.actor);
   }

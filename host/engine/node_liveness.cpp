@@ -60,6 +60,7 @@ const UnreachableNodes& NodeLiveness::pass(const World& world) {
   }
   for (const auto& [node, since] : now_lost) {
     if (lost_.contains(node)) continue;
+    // Best effort: the event only reports what the engine already acts on (lost_ below).
     (void)ledger_.appendEvent("node.unreachable", "node/" + node,
                               Json{{"since", formatTimestamp(since)},
                                    {"message", "its driver has not heard from it since " + formatTimestamp(since)}},
@@ -67,6 +68,7 @@ const UnreachableNodes& NodeLiveness::pass(const World& world) {
   }
   for (const auto& [node, since] : lost_.since) {
     if (now_lost.count(node)) continue;
+    // Best effort: as above.
     (void)ledger_.appendEvent("node.reachable", "node/" + node, Json{{"unreachable_since", formatTimestamp(since)}},
                               options_.actor);
   }

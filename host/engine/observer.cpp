@@ -163,6 +163,7 @@ bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
   if (unacknowledged <= options_.discrepancy_threshold) return false;
   Json missing = Json::array();
   for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
+  // A halt not written still stops this pass; the next one, seeing the discrepancy, halts again.
   (void)ledger_.haltControlLoop(
       "alarm.discrepancy",
       std::to_string(unacknowledged) + " running instances disagree with their drivers (threshold " +
@@ -191,6 +192,7 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     // Should this remove fail, the observer removes it as an orphan after the grace period.
     auto driver = drivers_.forNode(g.runtime.node);
     if (driver.isOk()) {
+      // Best effort: see above.
       (void)driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
     }
   }
@@ -310,6 +312,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       present.insert(key);
       auto [it, first] = orphans_seen_.emplace(key, now);
       if (first) {
+        // Best effort: the grace period runs from orphans_seen_, whether or not this is written.
         (void)ledger_.appendEvent("driver.orphan", "runtime/" + id,
                                   Json{{"cluster", cluster},
                                        {"message", "the driver runs something the ledger does not; removing it after " +
@@ -321,6 +324,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       auto driver = drivers_.forCluster(cluster);
       if (!driver.isOk()) continue;
       if (driver.value()->remove(ref).isOk()) {
+        // Best effort: the removal itself happened; the event only reports it.
         (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);
         ++changes;

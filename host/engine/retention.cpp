@@ -24,6 +24,7 @@ void Pruner::stop() {
 
 void Pruner::loop() {
   while (!stopping_) {
+    // runRound() reports its own errors (alarm.audit); the next round tries again.
     runGuarded([this] { (void)runRound(); },
                [this](const std::string& what) { reportLoopException(ledger_, "retention", what); });
     clock_.sleepFor(std::chrono::minutes(policy_.interval_minutes), [this] { return stopping_.load(); });
@@ -37,6 +38,7 @@ Result<model::PruneReport> Pruner::runRound() {
     if (!step.isOk()) {
       if (step.status().message() != last_error_) {
         last_error_ = step.status().message();
+        // Best effort: the ledger that failed to prune may fail this too; the error is returned.
         (void)ledger_.appendEvent("alarm.audit", "ledger", model::Json{{"error", last_error_}}, kActor);
       }
       return step.status();

@@ -22,6 +22,7 @@ void LedgerScriptRecorder::recordScriptVersion(const model::ScriptVersion& versi
       std::lock_guard<std::mutex> lock(mu_);
       repeated_.erase(key);
     }
+    // Best effort: the script runs either way; it is recorded again when it next changes.
     (void)ledger_.recordScriptVersion(version);
   } catch (const std::exception&) {}
 }
@@ -33,12 +34,14 @@ void LedgerScriptRecorder::recordEvent(const std::string& kind, const std::strin
       std::lock_guard<std::mutex> lock(mu_);
       if (repeated_.count(key) > 0) return;
     }
+    // Best effort: a script's load is reported by the registry too; the event only adds it to the audit.
     (void)ledger_.appendEvent(kind, subject, data, "host");
   } catch (const std::exception&) {}
 }
 
 void LedgerScriptRecorder::keepText(const lua::ScriptFile& file) {
   try {
+    // Best effort: the file on disk still holds the text; a later load keeps it again.
     (void)ledger_.keepScriptText(file.sha256, file.text);
   } catch (const std::exception&) {}
 }

@@ -161,6 +161,8 @@ Ledger::Ledger(std::unique_ptr<Db> db, const Clock& clock) : db_(std::move(db)),
 
 Ledger::~Ledger() {
   std::lock_guard<std::mutex> lock(mu_);
+  // A destructor has nobody to tell: a caller that must know commits a Batch itself, and a
+  // group lost here is rolled back as a crash would leave it.
   if (group_open_) (void)commitGroup();
 }
 
@@ -248,7 +250,7 @@ Status Ledger::commitGroup() {
   try {
     if (status.isOk()) {
       db_->session().commit();
-      (void)failpoint::check("ledger.commit.after");
+      (void)failpoint::check("ledger.commit.after");  // only `kill` means anything: the group is durable
     } else {
       db_->session().rollback();
     }
@@ -319,7 +321,7 @@ Ledger::Batch::Batch(Ledger& ledger) : ledger_(ledger) {
 
 Ledger::Batch::~Batch() {
   if (!outermost_) return;
-  (void)commit();
+  (void)commit();  // a caller that must know whether the batch reached the disk calls commit() itself
   t_batch_ledger = nullptr;
 }
 

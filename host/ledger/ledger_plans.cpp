@@ -151,6 +151,7 @@ void writeSignals(Ledger::Tx& tx, const Deployment& d, const Json& signals,
   Assignments set;
   set.set("signals", signals.dump());
   if (rollout_state) set.set("rollout_state", rollout_state->dump());
+  // Cannot fail: without a generation nothing is stale, and `d` was read in this transaction.
   (void)updateGuarded(tx, "deployments", d.meta.id, std::nullopt, set.sql(), set.values());
 }
 

@@ -98,10 +98,6 @@ std::string countedActors(const ApprovalState& state, const std::string& request
   return out;
 }
 
-bool approvalComplete(const ApprovalState& state, const std::string& requested_by) {
-  return approvalsStillNeeded(state, requested_by) == 0;
-}
-
 int approvalsStillNeeded(const ApprovalState& state, const std::string& requested_by) {
   const std::vector<const GivenApproval*> counted = countedApprovals(state, requested_by);
   const int missing = std::max(0, state.requirement.approvals - static_cast<int>(counted.size()));
@@ -111,29 +107,70 @@ int approvalsStillNeeded(const ApprovalState& state, const std::string& requeste
   return state.overridable && !overridden ? std::max(missing, 1) : missing;
 }
 
-Status checkApproval(const ApprovalState& state, const std::string& requested_by, const GivenApproval& approval) {
-  const ApprovalRequirement& requirement = state.requirement;
-  if (!holdsRole(approval.role, requirement.role)) {
-    return Status::permissionDenied("this operation needs approvals from the " + requirement.role + " role or above; " +
-                                    approval.actor + " holds " + approval.role);
+namespace {
+
+// Why `approver` may not approve `operation` now, or OK; the order is the order of the
+// refusals a caller sees: four eyes, role, distinct_from, already approved, override.
+Status mayApprove(const ApprovalCase& operation, const ApprovalState& state, const Approver& approver) {
+  const std::string& requested_by = operation.requested_by;
+  const std::string& actor = approver.name;
+  if (operation.approver_must_differ && requested_by == actor) {
+    const std::string verb = approver.act == ApprovalAct::kApprove ? "approved" : "rejected";
+    return Status::permissionDenied("operation " + std::to_string(operation.operation_id) + " was requested by " +
+                                    actor + "; it must be " + verb + " by someone else (auth.approver_must_differ)");
   }
-  if (excluded(requirement, requested_by, approval.actor)) {
-    const bool requester = approval.actor == requested_by;
-    return Status::permissionDenied(approval.actor + (requester ? " requested this operation" : " is named") +
+  // Anyone the route and the four-eyes rule let in may reject; one rejection rejects.
+  if (approver.act == ApprovalAct::kReject) return Status::ok();
+  const ApprovalRequirement& requirement = state.requirement;
+  if (!holdsRole(approver.role, requirement.role)) {
+    return Status::permissionDenied("this operation needs approvals from the " + requirement.role + " role or above; " +
+                                    actor + " holds " + approver.role);
+  }
+  if (excluded(requirement, requested_by, actor)) {
+    const bool requester = actor == requested_by;
+    return Status::permissionDenied(actor + (requester ? " requested this operation" : " is named") +
                                     " and the policy asks for approvals distinct from " +
-                                    (requester ? std::string("the requester") : approval.actor));
+                                    (requester ? std::string("the requester") : actor));
   }
   for (const GivenApproval& g : state.given) {
-    if (g.actor == approval.actor) return Status::conflict(approval.actor + " has already approved this operation");
+    if (g.actor == actor) return Status::conflict(actor + " has already approved this operation");
   }
-  if (approval.override && approval.reason.empty()) {
+  if (approver.override && approver.reason.empty()) {
     return Status::invalidArgument("an override needs a reason", {{"reason", "required with override", ""}});
   }
-  if (state.overridable && !approval.override) {
+  if (state.overridable && !approver.override) {
     return Status::conflict(
         "this operation was denied by a soft policy; approve it with override and a reason, or reject it");
   }
   return Status::ok();
+}
+
+}  // namespace
+
+ApprovalRuling judgeApproval(const ApprovalCase& operation, const std::optional<Approver>& approver) {
+  ApprovalRuling ruling;
+  ruling.after = operation.state;
+  ruling.after.requirement.approvals = std::max(ruling.after.requirement.approvals, operation.plan_min_approvals);
+  if (approver) {
+    ruling.allowed = mayApprove(operation, ruling.after, *approver);
+    if (ruling.allowed.isOk() && approver->act == ApprovalAct::kApprove) {
+      ruling.after.given.push_back({approver->name, approver->role, approver->override, approver->reason, ""});
+    }
+  }
+  ruling.still_needed = approvalsStillNeeded(ruling.after, operation.requested_by);
+  ruling.complete = ruling.still_needed == 0;
+  if (ruling.complete) ruling.approved_by = countedActors(ruling.after, operation.requested_by);
+  return ruling;
+}
+
+bool approvalComplete(const ApprovalState& state, const std::string& requested_by) {
+  return judgeApproval({0, requested_by, state}, std::nullopt).complete;
+}
+
+Status checkApproval(const ApprovalState& state, const std::string& requested_by, const GivenApproval& approval) {
+  return judgeApproval({0, requested_by, state},
+                       Approver{approval.actor, approval.role, ApprovalAct::kApprove, approval.override, approval.reason})
+      .allowed;
 }
 
 std::string describeApprovals(const Json& decision, const std::string& requested_by) {

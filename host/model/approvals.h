@@ -14,6 +14,8 @@
 // and has not already counted. The operation is approved when `required` approvals count
 // and, while it is soft-denied (decision.overridable), at least one of them overrides.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,12 +61,57 @@ Json approvalsJson(const ApprovalState& state);
 std::vector<const GivenApproval*> countedApprovals(const ApprovalState& state, const std::string& requested_by);
 // The counted approvals' actors, comma-separated: an approved operation's approved_by.
 std::string countedActors(const ApprovalState& state, const std::string& requested_by);
-bool approvalComplete(const ApprovalState& state, const std::string& requested_by);
 // How many more approvals must count before the operation is approved (0 when complete).
 int approvalsStillNeeded(const ApprovalState& state, const std::string& requested_by);
-// Why `approval` cannot count towards `state` (kPermissionDenied: role or distinct_from;
-// kConflict: the actor already approved, or a soft deny without an override; kInvalidArgument:
-// an override without a reason), or OK.
+
+// --- The one rule of who may approve what ------------------------------------------------
+// The API (before it writes anything), the ledger (in the transaction that records an
+// approval) and the approval stage (when it re-decides what waits) all ask judgeApproval;
+// none of them has a rule of its own.
+
+// The operation being decided, as far as the rule needs it.
+struct ApprovalCase {
+  int64_t operation_id = 0;  // only names the operation in refusals
+  std::string requested_by;
+  ApprovalState state;  // what the policies' manual{...} asked for, soft deny, approvals given
+  // The plan's approval.min_approvals; the stricter of it and the policies' count applies.
+  int plan_min_approvals = 1;
+  // auth.approver_must_differ (the host's four-eyes rule). It is checked against the person
+  // deciding now; approvals already given passed it when they were given.
+  bool approver_must_differ = false;
+};
+
+enum class ApprovalAct { kApprove, kReject };
+
+// Who decides now: a token's name and role; override and reason only when approving.
+struct Approver {
+  std::string name;
+  std::string role;
+  ApprovalAct act = ApprovalAct::kApprove;
+  bool override = false;
+  std::string reason;
+};
+
+struct ApprovalRuling {
+  // OK when the approver may decide now; else why not: kPermissionDenied (four eyes, role,
+  // distinct_from), kConflict (already approved; a plain approval of a soft deny),
+  // kInvalidArgument (an override without a reason).
+  Status allowed;
+  // The state with the approval counted in when it is allowed (the given one otherwise),
+  // with the plan's minimum folded into its requirement.
+  ApprovalState after;
+  int still_needed = 0;      // of `after`; 0 when complete
+  bool complete = false;     // `after` has enough approvals: the operation is APPROVED
+  std::string approved_by;   // the counted actors, comma-separated, when complete
+};
+
+// May `approver` approve (or reject) the operation now, and is it then fully approved? With
+// no approver, only whether the approvals already given are enough. A rejection needs only
+// the four-eyes rule: any one person who may decide rejects.
+ApprovalRuling judgeApproval(const ApprovalCase& operation, const std::optional<Approver>& approver);
+
+// Shorthands over judgeApproval without the host's four-eyes rule or a plan minimum.
+bool approvalComplete(const ApprovalState& state, const std::string& requested_by);
 Status checkApproval(const ApprovalState& state, const std::string& requested_by, const GivenApproval& approval);
 // "1 of 2 approvals (alice)"; "" for an operation without approvals to count.
 std::string describeApprovals(const Json& decision, const std::string& requested_by);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "host/model/approvals.h"
 #include "tests/api/api_test_support.h"
 
 using namespace tide;
@@ -208,6 +209,55 @@ TEST_CASE("api: the requester of an operation cannot approve it unless approver_
     Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
     REQUIRE(own.status == 200);
     CHECK(own.json()["approved_by"] == kApproverName);
+  }
+}
+
+// The API has no approval rule of its own: each refusal is model::judgeApproval's, word for
+// word, so a route that checked something else (or nothing) fails here.
+TEST_CASE("api: approve and reject refuse exactly as model::judgeApproval rules") {
+  auto ruling = [](const model::Operation& op, bool must_differ, const std::string& name, const std::string& role,
+                   model::ApprovalAct act) {
+    return model::judgeApproval({op.meta.id, op.requested_by, model::approvalStateOf(op.decision), 1, must_differ},
+                                model::Approver{name, role, act});
+  };
+  SUBCASE("the requester, under auth.approver_must_differ") {
+    Fixture f;
+    model::Operation op = f.waiting(f.instance, kApproverName);
+    Json before = f.h.everything();
+    for (model::ApprovalAct act : {model::ApprovalAct::kApprove, model::ApprovalAct::kReject}) {
+      const Status expected = ruling(op, true, kApproverName, "approver", act).allowed;
+      REQUIRE(expected.code() == Code::kPermissionDenied);
+      Reply own = f.h.post(operationPath(op, act == model::ApprovalAct::kApprove ? "approve" : "reject"), "", "",
+                           kApproverToken);
+      CHECK(own.status == 403);
+      CHECK(errorMessage(own) == expected.message());
+    }
+    CHECK(f.h.everything() == before);
+  }
+  SUBCASE("the requester and a weaker role, under a policy's manual{role, distinct_from}") {
+    api::ServerOptions options = testServerOptions();
+    options.approver_must_differ = false;
+    Fixture f(options);
+    model::Operation op = f.waiting(f.instance, kApproverName);
+    ledger::Ledger::OperationUpdate update;
+    update.decision = Json{{"outcome", "PENDING_APPROVAL"},
+                           {"overridable", false},
+                           {"approvals", model::approvalsJson({{1, "approver", {"requester"}}, false, {}})}};
+    auto updated = f.h.ledger->updateOperation(op.meta.id, update, "engine");
+    REQUIRE(updated.isOk());
+    op = *updated;
+    Json before = f.h.everything();
+    const Status expected = ruling(op, false, kApproverName, "approver", model::ApprovalAct::kApprove).allowed;
+    REQUIRE(expected.code() == Code::kPermissionDenied);
+    Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+    CHECK(own.status == 403);
+    CHECK(errorMessage(own) == expected.message());
+    CHECK(f.h.everything() == before);
+    // The same rule lets someone else in, and completes the operation.
+    CHECK(ruling(op, false, kAdminName, "admin", model::ApprovalAct::kApprove).complete);
+    Reply other = f.h.post(operationPath(op, "approve"), "", "", kAdminToken);
+    REQUIRE(other.status == 200);
+    CHECK(other.json()["state"] == "APPROVED");
   }
 }
 

@@ -13,6 +13,7 @@
 #include "tests/api/api_test_support.h"
 #include "tests/engine/engine_test_support.h"
 #include "tests/lua/lua_test_util.h"
+#include "tests/support/raw_sql.h"
 
 namespace tide {
 namespace {
@@ -372,6 +373,38 @@ TEST_CASE("approvals: re-evaluation after a policy change goes a chunk a pass, e
   for (const auto& op : f.operations("PENDING_APPROVAL")) {
     CHECK(op.decision["summary"].get<std::string>().find("a third look") != std::string::npos);
   }
+}
+
+// The decision records are the audit trail of why an operation may run: when they cannot be
+// written, the stage fails closed (the operation stays undecided, an event says why) and
+// decides it once they can.
+TEST_CASE("approvals: an operation whose decision records cannot be written stays undecided, and says so") {
+  EngineFixture f;
+  withPolicy(f, "allow.lua", policy("allow", "hard", "approve(\"fine\")"));
+  testing::execRawSql(f.dir.file("tide.db"),
+                      "CREATE TRIGGER no_decisions BEFORE INSERT ON decisions BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  f.engine->settle();
+
+  auto pending = f.operations("PENDING");
+  REQUIRE(pending.size() == 1);
+  CHECK(f.operations("APPROVED").empty());
+  CHECK(f.operations("SUCCEEDED").empty());
+  auto decisions = f.ledger->listDecisions(pending[0].meta.id);
+  REQUIRE(decisions.isOk());
+  CHECK(decisions->empty());
+  auto unrecorded = f.ledger->listEvents({100, 0, {{"kind", "operation.decision_unrecorded"}}});
+  REQUIRE(unrecorded.isOk());
+  REQUIRE_FALSE(unrecorded->items.empty());
+  CHECK(unrecorded->items.front().subject == "operation/" + std::to_string(pending[0].meta.id));
+  CHECK(unrecorded->items.front().data.value("error", "").find("disk full") != std::string::npos);
+
+  testing::execRawSql(f.dir.file("tide.db"), "DROP TRIGGER no_decisions");
+  f.engine->settle();
+  auto recorded = f.ledger->listDecisions(pending[0].meta.id);
+  REQUIRE(recorded.isOk());
+  CHECK(recorded->size() == 1);
+  CHECK(reread(f, pending[0]).state != "PENDING");
 }
 
 }  // namespace tide

@@ -77,4 +77,94 @@ TEST_CASE("model: approvals: the decision's JSON round-trips and reads as '1 of 
   CHECK(approvalStateOf(Json{{"outcome", "PENDING_APPROVAL"}}).requirement.approvals == 1);
 }
 
+// judgeApproval, the one rule the API, the ledger and the approval stage ask.
+namespace {
+
+ApprovalCase caseOf(ApprovalState state, const std::string& requested_by = "bob", bool approver_must_differ = false,
+                    int plan_min_approvals = 1) {
+  return ApprovalCase{7, requested_by, std::move(state), plan_min_approvals, approver_must_differ};
+}
+
+Approver approver(const std::string& name, const std::string& role = "approver", bool override = false,
+                  const std::string& reason = "") {
+  return Approver{name, role, ApprovalAct::kApprove, override, reason};
+}
+
+}  // namespace
+
+TEST_CASE("model: judgeApproval: the four-eyes rule refuses the requester first, for approving and rejecting") {
+  const ApprovalCase own = caseOf(needs(1), "bob", true);
+  const ApprovalRuling approving = judgeApproval(own, approver("bob", "admin"));
+  CHECK(approving.allowed.code() == Code::kPermissionDenied);
+  CHECK(approving.allowed.message() ==
+        "operation 7 was requested by bob; it must be approved by someone else (auth.approver_must_differ)");
+  CHECK(approving.after.given.empty());
+  CHECK_FALSE(approving.complete);
+  const ApprovalRuling rejecting = judgeApproval(own, Approver{"bob", "admin", ApprovalAct::kReject});
+  CHECK(rejecting.allowed.message() ==
+        "operation 7 was requested by bob; it must be rejected by someone else (auth.approver_must_differ)");
+  // Without the host's rule the requester decides, unless the policy excludes them.
+  CHECK(judgeApproval(caseOf(needs(1), "bob", false), approver("bob")).allowed.isOk());
+  CHECK(judgeApproval(caseOf(needs(1, "", {"requester"}), "bob", false), approver("bob")).allowed.message() ==
+        "bob requested this operation and the policy asks for approvals distinct from the requester");
+}
+
+TEST_CASE("model: judgeApproval: a rejection needs only the four-eyes rule") {
+  const ApprovalCase strict = caseOf(needs(3, "admin", {"requester", "otto"}), "bob", true);
+  CHECK(judgeApproval(strict, Approver{"otto", "approver", ApprovalAct::kReject}).allowed.isOk());
+}
+
+TEST_CASE("model: judgeApproval: each refusal names its rule") {
+  ApprovalState state = needs(2, "admin", {"requester", "mallory"});
+  state.given = {by("root", "admin")};
+  CHECK(judgeApproval(caseOf(state), approver("alice")).allowed.message() ==
+        "this operation needs approvals from the admin role or above; alice holds approver");
+  CHECK(judgeApproval(caseOf(state), approver("mallory", "admin")).allowed.message() ==
+        "mallory is named and the policy asks for approvals distinct from mallory");
+  CHECK(judgeApproval(caseOf(state), approver("root", "admin")).allowed.message() ==
+        "root has already approved this operation");
+  // An agent token holds no rank on the ladder and never counts.
+  CHECK(judgeApproval(caseOf(needs(1, "viewer")), approver("node-1", "agent")).allowed.code() ==
+        Code::kPermissionDenied);
+
+  ApprovalState soft = needs(1);
+  soft.overridable = true;
+  CHECK(judgeApproval(caseOf(soft), approver("alice")).allowed.code() == Code::kConflict);
+  CHECK(judgeApproval(caseOf(soft), approver("alice", "approver", true)).allowed.code() == Code::kInvalidArgument);
+  const ApprovalRuling overridden = judgeApproval(caseOf(soft), approver("alice", "approver", true, "INC-42"));
+  CHECK(overridden.allowed.isOk());
+  CHECK(overridden.complete);
+  CHECK(overridden.approved_by == "alice");
+}
+
+TEST_CASE("model: judgeApproval: the approval that counts last completes the operation, naming who counted") {
+  ApprovalState state = needs(2, "approver", {"requester"});
+  state.given = {by("alice")};
+  const ApprovalRuling ruling = judgeApproval(caseOf(state), approver("root", "admin"));
+  REQUIRE(ruling.allowed.isOk());
+  CHECK(ruling.after.given.size() == 2);
+  CHECK(ruling.still_needed == 0);
+  CHECK(ruling.complete);
+  CHECK(ruling.approved_by == "alice,root");
+
+  const ApprovalRuling first = judgeApproval(caseOf(needs(2)), approver("alice"));
+  CHECK(first.allowed.isOk());
+  CHECK(first.still_needed == 1);
+  CHECK_FALSE(first.complete);
+  CHECK(first.approved_by.empty());
+}
+
+TEST_CASE("model: judgeApproval: the plan's min_approvals raises the policies' count, never lowers it") {
+  ApprovalState state = needs(1);
+  state.given = {by("alice")};
+  const ApprovalRuling raised = judgeApproval(caseOf(state, "bob", false, 3), std::nullopt);
+  CHECK(raised.after.requirement.approvals == 3);
+  CHECK(raised.still_needed == 2);
+  CHECK_FALSE(raised.complete);
+  CHECK(judgeApproval(caseOf(needs(2), "bob", false, 1), std::nullopt).after.requirement.approvals == 2);
+  // Without an approver the ruling only says whether what was given is enough.
+  CHECK(judgeApproval(caseOf(state), std::nullopt).complete);
+  CHECK(judgeApproval(caseOf(state), std::nullopt).allowed.isOk());
+}
+
 }  // namespace tide::model
