@@ -243,7 +243,7 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   http.set_tcp_nodelay(true);
 
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
-    t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true};
+    t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true, ""};
     return renderRefusal(response) ? httplib::Server::HandlerResponse::Handled
                                    : httplib::Server::HandlerResponse::Unhandled;
   });

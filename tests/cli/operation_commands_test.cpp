@@ -271,7 +271,7 @@ TEST_CASE("cli: logs prints the end of an instance's log") {
     OperationFixture f([](api::ServerOptions& options) {
       options.read_logs = [](const std::string& meta_instance, const std::optional<drivers::LogCursor>&,
                              size_t) -> Result<drivers::LogSlice> {
-        return drivers::LogSlice{.text = "started " + meta_instance + "\nlistening on :31080\n"};
+        return drivers::LogSlice{.text = "started " + meta_instance + "\nlistening on :31080\n", .end = std::nullopt};
       };
     });
     std::string instance = f.newInstance();
