@@ -113,7 +113,7 @@ TEST_CASE("api agents: with every long-poll slot held, a poll is answered at onc
   CHECK(waited.header("X-Tide-Long-Poll").empty());
 }
 
-TEST_CASE("api agents: an agent token serves its own node only; admin may call any node's routes") {
+TEST_CASE("api agents: an agent token serves its own node only, admin may call any node's routes") {
   AgentApiFixture f;
   Reply other = f.h->get("/v1/agents/n2/desired", f.n1_token);
   CHECK(other.status == 403);

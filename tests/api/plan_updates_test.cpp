@@ -43,7 +43,7 @@ void runInstanceOn(ApiHarness& h, const std::string& node) {
 
 }  // namespace
 
-TEST_CASE("api: PUT changes a plan for the next deployment; those added before keep theirs") {
+TEST_CASE("api: PUT changes a plan for the next deployment, those added before keep theirs") {
   ApiHarness h;
   addInventoryAndPlan(h);
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
@@ -214,7 +214,7 @@ applications:
   CHECK(applied.json()["warnings"][0]["location"] == "request body:2");
 }
 
-TEST_CASE("api: a node without a cluster joins the default cluster; undeclared capabilities are warned about") {
+TEST_CASE("api: a node without a cluster joins the default cluster, undeclared capabilities are warned about") {
   ApiHarness h;
   Reply created = h.post("/v1/nodes",
                          "name: kind-worker\nupdateDomain: ud-1\ntotalResources: {cores: 8, memory: 16}\n"

@@ -31,7 +31,7 @@ Reply createToken(const ApiHarness& h, const Json& body, const std::string& as =
 
 }  // namespace
 
-TEST_CASE("tokens: an admin creates a token; it works under its name and its secret is shown only once") {
+TEST_CASE("tokens: an admin creates a token, it works under its name and its secret is shown only once") {
   ApiHarness h;
   Reply created = createToken(h, {{"name", "ci-bot"}, {"role", "operator"}, {"expires_in", "30d"}});
   REQUIRE_MESSAGE(created.status == 201, created.body);
@@ -173,7 +173,7 @@ TEST_CASE("tokens: the last admin token cannot be revoked") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("tokens: the list pages through the ledger's tokens; the config file's come first, on the first page") {
+TEST_CASE("tokens: the list pages through the ledger's tokens, the config file's come first, on the first page") {
   ApiHarness h;
   for (const char* name : {"bot-1", "bot-2", "bot-3"}) {
     REQUIRE(createToken(h, {{"name", name}, {"role", "viewer"}}).status == 201);

@@ -375,7 +375,7 @@ TEST_CASE("cli: operations approve counts one of the approvals an operation need
   CHECK(f.operation(id).approved_by == kBootstrapAdmin + ",bob");
 }
 
-TEST_CASE("cli: operations approve --override --reason overrides a soft deny; a plain approve is refused") {
+TEST_CASE("cli: operations approve --override --reason overrides a soft deny, a plain approve is refused") {
   OperationFixture f;
   const std::string instance = f.newInstance();
   const int64_t id = f.waiting(instance);

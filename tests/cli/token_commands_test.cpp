@@ -24,7 +24,7 @@ std::string secretOf(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("cli: token create prints the secret once; the new token acts under its name") {
+TEST_CASE("cli: token create prints the secret once, the new token acts under its name") {
   LiveServer live;
   CliRun created = live.run({"token", "create", "--name", "alice", "--role", "approver", "--expires", "30d"});
   REQUIRE_MESSAGE(created.code == 0, created.err);
@@ -56,7 +56,7 @@ TEST_CASE("cli: token create prints the secret once; the new token acts under it
   CHECK_FALSE(contains(json.out, secret));
 }
 
-TEST_CASE("cli: token revoke ends a token; bad flags are named") {
+TEST_CASE("cli: token revoke ends a token, bad flags are named") {
   LiveServer live;
   const std::string secret = secretOf(live.run({"token", "create", "--name", "ci", "--role", "viewer"}).out);
   REQUIRE(runCli({"node", "list", "--server", live.url, "--token", secret}).code == 0);
@@ -80,7 +80,7 @@ TEST_CASE("cli: token revoke ends a token; bad flags are named") {
   CHECK(live.run({"token", "create", "--role", "viewer"}).code != 0);  // a name is required
 }
 
-TEST_CASE("cli: token create --role agent --node binds the token to its node; list shows the node") {
+TEST_CASE("cli: token create --role agent --node binds the token to its node, list shows the node") {
   LiveServer live;
   REQUIRE(live.ledger->applyManifest(*config::parseManifest(R"(clusters:
   - {name: edge, driver: agent}

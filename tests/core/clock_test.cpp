@@ -42,7 +42,7 @@ TEST_CASE("a fake clock's sleeper returns once the clock is moved past its deadl
   CHECK_FALSE(sleeper.get());  // the deadline, not done(), ended it
 }
 
-TEST_CASE("a fake clock's set() wakes the sleepers it moves past; a sleeper already due returns at once") {
+TEST_CASE("a fake clock's set() wakes the sleepers it moves past, a sleeper already due returns at once") {
   FakeClock clock(kNewYear);
   auto sleeper = std::async(std::launch::async, [&] { return clock.waitUntil(kNewYear + 1h, nullptr); });
   clock.set(kNewYear + 2h);

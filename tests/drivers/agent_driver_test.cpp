@@ -40,7 +40,7 @@ struct AgentDriverFixture {
 
 }  // namespace
 
-TEST_CASE("agent driver: ensure records the instance and returns at once; status follows the agent's reports") {
+TEST_CASE("agent driver: ensure records the instance and returns at once, status follows the agent's reports") {
   AgentDriverFixture f;
   auto ensured = f.driver->ensure(webSpec("1"));
   REQUIRE(ensured.isOk());

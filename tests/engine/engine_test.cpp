@@ -328,7 +328,7 @@ model::Resources reservationOf(EngineFixture& f, const model::Operation& op) {
   return runtime->reservation;
 }
 
-TEST_CASE("engine: a plan change applies to the next deployment; the one under way keeps the plan it was made with") {
+TEST_CASE("engine: a plan change applies to the next deployment, the one under way keeps the plan it was made with") {
   EngineFixture f;
   f.apply(kEngineNodes);
   f.apply(enginePlan());

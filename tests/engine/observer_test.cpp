@@ -164,7 +164,7 @@ std::string crashOnCue(const std::string& id, const std::filesystem::path& cue) 
          command.dump() + "}}]\n";
 }
 
-TEST_CASE("observer: a workload that exited leaves its driver once FAILED, its log kept; a crash loop leaves one") {
+TEST_CASE("observer: a workload that exited leaves its driver once FAILED, its log kept, a crash loop leaves one") {
   auto options = EngineFixture::fastOptions();
   // Nothing here waits for the orphan sweep: what leaves the driver, the observer's judgement removed.
   options.observer.orphan_grace = std::chrono::hours(1);
@@ -204,7 +204,7 @@ TEST_CASE("observer: a workload that exited leaves its driver once FAILED, its l
   }
 }
 
-TEST_CASE("observer: a workload that exited on a node agent leaves the node's document once FAILED; a crash loop leaves one") {
+TEST_CASE("observer: a workload that exited on a node agent leaves the node's document once FAILED, a crash loop leaves one") {
   testing::AgentClusterFixture c;
   EngineFixture& f = c.f;
   c.rollOut(1);

@@ -106,7 +106,7 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   CHECK(early.code() == Code::kConflict);
 }
 
-TEST_CASE("ledger: scaling an unknown plan to zero is not found; an empty plan asks for nothing") {
+TEST_CASE("ledger: scaling an unknown plan to zero is not found, an empty plan asks for nothing") {
   LedgerFixture f;
   CHECK(f.ledger->scalePlanToZero("nope", teardownDelete(), "", "alice").status().code() == Code::kNotFound);
   f.addInventory();

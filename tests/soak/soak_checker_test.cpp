@@ -102,7 +102,7 @@ TEST_CASE("soak referee: a runtime RUNNING in the ledger that its driver does no
         std::vector<std::string>{"lost " + std::to_string(id)});
 }
 
-TEST_CASE("soak referee: an operation that stays in one state past stuck_after is stuck; waiting for placement is not") {
+TEST_CASE("soak referee: an operation that stays in one state past stuck_after is stuck, waiting for placement is not") {
   RefereeFixture f;
   const std::string meta = f.addInstance();
   const model::Operation create = f.addOperation(meta);

@@ -232,14 +232,15 @@ std::map<std::string, int> tally(const std::string& address, int count, const ht
   return seen;
 }
 
-const AppliedServer* findServer(const RouterState& state, const std::string& plan, const std::string& id) {
+// A copy, not a pointer: the state is usually a temporary (fixture.state()).
+std::optional<AppliedServer> findServer(const RouterState& state, const std::string& plan, const std::string& id) {
   for (const AppliedPlanTraffic& entry : state.plans) {
     if (entry.plan != plan) continue;
     for (const AppliedServer& server : entry.servers) {
-      if (server.id == id) return &server;
+      if (server.id == id) return server;
     }
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -291,7 +292,7 @@ TEST_CASE("haproxy router: bad desired traffic is refused naming the field") {
   CHECK(haproxiesRunning(fixture.haproxy_dir + "/haproxy.cfg").empty());
 }
 
-TEST_CASE("haproxy router: no plan, no haproxy; the first plan starts it and the last ends it") {
+TEST_CASE("haproxy router: no plan, no haproxy, the first plan starts it and the last ends it") {
   SKIP_WITHOUT_HAPROXY();
   RouterFixture fixture;
   const std::string config = fixture.haproxy_dir + "/haproxy.cfg";
@@ -389,24 +390,24 @@ TEST_CASE("haproxy router: a drained server finishes its request in flight, gets
   desired.servers[0].drain = true;
   desired.servers[1].weight = 1;
   fixture.applyAndWait({desired});
-  const AppliedServer* draining = findServer(fixture.state(), "web", "old1");
-  REQUIRE(draining != nullptr);
+  const std::optional<AppliedServer> draining = findServer(fixture.state(), "web", "old1");
+  REQUIRE(draining.has_value());
   CHECK(draining->state == "drain");
   CHECK(eventually([&] {
-    const AppliedServer* now = findServer(fixture.state(), "web", "old1");
-    return now != nullptr && now->current_sessions == 1;
+    const std::optional<AppliedServer> now = findServer(fixture.state(), "web", "old1");
+    return now.has_value() && now->current_sessions == 1;
   }));
   CHECK(tally(desired.endpoint.listen, 30) == std::map<std::string, int>{{"new1", 30}});
 
   // The engine drops the server while its request is still in flight: it stays until done.
   desired.servers.erase(desired.servers.begin());
   REQUIRE(fixture.router->apply({desired}).isOk());
-  CHECK(findServer(fixture.state(), "web", "old1") != nullptr);
+  CHECK(findServer(fixture.state(), "web", "old1").has_value());
 
   old_server.release();
   slow.join();
   CHECK(slow_reply == "old1");
-  CHECK(eventually([&] { return findServer(fixture.state(), "web", "old1") == nullptr; }));
+  CHECK(eventually([&] { return !findServer(fixture.state(), "web", "old1").has_value(); }));
   CHECK(fixture.serves({desired}));
   CHECK(tally(desired.endpoint.listen, 10) == std::map<std::string, int>{{"new1", 10}});
 }
@@ -475,8 +476,8 @@ TEST_CASE("haproxy router: weight and drain changes go over the runtime API with
   desired.servers.push_back(server(c, "d2", 1));
   fixture.applyAndWait({desired});
   CHECK(fixture.pid() == before);
-  const AppliedServer* applied_a = findServer(fixture.state(), "web", "a1");
-  REQUIRE(applied_a != nullptr);
+  const std::optional<AppliedServer> applied_a = findServer(fixture.state(), "web", "a1");
+  REQUIRE(applied_a.has_value());
   CHECK(applied_a->weight == 3);
   std::map<std::string, int> seen = tally(desired.endpoint.listen, 40);
   CHECK(seen.size() == 2);
