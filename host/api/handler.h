@@ -141,6 +141,8 @@ struct ApiContext {
   drivers::AgentHub* agents = nullptr;
   // Bounds the agents' desired-state long polls, apart from the other waiting requests.
   WaitSlots* agent_wait_slots = nullptr;
+  // A plan's traffic as the engine last saw it (ServerOptions::traffic_view); null: no router.
+  std::function<Json(const std::string& plan)> traffic_view;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

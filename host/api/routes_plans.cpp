@@ -56,6 +56,20 @@ Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.getPlan(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan, page));
   TIDE_ASSIGN_OR_RETURN(view["control_loop"], controlLoopView(context.ledger));
+  // docs/architecture.md#traffic: the endpoint, the split asked and the split the router applies.
+  if (plan.traffic.declared()) {
+    Json traffic = context.traffic_view ? context.traffic_view(plan.name) : Json(nullptr);
+    if (traffic.is_null()) {
+      traffic = Json{{"listen", plan.traffic.listen},
+                     {"asked", Json::object()},
+                     {"applied", Json::object()},
+                     {"router", "down"},
+                     {"reason", context.traffic_view ? "the control loop has not applied the plan's traffic yet"
+                                                     : "this host runs no traffic router"}};
+      if (!plan.traffic.preview_listen.empty()) traffic["preview_listen"] = plan.traffic.preview_listen;
+    }
+    view["traffic"] = std::move(traffic);
+  }
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(plan.meta.generation));
   return response;

@@ -138,7 +138,8 @@ class ApiServer::Impl {
                  &node_replies_,
                  options_.doctor,
                  options_.agents,
-                 &agent_wait_slots_} {}
+                 &agent_wait_slots_,
+                 options_.traffic_view} {}
 
   Status start();
   void stop();

@@ -94,6 +94,10 @@ struct ServerOptions {
   // it, as engine::doctorReportJson. Called on the server's threads, so it must be thread-safe.
   // Null: GET /v1/doctor answers 503.
   std::function<Result<model::Json>()> doctor;
+  // docs/architecture.md#traffic: a plan's traffic as the engine last saw it ({listen,
+  // preview_listen, asked, applied, router, reason}), or null when the plan serves none or the
+  // host has no router. Called on the server's threads (engine::TrafficController::view locks).
+  std::function<model::Json(const std::string& plan)> traffic_view;
   // The host's node agents (docs/agents.md): the /v1/agents routes answer 503 without them.
   // Must outlive the server.
   drivers::AgentHub* agents = nullptr;

@@ -6,11 +6,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <ostream>
 
 #include "drivers/agent/agent_hub.h"
 #include "drivers/process/workload_user.h"
+#include "drivers/traffic/router.h"
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
@@ -26,6 +29,22 @@
 
 namespace tide::cli {
 namespace {
+
+// The traffic router of `config.traffic` (docs/architecture.md#traffic), or null when this
+// build has no router of that kind (then no plan's traffic is served; plans may still declare
+// it). Constructing a router starts nothing: the engine starts it once a plan declares traffic.
+using RouterFactory = std::function<Result<std::unique_ptr<drivers::traffic::Router>>(
+    const model::Json& settings, const drivers::traffic::RouterContext& context)>;
+
+RouterFactory routerFactory(const std::string& kind) {
+  if (kind == "haproxy") {
+    // MERGE(traffic-router): connect the HAProxy router here, i.e. replace the next line with
+    //   return [](const model::Json& s, const drivers::traffic::RouterContext& c) { return drivers::traffic::makeHaproxyRouter(s, c); };
+    // and #include "drivers/traffic/haproxy/haproxy_router.h" (adjust to the factory's real return type).
+    return nullptr;
+  }
+  return nullptr;
+}
 
 // "127.0.0.1:7700" → {"127.0.0.1", 7700}; port 0 asks for an ephemeral one.
 Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
@@ -300,7 +319,23 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   driver_context.agent_hub = agent_hub->get();
   engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;
-  const engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
+  engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
+  std::unique_ptr<drivers::traffic::Router> router;
+  if (RouterFactory make = routerFactory(config.traffic.router)) {
+    drivers::traffic::RouterContext router_context;
+    router_context.data_dir = config.data_dir;
+    router_context.clock = &clock;
+    auto made = make(config.traffic.settings, router_context);
+    if (!made.isOk()) {
+      err << "tide serve: traffic: " << made.status().toString() << "\n";
+      return 1;
+    }
+    router = std::move(made).value();
+  } else if (config.traffic.router != "haproxy") {
+    err << "tide serve: traffic.router: unknown router '" << config.traffic.router << "'\n";
+    return 1;
+  }
+  engine_options.router = router.get();
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
 
   api::ServerOptions server_options = serverOptions(config, *address, engine_options);
@@ -315,6 +350,9 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.doctor = [&]() -> Result<model::Json> {
     TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, driver_set));
     return engine::doctorReportJson(report);
+  };
+  server_options.traffic_view = [&](const std::string& plan) -> model::Json {
+    return engine::trafficViewJson(control_loop.traffic().view(plan));
   };
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {

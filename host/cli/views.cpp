@@ -384,6 +384,29 @@ void printControlLoopHalt(std::ostream& out, const Json& control_loop) {
 
 }  // namespace
 
+// {"v2": 10, "v1": 90} → "v2 10%, v1 90%"; "none" when empty.
+std::string trafficShares(const Json& shares) {
+  if (!shares.is_object() || shares.empty()) return "none";
+  std::string out;
+  for (const auto& [deployment, pct] : shares.items()) {
+    out += (out.empty() ? "" : ", ") + deployment + " " + text(pct) + "%";
+  }
+  return out;
+}
+
+// docs/architecture.md#traffic: the plan's endpoint, the split asked and the split applied.
+void printTraffic(std::ostream& out, const Json& traffic) {
+  if (!traffic.is_object()) return;
+  printHeading(out, "Traffic");
+  printField(out, "Endpoint", text(traffic, {"listen"}), true);
+  if (traffic.contains("preview_listen")) printField(out, "Preview", text(traffic, {"preview_listen"}), true);
+  printField(out, "Router", text(traffic, {"router"}), true);
+  printField(out, "Weights Asked", trafficShares(at(traffic, {"asked"})), true);
+  printField(out, "Weights Applied", trafficShares(at(traffic, {"applied"})), true);
+  if (traffic.contains("reason")) printField(out, "Reason", text(traffic, {"reason"}), true);
+  out << '\n';
+}
+
 void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   const Json& plan = at(view, {"plan"});
   printControlLoopHalt(out, at(view, {"control_loop"}));
@@ -409,6 +432,7 @@ void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   out << '\n';
   printDeployments(out, at(view, {"deployments"}));
   out << '\n';
+  printTraffic(out, at(view, {"traffic"}));
   if (const Json* newest = newestDeployment(at(view, {"deployments"}))) {
     printRolloutSection(out, plan, *newest, now);
     out << '\n';

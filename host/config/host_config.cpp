@@ -24,6 +24,7 @@ const KeyTable kHostKeys = {
     {"retention", {"retention"}},
     {"agents", {"agents"}},
     {"analysis", {"analysis"}},
+    {"traffic", {"traffic"}},
 };
 
 const KeyTable kAnalysisKeys = {{"providers", {"providers"}}};
@@ -333,6 +334,23 @@ void readAnalysis(const YamlNode& node, const std::string& path, HostConfig::Ana
   }
 }
 
+// `traffic:`: `router` names the kind; every other key is the router's (its factory checks
+// them), so they are read as free-form data.
+void readTraffic(const YamlNode& node, const std::string& path, HostConfig::Traffic& out, Problems& problems) {
+  if (!expectKind(node, Kind::kMapping, path, problems)) return;
+  auto all = readJson(node, path, problems);
+  if (!all || !all->is_object()) return;
+  if (auto r = all->find("router"); r != all->end()) {
+    if (!r->is_string() || r->get<std::string>().empty()) {
+      problems.add(node, childPath(path, "router"), "must name a router kind, e.g. haproxy");
+    } else {
+      out.router = r->get<std::string>();
+    }
+    all->erase(r);
+  }
+  out.settings = std::move(*all);
+}
+
 std::string joinPath(const std::string& dir, std::string_view leaf) {
   if (dir.empty() || dir.back() == '/') return dir + std::string(leaf);
   return dir + "/" + std::string(leaf);
@@ -389,6 +407,7 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("retention")) readRetention(*v, m.field("retention"), config.retention, problems);
   if (const YamlNode* v = m.get("agents")) readAgents(*v, m.field("agents"), config.agents, problems);
   if (const YamlNode* v = m.get("analysis")) readAnalysis(*v, m.field("analysis"), config.analysis, problems);
+  if (const YamlNode* v = m.get("traffic")) readTraffic(*v, m.field("traffic"), config.traffic, problems);
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

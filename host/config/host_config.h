@@ -100,6 +100,13 @@ struct HostConfig {
   struct Analysis {
     model::MetricProviders providers;
   } analysis;
+  // The traffic router (docs/architecture.md#traffic): `traffic: {router: haproxy, ...}`. The
+  // keys besides `router` go as they are to the router's factory, which checks them. Absent:
+  // haproxy with its defaults, started only once some plan declares traffic.
+  struct Traffic {
+    std::string router = "haproxy";
+    nlohmann::json settings = nlohmann::json::object();  // the section without `router`
+  } traffic;
 };
 
 // "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.

@@ -121,7 +121,18 @@ const KeyTable kPlanKeys = {
     {"strategy", {"strategy"}},
     {"approval", {"approval"}},
     {"placement", {"placement"}},
+    {"traffic", {"traffic"}},
 };
+
+const KeyTable kTrafficKeys = {
+    {"listen", {"listen"}},
+    {"preview_listen", {"previewListen", "preview_listen"}},
+    {"health", {"health"}},
+    {"header_routes", {"headerRoutes", "header_routes"}},
+    {"drain_seconds", {"drainSeconds", "drain_seconds"}},
+};
+const KeyTable kTrafficHealthKeys = {{"path", {"path"}}};
+const KeyTable kHeaderRouteKeys = {{"header", {"header"}}, {"value", {"value"}}};
 
 const KeyTable kPayloadCoordinatesKeys = {
     {"payload_name", {"payload_name", "payloadName"}},
@@ -490,6 +501,56 @@ model::PlanPlacement readPlacement(const YamlNode& node, const std::string& path
   return out;
 }
 
+// A plan's `traffic:` (docs/manifests.md#traffic). Whether another plan or program holds
+// the ports is the ledger's to say (it sees the other plans); the shape is checked here.
+model::PlanTraffic readTraffic(const YamlNode& node, const std::string& path, Problems& problems) {
+  MapReader m(node, path, kTrafficKeys, problems);
+  model::PlanTraffic out;
+  auto address = [&](std::string_view key, Need need, std::string& into) {
+    if (auto v = m.string(key, need)) {
+      if (std::string problem = model::trafficAddressProblem(*v); !problem.empty()) {
+        problems.add(*m.get(key), m.field(key), problem);
+      } else {
+        into = *v;
+      }
+    }
+  };
+  address("listen", Need::kRequired, out.listen);
+  address("preview_listen", Need::kOptional, out.preview_listen);
+  if (!out.listen.empty() && !out.preview_listen.empty() &&
+      out.listen.substr(out.listen.rfind(':')) == out.preview_listen.substr(out.preview_listen.rfind(':'))) {
+    problems.add(*m.get("preview_listen"), m.field("preview_listen"),
+                 "must use another port than listen (" + out.listen + ")");
+  }
+  if (const YamlNode* v = m.get("health")) {
+    MapReader health(*v, m.field("health"), kTrafficHealthKeys, problems);
+    if (auto p = health.string("path", Need::kRequired)) {
+      if (p->starts_with("/"))
+        out.health_path = *p;
+      else
+        problems.add(*health.get("path"), health.field("path"), "must start with '/'");
+    }
+  }
+  forEachItem(m.sequence("header_routes", Need::kOptional), m.field("header_routes"),
+              [&](const YamlNode& item, const std::string& field) {
+                MapReader route(item, field, kHeaderRouteKeys, problems);
+                model::HeaderRoute r;
+                if (auto h = route.string("header", Need::kRequired)) {
+                  if (h->empty() || h->find_first_of(" :\t\r\n") != std::string::npos) {
+                    problems.add(*route.get("header"), route.field("header"), "must be a header name");
+                  }
+                  r.header = *h;
+                }
+                if (auto v = route.string("value", Need::kRequired)) r.value = *v;
+                out.header_routes.push_back(std::move(r));
+              });
+  if (auto v = m.number("drain_seconds", Need::kOptional,
+                        Bounds{model::kMinDrainSeconds, model::kMaxDrainSeconds})) {
+    out.drain_seconds = *v;
+  }
+  return out;
+}
+
 model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& problems) {
   MapReader m(node, path, kPlanKeys, problems);
   model::Plan out;
@@ -525,6 +586,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
     }
   }
   if (const YamlNode* v = m.get("placement")) out.placement = readPlacement(*v, m.field("placement"), problems);
+  if (const YamlNode* v = m.get("traffic")) out.traffic = readTraffic(*v, m.field("traffic"), problems);
   return out;
 }
 

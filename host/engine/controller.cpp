@@ -43,8 +43,14 @@ double secondsSince(const std::string& from, const TimePoint& now) {
 }  // namespace
 
 DeploymentController::DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
-                                           ControllerOptions options, MetricFetcher* metrics)
-    : ledger_(ledger), strategies_(strategies), clock_(clock), options_(std::move(options)), metrics_(metrics) {}
+                                           ControllerOptions options, MetricFetcher* metrics,
+                                           TrafficController* traffic)
+    : ledger_(ledger),
+      strategies_(strategies),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(metrics),
+      traffic_(traffic) {}
 
 int DeploymentController::pass(const World& world, const UnreachableNodes& unreachable) {
   creates_left_ = options_.max_creates_per_pass;
@@ -335,7 +341,9 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   using Kind = lua::StrategyAction::Kind;
   int changes = 0;
   bool paused = false;
+  bool hold = false;
   for (const auto& action : result.actions) {
+    if (hold) break;
     switch (action.kind) {
       case Kind::kCreate: changes += createInstances(deployment, action.count); break;
       case Kind::kUpdate: changes += requestOperations(world, deployment, "UPDATE", action.instances); break;
@@ -350,7 +358,7 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
         paused = true;
         changes += pauseRollout(deployment, action.reason);
         break;
-      case Kind::kRoute: changes += route(world, deployment, action.weights); break;
+      case Kind::kRoute: changes += route(world, deployment, action.weights, hold); break;
       case Kind::kComplete: changes += completeRollout(deployment, action.reason); break;
       case Kind::kFail:
         changes += ledger_
@@ -363,6 +371,9 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   }
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
+  // Held for the router: the strategy's state is not kept either, so its next pass asks for
+  // the same route again (route_to notes the weights in the state) until the router serves it.
+  if (hold) return changes;
   if (!paused && deployment.state == "PAUSED" &&
       ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, "resumed").isOk()) {
     ++changes;
@@ -436,12 +447,25 @@ int DeploymentController::pauseRollout(const model::Deployment& deployment, cons
   return 0;
 }
 
-int DeploymentController::route(const World& world, const model::Deployment& deployment, const Json& weights) {
-  // Routes once per change of the plan's route (the route hook sees each switch once).
+int DeploymentController::route(const World& world, const model::Deployment& deployment, const Json& weights,
+                                bool& hold) {
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
+  int changes = 0;
+  if (traffic_ != nullptr) {
+    if (auto why = traffic_->routeHold(world, deployment, weights)) {
+      hold = true;
+      if (deployment.message != *why && ledger_.setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
+        ++changes;
+      }
+    } else if (deployment.message.starts_with("waiting for the router") ||
+               deployment.message.starts_with("router down")) {
+      if (ledger_.setDeploymentMessage(plan, id, "rolling out", options_.actor).isOk()) ++changes;
+    }
+  }
+  // Routes once per change of the plan's route (the route hook sees each switch once).
   const Json route{{"deployment", id}, {"weights", weights}};
-  if (last_route_[plan] == route) return 0;
+  if (last_route_[plan] == route) return changes;
   const auto* previous = world.lastCompleted(plan, id);
   Json data{{"weights", weights},
             {"plan", plan},
@@ -450,7 +474,7 @@ int DeploymentController::route(const World& world, const model::Deployment& dep
   if (ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
     last_route_[plan] = route;
   }
-  return 0;
+  return changes;
 }
 
 int DeploymentController::completeRollout(const model::Deployment& deployment, const std::string& reason) {

@@ -27,6 +27,7 @@
 #include "host/core/clock.h"
 #include "host/engine/metric_fetcher.h"
 #include "host/engine/node_liveness.h"
+#include "host/engine/traffic_controller.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/strategy/strategy_engine.h"
@@ -47,7 +48,8 @@ class DeploymentController {
   // an answer) gives each pass the metric answers fetched so far and gets the queries the
   // pass's strategies asked (docs/architecture.md#metric-analysis).
   DeploymentController(ledger::Ledger& ledger, lua::StrategyEngine& strategies, const Clock& clock,
-                       ControllerOptions options, MetricFetcher* metrics = nullptr);
+                       ControllerOptions options, MetricFetcher* metrics = nullptr,
+                       TrafficController* traffic = nullptr);
 
   // One pass over `world`, whose nodes `unreachable` names cannot be reached; returns how
   // many ledger changes it made.
@@ -76,7 +78,9 @@ class DeploymentController {
                         const std::vector<std::string>& names);
   std::vector<std::string> chooseForScaleDown(const World& world, const model::Deployment& deployment, int64_t count);
   int pauseRollout(const model::Deployment& deployment, const std::string& reason);
-  int route(const World& world, const model::Deployment& deployment, const Json& weights);
+  // Returns the changes made; sets `hold` when the router does not serve the route yet
+  // (docs/architecture.md#traffic): the rest of the strategy's actions wait for a later pass.
+  int route(const World& world, const model::Deployment& deployment, const Json& weights, bool& hold);
   int completeRollout(const model::Deployment& deployment, const std::string& reason);
   int rollBack(const model::Deployment& deployment, const std::string& reason);
   // An operation asked for on a deployment's behalf: its intent is the deployment, and it is
@@ -92,6 +96,7 @@ class DeploymentController {
   const Clock& clock_;
   ControllerOptions options_;
   MetricFetcher* metrics_;
+  TrafficController* traffic_;  // null: no traffic router, route(...) completes at once
   Json metric_answers_;                            // this pass's, from metrics_
   std::vector<model::MetricQuery> metric_asked_;   // by this pass's strategies
   std::map<std::string, std::string> last_error_;  // "plan/deployment" → message

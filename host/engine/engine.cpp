@@ -30,6 +30,15 @@ ExecutorOptions withHookGate(ExecutorOptions options, HookRunner& hooks) {
   return options;
 }
 
+// `options` asking `traffic` before an instance that serves traffic is stopped
+// (docs/architecture.md#traffic), when the host has a router and the caller set no gate.
+ExecutorOptions withDrainGate(ExecutorOptions options, TrafficController& traffic) {
+  if (traffic.enabled() && !options.before_stop) {
+    options.before_stop = [&traffic](const model::Operation& op) { return traffic.drainFor(op.meta_instance); };
+  }
+  return options;
+}
+
 }  // namespace
 
 Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, DriverSet& drivers, const Clock& clock,
@@ -41,10 +50,12 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
       policies_(scripts, clock, lua::PolicyEngineOptions{options_.lua_limits, options_.default_outcome}),
       strategies_(scripts, clock, options_.lua_limits),
       metrics_fetcher_(options_.metric_providers, options_.metric_fetcher),
-      controller_(ledger, strategies_, clock, options_.controller, &metrics_fetcher_),
+      traffic_(ledger, options_.router, clock),
+      controller_(ledger, strategies_, clock, options_.controller, &metrics_fetcher_,
+                  options_.router != nullptr ? &traffic_ : nullptr),
       approval_(ledger, policies_, clock, options_.approval),
       hooks_(ledger, scripts, clock, hookOptions(options_)),
-      executor_(ledger, drivers, clock, metrics_, withHookGate(options_.executor, hooks_)),
+      executor_(ledger, drivers, clock, metrics_, withDrainGate(withHookGate(options_.executor, hooks_), traffic_)),
       observer_(ledger, drivers, clock, metrics_, options_.observer),
       liveness_(ledger, drivers, clock, metrics_, options_.liveness) {
   executor_.onFinished([this] { poke(); });
@@ -153,6 +164,11 @@ PassReport Engine::runPass() {
   if (report.approval_changes > 0 && !refresh()) return report;
   report.dispatched = dispatch(*world_);
   report.observer_changes = observer_.pass(*world_, executor_.busyInstances(), unreachable);
+  // After the observer: instances that just became ready join their plan's backend now.
+  if (traffic_.enabled()) {
+    if (report.observer_changes > 0 && !refresh()) return report;
+    report.traffic_changes = traffic_.pass(*world_);
+  }
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
 }

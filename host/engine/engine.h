@@ -38,6 +38,7 @@
 #include "host/engine/hook_runner.h"
 #include "host/engine/node_liveness.h"
 #include "host/engine/observer.h"
+#include "host/engine/traffic_controller.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/policy/policy_engine.h"
 #include "host/lua/runtime/script_set.h"
@@ -62,6 +63,9 @@ struct EngineOptions {
   // What the strategies' analyses may ask through ctx.metric (host config analysis.providers).
   model::MetricProviders metric_providers;
   MetricFetcherOptions metric_fetcher;
+  // The traffic router (docs/architecture.md#traffic); null: no plan's traffic is served and
+  // route(...) completes at once. Must outlive the engine.
+  drivers::traffic::Router* router = nullptr;
 };
 
 // What one pass did, for tests and logs.
@@ -70,9 +74,10 @@ struct PassReport {
   int approval_changes = 0;
   int dispatched = 0;
   int observer_changes = 0;
+  int traffic_changes = 0;
   bool halted = false;  // the control loop is halted: no stage ran
   std::string error;    // the ledger could not be read
-  int total() const { return controller_changes + approval_changes + dispatched + observer_changes; }
+  int total() const { return controller_changes + approval_changes + dispatched + observer_changes + traffic_changes; }
 };
 
 class Engine {
@@ -96,6 +101,7 @@ class Engine {
   void waitForProbes() { observer_.waitForProbes(); }
 
   Executor& executor() { return executor_; }
+  TrafficController& traffic() { return traffic_; }
   EngineMetrics& metrics() { return metrics_; }
   // Whether the control loop is halted, as of the last pass.
   bool halted() const { return halted_.load(); }
@@ -124,6 +130,7 @@ class Engine {
   lua::PolicyEngine policies_;
   lua::StrategyEngine strategies_;
   MetricFetcher metrics_fetcher_;  // before controller_, which asks it
+  TrafficController traffic_;      // before controller_ and executor_, which ask it
   DeploymentController controller_;
   ApprovalStage approval_;
   HookRunner hooks_;  // before executor_, whose gate it is

@@ -226,13 +226,26 @@ bool Executor::holdForHooks(const model::Operation& op) {
   return true;
 }
 
+bool Executor::holdForDrain(const model::Operation& op) {
+  if (!options_.before_stop) return false;
+  if (op.type != "STOP" && op.type != "DELETE" && op.type != "UPDATE" && op.type != "RELOCATE") return false;
+  const std::optional<std::string> wait = options_.before_stop(op);
+  if (!wait) return false;
+  ledger::Ledger::OperationUpdate hold;
+  hold.next_attempt_at = formatTimestamp(clock_.now() + options_.drain_recheck);
+  const std::string message = "draining: " + *wait;
+  if (message != op.message) hold.message = message;
+  (void)ledger_.updateOperation(op.meta.id, hold, options_.actor);
+  return true;
+}
+
 void Executor::execute(int64_t id) {
   auto loaded = ledger_.getOperation(id);
   if (!loaded.isOk()) return;
   Attempt a;
   a.op = std::move(loaded).value();
   if (a.op.state == "APPROVED") {
-    if (holdForHooks(a.op)) return;
+    if (holdForHooks(a.op) || holdForDrain(a.op)) return;
     ledger::Ledger::OperationUpdate count;
     count.attempts = a.op.attempts + 1;
     if (!ledger_.updateOperation(id, count, options_.actor).isOk()) return;

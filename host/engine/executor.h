@@ -35,6 +35,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -79,6 +80,12 @@ struct ExecutorOptions {
   // ignored (vetoes are not).
   std::function<HookGate(const model::Operation&)> before_operation;
   std::chrono::milliseconds hook_veto_recheck{std::chrono::seconds(10)};
+  // docs/architecture.md#traffic: asked before an APPROVED STOP, DELETE, UPDATE or RELOCATE
+  // starts, on the worker thread (thread-safe); returns why the instance must drain first, or
+  // nullopt to go on. While it waits the operation stays APPROVED with message "draining: <why>"
+  // and is dispatched again after drain_recheck: no worker waits, no attempt is counted.
+  std::function<std::optional<std::string>(const model::Operation&)> before_stop;
+  std::chrono::milliseconds drain_recheck{std::chrono::milliseconds(500)};
 };
 
 class Executor {
@@ -134,6 +141,8 @@ class Executor {
   // Asks options_.before_operation about `op` (APPROVED, about to start attempt
   // attempts + 1); true when the hooks hold it back and it was put off in the ledger.
   bool holdForHooks(const model::Operation& op);
+  // Whether `op` waits for its instance to drain (ExecutorOptions::before_stop).
+  bool holdForDrain(const model::Operation& op);
 
   // Brings `r` from PENDING/STARTING/STOPPED/RUNNING to RUNNING and healthy.
   Status startRuntime(Attempt& a, model::RuntimeInstance& r);

@@ -175,6 +175,10 @@ class Ledger {
   // bumps the generation and appends "plan.updated" {changed, from_generation, generation}.
   Result<PlanChange> updatePlan(const Plan& plan, Generation generation, const std::string& actor);
   Result<Plan> getPlan(const std::string& name);
+  // Keeps the split `plan`'s strategy last asked for (Plan::traffic_route; docs/architecture.md#traffic),
+  // so a restarted host re-applies it. No generation bump, no event (the engine's
+  // traffic.applied events tell the story); a no-op when unchanged.
+  Status setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor);
   Result<Page<Plan>> listPlans(const ListOptions& options);  // filters: namespace, state
   Result<Plan> setPlanState(const std::string& name, const std::string& state, Generation generation,
                             const std::string& actor, const std::string& message = "");

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "host/core/listen_probe.h"
 #include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
 
@@ -15,16 +16,19 @@ namespace {
 
 const char* kPlanSelect =
     "SELECT id, generation, created_at, updated_at, name, namespace, service_name, spec, state, message, "
-    "max_per_node, bin_pack FROM plans";
+    "max_per_node, bin_pack, traffic_route FROM plans";
 
 // The parts of a plan that a PUT may change and a deployment snapshots, as plans.spec holds
 // them (placement has columns of its own there; a snapshot carries it inside).
 Json specOf(const Plan& plan) {
-  return Json{{"matching_capabilities", plan.matching_capabilities},
-              {"applications", plan.applications},
-              {"strategy", plan.strategy},
-              {"approval_policies", plan.approval_policies},
-              {"approval_min_approvals", plan.approval_min_approvals}};
+  Json spec{{"matching_capabilities", plan.matching_capabilities},
+            {"applications", plan.applications},
+            {"strategy", plan.strategy},
+            {"approval_policies", plan.approval_policies},
+            {"approval_min_approvals", plan.approval_min_approvals}};
+  // Only when declared: a plan without traffic keeps the spec it had before migration 013.
+  if (plan.traffic.declared()) spec["traffic"] = plan.traffic;
+  return spec;
 }
 
 void readSpec(const Json& spec, Plan& p) {
@@ -33,6 +37,7 @@ void readSpec(const Json& spec, Plan& p) {
   p.strategy = spec.value("strategy", StrategyRef{});
   p.approval_policies = spec.value("approval_policies", std::vector<std::string>{});
   p.approval_min_approvals = spec.value("approval_min_approvals", 1);
+  p.traffic = spec.value("traffic", model::PlanTraffic{});
 }
 
 // What a deployment keeps of its plan (docs/architecture.md#changing-a-plan).
@@ -54,6 +59,8 @@ Plan planFromRow(const soci::row& r) {
   p.message = rowString(r, 9);
   p.placement.max_per_node = static_cast<int>(rowInt(r, 10));
   p.placement.bin_pack = rowInt(r, 11) != 0;
+  p.traffic_route = rowJson(r, 12);
+  if (!p.traffic_route.is_object()) p.traffic_route = Json::object();
   return p;
 }
 
@@ -188,6 +195,75 @@ Status checkPlanShape(const Plan& plan) {
   return Status::ok();
 }
 
+// The port of a validated traffic address ("127.0.0.1:8080" → "8080").
+std::string portOf(const std::string& address) {
+  const auto colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(colon + 1);
+}
+
+// A plan's traffic (docs/architecture.md#traffic): well-formed addresses, listen and
+// preview_listen apart, no port another live plan declares (kConflict naming it), and none
+// another program on this machine listens on (kUnprocessable). `served` is what the plan
+// declared before this change: those addresses are the router's own, so they are not probed.
+Status checkPlanTraffic(Db& db, const Plan& plan, const model::PlanTraffic& served) {
+  const model::PlanTraffic& t = plan.traffic;
+  if (!t.declared()) {
+    if (!t.preview_listen.empty()) {
+      return Status::invalidArgument("plan '" + plan.name + "': traffic.listen is required",
+                                     {{"traffic.listen", "required", ""}});
+    }
+    return Status::ok();
+  }
+  std::vector<std::pair<std::string, std::string>> addresses{{"traffic.listen", t.listen}};
+  if (!t.preview_listen.empty()) addresses.emplace_back("traffic.preview_listen", t.preview_listen);
+  for (const auto& [field, address] : addresses) {
+    if (std::string problem = model::trafficAddressProblem(address); !problem.empty()) {
+      return Status::invalidArgument("plan '" + plan.name + "': " + field + " '" + address + "' " + problem,
+                                     {{field, problem, ""}});
+    }
+  }
+  if (!t.preview_listen.empty() && portOf(t.listen) == portOf(t.preview_listen)) {
+    const std::string problem = "must use another port than traffic.listen (" + t.listen + ")";
+    return Status::invalidArgument("plan '" + plan.name + "': traffic.preview_listen " + problem,
+                                   {{"traffic.preview_listen", problem, ""}});
+  }
+  if (t.drain_seconds < model::kMinDrainSeconds || t.drain_seconds > model::kMaxDrainSeconds) {
+    const std::string problem = "must be between 0 and " + std::to_string(static_cast<int>(model::kMaxDrainSeconds));
+    return Status::invalidArgument("plan '" + plan.name + "': traffic.drain_seconds " + problem,
+                                   {{"traffic.drain_seconds", problem, ""}});
+  }
+  // One port, one plan: the router binds every plan's endpoints on this machine.
+  std::optional<Status> taken;
+  db.forEachRow("SELECT name, spec FROM plans WHERE deleted_at IS NULL", [&](const soci::row& r) {
+    if (taken) return;
+    const std::string other = rowString(r, 0);
+    if (other == plan.name) return;
+    const Json spec = rowJson(r, 1);
+    if (!spec.is_object() || !spec.contains("traffic")) return;
+    const model::PlanTraffic theirs = spec["traffic"].get<model::PlanTraffic>();
+    for (const std::string& mine : {t.listen, t.preview_listen}) {
+      if (mine.empty()) continue;
+      for (const std::string& their : {theirs.listen, theirs.preview_listen}) {
+        if (their.empty() || portOf(their) != portOf(mine)) continue;
+        const std::string problem = "port " + portOf(mine) + " is already the traffic endpoint of plan '" + other +
+                                    "' (" + their + ")";
+        taken = Status(Code::kConflict, "plan '" + plan.name + "': traffic " + mine + ": " + problem,
+                       {{mine == t.listen ? "traffic.listen" : "traffic.preview_listen", problem, ""}});
+        return;
+      }
+    }
+  });
+  if (taken) return *taken;
+  for (const auto& [field, address] : addresses) {
+    if (address == served.listen || address == served.preview_listen) continue;
+    if (Status free = checkCanListen(address); !free.isOk()) {
+      return Status(free.code(), "plan '" + plan.name + "': " + field + ": " + free.message(),
+                    {{field, free.message(), ""}});
+    }
+  }
+  return Status::ok();
+}
+
 // Every declared capability, by name.
 std::map<std::string, Capability> declaredCapabilities(Db& db) {
   std::map<std::string, Capability> out;
@@ -245,6 +321,7 @@ Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetai
   if (liveIdByName(tx.db(), "plans", plan.name) != 0) {
     return Status::alreadyExists("plan '" + plan.name + "' already exists");
   }
+  TIDE_RETURN_IF_ERROR(checkPlanTraffic(tx.db(), plan, model::PlanTraffic{}));
   std::vector<ErrorDetail> found;
   TIDE_RETURN_IF_ERROR(checkCapabilityNames(tx.db(), plan, found));
   const std::string spec = specOf(plan).dump();
@@ -341,6 +418,7 @@ std::vector<std::string> changedFields(const Plan& a, const Plan& b) {
     out.push_back("approval");
   }
   if (Json(a.placement) != Json(b.placement)) out.push_back("placement");
+  if (a.traffic != b.traffic) out.push_back("traffic");
   return out;
 }
 
@@ -368,6 +446,7 @@ Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, c
       change.plan = std::move(current);
       return change;
     }
+    if (plan.traffic != current.traffic) TIDE_RETURN_IF_ERROR(checkPlanTraffic(tx.db(), plan, current.traffic));
     std::vector<ErrorDetail> stranded = strandedBy(tx.db(), current, plan);
     if (!stranded.empty()) {
       return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + stranded.front().field + ": " +
@@ -387,6 +466,18 @@ Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, c
     appendWarnings(tx, "plan.warning", "plan/" + plan.name, change.warnings);
     TIDE_ASSIGN_OR_RETURN(change.plan, loadPlan(tx.db(), plan.name));
     return change;
+  });
+}
+
+Status Ledger::setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor) {
+  return write("set plan traffic route", actor, [&](Tx& tx) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), plan));
+    if (p.traffic_route == route) return Status::ok();
+    // Engine state, not the plan's spec: no generation bump, so a person's If-Match still holds.
+    const std::string text = route.dump();
+    tx.db().run("UPDATE plans SET traffic_route = :r WHERE id = :id", soci::use(text),
+                soci::use(static_cast<long long>(p.meta.id)));
+    return Status::ok();
   });
 }
 

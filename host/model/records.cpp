@@ -178,6 +178,7 @@ void to_json(Json& j, const Plan& v) {
            {"placement", v.placement},
            {"state", v.state},
            {"message", v.message}};
+  if (v.traffic.declared()) j["traffic"] = v.traffic;
 }
 
 void to_json(Json& j, const PayloadCoordinates& v) {

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/model/traffic.h"
+
 namespace tide::model {
 
 using Json = nlohmann::json;
@@ -146,6 +148,12 @@ struct Plan {
   // (approval.min_approvals; docs/architecture.md#human-approval).
   int approval_min_approvals = 1;
   PlanPlacement placement;
+  // The plan's stable endpoint (docs/architecture.md#traffic); !traffic.declared() = none.
+  PlanTraffic traffic;
+  // The split the plan's strategy last asked for with route(...), as the engine keeps it
+  // (Ledger::setPlanTrafficRoute): {"deployment": id, "weights": {deployment id: percent}},
+  // {} before any. Not part of the spec: a plan update neither changes nor compares it.
+  Json traffic_route = Json::object();
   std::string state = "ACTIVE";  // ACTIVE | INACTIVE
   std::string message;
 };

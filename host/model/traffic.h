@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace tide::model {
 
 // Requests carrying `header` equal to `value` go to the plan's preview set (the deployment
@@ -22,9 +24,26 @@ struct PlanTraffic {
   std::string preview_listen;  // "" = none; serves only the deployment being rolled out
   std::string health_path;     // "" = the router checks a TCP connect; else an HTTP GET of this path
   std::vector<HeaderRoute> header_routes;
+  // How long a leaving instance may keep requests in flight before the driver stops it
+  // anyway (docs/architecture.md#traffic); kMinDrainSeconds..kMaxDrainSeconds.
+  double drain_seconds = 10;
 
   bool declared() const { return !listen.empty(); }
   bool operator==(const PlanTraffic&) const = default;
 };
+
+inline constexpr double kMinDrainSeconds = 0;
+inline constexpr double kMaxDrainSeconds = 3600;
+
+// Why `address` is not a traffic address ("" when it is one): host:port where host is an IPv4
+// address or `localhost` and port is 1..65535.
+std::string trafficAddressProblem(const std::string& address);
+
+// {listen, preview_listen?, health?: {path}, header_routes?, drain_seconds}: the manifest's
+// shape, which the ledger stores in the plan's spec and the API shows.
+void to_json(nlohmann::json& j, const HeaderRoute& v);
+void from_json(const nlohmann::json& j, HeaderRoute& v);
+void to_json(nlohmann::json& j, const PlanTraffic& v);
+void from_json(const nlohmann::json& j, PlanTraffic& v);
 
 }  // namespace tide::model
