@@ -143,6 +143,8 @@ struct ApiContext {
   WaitSlots* agent_wait_slots = nullptr;
   // A plan's traffic as the engine last saw it (ServerOptions::traffic_view); null: no router.
   std::function<Json(const std::string& plan)> traffic_view;
+  // Why this host runs no traffic router (ServerOptions::traffic_unavailable); "" when it runs one.
+  std::string traffic_unavailable;
 };
 
 using Handler = Result<ApiResponse> (*)(ApiContext& context, const ApiRequest& request);

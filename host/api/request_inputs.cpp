@@ -272,6 +272,13 @@ Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::str
   });
 }
 
+Status checkTrafficServed(const ApiContext& context, const model::Plan& plan) {
+  if (!plan.traffic.declared() || context.traffic_unavailable.empty()) return Status::ok();
+  const std::string problem = "this host runs no traffic router: " + context.traffic_unavailable;
+  return Status(Code::kUnprocessable, "plan '" + plan.name + "': traffic.listen: " + problem,
+                {{"traffic.listen", problem, ""}});
+}
+
 Status checkStrategyParams(ApiContext& context, const std::string& script, const Json& plan_params,
                            const Json& deployment_params) {
   if (context.scripts == nullptr) return Status::ok();

@@ -78,6 +78,10 @@ Result<std::optional<bool>> readBoolField(const Json& body, const std::string& k
 // body[key] as an integer within [min, max]; nullopt when absent or null.
 Result<std::optional<int64_t>> readIntegerField(const Json& body, const std::string& key, int64_t min, int64_t max);
 
+// A plan that declares `traffic:` on a host without a traffic router: kUnprocessable naming
+// traffic.listen and the reason (docs/architecture.md#traffic). Ok otherwise.
+Status checkTrafficServed(const ApiContext& context, const model::Plan& plan);
+
 // The strategy `script` ("" = rolling) must be loaded and accept the params (script
 // defaults ← plan ← deployment, docs/architecture.md#rollouts): kInvalidArgument naming `params.<name>` or
 // `strategy.script`. OK when the host runs without scripts.

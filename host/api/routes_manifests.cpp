@@ -16,6 +16,7 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
   // Who may run raw commands, strategies and their params: as POST /v1/plans and deployments check them.
   for (const auto& plan : manifest.plans) {
     TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan.value).withPrefix(plan.location));
+    TIDE_RETURN_IF_ERROR(checkTrafficServed(context, plan.value).withPrefix(plan.location));
     TIDE_RETURN_IF_ERROR(
         checkStrategyParams(context, plan.value.strategy.script, plan.value.strategy.params, Json::object())
             .withPrefix(plan.location));

@@ -16,6 +16,7 @@ Result<model::Plan> readPlan(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, config::parsePlan(text, kBodySource));
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan));
+  TIDE_RETURN_IF_ERROR(checkTrafficServed(context, plan));
   TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));
   return plan;
 }

@@ -139,7 +139,8 @@ class ApiServer::Impl {
                  options_.doctor,
                  options_.agents,
                  &agent_wait_slots_,
-                 options_.traffic_view} {}
+                 options_.traffic_view,
+                 options_.traffic_unavailable} {}
 
   Status start();
   void stop();

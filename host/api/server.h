@@ -98,6 +98,9 @@ struct ServerOptions {
   // preview_listen, asked, applied, router, reason}), or null when the plan serves none or the
   // host has no router. Called on the server's threads (engine::TrafficController::view locks).
   std::function<model::Json(const std::string& plan)> traffic_view;
+  // Why this host runs no traffic router ("" when it runs one): plans that declare `traffic:`
+  // are refused (422 naming traffic.listen) with this reason.
+  std::string traffic_unavailable;
   // The host's node agents (docs/agents.md): the /v1/agents routes answer 503 without them.
   // Must outlive the server.
   drivers::AgentHub* agents = nullptr;

@@ -14,6 +14,7 @@
 #include "drivers/agent/agent_hub.h"
 #include "drivers/process/workload_user.h"
 #include "drivers/traffic/router.h"
+#include "drivers/traffic/routers.h"
 #include "host/api/server.h"
 #include "host/config/host_config.h"
 #include "host/core/clock.h"
@@ -29,22 +30,6 @@
 
 namespace tide::cli {
 namespace {
-
-// The traffic router of `config.traffic` (docs/architecture.md#traffic), or null when this
-// build has no router of that kind (then no plan's traffic is served; plans may still declare
-// it). Constructing a router starts nothing: the engine starts it once a plan declares traffic.
-using RouterFactory = std::function<Result<std::unique_ptr<drivers::traffic::Router>>(
-    const model::Json& settings, const drivers::traffic::RouterContext& context)>;
-
-RouterFactory routerFactory(const std::string& kind) {
-  if (kind == "haproxy") {
-    // MERGE(traffic-router): connect the HAProxy router here, i.e. replace the next line with
-    //   return [](const model::Json& s, const drivers::traffic::RouterContext& c) { return drivers::traffic::makeHaproxyRouter(s, c); };
-    // and #include "drivers/traffic/haproxy/haproxy_router.h" (adjust to the factory's real return type).
-    return nullptr;
-  }
-  return nullptr;
-}
 
 // "127.0.0.1:7700" → {"127.0.0.1", 7700}; port 0 asks for an ephemeral one.
 Result<std::pair<std::string, int>> splitListen(const std::string& listen) {
@@ -320,20 +305,27 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   engine::DriverSet driver_set(ledger, driver_context);
   std::mutex out_mu;
   engine::EngineOptions engine_options = engineOptions(config, registry_options.limits, out, out_mu);
+  // docs/architecture.md#traffic: the router of `traffic.router`. Constructing it starts
+  // nothing; the engine starts it once some plan declares traffic.
   std::unique_ptr<drivers::traffic::Router> router;
-  if (RouterFactory make = routerFactory(config.traffic.router)) {
+  std::string traffic_unavailable;
+  {
     drivers::traffic::RouterContext router_context;
     router_context.data_dir = config.data_dir;
     router_context.clock = &clock;
-    auto made = make(config.traffic.settings, router_context);
-    if (!made.isOk()) {
+    auto made = drivers::traffic::makeRouter(config.traffic.router, config.traffic.settings, router_context);
+    if (made.isOk()) {
+      router = std::move(made).value();
+    } else if (config.traffic.declared) {
       err << "tide serve: traffic: " << made.status().toString() << "\n";
       return 1;
+    } else {
+      // No `traffic:` in tide.yaml and no default router (haproxy is not installed): the host
+      // runs, and refuses plans that declare traffic with this reason.
+      traffic_unavailable = made.status().message();
+      err << "tide serve: WARNING: no traffic router: " << traffic_unavailable
+          << "; plans that declare traffic: are refused" << std::endl;
     }
-    router = std::move(made).value();
-  } else if (config.traffic.router != "haproxy") {
-    err << "tide serve: traffic.router: unknown router '" << config.traffic.router << "'\n";
-    return 1;
   }
   engine_options.router = router.get();
   engine::Engine control_loop(ledger, scripts, driver_set, clock, engine_options);
@@ -351,9 +343,12 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, driver_set));
     return engine::doctorReportJson(report);
   };
-  server_options.traffic_view = [&](const std::string& plan) -> model::Json {
-    return engine::trafficViewJson(control_loop.traffic().view(plan));
-  };
+  if (router) {
+    server_options.traffic_view = [&](const std::string& plan) -> model::Json {
+      return engine::trafficViewJson(control_loop.traffic().view(plan));
+    };
+  }
+  server_options.traffic_unavailable = traffic_unavailable;
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";

@@ -338,6 +338,7 @@ void readAnalysis(const YamlNode& node, const std::string& path, HostConfig::Ana
 // them), so they are read as free-form data.
 void readTraffic(const YamlNode& node, const std::string& path, HostConfig::Traffic& out, Problems& problems) {
   if (!expectKind(node, Kind::kMapping, path, problems)) return;
+  out.declared = true;
   auto all = readJson(node, path, problems);
   if (!all || !all->is_object()) return;
   if (auto r = all->find("router"); r != all->end()) {

@@ -102,8 +102,10 @@ struct HostConfig {
   } analysis;
   // The traffic router (docs/architecture.md#traffic): `traffic: {router: haproxy, ...}`. The
   // keys besides `router` go as they are to the router's factory, which checks them. Absent:
-  // haproxy with its defaults, started only once some plan declares traffic.
+  // haproxy with its defaults, started only once some plan declares traffic;
+  // when haproxy is not installed the host still runs and refuses plans that declare traffic.
   struct Traffic {
+    bool declared = false;  // tide.yaml has a `traffic:` section: a router that cannot start stops the host
     std::string router = "haproxy";
     nlohmann::json settings = nlohmann::json::object();  // the section without `router`
   } traffic;
