@@ -17,6 +17,7 @@
 #include "host/engine/traffic_controller.h"
 #include "tests/engine/engine_test_support.h"
 #include "tests/ledger/ledger_test_util.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_router.h"
 
 using namespace tide;
@@ -97,7 +98,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
     REQUIRE_FALSE(bad.isOk());
     REQUIRE(!bad.status().details().empty());
     CHECK(bad.status().details()[0].field == "traffic.listen");
-    CHECK(bad.status().details()[0].location == "p.yaml:8");
+    CHECK(bad.status().details()[0].location == "p.yaml:9");  // line 9: "  listen: ..."
     for (const char* address : {"8080", "web:8080", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:"}) {
       CHECK_FALSE(config::parsePlan(trafficPlanYaml(std::string("  listen: \"") + address + "\"\n"), "p.yaml").isOk());
     }
@@ -107,7 +108,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
                                  "p.yaml");
     REQUIRE_FALSE(bad.isOk());
     CHECK(bad.status().details()[0].field == "traffic.preview_listen");
-    CHECK(bad.status().details()[0].location == "p.yaml:9");
+    CHECK(bad.status().details()[0].location == "p.yaml:10");
   }
   SUBCASE("an unknown key") {
     auto bad = config::parsePlan(trafficPlanYaml("  listen: 127.0.0.1:8080\n  weights: {a: 1}\n"), "p.yaml");
@@ -217,15 +218,16 @@ struct TrafficFixture : EngineFixture {
   FakeRouter& router;
   explicit TrafficFixture(FakeRouter& r) : EngineFixture({"auto_approve_dev.lua"}, withRouter(r)), router(r) {}
 
-  // Passes until `done` holds (bounded: a liveness bound, not a timing check).
-  bool passUntil(const std::function<bool()>& done, int max_passes = 400) {
-    for (int i = 0; i < max_passes; ++i) {
-      if (done()) return true;
-      engine->runPass();
-      engine->executor().waitIdle();
-      engine->waitForProbes();
-    }
-    return done();
+  // Passes until `done` holds, polling with a deadline (workloads are real processes whose
+  // readiness takes real time): a liveness bound, not a timing check.
+  bool passUntil(const std::function<bool()>& done) {
+    return eventually(
+        [&] {
+          if (done()) return true;
+          engine->settle(1);  // a pass, its operations and its probes
+          return done();
+        },
+        std::chrono::seconds(90));
   }
 
   std::map<std::string, int> weightsByDeployment() {
@@ -236,6 +238,14 @@ struct TrafficFixture : EngineFixture {
     return out;
   }
   size_t servers() { return router.askedFor("web").servers.size(); }
+  std::string eventLog() {
+    ledger::ListOptions o;
+    o.limit = 200;
+    auto page = ledger->listEvents(o);
+    std::string out;
+    if (page.isOk()) for (const auto& e : page->items) out += e.kind + " " + e.subject + " " + e.data.dump().substr(0, 200) + "\n";
+    return out;
+  }
 };
 
 }  // namespace
@@ -269,16 +279,16 @@ TEST_CASE("traffic: route(...) holds the canary until the router applies it; a r
   FakeRouter router;
   TrafficFixture f(router);
   f.apply(kEngineNodes);
-  f.apply(trafficPlan("canary", "{steps: [50], step_seconds: 3600}", freePort()));
+  f.apply(trafficPlan("canary", "{steps: [50], pause_seconds: 3600}", freePort()));
   f.apply(engineDeployment("v1", 3, "1.25"));
-  REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 3; }));
+  REQUIRE_MESSAGE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 3; }), (std::string(f.deployment("v1").state) + " " + f.deployment("v1").message + " servers " + std::to_string(f.servers()) + "\n" + f.eventLog()));
 
   router.set([](FakeRouter& r) { r.lagging = true; });  // keeps serving v1 only
   f.apply(engineDeployment("v2", 3, "1.26"));
   REQUIRE(f.passUntil([&] { return f.deployment("v2").message.starts_with("waiting for the router"); }));
   CHECK(f.deployment("v2").message.find("asked new 50 / old 50") != std::string::npos);
   // Held: the strategy's step state was not kept, so it asks for the route again next pass.
-  for (int i = 0; i < 3; ++i) f.engine->runPass();
+  for (int i = 0; i < 3; ++i) f.engine->settle(1);
   CHECK(f.deployment("v2").rollout_state.value("weights", Json()).is_null());
   CHECK(f.deployment("v2").message.starts_with("waiting for the router"));
   REQUIRE(f.engine->traffic().view("web"));
@@ -309,8 +319,8 @@ TEST_CASE("traffic: route(...) holds the canary until the router applies it; a r
   FakeRouter fresh;
   f.engine.reset();
   f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, withRouter(fresh));
-  f.engine->runPass();
-  f.engine->runPass();
+  f.engine->settle(1);
+  f.engine->settle(1);
   std::map<std::string, int> after;
   for (const auto& s : fresh.askedFor("web").servers) {
     if (!s.drain) after[s.deployment] += s.weight;
@@ -345,7 +355,7 @@ TEST_CASE("traffic: a leaving instance drains before it is stopped") {
     }
     return false;
   }));
-  for (int i = 0; i < 3; ++i) f.engine->runPass();
+  for (int i = 0; i < 3; ++i) f.engine->settle(1);
   CHECK(f.running().size() == 2);  // still running: sessions in flight
   SUBCASE("sessions end: the DELETE goes on and the instance stops") {
     router.set([](FakeRouter& r) { r.sessions.clear(); });
