@@ -33,22 +33,17 @@ ctest reports as skipped, when selenium or chromium-driver is not installed
 import argparse
 import json
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 import traceback
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
-from test_host import free_port, kill_workloads_of, port_block  # noqa: E402
+from test_host import Host as BaseHost, kDeadlineSeconds, poll  # noqa: E402
 
 kSkipped = 77
-# Generous for a loaded two-core machine: these bound a hang, they do not time anything.
-kDeadlineSeconds = 180
 
 try:
     from selenium import webdriver
@@ -62,18 +57,6 @@ except ImportError:
 
 kChromeDriver = shutil.which("chromedriver")
 kChromium = shutil.which("chromium")
-
-
-def poll(what, check, seconds=kDeadlineSeconds, every=0.1):
-    """check()'s first truthy value, looked for until the deadline passes."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
 
 
 # Policies the test adds to the shipped ones: a soft deny and a two-person approval, each
@@ -111,76 +94,9 @@ def approval_plans_manifest(*namespaces):
     return json.dumps({"plans": plans, "deployments": deployments})
 
 
-class Host:
-    """`tide serve` as a child process, and its API."""
-
-    def __init__(self, tide, source):
-        self.data_dir = Path(tempfile.mkdtemp(prefix="tide-console-test-"))
-        self.url = f"http://127.0.0.1:{free_port()}"
-        self.port_lock, first, last = port_block(50)
-        policies = self.data_dir / "policies"
-        policies.mkdir()
-        for policy in (Path(source) / "policies").glob("*.lua"):
-            if policy.name != "change_freeze.lua":
-                shutil.copy(policy, policies / policy.name)
-        for name, text in kTestPolicies.items():
-            (policies / name).write_text(text)
-        (self.data_dir / "tide.yaml").write_text(
-            f"process: {{port_range_start: {first}, port_range_end: {last}}}\npolicies_dir: {policies}\n")
-        self.log = self.data_dir / "serve.log"
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [tide, "serve", "--listen", self.url.removeprefix("http://"), "--data-dir", str(self.data_dir),
-                 "--config", str(self.data_dir / "tide.yaml")],
-                cwd=source, stdout=log, stderr=log)
-        poll("tide serve to answer /healthz", self.healthy)
-        self.admin = (self.data_dir / "admin.token").read_text().strip()
-
-    def healthy(self):
-        if self.process.poll() is not None:
-            raise AssertionError(f"tide serve exited with {self.process.returncode}; see {self.log}")
-        try:
-            with urllib.request.urlopen(self.url + "/healthz", timeout=2) as reply:
-                return reply.status == 200
-        except OSError:
-            return False
-
-    def call(self, method, path, token, body=None, content_type="application/json"):
-        data = body.encode() if isinstance(body, str) else (json.dumps(body).encode() if body is not None else None)
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Authorization": f"Bearer {token}", "Content-Type": content_type})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as reply:
-                return reply.status, json.loads(reply.read() or b"null"), dict(reply.headers)
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null"), dict(error.headers)
-
-    def apply(self, example, source):
-        self.apply_text((Path(source) / "examples" / example).read_text(), example)
-
-    def apply_text(self, manifest, what):
-        status, reply, _ = self.call("POST", "/v1/manifests", self.admin, manifest, "application/yaml")
-        assert status in (200, 201), f"applying {what}: {status} {reply}"
-
-    def get(self, path):
-        status, reply, _ = self.call("GET", path, self.admin)
-        assert status == 200, f"GET {path}: {status} {reply}"
-        return reply
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.kill_workloads()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-        self.port_lock.close()
-
-    def kill_workloads(self):
-        kill_workloads_of(self.data_dir)
+def Host(tide, source):
+    """`tide serve` with the shipped policies and kTestPolicies (tests/support/test_host.py)."""
+    return BaseHost(tide, source, extra_policies=kTestPolicies, prefix="tide-console-test-")
 
 
 class Console:

@@ -275,7 +275,7 @@ TEST_CASE("traffic: instances join when ready, with equal weights without a rout
   CHECK(view->applied["v1"] == 100.0);
 }
 
-TEST_CASE("traffic: route(...) holds the canary until the router applies it; a restart keeps the split") {
+TEST_CASE("traffic: route(...) holds the canary until the router applies it, a restart keeps the split") {
   FakeRouter router;
   TrafficFixture f(router);
   f.apply(kEngineNodes);
