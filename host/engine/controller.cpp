@@ -341,7 +341,7 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   using Kind = lua::StrategyAction::Kind;
   int changes = 0;
   bool paused = false;
-  bool hold = false;
+  std::optional<std::string> hold;
   for (const auto& action : result.actions) {
     if (hold) break;
     switch (action.kind) {
@@ -371,15 +371,26 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   }
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  // Held for the router: the strategy's state is not kept either, so its next pass asks for
-  // the same route again (route_to notes the weights in the state) until the router serves it.
-  if (hold) return changes;
   if (!paused && deployment.state == "PAUSED" &&
-      ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, "resumed").isOk()) {
+      ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, hold ? *hold : "resumed")
+          .isOk()) {
     ++changes;
   }
-  if (result.state != deployment.rollout_state) {
-    if (ledger_.setRolloutState(plan, id, result.state, std::nullopt, options_.actor).isOk()) ++changes;
+  Json state = result.state;
+  if (hold && state.is_object()) {
+    // Held for the router: the state is kept (it remembers the signals this pass used up,
+    // a promote among them) but not its note of the weights last routed, so the strategy's
+    // next pass asks for the same route again until the router serves it.
+    const Json before = deployment.rollout_state.is_object() ? deployment.rollout_state.value("weights", Json())
+                                                             : Json();
+    if (before.is_null()) {
+      state.erase("weights");
+    } else {
+      state["weights"] = before;
+    }
+  }
+  if (state != deployment.rollout_state) {
+    if (ledger_.setRolloutState(plan, id, state, std::nullopt, options_.actor).isOk()) ++changes;
   }
   return changes;
 }
@@ -448,13 +459,13 @@ int DeploymentController::pauseRollout(const model::Deployment& deployment, cons
 }
 
 int DeploymentController::route(const World& world, const model::Deployment& deployment, const Json& weights,
-                                bool& hold) {
+                                std::optional<std::string>& hold) {
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
   int changes = 0;
   if (traffic_ != nullptr) {
     if (auto why = traffic_->routeHold(world, deployment, weights)) {
-      hold = true;
+      hold = *why;
       if (deployment.message != *why && ledger_.setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
         ++changes;
       }

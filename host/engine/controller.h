@@ -80,7 +80,9 @@ class DeploymentController {
   int pauseRollout(const model::Deployment& deployment, const std::string& reason);
   // Returns the changes made; sets `hold` when the router does not serve the route yet
   // (docs/architecture.md#traffic): the rest of the strategy's actions wait for a later pass.
-  int route(const World& world, const model::Deployment& deployment, const Json& weights, bool& hold);
+  // Sets `hold` to why the rollout waits for the traffic router (docs/architecture.md#traffic).
+  int route(const World& world, const model::Deployment& deployment, const Json& weights,
+            std::optional<std::string>& hold);
   int completeRollout(const model::Deployment& deployment, const std::string& reason);
   int rollBack(const model::Deployment& deployment, const std::string& reason);
   // An operation asked for on a deployment's behalf: its intent is the deployment, and it is

@@ -330,6 +330,31 @@ TEST_CASE("traffic: route(...) holds the canary until the router applies it, a r
   CHECK(f.engine->traffic().view("web")->asked["v2"].get<double>() == doctest::Approx(50).epsilon(0.03));
 }
 
+TEST_CASE("traffic: a promote that asks for a switch the router has not applied yet is not lost") {
+  // Blue-green: the promote's switch is held until the router serves it. The strategy used
+  // the promote up in that pass; its state, which remembers it, is kept (only the note of the
+  // weights is not), so once the router serves the switch the rollout goes on to complete.
+  FakeRouter router;
+  TrafficFixture f(router);
+  f.apply(kEngineNodes);
+  f.apply(trafficPlan("blue_green", "{auto_promotion: never, scale_down_delay_seconds: 0}", freePort()));
+  f.apply(engineDeployment("v1", 2, "1.25"));
+  REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 2; }));
+  f.apply(engineDeployment("v2", 2, "1.26"));
+  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == "PAUSED"; }));
+
+  router.set([](FakeRouter& r) { r.lagging = true; });
+  REQUIRE(f.ledger->controlDeployment("web", "v2", "promote", "switch", "alice").isOk());
+  REQUIRE(f.passUntil([&] { return f.deployment("v2").message.starts_with("waiting for the router"); }));
+  CHECK(f.deployment("v2").state == "IN_PROGRESS");  // promoted: no longer paused
+  CHECK(f.deployment("v2").signals.empty());          // the promote was used up...
+  CHECK(f.deployment("v2").rollout_state.value("promoted", false));  // ...and remembered
+
+  router.set([](FakeRouter& r) { r.lagging = false; });
+  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == "COMPLETED"; }));
+  CHECK(f.weightsByDeployment() == std::map<std::string, int>{{"v2", engine::kMaxServerWeight * 2}});
+}
+
 TEST_CASE("traffic: a leaving instance drains before it is stopped") {
   FakeRouter router;
   TrafficFixture f(router);

@@ -14,7 +14,11 @@ endpoint the whole time (keep-alive connections and a new connection per request
   3. the host is killed with SIGKILL: the endpoint keeps serving; the restarted host keeps
      the split (10% ± 2 again), it does not reset it;
   4. promote: 50% ± 2 of 10,000; promote again: v2 completes and serves every request;
-  5. v3's canary at 10%, then aborted: every request is v2's again.
+  5. v3's canary at 10%, then aborted: every request is v2's again;
+  6. (before 3) one old instance is killed with SIGKILL mid-canary: it leaves the backend
+     and is replaced;
+  7. a blue-green of 10 instances: the preview address serves green before the switch, the
+     endpoint blue; after the promote every request is green's; blue drains, then stops.
 No client request fails at any point. Every wait polls with a deadline; none sleeps a fixed
 time. Exits 77 (skipped) when haproxy is not installed (.ci/install-deps installs it).
 
@@ -42,15 +46,19 @@ kSample = 10000
 kTolerance = 2.0  # percentage points
 
 
-def plan_manifest(listen, preview):
+kCanaryParams = "{steps: [10, 50, 100], min_ready_seconds: 1, health_timeout_seconds: 60}"
+kBlueGreenParams = "{auto_promotion: never, min_ready_seconds: 1, health_timeout_seconds: 60, scale_down_delay_seconds: 2}"
+
+
+def plan_manifest(listen, preview, plan=kPlan, script="canary", params=kCanaryParams):
     return f"""
 plans:
-  - name: {kPlan}
+  - name: {plan}
     namespace: shop-dev
-    service_name: shop
+    service_name: {plan}
     matching_capabilities: [{{type: CPU, comparator: EQ, names: [intel-xeon]}}]
     placement: {{max_per_node: 5}}
-    strategy: {{script: canary, params: {{steps: [10, 50, 100], min_ready_seconds: 1, health_timeout_seconds: 60}}}}
+    strategy: {{script: {script}, params: {params}}}
     traffic:
       listen: "{listen}"
       preview_listen: "{preview}"
@@ -65,12 +73,12 @@ plans:
 """
 
 
-def deployment_manifest(deployment_id, version):
+def deployment_manifest(deployment_id, version, plan=kPlan, count=kInstances):
     return f"""
 deployments:
-  - deployment_plan_name: {kPlan}
+  - deployment_plan_name: {plan}
     deployment_id: {deployment_id}
-    instance_count: {kInstances}
+    instance_count: {count}
     payload_coordinates: [{{payload_name: web, coordinates: {{image: "nginx:{version}"}}}}]
 """
 
@@ -158,19 +166,19 @@ def check_split(address, version, percent, what):
     assert set(seen) <= {"1", "2", "3"}, f"{what}: unexpected replies {seen}"
 
 
-def deployment(host, deployment_id):
-    status, reply, _ = host.call("GET", f"/v1/plans/{kPlan}/deployments/{deployment_id}", host.admin)
+def deployment(host, deployment_id, plan=kPlan):
+    status, reply, _ = host.call("GET", f"/v1/plans/{plan}/deployments/{deployment_id}", host.admin)
     return reply if status == 200 else None
 
 
-def traffic_view(host):
-    return host.get(f"/v1/plans/{kPlan}").get("traffic") or {}
+def traffic_view(host, plan=kPlan):
+    return host.get(f"/v1/plans/{plan}").get("traffic") or {}
 
 
-def settled_at(host, deployment_id, percent):
+def settled_at(host, deployment_id, percent, plan=kPlan):
     """The plan's traffic view once the router applies `percent` for the deployment."""
     def check():
-        view = traffic_view(host)
+        view = traffic_view(host, plan)
         applied = (view.get("applied") or {}).get(deployment_id)
         asked = (view.get("asked") or {}).get(deployment_id)
         if applied is None or asked is None or view.get("reason"):
@@ -179,23 +187,40 @@ def settled_at(host, deployment_id, percent):
     return poll(f"the router to apply {percent}% for {deployment_id}", check)
 
 
-def wait_state(host, deployment_id, state):
-    poll(f"{deployment_id} to be {state}",
-         lambda: (deployment(host, deployment_id) or {}).get("state") == state)
+def wait_state(host, deployment_id, state, plan=kPlan):
+    poll(f"{plan}'s {deployment_id} to be {state}",
+         lambda: (deployment(host, deployment_id, plan) or {}).get("state") == state)
 
 
-def wait_step(host, deployment_id, step):
+def wait_step(host, deployment_id, step, plan=kPlan):
     def check():
-        d = deployment(host, deployment_id) or {}
+        d = deployment(host, deployment_id, plan) or {}
         rollout = d.get("rollout_state") or {}
         return rollout.get("step") == step and not (rollout.get("waiting_for") or "").endswith("ready")
     poll(f"{deployment_id} at step {step}", check)
 
 
-def control(host, deployment_id, verb, reason):
-    status, reply, _ = host.call("POST", f"/v1/plans/{kPlan}/deployments/{deployment_id}/{verb}", host.admin,
+def control(host, deployment_id, verb, reason, plan=kPlan):
+    status, reply, _ = host.call("POST", f"/v1/plans/{plan}/deployments/{deployment_id}/{verb}", host.admin,
                                  {"reason": reason})
     assert status in (200, 202), f"{verb} {deployment_id}: {status} {reply}"
+
+
+def workloads_of(data_dir, version):
+    """The pids of the host's workloads serving `version` (`tide workload --version V`)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"TIDE_RUNTIME_ID=" in environ and str(data_dir).encode() in environ and \
+                f"\0--version\0{version}\0".encode() in cmdline:
+            pids.append(int(entry.name))
+    return pids
 
 
 def haproxies_of(data_dir):
@@ -237,6 +262,15 @@ def run(arguments):
         for needle in ("Endpoint", listen, "Weights Asked", "Weights Applied", "v2 10%"):
             assert needle in shown.stdout, f"`tide deployment show` lacks {needle!r}:\n{shown.stdout}"
 
+        # One old instance crashes mid-rollout: it leaves the backend, no request fails, and
+        # the plan gets its instance back.
+        victims = workloads_of(host.data_dir, 1)
+        assert victims, "a workload of v1 to crash"
+        os.kill(victims[0], signal.SIGKILL)
+        poll("the crashed instance to be replaced", lambda: len(workloads_of(host.data_dir, 1)) >= len(victims)
+             and victims[0] not in workloads_of(host.data_dir, 1))
+        settled_at(host, "v2", 10)
+
         # kill -9 of the host: the endpoint keeps serving; the restarted host keeps the split.
         before = load.requests
         host.kill()
@@ -263,6 +297,29 @@ def run(arguments):
         poll("v3 to end", lambda: (deployment(host, "v3") or {}).get("state") in ("ROLLED_BACK", "ABORTED", "FAILED"))
         settled_at(host, "v2", 100)
         assert tally(listen, 1000) == {"2": 1000}, "after the abort every request is v2's again"
+
+        # Blue-green of 10 instances under load: the preview serves the new colour before the
+        # switch, the switch moves every request at once, the old colour drains, then stops.
+        bg_listen, bg_preview = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+        host.apply_text(plan_manifest(bg_listen, bg_preview, "bg", "blue_green", kBlueGreenParams), "the bg plan")
+        host.apply_text(deployment_manifest("blue", 1, "bg", 10), "blue")
+        wait_state(host, "blue", "COMPLETED", "bg")
+        settled_at(host, "blue", 100, "bg")
+        bg_load = Load(bg_listen)
+        try:
+            host.apply_text(deployment_manifest("green", 2, "bg", 10), "green")
+            wait_step(host, "green", 2, "bg")  # the preview is ready; waiting for a promote
+            assert tally(bg_preview, 400) == {"2": 400}, "the preview address serves the green colour"
+            assert tally(bg_listen, 400) == {"1": 400}, "the endpoint serves blue until the switch"
+            control(host, "green", "promote", "switch", "bg")
+            settled_at(host, "green", 100, "bg")
+            assert tally(bg_listen, 1000) == {"2": 1000}, "after the switch every request is green's"
+            wait_state(host, "green", "COMPLETED", "bg")
+            poll("the blue colour to stop", lambda: not workloads_of(host.data_dir, 1))
+        finally:
+            bg_requests, bg_failures = bg_load.stop()
+        print(f"blue-green clients: {bg_requests} requests, {len(bg_failures)} failed", flush=True)
+        assert not bg_failures, f"{len(bg_failures)} of {bg_requests} blue-green requests failed: {bg_failures[:5]}"
 
         requests, failures = load.stop()
         load = None

@@ -84,7 +84,10 @@ std::string renderConfig(const ConfigInput& input) {
          "defaults\n"
          "  mode http\n"
          "  option redispatch\n"
-         "  retries 2\n"
+         "  retries 3\n"
+         // A request a server dropped (refused, or closed with no reply: it crashed or was
+         // killed) is sent again to another server; only GET and HEAD, which can be repeated.
+         "  retry-on conn-failure empty-response\n"
          "  timeout connect 5s\n"
          "  timeout client 60s\n"
          "  timeout server 60s\n"
@@ -114,7 +117,8 @@ std::string renderConfig(const ConfigInput& input) {
           << "\n  default_backend " << pv << "\n";
     }
     for (const bool preview : {false, true}) {
-      out << "\nbackend " << (preview ? pv : be) << "\n  balance roundrobin\n";
+      out << "\nbackend " << (preview ? pv : be) << "\n  balance roundrobin\n"
+          << "  http-request disable-l7-retry unless METH_GET\n";
       if (!plan.endpoint.health_path.empty()) out << "  option httpchk GET " << plan.endpoint.health_path << "\n";
       for (const BackendServer& server : plan.servers) {
         if (preview && !server.preview) continue;

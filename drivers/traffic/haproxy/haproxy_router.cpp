@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -522,6 +523,10 @@ Status HaproxyRouter::reconcileRuntimeLocked(const std::vector<const DesiredPlan
     if (!status.isOk() && first.isOk()) first = status.withPrefix("haproxy router");
     return status.isOk();
   };
+  // Gains before losses: servers are added, raised and made ready before others are lowered,
+  // drained or removed, so a switch (blue 256 → 0, green 0 → 256) never leaves a backend with
+  // no server taking requests (haproxy would answer 503 in between).
+  std::vector<std::function<void()>> losses;
   removals_pending_ = false;
   for (const DesiredPlanTraffic* plan : served) {
     for (const bool preview : {false, true}) {
@@ -538,25 +543,39 @@ Status HaproxyRouter::reconcileRuntimeLocked(const std::vector<const DesiredPlan
           // A dynamic server starts in maintenance with its check off.
           if (!act("add server " + path + " " + server.address + " " + serverArguments(options_.check, weight))) continue;
           act("enable health " + path);
-          act("set server " + path + " state " + (server.drain ? "drain" : "ready"));
+          if (server.drain) {
+            losses.push_back([&act, path] { act("set server " + path + " state drain"); });
+          } else {
+            act("set server " + path + " state ready");
+          }
           continue;
         }
-        if (row->second.weight != weight) act("set server " + path + " weight " + std::to_string(weight));
+        if (row->second.weight < weight) act("set server " + path + " weight " + std::to_string(weight));
+        if (row->second.weight > weight) {
+          losses.push_back([&act, path, weight] { act("set server " + path + " weight " + std::to_string(weight)); });
+        }
         const int admin = row->second.admin_state;
         const bool maint = (admin & kAdminMaintMask) != 0;
         const bool draining = (admin & kAdminDrainMask) != 0;
-        if (server.drain && (maint || !draining)) act("set server " + path + " state drain");
+        if (server.drain && (maint || !draining)) {
+          losses.push_back([&act, path] { act("set server " + path + " state drain"); });
+        }
         if (!server.drain && (maint || draining)) act("set server " + path + " state ready");
       }
       for (const auto& [key, row] : present) {
         if (key.first != backend || wanted.contains(key.second)) continue;
         const std::string path = backend + "/" + key.second;
-        if ((row.admin_state & 0x01) == 0 && !act("set server " + path + " state maint")) continue;
-        // Requests in flight finish first; the supervisor tries again until they have.
-        if (sessions[key] > 0 || !runtimeAction(socket_path_, "del server " + path).isOk()) removals_pending_ = true;
+        const bool in_maint = (row.admin_state & 0x01) != 0;
+        const int64_t in_flight = sessions[key];
+        losses.push_back([this, &act, path, in_maint, in_flight] {
+          if (!in_maint && !act("set server " + path + " state maint")) return;
+          // Requests in flight finish first; the supervisor tries again until they have.
+          if (in_flight > 0 || !runtimeAction(socket_path_, "del server " + path).isOk()) removals_pending_ = true;
+        });
       }
     }
   }
+  for (const auto& loss : losses) loss();
   return first;
 }
 

@@ -412,6 +412,37 @@ TEST_CASE("haproxy router: a drained server finishes its request in flight, gets
   CHECK(tally(desired.endpoint.listen, 10) == std::map<std::string, int>{{"new1", 10}});
 }
 
+TEST_CASE("haproxy router: a switch between servers never leaves the backend without one") {
+  // Blue-green's switch: a1 256 → 0 and b1 0 → 256 in one apply. The router raises b1 before
+  // it lowers a1; the other order leaves a moment with every weight 0, when haproxy answers
+  // 503 "No server is available".
+  SKIP_WITHOUT_HAPROXY();
+  RouterFixture fixture;
+  Backend a("a1");
+  Backend b("b1");
+  DesiredPlanTraffic desired = plan("web", {server(a, "d1", 256), server(b, "d2", 0)});
+  fixture.applyAndWait({desired});
+  std::atomic<bool> done{false};
+  std::map<std::string, int> seen;
+  std::thread client([&] {
+    httplib::Client http("127.0.0.1", portOf(desired.endpoint.listen));
+    http.set_keep_alive(true);
+    while (!done) {
+      auto reply = http.Get("/");
+      ++seen[!reply ? "error" : reply->status == 200 ? reply->body : "status " + std::to_string(reply->status)];
+    }
+  });
+  for (int flip = 0; flip < 40; ++flip) {
+    std::swap(desired.servers[0].weight, desired.servers[1].weight);
+    REQUIRE(fixture.router->apply({desired}).isOk());
+  }
+  done = true;
+  client.join();
+  CHECK(seen.size() <= 2);
+  CHECK(seen.count("status 503") == 0);
+  CHECK(seen["a1"] + seen["b1"] > 0);
+}
+
 TEST_CASE("haproxy router: haproxy killed with SIGKILL is restarted serving the same split") {
   SKIP_WITHOUT_HAPROXY();
   RouterFixture fixture;
