@@ -390,6 +390,11 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   control_loop.stop();
   server.stop();
   if (options.stop_workloads_on_exit && *sound) stopWorkloads(ledger, driver_set, out, err);
+  // The router outlives the host like the workloads it sends requests to (a restarted host
+  // adopts it), unless the host stops those workloads too.
+  if (options.stop_workloads_on_exit && router) {
+    if (Status stopped = router->stop(); !stopped.isOk()) err << "tide serve: " << stopped.toString() << "\n";
+  }
   scripts.stopWatching();
   return 0;
 }

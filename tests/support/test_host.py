@@ -60,16 +60,20 @@ def port_block_at(first_port):
 
 def kill_workloads_of(directory):
     """Kills every workload whose environment names `directory` (a host's data dir, or a dir
-    above it), with its process group: workloads outlive their host by design
-    (docs/architecture.md#the-process-driver)."""
+    above it), with its process group, and every haproxy whose config lies under it:
+    workloads and the traffic router outlive their host by design
+    (docs/architecture.md#the-process-driver, docs/architecture.md#traffic)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"TIDE_RUNTIME_ID=" in environ and str(directory).encode() in environ:
+        workload = b"TIDE_RUNTIME_ID=" in environ and str(directory).encode() in environ
+        router = cmdline.startswith(b"/usr/sbin/haproxy\0") and f"{directory}/".encode() in cmdline
+        if workload or router:
             pid = int(entry.name)
             for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
                 try:
