@@ -54,6 +54,10 @@ inline WrkResult wrk(const std::string& url, const std::string& token, int secon
 class Nginx {
  public:
   Nginx(const ScratchDir& dir, const std::string& path, const std::string& body) : root_(dir.path / "nginx") {
+    // nginx's workers run as nobody: they must be able to reach www/ (mkdtemp made the
+    // scratch dir 0700; before this, every request was 403 and only the status was checked).
+    std::filesystem::permissions(dir.path, std::filesystem::perms::group_exec | std::filesystem::perms::others_exec,
+                                 std::filesystem::perm_options::add);
     std::filesystem::create_directories(root_ / "www" / std::filesystem::path(path).parent_path().relative_path());
     std::ofstream(root_ / "www" / std::filesystem::path(path).relative_path()) << body;
     port_ = freePort();
