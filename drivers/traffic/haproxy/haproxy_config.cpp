@@ -88,6 +88,10 @@ std::string renderConfig(const ConfigInput& input) {
          // A request a server dropped (refused, or closed with no reply: it crashed or was
          // killed) is sent again to another server; only GET and HEAD, which can be repeated.
          "  retry-on conn-failure empty-response\n"
+         // At a seamless reload the old process answers a keep-alive client's next request
+         // with "Connection: close" instead of closing the idle connection under it (a client
+         // that just sent a request would see the connection reset).
+         "  option idle-close-on-response\n"
          "  timeout connect 5s\n"
          "  timeout client 60s\n"
          "  timeout server 60s\n"
