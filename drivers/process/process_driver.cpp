@@ -650,7 +650,8 @@ Result<LogSlice> ProcessDriver::readLogSlice(const std::string& runtime_id, cons
     slice.text = current->tail(max_bytes);
     slice.end = LogCursor{current->name(), current->size()};
     if (slice.text.size() < max_bytes) {
-      if (std::optional<LogFile> rotated = LogFile::open(path + ".1", runtime_id)) {
+      std::optional<LogFile> rotated = LogFile::open(path + ".1", runtime_id);
+      if (rotated && rotated->name() != current->name()) {  // the same file while it rotates
         slice.text.insert(0, rotated->tail(max_bytes - slice.text.size()));
       }
     }

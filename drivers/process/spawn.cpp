@@ -127,6 +127,7 @@ struct ChildPlan {
   const char* exit_tmp_path;
   const char* log_path;
   const char* rotated_log_path;
+  const char* rotating_log_path;  // where the old log is linked, and the new one opened, on the way
   const char* working_dir;  // null: stay where the host is
   const WorkloadUser* user;  // null: stay the host's user
   size_t log_max_bytes;
@@ -166,10 +167,23 @@ struct LogSink {
   int fd;
   size_t size;
 
+  // The log's path names a file at every moment, so a reader never finds no log: the old file
+  // is linked to <log>.1 while it still is <log>, and a new one, opened on the side, then takes
+  // its place in one rename. A reader between the two sees one file under both names.
   void rotate() {
-    rename(plan.log_path, plan.rotated_log_path);
+    unlink(plan.rotating_log_path);
+    if (link(plan.log_path, plan.rotating_log_path) == 0) {
+      rename(plan.rotating_log_path, plan.rotated_log_path);
+    } else {
+      rename(plan.log_path, plan.rotated_log_path);  // no hard links here: a short gap instead
+    }
     if (fd >= 0) close(fd);
-    fd = open(plan.log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    fd = open(plan.rotating_log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0 && rename(plan.rotating_log_path, plan.log_path) != 0) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd < 0) fd = open(plan.log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
     size = 0;
   }
 
@@ -357,6 +371,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
   envp.push_back(nullptr);
   std::string exit_tmp_path = request.exit_path + ".tmp";
   std::string rotated_log_path = request.log_path + ".1";
+  std::string rotating_log_path = request.log_path + ".next";
   unlink(request.exit_path.c_str());
 
   ChildPlan plan{request.title.c_str(),
@@ -367,6 +382,7 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
                  exit_tmp_path.c_str(),
                  request.log_path.c_str(),
                  rotated_log_path.c_str(),
+                 rotating_log_path.c_str(),
                  request.working_dir.empty() ? nullptr : request.working_dir.c_str(),
                  request.user ? &*request.user : nullptr,
                  request.log_max_bytes,

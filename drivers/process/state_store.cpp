@@ -183,7 +183,7 @@ std::vector<std::string> StateStore::leftoverIds() const {
   }
   for (fs::directory_iterator it(fs::path(dir_) / "logs", ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    for (std::string_view suffix : {".log", ".log.1", ".gone"}) {
+    for (std::string_view suffix : {".log", ".log.1", ".log.next", ".gone"}) {
       if (name.size() > suffix.size() && name.ends_with(suffix)) ids.insert(name.substr(0, name.size() - suffix.size()));
     }
   }
@@ -193,6 +193,7 @@ std::vector<std::string> StateStore::leftoverIds() const {
 Status StateStore::removeLeftovers(const std::string& id) const {
   TIDE_RETURN_IF_ERROR(removeFile(logPath(id), sync_));
   TIDE_RETURN_IF_ERROR(removeFile(logPath(id) + ".1", sync_));
+  TIDE_RETURN_IF_ERROR(removeFile(logPath(id) + ".next", sync_));  // a rotation cut short
   std::error_code ec;
   fs::remove_all(workDir(id), ec);
   if (ec) return Status::internal("cannot remove " + workDir(id) + ": " + ec.message());

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "tests/drivers/driver_test_support.h"
 
@@ -369,6 +372,40 @@ TEST_CASE("driver: process logs are capped at log_max_bytes, keeping one rotated
   CHECK(expected.ends_with(both));
   CHECK(f.driver->readLog("1", 8192).value() == both);
   CHECK(f.driver->readLog("1", 100).value() == expected.substr(expected.size() - 100));
+}
+
+TEST_CASE("driver: a log being rotated is never missing to a reader, nor read twice") {
+  ProcessDriverFixture f;
+  f.options.log_max_bytes = 256;
+  f.reopen();
+  // About 600 KiB of numbered lines: the log rotates a few thousand times while it is read.
+  auto started = f.driver->ensure(
+      f.command("1", "i=0; while [ $i -lt 60000 ]; do echo line-$i; i=$((i+1)); done; exec sleep 300"));
+  REQUIRE_MESSAGE(started.isOk(), started.status().toString());
+  size_t reads = 0;
+  size_t missing = 0;
+  size_t repeated = 0;
+  REQUIRE(eventually(
+      [&] {
+        for (int i = 0; i < 200; ++i, ++reads) {
+          Result<std::string> log = f.driver->readLog("1", 8192);
+          if (!log.isOk()) {
+            ++missing;
+            continue;
+          }
+          // One file read under both names would show a line twice.
+          std::set<std::string> lines;
+          std::istringstream in(*log);
+          for (std::string line; std::getline(in, line);) {
+            if (!lines.insert(line).second) ++repeated;
+          }
+        }
+        return readText(f.dir.file("process/logs/1.log")).find("line-59999\n") != std::string::npos;
+      },
+      std::chrono::seconds(120)));
+  CHECK_MESSAGE(missing == 0, missing << " of " << reads << " reads found no log");
+  CHECK_MESSAGE(repeated == 0, repeated << " lines read twice in " << reads << " reads");
+  CHECK_FALSE(fs::exists(f.dir.file("process/logs/1.log.next")));
 }
 
 TEST_CASE("driver: a removed instance's log and working dir go after log_retention, by the driver's clock") {
