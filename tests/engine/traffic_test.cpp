@@ -190,7 +190,9 @@ TEST_CASE("traffic: the ledger refuses a port another plan or program holds") {
 
 namespace {
 
-std::string trafficPlan(const std::string& script, const std::string& params, int port) {
+// drain_seconds bounds how long a leaving instance waits for a router that does not take it
+// out (a lagging FakeRouter); only the drain test needs it longer than its own run.
+std::string trafficPlan(const std::string& script, const std::string& params, int port, int drain_seconds = 2) {
   return R"(
 plans:
   - name: web
@@ -199,7 +201,7 @@ plans:
     matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
     strategy: {script: )" +
          script + ", params: " + params + R"(}
-    traffic: {listen: "127.0.0.1:)" + std::to_string(port) + R"(", drain_seconds: 30}
+    traffic: {listen: "127.0.0.1:)" + std::to_string(port) + R"(", drain_seconds: )" + std::to_string(drain_seconds) + R"(}
     applications:
       - payload_name: web
         resources: {cores: 1, memory_gib: 1}
@@ -359,7 +361,7 @@ TEST_CASE("traffic: a leaving instance drains before it is stopped") {
   FakeRouter router;
   TrafficFixture f(router);
   f.apply(kEngineNodes);
-  f.apply(trafficPlan("rolling", "{}", freePort()));
+  f.apply(trafficPlan("rolling", "{}", freePort(), 30));
   f.apply(engineDeployment("v1", 2, "1.25"));
   REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 2; }));
   const auto servers = router.askedFor("web").servers;

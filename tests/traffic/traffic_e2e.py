@@ -28,6 +28,7 @@ time. Exits 77 (skipped) when haproxy is not installed (.ci/install-deps install
 import argparse
 import http.client
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -130,27 +131,22 @@ class Load:
 
 
 def tally(address, count, headers=None):
-    """{version: requests} over `count` requests on two keep-alive connections."""
-    host, port = address.rsplit(":", 1)
+    """{version: requests} over `count` requests, sent by two curl processes over a keep-alive
+    connection each (curl's URL range; a Python client spent 9 s on 10,000)."""
+    curls = []
+    for part in (count // 2, count - count // 2):
+        command = ["curl", "-s", "-w", "<<%{http_code}>>", f"http://{address}/version?n=[1-{part}]"]
+        for name, value in (headers or {}).items():
+            command += ["-H", f"{name}: {value}"]
+        curls.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
     seen = {}
-    lock = threading.Lock()
-
-    def client(n):
-        connection = http.client.HTTPConnection(host, int(port), timeout=30)
-        for _ in range(n):
-            connection.request("GET", "/version", headers=headers or {})
-            reply = connection.getresponse()
-            body = reply.read().decode().strip()
-            key = body if reply.status == 200 else f"HTTP {reply.status}"
-            with lock:
-                seen[key] = seen.get(key, 0) + 1
-        connection.close()
-
-    threads = [threading.Thread(target=client, args=(count // 2,)) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for curl in curls:
+        out, _ = curl.communicate(timeout=300)
+        # Each reply: its body, then <<status>> (a body, such as HAProxy's error page, may
+        # hold newlines).
+        for body, code in re.findall(r"(.*?)<<(\d{3})>>", out, re.S):
+            key = body.strip() if code == "200" else f"HTTP {code}"
+            seen[key] = seen.get(key, 0) + 1
     return seen
 
 

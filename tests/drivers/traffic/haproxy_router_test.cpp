@@ -77,6 +77,7 @@ class HaproxyGuard {
 class Backend {
  public:
   explicit Backend(std::string name) : name_(std::move(name)) {
+    server_.set_tcp_nodelay(true);  // as `tide workload` (workload.cpp says why)
     server_.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
     server_.Get("/slow", [this](const httplib::Request&, httplib::Response& res) {
       std::unique_lock<std::mutex> lock(mu_);
