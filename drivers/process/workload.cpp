@@ -74,6 +74,7 @@ int serve(const WorkloadOptions& options) {
   WorkloadMetrics metrics(instance, options.version, options.error_rate);
   server.Get("/", [&](const httplib::Request&, httplib::Response& res) {
     const Clock::time_point began = Clock::now();
+    if (options.delay_seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(options.delay_seconds));
     if (metrics.nextFails()) {
       res.status = 500;
       res.set_content("injected error (--error-rate)\n", "text/plain");
@@ -162,6 +163,8 @@ int runWorkloadCli(int argc, char** argv) {
   app.add_option("--message", options.message, "text included in GET /");
   app.add_option("--error-rate", options.error_rate, "the share of GET / answered 500, from 0 to 1")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--delay", options.delay_seconds, "SECONDS GET / waits before it answers")
+      ->check(CLI::Range(0.0, 60.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

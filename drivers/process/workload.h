@@ -21,6 +21,7 @@ struct WorkloadOptions {
   std::optional<double> crash_after_seconds;
   std::string message;
   double error_rate = 0;  // the share of GET / answered 500
+  double delay_seconds = 0;  // how long GET / takes before it answers (a slow version, for drills)
 };
 
 // Serves until SIGTERM/SIGINT (returns 0) or the crash time (exits the process with 3).

@@ -77,6 +77,12 @@ class Router {
   virtual Result<RouterState> applied() = 0;
   // Stops the router process (host shutdown that stops workloads).
   virtual Status stop() = 0;
+
+  // The labels the router's own metrics (RouterState::metrics_url) give `plan`'s backend and
+  // the server `server_id`, for the analyses that judge a deployment on the requests the
+  // router passed to it (scripts/lib/analysis.lua, router_*). "" when the router has none.
+  virtual std::string metricBackend(const std::string& /*plan*/) const { return ""; }
+  virtual std::string metricServer(const std::string& /*server_id*/) const { return ""; }
 };
 
 // What a router factory gets from the host besides the `traffic:` section of its config.

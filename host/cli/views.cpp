@@ -403,6 +403,7 @@ void printTraffic(std::ostream& out, const Json& traffic) {
   printField(out, "Router", text(traffic, {"router"}), true);
   printField(out, "Weights Asked", trafficShares(at(traffic, {"asked"})), true);
   printField(out, "Weights Applied", trafficShares(at(traffic, {"applied"})), true);
+  if (traffic.contains("metrics_url")) printField(out, "Router Metrics", text(traffic, {"metrics_url"}), true);
   if (traffic.contains("reason")) printField(out, "Reason", text(traffic, {"reason"}), true);
   out << '\n';
 }

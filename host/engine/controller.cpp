@@ -215,6 +215,8 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
         }
       }
     }
+    // Its server at the router, as the router's metrics label it ("" when it takes no traffic).
+    inst["router_server"] = traffic_ != nullptr ? traffic_->metricServer(view->meta.name) : "";
     instances.push_back(std::move(inst));
   }
   Json previous = nullptr;
@@ -227,7 +229,10 @@ Json DeploymentController::snapshot(const World& world, const model::Deployment&
   const Json& deployment_params = strategy.deployment_params;
   Json plan_json = Json::object();
   if (plan != nullptr)
-    plan_json = Json{{"name", plan->name}, {"namespace", plan->ns}, {"service_name", plan->service_name}};
+    plan_json = Json{{"name", plan->name},
+                     {"namespace", plan->ns},
+                     {"service_name", plan->service_name},
+                     {"router_backend", traffic_ != nullptr ? traffic_->metricBackend(plan->name) : ""}};
   Json signals{{"promote", false}, {"promote_full", false}, {"abort", false}, {"pause", false}, {"resume", false}};
   if (deployment.signals.is_object()) {
     for (const auto& [k, v] : deployment.signals.items()) {

@@ -108,6 +108,7 @@ Json trafficViewJson(const std::optional<PlanTrafficView>& view) {
            {"router", view->router_up ? "up" : "down"}};
   if (!view->preview_listen.empty()) out["preview_listen"] = view->preview_listen;
   if (!view->reason.empty()) out["reason"] = view->reason;
+  if (!view->metrics_url.empty()) out["metrics_url"] = view->metrics_url;
   return out;
 }
 
@@ -280,6 +281,7 @@ int TrafficController::pass(const World& world) {
   }
   router_up_ = state.up;
   router_message_ = state.message;
+  metrics_url_ = state.up ? state.metrics_url : "";
 
   // What the router serves, per plan; and whether it is what was desired.
   router_matches_ = state.up;
@@ -427,7 +429,29 @@ std::optional<PlanTrafficView> TrafficController::view(const std::string& plan) 
   out.applied = sharesJson(st.applied);
   out.router_up = router_up_;
   out.reason = st.reason;
+  out.metrics_url = metrics_url_;
   return out;
+}
+
+std::string TrafficController::metricBackend(const std::string& plan) const {
+  if (router_ == nullptr) return "";
+  {
+    std::lock_guard lock(mu_);
+    if (!plans_.count(plan)) return "";
+  }
+  return router_->metricBackend(plan);
+}
+
+std::string TrafficController::metricServer(const std::string& meta_instance) const {
+  if (router_ == nullptr) return "";
+  std::string id;
+  {
+    std::lock_guard lock(mu_);
+    auto it = server_of_.find(meta_instance);
+    if (it == server_of_.end()) return "";
+    id = it->second.second;
+  }
+  return router_->metricServer(id);
 }
 
 }  // namespace tide::engine

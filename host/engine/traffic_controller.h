@@ -59,9 +59,10 @@ struct PlanTrafficView {
   Json applied = Json::object();  // deployment id → percent, as the router reports
   bool router_up = false;
   std::string reason;  // "" when applied == asked; else why not
+  std::string metrics_url;  // the router's Prometheus metrics, "" if it has none (or is down)
 };
 
-// {listen, preview_listen?, asked, applied, router: "up"|"down", reason?}, or null for nullopt:
+// {listen, preview_listen?, asked, applied, router: "up"|"down", reason?, metrics_url?}, or null for nullopt:
 // the API's and the CLI's shape.
 Json trafficViewJson(const std::optional<PlanTrafficView>& view);
 
@@ -90,6 +91,12 @@ class TrafficController {
   std::optional<std::string> drainFor(const std::string& meta_instance);
 
   std::optional<PlanTrafficView> view(const std::string& plan) const;
+
+  // For the rollout snapshot's analyses (scripts/lib/analysis.lua, router_*): the label the
+  // router's metrics give `plan`'s backend, and the server of `meta_instance` as of the last
+  // pass. "" without a router, a plan without traffic, or an instance that takes none.
+  std::string metricBackend(const std::string& plan) const;
+  std::string metricServer(const std::string& meta_instance) const;
 
  private:
   struct PlanState {
@@ -122,6 +129,7 @@ class TrafficController {
   bool router_up_ = false;
   bool router_matches_ = false;  // the last read showed exactly the desired servers
   std::string router_message_;
+  std::string metrics_url_;
   std::map<std::string, PlanState> plans_;
   std::map<std::string, TimePoint> draining_;  // runtime id → when the executor first asked
   std::set<std::string> drain_done_;           // draining, out of rotation, no session in flight

@@ -114,6 +114,30 @@ local function seconds(value)
   return string.format("%.3f s", value)
 end
 
+-- The same two judgements on the requests the traffic router passed to the new instances,
+-- from HAProxy's own Prometheus exporter (the plan's `traffic:`; a Prometheus server scrapes
+-- the router's metrics_url, shown by `tide deployment show`): what users were answered, not
+-- what the workload counts. An error is a 5xx answer, or a request the router could not send
+-- to the server or get an answer from.
+local ROUTER_SELECTOR = 'proxy="{{router_backend}}",server=~"{{router_server}}"'
+local function router_rate(metric, extra)
+  return '(sum(rate(' .. metric .. '{' .. ROUTER_SELECTOR .. (extra or "") .. '}[{{window}}s])) or vector(0))'
+end
+local ROUTER_FAILED = router_rate("haproxy_server_connection_errors_total") .. " + "
+  .. router_rate("haproxy_server_response_errors_total")
+local ROUTER_ERROR_RATE_QUERY = '(' .. router_rate("haproxy_server_http_responses_total", ',code="5xx"') .. " + "
+  .. ROUTER_FAILED .. ') / (' .. router_rate("haproxy_server_http_responses_total") .. " + " .. ROUTER_FAILED .. ')'
+local ROUTER_REQUESTS_QUERY = 'sum(increase(haproxy_server_http_responses_total{' .. ROUTER_SELECTOR
+  .. '}[{{window}}s]))'
+-- HAProxy 2.6's exporter has no latency histogram, only each server's mean time to the
+-- response's headers, kept as a running sum over its last 512 requests divided by 512 even
+-- while it has had fewer (haproxy_server_response_time_average_seconds, which so reads 4 ms
+-- after six 300 ms answers). Scaled back by the server's request count, it is the mean over
+-- its last min(512, requests) requests; the worst new server's is the answer.
+local ROUTER_LATENCY_QUERY = 'max(sum by (proxy, server) (haproxy_server_response_time_average_seconds{'
+  .. ROUTER_SELECTOR .. '}) * 512 / clamp_max(sum by (proxy, server) (haproxy_server_http_responses_total{'
+  .. ROUTER_SELECTOR .. '}), 512))'
+
 local function error_rate(_, ctx)
   return threshold(ctx, "error rate", "error_rate_query", ERROR_RATE_QUERY, "max_error_rate", 0.05, percent)
 end
@@ -123,8 +147,52 @@ local function latency_p99(_, ctx)
     0.5, seconds)
 end
 
+-- Without a router (no `traffic:` in the plan) or before a new instance is a server, the
+-- router's metrics say nothing of the new version.
+local function routed(r)
+  local backend = (r.plan or {}).router_backend
+  if backend == nil or backend == "" then
+    return false, "the plan has no traffic router (no traffic: in its manifest)"
+  end
+  for _, inst in ipairs(r.new) do
+    if inst.router_server ~= nil and inst.router_server ~= "" then
+      return true
+    end
+  end
+  return false, "no new instance takes traffic at the router yet"
+end
+
+local function with_router_requests(ctx)
+  local p = {}
+  for key, value in pairs(ctx.params) do
+    p[key] = value
+  end
+  p.requests_query = p.requests_query or ROUTER_REQUESTS_QUERY
+  return setmetatable({ params = p }, { __index = ctx })
+end
+
+local function router_error_rate(r, ctx)
+  local ok, why = routed(r)
+  if not ok then
+    return "inconclusive", "router error rate: " .. why
+  end
+  return threshold(with_router_requests(ctx), "router error rate", "error_rate_query", ROUTER_ERROR_RATE_QUERY,
+    "max_error_rate", 0.05, percent)
+end
+
+local function router_latency(r, ctx)
+  local ok, why = routed(r)
+  if not ok then
+    return "inconclusive", "router latency: " .. why
+  end
+  return threshold(with_router_requests(ctx), "router latency", "latency_query", ROUTER_LATENCY_QUERY,
+    "max_latency_seconds", 0.5, seconds)
+end
+
 return {
   none = none,
+  router_error_rate = router_error_rate,
+  router_latency = router_latency,
   error_rate = error_rate,
   latency_p99 = latency_p99,
   healthy = healthy,

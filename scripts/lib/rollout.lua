@@ -369,11 +369,16 @@ local verdicts = { pass = true, fail = true, inconclusive = true }
 
 -- What a query's {{name}} stands for unless vars say otherwise: instance, the new
 -- instances' names joined by "|" (for a regex match, `=~"{{instance}}"`); deployment, its id;
--- version, the tag of the first payload's image ("nginx:1.27" → "1.27"), else the id.
+-- version, the tag of the first payload's image ("nginx:1.27" → "1.27"), else the id;
+-- router_backend, the plan's backend as the traffic router's metrics label it, and
+-- router_server, the new instances' servers there joined by "|" ("" without a router).
 local function metric_vars(r)
-  local names = {}
+  local names, servers = {}, {}
   for _, inst in ipairs(r.new) do
     names[#names + 1] = inst.name
+    if inst.router_server ~= nil and inst.router_server ~= "" then
+      servers[#servers + 1] = inst.router_server
+    end
   end
   local version = r.deployment.id
   local payloads = {}
@@ -384,7 +389,13 @@ local function metric_vars(r)
   table.sort(payloads)
   local first = payloads[1] and coordinates[payloads[1]]
   local tag = first and type(first.image) == "string" and string.match(first.image, ":([^:/]+)$")
-  return { instance = table.concat(names, "|"), deployment = r.deployment.id, version = tag or version }
+  return {
+    instance = table.concat(names, "|"),
+    deployment = r.deployment.id,
+    version = tag or version,
+    router_backend = (r.plan or {}).router_backend or "",
+    router_server = table.concat(servers, "|"),
+  }
 end
 
 -- The options of r.metric that may come in ctx.metric's vars; every other var is substituted.

@@ -60,6 +60,7 @@ local function analysis_gate(r, pct, actions)
     })
     if verdict == "pass" then
       s.analysis = "passed"
+      s.analysis_reason = reason  -- not an earlier pass's inconclusive reason
       return true
     elseif verdict == "pending" then
       s.waiting_for = "analysis (" .. reason .. ")"
@@ -601,7 +602,8 @@ return {
       name = "an unknown analysis fails, naming the param",
       r = rollout_of({ old = OLD4, params = { analysis = "vibes" } }),
       expect = { fail("params.analysis: unknown analysis 'vibes' (tide.lib.analysis has "
-        .. "always_fail, always_inconclusive, error_rate, healthy, latency_p99, none)") },
+        .. "always_fail, always_inconclusive, error_rate, healthy, latency_p99, none, router_error_rate, "
+        .. "router_latency)") },
     },
     {
       name = "steps that do not increase fail, naming the param",

@@ -17,7 +17,9 @@
 #include <set>
 #include <thread>
 
+#include "drivers/traffic/haproxy/haproxy_router.h"
 #include "tests/engine/engine_test_support.h"
+#include "tests/support/ports.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -270,4 +272,204 @@ TEST_CASE("analysis: a blue-green's pre-promotion error_rate on Prometheus gates
   CHECK(switched.rollout_state.value("pre_analysis", "") == "passed");
   CHECK(switched.rollout_state.contains("switched_at"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v3", 2}}; }));
+}
+
+// --- analyses at the router (issue 31, item 6) ---------------------------------------------------
+// The same control loop with a real HAProxy router in front of the plan: Prometheus scrapes the
+// router's own exporter (not the workloads), a load generator sends its requests to the plan's
+// endpoint, and the router_* analyses judge the new version on what the router answered.
+namespace {
+
+const char* const kHaproxyBinary = "/usr/sbin/haproxy";
+
+// A version whose workloads take `delay` seconds over each GET /.
+std::string slowDeployment(const std::string& id, int count, const std::string& version, double delay) {
+  return "deployments:\n  - plan: web\n    deployment_id: " + id + "\n    instance_count: " + std::to_string(count) +
+         "\n    payload_coordinates: [{payload_name: web, coordinates: {command: [\"{{tide}}\", workload, --listen, "
+         "\"127.0.0.1:{{port.tcp.80}}\", --version, " +
+         version + ", --delay, \"" + std::to_string(delay) + "\"]}}]\n";
+}
+
+// rolloutPlan with the plan's endpoint at `port`.
+std::string routedPlan(const std::string& script, const std::string& params, int port) {
+  return rolloutPlan(script, params) + "    traffic: {listen: \"127.0.0.1:" + std::to_string(port) +
+         "\", health: {path: /healthz}, drain_seconds: 2}\n";
+}
+
+// Keeps `threads` clients sending GET / to `port` over keep-alive connections until destroyed
+// (or for 10 minutes at most).
+class EndpointLoad {
+ public:
+  EndpointLoad(int port, int threads) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this, port] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+        httplib::Client client("127.0.0.1", port);
+        client.set_keep_alive(true);
+        client.set_connection_timeout(1);
+        client.set_read_timeout(5);
+        while (!stop_ && std::chrono::steady_clock::now() < deadline) {
+          auto reply = client.Get("/");
+          if (reply) {
+            ++requests_;
+          } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));  // no endpoint yet
+          }
+        }
+      });
+    }
+  }
+  ~EndpointLoad() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  int requests() const { return requests_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
+  std::vector<std::thread> threads_;
+};
+
+struct RouterAnalysisFixture : EngineFixture {
+  RouterAnalysisFixture() : EngineFixture({"auto_approve_dev.lua"}), prometheus_dir(dir.path() / "prometheus") {}
+
+  void start(const std::string& script, const std::string& params) {
+    std::filesystem::create_directories(prometheus_dir);
+    prometheus = std::make_unique<PrometheusServer>(prometheus_dir);
+    const int metrics_port = freePort();
+    drivers::traffic::RouterContext context;
+    context.data_dir = dir.path().string();
+    context.clock = &clock;
+    auto made = drivers::traffic::makeHaproxyRouter(
+        Json{{"metrics_listen", "127.0.0.1:" + std::to_string(metrics_port)}, {"check_interval_ms", 200}}, context);
+    REQUIRE_MESSAGE(made.isOk(), made.status().toString());
+    router = std::move(made).value();
+    prometheus->setTargets({metrics_port});
+
+    engine::EngineOptions options = fastOptions();
+    options.hooks_output_dir = hooksOutputDir();
+    options.metric_providers = {{"prom", {"prometheus", prometheus->url(), 2000, ""}}};
+    options.router = router.get();
+    engine.reset();
+    engine = std::make_unique<engine::Engine>(*ledger, *scripts, *drivers, clock, options);
+    apply(kEngineNodes);
+    endpoint_port = freePort();
+    apply(routedPlan(script, params, endpoint_port));
+    engine->start();
+    load = std::make_unique<EndpointLoad>(endpoint_port, 4);
+  }
+
+  ~RouterAnalysisFixture() {
+    load.reset();
+    if (engine) engine->stop();
+    engine.reset();
+    if (router) (void)router->stop();
+  }
+
+  bool waitState(const std::string& id, const std::string& state) {
+    return eventually([&] { return deployment(id).state == state; }, std::chrono::seconds(120));
+  }
+
+  std::string stateOf(const std::string& id) {
+    auto d = ledger->getDeployment("web", id);
+    return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
+  }
+
+  std::filesystem::path prometheus_dir;
+  std::unique_ptr<PrometheusServer> prometheus;
+  std::unique_ptr<drivers::traffic::Router> router;
+  std::unique_ptr<EndpointLoad> load;
+  int endpoint_port = 0;
+};
+
+bool routerTestsCanRun() {
+  if (!prometheusInstalled()) return false;
+  if (std::filesystem::exists(kHaproxyBinary)) return true;
+  MESSAGE("skipped: " << kHaproxyBinary << " is absent (apt-get install haproxy; .ci/install-deps does)");
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("analysis: router_error_rate judges a canary on the answers the router gave, and rolls back 20% 5xx") {
+  if (!routerTestsCanRun()) return;
+  RouterAnalysisFixture f;
+  f.start("canary", "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
+                    "analysis: router_error_rate, analysis_inconclusive_limit: 100000, "
+                    "analysis_params: {provider: prom, max_error_rate: 0.1, window_seconds: 5}}");
+  f.apply(engineDeployment("d1", 2, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), f.stateOf("d1"));
+
+  // The snapshot names the plan's backend and the new instances' servers as HAProxy's
+  // exporter labels them; the good version passes at step 1, judged on the router's numbers.
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE_MESSAGE(eventually([&] { return f.deployment("d2").rollout_state.value("analysis", "") == "passed"; },
+                             std::chrono::seconds(120)),
+                  f.stateOf("d2"));
+  CHECK(f.deployment("d2").rollout_state.value("step", 0) == 1);
+  auto view = f.engine->traffic().view("web");
+  REQUIRE(view);
+  CHECK(view->metrics_url.find(":" ) != std::string::npos);
+  REQUIRE(f.ledger->controlDeployment("web", "d2", "promote", "", "alice").isOk());
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+
+  // 20% of the bad version's answers are 500: above max_error_rate at the router.
+  f.apply(erroringDeployment("d3", 2, "v3", 0.2));
+  REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
+  const std::string message = f.deployment("d3").message;
+  CHECK_MESSAGE(message.find("analysis 'router_error_rate' failed: router error rate ") != std::string::npos,
+                message);
+  CHECK_MESSAGE(message.find("above 10.0% (max_error_rate)") != std::string::npos, message);
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+  CHECK(f.load->requests() > 0);
+}
+
+TEST_CASE("analysis: router_latency rolls back a canary the router saw answer slowly") {
+  if (!routerTestsCanRun()) return;
+  RouterAnalysisFixture f;
+  f.start("canary", "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
+                    "analysis: router_latency, analysis_inconclusive_limit: 100000, "
+                    "analysis_params: {provider: prom, max_latency_seconds: 0.1, window_seconds: 5, "
+                    "min_requests: 5}}");
+  f.apply(engineDeployment("d1", 2, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), f.stateOf("d1"));
+
+  // A version answering at once passes: its servers' mean at the router is far below 0.1 s,
+  // though HAProxy's own average of a young server reads low for another reason.
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE_MESSAGE(eventually([&] { return f.deployment("d2").rollout_state.value("analysis", "") == "passed"; },
+                             std::chrono::seconds(120)),
+                  f.stateOf("d2"));
+  CHECK_MESSAGE(f.deployment("d2").rollout_state.value("analysis_reason", "").find("router latency ") !=
+                    std::string::npos,
+                f.stateOf("d2"));
+  REQUIRE(f.ledger->controlDeployment("web", "d2", "promote", "", "alice").isOk());
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+
+  // Every answer of the next takes 0.3 s: above max_latency_seconds at the router.
+  f.apply(slowDeployment("d3", 2, "v3", 0.3));
+  REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
+  const std::string message = f.deployment("d3").message;
+  CHECK_MESSAGE(message.find("analysis 'router_latency' failed: router latency ") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("above 0.100 s (max_latency_seconds)") != std::string::npos, message);
+  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+}
+
+TEST_CASE("analysis: the router analyses are inconclusive, saying why, for a plan without traffic") {
+  if (!prometheusInstalled()) return;
+  AnalysisFixture f;
+  f.start(rolloutPlan("canary", std::string("{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
+                                             "analysis: router_error_rate, analysis_inconclusive_limit: 100000, "
+                                             "analysis_params: ") +
+                                     kErrorRateParams + "}"));
+  f.apply(engineDeployment("d1", 2, "v1"));
+  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
+  f.apply(engineDeployment("d2", 2, "v2"));
+  REQUIRE_MESSAGE(f.waitFor([&] {
+    return f.deployment("d2").rollout_state.value("analysis_reason", "").find(
+               "router error rate: the plan has no traffic router") != std::string::npos;
+  }),
+                  stateOf(f, "d2"));
+  CHECK(f.deployment("d2").state == "IN_PROGRESS");
 }

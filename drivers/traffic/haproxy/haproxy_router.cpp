@@ -681,6 +681,10 @@ Result<RouterState> HaproxyRouter::applied() {
   return state;
 }
 
+std::string HaproxyRouter::metricBackend(const std::string& plan) const { return mainBackend(plan); }
+
+std::string HaproxyRouter::metricServer(const std::string& server_id) const { return encodeName(server_id); }
+
 Status HaproxyRouter::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);

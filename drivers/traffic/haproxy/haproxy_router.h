@@ -68,6 +68,10 @@ class HaproxyRouter final : public Router {
   Status apply(const std::vector<DesiredPlanTraffic>& plans) override;
   Result<RouterState> applied() override;
   Status stop() override;
+  // HAProxy's exporter labels: proxy="be_<plan>", server="<server id>" (both as the config
+  // names them, encoded).
+  std::string metricBackend(const std::string& plan) const override;
+  std::string metricServer(const std::string& server_id) const override;
 
  private:
   struct Running {
