@@ -171,22 +171,23 @@ local function with_router_requests(ctx)
   return setmetatable({ params = p }, { __index = ctx })
 end
 
-local function router_error_rate(r, ctx)
+-- threshold(...) on the router's metrics, or inconclusive while they say nothing of the new
+-- version.
+local function at_router(r, ctx, what, query_param, query, max_param, default_max, show)
   local ok, why = routed(r)
   if not ok then
-    return "inconclusive", "router error rate: " .. why
+    return "inconclusive", what .. ": " .. why
   end
-  return threshold(with_router_requests(ctx), "router error rate", "error_rate_query", ROUTER_ERROR_RATE_QUERY,
-    "max_error_rate", 0.05, percent)
+  return threshold(with_router_requests(ctx), what, query_param, query, max_param, default_max, show)
+end
+
+local function router_error_rate(r, ctx)
+  return at_router(r, ctx, "router error rate", "error_rate_query", ROUTER_ERROR_RATE_QUERY, "max_error_rate", 0.05,
+    percent)
 end
 
 local function router_latency(r, ctx)
-  local ok, why = routed(r)
-  if not ok then
-    return "inconclusive", "router latency: " .. why
-  end
-  return threshold(with_router_requests(ctx), "router latency", "latency_query", ROUTER_LATENCY_QUERY,
-    "max_latency_seconds", 0.5, seconds)
+  return at_router(r, ctx, "router latency", "latency_query", ROUTER_LATENCY_QUERY, "max_latency_seconds", 0.5, seconds)
 end
 
 return {
