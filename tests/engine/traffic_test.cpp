@@ -403,6 +403,7 @@ TEST_CASE("traffic: plan show prints the endpoint and both splits") {
               {"asked", {{"v2", 10}, {"v1", 90}}},
               {"applied", {{"v1", 100}}},
               {"router", "up"},
+              {"metrics_url", "http://127.0.0.1:9101/metrics"},
               {"reason", "waiting for the router: asked new 10 / old 90, applied new 0 / old 100"}}}};
   std::ostringstream out;
   cli::printPlanShow(out, view, std::chrono::system_clock::now());
@@ -413,4 +414,5 @@ TEST_CASE("traffic: plan show prints the endpoint and both splits") {
   CHECK(text.find("v1 90%") != std::string::npos);
   CHECK(text.find("v1 100%") != std::string::npos);
   CHECK(text.find("waiting for the router") != std::string::npos);
+  CHECK(text.find("Router Metrics:       http://127.0.0.1:9101/metrics") != std::string::npos);
 }
