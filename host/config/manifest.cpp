@@ -130,6 +130,7 @@ const KeyTable kTrafficKeys = {
     {"health", {"health"}},
     {"header_routes", {"headerRoutes", "header_routes"}},
     {"drain_seconds", {"drainSeconds", "drain_seconds"}},
+    {"max_connections", {"maxConnections", "max_connections"}},
 };
 const KeyTable kTrafficHealthKeys = {{"path", {"path"}}};
 const KeyTable kHeaderRouteKeys = {{"header", {"header"}}, {"value", {"value"}}};
@@ -547,6 +548,9 @@ model::PlanTraffic readTraffic(const YamlNode& node, const std::string& path, Pr
   if (auto v = m.number("drain_seconds", Need::kOptional,
                         Bounds{model::kMinDrainSeconds, model::kMaxDrainSeconds})) {
     out.drain_seconds = *v;
+  }
+  if (auto v = m.integer("max_connections", Need::kOptional, Bounds{1, model::kMaxServerConnections})) {
+    out.max_connections = static_cast<int>(*v);
   }
   return out;
 }

@@ -48,6 +48,7 @@ void to_json(nlohmann::json& j, const PlanTraffic& v) {
   if (!v.preview_listen.empty()) j["preview_listen"] = v.preview_listen;
   if (!v.health_path.empty()) j["health"] = nlohmann::json{{"path", v.health_path}};
   if (!v.header_routes.empty()) j["header_routes"] = v.header_routes;
+  if (v.max_connections > 0) j["max_connections"] = v.max_connections;
 }
 
 void from_json(const nlohmann::json& j, PlanTraffic& v) {
@@ -58,6 +59,7 @@ void from_json(const nlohmann::json& j, PlanTraffic& v) {
   if (auto h = j.find("health"); h != j.end() && h->is_object()) v.health_path = h->value("path", "");
   v.header_routes = j.value("header_routes", std::vector<HeaderRoute>{});
   v.drain_seconds = j.value("drain_seconds", 10.0);
+  v.max_connections = j.value("max_connections", 0);
 }
 
 }  // namespace tide::model

@@ -27,6 +27,9 @@ struct PlanTraffic {
   // How long a leaving instance may keep requests in flight before the driver stops it
   // anyway (docs/architecture.md#traffic); kMinDrainSeconds..kMaxDrainSeconds.
   double drain_seconds = 10;
+  // How many connections the router opens to one instance at most; requests beyond wait in the
+  // router's queue (HAProxy's per-server maxconn). 0: no limit.
+  int max_connections = 0;
 
   bool declared() const { return !listen.empty(); }
   bool operator==(const PlanTraffic&) const = default;
@@ -34,12 +37,13 @@ struct PlanTraffic {
 
 inline constexpr double kMinDrainSeconds = 0;
 inline constexpr double kMaxDrainSeconds = 3600;
+inline constexpr int kMaxServerConnections = 100000;
 
 // Why `address` is not a traffic address ("" when it is one): host:port where host is an IPv4
 // address or `localhost` and port is 1..65535.
 std::string trafficAddressProblem(const std::string& address);
 
-// {listen, preview_listen?, health?: {path}, header_routes?, drain_seconds}: the manifest's
+// {listen, preview_listen?, health?: {path}, header_routes?, drain_seconds, max_connections?}: the manifest's
 // shape, which the ledger stores in the plan's spec and the API shows.
 void to_json(nlohmann::json& j, const HeaderRoute& v);
 void from_json(const nlohmann::json& j, HeaderRoute& v);

@@ -78,7 +78,8 @@ TEST_CASE("traffic: per-server weights give each deployment its share of request
 TEST_CASE("traffic: the manifest's traffic section") {
   auto plan = config::parsePlan(trafficPlanYaml("  listen: 127.0.0.1:8080\n  preview_listen: \"localhost:8081\"\n"
                                                 "  health: {path: /healthz}\n"
-                                                "  header_routes: [{header: X-Canary, value: always}]\n"),
+                                                "  header_routes: [{header: X-Canary, value: always}]\n"
+                                                "  max_connections: 8\n"),
                                 "p.yaml");
   REQUIRE_MESSAGE(plan.isOk(), plan.status().toString());
   CHECK(plan->traffic.listen == "127.0.0.1:8080");
@@ -87,6 +88,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
   REQUIRE(plan->traffic.header_routes.size() == 1);
   CHECK(plan->traffic.header_routes[0].header == "X-Canary");
   CHECK(plan->traffic.drain_seconds == 10);
+  CHECK(plan->traffic.max_connections == 8);
   // The JSON form round-trips through the records' shape.
   Json j = Json(*plan)["traffic"];
   CHECK(j["listen"] == "127.0.0.1:8080");
@@ -109,6 +111,15 @@ TEST_CASE("traffic: the manifest's traffic section") {
     REQUIRE_FALSE(bad.isOk());
     CHECK(bad.status().details()[0].field == "traffic.preview_listen");
     CHECK(bad.status().details()[0].location == "p.yaml:10");
+  }
+  SUBCASE("max_connections is a whole number of at least 1") {
+    for (const char* value : {"0", "2.5", "-1", "many"}) {
+      auto bad = config::parsePlan(
+          trafficPlanYaml(std::string("  listen: 127.0.0.1:8080\n  max_connections: ") + value + "\n"), "p.yaml");
+      REQUIRE_FALSE(bad.isOk());
+      CHECK(bad.status().details()[0].field == "traffic.max_connections");
+      CHECK(bad.status().details()[0].location == "p.yaml:10");
+    }
   }
   SUBCASE("an unknown key") {
     auto bad = config::parsePlan(trafficPlanYaml("  listen: 127.0.0.1:8080\n  weights: {a: 1}\n"), "p.yaml");

@@ -62,9 +62,10 @@ std::optional<std::string> planOfBackend(const std::string& backend, bool* previ
   return decodeName(backend.substr(3));
 }
 
-std::string serverArguments(const HealthCheckOptions& check, int weight) {
+std::string serverArguments(const HealthCheckOptions& check, int weight, int max_connections) {
   return "weight " + std::to_string(weight) + " check inter " + std::to_string(check.interval_ms) + " fall " +
-         std::to_string(check.fall) + " rise " + std::to_string(check.rise);
+         std::to_string(check.fall) + " rise " + std::to_string(check.rise) +
+         (max_connections > 0 ? " maxconn " + std::to_string(max_connections) : "");
 }
 
 int fileWeight(const BackendServer& server) { return server.drain ? 0 : server.weight; }
@@ -127,7 +128,8 @@ std::string renderConfig(const ConfigInput& input) {
       for (const BackendServer& server : plan.servers) {
         if (preview && !server.preview) continue;
         out << "  server " << encodeName(server.id) << " " << server.address << " "
-            << serverArguments(input.check, preview ? previewWeight(server) : fileWeight(server)) << "\n";
+            << serverArguments(input.check, preview ? previewWeight(server) : fileWeight(server),
+                               plan.endpoint.max_connections) << "\n";
       }
     }
   }

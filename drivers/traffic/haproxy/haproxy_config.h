@@ -43,7 +43,7 @@ std::optional<std::string> planOfBackend(const std::string& backend, bool* previ
 
 // The arguments of a server line after its address, the same in the file and in
 // `add server` (dynamic servers inherit nothing from default-server).
-std::string serverArguments(const HealthCheckOptions& check, int weight);
+std::string serverArguments(const HealthCheckOptions& check, int weight, int max_connections);  // 0: no maxconn
 
 // A server's weight in the file: a draining server is written with weight 0 (the file has no
 // drain state) and set to drain over the runtime API once haproxy runs.

@@ -413,6 +413,47 @@ TEST_CASE("haproxy router: a drained server finishes its request in flight, gets
   CHECK(tally(desired.endpoint.listen, 10) == std::map<std::string, int>{{"new1", 10}});
 }
 
+TEST_CASE("haproxy router: max_connections holds requests beyond it in the router's queue, file and added servers") {
+  SKIP_WITHOUT_HAPROXY();
+  RouterFixture fixture;
+  Backend first("first1");
+  Backend added("added1");
+  DesiredPlanTraffic desired = plan("web", {server(first, "d1", 1)});
+  desired.endpoint.max_connections = 1;
+  fixture.applyAndWait({desired});
+  CHECK(readText(fixture.haproxy_dir + "/haproxy.cfg").find(" maxconn 1\n") != std::string::npos);
+
+  // A server added over the runtime API gets the limit too: of two slow requests it sees
+  // one; the other waits in haproxy's queue until the first is answered.
+  desired.servers[0].weight = 0;
+  desired.servers.push_back(server(added, "d2", 1));
+  fixture.applyAndWait({desired});
+  std::string replies[2];
+  std::thread clients[2];
+  struct Join {
+    std::thread* threads;
+    Backend& backend;
+    ~Join() {
+      backend.release();
+      for (int i = 0; i < 2; ++i) {
+        if (threads[i].joinable()) threads[i].join();
+      }
+    }
+  } join{clients, added};
+  for (int i = 0; i < 2; ++i) clients[i] = std::thread([&, i] { replies[i] = get(desired.endpoint.listen, "/slow"); });
+  REQUIRE(eventually([&] { return added.slowStarted() == 1; }));
+  CHECK(eventually([&] {
+    const std::optional<AppliedServer> now = findServer(fixture.state(), "web", "added1");
+    return now.has_value() && now->current_sessions == 1;
+  }));
+  CHECK(added.slowStarted() == 1);
+  added.release();
+  for (auto& t : clients) t.join();
+  CHECK(replies[0] == "added1");
+  CHECK(replies[1] == "added1");
+  CHECK(added.slowStarted() == 2);
+}
+
 TEST_CASE("haproxy router: a switch between servers never leaves the backend without one") {
   // Blue-green's switch: a1 256 → 0 and b1 0 → 256 in one apply. The router raises b1 before
   // it lowers a1; the other order leaves a moment with every weight 0, when haproxy answers
