@@ -97,10 +97,10 @@ def main():
             r_rps, r_p99, requests, failed = wrk(f"http://{listen}/version", arguments.seconds)
             router_requests += requests
             router_failed += failed
-            figures = {"step": percent, "direct_rps": round(d_rps), "direct_p99_ms": d_p99,
+            row = {"step": percent, "direct_rps": round(d_rps), "direct_p99_ms": d_p99,
                        "router_rps": round(r_rps), "router_p99_ms": r_p99}
-            print(f"  at {percent}%: {figures}", file=sys.stderr, flush=True)
-            steps.append(figures)
+            print(f"  at {percent}%: {row}", file=sys.stderr, flush=True)
+            steps.append(row)
             if percent < 100:
                 # Through the promotion: the router's figures while the split moves.
                 moving = subprocess.Popen(wrk_command(f"http://{listen}/version", arguments.seconds),
