@@ -75,17 +75,18 @@ local LATENCY_P99_QUERY = 'histogram_quantile(0.99, sum by (le) (rate('
 local REQUESTS_QUERY = 'sum(increase(tide_workload_requests_total{tide_instance=~"{{instance}}"}'
   .. '[{{window}}s]))'
 
--- Asks `query` (ctx.params[query_param] overrides it) and the window's request count (both
--- in one pass, so the host fetches them together), then compares the answer with
+-- Asks `query` (ctx.params[query_param] overrides it) and the window's request count
+-- (`requests_query`, else the workload's; ctx.params.requests_query overrides both), both in
+-- one pass so the host fetches them together, then compares the answer with
 -- ctx.params[max_param] (else default_max): above it fails.
-local function threshold(ctx, what, query_param, query, max_param, default_max, show)
+local function threshold(ctx, what, query_param, query, max_param, default_max, show, requests_query)
   local p = ctx.params
   local provider, max, min_requests = p.provider or "prometheus", p[max_param] or default_max,
     p.min_requests or 20
   local vars = { window = p.window_seconds or 30 }
   local value, why = ctx.metric(provider, p[query_param] or query, vars)
   if min_requests > 0 then
-    local requests, requests_why = ctx.metric(provider, p.requests_query or REQUESTS_QUERY, vars)
+    local requests, requests_why = ctx.metric(provider, p.requests_query or requests_query or REQUESTS_QUERY, vars)
     if requests == nil then
       return "inconclusive", what .. ": " .. tostring(requests_why)
     end
@@ -162,15 +163,6 @@ local function routed(r)
   return false, "no new instance takes traffic at the router yet"
 end
 
-local function with_router_requests(ctx)
-  local p = {}
-  for key, value in pairs(ctx.params) do
-    p[key] = value
-  end
-  p.requests_query = p.requests_query or ROUTER_REQUESTS_QUERY
-  return setmetatable({ params = p }, { __index = ctx })
-end
-
 -- threshold(...) on the router's metrics, or inconclusive while they say nothing of the new
 -- version.
 local function at_router(r, ctx, what, query_param, query, max_param, default_max, show)
@@ -178,7 +170,7 @@ local function at_router(r, ctx, what, query_param, query, max_param, default_ma
   if not ok then
     return "inconclusive", what .. ": " .. why
   end
-  return threshold(with_router_requests(ctx), what, query_param, query, max_param, default_max, show)
+  return threshold(ctx, what, query_param, query, max_param, default_max, show, ROUTER_REQUESTS_QUERY)
 end
 
 local function router_error_rate(r, ctx)

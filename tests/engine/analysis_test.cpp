@@ -206,6 +206,13 @@ struct AnalysisFixture : EngineFixture {
   std::unique_ptr<TrafficAndTargets> traffic;
 };
 
+// The params of a canary of steps 50 and 100 whose gate at each step is `analysis`, asked
+// with `analysis_params` as often as it takes (inconclusive answers never end it).
+std::string canaryJudgedBy(const std::string& analysis, const std::string& analysis_params) {
+  return "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, analysis: " + analysis +
+         ", analysis_inconclusive_limit: 100000, analysis_params: " + analysis_params + "}";
+}
+
 std::string stateOf(AnalysisFixture& f, const std::string& id) {
   auto d = f.ledger->getDeployment("web", id);
   return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
@@ -216,10 +223,7 @@ std::string stateOf(AnalysisFixture& f, const std::string& id) {
 TEST_CASE("analysis: a canary's error_rate on Prometheus passes a good version and rolls back one answering 20% 5xx") {
   if (!prometheusInstalled()) return;
   AnalysisFixture f;
-  f.start(rolloutPlan("canary", std::string("{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
-                                             "analysis: error_rate, analysis_inconclusive_limit: 100000, "
-                                             "analysis_params: ") +
-                                     kErrorRateParams + "}"));
+  f.start(rolloutPlan("canary", canaryJudgedBy("error_rate", kErrorRateParams)));
   f.apply(engineDeployment("d1", 2, "v1"));
   REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
 
@@ -410,9 +414,7 @@ bool routerTestsCanRun() {
 TEST_CASE("analysis: router_error_rate judges a canary on the answers the router gave, and rolls back 20% 5xx") {
   if (!routerTestsCanRun()) return;
   RouterAnalysisFixture f;
-  f.start("canary", "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
-                    "analysis: router_error_rate, analysis_inconclusive_limit: 100000, "
-                    "analysis_params: {provider: prom, max_error_rate: 0.1, window_seconds: 5}}");
+  f.start("canary", canaryJudgedBy("router_error_rate", kErrorRateParams));
   // The snapshot names the plan's backend and the new instances' servers as HAProxy's
   // exporter labels them; the good version passes at step 1, judged on the router's numbers.
   f.completeTwoGoodVersions();
@@ -425,8 +427,7 @@ TEST_CASE("analysis: router_error_rate judges a canary on the answers the router
   f.apply(erroringDeployment("d3", 2, "v3", 0.2));
   REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
   const std::string message = f.deployment("d3").message;
-  CHECK_MESSAGE(message.find("analysis 'router_error_rate' failed: router error rate ") != std::string::npos,
-                message);
+  CHECK_MESSAGE(message.find("analysis 'router_error_rate' failed: router error rate ") != std::string::npos, message);
   CHECK_MESSAGE(message.find("above 10.0% (max_error_rate)") != std::string::npos, message);
   REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
   CHECK(f.load->requests() > 0);
@@ -435,10 +436,8 @@ TEST_CASE("analysis: router_error_rate judges a canary on the answers the router
 TEST_CASE("analysis: router_latency rolls back a canary the router saw answer slowly") {
   if (!routerTestsCanRun()) return;
   RouterAnalysisFixture f;
-  f.start("canary", "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
-                    "analysis: router_latency, analysis_inconclusive_limit: 100000, "
-                    "analysis_params: {provider: prom, max_latency_seconds: 0.1, window_seconds: 5, "
-                    "min_requests: 5}}");
+  f.start("canary", canaryJudgedBy("router_latency",
+                                   "{provider: prom, max_latency_seconds: 0.1, window_seconds: 5, min_requests: 5}"));
   // A version answering at once passes: its servers' mean at the router is far below 0.1 s.
   f.completeTwoGoodVersions();
   CHECK_MESSAGE(f.passed_reason.starts_with("router latency "), f.passed_reason);
@@ -455,16 +454,14 @@ TEST_CASE("analysis: router_latency rolls back a canary the router saw answer sl
 TEST_CASE("analysis: the router analyses are inconclusive, saying why, for a plan without traffic") {
   if (!prometheusInstalled()) return;
   AnalysisFixture f;
-  f.start(rolloutPlan("canary", std::string("{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 60, "
-                                             "analysis: router_error_rate, analysis_inconclusive_limit: 100000, "
-                                             "analysis_params: ") +
-                                     kErrorRateParams + "}"));
+  f.start(rolloutPlan("canary", canaryJudgedBy("router_error_rate", kErrorRateParams)));
   f.apply(engineDeployment("d1", 2, "v1"));
   REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
   f.apply(engineDeployment("d2", 2, "v2"));
   REQUIRE_MESSAGE(f.waitFor([&] {
-    return f.deployment("d2").rollout_state.value("analysis_reason", "").find(
-               "router error rate: the plan has no traffic router") != std::string::npos;
+    return f.deployment("d2")
+               .rollout_state.value("analysis_reason", "")
+               .find("router error rate: the plan has no traffic router") != std::string::npos;
   }),
                   stateOf(f, "d2"));
   CHECK(f.deployment("d2").state == "IN_PROGRESS");

@@ -212,7 +212,8 @@ plans:
     matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
     strategy: {script: )" +
          script + ", params: " + params + R"(}
-    traffic: {listen: "127.0.0.1:)" + std::to_string(port) + R"(", drain_seconds: )" + std::to_string(drain_seconds) + R"(}
+    traffic: {listen: "127.0.0.1:)" +
+         std::to_string(port) + R"(", drain_seconds: )" + std::to_string(drain_seconds) + R"(}
     applications:
       - payload_name: web
         resources: {cores: 1, memory_gib: 1}

@@ -129,7 +129,8 @@ std::string renderConfig(const ConfigInput& input) {
         if (preview && !server.preview) continue;
         out << "  server " << encodeName(server.id) << " " << server.address << " "
             << serverArguments(input.check, preview ? previewWeight(server) : fileWeight(server),
-                               plan.endpoint.max_connections) << "\n";
+                               plan.endpoint.max_connections)
+            << "\n";
       }
     }
   }

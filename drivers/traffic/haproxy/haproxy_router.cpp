@@ -541,7 +541,9 @@ Status HaproxyRouter::reconcileRuntimeLocked(const std::vector<const DesiredPlan
         auto row = present.find({backend, name});
         if (row == present.end()) {
           // A dynamic server starts in maintenance with its check off.
-          if (!act("add server " + path + " " + server.address + " " + serverArguments(options_.check, weight, plan->endpoint.max_connections))) continue;
+          if (!act("add server " + path + " " + server.address + " " +
+                   serverArguments(options_.check, weight, plan->endpoint.max_connections)))
+            continue;
           act("enable health " + path);
           if (server.drain) {
             losses.push_back([&act, path] { act("set server " + path + " state drain"); });
