@@ -29,6 +29,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/free_port.h"
 #include "tests/support/serve_child.h"
 #include "tests/support/source_tree.h"
 #include "tests/support/workloads.h"
@@ -83,20 +84,11 @@ struct ScratchDir {
   }
 };
 
-// A free TCP port on 127.0.0.1: bound to port 0 and closed again (good enough for a bench
-// that runs alone).
+// A free TCP port on 127.0.0.1 (good enough for a bench that runs alone).
 inline int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    fail("no free port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
+  const int port = testing::unusedLoopbackPort();
+  if (port == 0) fail("no free port");
+  return port;
 }
 
 // Forks `program` (found on PATH unless it holds a '/') with `argv` (argv[0] first), its

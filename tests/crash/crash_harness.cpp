@@ -39,6 +39,7 @@
 
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/free_port.h"
 #include "tests/support/serve_child.h"
 #include "tests/support/workloads.h"
 
@@ -91,13 +92,6 @@ std::string format(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f s", seconds);
   return text;
-}
-
-int freePort() {
-  httplib::Server probe;
-  const int port = probe.bind_to_any_port("127.0.0.1");
-  probe.stop();
-  return port;
 }
 
 // `tide serve` in its own process, killed and restarted by the cycles.
@@ -216,7 +210,7 @@ struct Totals {
 class Harness {
  public:
   Harness(const Options& options, fs::path dir)
-      : options_(options), dir_(std::move(dir)), random_(options.seed), port_(freePort()), host_(dir_, port_) {}
+      : options_(options), dir_(std::move(dir)), random_(options.seed), port_(testing::unusedLoopbackPort()), host_(dir_, port_) {}
 
   // 0 when every cycle held, 1 at the first that did not (its reason on stderr).
   int run() {

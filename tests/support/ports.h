@@ -20,20 +20,15 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/support/free_port.h"
+
 namespace tide::testing {
 
 // A TCP port on the loopback address that was free a moment ago (the kernel's choice).
 inline int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  socklen_t length = sizeof address;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-  ::close(fd);
-  return ntohs(address.sin_port);
+  const int port = unusedLoopbackPort();
+  REQUIRE(port > 0);
+  return port;
 }
 
 struct PortRange {
