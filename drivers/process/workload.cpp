@@ -12,6 +12,7 @@
 #include <httplib.h>
 #include <CLI/CLI.hpp>
 
+#include "drivers/http/listening_server.h"
 #include "drivers/process/workload_metrics.h"
 
 namespace tide::drivers {
@@ -52,7 +53,7 @@ int serve(const WorkloadOptions& options) {
   const char* instance_env = std::getenv("TIDE_INSTANCE");
   const std::string instance = instance_env != nullptr ? instance_env : "";
 
-  httplib::Server server;
+  ListeningServer server;
   // A reply's header and body go out as two writes: with Nagle's algorithm the second waits
   // for the ACK of the first, which a proxy that reuses the connection (HAProxy) delays by
   // 40 ms; about one request in twelve through the router took 40 ms before this.
@@ -110,6 +111,7 @@ int serve(const WorkloadOptions& options) {
     pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
     return 1;
   }
+  server.setListenBacklog();
   say("tide workload " + options.version + " listening on " + host + ":" + std::to_string(port));
 
   std::thread listener([&server] { server.listen_after_bind(); });

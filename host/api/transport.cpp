@@ -587,23 +587,10 @@ GuardedServer::GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls,
   new_task_queue = [limits = limits_, on_dropped = std::move(on_dropped)] {
     return new ConnectionQueue(limits.max_connections, limits.max_refusal_backlog, on_dropped);
   };
-  // httplib's default sets SO_REUSEPORT, with which a second host (another data dir) binds the
-  // same address and the kernel splits connections between the two. SO_REUSEADDR alone still
-  // lets a restarted host rebind while old connections sit in TIME_WAIT, and refuses a port
-  // another socket listens on.
-  set_socket_options([](socket_t sock) {
-    const int yes = 1;
-    (void)::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // best effort: only TIME_WAIT rebinds need it
-  });
 }
 
 GuardedServer::~GuardedServer() {
   if (interrupt_fd_ >= 0) ::close(interrupt_fd_);
-}
-
-void GuardedServer::setListenBacklog(int backlog) {
-  // Best effort: a backlog the kernel refuses leaves the one listen() already set.
-  if (svr_sock_ != INVALID_SOCKET) (void)::listen(svr_sock_, backlog);
 }
 
 void GuardedServer::interruptConnections() {

@@ -26,12 +26,13 @@
 #include <memory>
 #include <optional>
 
+#include "drivers/http/listening_server.h"
 #include "host/api/server.h"
 #include "host/core/status.h"
 
 namespace tide::api {
 
-class GuardedServer final : public httplib::Server {
+class GuardedServer final : public drivers::ListeningServer {
  public:
   // kInvalidArgument naming the file when the TLS certificate or key cannot be loaded.
   // `on_dropped` runs (on the accepting thread) for each connection closed unanswered
@@ -40,9 +41,6 @@ class GuardedServer final : public httplib::Server {
                                                        std::function<void()> on_dropped = {});
   ~GuardedServer() override;
 
-  // After binding: lets `backlog` connections wait to be accepted (httplib listens with 5,
-  // so a burst of new clients would have SYNs dropped).
-  void setListenBacklog(int backlog);
   // Ends every connection at its next wait, including one whose request is still being
   // read, so stop() does not wait for clients. Call before stop(); not undone.
   void interruptConnections();

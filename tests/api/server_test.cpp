@@ -17,6 +17,7 @@
 #include "host/core/embedded.h"
 #include "tests/api/api_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/ports.h"
 #include "tests/support/stderr_capture.h"
 
 using namespace tide;
@@ -54,6 +55,12 @@ TEST_CASE("api: a second host is refused the address a first one listens on, wit
   CHECK_MESSAGE(started.message().find("in use") != std::string::npos, started.toString());
   second.stop();
   CHECK(first.get("/healthz", "").status == 200);
+}
+
+TEST_CASE("api: the server listens with a backlog for bursts of new clients, alone on its port") {
+  ApiHarness h;
+  CHECK(listenBacklogOf(h.server->port()) >= 128);  // the kernel caps the 1,024 asked at somaxconn
+  CHECK_FALSE(portCanBeShared(h.server->port()));
 }
 
 TEST_CASE("api: every request is logged on stderr as one line: method, path, status, time and actor") {

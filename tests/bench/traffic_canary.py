@@ -9,8 +9,11 @@ router); the plan has one instance per version, so at each step the router split
 two workloads while the direct runs hit one. Prints one JSON line on stdout:
   {"bench": "traffic_canary", "steps": [{"step", "direct_rps", "direct_p99_ms", "router_rps",
    "router_p99_ms"}...], "direct_rps", "router_rps", "rps_ratio", "direct_p99_ms",
-   "router_p99_ms", "p99_added_ms", "router_requests", "router_failed"}
-(the top-level figures are medians over the steps). Targets: p99 added <= 2 ms, router rps
+   "router_p99_ms", "p99_added_ms", "router_requests", "router_failed", "cores",
+   "direct_workload_cpu_us", "router_workload_cpu_us", "router_haproxy_cpu_us"}
+(the top-level figures are medians over the steps; the *_cpu_us figures are the CPU
+microseconds per request the workloads and haproxy spent, which on a machine of few cores
+bound requests/s: wrk, haproxy and the workloads share them). Targets: p99 added <= 2 ms, router rps
 >= 80% of direct, 0 failed.
 
   tests/bench/traffic_canary.py --tide build-release/tide --source . [--seconds 10]
@@ -20,6 +23,7 @@ Needs wrk and haproxy (.ci/install-deps --bench).
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -60,6 +64,42 @@ def wrk(url, seconds):
     return figures(subprocess.run(wrk_command(url, seconds), capture_output=True, text=True, check=True).stdout)
 
 
+def cpu_seconds(pids):
+    """User and system CPU seconds the processes `pids` used so far (those still alive)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def haproxy_of(data_dir):
+    """The pids of the haproxy processes the host supervises (their config under its data dir)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"haproxy" in cmdline.split(b"\0")[0] and str(data_dir).encode() in cmdline:
+                pids.append(int(entry.name))
+    return pids
+
+
+def measured(url, seconds, workloads, haproxy):
+    """wrk's figures, and the CPU microseconds per request the workloads and haproxy spent."""
+    before = cpu_seconds(workloads), cpu_seconds(haproxy)
+    rps, p99, requests, failed = wrk(url, seconds)
+    after = cpu_seconds(workloads), cpu_seconds(haproxy)
+    per_request = [round((a - b) * 1e6 / max(requests, 1), 1) for a, b in zip(after, before)]
+    return rps, p99, requests, failed, per_request
+
+
 def listen_of(pid):
     """The --listen address of the workload `pid`."""
     args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -93,12 +133,17 @@ def main():
                 wait_state(host, "v2", "COMPLETED", kPlan)
             settled_at(host, "v2", percent, kPlan)
             direct = listen_of(workloads_of(host.data_dir, 2)[0])
-            d_rps, d_p99, _, _ = wrk(f"http://{direct}/version", arguments.seconds)
-            r_rps, r_p99, requests, failed = wrk(f"http://{listen}/version", arguments.seconds)
+            workloads = workloads_of(host.data_dir, 1) + workloads_of(host.data_dir, 2)
+            haproxy = haproxy_of(host.data_dir)
+            d_rps, d_p99, _, _, d_cpu = measured(f"http://{direct}/version", arguments.seconds, workloads, haproxy)
+            r_rps, r_p99, requests, failed, r_cpu = measured(f"http://{listen}/version", arguments.seconds,
+                                                             workloads, haproxy)
             router_requests += requests
             router_failed += failed
             row = {"step": percent, "direct_rps": round(d_rps), "direct_p99_ms": d_p99,
-                       "router_rps": round(r_rps), "router_p99_ms": r_p99}
+                   "router_rps": round(r_rps), "router_p99_ms": r_p99,
+                   "direct_workload_cpu_us": d_cpu[0], "router_workload_cpu_us": r_cpu[0],
+                   "router_haproxy_cpu_us": r_cpu[1]}
             print(f"  at {percent}%: {row}", file=sys.stderr, flush=True)
             steps.append(row)
             if percent < 100:
@@ -119,7 +164,11 @@ def main():
                   "rps_ratio": round(median("router_rps") / median("direct_rps"), 2),
                   "direct_p99_ms": median("direct_p99_ms"), "router_p99_ms": median("router_p99_ms"),
                   "p99_added_ms": round(median("router_p99_ms") - median("direct_p99_ms"), 2),
-                  "router_requests": router_requests, "router_failed": router_failed}
+                  "router_requests": router_requests, "router_failed": router_failed,
+                  "cores": os.cpu_count(),
+                  "direct_workload_cpu_us": median("direct_workload_cpu_us"),
+                  "router_workload_cpu_us": median("router_workload_cpu_us"),
+                  "router_haproxy_cpu_us": median("router_haproxy_cpu_us")}
         print(json.dumps(result), flush=True)
     finally:
         host.stop()

@@ -70,6 +70,7 @@ class WorkloadProcess {
   }
 
   pid_t pid() const { return pid_; }
+  int port() const { return port_; }
 
  private:
   int port_;
@@ -113,6 +114,16 @@ TEST_CASE("driver: workload serves /healthz, /version and / and exits 0 on SIGTE
 
   kill(workload.pid(), SIGTERM);
   CHECK(workload.awaitExit() == 0);
+}
+
+// Behind a router, or under a load generator, new connections come in bursts: httplib's own
+// backlog of 5 dropped SYNs, each retried a second later (p99 through HAProxy was 900 ms).
+TEST_CASE("workload: listens with a server's backlog, alone on its port") {
+  WorkloadOptions options;
+  WorkloadProcess workload(options);
+  REQUIRE(workload.await("/healthz") == "ok");
+  CHECK(listenBacklogOf(workload.port()) >= 128);  // the kernel caps the 1,024 asked at somaxconn
+  CHECK_FALSE(portCanBeShared(workload.port()));
 }
 
 TEST_CASE("driver: workload health follows --healthy-after and --fail-health-after") {

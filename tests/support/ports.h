@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -29,6 +30,37 @@ inline int freePort() {
   const int port = unusedLoopbackPort();
   REQUIRE(port > 0);
   return port;
+}
+
+// The listen backlog of the socket listening on 127.0.0.1:`port` (what `ss -ltn` prints as
+// Send-Q for a listener), or -1 when none listens there.
+inline int listenBacklogOf(int port) {
+  const std::string command = "ss -Hltn 'sport = :" + std::to_string(port) + "' 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char state[32] = {};
+  int received = 0, backlog = -1;
+  const int fields = std::fscanf(pipe, "%31s %d %d", state, &received, &backlog);
+  ::pclose(pipe);
+  return fields == 3 && std::string(state) == "LISTEN" ? backlog : -1;
+}
+
+// Whether a second socket, asking for SO_REUSEPORT, can also listen on 127.0.0.1:`port`
+// (it can when the one listening there set SO_REUSEPORT too, and then the kernel splits
+// new connections between the two).
+inline bool portCanBeShared(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  const int yes = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool shared = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && ::listen(fd, 1) == 0;
+  ::close(fd);
+  return shared;
 }
 
 struct PortRange {
