@@ -36,9 +36,6 @@ using std::chrono::steady_clock;
 // Requests one kept-alive connection may carry before httplib closes it (its default, 5,
 // makes a busy client reconnect all the time).
 constexpr size_t kKeepAliveRequests = 100000;
-// Connections waiting to be accepted; a burst of new clients (a load generator, agents
-// reconnecting after a restart) would otherwise have SYNs dropped and wait for the retry.
-constexpr int kListenBacklog = 1024;
 
 // Long polls and event streams together; the rest of the pool stays free for requests.
 constexpr int kMaxWaitingRequests = 16;
@@ -205,7 +202,7 @@ Status ApiServer::Impl::start() {
       }
       return Status::unavailable("cannot listen on " + address + " (address in use, not local, or not permitted)");
     }
-    http->setListenBacklog(kListenBacklog);
+    http->setListenBacklog();  // agents reconnecting after a restart come in a burst
     stopping_ = false;
     auto listening = std::make_shared<std::atomic<bool>>(false);
     listener_ = std::thread([server = http.get(), listening] {

@@ -210,7 +210,11 @@ struct Totals {
 class Harness {
  public:
   Harness(const Options& options, fs::path dir)
-      : options_(options), dir_(std::move(dir)), random_(options.seed), port_(testing::unusedLoopbackPort()), host_(dir_, port_) {}
+      : options_(options),
+        dir_(std::move(dir)),
+        random_(options.seed),
+        port_(testing::unusedLoopbackPort()),
+        host_(dir_, port_) {}
 
   // 0 when every cycle held, 1 at the first that did not (its reason on stderr).
   int run() {

@@ -33,7 +33,8 @@ inline int freePort() {
 }
 
 // The listen backlog of the socket listening on 127.0.0.1:`port` (what `ss -ltn` prints as
-// Send-Q for a listener), or -1 when none listens there.
+// Send-Q for a listener), or -1 when none listens there. Needs `ss` (iproute2,
+// .ci/install-deps).
 inline int listenBacklogOf(int port) {
   const std::string command = "ss -Hltn 'sport = :" + std::to_string(port) + "' 2>/dev/null";
   FILE* pipe = ::popen(command.c_str(), "r");
