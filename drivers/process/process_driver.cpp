@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "drivers/process/spawn.h"
+#include "host/core/failpoint.h"
 #include "host/core/fd.h"
 #include "host/core/json_reader.h"
 
@@ -421,6 +422,12 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
   record.cluster = options_.cluster;
   record.meta_instance = spec.meta_instance;
   record.volumes = volumes;
+  // Saved without a process until the spawn below is recorded: a host that dies in between
+  // leaves a record without a pid, which the next ensure or stop reads as "started, never
+  // recorded" and ends by environment. Keeping the last run's pid here hid that new process
+  // (one workload more than the ledger ran, after a crash during a restart).
+  record.workload = {};
+  record.waiter = {};
 
   Launch launch;
   {
@@ -460,6 +467,7 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
   for (const auto& [name, value] : env) request.env.push_back(name + "=" + value);
   Result<SpawnedProcess> spawned = spawnDetached(request);
   if (!spawned.isOk()) return forgetIfNew(spawned.status().withPrefix("starting " + spec.id));
+  TIDE_RETURN_IF_ERROR(failpoint::check("process.spawned"));
 
   record.workload = spawned->workload;
   record.waiter = spawned->waiter;

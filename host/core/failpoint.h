@@ -13,7 +13,8 @@
 //
 // The places: ledger.commit.before / .after (the group commit of every ledger write) and
 // driver.<call>.before / .after for every driver call (ensure_volume, remove_volume, ensure,
-// stop, remove, status, list; a batched status of many instances is one "status" call).
+// stop, remove, status, list; a batched status of many instances is one "status" call), and
+// process.spawned (the process driver started a workload and has not recorded its pid yet).
 //
 // Thread-safety: every function is thread-safe.
 

@@ -63,7 +63,7 @@ const char* const kKillPlaces[] = {
     "driver.ensure.after",         "driver.stop.before",         "driver.stop.after",
     "driver.remove.before",        "driver.remove.after",        "driver.ensure_volume.before",
     "driver.ensure_volume.after",  "driver.remove_volume.before", "driver.remove_volume.after",
-    "driver.status.after",
+    "driver.status.after",         "process.spawned",
 };
 
 struct PlanShape {

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "host/core/failpoint.h"
 #include "tests/drivers/driver_test_support.h"
+#include "tests/support/workloads.h"
 
 using namespace tide;
 using namespace tide::drivers;
@@ -214,6 +216,34 @@ TEST_CASE("driver: process ensure restarts an exited instance on the same host p
   CHECK(second->state == "RUNNING");
   CHECK(second->handle != first->handle);
   CHECK(second->ports == first->ports);
+}
+
+TEST_CASE("driver: a restart whose start was never recorded leaves one process once ensured again") {
+  // The host dies (here: fails) between starting the new run and recording its pid; a new
+  // driver over the same state dir must end that unrecorded run, not start a second copy.
+  struct Disarm {
+    ~Disarm() { (void)failpoint::arm(""); }
+  } disarm;
+  ProcessDriverFixture f;
+  WorkloadsReaper reaper{f.options.state_dir};
+  std::string marker = f.dir.file("marker");
+  RuntimeSpec spec = f.command("1", "if [ -e " + marker + " ]; then exec sleep 300; fi; touch " + marker + "; exit 4");
+  REQUIRE(f.driver->ensure(spec).isOk());
+  REQUIRE(eventually([&] { return f.stateOf("1") == "EXITED"; }));
+
+  REQUIRE(failpoint::arm("process.spawned=error@1").isOk());
+  CHECK_FALSE(f.driver->ensure(spec).isOk());
+  REQUIRE(eventually([&] { return workloadsOf(f.options.state_dir).size() == 1; }));
+  REQUIRE(failpoint::arm("").isOk());
+
+  std::unique_ptr<ProcessDriver> restarted = f.another();
+  auto again = restarted->ensure(spec);
+  REQUIRE_MESSAGE(again.isOk(), again.status().toString());
+  CHECK(again->state == "RUNNING");
+  CHECK(eventually([&] { return workloadsOf(f.options.state_dir).size() == 1; }));
+  const std::vector<pid_t> running = workloadsOf(f.options.state_dir);
+  REQUIRE(running.size() == 1);
+  CHECK(again->handle.starts_with("pid:" + std::to_string(running.front()) + ":"));
 }
 
 TEST_CASE("driver: process records whose start time does not match are not ours (pid reuse)") {
