@@ -59,10 +59,12 @@ constexpr auto kFailpointWindow = std::chrono::seconds(8);
 
 // The places a cycle may kill the host at (host/core/failpoint.h names them all).
 const char* const kKillPlaces[] = {
-    "ledger.commit.before",        "ledger.commit.after",        "driver.ensure.before",
-    "driver.ensure.after",         "driver.stop.before",         "driver.stop.after",
-    "driver.remove.before",        "driver.remove.after",        "driver.ensure_volume.before",
-    "driver.ensure_volume.after",  "driver.remove_volume.before", "driver.remove_volume.after",
+    "ledger.commit.before",        "ledger.commit.after",
+    "driver.ensure.before",        "driver.ensure.after",
+    "driver.stop.before",          "driver.stop.after",
+    "driver.remove.before",        "driver.remove.after",
+    "driver.ensure_volume.before", "driver.ensure_volume.after",
+    "driver.remove_volume.before", "driver.remove_volume.after",
     "driver.status.after",         "process.spawned",
 };
 
