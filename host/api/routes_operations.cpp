@@ -94,12 +94,15 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
 
 // model::judgeApproval for `principal` deciding `operation` now, under the host's four-eyes
 // rule (auth.approver_must_differ).
-model::ApprovalRuling judge(const ApiContext& context, const model::Operation& operation, const Principal& principal,
-                            model::ApprovalAct act, const OperationRequest& asked) {
-  return model::judgeApproval(
-      {operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
-       context.approver_must_differ},
-      model::Approver{principal.name, roleName(principal.role), act, asked.override, asked.reason.value_or("")});
+// Both parties with their chains of minters (model::sameParty).
+Result<model::ApprovalRuling> judge(const ApiContext& context, const model::Operation& operation,
+                                    const Principal& principal, model::ApprovalAct act, const OperationRequest& asked) {
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by, context.ledger.mintersOf(operation.requested_by));
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> minted_by, context.ledger.mintersOf(principal.name));
+  return model::judgeApproval({operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
+                               context.approver_must_differ, std::move(requester_minted_by)},
+                              model::Approver{principal.name, roleName(principal.role), act, asked.override,
+                                              asked.reason.value_or(""), std::move(minted_by)});
 }
 
 }  // namespace
@@ -129,7 +132,9 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "approved", asked.override));
-  TIDE_RETURN_IF_ERROR(judge(context, operation, request.principal, model::ApprovalAct::kApprove, asked).allowed);
+  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling,
+                        judge(context, operation, request.principal, model::ApprovalAct::kApprove, asked));
+  TIDE_RETURN_IF_ERROR(ruling.allowed);
   // Without a generation from the client, the one read here: what is approved is exactly
   // the operation checked above, or nothing (409) if it changed meanwhile.
   if (!asked.generation) asked.generation = operation.meta.generation;
@@ -145,7 +150,9 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "rejected", false));
-  TIDE_RETURN_IF_ERROR(judge(context, operation, request.principal, model::ApprovalAct::kReject, asked).allowed);
+  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling,
+                        judge(context, operation, request.principal, model::ApprovalAct::kReject, asked));
+  TIDE_RETURN_IF_ERROR(ruling.allowed);
   if (!asked.generation) asked.generation = operation.meta.generation;
   TIDE_ASSIGN_OR_RETURN(model::Operation rejected,
                         context.ledger.setOperationState(asked.id, "REJECTED", asked.generation, actor,

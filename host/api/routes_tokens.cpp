@@ -51,6 +51,7 @@ Json tokenJson(const model::ApiToken& token, const std::string& now, const std::
               {"source", source},
               {"state", state},
               {"created_at", token.created_at},
+              {"created_by", token.created_by},
               {"expires_at", token.expires_at},
               {"revoked_at", token.revoked_at},
               {"revoked_by", token.revoked_by},

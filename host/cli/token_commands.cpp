@@ -23,11 +23,12 @@ std::string orNever(const Json& token, const char* key, const char* none) {
 }
 
 void printTokenTable(std::ostream& out, const Json& items) {
-  Table table({"Name", "Role", "Node", "Source", "State", "Created At", "Expires At", "Revoked At", "Revoked By"});
+  Table table({"Name", "Role", "Node", "Source", "State", "Created At", "Created By", "Expires At", "Revoked At",
+               "Revoked By"});
   for (const Json& t : items) {
     table.addRow({t.value("name", ""), t.value("role", ""), t.value("node", ""), t.value("source", ""),
-                  t.value("state", ""), t.value("created_at", ""), orNever(t, "expires_at", "never"),
-                  t.value("revoked_at", ""), t.value("revoked_by", "")});
+                  t.value("state", ""), t.value("created_at", ""), t.value("created_by", ""),
+                  orNever(t, "expires_at", "never"), t.value("revoked_at", ""), t.value("revoked_by", "")});
   }
   table.print(out);  // with its "Total: N" line
 }

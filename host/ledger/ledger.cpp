@@ -527,14 +527,38 @@ Result<std::vector<Decision>> Ledger::listDecisions(int64_t operation_id) {
 
 namespace {
 
-const char* kTokenSelect = "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by, node FROM tokens";
+const char* kTokenSelect =
+    "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by, node, created_by FROM tokens";
 
 ApiToken tokenFromRow(const soci::row& r) {
-  return ApiToken{rowInt(r, 0),    rowString(r, 1), rowString(r, 2), rowString(r, 3),
-                  rowString(r, 4), rowString(r, 5), rowString(r, 6), rowString(r, 7)};
+  return ApiToken{rowInt(r, 0),    rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
+                  rowString(r, 5), rowString(r, 6), rowString(r, 7), rowString(r, 8)};
 }
 
 }  // namespace
+
+// Ledger::mintersOf over one connection: breadth first up the created_by column, each name
+// once (a name reused after a revocation brings the minters of every token that held it).
+std::vector<std::string> mintersOf(Db& db, const std::string& name) {
+  std::vector<std::string> out;
+  std::vector<std::string> next = {name};
+  while (!next.empty() && out.size() < Ledger::kMaxMinters) {
+    std::vector<std::string> found;
+    for (const std::string& minted : next) {
+      db.forEachRow(
+          "SELECT DISTINCT created_by FROM tokens WHERE name = :n AND created_by IS NOT NULL ORDER BY created_by",
+          [&](const soci::row& r) {
+            std::string minter = rowString(r, 0);
+            if (minter == name || std::find(out.begin(), out.end(), minter) != out.end()) return;
+            out.push_back(minter);
+            found.push_back(std::move(minter));
+          },
+          soci::use(minted));
+    }
+    next = std::move(found);
+  }
+  return out;
+}
 
 Result<ApiToken> Ledger::createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
                                      const std::string& actor, const std::string& expires_at,
@@ -569,15 +593,15 @@ Result<ApiToken> Ledger::createToken(const std::string& name, const std::string&
     soci::indicator expiry = expires_at.empty() ? soci::i_null : soci::i_ok;
     soci::indicator bound = node.empty() ? soci::i_null : soci::i_ok;
     tx.db().run(
-        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at, node) VALUES (:n, :s, :r, :c, :e, :nd) "
-        "RETURNING id",
+        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at, node, created_by) "
+        "VALUES (:n, :s, :r, :c, :e, :nd, :by) RETURNING id",
         soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::use(expires_at, expiry),
-        soci::use(node, bound), soci::into(id));
+        soci::use(node, bound), soci::use(actor), soci::into(id));
     Json data{{"role", role}};
     if (!expires_at.empty()) data["expires_at"] = expires_at;
     if (!node.empty()) data["node"] = node;
     tx.event("token.created", "token/" + name, data);
-    return ApiToken{id, name, role, tx.now(), expires_at, "", "", node};
+    return ApiToken{id, name, role, tx.now(), expires_at, "", "", node, actor};
   });
 }
 
@@ -632,6 +656,11 @@ Result<ApiToken> Ledger::revokeToken(const std::string& name, const std::string&
     token.revoked_by = actor;
     return token;
   });
+}
+
+Result<std::vector<std::string>> Ledger::mintersOf(const std::string& name) {
+  return read("find token minters",
+              [&](Db& db) -> Result<std::vector<std::string>> { return ledger::mintersOf(db, name); });
 }
 
 int64_t Ledger::countTokens() {

@@ -492,6 +492,12 @@ class Ledger {
   Result<ApiToken> revokeToken(const std::string& name, const std::string& actor, bool keep_an_admin);
   // Live tokens (not revoked; expired ones count until revoked).
   int64_t countTokens();
+  // Who minted the token `name`, who minted that one, and so on, nearest first, each once
+  // (model::sameParty); revoked tokens count, so a revocation does not launder a chain.
+  // Empty for a config token, an unknown name, or the bootstrap token ("system" minted it).
+  // At most kMaxMinters names.
+  Result<std::vector<std::string>> mintersOf(const std::string& name);
+  static constexpr size_t kMaxMinters = 32;
 
   // A write transaction; opaque outside host/ledger/.
   class Tx;

@@ -883,11 +883,15 @@ Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::
     if (o.state != "PENDING_APPROVAL") {
       return Status::conflict(subject + " is " + o.state + "; only an operation in PENDING_APPROVAL can be approved");
     }
-    // Again in this transaction, against what is written now. The host's four-eyes rule is the
-    // API's to add: it asked the same function before it came here.
-    model::ApprovalRuling ruling = model::judgeApproval(
-        {id, o.requested_by, model::approvalStateOf(o.decision)},
-        model::Approver{approval.actor, approval.role, model::ApprovalAct::kApprove, approval.override, approval.reason});
+    // Again in this transaction, against what is written now, with both parties' minters as
+    // the tokens table holds them now. The host's four-eyes rule is the API's to add: it asked
+    // the same function before it came here.
+    approval.minted_by = ledger::mintersOf(tx.db(), approval.actor);
+    model::ApprovalCase waiting{id, o.requested_by, model::approvalStateOf(o.decision)};
+    waiting.requester_minted_by = ledger::mintersOf(tx.db(), o.requested_by);
+    model::ApprovalRuling ruling =
+        model::judgeApproval(waiting, model::Approver{approval.actor, approval.role, model::ApprovalAct::kApprove,
+                                                      approval.override, approval.reason, approval.minted_by});
     TIDE_RETURN_IF_ERROR(ruling.allowed);
     approval.at = tx.now();
     ruling.after.given.back().at = approval.at;

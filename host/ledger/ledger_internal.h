@@ -156,6 +156,9 @@ auto fetchOne(Db& db, Where& where, const std::string& not_found, FromRow&& from
 // Looks up a live record's id by name; 0 when there is none.
 int64_t liveIdByName(Db& db, const char* table, const std::string& name);
 
+// Ledger::mintersOf over `db` (inside a transaction, or a read).
+std::vector<std::string> mintersOf(Db& db, const std::string& name);
+
 // UPDATE of `table` row `id` guarded by `generation` (when given): bumps generation and
 // updated_at. `assignments` is "col = :x, ..." bound from `values`. kConflict when the
 // generation moved, kNotFound when the row is gone.

@@ -22,14 +22,36 @@ bool holdsRole(const std::string& held, const std::string& required) {
   return required.empty() || rankOf(held) >= rankOf(required);
 }
 
-// Whether `distinct_from` keeps `actor` from counting.
-bool excluded(const ApprovalRequirement& requirement, const std::string& requested_by, const std::string& actor) {
+bool among(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Whether `distinct_from` keeps `actor` (minted by `minted_by`) from counting: it names the
+// actor or one of its minters, or "requester" and the actor is the requester's party.
+bool excluded(const ApprovalRequirement& requirement, const std::string& requested_by,
+              const std::vector<std::string>& requester_minted_by, const std::string& actor,
+              const std::vector<std::string>& minted_by) {
   return std::any_of(requirement.distinct_from.begin(), requirement.distinct_from.end(), [&](const std::string& name) {
-    return name == actor || (name == "requester" && actor == requested_by);
+    if (name == "requester") return sameParty(requested_by, requester_minted_by, actor, minted_by);
+    return name == actor || among(minted_by, name);
   });
 }
 
+// Why `actor` counts as `party` in a refusal: "" when it is that token itself.
+std::string asParty(const std::string& actor, const std::vector<std::string>& minted_by, const std::string& party,
+                    const std::vector<std::string>& party_minted_by) {
+  if (actor == party) return "";
+  if (among(minted_by, party)) return " (" + actor + " was minted by " + party + ")";
+  if (among(party_minted_by, actor)) return " (" + actor + " minted " + party + "'s token)";
+  return "";
+}
+
 }  // namespace
+
+bool sameParty(const std::string& a, const std::vector<std::string>& a_minted_by, const std::string& b,
+               const std::vector<std::string>& b_minted_by) {
+  return a == b || among(a_minted_by, b) || among(b_minted_by, a);
+}
 
 ApprovalRequirement strictest(const ApprovalRequirement& a, const ApprovalRequirement& b) {
   ApprovalRequirement out = a;
@@ -63,8 +85,12 @@ ApprovalState approvalStateOf(const Json& decision) {
   }
   for (const Json& g : approvals.value("given", Json::array())) {
     if (!g.is_object()) continue;
-    state.given.push_back({g.value("actor", ""), g.value("role", ""), g.value("override", false),
-                           g.value("reason", ""), g.value("at", "")});
+    GivenApproval given{g.value("actor", ""), g.value("role", ""), g.value("override", false), g.value("reason", ""),
+                        g.value("at", "")};
+    for (const Json& minter : g.value("minted_by", Json::array())) {
+      if (minter.is_string()) given.minted_by.push_back(minter.get<std::string>());
+    }
+    state.given.push_back(std::move(given));
   }
   return state;
 }
@@ -72,8 +98,9 @@ ApprovalState approvalStateOf(const Json& decision) {
 Json approvalsJson(const ApprovalState& state) {
   Json given = Json::array();
   for (const GivenApproval& g : state.given) {
-    given.push_back(
-        {{"actor", g.actor}, {"role", g.role}, {"override", g.override}, {"reason", g.reason}, {"at", g.at}});
+    Json entry{{"actor", g.actor}, {"role", g.role}, {"override", g.override}, {"reason", g.reason}, {"at", g.at}};
+    if (!g.minted_by.empty()) entry["minted_by"] = g.minted_by;
+    given.push_back(std::move(entry));
   }
   return Json{{"required", state.requirement.approvals},
               {"role", state.requirement.role},
@@ -84,9 +111,13 @@ Json approvalsJson(const ApprovalState& state) {
 std::vector<const GivenApproval*> countedApprovals(const ApprovalState& state, const std::string& requested_by) {
   std::vector<const GivenApproval*> out;
   for (const GivenApproval& g : state.given) {
-    if (!holdsRole(g.role, state.requirement.role) || excluded(state.requirement, requested_by, g.actor)) continue;
-    const bool counted =
-        std::any_of(out.begin(), out.end(), [&g](const GivenApproval* c) { return c->actor == g.actor; });
+    if (!holdsRole(g.role, state.requirement.role) ||
+        excluded(state.requirement, requested_by, {}, g.actor, g.minted_by)) {
+      continue;
+    }
+    const bool counted = std::any_of(out.begin(), out.end(), [&g](const GivenApproval* c) {
+      return sameParty(c->actor, c->minted_by, g.actor, g.minted_by);
+    });
     if (!counted) out.push_back(&g);
   }
   return out;
@@ -114,10 +145,13 @@ namespace {
 Status mayApprove(const ApprovalCase& operation, const ApprovalState& state, const Approver& approver) {
   const std::string& requested_by = operation.requested_by;
   const std::string& actor = approver.name;
-  if (operation.approver_must_differ && requested_by == actor) {
+  const bool requester = sameParty(requested_by, operation.requester_minted_by, actor, approver.minted_by);
+  const std::string as_requester = asParty(actor, approver.minted_by, requested_by, operation.requester_minted_by);
+  if (operation.approver_must_differ && requester) {
     const std::string verb = approver.act == ApprovalAct::kApprove ? "approved" : "rejected";
     return Status::permissionDenied("operation " + std::to_string(operation.operation_id) + " was requested by " +
-                                    actor + "; it must be " + verb + " by someone else (auth.approver_must_differ)");
+                                    requested_by + as_requester + "; it must be " + verb +
+                                    " by someone else (auth.approver_must_differ)");
   }
   // Anyone the route and the four-eyes rule let in may reject; one rejection rejects.
   if (approver.act == ApprovalAct::kReject) return Status::ok();
@@ -126,14 +160,27 @@ Status mayApprove(const ApprovalCase& operation, const ApprovalState& state, con
     return Status::permissionDenied("this operation needs approvals from the " + requirement.role + " role or above; " +
                                     actor + " holds " + approver.role);
   }
-  if (excluded(requirement, requested_by, actor)) {
-    const bool requester = actor == requested_by;
-    return Status::permissionDenied(actor + (requester ? " requested this operation" : " is named") +
-                                    " and the policy asks for approvals distinct from " +
-                                    (requester ? std::string("the requester") : actor));
+  if (excluded(requirement, requested_by, operation.requester_minted_by, actor, approver.minted_by)) {
+    if (requester && among(requirement.distinct_from, "requester")) {
+      const std::string who = actor == requested_by ? actor + " requested this operation"
+                                                    : "this operation was requested by " + requested_by + as_requester;
+      return Status::permissionDenied(who + " and the policy asks for approvals distinct from the requester");
+    }
+    std::string named = actor;
+    if (!among(requirement.distinct_from, actor)) {
+      for (const std::string& minter : approver.minted_by) {
+        if (among(requirement.distinct_from, minter)) named = minter;
+      }
+    }
+    return Status::permissionDenied((named == actor ? actor + " is named" : actor + " was minted by " + named) +
+                                    " and the policy asks for approvals distinct from " + named);
   }
   for (const GivenApproval& g : state.given) {
     if (g.actor == actor) return Status::conflict(actor + " has already approved this operation");
+    if (sameParty(g.actor, g.minted_by, actor, approver.minted_by)) {
+      return Status::conflict(actor + " has already approved this operation as " + g.actor +
+                              asParty(actor, approver.minted_by, g.actor, g.minted_by));
+    }
   }
   if (approver.override && approver.reason.empty()) {
     return Status::invalidArgument("an override needs a reason", {{"reason", "required with override", ""}});
@@ -154,7 +201,8 @@ ApprovalRuling judgeApproval(const ApprovalCase& operation, const std::optional<
   if (approver) {
     ruling.allowed = mayApprove(operation, ruling.after, *approver);
     if (ruling.allowed.isOk() && approver->act == ApprovalAct::kApprove) {
-      ruling.after.given.push_back({approver->name, approver->role, approver->override, approver->reason, ""});
+      ruling.after.given.push_back(
+          {approver->name, approver->role, approver->override, approver->reason, "", approver->minted_by});
     }
   }
   ruling.still_needed = approvalsStillNeeded(ruling.after, operation.requested_by);

@@ -11,7 +11,8 @@
 //
 // An approval counts when its actor holds at least `role` (viewer < operator < approver <
 // admin), is not named by `distinct_from` ("requester" names the operation's requested_by),
-// and has not already counted. The operation is approved when `required` approvals count
+// and no approval of the same party (sameParty: a token and the tokens it minted) counted
+// before it. The operation is approved when `required` approvals count
 // and, while it is soft-denied (decision.overridable), at least one of them overrides.
 
 #include <cstdint>
@@ -43,7 +44,18 @@ struct GivenApproval {
   bool override = false;
   std::string reason;
   std::string at;
+  // The tokens that minted the actor's token, nearest first ("minted_by" in the decision;
+  // empty for a config token, and for approvals recorded before minters were).
+  std::vector<std::string> minted_by;
 };
+
+// Four eyes across minted tokens (docs/architecture.md#four-eyes): whoever mints a token
+// sees its secret, so a token acts for everyone up its chain of minters. Two actors are one
+// party when they are the same token or one is among the other's minters: an approver token
+// alice minted approves as alice, and a token minted by the approver requests as the
+// approver. `*_minted_by` is each actor's chain, as Ledger::mintersOf answers it.
+bool sameParty(const std::string& a, const std::vector<std::string>& a_minted_by, const std::string& b,
+               const std::vector<std::string>& b_minted_by);
 
 struct ApprovalState {
   ApprovalRequirement requirement;
@@ -79,6 +91,8 @@ struct ApprovalCase {
   // auth.approver_must_differ (the host's four-eyes rule). It is checked against the person
   // deciding now; approvals already given passed it when they were given.
   bool approver_must_differ = false;
+  // The requester's chain of minters (sameParty): the person deciding must not be among them.
+  std::vector<std::string> requester_minted_by;
 };
 
 enum class ApprovalAct { kApprove, kReject };
@@ -90,6 +104,7 @@ struct Approver {
   ApprovalAct act = ApprovalAct::kApprove;
   bool override = false;
   std::string reason;
+  std::vector<std::string> minted_by;  // the token's chain of minters (sameParty)
 };
 
 struct ApprovalRuling {

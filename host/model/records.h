@@ -289,6 +289,7 @@ struct ApiToken {
   std::string revoked_at;  // "" while live
   std::string revoked_by;
   std::string node;  // the node an agent token serves; "" for the other roles
+  std::string created_by;  // the actor that minted it ("system" for the bootstrap token)
 };
 
 // What a deployment runs: the script its own strategy override names, else its plan's, else

@@ -553,3 +553,57 @@ TEST_CASE("api: the operations list's state filter takes several states, comma-s
   // Other lists take one state.
   CHECK(f.h.get("/v1/instances?state=ACTIVE,STOPPED", kViewerToken).status == 400);
 }
+
+TEST_CASE("api: a token minted by the requester cannot approve, nor can the minter of the requester's token") {
+  Fixture f;
+  // A token minted through the API, by the token in `by`; its secret.
+  auto mint = [&](const std::string& name, const std::string& role, const std::string& by) {
+    Reply created = f.h.post("/v1/tokens", Json{{"name", name}, {"role", role}}.dump(), "application/json", by);
+    REQUIRE_MESSAGE(created.status == 201, created.body);
+    return created.json()["token"].get<std::string>();
+  };
+  auto createdBy = [&](const std::string& name) {
+    const Json listed = f.h.get("/v1/tokens").json();
+    for (const Json& token : listed["items"]) {
+      if (token["name"] == name) return token.value("created_by", "");
+    }
+    return std::string("(not listed)");
+  };
+  const std::string self_approver = mint("root-approver", "approver", kAdminToken);
+  const std::string deputy = mint("root-deputy", "admin", kAdminToken);
+  const std::string deputy_approver = mint("deputy-approver", "approver", deputy);
+  CHECK(createdBy("root-approver") == kAdminName);
+  CHECK(createdBy("deputy-approver") == "root-deputy");
+
+  SUBCASE("root requested: neither of root's tokens, directly or through another, approves") {
+    model::Operation op = f.waiting(f.instance, kAdminName);
+    Json before = f.h.everything();
+    for (const std::string& token : {self_approver, deputy_approver}) {
+      Reply own = f.h.post(operationPath(op, "approve"), "", "", token);
+      CHECK(own.status == 403);
+      CHECK(contains(errorMessage(own), "was minted by root"));
+      CHECK(f.h.post(operationPath(op, "reject"), "", "", token).status == 403);
+    }
+    CHECK(f.h.everything() == before);
+    Reply other = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+    REQUIRE(other.status == 200);
+    CHECK(other.json()["approved_by"] == kApproverName);
+  }
+  SUBCASE("root-deputy's token requested: root-deputy may not approve, the ledger records who minted an approver") {
+    model::Operation op = f.waiting(f.instance, "deputy-approver");
+    Reply minter = f.h.post(operationPath(op, "approve"), "", "", deputy);
+    CHECK(minter.status == 403);
+    CHECK(contains(errorMessage(minter), "root-deputy minted deputy-approver's token"));
+    Reply other = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
+    REQUIRE(other.status == 200);
+  }
+  SUBCASE("the ledger records each approval's minters from its own tokens table") {
+    model::Operation op = f.waiting(f.instance, kApproverName);
+    auto approved = f.h.ledger->addApproval(op.meta.id, std::nullopt,
+                                            model::GivenApproval{"deputy-approver", "approver", false, "", "", {}});
+    REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
+    const model::ApprovalState state = model::approvalStateOf(approved->decision);
+    REQUIRE(state.given.size() == 1);
+    CHECK(state.given.front().minted_by == std::vector<std::string>{"root-deputy", "root"});
+  }
+}

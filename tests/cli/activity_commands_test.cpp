@@ -87,6 +87,7 @@ void rollOutDevPlan(const ServeProcess& serve) {
 
 TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approvals") {
   ServeProcess serve;
+  serve.actAs(serve.newToken("ops", "admin"));  // alice and bob below are not its own tokens
   tide::testing::TempDir scratch;
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
   CliRun plan =

@@ -56,6 +56,7 @@ bool completesApproving(const ServeProcess& serve, const std::string& approver, 
 
 TEST_CASE("mrds: MRDS's README manifests run unchanged, the plan waiting for the capabilities it names") {
   ServeProcess serve;
+  serve.actAs(serve.newToken("ops", "admin"));  // alice below is not its own token
   const std::string alice = serve.newToken("alice", "approver");
 
   // MRDS's nodes: no cluster (they join "default"), capabilities nobody declared (warned).

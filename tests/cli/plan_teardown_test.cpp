@@ -200,6 +200,7 @@ TEST_CASE("cli: deployment delete --scale-to-zero tears a running plan down and 
 
 TEST_CASE("cli: a teardown whose DELETEs wait for approvers says so until they approve them") {
   ServeProcess serve;
+  serve.actAs(serve.newToken("ops", "admin"));  // alice and bob below are not its own tokens
   const std::string plan = "nginx-prod-plan";
   // Its CREATE waits for a person too; nobody approves it: the teardown cancels the rollout.
   startProdPlan(serve, plan);

@@ -180,6 +180,7 @@ TEST_CASE("cli: rollout controls act on the newest deployment and print its new 
 
 TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   ServeProcess serve;
+  serve.actAs(serve.newToken("ops", "admin"));  // alice below is not its own token
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
 
   // nginx-namespace has no approving policy: the rollout waits in IN_PROGRESS for a person.
@@ -196,16 +197,16 @@ TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
 
   CliRun paused = serve.tide("deployment pause " + kExamplePlan + " --reason maintenance");
   REQUIRE_MESSAGE(paused.code == 0, paused.err);
-  CHECK(paused.out == "Deployment deployment-1 of plan " + kExamplePlan +
-                          " (the newest): PAUSED (paused by bootstrap-admin: maintenance)\n");
+  CHECK(paused.out ==
+        "Deployment deployment-1 of plan " + kExamplePlan + " (the newest): PAUSED (paused by ops: maintenance)\n");
   CliRun show = serve.tide("deployment show " + kExamplePlan);
   CHECK(contains(show.out,
                  "Rollout\n    Deployment ID:        deployment-1\n    Strategy:             rolling\n"
                  "    State:                PAUSED\n"));
-  CHECK(contains(show.out, "    Paused By:            bootstrap-admin at "));
+  CHECK(contains(show.out, "    Paused By:            ops at "));
   CliRun resumed = serve.tide("deployment resume " + kExamplePlan + " -D deployment-1");
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
-  CHECK(resumed.out == "Deployment deployment-1 of plan " + kExamplePlan + ": IN_PROGRESS (resumed by bootstrap-admin)\n");
+  CHECK(resumed.out == "Deployment deployment-1 of plan " + kExamplePlan + ": IN_PROGRESS (resumed by ops)\n");
 
   // The rollout completes once someone other than the admin who added the deployment
   // approves its CREATE (the four-eyes rule); watch sees it through and exits 0.

@@ -100,13 +100,18 @@ class ServeProcess {
 
   const std::string& url() const { return url_; }
   const std::filesystem::path& dataDir() const { return data_dir_.path; }
-  // The admin token the server wrote at its first start.
-  const std::string& token() const { return token_; }
+  // The token commands use: the admin token the server wrote at its first start, or the
+  // one actAs() named.
+  const std::string& token() const { return acting_.empty() ? token_ : acting_; }
+  // Commands act with `token` from now on, across restarts, e.g. an admin the bootstrap
+  // token minted, so that the approvers newToken() mints are not the requester's own
+  // (docs/architecture.md#four-eyes).
+  void actAs(const std::string& token) { acting_ = token; }
 
-  // A new token for a second person (`tide token create`), e.g. an approver for the
-  // operations the admin's deployments ask for (the four-eyes rule).
+  // A new token for a second person (`tide token create`), minted with the bootstrap
+  // token, e.g. an approver for the operations an actAs() admin asks for.
   std::string newToken(const std::string& name, const std::string& role) const {
-    CliRun created = tide("token create --name " + name + " --role " + role + " -o json");
+    CliRun created = tide("token create --name " + name + " --role " + role + " -o json", {}, token_);
     REQUIRE_MESSAGE(created.code == 0, created.err);
     return nlohmann::json::parse(created.out)["token"].get<std::string>();
   }
@@ -147,15 +152,14 @@ class ServeProcess {
   }
 
   // `TIDE_BINARY <args> --server URL --token T` as a process, killed after `limit` when
-  // one is given (exit code 124, as timeout(1) reports it). T is the bootstrap admin token
-  // unless `token` names another.
+  // one is given (exit code 124, as timeout(1) reports it). T is token() unless `token`
+  // names another.
   CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0),
               const std::string& token = "") const {
     std::string err_file = (data_dir_.path / "cli.err").string();
     std::string timeout = limit.count() > 0 ? "timeout " + std::to_string(limit.count()) + " " : "";
-    std::string command =
-        timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " + (token.empty() ? token_ : token) +
-        " 2>" + err_file;
+    std::string command = timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " +
+                          (token.empty() ? this->token() : token) + " 2>" + err_file;
     CliRun result = runShellCommand(command);
     std::stringstream err;
     err << std::ifstream(err_file).rdbuf();
@@ -168,6 +172,7 @@ class ServeProcess {
   std::vector<std::string> serve_flags_;
   std::string url_;
   std::string token_;
+  std::string acting_;  // actAs()
   pid_t pid_ = -1;
 };
 

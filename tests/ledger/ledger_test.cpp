@@ -28,7 +28,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 13);
+  CHECK(f.ledger->schemaVersion() == 14);
   CHECK(f.eventCount() == 0);
 }
 
@@ -318,7 +318,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 13);
+  CHECK(again.ledger->schemaVersion() == 14);
   CHECK(again.ledger->listNodes({})->items.size() == 2);
   CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
   CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
@@ -384,7 +384,7 @@ TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one p
                         "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
   }
   LedgerFixture migrated("sqlite://" + path);
-  CHECK(migrated.ledger->schemaVersion() == 13);
+  CHECK(migrated.ledger->schemaVersion() == 14);
   auto old = migrated.ledger->getPlan("old");
   REQUIRE_MESSAGE(old.isOk(), old.status().toString());
   CHECK(old->applications.size() == 1);

@@ -167,4 +167,48 @@ TEST_CASE("model: judgeApproval: the plan's min_approvals raises the policies' c
   CHECK(judgeApproval(caseOf(state), std::nullopt).allowed.isOk());
 }
 
+TEST_CASE("model: judgeApproval: a token counts as the party that minted it, up the chain, for four eyes and N of M") {
+  // bob minted bob-bot (an approver token), which minted bob-bot2: both approve as bob.
+  const std::vector<std::string> bot_minters = {"bob"};
+  const std::vector<std::string> bot2_minters = {"bob-bot", "bob"};
+  auto minted = [](const std::string& name, const std::vector<std::string>& minters) {
+    return Approver{name, "approver", ApprovalAct::kApprove, false, "", minters};
+  };
+  const ApprovalCase own = caseOf(needs(1), "bob", true);
+  CHECK(judgeApproval(own, minted("bob-bot", bot_minters)).allowed.message() ==
+        "operation 7 was requested by bob (bob-bot was minted by bob); it must be approved by someone else "
+        "(auth.approver_must_differ)");
+  CHECK(judgeApproval(own, minted("bob-bot2", bot2_minters)).allowed.code() == Code::kPermissionDenied);
+  CHECK(judgeApproval(own, minted("alice", {"root"})).allowed.isOk());
+  CHECK(sameParty("bob", {}, "bob-bot2", bot2_minters));
+  CHECK_FALSE(sameParty("alice", {"root"}, "bob", {"root"}));  // a common minter is not one party
+
+  // The other way round: a token alice minted requested; alice may not approve it.
+  ApprovalCase by_bot = caseOf(needs(1), "alice-bot", true);
+  by_bot.requester_minted_by = {"alice"};
+  CHECK(judgeApproval(by_bot, minted("alice", {"root"})).allowed.message() ==
+        "operation 7 was requested by alice-bot (alice minted alice-bot's token); it must be approved by someone "
+        "else (auth.approver_must_differ)");
+
+  // The policy's distinct_from: "requester" and a named person reach their minted tokens.
+  CHECK(judgeApproval(caseOf(needs(1, "", {"requester"}), "bob"), minted("bob-bot", bot_minters)).allowed.message() ==
+        "this operation was requested by bob (bob-bot was minted by bob) and the policy asks for approvals distinct "
+        "from the requester");
+  CHECK(judgeApproval(caseOf(needs(1, "", {"bob"}), "carol"), minted("bob-bot2", bot2_minters)).allowed.message() ==
+        "bob-bot2 was minted by bob and the policy asks for approvals distinct from bob");
+
+  // Two approvals of one party are one approval: the second is refused, and one recorded
+  // before this rule (both in `given`) counts once.
+  ApprovalState two = needs(2);
+  two.given = {GivenApproval{"bob", "approver", false, "", "", {}}};
+  const ApprovalRuling again = judgeApproval(caseOf(two, "carol"), minted("bob-bot", bot_minters));
+  CHECK(again.allowed.message() == "bob-bot has already approved this operation as bob (bob-bot was minted by bob)");
+  two.given.push_back(GivenApproval{"bob-bot", "approver", false, "", "", bot_minters});
+  CHECK(approvalsStillNeeded(two, "carol") == 1);
+  CHECK(judgeApproval(caseOf(two, "carol"), minted("alice", {"root"})).complete);
+
+  // The chain survives the decision's JSON.
+  CHECK(approvalStateOf(Json{{"approvals", approvalsJson(two)}}).given.back().minted_by == bot_minters);
+}
+
 }  // namespace tide::model
