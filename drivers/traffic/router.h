@@ -83,6 +83,9 @@ class Router {
   // router passed to it (scripts/lib/analysis.lua, router_*). "" when the router has none.
   virtual std::string metricBackend(const std::string& /*plan*/) const { return ""; }
   virtual std::string metricServer(const std::string& /*server_id*/) const { return ""; }
+  // Metrics the router keeps in the host, in Prometheus text format, for the host's /metrics
+  // (the HAProxy router's per-request latency histograms); "" when it keeps none.
+  virtual std::string metricsText() const { return ""; }
 };
 
 // What a router factory gets from the host besides the `traffic:` section of its config.

@@ -338,7 +338,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
                                  size_t max_bytes) {
     return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, from, max_bytes);
   };
-  server_options.extra_metrics = [&] { return control_loop.metrics().render(); };
+  // The control loop's, and the router's own (the HAProxy router's latency histograms).
+  server_options.extra_metrics = [&] {
+    return control_loop.metrics().render() + (router ? router->metricsText() : std::string());
+  };
   server_options.doctor = [&]() -> Result<model::Json> {
     TIDE_ASSIGN_OR_RETURN(engine::DoctorReport report, engine::examine(ledger, driver_set));
     return engine::doctorReportJson(report);

@@ -277,7 +277,8 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   std::string state = lua::outcomeName(evaluation.outcome);
   std::string approved_by;
   if (evaluation.outcome == lua::Outcome::kPendingApproval) {
-    model::ApprovalCase waiting{op.meta.id, op.requested_by, {evaluation.approvals, evaluation.overridable, std::move(given)}};
+    model::ApprovalCase waiting{
+        op.meta.id, op.requested_by, {evaluation.approvals, evaluation.overridable, std::move(given)}, 1, false, {}};
     // The plan as the operation's deployment was made with it, like everything else it is judged by.
     auto v = world.instances.find(op.meta_instance);
     const InstanceView* view = v == world.instances.end() ? nullptr : &v->second;

@@ -887,8 +887,8 @@ Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::
     // the tokens table holds them now. The host's four-eyes rule is the API's to add: it asked
     // the same function before it came here.
     approval.minted_by = ledger::mintersOf(tx.db(), approval.actor);
-    model::ApprovalCase waiting{id, o.requested_by, model::approvalStateOf(o.decision)};
-    waiting.requester_minted_by = ledger::mintersOf(tx.db(), o.requested_by);
+    model::ApprovalCase waiting{id, o.requested_by, model::approvalStateOf(o.decision),
+                                1,  false,          ledger::mintersOf(tx.db(), o.requested_by)};
     model::ApprovalRuling ruling =
         model::judgeApproval(waiting, model::Approver{approval.actor, approval.role, model::ApprovalAct::kApprove,
                                                       approval.override, approval.reason, approval.minted_by});
@@ -937,7 +937,7 @@ Result<std::vector<model::GivenApproval>> Ledger::listApprovals(int64_t operatio
     db.forEachRow(
         "SELECT actor, role, override, reason, at FROM operation_approvals WHERE operation_id = :o ORDER BY id",
         [&](const soci::row& r) {
-          out.push_back({rowString(r, 0), rowString(r, 1), rowInt(r, 2) != 0, rowString(r, 3), rowString(r, 4)});
+          out.push_back({rowString(r, 0), rowString(r, 1), rowInt(r, 2) != 0, rowString(r, 3), rowString(r, 4), {}});
         },
         soci::use(op));
     return out;

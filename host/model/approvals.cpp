@@ -85,8 +85,8 @@ ApprovalState approvalStateOf(const Json& decision) {
   }
   for (const Json& g : approvals.value("given", Json::array())) {
     if (!g.is_object()) continue;
-    GivenApproval given{g.value("actor", ""), g.value("role", ""), g.value("override", false), g.value("reason", ""),
-                        g.value("at", "")};
+    GivenApproval given{g.value("actor", ""),  g.value("role", ""), g.value("override", false),
+                        g.value("reason", ""), g.value("at", ""),   {}};
     for (const Json& minter : g.value("minted_by", Json::array())) {
       if (minter.is_string()) given.minted_by.push_back(minter.get<std::string>());
     }
@@ -212,12 +212,13 @@ ApprovalRuling judgeApproval(const ApprovalCase& operation, const std::optional<
 }
 
 bool approvalComplete(const ApprovalState& state, const std::string& requested_by) {
-  return judgeApproval({0, requested_by, state}, std::nullopt).complete;
+  return judgeApproval({0, requested_by, state, 1, false, {}}, std::nullopt).complete;
 }
 
 Status checkApproval(const ApprovalState& state, const std::string& requested_by, const GivenApproval& approval) {
-  return judgeApproval({0, requested_by, state},
-                       Approver{approval.actor, approval.role, ApprovalAct::kApprove, approval.override, approval.reason})
+  return judgeApproval({0, requested_by, state, 1, false, {}},
+                       Approver{approval.actor, approval.role, ApprovalAct::kApprove, approval.override,
+                                approval.reason, approval.minted_by})
       .allowed;
 }
 

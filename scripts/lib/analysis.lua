@@ -139,6 +139,15 @@ local ROUTER_LATENCY_QUERY = 'max(sum by (proxy, server) (haproxy_server_respons
   .. ROUTER_SELECTOR .. '}) * 512 / clamp_max(sum by (proxy, server) (haproxy_server_http_responses_total{'
   .. ROUTER_SELECTOR .. '}), 512))'
 
+-- The 95th percentile of the new servers' request times at the router, from the histogram
+-- the host keeps of haproxy's per-request log (tide_router_response_seconds in the host's
+-- /metrics, with the exporter's labels; a Prometheus server scrapes the host too). Its
+-- request count is the histogram's own, so a host whose log is not scraped reads "0 requests".
+local ROUTER_P95_QUERY = 'histogram_quantile(0.95, sum by (le) (rate(tide_router_response_seconds_bucket{'
+  .. ROUTER_SELECTOR .. '}[{{window}}s])))'
+local ROUTER_LOGGED_QUERY = 'sum(increase(tide_router_response_seconds_count{' .. ROUTER_SELECTOR
+  .. '}[{{window}}s]))'
+
 local function error_rate(_, ctx)
   return threshold(ctx, "error rate", "error_rate_query", ERROR_RATE_QUERY, "max_error_rate", 0.05, percent)
 end
@@ -165,12 +174,12 @@ end
 
 -- threshold(...) on the router's metrics, or inconclusive while they say nothing of the new
 -- version.
-local function at_router(r, ctx, what, query_param, query, max_param, default_max, show)
+local function at_router(r, ctx, what, query_param, query, max_param, default_max, show, requests_query)
   local ok, why = routed(r)
   if not ok then
     return "inconclusive", what .. ": " .. why
   end
-  return threshold(ctx, what, query_param, query, max_param, default_max, show, ROUTER_REQUESTS_QUERY)
+  return threshold(ctx, what, query_param, query, max_param, default_max, show, requests_query or ROUTER_REQUESTS_QUERY)
 end
 
 local function router_error_rate(r, ctx)
@@ -182,10 +191,16 @@ local function router_latency(r, ctx)
   return at_router(r, ctx, "router latency", "latency_query", ROUTER_LATENCY_QUERY, "max_latency_seconds", 0.5, seconds)
 end
 
+local function router_latency_p95(r, ctx)
+  return at_router(r, ctx, "router p95 latency", "latency_p95_query", ROUTER_P95_QUERY, "max_latency_p95_seconds",
+    0.5, seconds, ROUTER_LOGGED_QUERY)
+end
+
 return {
   none = none,
   router_error_rate = router_error_rate,
   router_latency = router_latency,
+  router_latency_p95 = router_latency_p95,
   error_rate = error_rate,
   latency_p99 = latency_p99,
   healthy = healthy,

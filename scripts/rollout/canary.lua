@@ -603,7 +603,7 @@ return {
       r = rollout_of({ old = OLD4, params = { analysis = "vibes" } }),
       expect = { fail("params.analysis: unknown analysis 'vibes' (tide.lib.analysis has "
         .. "always_fail, always_inconclusive, error_rate, healthy, latency_p99, none, router_error_rate, "
-        .. "router_latency)") },
+        .. "router_latency, router_latency_p95)") },
     },
     {
       name = "steps that do not increase fail, naming the param",

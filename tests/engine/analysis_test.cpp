@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <httplib.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -349,7 +350,15 @@ struct RouterAnalysisFixture : EngineFixture {
         Json{{"metrics_listen", "127.0.0.1:" + std::to_string(metrics_port)}, {"check_interval_ms", 200}}, context);
     REQUIRE_MESSAGE(made.isOk(), made.status().toString());
     router = std::move(made).value();
-    prometheus->setTargets({metrics_port});
+    // The host's /metrics, as far as the router's part of it goes (tide serve appends
+    // router->metricsText() to it): the latency histograms of haproxy's request log.
+    host_metrics.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(router->metricsText(), "text/plain; version=0.0.4");
+    });
+    const int host_metrics_port = host_metrics.bind_to_any_port("127.0.0.1");
+    REQUIRE(host_metrics_port > 0);
+    host_metrics_thread = std::thread([this] { host_metrics.listen_after_bind(); });
+    prometheus->setTargets({metrics_port, host_metrics_port});
 
     engine::EngineOptions options = fastOptions();
     options.hooks_output_dir = hooksOutputDir();
@@ -369,6 +378,8 @@ struct RouterAnalysisFixture : EngineFixture {
     if (engine) engine->stop();
     engine.reset();
     if (router) (void)router->stop();
+    host_metrics.stop();
+    if (host_metrics_thread.joinable()) host_metrics_thread.join();
   }
 
   bool waitState(const std::string& id, const std::string& state) {
@@ -397,6 +408,8 @@ struct RouterAnalysisFixture : EngineFixture {
   std::filesystem::path prometheus_dir;
   std::unique_ptr<PrometheusServer> prometheus;
   std::unique_ptr<drivers::traffic::Router> router;
+  httplib::Server host_metrics;
+  std::thread host_metrics_thread;
   std::unique_ptr<EndpointLoad> load;
   int endpoint_port = 0;
   std::string passed_reason;  // d2's analysis reason when it passed
@@ -433,22 +446,38 @@ TEST_CASE("analysis: router_error_rate judges a canary on the answers the router
   CHECK(f.load->requests() > 0);
 }
 
-TEST_CASE("analysis: router_latency rolls back a canary the router saw answer slowly") {
-  if (!routerTestsCanRun()) return;
-  RouterAnalysisFixture f;
-  f.start("canary", canaryJudgedBy("router_latency",
-                                   "{provider: prom, max_latency_seconds: 0.1, window_seconds: 5, min_requests: 5}"));
-  // A version answering at once passes: its servers' mean at the router is far below 0.1 s.
-  f.completeTwoGoodVersions();
-  CHECK_MESSAGE(f.passed_reason.starts_with("router latency "), f.passed_reason);
+namespace {
 
-  // Every answer of the next takes 0.3 s: above max_latency_seconds at the router.
+// A router latency analysis (`analysis`, its bound `max_param` at 0.1 s): a version answering
+// at once passes at step 1, and one answering every request in 0.3 s is rolled back.
+void rollsBackASlowCanary(const std::string& analysis, const std::string& max_param, const std::string& what) {
+  RouterAnalysisFixture f;
+  f.start("canary",
+          canaryJudgedBy(analysis, "{provider: prom, " + max_param + ": 0.1, window_seconds: 5, min_requests: 5}"));
+  f.completeTwoGoodVersions();
+  CHECK_MESSAGE(f.passed_reason.starts_with(what + " "), f.passed_reason);
+
   f.apply(slowDeployment("d3", 2, "v3", 0.3));
   REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
   const std::string message = f.deployment("d3").message;
-  CHECK_MESSAGE(message.find("analysis 'router_latency' failed: router latency ") != std::string::npos, message);
-  CHECK_MESSAGE(message.find("above 0.100 s (max_latency_seconds)") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("analysis '" + analysis + "' failed: " + what + " ") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("above 0.100 s (" + max_param + ")") != std::string::npos, message);
   REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+}
+
+}  // namespace
+
+TEST_CASE("analysis: router_latency rolls back a canary the router saw answer slowly") {
+  if (!routerTestsCanRun()) return;
+  // The servers' mean at the router, from HAProxy's exporter.
+  rollsBackASlowCanary("router_latency", "max_latency_seconds", "router latency");
+}
+
+TEST_CASE("analysis: router_latency_p95 rolls back a canary whose p95 at the router is slow") {
+  if (!routerTestsCanRun()) return;
+  // The 95th percentile of the requests at the router, from haproxy's request log as the
+  // host's /metrics serves it.
+  rollsBackASlowCanary("router_latency_p95", "max_latency_p95_seconds", "router p95 latency");
 }
 
 TEST_CASE("analysis: the router analyses are inconclusive, saying why, for a plan without traffic") {

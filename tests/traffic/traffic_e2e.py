@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import traceback
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
@@ -276,6 +277,14 @@ def run(arguments):
         poll("the restarted host to read the router", lambda: traffic_view(host).get("router") == "up")
         print(f"after the restart: {settled_at(host, 'v2', 10)}", flush=True)
         check_split(listen, "2", 10, "after the host's restart")
+        # The restarted host reads haproxy's request log again: the requests since count in
+        # the latency histograms of its /metrics.
+        def logged():
+            with urllib.request.urlopen(host.url + "/metrics") as reply:
+                text = reply.read().decode()
+            return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("tide_router_response_seconds_count{proxy=\"be_" + kPlan + "\""))
+        poll("the router's request log in the host's /metrics", lambda: logged() > 1000)
 
         control(host, "v2", "promote", "canary looks good")
         wait_step(host, "v2", 2)

@@ -1,5 +1,7 @@
 #include "drivers/traffic/haproxy/haproxy_config.h"
 
+#include "drivers/traffic/haproxy/request_log.h"
+
 #include <cctype>
 #include <cstdio>
 #include <sstream>
@@ -80,11 +82,13 @@ std::string renderConfig(const ConfigInput& input) {
       << input.admin_socket
       << " mode 600 level admin expose-fd listeners\n"
          "  stats timeout 30s\n"
-         "  maxconn 4000\n"
-         "\n"
+         "  maxconn 4000\n";
+  if (!input.log_socket.empty()) out << "  log " << input.log_socket << " len 1024 format raw local0 info\n";
+  out << "\n"
          "defaults\n"
-         "  mode http\n"
-         "  option redispatch\n"
+         "  mode http\n";
+  if (!input.log_socket.empty()) out << "  log global\n  log-format \"" << RequestLog::kLogFormat << "\"\n";
+  out << "  option redispatch\n"
          "  retries 3\n"
          // A request a server dropped (refused, or closed with no reply: it crashed or was
          // killed) is sent again to another server; only GET and HEAD, which can be repeated.
@@ -102,6 +106,7 @@ std::string renderConfig(const ConfigInput& input) {
          "  timeout check 2s\n"
          "\n"
          "frontend tide_metrics\n"
+         "  no log\n"
          "  bind "
       << input.metrics_listen
       << "\n"

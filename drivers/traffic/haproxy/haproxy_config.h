@@ -4,7 +4,8 @@
 // Layout: one frontend `fe_<plan>` on the plan's listen address whose default backend is
 // `be_<plan>` (every server, balanced round-robin by weight); header routes and the preview
 // frontend `pf_<plan>` go to `pv_<plan>` (the preview servers, equally). A frontend
-// `tide_metrics` serves HAProxy's Prometheus exporter. The file always lists the current
+// `tide_metrics` serves HAProxy's Prometheus exporter (and is not logged). With a log socket,
+// every other request is logged there as RequestLog::kLogFormat. The file always lists the current
 // servers with their weights, so a haproxy started from it again serves the last split.
 //
 // Plan and server names are encoded into haproxy identifiers reversibly (encodeName /
@@ -29,6 +30,8 @@ struct ConfigInput {
   std::string metrics_listen;  // "127.0.0.1:9101"
   HealthCheckOptions check;
   std::vector<DesiredPlanTraffic> plans;  // the plans served, each with its servers
+  // The unix datagram socket haproxy sends one line per request to (RequestLog); "" for none.
+  std::string log_socket;
 };
 
 // Characters other than [A-Za-z0-9-] become "_hh" (hex), so any id maps to a valid haproxy

@@ -11,11 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -179,7 +180,7 @@ std::vector<DesiredPlanTraffic> plansFromJson(const Json& json) {
 
 // What a reload is needed for: everything in the config but the servers.
 Json structureOf(const std::vector<const DesiredPlanTraffic*>& served, const std::string& metrics_listen,
-                 const HealthCheckOptions& check) {
+                 const HealthCheckOptions& check, const std::string& log_socket) {
   Json plans = Json::array();
   for (const DesiredPlanTraffic* plan : served) {
     Json entry = planToJson(*plan);
@@ -188,6 +189,7 @@ Json structureOf(const std::vector<const DesiredPlanTraffic*>& served, const std
   }
   return {{"metrics_listen", metrics_listen},
           {"check", {check.interval_ms, check.fall, check.rise}},
+          {"log_socket", log_socket},
           {"plans", plans}};
 }
 
@@ -325,7 +327,8 @@ HaproxyRouter::HaproxyRouter(HaproxyOptions options, std::string dir)
       socket_path_(dir_ + "/admin.sock"),
       log_path_(dir_ + "/haproxy.log"),
       running_path_(dir_ + "/running.json"),
-      desired_path_(dir_ + "/desired.json") {}
+      desired_path_(dir_ + "/desired.json"),
+      request_log_(dir_ + "/log.sock") {}
 
 HaproxyRouter::~HaproxyRouter() {
   {
@@ -340,6 +343,13 @@ Status HaproxyRouter::start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (started_) return Status::ok();
   started_ = true;
+  // Without the log the router serves all the same; only the p95 at the router is missing
+  // (its analysis then finds no data and says so).
+  if (Status listening = request_log_.start(); listening.isOk()) {
+    log_socket_ = request_log_.socketPath();
+  } else {
+    std::fprintf(stderr, "tide: %s\n", listening.toString().c_str());
+  }
   const pid_t pid = readPid(pid_path_);
   if (runsConfig(pid, config_path_)) {
     Running running;
@@ -428,10 +438,10 @@ Status HaproxyRouter::reconcileLocked() {
     endProcessesLocked();
     return Status::ok();
   }
-  ConfigInput input{socket_path_, metrics, options_.check, {}};
+  ConfigInput input{socket_path_, metrics, options_.check, {}, log_socket_};
   for (const DesiredPlanTraffic* plan : served) input.plans.push_back(*plan);
   TIDE_RETURN_IF_ERROR(writeFileDurably(config_path_, renderConfig(input)).withPrefix("haproxy router: config"));
-  const Json structure = structureOf(served, metrics, options_.check);
+  const Json structure = structureOf(served, metrics, options_.check, log_socket_);
   if (!alive) {
     TIDE_RETURN_IF_ERROR(launchLocked(structure, false));
   } else if (running_->structure != structure) {
@@ -686,6 +696,8 @@ Result<RouterState> HaproxyRouter::applied() {
 std::string HaproxyRouter::metricBackend(const std::string& plan) const { return mainBackend(plan); }
 
 std::string HaproxyRouter::metricServer(const std::string& server_id) const { return encodeName(server_id); }
+
+std::string HaproxyRouter::metricsText() const { return request_log_.render(); }
 
 Status HaproxyRouter::stop() {
   {

@@ -2,7 +2,8 @@
 // The HAProxy traffic router (docs/architecture.md#traffic): haproxy 2.6 as a supervised
 // child with its files under <data_dir>/traffic/haproxy/ (haproxy.cfg, haproxy.pid,
 // admin.sock, haproxy.log for what haproxy prints while starting, running.json for what the
-// running process was started with, desired.json for the last desired state).
+// running process was started with, desired.json for the last desired state, log.sock for
+// its per-request log: RequestLog, the latency histograms of the host's /metrics).
 //
 // - haproxy runs daemonized (-D: its own session, no parent-death signal), so it outlives
 //   the host; start() adopts it by pid file + /proc (a live process whose command line names
@@ -35,6 +36,7 @@
 
 #include "drivers/process/proc_stat.h"
 #include "drivers/traffic/haproxy/haproxy_config.h"
+#include "drivers/traffic/haproxy/request_log.h"
 #include "drivers/traffic/router.h"
 
 namespace tide::drivers::traffic {
@@ -72,6 +74,8 @@ class HaproxyRouter final : public Router {
   // names them, encoded).
   std::string metricBackend(const std::string& plan) const override;
   std::string metricServer(const std::string& server_id) const override;
+  // RequestLog's latency histograms (tide_router_response_seconds).
+  std::string metricsText() const override;
 
  private:
   struct Running {
@@ -96,6 +100,9 @@ class HaproxyRouter final : public Router {
   const std::string log_path_;
   const std::string running_path_;
   const std::string desired_path_;
+  // haproxy's per-request log (log.sock), read on its own thread; the config names its socket
+  // only while it runs (log_socket_).
+  RequestLog request_log_;
 
   std::mutex mu_;
   std::condition_variable wake_;
@@ -106,6 +113,7 @@ class HaproxyRouter final : public Router {
   std::map<std::string, std::string> plan_errors_;  // plan -> why it is not served
   std::optional<Running> running_;
   std::string metrics_listen_;     // chosen once, kept across restarts and reloads
+  std::string log_socket_;         // request_log_'s socket once it started; "" without one
   std::string last_launch_error_;  // why the last start of haproxy failed
   bool removals_pending_ = false;  // servers that left still have sessions or errored
   std::chrono::steady_clock::time_point launched_at_{};

@@ -9,18 +9,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <dirent.h>
 #include <atomic>
 #include <condition_variable>
-#include <dirent.h>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "drivers/traffic/haproxy/haproxy_router.h"
+#include "drivers/traffic/haproxy/request_log.h"
 #include "host/core/fd.h"
 #include "tests/drivers/driver_test_support.h"
 
@@ -629,4 +631,77 @@ TEST_CASE("haproxy router: a plan whose port is taken gets an error while the ot
   taken.reset();
   fixture.applyAndWait({blocked, served});
   CHECK(get(blocked.endpoint.listen) == "a1");
+}
+
+namespace {
+
+// The value of the series `series` (name and labels, as rendered) in Prometheus text; -1 when absent.
+double seriesValue(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("haproxy router: every request's time at the router reaches its histograms, across a host restart") {
+  SKIP_WITHOUT_HAPROXY();
+  RouterFixture fixture;
+  Backend a("a1");
+  const std::vector<DesiredPlanTraffic> plans = {plan("web", {server(a, "d1", 1)})};
+  fixture.applyAndWait(plans);
+  const std::string labels = "{proxy=\"be_web\",server=\"a1\"";
+  const std::string count = "tide_router_response_seconds_count" + labels + "}";
+
+  // Ten quick requests, and one the backend holds for at least 0.3 s.
+  CHECK(tally(plans[0].endpoint.listen, 10)["a1"] == 10);
+  std::thread slow([&] { CHECK(get(plans[0].endpoint.listen, "/slow") == "a1"); });
+  REQUIRE(eventually([&] { return a.slowStarted() == 1; }));
+  const auto held_from = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - held_from < std::chrono::milliseconds(300)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  a.release();
+  slow.join();
+  REQUIRE_MESSAGE(eventually([&] { return seriesValue(fixture.router->metricsText(), count) == 11; }),
+                  fixture.router->metricsText());
+  const std::string text = fixture.router->metricsText();
+  CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"+Inf\"}") == 11);
+  CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"0.25\"}") <= 10);
+  CHECK(seriesValue(text, "tide_router_response_seconds_sum" + labels + "}") >= 0.3);
+  CHECK(seriesValue(text, "tide_router_log_lines_dropped_total") == 0);
+  // The exporter's own scrapes are not logged: only the plan's backend has series.
+  CHECK(text.find("tide_metrics") == std::string::npos);
+
+  // A host killed and started again binds the socket anew; the haproxy it adopts keeps
+  // sending to it, without a reload.
+  const pid_t before = fixture.pid();
+  fixture.reopenWithoutStop();
+  REQUIRE(fixture.router->apply(plans).isOk());
+  CHECK(fixture.pid() == before);
+  CHECK(tally(plans[0].endpoint.listen, 5)["a1"] == 5);
+  CHECK_MESSAGE(eventually([&] { return seriesValue(fixture.router->metricsText(), count) == 5; }),
+                fixture.router->metricsText());
+}
+
+TEST_CASE("haproxy router: the request log counts what parses, skips requests without a server, drops the rest") {
+  TempDir dir;
+  RequestLog log(dir.file("log.sock"));
+  CHECK(log.record("be_web a1 200 3"));
+  CHECK(log.record("be_web a1 500 700"));
+  CHECK(log.record("be_web <NOSRV> 503 0"));  // refused before a server was chosen: no series
+  CHECK(log.record("be_web a1 200 -1"));      // the client left first: no time to count
+  CHECK_FALSE(log.record("be_web a1 200"));
+  CHECK_FALSE(log.record("be_web a1 200 fast"));
+  CHECK_FALSE(log.record("be_web a\"1 200 3"));  // nothing that would need escaping in a label
+  const std::string text = log.render();
+  const std::string labels = "{proxy=\"be_web\",server=\"a1\"";
+  CHECK(seriesValue(text, "tide_router_response_seconds_count" + labels + "}") == 2);
+  CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"0.005\"}") == 1);
+  CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"0.5\"}") == 1);
+  CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"1\"}") == 2);
+  CHECK(seriesValue(text, "tide_router_response_seconds_sum" + labels + "}") == doctest::Approx(0.703));
+  CHECK(text.find("NOSRV") == std::string::npos);
 }
