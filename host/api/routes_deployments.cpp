@@ -101,13 +101,19 @@ namespace {
 
 // A rollout control (docs/architecture.md#rollouts) on behalf of the caller, recorded as a
 // `deployment.control` event naming them. Body: optional {"reason"} (and {"full"} for
-// promote).
+// promote, {"to"} for rollback: the earlier deployment to restore).
 Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, const std::string& name) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   const bool promote = name == "promote";
-  TIDE_ASSIGN_OR_RETURN(Json body, promote ? readOptionalJsonObject(request, {"reason", "full"})
-                                           : readOptionalJsonObject(request, {"reason"}));
+  const bool rollback = name == "rollback";
+  TIDE_ASSIGN_OR_RETURN(Json body, promote    ? readOptionalJsonObject(request, {"reason", "full"})
+                                   : rollback ? readOptionalJsonObject(request, {"reason", "to"})
+                                              : readOptionalJsonObject(request, {"reason"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> to, readStringField(body, "to"));
+  if (to && to->empty()) {
+    return Status::invalidArgument("body field 'to' must name a deployment", {{"to", "empty", ""}});
+  }
   if (reason && reason->size() > 1024) {
     return Status::invalidArgument("body field 'reason' is longer than 1024 bytes",
                                    {{"reason", "longer than 1024 bytes", ""}});
@@ -121,7 +127,7 @@ Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, cons
   }
   TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
                         context.ledger.controlDeployment(request.param("name"), request.param("id"), what,
-                                                         reason.value_or(""), request.principal.name));
+                                                         reason.value_or(""), request.principal.name, to.value_or("")));
   return recordReply(deployment);
 }
 

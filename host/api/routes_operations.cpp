@@ -138,7 +138,8 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   // Without a generation from the client, the one read here: what is approved is exactly
   // the operation checked above, or nothing (409) if it changed meanwhile.
   if (!asked.generation) asked.generation = operation.meta.generation;
-  model::GivenApproval approval{actor, roleName(request.principal.role), asked.override, asked.reason.value_or(""), ""};
+  model::GivenApproval approval{actor, roleName(request.principal.role), asked.override, asked.reason.value_or(""), "",
+                                {}};
   TIDE_ASSIGN_OR_RETURN(model::Operation approved, context.ledger.addApproval(asked.id, asked.generation, approval));
   return operationReply(context.ledger, approved);
 }

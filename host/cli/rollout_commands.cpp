@@ -24,26 +24,41 @@ std::string deploymentPath(const std::string& plan, const std::string& id) {
 // The deployment a verb acts on.
 struct Target {
   std::string id;
-  bool newest = false;  // chosen because the command line named none
+  std::string chosen_as;  // why, when the command line named none: "the newest"
 
   // "dev-1 of plan nginx-dev-plan (the newest)"
   std::string describe(const std::string& plan) const {
-    return id + " of plan " + plan + (newest ? " (the newest)" : "");
+    return id + " of plan " + plan + (chosen_as.empty() ? "" : " (" + chosen_as + ")");
   }
 };
 
-// -D's deployment, else the newest of `deployments` (a plan's, as the API lists them).
-Result<Target> chooseDeployment(const std::string& plan, const std::string& named, const Json& deployments) {
-  if (!named.empty()) return Target{named, false};
-  const Json* newest = newestDeployment(deployments);
-  if (newest == nullptr) return Status::notFound("plan " + plan + " has no deployments");
-  return Target{newest->value("deployment_id", ""), true};
+// A rollback acts on what serves: a deployment rolled back already, or cancelled, serves
+// nothing (after an automatic rollback, the plan's newest is the one rolled back).
+bool servesSomething(const Json& deployment) {
+  const std::string state = deployment.value("state", "");
+  return state != "ROLLED_BACK" && state != "CANCELLED";
 }
 
-Result<Target> chooseDeployment(Session& session, const std::string& plan, const std::string& named) {
-  if (!named.empty()) return Target{named, false};
+// -D's deployment, else the newest of `deployments` (a plan's, as the API lists them); with
+// `serving_only`, the newest that serves something (rollback's).
+Result<Target> chooseDeployment(const std::string& plan, const std::string& named, const Json& deployments,
+                                bool serving_only = false) {
+  if (!named.empty()) return Target{named, ""};
+  const Json* newest = newestDeployment(deployments);
+  if (newest == nullptr) return Status::notFound("plan " + plan + " has no deployments");
+  if (!serving_only) return Target{newest->value("deployment_id", ""), "the newest"};
+  newest = newestDeployment(deployments, servesSomething);
+  if (newest == nullptr) {
+    return Status::notFound("plan " + plan + " has no deployment to roll back: every one is rolled back or cancelled");
+  }
+  return Target{newest->value("deployment_id", ""), "the newest not rolled back"};
+}
+
+Result<Target> chooseDeployment(Session& session, const std::string& plan, const std::string& named,
+                                bool serving_only = false) {
+  if (!named.empty()) return Target{named, ""};
   TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll(planPath(plan) + "/deployments"));
-  return chooseDeployment(plan, named, list["items"]);
+  return chooseDeployment(plan, named, list["items"], serving_only);
 }
 
 // --- promote, abort, pause, resume, rollback, retry ---------------------------------------
@@ -53,6 +68,7 @@ struct RolloutControl {
   const char* description;
   bool takes_reason;
   bool takes_full;
+  bool takes_to = false;  // rollback: --to REVISION
 };
 
 constexpr RolloutControl kRolloutControls[] = {
@@ -60,7 +76,9 @@ constexpr RolloutControl kRolloutControls[] = {
     {"abort", "Abort a rollout in progress and restore the previous deployment", true, false},
     {"pause", "Hold a rollout where it is until it is resumed", true, false},
     {"resume", "Resume a rollout held by pause", false, false},
-    {"rollback", "Roll back to the last completed deployment", true, false},
+    {"rollback",
+     "Roll the newest deployment not rolled back already back to the last completed one (--to: to an earlier one)",
+     true, false, true},
     {"retry", "Start a failed or aborted rollout again", false, false},
 };
 
@@ -76,16 +94,18 @@ bool promotionPending(const Json& deployment) {
 struct ControlFlags {
   std::string deployment_id;
   std::string reason;
+  std::string to;  // rollback only
   bool full = false;
   double wait_seconds = kPromotionWaitSeconds;  // promote only
 };
 
 Status controlRollout(Session& session, const std::string& plan, const RolloutControl& control,
                       const ControlFlags& flags) {
-  TIDE_ASSIGN_OR_RETURN(Target target, chooseDeployment(session, plan, flags.deployment_id));
+  TIDE_ASSIGN_OR_RETURN(Target target, chooseDeployment(session, plan, flags.deployment_id, control.takes_to));
   Json body = Json::object();
   if (flags.full) body["full"] = true;
   if (!flags.reason.empty()) body["reason"] = flags.reason;
+  if (!flags.to.empty()) body["to"] = flags.to;
   const std::string path = deploymentPath(plan, target.id);
   TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post(path + "/" + control.action, body));
   // A promotion is a signal the rollout's next pass takes up; the reply still shows the
@@ -115,8 +135,15 @@ void addControlVerb(CLI::App& deployment, Verbs& verbs, const RolloutControl& co
                                 [flags, &control](Session& session, const std::string& plan) {
                                   return controlRollout(session, plan, control, *flags);
                                 });
-  verb->add_option("-D,--deployment-id", flags->deployment_id, "the deployment (default: the plan's newest)");
+  verb->add_option("-D,--deployment-id", flags->deployment_id,
+                   control.takes_to ? "the deployment (default: the plan's newest not rolled back already)"
+                                    : "the deployment (default: the plan's newest)");
   if (control.takes_reason) verb->add_option("--reason", flags->reason, "recorded with the control");
+  if (control.takes_to) {
+    verb->add_option("--to", flags->to,
+                     "the earlier deployment (its id) to restore; the completed ones after it are rolled back too "
+                     "(default: the newest earlier one that completed)");
+  }
   if (control.takes_full) {
     verb->add_flag("--full", flags->full, "skip the remaining steps and pauses");
     verb->add_option("--wait", flags->wait_seconds,

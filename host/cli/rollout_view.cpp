@@ -186,9 +186,10 @@ std::string toSecond(TimePoint when) {
   return dot == std::string::npos ? stamp : stamp.substr(0, dot) + "Z";
 }
 
-const Json* newestDeployment(const Json& deployments) {
+const Json* newestDeployment(const Json& deployments, const std::function<bool(const Json&)>& eligible) {
   const Json* newest = nullptr;
   for (const Json& deployment : items(deployments)) {
+    if (eligible && !eligible(deployment)) continue;
     if (newest == nullptr || deploymentIdOf(deployment) > deploymentIdOf(*newest) ||
         (deploymentIdOf(deployment) == deploymentIdOf(*newest) &&
          text(deployment, {"metadata", "created_at"}) > text(*newest, {"metadata", "created_at"}))) {

@@ -8,6 +8,7 @@
 // `paused_since`). Missing keys leave their line out rather than failing.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -22,7 +23,8 @@ using Json = nlohmann::json;
 
 // The newest of a plan's deployments (the highest metadata.id, ties broken by the later
 // created_at); nullptr when there is none.
-const Json* newestDeployment(const Json& deployments);
+// The newest of `deployments` (by id) that `eligible` accepts (every one without it).
+const Json* newestDeployment(const Json& deployments, const std::function<bool(const Json&)>& eligible = {});
 
 // "2026-11-21T15:46:15Z": the ledger's timestamps without their milliseconds.
 std::string toSecond(TimePoint when);

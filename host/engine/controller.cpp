@@ -512,7 +512,7 @@ int DeploymentController::rollBack(const model::Deployment& deployment, const st
   // instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  auto rolled = ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason},
+  auto rolled = ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason, ""},
                                           options_.actor);
   if (rolled.isOk()) return 1;
   if (rolled.status().code() != Code::kUnprocessable) return 0;

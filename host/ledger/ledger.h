@@ -218,13 +218,21 @@ class Ledger {
   // not called until resume), resume, retry (a FAILED newest deployment → IN_PROGRESS
   // with its rollout state reset), abort and rollback (restoreDeployment). kConflict when
   // the deployment's state does not allow the control, naming the state.
+  // `rollback_to`: for rollback, the deployment to restore (RestoreRequest::to).
   Result<Deployment> controlDeployment(const std::string& plan, const std::string& deployment_id,
-                                       const std::string& control, const std::string& reason, const std::string& actor);
+                                       const std::string& control, const std::string& reason, const std::string& actor,
+                                       const std::string& rollback_to = "");
   struct RestoreRequest {
     std::string final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
     std::string message;      // the deployment's terminal message
     std::string kind;         // rollback | abort
     std::string reason;
+    // rollback only: the earlier deployment to restore instead of the newest earlier one that
+    // completed. It must have completed and not have been rolled back (kNotFound for an
+    // unknown id, kUnprocessable otherwise, naming why); the completed deployments between it
+    // and the one rolled back are rolled back with it (ROLLED_BACK, "rolled back past by ..."),
+    // so a later rollback does not bring one of them back.
+    std::string to;
   };
   // Ends the deployment in `final_state`, cancels its unfinished operations (RUNNING ones
   // too, but a DELETE that has started, which runs to its end), and re-opens the newest earlier deployment that completed (IN_PROGRESS, rollout

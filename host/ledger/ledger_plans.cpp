@@ -700,9 +700,36 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
       if (other.state != "COMPLETED" && !unfinishedDeploymentState(other.state)) continue;
       target = &other;
     }
+    std::vector<const Deployment*> passed;  // completed ones between the named target and `d`
+    if (!request.to.empty()) {
+      auto named =
+          std::find_if(all.begin(), all.end(), [&](const Deployment& o) { return o.deployment_id == request.to; });
+      if (named == all.end()) return Status::notFound("plan '" + plan + "' has no deployment '" + request.to + "'");
+      const std::string cannot = "cannot roll deployment '" + deployment_id + "' back to '" + request.to + "': ";
+      if (named->meta.id >= d.meta.id) {
+        return Status(Code::kUnprocessable, cannot + "it is not an earlier deployment of the plan");
+      }
+      if (named->state == "ROLLED_BACK") {
+        return Status(Code::kUnprocessable, cannot + "it was rolled back itself (" + named->message + ")");
+      }
+      if (named->completed_at.empty() || (named->state != "COMPLETED" && !unfinishedDeploymentState(named->state))) {
+        return Status(Code::kUnprocessable, cannot + "it never completed (it is " + named->state + ")");
+      }
+      target = &*named;
+      for (const Deployment& other : all) {
+        if (other.meta.id > named->meta.id && other.meta.id < d.meta.id && other.state == "COMPLETED") {
+          passed.push_back(&other);
+        }
+      }
+    }
     if (target == nullptr && request.kind == "rollback") {
       return Status(Code::kUnprocessable, "deployment '" + deployment_id + "' of plan '" + plan +
                                               "' has nothing to roll back to: no earlier deployment completed");
+    }
+    for (const Deployment* skipped : passed) {
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, *skipped, "ROLLED_BACK", std::nullopt,
+                                                 "rolled back past by " + actor + " to " + request.to +
+                                                     (request.reason.empty() ? "" : ": " + request.reason)));
     }
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, request.final_state, std::nullopt, request.message));
     Json signals = d.signals.is_object() ? d.signals : Json::object();
@@ -733,7 +760,7 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
 
 Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std::string& deployment_id,
                                              const std::string& control, const std::string& reason,
-                                             const std::string& actor) {
+                                             const std::string& actor, const std::string& rollback_to) {
   const std::string by = actor + (reason.empty() ? "" : ": " + reason);
   if (control == "abort" || control == "rollback") {
     TIDE_ASSIGN_OR_RETURN(Deployment d, getDeployment(plan, deployment_id));
@@ -748,10 +775,11 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
     }
   }
   if (control == "abort") {
-    return restoreDeployment(plan, deployment_id, {"FAILED", "aborted by " + by, "abort", reason}, actor);
+    return restoreDeployment(plan, deployment_id, {"FAILED", "aborted by " + by, "abort", reason, ""}, actor);
   }
   if (control == "rollback") {
-    return restoreDeployment(plan, deployment_id, {"ROLLED_BACK", "rolled back by " + by, "rollback", reason}, actor);
+    return restoreDeployment(plan, deployment_id,
+                             {"ROLLED_BACK", "rolled back by " + by, "rollback", reason, rollback_to}, actor);
   }
   return write("control deployment", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));

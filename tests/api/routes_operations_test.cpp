@@ -217,8 +217,8 @@ TEST_CASE("api: the requester of an operation cannot approve it unless approver_
 TEST_CASE("api: approve and reject refuse exactly as model::judgeApproval rules") {
   auto ruling = [](const model::Operation& op, bool must_differ, const std::string& name, const std::string& role,
                    model::ApprovalAct act) {
-    return model::judgeApproval({op.meta.id, op.requested_by, model::approvalStateOf(op.decision), 1, must_differ},
-                                model::Approver{name, role, act, false, ""});
+    return model::judgeApproval({op.meta.id, op.requested_by, model::approvalStateOf(op.decision), 1, must_differ, {}},
+                                model::Approver{name, role, act, false, "", {}});
   };
   SUBCASE("the requester, under auth.approver_must_differ") {
     Fixture f;

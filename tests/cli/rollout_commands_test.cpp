@@ -178,6 +178,49 @@ TEST_CASE("cli: rollout controls act on the newest deployment and print its new 
   CHECK(contains(nothing.err, "has nothing to roll back to"));
 }
 
+TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, --to on an earlier one") {
+  CliRolloutFixture fixture;
+  // Deployments 1 and 2 completed; 3 rolled back on its own (as a failed analysis does), which
+  // re-opened 2; the control loop does not run here, so the test completes it again.
+  auto complete = [&](const std::string& id) {
+    for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
+      auto moved = fixture.live.ledger->setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
+      REQUIRE_MESSAGE(moved.isOk(), moved.status().toString());
+    }
+  };
+  for (const char* manifest : {"deployment-1.yaml", "deployment-2.yaml", "deployment-3.yaml"}) {
+    fixture.addDeployment(manifest);
+  }
+  complete("deployment-1");
+  complete("deployment-2");
+  REQUIRE(fixture.live.ledger
+              ->setDeploymentState(kExamplePlan, "deployment-3", "IN_PROGRESS", std::nullopt, "controller", "")
+              .isOk());
+  REQUIRE(
+      fixture.live.ledger->controlDeployment(kExamplePlan, "deployment-3", "rollback", "failed analysis", "controller")
+          .isOk());
+  REQUIRE(
+      fixture.live.ledger->setDeploymentState(kExamplePlan, "deployment-2", "COMPLETED", std::nullopt, "controller", "")
+          .isOk());
+
+  CliRun rolled = fixture.live.run({"deployment", "rollback", kExamplePlan, "--reason", "v2 too"});
+  REQUIRE_MESSAGE(rolled.code == 0, rolled.err);
+  CHECK(rolled.out == "Deployment deployment-2 of plan " + kExamplePlan +
+                          " (the newest not rolled back): ROLLED_BACK (rolled back by bootstrap-admin: v2 too)\n");
+
+  // deployment-1 is being restored; rolling it back to itself, or to a later one, is refused.
+  CliRun to_self = fixture.live.run({"deployment", "rollback", kExamplePlan, "--to", "deployment-1"});
+  CHECK(to_self.code == 1);
+  CHECK(to_self.err ==
+        "error: cannot roll deployment 'deployment-1' back to 'deployment-1': it is not an earlier "
+        "deployment of the plan\n");
+  CliRun unknown = fixture.live.run({"deployment", "rollback", kExamplePlan, "-D", "deployment-1", "--to", "v0"});
+  CHECK(unknown.code == 1);
+  CHECK(unknown.err == "error: plan '" + kExamplePlan + "' has no deployment 'v0'\n");
+  CliRun help = fixture.live.run({"deployment", "rollback", "--help"});
+  CHECK(contains(help.out, "--to"));
+}
+
 TEST_CASE("cli: pause, resume and watch a rollout of tide serve to its end") {
   ServeProcess serve;
   serve.actAs(serve.newToken("ops", "admin"));  // alice below is not its own token

@@ -195,6 +195,37 @@ TEST_CASE("rollout: a canary whose new version fails its health check rolls back
   CHECK(f.ledger->checkInvariants()->empty());
 }
 
+TEST_CASE("rollout: rollback --to an earlier deployment brings its version back and rolls back the ones between") {
+  RolloutFixture f(rolloutPlan("canary", kCanaryParams));
+  f.rollOut("d1", 2, "v1");
+  f.rollOut("d2", 2, "v2");
+  f.rollOut("d3", 2, "v3");
+  auto rollback = [&](const std::string& id, const std::string& to) {
+    return f.ledger->controlDeployment("web", id, "rollback", "bad release", "alice", to);
+  };
+  CHECK(rollback("d3", "nope").status().code() == Code::kNotFound);
+  CHECK(rollback("d3", "d3").status().message() ==
+        "cannot roll deployment 'd3' back to 'd3': it is not an earlier deployment of the plan");
+  CHECK(f.deployment("d3").state == "COMPLETED");  // nothing written by a refusal
+  CHECK(f.deployment("d2").state == "COMPLETED");
+
+  REQUIRE(rollback("d3", "d1").isOk());
+  CHECK(f.deployment("d3").state == "ROLLED_BACK");
+  // d2 is rolled back with it, so no later rollback brings v2 back.
+  CHECK(f.deployment("d2").state == "ROLLED_BACK");
+  CHECK(f.deployment("d2").message == "rolled back past by alice to d1: bad release");
+  REQUIRE(f.waitState("d1", "COMPLETED"));
+  CHECK(f.deployment("d1").message == "restored after the rollback of d3");
+  REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
+
+  CHECK(rollback("d1", "").status().code() == Code::kUnprocessable);  // nothing completed before d1
+  f.rollOut("d4", 2, "v4");
+  CHECK(rollback("d4", "d2").status().message() ==
+        "cannot roll deployment 'd4' back to 'd2': it was rolled back itself (rolled back past by alice to d1: bad "
+        "release)");
+  CHECK(f.ledger->checkInvariants()->empty());
+}
+
 TEST_CASE("rollout: promote --full skips the remaining steps") {
   RolloutFixture f(rolloutPlan("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"));
   f.rollOut("d1", 2, "v1");

@@ -319,7 +319,7 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
 
 // Gives operation `id` (PENDING_APPROVAL) one approval by `actor`.
 void approveOnce(Ledger& ledger, int64_t id, const std::string& actor) {
-  auto approved = ledger.addApproval(id, std::nullopt, {actor, "approver", false, "", ""});
+  auto approved = ledger.addApproval(id, std::nullopt, {actor, "approver", false, "", "", {}});
   REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
 }
 

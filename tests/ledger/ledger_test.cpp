@@ -835,7 +835,7 @@ TEST_CASE("ledger: aborting a deployment cancels its operations but a DELETE und
   REQUIRE(f.ledger->updateOperation(retrying.meta.id, failed_once, "executor").isOk());
   REQUIRE(f.ledger->setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "executor").isOk());
 
-  Ledger::RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency"};
+  Ledger::RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency", ""};
   REQUIRE(f.ledger->restoreDeployment("web", "d1", abort, "alice").isOk());
   // What a DELETE removed cannot come back: it stays RUNNING and the executor ends it.
   CHECK(f.ledger->getOperation(del.meta.id)->state == "RUNNING");

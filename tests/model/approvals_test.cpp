@@ -13,7 +13,7 @@ ApprovalState needs(int n, const std::string& role = "", std::vector<std::string
 
 GivenApproval by(const std::string& actor, const std::string& role = "approver", bool override = false,
                  const std::string& reason = "") {
-  return {actor, role, override, reason, ""};
+  return {actor, role, override, reason, "", {}};
 }
 
 }  // namespace
@@ -82,12 +82,12 @@ namespace {
 
 ApprovalCase caseOf(ApprovalState state, const std::string& requested_by = "bob", bool approver_must_differ = false,
                     int plan_min_approvals = 1) {
-  return ApprovalCase{7, requested_by, std::move(state), plan_min_approvals, approver_must_differ};
+  return ApprovalCase{7, requested_by, std::move(state), plan_min_approvals, approver_must_differ, {}};
 }
 
 Approver approver(const std::string& name, const std::string& role = "approver", bool override = false,
                   const std::string& reason = "") {
-  return Approver{name, role, ApprovalAct::kApprove, override, reason};
+  return Approver{name, role, ApprovalAct::kApprove, override, reason, {}};
 }
 
 }  // namespace
@@ -100,7 +100,7 @@ TEST_CASE("model: judgeApproval: the four-eyes rule refuses the requester first,
         "operation 7 was requested by bob; it must be approved by someone else (auth.approver_must_differ)");
   CHECK(approving.after.given.empty());
   CHECK_FALSE(approving.complete);
-  const ApprovalRuling rejecting = judgeApproval(own, Approver{"bob", "admin", ApprovalAct::kReject, false, ""});
+  const ApprovalRuling rejecting = judgeApproval(own, Approver{"bob", "admin", ApprovalAct::kReject, false, "", {}});
   CHECK(rejecting.allowed.message() ==
         "operation 7 was requested by bob; it must be rejected by someone else (auth.approver_must_differ)");
   // Without the host's rule the requester decides, unless the policy excludes them.
@@ -111,7 +111,7 @@ TEST_CASE("model: judgeApproval: the four-eyes rule refuses the requester first,
 
 TEST_CASE("model: judgeApproval: a rejection needs only the four-eyes rule") {
   const ApprovalCase strict = caseOf(needs(3, "admin", {"requester", "otto"}), "bob", true);
-  CHECK(judgeApproval(strict, Approver{"otto", "approver", ApprovalAct::kReject, false, ""}).allowed.isOk());
+  CHECK(judgeApproval(strict, Approver{"otto", "approver", ApprovalAct::kReject, false, "", {}}).allowed.isOk());
 }
 
 TEST_CASE("model: judgeApproval: each refusal names its rule") {
