@@ -10,13 +10,18 @@ two workloads while the direct runs hit one. Prints one JSON line on stdout:
   {"bench": "traffic_canary", "steps": [{"step", "direct_rps", "direct_p99_ms", "router_rps",
    "router_p99_ms"}...], "direct_rps", "router_rps", "rps_ratio", "direct_p99_ms",
    "router_p99_ms", "p99_added_ms", "router_requests", "router_failed", "cores",
-   "direct_workload_cpu_us", "router_workload_cpu_us", "router_haproxy_cpu_us"}
+   "direct_workload_cpu_us", "router_workload_cpu_us", "router_haproxy_cpu_us",
+   "router_host_cpu_us", "request_log_sample"}
 (the top-level figures are medians over the steps; the *_cpu_us figures are the CPU
-microseconds per request the workloads and haproxy spent, which on a machine of few cores
+microseconds per request the workloads, haproxy and the host (which reads haproxy's request
+log) spent, which on a machine of few cores
 bound requests/s: wrk, haproxy and the workloads share them). Targets: p99 added <= 2 ms, router rps
 >= 80% of direct, 0 failed.
 
-  tests/bench/traffic_canary.py --tide build-release/tide --source . [--seconds 10]
+  tests/bench/traffic_canary.py --tide build-release/tide --source . [--seconds 10] [--request-log-sample N]
+
+--request-log-sample sets the host config's traffic.request_log_sample (1: haproxy logs every
+request for the p95 at the router, N: one in N, 0: none), to show what the log costs.
 
 Needs wrk and haproxy (.ci/install-deps --bench).
 """
@@ -91,11 +96,11 @@ def haproxy_of(data_dir):
     return pids
 
 
-def measured(url, seconds, workloads, haproxy):
-    """wrk's figures, and the CPU microseconds per request the workloads and haproxy spent."""
-    before = cpu_seconds(workloads), cpu_seconds(haproxy)
+def measured(url, seconds, workloads, haproxy, host):
+    """wrk's figures, and the CPU microseconds per request the workloads, haproxy and the host spent."""
+    before = cpu_seconds(workloads), cpu_seconds(haproxy), cpu_seconds(host)
     rps, p99, requests, failed = wrk(url, seconds)
-    after = cpu_seconds(workloads), cpu_seconds(haproxy)
+    after = cpu_seconds(workloads), cpu_seconds(haproxy), cpu_seconds(host)
     per_request = [round((a - b) * 1e6 / max(requests, 1), 1) for a, b in zip(after, before)]
     return rps, p99, requests, failed, per_request
 
@@ -111,12 +116,15 @@ def main():
     parser.add_argument("--tide", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--seconds", type=int, default=10, help="seconds per wrk run")
+    parser.add_argument("--request-log-sample", type=int, default=1,
+                        help="traffic.request_log_sample: 1 every request, N one in N, 0 none")
     arguments = parser.parse_args()
     if shutil.which("wrk") is None or not Path("/usr/sbin/haproxy").exists():
         sys.exit("traffic_canary: wrk and haproxy are needed: .ci/install-deps --bench")
 
     listen, preview = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
-    host = Host(arguments.tide, arguments.source, prefix="tide-traffic-bench-")
+    host = Host(arguments.tide, arguments.source, prefix="tide-traffic-bench-",
+                config=f"traffic: {{router: haproxy, request_log_sample: {arguments.request_log_sample}}}\n")
     try:
         host.apply("nodes.yaml", arguments.source)
         host.apply_text(plan_manifest(listen, preview, kPlan, "canary", kParams), "the plan")
@@ -135,15 +143,17 @@ def main():
             direct = listen_of(workloads_of(host.data_dir, 2)[0])
             workloads = workloads_of(host.data_dir, 1) + workloads_of(host.data_dir, 2)
             haproxy = haproxy_of(host.data_dir)
-            d_rps, d_p99, _, _, d_cpu = measured(f"http://{direct}/version", arguments.seconds, workloads, haproxy)
+            serving = [host.process.pid]
+            d_rps, d_p99, _, _, d_cpu = measured(f"http://{direct}/version", arguments.seconds, workloads, haproxy,
+                                                 serving)
             r_rps, r_p99, requests, failed, r_cpu = measured(f"http://{listen}/version", arguments.seconds,
-                                                             workloads, haproxy)
+                                                             workloads, haproxy, serving)
             router_requests += requests
             router_failed += failed
             row = {"step": percent, "direct_rps": round(d_rps), "direct_p99_ms": d_p99,
                    "router_rps": round(r_rps), "router_p99_ms": r_p99,
                    "direct_workload_cpu_us": d_cpu[0], "router_workload_cpu_us": r_cpu[0],
-                   "router_haproxy_cpu_us": r_cpu[1]}
+                   "router_haproxy_cpu_us": r_cpu[1], "router_host_cpu_us": r_cpu[2]}
             print(f"  at {percent}%: {row}", file=sys.stderr, flush=True)
             steps.append(row)
             if percent < 100:
@@ -168,7 +178,9 @@ def main():
                   "cores": os.cpu_count(),
                   "direct_workload_cpu_us": median("direct_workload_cpu_us"),
                   "router_workload_cpu_us": median("router_workload_cpu_us"),
-                  "router_haproxy_cpu_us": median("router_haproxy_cpu_us")}
+                  "router_haproxy_cpu_us": median("router_haproxy_cpu_us"),
+                  "router_host_cpu_us": median("router_host_cpu_us"),
+                  "request_log_sample": arguments.request_log_sample}
         print(json.dumps(result), flush=True)
     finally:
         host.stop()

@@ -83,7 +83,10 @@ std::string renderConfig(const ConfigInput& input) {
       << " mode 600 level admin expose-fd listeners\n"
          "  stats timeout 30s\n"
          "  maxconn 4000\n";
-  if (!input.log_socket.empty()) out << "  log " << input.log_socket << " len 1024 format raw local0 info\n";
+  if (!input.log_socket.empty()) {
+    out << "  log " << input.log_socket << " len 1024 format raw"
+        << (input.log_sample > 1 ? " sample 1:" + std::to_string(input.log_sample) : "") << " local0 info\n";
+  }
   out << "\n"
          "defaults\n"
          "  mode http\n";

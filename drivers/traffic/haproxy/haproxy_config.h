@@ -32,6 +32,7 @@ struct ConfigInput {
   std::vector<DesiredPlanTraffic> plans;  // the plans served, each with its servers
   // The unix datagram socket haproxy sends one line per request to (RequestLog); "" for none.
   std::string log_socket;
+  int log_sample = 1;  // one request in log_sample is logged
 };
 
 // Characters other than [A-Za-z0-9-] become "_hh" (hex), so any id maps to a valid haproxy

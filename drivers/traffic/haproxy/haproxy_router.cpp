@@ -180,7 +180,7 @@ std::vector<DesiredPlanTraffic> plansFromJson(const Json& json) {
 
 // What a reload is needed for: everything in the config but the servers.
 Json structureOf(const std::vector<const DesiredPlanTraffic*>& served, const std::string& metrics_listen,
-                 const HealthCheckOptions& check, const std::string& log_socket) {
+                 const HealthCheckOptions& check, const std::string& log_socket, int log_sample) {
   Json plans = Json::array();
   for (const DesiredPlanTraffic* plan : served) {
     Json entry = planToJson(*plan);
@@ -190,6 +190,7 @@ Json structureOf(const std::vector<const DesiredPlanTraffic*>& served, const std
   return {{"metrics_listen", metrics_listen},
           {"check", {check.interval_ms, check.fall, check.rise}},
           {"log_socket", log_socket},
+          {"log_sample", log_sample},
           {"plans", plans}};
 }
 
@@ -259,7 +260,7 @@ Result<HaproxyOptions> parseHaproxyOptions(const Json& config) {
     return Status::invalidArgument("haproxy router: bad traffic config", {{"traffic", "must be an object", ""}});
   }
   static constexpr std::string_view kKnown =
-      "binary, metrics_listen, check_interval_ms, check_fall, check_rise, restart_backoff_max_ms";
+      "binary, metrics_listen, check_interval_ms, check_fall, check_rise, restart_backoff_max_ms, request_log_sample";
   std::vector<ErrorDetail> problems;
   auto whole = [&](const std::string& key, const Json& value, int min, int max) -> std::optional<int> {
     if (!value.is_number_integer() || value.get<int64_t>() < min || value.get<int64_t>() > max) {
@@ -290,6 +291,8 @@ Result<HaproxyOptions> parseHaproxyOptions(const Json& config) {
       if (auto v = whole(key, value, 1, 100)) options.check.rise = *v;
     } else if (key == "restart_backoff_max_ms") {
       if (auto v = whole(key, value, 100, 600000)) options.restart_backoff_max = std::chrono::milliseconds(*v);
+    } else if (key == "request_log_sample") {
+      if (auto v = whole(key, value, 0, 1000)) options.request_log_sample = *v;
     } else {
       problems.push_back({"traffic." + key, "unknown key (known: " + std::string(kKnown) + ")", ""});
     }
@@ -345,7 +348,9 @@ Status HaproxyRouter::start() {
   started_ = true;
   // Without the log the router serves all the same; only the p95 at the router is missing
   // (its analysis then finds no data and says so).
-  if (Status listening = request_log_.start(); listening.isOk()) {
+  if (options_.request_log_sample == 0) {
+    // Off by configuration.
+  } else if (Status listening = request_log_.start(); listening.isOk()) {
     log_socket_ = request_log_.socketPath();
   } else {
     std::fprintf(stderr, "tide: %s\n", listening.toString().c_str());
@@ -438,10 +443,10 @@ Status HaproxyRouter::reconcileLocked() {
     endProcessesLocked();
     return Status::ok();
   }
-  ConfigInput input{socket_path_, metrics, options_.check, {}, log_socket_};
+  ConfigInput input{socket_path_, metrics, options_.check, {}, log_socket_, options_.request_log_sample};
   for (const DesiredPlanTraffic* plan : served) input.plans.push_back(*plan);
   TIDE_RETURN_IF_ERROR(writeFileDurably(config_path_, renderConfig(input)).withPrefix("haproxy router: config"));
-  const Json structure = structureOf(served, metrics, options_.check, log_socket_);
+  const Json structure = structureOf(served, metrics, options_.check, log_socket_, options_.request_log_sample);
   if (!alive) {
     TIDE_RETURN_IF_ERROR(launchLocked(structure, false));
   } else if (running_->structure != structure) {

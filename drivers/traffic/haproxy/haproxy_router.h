@@ -48,10 +48,15 @@ struct HaproxyOptions {
   std::string metrics_listen;  // "" = 127.0.0.1 on a port free when haproxy first starts
   HealthCheckOptions check;
   std::chrono::milliseconds restart_backoff_max{30000};
+  // haproxy's per-request log (RequestLog): 1 logs every request, N one in N (the histograms
+  // then count a sample), 0 none (no p95 at the router). Each logged request costs haproxy
+  // and the host a few microseconds of CPU (docs/performance.md).
+  int request_log_sample = 1;
 };
 
 // The `traffic:` section of the host config for kind "haproxy": {binary, metrics_listen,
-// check_interval_ms, check_fall, check_rise, restart_backoff_max_ms}, all optional.
+// check_interval_ms, check_fall, check_rise, restart_backoff_max_ms, request_log_sample}, all
+// optional.
 // Unknown keys and bad values are kInvalidArgument with one detail per field ("traffic.<key>").
 Result<HaproxyOptions> parseHaproxyOptions(const Json& config);
 

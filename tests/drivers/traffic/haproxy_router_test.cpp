@@ -256,15 +256,22 @@ TEST_CASE("haproxy router: bad traffic config names the field") {
   CHECK(unknown.status().details()[0].field == "traffic.check_intervall_ms");
   CHECK(unknown.status().details()[0].message.find("unknown key") != std::string::npos);
 
-  auto bad = parseHaproxyOptions({{"check_fall", 0}, {"metrics_listen", "nowhere"}, {"binary", "haproxy"}});
+  auto bad = parseHaproxyOptions(
+      {{"check_fall", 0}, {"metrics_listen", "nowhere"}, {"binary", "haproxy"}, {"request_log_sample", -1}});
   REQUIRE_FALSE(bad.isOk());
   std::vector<std::string> fields;
   for (const ErrorDetail& detail : bad.status().details()) fields.push_back(detail.field);
   std::sort(fields.begin(), fields.end());
-  CHECK(fields == std::vector<std::string>{"traffic.binary", "traffic.check_fall", "traffic.metrics_listen"});
+  CHECK(fields == std::vector<std::string>{"traffic.binary", "traffic.check_fall", "traffic.metrics_listen",
+                                           "traffic.request_log_sample"});
 
-  auto good = parseHaproxyOptions({{"check_interval_ms", 500}, {"check_fall", 3}, {"metrics_listen", "127.0.0.1:9999"}});
+  auto good = parseHaproxyOptions({{"check_interval_ms", 500},
+                                   {"check_fall", 3},
+                                   {"metrics_listen", "127.0.0.1:9999"},
+                                   {"request_log_sample", 10}});
   REQUIRE(good.isOk());
+  CHECK(good->request_log_sample == 10);
+  CHECK(parseHaproxyOptions(Json::object())->request_log_sample == 1);
   CHECK(good->check.interval_ms == 500);
   CHECK(good->check.fall == 3);
   CHECK(good->metrics_listen == "127.0.0.1:9999");
@@ -704,4 +711,31 @@ TEST_CASE("haproxy router: the request log counts what parses, skips requests wi
   CHECK(seriesValue(text, "tide_router_response_seconds_bucket" + labels + ",le=\"1\"}") == 2);
   CHECK(seriesValue(text, "tide_router_response_seconds_sum" + labels + "}") == doctest::Approx(0.703));
   CHECK(text.find("NOSRV") == std::string::npos);
+}
+
+TEST_CASE("haproxy router: the config logs every request, one in N, or none, and never the exporter's scrapes") {
+  ConfigInput input{"/run/admin.sock", "127.0.0.1:9101", {}, {}, "/run/log.sock", 1};
+  std::string every = renderConfig(input);
+  CHECK(every.find("  log /run/log.sock len 1024 format raw local0 info\n") != std::string::npos);
+  CHECK(every.find("  log-format \"%b %s %ST %Ta\"\n") != std::string::npos);
+  CHECK(every.find("frontend tide_metrics\n  no log\n") != std::string::npos);
+  input.log_sample = 10;
+  CHECK(renderConfig(input).find("  log /run/log.sock len 1024 format raw sample 1:10 local0 info\n") !=
+        std::string::npos);
+  input.log_socket.clear();
+  const std::string none = renderConfig(input);
+  CHECK(none.find("log-format") == std::string::npos);
+  CHECK(none.find("/run/log.sock") == std::string::npos);
+}
+
+TEST_CASE("haproxy router: request_log_sample 0 binds no log socket and keeps no histograms") {
+  SKIP_WITHOUT_HAPROXY();
+  RouterFixture fixture(Json{{"request_log_sample", 0}});
+  Backend a("a1");
+  const std::vector<DesiredPlanTraffic> plans = {plan("web", {server(a, "d1", 1)})};
+  fixture.applyAndWait(plans);
+  CHECK(tally(plans[0].endpoint.listen, 10)["a1"] == 10);
+  CHECK_FALSE(std::filesystem::exists(fixture.haproxy_dir + "/log.sock"));
+  CHECK(readText(fixture.haproxy_dir + "/haproxy.cfg").find("log-format") == std::string::npos);
+  CHECK(fixture.router->metricsText().find("tide_router_response_seconds_count") == std::string::npos);
 }
