@@ -78,17 +78,24 @@ std::string rawErrorResponse(const Status& status) {
          "\r\n\r\n" + body;
 }
 
-// METHOD SP TARGET SP HTTP/1.0|1.1, the method a token (RFC 9110 5.6.2), the target free of
-// white space.
+// A character of a token (RFC 9110 5.6.2): a method, a field name.
+bool isTokenChar(char c) {
+  constexpr std::string_view kTokenSymbols = "!#$%&'*+-.^_`|~";
+  return std::isalnum(static_cast<unsigned char>(c)) || kTokenSymbols.find(c) != std::string_view::npos;
+}
+
+bool isControl(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
+// METHOD SP TARGET SP HTTP/1.0|1.1, the method a token, the target free of white space and
+// control characters.
 bool wellFormedRequestLine(std::string_view line) {
   const size_t first = line.find(' ');
   const size_t last = line.rfind(' ');
   if (first == std::string_view::npos || first == 0 || last == first + 1 || first == last) return false;
-  constexpr std::string_view kTokenSymbols = "!#$%&'*+-.^_`|~";
-  for (char c : line.substr(0, first)) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && kTokenSymbols.find(c) == std::string_view::npos) return false;
+  if (!std::ranges::all_of(line.substr(0, first), isTokenChar)) return false;
+  if (std::ranges::any_of(line.substr(first + 1, last - first - 1), [](char c) { return c == ' ' || isControl(c); })) {
+    return false;
   }
-  if (line.substr(first + 1, last - first - 1).find_first_of(" \t") != std::string_view::npos) return false;
   const std::string_view version = line.substr(last + 1);
   return version == "HTTP/1.1" || version == "HTTP/1.0";
 }
@@ -213,7 +220,6 @@ class Connection final : public httplib::Stream {
     in_headers_ = true;
     header_bytes_ = 0;
     header_lines_ = 0;
-    line_bytes_ = 0;
     line_.clear();
     framing_ = {};
     answered_ = false;
@@ -413,22 +419,26 @@ class Connection final : public httplib::Stream {
     for (size_t i = 0; i < size && in_headers_ && header_problem_.empty(); ++i) {
       ++header_bytes_;
       if (data[i] != '\n') {
-        ++line_bytes_;
         if (line_.size() < limits_.max_header_bytes) line_.push_back(data[i]);
         continue;
       }
-      if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+      if (header_bytes_ > limits_.max_header_bytes) break;
+      // httplib skips a line that ends in a bare LF (and reads on past a bare empty line)
+      // where a proxy may take it: refused, so both read the same headers.
+      if (line_.empty() || line_.back() != '\r') {
+        header_problem_ = "line " + std::to_string(header_lines_ + 1) +
+                          " of the request ends in a bare LF; lines end in CRLF (RFC 9112 2.2)";
+        break;
+      }
+      line_.pop_back();
       // An empty line after the request line ends the headers.
       if (line_.empty() && header_lines_ > 0) {
         in_headers_ = false;
-        if (framing_.chunked && framing_.content_length) {
-          header_problem_ = "the request has both Transfer-Encoding and Content-Length (RFC 9112 6.1)";
-        }
+        checkFraming();
       } else {
         checkHeaderLine(line_, header_lines_);
       }
       if (in_headers_) ++header_lines_;
-      line_bytes_ = 0;
       line_.clear();
     }
     if (header_bytes_ > limits_.max_header_bytes) {
@@ -441,13 +451,16 @@ class Connection final : public httplib::Stream {
     return header_problem_.empty();
   }
 
-  // Refuses what a proxy in front of tide could read differently (request smuggling): a
-  // request line that is not METHOD SP TARGET SP HTTP/1.x, a field line without a name and a
-  // colon (or with white space before the colon, or folded onto the next line), and
-  // Content-Length given twice with different values or not a number.
+  // Refuses what a proxy in front of tide could read differently (request smuggling, RFC
+  // 9112 6.1 and 6.3): a request line that is not METHOD SP TARGET SP HTTP/1.x; a field line
+  // without a token name and a colon, with white space before the colon, folded onto the
+  // next line, or with a control character (a bare CR among them); Content-Length given
+  // twice with different values or not a number; Transfer-Encoding given twice or other than
+  // "chunked" (httplib reads no body for any other value, percent-decoded, in its first field).
   void checkHeaderLine(const std::string& line, size_t index) {
     if (index == 0) {
       if (!wellFormedRequestLine(line)) header_problem_ = "malformed request line";
+      http10_ = line.ends_with(" HTTP/1.0");
       return;
     }
     const std::string where = "header line " + std::to_string(index);
@@ -465,11 +478,24 @@ class Connection final : public httplib::Stream {
       header_problem_ = where + ": white space between the field name and the colon";
       return;
     }
+    if (!std::ranges::all_of(name, isTokenChar)) {
+      header_problem_ = where + ": the field name is not a token";
+      return;
+    }
+    if (std::ranges::any_of(line, [](char c) { return c != '\t' && isControl(c); })) {
+      header_problem_ = where + " has a control character (a bare CR, NUL, ...) in its value";
+      return;
+    }
     std::string value = line.substr(colon + 1);
     const size_t first = value.find_first_not_of(" \t");
     value = first == std::string::npos ? "" : value.substr(first, value.find_last_not_of(" \t") - first + 1);
     if (strcasecmp(name.c_str(), "Transfer-Encoding") == 0) {
-      framing_.chunked = true;
+      if (framing_.transfer_encoding) {
+        header_problem_ = "Transfer-Encoding is given twice";
+      } else if (strcasecmp(value.c_str(), "chunked") != 0) {
+        header_problem_ = "Transfer-Encoding '" + value.substr(0, 64) + "': tide reads only 'chunked'";
+      }
+      framing_.transfer_encoding = true;
     } else if (strcasecmp(name.c_str(), "Content-Length") == 0) {
       if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
         header_problem_ = "Content-Length is not a number";
@@ -478,6 +504,16 @@ class Connection final : public httplib::Stream {
       } else {
         framing_.content_length = value;
       }
+    }
+  }
+
+  // Once the headers ended: what the fields say together.
+  void checkFraming() {
+    if (!framing_.transfer_encoding) return;
+    if (framing_.content_length) {
+      header_problem_ = "the request has both Transfer-Encoding and Content-Length (RFC 9112 6.1)";
+    } else if (http10_) {
+      header_problem_ = "an HTTP/1.0 request has Transfer-Encoding (RFC 9112 6.1)";
     }
   }
 
@@ -510,12 +546,12 @@ class Connection final : public httplib::Stream {
   mutable std::optional<Address> remote_, local_;
   Deadline deadline_ = Deadline::max();
   bool in_headers_ = false;
+  bool http10_ = false;  // the request line says HTTP/1.0
   size_t header_bytes_ = 0;
   size_t header_lines_ = 0;  // complete lines so far, the request line included
-  size_t line_bytes_ = 0;
   std::string line_;  // the line being read, up to max_header_bytes
   struct Framing {
-    bool chunked = false;                       // Transfer-Encoding was given
+    bool transfer_encoding = false;             // Transfer-Encoding was given
     std::optional<std::string> content_length;  // the Content-Length given
   } framing_;
   std::string header_problem_;

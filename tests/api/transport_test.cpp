@@ -330,7 +330,7 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
   const int port = h.server->port();
   const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   struct Case {
-    const char* name;
+    std::string name;
     std::string request;
     const char* says;
   };
@@ -352,6 +352,38 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
        "white space between the field name and the colon"},
       {"a folded header line", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  continued\r\n\r\n" + smuggled,
        "folded"},
+      // httplib skips a header line that ends in a bare LF (and does not end the headers at
+      // a bare blank line), where a proxy may honour it.
+      {"a header line ending in a bare LF",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\n\r\n5\r\n" + smuggled, "bare LF"},
+      {"headers ended by a bare LF",
+       "GET /healthz HTTP/1.1\r\nHost: x\r\n\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n" + smuggled,
+       "bare LF"},
+      {"a bare CR inside a header line",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nX-A: 1\rTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n{}" +
+           smuggled,
+       "control character"},
+      {"a field name that is not a token", "GET /healthz HTTP/1.1\r\nHost: x\r\nX(A): 1\r\n\r\n" + smuggled,
+       "field name"},
+      // httplib reads a body as chunked only when the first Transfer-Encoding says exactly
+      // "chunked" (after percent-decoding it); anything else it would read as no body at all.
+      {"a transfer coding other than chunked",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + smuggled,
+       "Transfer-Encoding"},
+      {"Transfer-Encoding twice",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n0\r\n\r\n" +
+           smuggled,
+       "Transfer-Encoding"},
+      {"a percent-encoded transfer coding",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: %63hunked\r\n\r\n0\r\n\r\n" + smuggled,
+       "Transfer-Encoding"},
+      {"Transfer-Encoding in HTTP/1.0",
+       "POST /v1/plans HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "HTTP/1.0"},
+      {"a control character in the target", "GET /healthz\x01 HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled,
+       "malformed request line"},
+      // A method httplib does not know fails its parser, not tide's: still one answer.
+      {"an unknown method", "BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled, "400"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -365,6 +397,35 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
   const std::string twice = exchangeUntilClosed(
       port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   CHECK(twice.starts_with("HTTP/1.1 200"));
+  // A chunked body alone is fine.
+  const std::string chunked = exchangeUntilClosed(
+      port, "POST /v1/capabilities HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kAdminToken +
+                "\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n"
+                "1b\r\n{\"name\":\"gpu\",\"type\":\"GPU\"}\r\n0\r\n\r\n");
+  CHECK_MESSAGE(chunked.starts_with("HTTP/1.1 201"), chunked);
+}
+
+TEST_CASE("transport: a method a path does not serve is 405 with Allow, whichever method it is") {
+  ApiHarness h;
+  const int port = h.server->port();
+  for (const std::string method : {"PATCH", "PUT", "TRACE", "CONNECT", "OPTIONS"}) {
+    CAPTURE(method);
+    const std::string answer =
+        exchangeUntilClosed(port, method + " /v1/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kAdminToken +
+                                      "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    CHECK(answer.starts_with("HTTP/1.1 405"));
+    const size_t allow = answer.find("\r\nAllow: ");
+    REQUIRE(allow != std::string::npos);
+    const std::string allowed = answer.substr(allow + 9, answer.find("\r\n", allow + 2) - allow - 9);
+    CHECK(allowed.find("GET") != std::string::npos);
+    CHECK(allowed.find("POST") != std::string::npos);
+    CHECK(answer.find("method_not_allowed") != std::string::npos);
+  }
+  const std::string head = exchangeUntilClosed(port, "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(head.starts_with("HTTP/1.1 200"));
+  const std::string unknown =
+      exchangeUntilClosed(port, "TRACE /v1/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(unknown.starts_with("HTTP/1.1 404"));
 }
 
 TEST_CASE("transport: with tls.cert and tls.key the API speaks HTTPS only") {
