@@ -95,14 +95,13 @@ void renderError(const Status& status, httplib::Response& response) {
   if (status.code() == Code::kUnauthenticated) response.set_header("WWW-Authenticate", "Bearer realm=\"tide\"");
 }
 
-// The answer to a request on a connection the transport refused (over the connection cap,
-// headers over the limits), which is then closed. False for a connection in good standing.
+// The answer to a request whose head the transport refused (headers over the limits or
+// framed ambiguously); its connection is then closed. False for a request in good standing.
 bool renderRefusal(httplib::Response& response) {
   std::optional<Status> refusal = connectionRefusal();
   if (!refusal) return false;
   renderError(*refusal, response);
   response.set_header("Connection", "close");
-  if (refusal->code() == Code::kUnavailable) response.set_header("Retry-After", "1");
   return true;
 }
 
@@ -192,7 +191,9 @@ Status ApiServer::Impl::start() {
   TIDE_RETURN_IF_ERROR(auth_.bootstrap(options_.data_dir));
 
   try {
-    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls, [this] { metrics_.connectionDropped(); }));
+    ConnectionEvents events{[this] { metrics_.connectionDropped(); }, [this] { metrics_.connectionRefused(); }};
+    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http,
+                          GuardedServer::create(options_.limits, options_.tls, std::move(events)));
     configure(*http);
     errno = 0;
     int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
