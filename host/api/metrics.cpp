@@ -51,10 +51,16 @@ std::string HttpMetrics::render() const {
     out += "tide_http_request_duration_seconds_sum{" + labels + "} " + prometheusNumber(histogram.sum) + "\n";
     out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
   }
-  out += "# HELP tide_http_connections_dropped_total Connections closed unanswered: over the connection cap "
-         "with the refusal backlog full.\n";
+  out +=
+      "# HELP tide_http_connections_dropped_total Connections closed unanswered: too many were waiting "
+      "for their request to arrive (limits.max_waiting_connections).\n";
   out += "# TYPE tide_http_connections_dropped_total counter\n";
   out += "tide_http_connections_dropped_total " + std::to_string(dropped_.load(std::memory_order_relaxed)) + "\n";
+  out +=
+      "# HELP tide_http_connections_refused_total Requests answered 503 by the transport: "
+      "limits.max_connections requests were being served.\n";
+  out += "# TYPE tide_http_connections_refused_total counter\n";
+  out += "tide_http_connections_refused_total " + std::to_string(refused_.load(std::memory_order_relaxed)) + "\n";
   return out;
 }
 

@@ -22,12 +22,14 @@ inline constexpr std::string_view kUnmatchedRoute = "unmatched";
 class HttpMetrics {
  public:
   void observe(std::string_view method, std::string_view route, int code, std::chrono::duration<double> elapsed);
-  // A connection closed unanswered beyond the refusal backlog (host/api/transport.h).
+  // A connection closed unanswered: limits.max_waiting_connections wait already (host/api/transport.h).
   void connectionDropped() { dropped_.fetch_add(1, std::memory_order_relaxed); }
+  // A request answered 503 by the transport: limits.max_connections were being served.
+  void connectionRefused() { refused_.fetch_add(1, std::memory_order_relaxed); }
 
   // tide_http_requests_total{method,route,code},
   // tide_http_request_duration_seconds{method,route} (buckets, sum, count) and
-  // tide_http_connections_dropped_total.
+  // tide_http_connections_dropped_total and tide_http_connections_refused_total.
   std::string render() const;
 
  private:
@@ -44,6 +46,7 @@ class HttpMetrics {
   };
 
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> refused_{0};
   // Orders (method, route) keys of strings and of string_views alike, so a series is found
   // without building its key's strings. (std::less<> would compare a tuple of strings with
   // a tuple of string_views, which libstdc++ allows under gcc and not under clang.)

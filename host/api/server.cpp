@@ -95,16 +95,18 @@ void renderError(const Status& status, httplib::Response& response) {
   if (status.code() == Code::kUnauthenticated) response.set_header("WWW-Authenticate", "Bearer realm=\"tide\"");
 }
 
-// The answer to a request on a connection the transport refused (over the connection cap,
-// headers over the limits), which is then closed. False for a connection in good standing.
+// The answer to a request whose head the transport refused (headers over the limits or
+// framed ambiguously); its connection is then closed. False for a request in good standing.
 bool renderRefusal(httplib::Response& response) {
   std::optional<Status> refusal = connectionRefusal();
   if (!refusal) return false;
   renderError(*refusal, response);
   response.set_header("Connection", "close");
-  if (refusal->code() == Code::kUnavailable) response.set_header("Retry-After", "1");
   return true;
 }
+
+// Methods httplib parses but never routes to a handler (it answers them 400 itself).
+bool unroutedMethod(const std::string& method) { return method == "TRACE" || method == "CONNECT" || method == "PRI"; }
 
 bool isLoopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
@@ -189,7 +191,9 @@ Status ApiServer::Impl::start() {
   TIDE_RETURN_IF_ERROR(auth_.bootstrap(options_.data_dir));
 
   try {
-    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http, GuardedServer::create(options_.limits, options_.tls, [this] { metrics_.connectionDropped(); }));
+    ConnectionEvents events{[this] { metrics_.connectionDropped(); }, [this] { metrics_.connectionRefused(); }};
+    TIDE_ASSIGN_OR_RETURN(std::unique_ptr<GuardedServer> http,
+                          GuardedServer::create(options_.limits, options_.tls, std::move(events)));
     configure(*http);
     errno = 0;
     int port = options_.port == 0 ? http->bind_to_any_port(options_.host)
@@ -241,10 +245,16 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   http.set_keep_alive_max_count(kKeepAliveRequests);
   http.set_tcp_nodelay(true);
 
-  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
+  http.set_pre_routing_handler([this](const httplib::Request& request, httplib::Response& response) {
     t_trace = RequestTrace{steady_clock::now(), kUnmatchedRoute, "", true, ""};
-    return renderRefusal(response) ? httplib::Server::HandlerResponse::Handled
-                                   : httplib::Server::HandlerResponse::Unhandled;
+    if (renderRefusal(response)) return httplib::Server::HandlerResponse::Handled;
+    if (!unroutedMethod(request.method)) return httplib::Server::HandlerResponse::Unhandled;
+    // 405 naming what the path serves (or 404), like any method it does not serve. A body
+    // such a request may carry is not read: the connection closes after the answer.
+    serve(request, response, nullptr);
+    response.set_header("Connection", "close");
+    closeConnectionAfterResponse();
+    return httplib::Server::HandlerResponse::Handled;
   });
   auto plain = [this](const httplib::Request& request, httplib::Response& response) {
     serve(request, response, nullptr);
@@ -260,11 +270,17 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   http.Patch(".*", with_body);
 
   // Responses httplib makes itself (unparsable requests, bodies over the limit) get the
-  // same envelope as everything else.
+  // same envelope as everything else. After a request httplib could not parse (a method it
+  // does not know, say) nothing on the connection can be trusted to start a request: it
+  // closes.
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& request, httplib::Response& response) {
         if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         if (renderRefusal(response)) return httplib::Server::HandlerResponse::Handled;
+        if (response.status == 400) {
+          response.set_header("Connection", "close");
+          closeConnectionAfterResponse();
+        }
         renderError(statusForTransportError(response.status, request.method, request.path), response);
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -348,9 +364,8 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
 }
 
 Result<std::optional<uint64_t>> ApiServer::Impl::declaredLength(const httplib::Request& request) const {
-  if (request.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
-    return std::optional<uint64_t>();
-  }
+  // The transport lets Transfer-Encoding through only as "chunked", in any case, as httplib reads it.
+  if (request.has_header("Transfer-Encoding")) return std::optional<uint64_t>();
   if (!request.has_header("Content-Length")) return std::optional<uint64_t>(0);
   const std::string declared = request.get_header_value("Content-Length");
   uint64_t length = 0;

@@ -40,16 +40,19 @@ namespace tide::api {
 
 // What one client may ask of the transport (docs/api.md#limits; the host config's `limits`).
 struct HttpLimits {
-  size_t max_connections = 128;  // served at once; the ones beyond are answered 503
+  // Requests served at once, each on its own thread; a request whose head arrives beyond
+  // them is answered 503 at once. A connection waiting for its next request, or for the rest
+  // of its headers, holds none of them.
+  size_t max_connections = 128;
   // A request's TLS handshake, request line, headers and body must all arrive within this,
-  // counted from the connection's first byte (or the previous response on a kept-alive one).
+  // counted from the request's first byte.
   std::chrono::milliseconds request_read_deadline{30'000};
   size_t max_header_bytes = 16 * 1024;  // the request line and all header lines
   size_t max_headers = 100;
   int max_json_depth = 64;  // arrays and objects nested in a body
-  // Connections over max_connections waiting for their 503 beyond the two refusing threads'
-  // own; past this a new one is closed at once, unanswered (a flood holds no more sockets).
-  size_t max_refusal_backlog = 1024;
+  // Connections whose request head has not arrived whole (they hold no thread); past this a
+  // new one is closed at once, unanswered, so a flood holds a bounded number of sockets.
+  size_t max_waiting_connections = 4096;
 };
 
 // PEM files for TLS (the host config's `tls`); both empty: plain HTTP.

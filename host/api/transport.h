@@ -1,24 +1,29 @@
 #pragma once
-// How connections reach the API's handlers (docs/architecture.md#http-limits-and-tls): a
+// How connections reach the API's handlers (docs/architecture.md#connections-limits-and-tls): a
 // cpp-httplib server whose connection loop is tide's own, so that
-//   - at most `max_connections` connections are served at once; the ones beyond are answered
-//     503 by two spare threads and closed,
+//   - a connection holds a serving thread only while a request whose head has arrived whole
+//     is served: until then (new, kept alive between requests, or slow to send its headers)
+//     it waits in one epoll thread, the lobby, which reads heads without waiting on anyone,
+//   - at most `max_connections` requests are served at once; a head that arrives with all of
+//     them busy is answered 503 at once, by the lobby, and its connection closed,
 //   - a request must arrive whole (TLS handshake, request line, headers and body) within
 //     `request_read_deadline`, however slowly its bytes trickle in,
 //   - the request line and headers may take `max_header_bytes` and `max_headers` fields,
+//     and framing a proxy in front could read differently is refused (400, closed),
 //   - TLS is spoken when a certificate and key are given.
 // Debian's cpp-httplib is a compiled library: its compile-time limits cannot be changed and
 // its read timeout restarts with every byte, so GuardedServer overrides the per-connection
-// entry point (Server::process_and_close_socket, a virtual) and feeds httplib's request
-// parser (Server::process_request) through a Stream that enforces the limits. TLS is that
-// Stream over an OpenSSL session, for the same reason.
+// entry point (Server::process_and_close_socket, a virtual, which its TaskQueue runs on the
+// accepting thread) and feeds httplib's request parser (Server::process_request) through a
+// Stream that enforces the limits. TLS is that Stream over an OpenSSL session, for the
+// same reason.
 //
 // Only server.cpp includes this header (with httplib's); its hooks ask
-// connectionRefusal() what to answer when the connection itself was refused.
+// connectionRefusal() what to answer when the transport refused a request's head.
 //
-// Thread-safety: httplib runs process_and_close_socket on the queue's threads; everything
-// per connection lives on that thread's stack. interruptConnections() may be called from
-// any thread.
+// Thread-safety: a connection is served on one thread at a time (the lobby's or a serving
+// thread), and what httplib's hooks ask of it is that thread's. interruptConnections() may
+// be called from any thread.
 
 #include <httplib.h>
 
@@ -32,13 +37,18 @@
 
 namespace tide::api {
 
+// What the transport did with a connection that never reached a handler. Each may be empty;
+// each runs on the thread that did it and must be quick and thread-safe.
+struct ConnectionEvents {
+  std::function<void()> dropped;  // closed unanswered: limits.max_waiting_connections wait already
+  std::function<void()> refused;  // answered 503: limits.max_connections requests were being served
+};
+
 class GuardedServer final : public drivers::ListeningServer {
  public:
   // kInvalidArgument naming the file when the TLS certificate or key cannot be loaded.
-  // `on_dropped` runs (on the accepting thread) for each connection closed unanswered
-  // beyond limits.max_refusal_backlog.
   static Result<std::unique_ptr<GuardedServer>> create(const HttpLimits& limits, const TlsFiles& tls,
-                                                       std::function<void()> on_dropped = {});
+                                                       ConnectionEvents events = {});
   ~GuardedServer() override;
 
   // Ends every connection at its next wait, including one whose request is still being
@@ -47,7 +57,7 @@ class GuardedServer final : public drivers::ListeningServer {
 
  private:
   class Tls;
-  GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls, std::function<void()> on_dropped);
+  GuardedServer(const HttpLimits& limits, std::unique_ptr<Tls> tls, ConnectionEvents events);
   bool process_and_close_socket(socket_t sock) override;
 
   const HttpLimits limits_;
@@ -56,8 +66,8 @@ class GuardedServer final : public drivers::ListeningServer {
 };
 
 // What to answer on the connection being served on this thread when the transport refused
-// it: kUnavailable over the connection cap, kInvalidArgument for headers over the limits.
-// nullopt for a connection in good standing (or on a thread that serves none).
+// its request's head: kInvalidArgument for headers over the limits or framed ambiguously.
+// nullopt for a request in good standing (or on a thread that serves none).
 std::optional<Status> connectionRefusal();
 
 // Closes the connection being served on this thread once its response is written, letting

@@ -1,9 +1,11 @@
 #include "host/cli/serve.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -211,6 +213,18 @@ api::ServerOptions serverOptions(const config::HostConfig& config, const std::pa
   return options;
 }
 
+// Lets the API hold the connections its limits allow (docs/architecture.md#connections-limits-and-tls):
+// every waiting connection is a file descriptor, and a soft limit of 1,024 (a common default)
+// would stop accept() well before limits.max_waiting_connections. Raised as far as the hard
+// limit allows; best effort, since the host runs with fewer too.
+void raiseOpenFileLimit(const api::HttpLimits& limits) {
+  const rlim_t wanted = static_cast<rlim_t>(limits.max_connections + limits.max_waiting_connections + 1024);
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= wanted) return;
+  files.rlim_cur = std::min(wanted, files.rlim_max);
+  (void)::setrlimit(RLIMIT_NOFILE, &files);  // best effort, see above
+}
+
 // docs/architecture.md#stopping-workloads-on-exit: after the control loop and the API stopped, so
 // nothing starts a workload again meanwhile.
 void stopWorkloads(ledger::Ledger& ledger, engine::DriverSet& drivers, std::ostream& out, std::ostream& err) {
@@ -352,6 +366,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
     };
   }
   server_options.traffic_unavailable = traffic_unavailable;
+  raiseOpenFileLimit(server_options.limits);
   api::ApiServer server(server_options, ledger, clock);
   if (Status started = server.start(); !started.isOk()) {
     err << "tide serve: " << started.toString() << "\n";

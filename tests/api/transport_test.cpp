@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -190,15 +191,17 @@ TEST_CASE("transport: a client drip-feeding its request is cut off at the read d
   CHECK(text.find("POST /v1/capabilities 400") == std::string::npos);
 }
 
-TEST_CASE("transport: a slow client holding the only connection slot gives it up at the read deadline") {
+TEST_CASE("transport: a client slow to send its headers holds no serving thread and is cut off at the read deadline") {
   api::ServerOptions options = testServerOptions();
   options.limits.request_read_deadline = 2s;
   options.limits.max_connections = 1;
   ApiHarness h(options);
   SlowClientRun run = runSlowClient(h, "GET /healthz HTTP/1.1\r\nX-Slow: ");
   CHECK(run.drip.cut_off);
-  CHECK(std::ranges::find(run.health_meanwhile, 503) != run.health_meanwhile.end());
-  CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
+  CHECK(run.drip.answer.empty());
+  CHECK(run.drip.lasted >= options.limits.request_read_deadline);
+  CHECK_FALSE(run.health_meanwhile.empty());
+  CHECK(std::ranges::all_of(run.health_meanwhile, [](int status) { return status == 200; }));
 }
 
 TEST_CASE("transport: connections beyond max_connections are answered 503 and closed") {
@@ -224,33 +227,125 @@ TEST_CASE("transport: connections beyond max_connections are answered 503 and cl
   CHECK(second.get().status == 200);
   CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
   CHECK(h.get("/v1/capabilities").json()["items"].empty());
+  // Both refusals counted (and any of the retries above).
+  std::smatch refusals;
+  const std::string metrics = h.get("/metrics", "").body;
+  REQUIRE(std::regex_search(metrics, refusals, std::regex("\ntide_http_connections_refused_total (\\d+)\n")));
+  CHECK(std::stoi(refusals[1]) >= 2);
 }
 
-TEST_CASE("transport: beyond the refusal backlog a connection is closed at once, unanswered, and counted") {
+TEST_CASE("transport: beyond max_waiting_connections a new connection is closed at once, unanswered, and counted") {
   api::ServerOptions options = testServerOptions();
-  options.limits.max_connections = 1;
-  options.limits.max_refusal_backlog = 0;
+  options.limits.max_waiting_connections = 2;
   ApiHarness h(options);
   const int port = h.server->port();
-  // The one connection served is a long poll; two silent ones keep both refusing threads
-  // waiting for a request (up to their 2 s deadline). The next has nowhere to wait.
-  const std::string wait = "/v1/events?after=" + std::to_string(h.lastEventSeq()) + "&wait=60";
-  auto held = std::async(std::launch::async, [&] { return h.get(wait); });
-  REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
-  const int silent_1 = connectTo(port);
-  const int silent_2 = connectTo(port);
+  // Two connections wait for the rest of their headers; the next has nowhere to wait.
+  const int slow_1 = connectTo(port);
+  const int slow_2 = connectTo(port);
+  sendText(slow_1, "GET /healthz HTTP/1.1\r\nX-Slow: ");
+  sendText(slow_2, "GET /healthz HTTP/1.1\r\nX-Slow: ");
   const int flood = connectTo(port);
   sendText(flood, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(receiveUntil(flood, "HTTP/1.1").empty());  // closed, no answer
   ::close(flood);
-  ::close(silent_1);
-  ::close(silent_2);
+  ::close(slow_1);
+  ::close(slow_2);
 
-  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
-  CHECK(held.get().status == 200);
+  // Counted (with any try below made before the lobby saw the slow ones go).
   Reply metrics;
   CHECK(eventually([&] { return (metrics = h.get("/metrics", "")).status == 200; }));
-  CHECK(metrics.body.find("\ntide_http_connections_dropped_total 1\n") != std::string::npos);
+  std::smatch dropped;
+  REQUIRE(std::regex_search(metrics.body, dropped, std::regex("\ntide_http_connections_dropped_total (\\d+)\n")));
+  CHECK(std::stoi(dropped[1]) >= 1);
+}
+
+// How many connections a test may open to its own server (it holds both ends of each), up to
+// `wanted`: the soft limit on open files is raised as far as the hard one allows.
+size_t connectionsWithinFileLimit(size_t wanted) {
+  rlimit files{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &files) == 0);
+  const rlim_t needed = static_cast<rlim_t>(2 * wanted + 256);
+  if (files.rlim_cur < needed) {
+    files.rlim_cur = std::min(needed, files.rlim_max);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &files) == 0);
+  }
+  return std::min<size_t>(wanted, (files.rlim_cur - 256) / 2);
+}
+
+// Connections that send the start of a request and never finish its headers.
+std::vector<int> openSlowConnections(int port, size_t count) {
+  std::vector<int> slow;
+  for (size_t i = 0; i < count; ++i) {
+    slow.push_back(connectTo(port));
+    sendText(slow.back(), "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  }
+  return slow;
+}
+
+TEST_CASE("transport: a client is answered at once while 1,000 connections never finish their headers") {
+  const size_t count = connectionsWithinFileLimit(1000);
+  if (count < 1000) MESSAGE("the open-file limit allows only ", count, " slow connections");
+  ApiHarness h;  // limits.max_connections: 128
+  const int port = h.server->port();
+  // Accepted in the order they connected, so all of these reach the server before the
+  // client's connections below.
+  std::vector<int> slow = openSlowConnections(port, count);
+  httplib::Client client = h.client();
+  client.set_connection_timeout(10, 0);
+  client.set_read_timeout(10, 0);
+  // Generous for a loaded 2-core machine; served, each takes milliseconds. Before the
+  // slow connections held the serving threads and the two threads answering 503 waited on
+  // each of them in turn, the first request was not answered for minutes.
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  std::vector<int> statuses;
+  for (int i = 0; i < 20 && std::chrono::steady_clock::now() < deadline; ++i) {
+    statuses.push_back(toReply(client.Get("/v1/capabilities")).status);
+    client.stop();  // a new connection each time, behind the slow ones
+  }
+  CHECK(statuses.size() == 20);
+  CHECK(std::ranges::all_of(statuses, [](int status) { return status == 200; }));
+  CHECK(std::chrono::steady_clock::now() < deadline);
+  // The slow ones were neither answered nor closed: each waits for the rest of its headers.
+  pollfd first{slow.front(), POLLIN, 0};
+  CHECK(::poll(&first, 1, 0) == 0);
+  for (int fd : slow) ::close(fd);
+}
+
+TEST_CASE("transport: a kept-alive connection between requests holds no thread a new client needs") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.max_connections = 1;
+  ApiHarness h(options);
+  httplib::Client kept = h.client();
+  kept.set_keep_alive(true);
+  CHECK(toReply(kept.Get("/healthz")).status == 200);
+  // `kept` stays connected, idle, for longer than the lobby's grace (a few milliseconds) and
+  // shorter than the 2 s keep-alive; each new client is served meanwhile, not refused.
+  for (int i = 0; i < 5; ++i) CHECK(h.get("/healthz", "").status == 200);
+  CHECK(toReply(kept.Get("/healthz")).status == 200);
+}
+
+TEST_CASE("transport: over max_connections a client is answered 503 at once while slow connections wait") {
+  api::ServerOptions options = testServerOptions();
+  options.limits.max_connections = 2;
+  ApiHarness h(options);
+  const int port = h.server->port();
+  const std::string wait = "/v1/events?after=" + std::to_string(h.lastEventSeq()) + "&wait=60";
+  auto first = std::async(std::launch::async, [&] { return h.get(wait); });
+  auto second = std::async(std::launch::async, [&] { return h.get(wait); });
+  REQUIRE(eventually([&] { return h.server->waitingRequests() == 2; }));
+  std::vector<int> slow = openSlowConnections(port, connectionsWithinFileLimit(200));
+  httplib::Client client = h.client();
+  client.set_read_timeout(10, 0);
+  const auto start = std::chrono::steady_clock::now();
+  Reply refused = toReply(client.Get("/healthz"));
+  CHECK(refused.status == 503);
+  CHECK(refused.header("Retry-After") == "1");
+  CHECK(std::chrono::steady_clock::now() - start < 10s);  // before: 2 s for each slow one ahead of it
+  for (int fd : slow) ::close(fd);
+  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
+  CHECK(first.get().status == 200);
+  CHECK(second.get().status == 200);
+  CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
 }
 
 TEST_CASE("transport: a client that waits for 100 Continue gets it before it sends the body") {
@@ -330,7 +425,7 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
   const int port = h.server->port();
   const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   struct Case {
-    const char* name;
+    std::string name;
     std::string request;
     const char* says;
   };
@@ -352,6 +447,38 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
        "white space between the field name and the colon"},
       {"a folded header line", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  continued\r\n\r\n" + smuggled,
        "folded"},
+      // httplib skips a header line that ends in a bare LF (and does not end the headers at
+      // a bare blank line), where a proxy may honour it.
+      {"a header line ending in a bare LF",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\n\r\n5\r\n" + smuggled, "bare LF"},
+      {"headers ended by a bare LF",
+       "GET /healthz HTTP/1.1\r\nHost: x\r\n\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n" + smuggled,
+       "bare LF"},
+      {"a bare CR inside a header line",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nX-A: 1\rTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n{}" +
+           smuggled,
+       "control character"},
+      {"a field name that is not a token", "GET /healthz HTTP/1.1\r\nHost: x\r\nX(A): 1\r\n\r\n" + smuggled,
+       "field name"},
+      // httplib reads a body as chunked only when the first Transfer-Encoding says exactly
+      // "chunked" (after percent-decoding it); anything else it would read as no body at all.
+      {"a transfer coding other than chunked",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + smuggled,
+       "Transfer-Encoding"},
+      {"Transfer-Encoding twice",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n0\r\n\r\n" +
+           smuggled,
+       "Transfer-Encoding"},
+      {"a percent-encoded transfer coding",
+       "POST /v1/plans HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: %63hunked\r\n\r\n0\r\n\r\n" + smuggled,
+       "Transfer-Encoding"},
+      {"Transfer-Encoding in HTTP/1.0",
+       "POST /v1/plans HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "HTTP/1.0"},
+      {"a control character in the target", "GET /healthz\x01 HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled,
+       "malformed request line"},
+      // A method httplib does not know fails its parser, not tide's: still one answer.
+      {"an unknown method", "BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + smuggled, "400"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -365,6 +492,35 @@ TEST_CASE("transport: framing a proxy could read differently is refused with 400
   const std::string twice = exchangeUntilClosed(
       port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
   CHECK(twice.starts_with("HTTP/1.1 200"));
+  // A chunked body alone is fine.
+  const std::string chunked = exchangeUntilClosed(
+      port, "POST /v1/capabilities HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kAdminToken +
+                "\r\nContent-Type: application/json\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n"
+                "1b\r\n{\"name\":\"gpu\",\"type\":\"GPU\"}\r\n0\r\n\r\n");
+  CHECK_MESSAGE(chunked.starts_with("HTTP/1.1 201"), chunked);
+}
+
+TEST_CASE("transport: a method a path does not serve is 405 with Allow, whichever method it is") {
+  ApiHarness h;
+  const int port = h.server->port();
+  for (const std::string method : {"PATCH", "PUT", "TRACE", "CONNECT", "OPTIONS"}) {
+    CAPTURE(method);
+    const std::string answer =
+        exchangeUntilClosed(port, method + " /v1/plans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + kAdminToken +
+                                      "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    CHECK(answer.starts_with("HTTP/1.1 405"));
+    const size_t allow = answer.find("\r\nAllow: ");
+    REQUIRE(allow != std::string::npos);
+    const std::string allowed = answer.substr(allow + 9, answer.find("\r\n", allow + 2) - allow - 9);
+    CHECK(allowed.find("GET") != std::string::npos);
+    CHECK(allowed.find("POST") != std::string::npos);
+    CHECK(answer.find("method_not_allowed") != std::string::npos);
+  }
+  const std::string head = exchangeUntilClosed(port, "HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(head.starts_with("HTTP/1.1 200"));
+  const std::string unknown =
+      exchangeUntilClosed(port, "TRACE /v1/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(unknown.starts_with("HTTP/1.1 404"));
 }
 
 TEST_CASE("transport: with tls.cert and tls.key the API speaks HTTPS only") {
