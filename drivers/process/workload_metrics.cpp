@@ -46,15 +46,7 @@ std::string WorkloadMetrics::render() const {
   out +=
       "# HELP tide_workload_request_duration_seconds Time to answer a request on /.\n"
       "# TYPE tide_workload_request_duration_seconds histogram\n";
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < kBuckets.size(); ++i) {
-    cumulative += buckets_[i];
-    out += "tide_workload_request_duration_seconds_bucket{" + labels_ + ",le=\"" + prometheusNumber(kBuckets[i]) + "\"} " +
-           std::to_string(cumulative) + "\n";
-  }
-  out += "tide_workload_request_duration_seconds_bucket{" + labels_ + ",le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  out += "tide_workload_request_duration_seconds_sum{" + labels_ + "} " + prometheusNumber(seconds_sum_) + "\n";
-  out += "tide_workload_request_duration_seconds_count{" + labels_ + "} " + std::to_string(count_) + "\n";
+  out += prometheusHistogram("tide_workload_request_duration_seconds", labels_, kBuckets, buckets_, count_, seconds_sum_);
   return out;
 }
 

@@ -40,16 +40,8 @@ std::string HttpMetrics::render() const {
     const auto& [method, route] = key;
     const Histogram& histogram = series.durations;
     std::string labels = "method=\"" + prometheusLabelValue(method) + "\",route=\"" + prometheusLabelValue(route) + "\"";
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < kBuckets.size(); ++i) {
-      cumulative += histogram.buckets[i];
-      out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"" + prometheusNumber(kBuckets[i]) + "\"} " +
-             std::to_string(cumulative) + "\n";
-    }
-    out += "tide_http_request_duration_seconds_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(histogram.count) +
-           "\n";
-    out += "tide_http_request_duration_seconds_sum{" + labels + "} " + prometheusNumber(histogram.sum) + "\n";
-    out += "tide_http_request_duration_seconds_count{" + labels + "} " + std::to_string(histogram.count) + "\n";
+    out += prometheusHistogram("tide_http_request_duration_seconds", labels, kBuckets, histogram.buckets,
+                               histogram.count, histogram.sum);
   }
   out +=
       "# HELP tide_http_connections_dropped_total Connections closed unanswered: too many were waiting "

@@ -90,6 +90,18 @@ std::string operationPath(const model::Operation& operation, const std::string& 
 
 std::string errorMessage(const Reply& reply) { return reply.json()["error"].value("message", ""); }
 
+// `token` may neither approve nor reject `op`: 403, the approval's refusal naming each of
+// `reasons`, and nothing written.
+void refusedToDecide(Fixture& f, const model::Operation& op, const std::string& token,
+                     const std::vector<std::string>& reasons) {
+  Json before = f.h.everything();
+  Reply own = f.h.post(operationPath(op, "approve"), "", "", token);
+  CHECK(own.status == 403);
+  for (const std::string& reason : reasons) CHECK_MESSAGE(contains(errorMessage(own), reason), errorMessage(own));
+  CHECK(f.h.post(operationPath(op, "reject"), "", "", token).status == 403);
+  CHECK(f.h.everything() == before);
+}
+
 // A log reader that remembers what it was asked and returns the whole log whatever the
 // tail: the server keeps only the tail.
 // One log file, "fake.1", of 100 lines; a cursor into it reads on from there.
@@ -189,13 +201,7 @@ TEST_CASE("api: the requester of an operation cannot approve it unless approver_
   SUBCASE("by default someone else must decide") {
     Fixture f;
     model::Operation op = f.waiting(f.instance, kApproverName);
-    Json before = f.h.everything();
-    Reply own = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
-    CHECK(own.status == 403);
-    CHECK(contains(errorMessage(own), "requested by " + kApproverName));
-    CHECK(contains(errorMessage(own), "approver_must_differ"));
-    CHECK(f.h.post(operationPath(op, "reject"), "", "", kApproverToken).status == 403);
-    CHECK(f.h.everything() == before);
+    refusedToDecide(f, op, kApproverToken, {"requested by " + kApproverName, "approver_must_differ"});
 
     Reply other = f.h.post(operationPath(op, "approve"), "", "", kAdminToken);
     REQUIRE(other.status == 200);
@@ -577,14 +583,9 @@ TEST_CASE("api: a token minted by the requester cannot approve, nor can the mint
 
   SUBCASE("root requested: neither of root's tokens, directly or through another, approves") {
     model::Operation op = f.waiting(f.instance, kAdminName);
-    Json before = f.h.everything();
     for (const std::string& token : {self_approver, deputy_approver}) {
-      Reply own = f.h.post(operationPath(op, "approve"), "", "", token);
-      CHECK(own.status == 403);
-      CHECK(contains(errorMessage(own), "was minted by root"));
-      CHECK(f.h.post(operationPath(op, "reject"), "", "", token).status == 403);
+      refusedToDecide(f, op, token, {"was minted by root"});
     }
-    CHECK(f.h.everything() == before);
     Reply other = f.h.post(operationPath(op, "approve"), "", "", kApproverToken);
     REQUIRE(other.status == 200);
     CHECK(other.json()["approved_by"] == kApproverName);

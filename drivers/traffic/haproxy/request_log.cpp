@@ -1,5 +1,7 @@
 #include "drivers/traffic/haproxy/request_log.h"
 
+#include "host/core/prometheus_text.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,12 +40,6 @@ std::vector<std::string_view> fields(std::string_view line) {
     at = stop + 1;
   }
   return out;
-}
-
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
 }
 
 }  // namespace
@@ -137,15 +133,8 @@ std::string RequestLog::render() const {
     std::erase_if(series_, [&](const auto& entry) { return now - entry.second.last_seen > kSeriesIdle; });
     for (const auto& [key, series] : series_) {
       const std::string labels = "proxy=\"" + key.first + "\",server=\"" + key.second + "\"";
-      uint64_t cumulative = 0;
-      for (size_t i = 0; i < kBuckets.size(); ++i) {
-        cumulative += series.buckets[i];
-        out << "tide_router_response_seconds_bucket{" << labels << ",le=\"" << number(kBuckets[i]) << "\"} "
-            << cumulative << "\n";
-      }
-      out << "tide_router_response_seconds_bucket{" << labels << ",le=\"+Inf\"} " << series.count << "\n"
-          << "tide_router_response_seconds_sum{" << labels << "} " << number(series.sum) << "\n"
-          << "tide_router_response_seconds_count{" << labels << "} " << series.count << "\n";
+      out << prometheusHistogram("tide_router_response_seconds", labels, kBuckets, series.buckets, series.count,
+                                 series.sum);
     }
   }
   out << "# HELP tide_router_log_lines_dropped_total Lines of haproxy's request log that did not parse.\n"
