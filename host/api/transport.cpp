@@ -779,9 +779,10 @@ class ConnectionPool final : public httplib::TaskQueue {
     }
     {
       std::unique_lock<std::mutex> lock(mu_);
-      // A thread waiting out its grace for a kept-alive connection's next request leaves it
-      // for a head that has arrived (within kNextRequestGrace).
-      if (busy_ - in_grace_ + ready_.size() < workers_.size()) {
+      // Only threads inside a request count: one that has answered and waits out its grace
+      // for a kept-alive connection's next request, or is handing its connection back, leaves
+      // it for a head that has arrived (within kNextRequestGrace).
+      if (serving_ + ready_.size() < workers_.size()) {
         ready_.push_back(std::move(entry->connection));
         entries_.erase(key);
         lock.unlock();
@@ -851,11 +852,10 @@ class ConnectionPool final : public httplib::TaskQueue {
       if (stopping_) return;
       std::unique_ptr<Connection> connection = std::move(ready_.front());
       ready_.pop_front();
-      ++busy_;
+      ++serving_;  // serve() counts it down once the request is answered
       lock.unlock();
       serve(std::move(connection));
       lock.lock();
-      --busy_;
     }
   }
 
@@ -870,6 +870,10 @@ class ConnectionPool final : public httplib::TaskQueue {
       const bool last = served.requests() >= setup_.keep_alive_max_count;
       bool closed_by_client = false;
       const bool ok = setup_.process_request(served, last, closed_by_client) && served.flush();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --serving_;
+      }
       if (served.headersRefused()) {
         if (!served.answered()) {
           const std::string answer = rawErrorResponse(*served.refusal());
@@ -894,6 +898,8 @@ class ConnectionPool final : public httplib::TaskQueue {
         kept_alive = true;
         break;
       }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++serving_;  // its next request, on this thread
     }
     t_connection = nullptr;
     if (kept_alive) {
@@ -917,7 +923,6 @@ class ConnectionPool final : public httplib::TaskQueue {
   Connection::Head awaitNextRequest(Connection& connection) {
     const Deadline until = SteadyClock::now() + kNextRequestGrace;
     std::unique_lock<std::mutex> lock(mu_);
-    ++in_grace_;
     Connection::Head next = Connection::Head::kWaiting;
     while (next == Connection::Head::kWaiting && ready_.empty()) {
       lock.unlock();
@@ -926,7 +931,6 @@ class ConnectionPool final : public httplib::TaskQueue {
       lock.lock();
       if (!ready) break;
     }
-    --in_grace_;
     return next;
   }
 
@@ -946,8 +950,9 @@ class ConnectionPool final : public httplib::TaskQueue {
   // The lobby's connections. Only the lobby thread erases one.
   std::unordered_map<Connection*, Entry> entries_;  // REQUIRES: mu_ is held
   std::deque<std::unique_ptr<Connection>> ready_;   // REQUIRES: mu_ is held; heads arrived
-  size_t busy_ = 0;                                 // REQUIRES: mu_ is held
-  size_t in_grace_ = 0;                             // REQUIRES: mu_ is held; of busy_, those in awaitNextRequest()
+  // Threads inside a request, from taking its head to having written its answer (not those
+  // waiting out a grace or handing a connection back). REQUIRES: mu_ is held.
+  size_t serving_ = 0;
   bool stopping_ = false;                           // REQUIRES: mu_ is held
   bool closed_ = false;                             // REQUIRES: mu_ is held; the lobby ended
 };
