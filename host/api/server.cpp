@@ -296,7 +296,7 @@ void ApiServer::Impl::configure(httplib::Server& http) {
   });
   // The response goes out before its line is logged (the transport holds small writes).
   http.set_logger([this](const httplib::Request& request, const httplib::Response& response) {
-    flushConnectionOutput();
+    sendCompleteAnswer();
     logRequest(request, response);
   });
 }

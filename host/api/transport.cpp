@@ -25,6 +25,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "host/api/errors.h"
 
@@ -313,7 +314,11 @@ class Connection final : public httplib::Stream {
       out_.append(ptr, size);
       return static_cast<ssize_t>(size);
     }
-    if (!flush() || !send(ptr, size)) return -1;
+    // Sent now but for its last byte, which waits in out_ for flush(): no client has a whole
+    // answer before the thread that wrote it counts itself free (serve()), so a client that
+    // sends its next request at once never finds that thread still counted as serving.
+    if (!flush() || (size > 1 && !send(ptr, size - 1))) return -1;
+    out_.assign(ptr + size - 1, 1);
     return static_cast<ssize_t>(size);
   }
 
@@ -852,7 +857,8 @@ class ConnectionPool final : public httplib::TaskQueue {
       if (stopping_) return;
       std::unique_ptr<Connection> connection = std::move(ready_.front());
       ready_.pop_front();
-      ++serving_;  // serve() counts it down once the request is answered
+      ++serving_;  // counted down once the request is answered (leaveServing())
+      t_serving = this;
       lock.unlock();
       serve(std::move(connection));
       lock.lock();
@@ -869,11 +875,9 @@ class ConnectionPool final : public httplib::TaskQueue {
       served.beginRequest();
       const bool last = served.requests() >= setup_.keep_alive_max_count;
       bool closed_by_client = false;
-      const bool ok = setup_.process_request(served, last, closed_by_client) && served.flush();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --serving_;
-      }
+      bool ok = setup_.process_request(served, last, closed_by_client);
+      leaveServing();  // if the access log did not already, as the answer was complete
+      ok = ok && served.flush();
       if (served.headersRefused()) {
         if (!served.answered()) {
           const std::string answer = rawErrorResponse(*served.refusal());
@@ -900,6 +904,7 @@ class ConnectionPool final : public httplib::TaskQueue {
       }
       std::lock_guard<std::mutex> lock(mu_);
       ++serving_;  // its next request, on this thread
+      t_serving = this;
     }
     t_connection = nullptr;
     if (kept_alive) {
@@ -936,6 +941,23 @@ class ConnectionPool final : public httplib::TaskQueue {
 
   static thread_local ConnectionPool* accepting_;
 
+ public:
+  // The pool this thread counts itself serving a request in (serving_), until the request
+  // is answered.
+  static thread_local ConnectionPool* t_serving;
+
+  // Counts this thread out of serving_ once its request is answered: before the answer's
+  // last bytes leave (write() holds them back), so a client that has its answer and sends
+  // another request at once finds this thread free, not "serving its limit".
+  static void leaveServing() {
+    ConnectionPool* pool = std::exchange(t_serving, nullptr);
+    if (pool == nullptr) return;
+    std::lock_guard<std::mutex> lock(pool->mu_);
+    --pool->serving_;
+  }
+
+ private:
+
   const Setup setup_;
   const int epoll_fd_;
   const int wake_fd_;
@@ -958,6 +980,7 @@ class ConnectionPool final : public httplib::TaskQueue {
 };
 
 thread_local ConnectionPool* ConnectionPool::accepting_ = nullptr;
+thread_local ConnectionPool* ConnectionPool::t_serving = nullptr;
 
 }  // namespace
 
@@ -1063,6 +1086,11 @@ void closeConnectionAfterResponse() {
 }
 
 bool flushConnectionOutput() { return t_connection == nullptr || t_connection->flush(); }
+
+bool sendCompleteAnswer() {
+  ConnectionPool::leaveServing();
+  return flushConnectionOutput();
+}
 
 bool connectionTimedOut() { return t_connection != nullptr && t_connection->timedOut(); }
 

@@ -79,6 +79,11 @@ void closeConnectionAfterResponse();
 // it after each piece its client must see before the next. False when the socket failed.
 bool flushConnectionOutput();
 
+// Sends the rest of the response being served on this thread, which is complete: the thread
+// counts as free from here on for limits.max_connections, so a client that has its answer
+// and asks again at once is served, not refused 503. False when the socket failed.
+bool sendCompleteAnswer();
+
 // True when the connection being served on this thread stopped reading its request because
 // a read deadline passed (limits.request_read_deadline_s, or the idle read timeout): the
 // request gets no answer, and the access log says 408 rather than what the server would
