@@ -957,7 +957,6 @@ class ConnectionPool final : public httplib::TaskQueue {
   }
 
  private:
-
   const Setup setup_;
   const int epoll_fd_;
   const int wake_fd_;
