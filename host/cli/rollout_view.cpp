@@ -113,14 +113,17 @@ std::string byAt(const Json& signal) {
   return when.empty() ? by : by + " at " + when;
 }
 
-// The script and parameters in force: the plan's, overridden by the deployment's.
+// The script and parameters in force: what the host says the rollout runs with (the plan as
+// deployed, overridden by the deployment's); from a host that does not say, the plan's.
 std::string strategyScript(const Json& plan, const Json& deployment) {
+  if (std::string script = text(deployment, {"strategy_in_force", "script"}); !script.empty()) return script;
   std::string script = text(deployment, {"strategy", "script"});
   if (script.empty()) script = text(plan, {"strategy", "script"});
   return script.empty() ? model::kDefaultStrategy : script;
 }
 
 Json strategyParams(const Json& plan, const Json& deployment) {
+  if (const Json& in_force = at(deployment, {"strategy_in_force", "params"}); in_force.is_object()) return in_force;
   Json params = Json::object();
   for (const Json* source : {&at(plan, {"strategy", "params"}), &at(deployment, {"strategy", "params"})}) {
     if (!source->is_object()) continue;

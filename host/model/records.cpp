@@ -206,6 +206,13 @@ void to_json(Json& j, const Deployment& v) {
            {"paused_since", v.paused_since},
            {"added_by", v.added_by},
            {"plan_generation", v.plan_generation}};
+  // What its rollout runs with: the plan as deployed, not the plan as it is since.
+  if (v.plan_snapshot) {
+    const EffectiveStrategy in_force = effectiveStrategy(v.plan_snapshot.get(), v);
+    Json params = in_force.plan_params.is_object() ? in_force.plan_params : Json::object();
+    if (in_force.deployment_params.is_object()) params.update(in_force.deployment_params);
+    j["strategy_in_force"] = Json{{"script", in_force.script}, {"params", std::move(params)}};
+  }
 }
 
 void to_json(Json& j, const MetaInstance& v) {

@@ -70,11 +70,14 @@ TEST_CASE("api: PUT changes a plan for the next deployment, those added before k
 
   // deployment-1 was made with generation 1; one added now is made with generation 2.
   CHECK(h.get(kMrdsDeployments + "/deployment-1").json()["plan_generation"] == 1);
+  // Its rollout runs with the strategy of the plan it was made with, and says so.
+  CHECK(h.get(kMrdsDeployments + "/deployment-1").json()["strategy_in_force"]["script"] == "rolling");
   std::string second = kMrdsDeployment;
   second.replace(second.find("deployment-1"), 12, "deployment-2");
   Reply added = h.post(kMrdsDeployments, second, "application/yaml");
   REQUIRE(added.status == 201);
   CHECK(added.json()["plan_generation"] == 2);
+  CHECK(added.json()["strategy_in_force"]["script"] == "canary");
   auto first = h.ledger->getDeployment(kMrdsPlanName, "deployment-1");
   REQUIRE(first.isOk());
   REQUIRE(first->plan_snapshot != nullptr);

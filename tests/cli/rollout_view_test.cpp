@@ -103,6 +103,17 @@ TEST_CASE("cli: the Rollout section of a restored deployment measures progress t
   CHECK(failed.find("    Progress Time:        59m00s\n") != std::string::npos);
 }
 
+TEST_CASE("cli: the Rollout section names the strategy the rollout runs with, not the plan's since") {
+  // The plan was updated to other steps while deployment-2 rolls out with its own.
+  Json deployment = pausedCanary();
+  deployment["strategy_in_force"] = Json::parse(R"({"script": "canary", "params": {"steps": [25, 100]}})");
+  Json plan = canaryPlan();
+  plan["strategy"] = Json::parse(R"({"script": "rolling", "params": {"max_surge": 2}})");
+  const std::string section = rolloutSection(plan, deployment);
+  CHECK(section.find("    Strategy:             canary\n") != std::string::npos);
+  CHECK(section.find("    Strategy Params:      {\"steps\":[25,100]}\n") != std::string::npos);
+}
+
 TEST_CASE("cli: the newest deployment is the one with the highest id") {
   Json deployments = Json::parse(R"([
     {"metadata": {"id": 3}, "deployment_id": "deployment-1"},
