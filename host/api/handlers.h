@@ -30,13 +30,30 @@ namespace plans {
 HandlerFunction create, list, show, update, remove, scaleToZero;
 }
 namespace deployments {
-HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollback, retry;
+HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollback, retry, approve;
 }
 namespace instances {
 HandlerFunction list, get, operate, logs;
 }
 namespace operations {
 HandlerFunction list, get, approve, reject, cancel;
+
+// One person's approval of one operation, as POST /v1/operations/{id}/approve gives it and
+// POST .../deployments/{id}/approve gives each operation of a rollout waiting for people:
+// refused unless `operation` waits in PENDING_APPROVAL and model::judgeApproval (with the
+// host's four-eyes rule) lets `principal` approve it; then recorded by the ledger, which
+// asks the rule again. `generation`: the one the caller read (else `operation`'s).
+struct ApprovalAsked {
+  bool override = false;
+  std::string reason;
+  ledger::Generation generation;
+};
+Result<model::Operation> approveAs(ApiContext& context, const Principal& principal, const model::Operation& operation,
+                                   ApprovalAsked asked);
+// Whether `principal` may approve what `requested_by` asks for under the host's four-eyes
+// rule, with both parties' minters: the check a rollout's approval passes once for all of
+// its operations, which are requested by whoever added the deployment.
+Status checkFourEyes(ApiContext& context, const Principal& principal, const std::string& requested_by);
 }
 namespace events {
 HandlerFunction list, stream;

@@ -54,6 +54,7 @@ const std::vector<Route> kRoutes = {
     {"POST", "/v1/plans/{name}/deployments/{id}/pause", kOperator, deployments::pause},
     {"POST", "/v1/plans/{name}/deployments/{id}/resume", kOperator, deployments::resume},
     {"POST", "/v1/plans/{name}/deployments/{id}/rollback", kOperator, deployments::rollback},
+    {"POST", "/v1/plans/{name}/deployments/{id}/approve", kApprover, deployments::approve},
     {"POST", "/v1/plans/{name}/deployments/{id}/retry", kOperator, deployments::retry},
 
     {"GET", "/v1/instances", kViewer, instances::list},

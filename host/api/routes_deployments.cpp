@@ -7,6 +7,7 @@
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
 #include "host/config/yaml_tree.h"
+#include "host/model/approvals.h"
 #include "host/model/transitions.h"
 
 namespace tide::api::deployments {
@@ -145,5 +146,49 @@ Result<ApiResponse> rollback(ApiContext& context, const ApiRequest& request) {
   return control(context, request, "rollback");
 }
 Result<ApiResponse> retry(ApiContext& context, const ApiRequest& request) { return control(context, request, "retry"); }
+
+// Approves the whole rollout (docs/architecture.md#approving-a-rollout): the caller's
+// approval is kept with the deployment and given to each of its operations that waits for
+// people, now and as the rollout asks for more, one approval and one audit record per
+// operation, each under the rule a single approval follows. The four-eyes rule is checked
+// once, against who added the deployment (who requests its operations). The reply is the
+// deployment with "operations": what became of each that waited now.
+Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason"}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
+  if (reason && reason->size() > 1024) {
+    return Status::invalidArgument("body field 'reason' is longer than 1024 bytes",
+                                   {{"reason", "longer than 1024 bytes", ""}});
+  }
+  const Principal& principal = request.principal;
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
+                        context.ledger.getDeployment(request.param("name"), request.param("id")));
+  TIDE_RETURN_IF_ERROR(operations::checkFourEyes(context, principal, deployment.added_by));
+  model::GivenApproval approval{principal.name, roleName(principal.role), false, reason.value_or(""), "", {}};
+  TIDE_ASSIGN_OR_RETURN(deployment, context.ledger.approveRollout(deployment.plan, deployment.deployment_id, approval));
+
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> waiting,
+                        listAll(context.ledger, &ledger::Ledger::listOperations,
+                                {{"plan", deployment.plan}, {"state", model::operation_state::kPendingApproval}}));
+  Json outcomes = Json::array();
+  for (const model::Operation& operation : waiting) {
+    if (!model::inRolloutOf(operation, deployment)) continue;
+    Json outcome{{"id", operation.meta.id}, {"type", operation.type}, {"meta_instance", operation.meta_instance}};
+    Result<model::Operation> approved =
+        operations::approveAs(context, principal, operation, {false, model::fromRolloutApproval(approval).reason, {}});
+    if (approved.isOk()) {
+      outcome["state"] = approved->state;
+      outcome["approvals"] = model::describeApprovals(approved->decision, approved->requested_by);
+    } else {
+      // Refused for this one (a role or distinct_from its policies ask for, a soft deny to
+      // override, or it moved on meanwhile): it waits for people as before.
+      outcome["state"] = operation.state;
+      outcome["refused"] = approved.status().message();
+    }
+    outcomes.push_back(std::move(outcome));
+  }
+  return recordReply(deployment, {}, 200, Json{{"operations", std::move(outcomes)}});
+}
 
 }  // namespace tide::api::deployments

@@ -96,16 +96,38 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
 // rule (auth.approver_must_differ).
 // Both parties with their chains of minters (model::sameParty).
 Result<model::ApprovalRuling> judge(const ApiContext& context, const model::Operation& operation,
-                                    const Principal& principal, model::ApprovalAct act, const OperationRequest& asked) {
+                                    const Principal& principal, model::ApprovalAct act, bool override,
+                                    const std::string& reason) {
   TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by, context.ledger.mintersOf(operation.requested_by));
   TIDE_ASSIGN_OR_RETURN(std::vector<std::string> minted_by, context.ledger.mintersOf(principal.name));
-  return model::judgeApproval({operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
-                               context.approver_must_differ, std::move(requester_minted_by)},
-                              model::Approver{principal.name, roleName(principal.role), act, asked.override,
-                                              asked.reason.value_or(""), std::move(minted_by)});
+  return model::judgeApproval(
+      {operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
+       context.approver_must_differ, std::move(requester_minted_by)},
+      model::Approver{principal.name, roleName(principal.role), act, override, reason, std::move(minted_by)});
 }
 
 }  // namespace
+
+Result<model::Operation> approveAs(ApiContext& context, const Principal& principal, const model::Operation& operation,
+                                   ApprovalAsked asked) {
+  TIDE_RETURN_IF_ERROR(checkWaiting(operation, "approved", asked.override));
+  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling, judge(context, operation, principal, model::ApprovalAct::kApprove,
+                                                            asked.override, asked.reason));
+  TIDE_RETURN_IF_ERROR(ruling.allowed);
+  // Without a generation from the client, the one read here: what is approved is exactly
+  // the operation checked above, or nothing (409) if it changed meanwhile.
+  if (!asked.generation) asked.generation = operation.meta.generation;
+  model::GivenApproval approval{principal.name, roleName(principal.role), asked.override, asked.reason, "", {}};
+  return context.ledger.addApproval(operation.meta.id, asked.generation, approval);
+}
+
+Status checkFourEyes(ApiContext& context, const Principal& principal, const std::string& requested_by) {
+  model::Operation requested;
+  requested.requested_by = requested_by;
+  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling,
+                        judge(context, requested, principal, model::ApprovalAct::kApprove, false, ""));
+  return ruling.allowed;
+}
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
@@ -130,17 +152,9 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request, {"reason", "generation", "override"}));
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
-  const std::string& actor = request.principal.name;
-  TIDE_RETURN_IF_ERROR(checkWaiting(operation, "approved", asked.override));
-  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling,
-                        judge(context, operation, request.principal, model::ApprovalAct::kApprove, asked));
-  TIDE_RETURN_IF_ERROR(ruling.allowed);
-  // Without a generation from the client, the one read here: what is approved is exactly
-  // the operation checked above, or nothing (409) if it changed meanwhile.
-  if (!asked.generation) asked.generation = operation.meta.generation;
-  model::GivenApproval approval{actor, roleName(request.principal.role), asked.override, asked.reason.value_or(""), "",
-                                {}};
-  TIDE_ASSIGN_OR_RETURN(model::Operation approved, context.ledger.addApproval(asked.id, asked.generation, approval));
+  TIDE_ASSIGN_OR_RETURN(
+      model::Operation approved,
+      approveAs(context, request.principal, operation, {asked.override, asked.reason.value_or(""), asked.generation}));
   return operationReply(context.ledger, approved);
 }
 
@@ -151,8 +165,9 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "rejected", false));
-  TIDE_ASSIGN_OR_RETURN(model::ApprovalRuling ruling,
-                        judge(context, operation, request.principal, model::ApprovalAct::kReject, asked));
+  TIDE_ASSIGN_OR_RETURN(
+      model::ApprovalRuling ruling,
+      judge(context, operation, request.principal, model::ApprovalAct::kReject, false, asked.reason.value_or("")));
   TIDE_RETURN_IF_ERROR(ruling.allowed);
   if (!asked.generation) asked.generation = operation.meta.generation;
   TIDE_ASSIGN_OR_RETURN(model::Operation rejected,

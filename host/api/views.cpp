@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "host/engine/node_liveness.h"
+#include "host/model/approvals.h"
 #include "host/model/transitions.h"
 
 namespace tide::api {
@@ -59,9 +60,28 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
     for (const auto& [state, n] : states) operations_summary[type][state] = n;
   }
 
+  // What waits for people, first come first: one page (the operations list has them all).
+  ledger::ListOptions waiting_page;
+  waiting_page.limit = kWaitingForApprovalShown;
+  waiting_page.filters = {{"plan", plan.name}, {"state", model::operation_state::kPendingApproval}};
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> waiting, ledger.listOperations(waiting_page));
+  Json waiting_for_approval = Json::array();
+  for (const model::Operation& operation : waiting.items) {
+    const model::ApprovalState approvals = model::approvalStateOf(operation.decision);
+    waiting_for_approval.push_back(
+        Json{{"id", operation.meta.id},
+             {"type", operation.type},
+             {"meta_instance", operation.meta_instance},
+             {"deployment", operation.intent},
+             {"requested_by", operation.requested_by},
+             {"approvals", model::describeApprovals(operation.decision, operation.requested_by)},
+             {"still_needed", model::approvalsStillNeeded(approvals, operation.requested_by)}});
+  }
+
   Json view = Json::object();
   view["plan"] = plan;
   view["deployments"] = deployments;
+  view["waiting_for_approval"] = std::move(waiting_for_approval);
   view["instance_summary"] = std::move(instance_summary);
   view["operations_summary"] = std::move(operations_summary);
   view["instances"] = std::move(instances);

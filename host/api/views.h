@@ -26,6 +26,10 @@ using ledger::listAll;
 // a meta instance id) with each instance's current runtime instances and its newest
 // operation; "next_after" is there when more follow. Meta instances in state DELETED are
 // left out; "by_deployment" leaves out those MARKED_FOR_DELETION too.
+// "waiting_for_approval": the plan's operations in PENDING_APPROVAL, oldest first, at most
+// kWaitingForApprovalShown: {id, type, meta_instance, deployment (its intent),
+// requested_by, approvals ("1 of 2 approvals (alice)"), still_needed}.
+inline constexpr int kWaitingForApprovalShown = 20;
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page);
 
 // {"halted": bool, "halt": {kind, reason, details, since, by} or null, "partition": {since,

@@ -1,4 +1,4 @@
-// `tide deployment promote | abort | pause | resume | rollback | retry | watch`: steering a
+// `tide deployment promote | abort | pause | resume | rollback | retry | approve | watch`: steering a
 // rollout and following it (docs/architecture.md#rollouts, docs/architecture.md#cli-and-host-configuration). Every verb
 // acts on the deployment named by -D, else on the plan's newest, and says which one.
 
@@ -153,6 +153,57 @@ void addControlVerb(CLI::App& deployment, Verbs& verbs, const RolloutControl& co
   }
 }
 
+// --- approve ------------------------------------------------------------------------------
+
+struct ApproveFlags {
+  std::string deployment_id;
+  std::string reason;
+};
+
+// "  operation 7 (UPDATE web-x): APPROVED" and what became of each that waited.
+std::string describeRolloutOutcome(const Json& outcome) {
+  std::string line = "  operation " + std::to_string(outcome.value("id", int64_t{0})) + " (" +
+                     outcome.value("type", "") + " " + outcome.value("meta_instance", "") + "): ";
+  if (outcome.contains("refused")) return line + "not approved: " + outcome.value("refused", "");
+  const std::string state = outcome.value("state", "");
+  const std::string approvals = outcome.value("approvals", "");
+  if (state == "APPROVED") return line + "approved";
+  return line + "still waiting" + (approvals.empty() ? "" : ": " + approvals);
+}
+
+// POST .../approve: the caller's approval of the whole rollout (docs/architecture.md#approving-a-rollout).
+Status approveRollout(Session& session, const std::string& plan, const ApproveFlags& flags) {
+  TIDE_ASSIGN_OR_RETURN(Target target, chooseDeployment(session, plan, flags.deployment_id));
+  Json body = Json::object();
+  if (!flags.reason.empty()) body["reason"] = flags.reason;
+  TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post(deploymentPath(plan, target.id) + "/approve", body));
+  session.print(reply, [&](std::ostream& out, const Json& deployment) {
+    out << "Approved the rollout of deployment " << target.describe(plan) << " (" << deployment.value("state", "")
+        << "): each operation it asks for that waits for approval gets your "
+        << "approval\n";
+    const Json& outcomes = deployment.contains("operations") ? deployment["operations"] : Json();
+    if (!outcomes.is_array() || outcomes.empty()) {
+      out << "No operation of it is waiting for approval now\n";
+      return;
+    }
+    out << "Waiting now:\n";
+    for (const Json& outcome : outcomes) out << describeRolloutOutcome(outcome) << '\n';
+  });
+  return Status::ok();
+}
+
+void addApproveVerb(CLI::App& deployment, Verbs& verbs) {
+  auto flags = std::make_shared<ApproveFlags>();
+  CLI::App* verb = addNamedVerb(
+      deployment, verbs, "approve",
+      "Approve a whole rollout: every operation of it that waits for approval, now and as it goes on, gets your "
+      "approval (one audit record each; the policies' rules still apply)",
+      "deployment plan name",
+      [flags](Session& session, const std::string& plan) { return approveRollout(session, plan, *flags); });
+  verb->add_option("-D,--deployment-id", flags->deployment_id, "the deployment (default: the plan's newest)");
+  verb->add_option("--reason", flags->reason, "recorded with the approval of each operation");
+}
+
 // --- watch ----------------------------------------------------------------------------------
 
 struct WatchFlags {
@@ -271,6 +322,7 @@ void addWatchVerb(CLI::App& deployment, Verbs& verbs) {
 
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs) {
   for (const RolloutControl& control : kRolloutControls) addControlVerb(deployment, verbs, control);
+  addApproveVerb(deployment, verbs);
   addWatchVerb(deployment, verbs);
 }
 

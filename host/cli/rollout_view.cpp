@@ -9,6 +9,7 @@
 #include "host/cli/json_fields.h"
 #include "host/cli/table.h"
 #include "host/cli/terminal_text.h"
+#include "host/model/approvals.h"
 #include "host/model/records.h"
 #include "host/model/transitions.h"
 
@@ -172,7 +173,7 @@ std::string describePendingSignals(const Json& signals) {
   std::string out;
   if (!signals.is_object()) return out;
   for (const auto& [name, signal] : signals.items()) {
-    if (name == kHoldSignal || name == kRestoreSignal) continue;
+    if (model::isPersistentSignal(name)) continue;
     std::string line = name;
     if (std::string who = byAt(signal); !who.empty()) line += " by " + who;
     if (std::string reason = text(signal, {"reason"}); !reason.empty()) line += ": " + reason;
@@ -285,7 +286,8 @@ Json watchJson(const RolloutSample& sample, TimePoint when) {
               {"instances", {{"new", count(sample.new_instances)}, {"old", count(sample.old_instances)}}}};
 }
 
-void printRolloutSection(std::ostream& out, const Json& plan, const Json& deployment, TimePoint now) {
+void printRolloutSection(std::ostream& out, const Json& plan, const Json& deployment, TimePoint now,
+                         const Json& waiting_for_approval) {
   RolloutSample sample = sampleRollout(Json::object(), deployment);
   printHeading(out, "Rollout");
   printField(out, "Deployment ID", sample.deployment_id, true);
@@ -310,6 +312,25 @@ void printRolloutSection(std::ostream& out, const Json& plan, const Json& deploy
   if (std::string pending = describePendingSignals(signals); !pending.empty()) {
     printField(out, "Pending Signals", pending, true);
   }
+  std::string approved_by;
+  for (const model::GivenApproval& approval : model::rolloutApprovals(signals)) {
+    approved_by += (approved_by.empty() ? "" : "\n") + approval.actor + " at " + approval.at +
+                   (approval.reason.empty() ? "" : ": " + approval.reason);
+  }
+  if (!approved_by.empty()) printField(out, "Rollout Approved By", approved_by, true);
+  if (model::isRolloutOver(text(deployment, {"state"}))) return;
+  // What of it waits for people: each operation, and the approvals it still needs.
+  std::string waiting;
+  for (const Json& operation : items(waiting_for_approval)) {
+    if (text(operation, {"deployment"}) != text(deployment, {"deployment_id"})) continue;
+    std::string line = "operation " + text(operation, {"id"}) + " (" + text(operation, {"type"}) + " " +
+                       text(operation, {"meta_instance"}) + ")";
+    if (std::string approvals = text(operation, {"approvals"}); !approvals.empty()) line += ": " + approvals;
+    const Json& needed = at(operation, {"still_needed"});
+    if (needed.is_number_integer() && needed.get<int64_t>() > 0) line += "; " + text(needed) + " more needed";
+    waiting += (waiting.empty() ? "" : "\n") + line;
+  }
+  if (!waiting.empty()) printField(out, "Waiting For Approval", waiting, true);
 }
 
 }  // namespace tide::cli

@@ -82,6 +82,9 @@ std::string redrawProgressLine(const RolloutSample& sample, int width);
 
 // The "Rollout" section of `tide deployment show` for `deployment` under `plan` (the plan
 // record, whose strategy the deployment's may override). Times are measured to `now`.
-void printRolloutSection(std::ostream& out, const Json& plan, const Json& deployment, TimePoint now);
+// `waiting_for_approval`: the plan view's operations waiting for people ({id, type,
+// meta_instance, deployment, approvals, still_needed}); those of `deployment` are named.
+void printRolloutSection(std::ostream& out, const Json& plan, const Json& deployment, TimePoint now,
+                         const Json& waiting_for_approval = Json::array());
 
 }  // namespace tide::cli

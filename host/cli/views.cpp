@@ -435,7 +435,7 @@ void printPlanShow(std::ostream& out, const Json& view, TimePoint now) {
   out << '\n';
   printTraffic(out, at(view, {"traffic"}));
   if (const Json* newest = newestDeployment(at(view, {"deployments"}))) {
-    printRolloutSection(out, plan, *newest, now);
+    printRolloutSection(out, plan, *newest, now, at(view, {"waiting_for_approval"}));
     out << '\n';
   }
 

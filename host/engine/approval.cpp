@@ -309,7 +309,32 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   TIDE_RETURN_IF_ERROR(
       ledger_.setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
           .status());
+  if (state == model::operation_state::kPendingApproval) giveRolloutApprovals(world, op);
   return true;
+}
+
+void ApprovalStage::giveRolloutApprovals(const World& world, const model::Operation& op) {
+  if (world.deployment(op.plan, op.intent) == nullptr) return;  // a person's, a drain's: no rollout
+  // Read now, not from the pass's snapshot: a rollout approval given since is either read
+  // here or, given after this operation came to wait, finds it waiting (the API approves
+  // those at once).
+  Result<model::Deployment> deployment = ledger_.getDeployment(op.plan, op.intent);
+  if (!deployment.isOk() || !model::inRolloutOf(op, *deployment)) return;
+  for (const model::GivenApproval& approval : model::rolloutApprovals(deployment->signals)) {
+    Result<model::Operation> given =
+        ledger_.addApproval(op.meta.id, std::nullopt, model::fromRolloutApproval(approval));
+    if (given.isOk()) {
+      if (given->state != model::operation_state::kPendingApproval) return;  // approved
+      continue;
+    }
+    // Best effort: the operation waits for people either way; this says why it still does.
+    (void)ledger_.appendEvent("operation.rollout_approval_refused", "operation/" + std::to_string(op.meta.id),
+                              Json{{"instance", op.meta_instance},
+                                   {"deployment", op.intent},
+                                   {"actor", approval.actor},
+                                   {"error", given.status().message()}},
+                              options_.actor);
+  }
 }
 
 int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_version) {

@@ -73,6 +73,12 @@ class ApprovalStage {
   // if `op` moved since (kConflict).
   Result<bool> conclude(const World& world, const model::Operation& op, const lua::Evaluation& evaluation,
                   std::vector<model::GivenApproval> given, ledger::Generation generation);
+  // Gives `op`, which now waits in PENDING_APPROVAL, the approvals people gave its whole
+  // rollout (tide deployment approve; model::rolloutApprovals), each recorded by the ledger
+  // as if its actor approved `op`, under the same rule. One the rule refuses (a role or
+  // distinct_from the policies ask for) leaves `op` waiting for people, with an
+  // "operation.rollout_approval_refused" event saying why.
+  void giveRolloutApprovals(const World& world, const model::Operation& op);
   // Reserves placement for `op` if it needs one it does not have; returns the node it
   // runs on (empty when it runs nowhere).
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,

@@ -322,9 +322,12 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   last_error_.erase(deployment.plan + "/" + deployment.deployment_id);
   changes += apply(world, deployment, result.value());
   // The strategy saw the one-shot signals (promote, promote_full): they are used up.
-  Json seen = deployment.signals.is_object() ? deployment.signals : Json::object();
-  seen.erase("hold");
-  seen.erase("restore");
+  Json seen = Json::object();
+  if (deployment.signals.is_object()) {
+    for (const auto& [key, value] : deployment.signals.items()) {
+      if (!model::isPersistentSignal(key)) seen[key] = value;
+    }
+  }
   if (!seen.empty() && ledger_.consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
     ++changes;
   }

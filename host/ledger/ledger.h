@@ -241,6 +241,12 @@ class Ledger {
   // without one just ends the deployment).
   Result<Deployment> restoreDeployment(const std::string& plan, const std::string& deployment_id,
                                        const RestoreRequest& request, const std::string& actor);
+  // Keeps `approval` as an approval of the deployment's whole rollout
+  // (model::rolloutApprovals), with its actor's minters and the time, and a
+  // `deployment.control` event (control "approve"). Once per actor: a second is a no-op.
+  // kConflict for a rollout that is over.
+  Result<Deployment> approveRollout(const std::string& plan, const std::string& deployment_id,
+                                    model::GivenApproval approval);
   // Removes the one-shot signals the strategy saw (`seen`: the deployment's signals when
   // the snapshot was taken); ones sent again since, and hold/restore, stay.
   Result<Deployment> consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,

@@ -836,6 +836,30 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
   });
 }
 
+Result<Deployment> Ledger::approveRollout(const std::string& plan, const std::string& deployment_id,
+                                          model::GivenApproval approval) {
+  return write("approve rollout", approval.actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
+    if (!unfinishedDeploymentState(d.state)) {
+      return Status::conflict("deployment '" + deployment_id + "' is " + d.state +
+                              "; only a rollout in progress can be approved");
+    }
+    Json signals = d.signals.is_object() ? d.signals : Json::object();
+    for (const model::GivenApproval& given : model::rolloutApprovals(signals)) {
+      if (given.actor == approval.actor) return d;  // once is enough
+    }
+    approval.minted_by = ledger::mintersOf(tx.db(), approval.actor);
+    approval.at = tx.now();
+    Json& approvals = signals[model::kRolloutApprovalsSignal];
+    if (!approvals.is_array()) approvals = Json::array();
+    approvals.push_back(model::givenApprovalJson(approval));
+    writeSignals(tx, d, signals);
+    tx.event("deployment.control", subjectOf(plan, deployment_id),
+             Json{{"control", "approve"}, {"by", approval.actor}, {"reason", approval.reason}});
+    return loadDeployment(tx.db(), plan, deployment_id);
+  });
+}
+
 Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
                                           const std::string& actor) {
   return write("consume signals", actor, [&](Tx& tx) -> Result<Deployment> {
@@ -844,7 +868,7 @@ Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::st
     Json signals = d.signals;
     bool changed = false;
     for (const auto& [key, value] : seen.items()) {
-      if (key == "hold" || key == "restore") continue;  // persistent, not one-shot
+      if (model::isPersistentSignal(key)) continue;
       if (signals.contains(key) && signals[key] == value) {
         signals.erase(key);
         changed = true;

@@ -71,6 +71,25 @@ std::string checkRequirementRole(const std::string& role) {
   return "role must be viewer, operator, approver or admin, not '" + role + "'";
 }
 
+namespace {
+
+std::vector<GivenApproval> givenApprovalsOf(const Json& entries) {
+  std::vector<GivenApproval> out;
+  if (!entries.is_array()) return out;
+  for (const Json& g : entries) {
+    if (!g.is_object()) continue;
+    GivenApproval given{g.value("actor", ""),  g.value("role", ""), g.value("override", false),
+                        g.value("reason", ""), g.value("at", ""),   {}};
+    for (const Json& minter : g.value("minted_by", Json::array())) {
+      if (minter.is_string()) given.minted_by.push_back(minter.get<std::string>());
+    }
+    out.push_back(std::move(given));
+  }
+  return out;
+}
+
+}  // namespace
+
 ApprovalState approvalStateOf(const Json& decision) {
   ApprovalState state;
   if (!decision.is_object()) return state;
@@ -83,25 +102,38 @@ ApprovalState approvalStateOf(const Json& decision) {
   for (const Json& name : approvals.value("distinct_from", Json::array())) {
     if (name.is_string()) state.requirement.distinct_from.push_back(name.get<std::string>());
   }
-  for (const Json& g : approvals.value("given", Json::array())) {
-    if (!g.is_object()) continue;
-    GivenApproval given{g.value("actor", ""),  g.value("role", ""), g.value("override", false),
-                        g.value("reason", ""), g.value("at", ""),   {}};
-    for (const Json& minter : g.value("minted_by", Json::array())) {
-      if (minter.is_string()) given.minted_by.push_back(minter.get<std::string>());
-    }
-    state.given.push_back(std::move(given));
-  }
+  state.given = givenApprovalsOf(approvals.value("given", Json::array()));
   return state;
+}
+
+Json givenApprovalJson(const GivenApproval& g) {
+  Json entry{{"actor", g.actor}, {"role", g.role}, {"override", g.override}, {"reason", g.reason}, {"at", g.at}};
+  if (!g.minted_by.empty()) entry["minted_by"] = g.minted_by;
+  return entry;
+}
+
+std::vector<GivenApproval> rolloutApprovals(const Json& signals) {
+  if (!signals.is_object()) return {};
+  return givenApprovalsOf(signals.value(kRolloutApprovalsSignal, Json::array()));
+}
+
+bool inRolloutOf(const Operation& operation, const Deployment& deployment) {
+  return operation.plan == deployment.plan && operation.intent == deployment.deployment_id &&
+         operation.requested_by == deployment.added_by;
+}
+
+GivenApproval fromRolloutApproval(const GivenApproval& rollout_approval) {
+  GivenApproval out = rollout_approval;
+  out.override = false;  // a soft deny is overridden operation by operation, with its own reason
+  out.reason =
+      "approved with the whole rollout" + (rollout_approval.reason.empty() ? "" : ": " + rollout_approval.reason);
+  out.at.clear();
+  return out;
 }
 
 Json approvalsJson(const ApprovalState& state) {
   Json given = Json::array();
-  for (const GivenApproval& g : state.given) {
-    Json entry{{"actor", g.actor}, {"role", g.role}, {"override", g.override}, {"reason", g.reason}, {"at", g.at}};
-    if (!g.minted_by.empty()) entry["minted_by"] = g.minted_by;
-    given.push_back(std::move(entry));
-  }
+  for (const GivenApproval& g : state.given) given.push_back(givenApprovalJson(g));
   return Json{{"required", state.requirement.approvals},
               {"role", state.requirement.role},
               {"distinct_from", state.requirement.distinct_from},

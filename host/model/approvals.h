@@ -131,4 +131,19 @@ Status checkApproval(const ApprovalState& state, const std::string& requested_by
 // "1 of 2 approvals (alice)"; "" for an operation without approvals to count.
 std::string describeApprovals(const Json& decision, const std::string& requested_by);
 
+// --- Approving a whole rollout (docs/architecture.md#approving-a-rollout) ---------------
+// `tide deployment approve` keeps the approver's approval in the deployment's signals
+// ("approvals": [{actor, role, reason, at, minted_by}]). It is given again, by its actor, to
+// every operation of that rollout that comes to wait in PENDING_APPROVAL: one approval (and
+// one audit record) per operation, judged there by judgeApproval like any other.
+inline constexpr const char* kRolloutApprovalsSignal = "approvals";
+std::vector<GivenApproval> rolloutApprovals(const Json& signals);
+Json givenApprovalJson(const GivenApproval& approval);
+// Whether `operation` is one of `deployment`'s rollout, which its rollout approvals cover:
+// asked for by the controller for it (its intent), on behalf of the one who added it.
+bool inRolloutOf(const Operation& operation, const Deployment& deployment);
+// The approval a rollout approval gives one operation: its actor, role and minters, with the
+// reason saying where it came from.
+GivenApproval fromRolloutApproval(const GivenApproval& rollout_approval);
+
 }  // namespace tide::model

@@ -302,6 +302,11 @@ struct EffectiveStrategy {
 };
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment);
 
+// Whether a deployment's signal stays until its rollout ends (a hold, a restore, the
+// approvals of the whole rollout) rather than being used up once its strategy saw it
+// (promote, promote_full).
+bool isPersistentSignal(const std::string& key);
+
 // The plan `deployment` was made with: its snapshot, or `current` when it has none.
 const Plan& planAsDeployed(const Plan& current, const Deployment& deployment);
 

@@ -608,3 +608,103 @@ TEST_CASE("api: a token minted by the requester cannot approve, nor can the mint
     CHECK(state.given.front().minted_by == std::vector<std::string>{"root-deputy", "root"});
   }
 }
+
+namespace {
+
+const std::string kRolloutApprove = "/v1/plans/" + kMrdsPlanName + "/deployments/deployment-1/approve";
+
+Json eventsOfKind(const ApiHarness& h, const std::string& kind) {
+  return h.get("/v1/events?limit=1000&kind=" + kind).json()["items"];
+}
+
+}  // namespace
+
+TEST_CASE("api: approving a rollout approves each of its operations waiting now, one approval and event each") {
+  Fixture f;
+  // Two operations of deployment-1's rollout (the controller asks for them on behalf of
+  // whoever added it: root), and one requested by someone else, which it does not cover.
+  model::Operation first = f.waiting(f.instance, kAdminName);
+  model::Operation second = f.waiting(f.newInstance(), kAdminName);
+  model::Operation other = f.waiting(f.newInstance(), "controller");
+
+  Reply approved =
+      f.h.post(kRolloutApprove, R"({"reason": "release 42 reviewed"})", "application/json", kApproverToken);
+  REQUIRE_MESSAGE(approved.status == 200, approved.body);
+  Json reply = approved.json();
+  CHECK(reply["deployment_id"] == "deployment-1");
+  REQUIRE(reply["operations"].size() == 2);
+  for (const Json& outcome : reply["operations"]) CHECK(outcome["state"] == "APPROVED");
+  for (const model::Operation& op : {first, second}) {
+    const model::Operation now = f.operation(op.meta.id);
+    CHECK(now.state == "APPROVED");
+    CHECK(now.approved_by == kApproverName);
+  }
+  CHECK(f.operation(other.meta.id).state == "PENDING_APPROVAL");
+
+  // One approval record per operation, by the approver, saying where it came from.
+  Json given = eventsOfKind(f.h, "operation.approval");
+  REQUIRE(given.size() == 2);
+  for (const Json& event : given) {
+    CHECK(event["actor"] == kApproverName);
+    CHECK(event["data"]["reason"] == "approved with the whole rollout: release 42 reviewed");
+  }
+  Json control = eventsOfKind(f.h, "deployment.control");
+  REQUIRE(!control.empty());
+  CHECK(control.back()["data"]["control"] == "approve");
+  CHECK(control.back()["data"]["by"] == kApproverName);
+
+  // It is kept with the deployment for the operations the rollout asks for next.
+  auto deployment = f.h.ledger->getDeployment(kMrdsPlanName, "deployment-1");
+  REQUIRE(deployment.isOk());
+  std::vector<model::GivenApproval> kept = model::rolloutApprovals(deployment->signals);
+  REQUIRE(kept.size() == 1);
+  CHECK(kept[0].actor == kApproverName);
+  CHECK(kept[0].role == "approver");
+
+  // Approving again adds nothing.
+  const int64_t seq = f.h.lastEventSeq();
+  Reply again = f.h.post(kRolloutApprove, "", "", kApproverToken);
+  CHECK(again.status == 200);
+  CHECK(again.json()["operations"].empty());
+  CHECK(f.h.lastEventSeq() == seq);
+}
+
+TEST_CASE("api: whoever added a rollout cannot approve it, nor can a viewer or an operator; a finished one is 409") {
+  Fixture f;
+  model::Operation op = f.waiting(f.instance, kAdminName);
+  Json before = f.h.everything();
+  Reply own = f.h.post(kRolloutApprove, "", "", kAdminToken);
+  CHECK(own.status == 403);
+  CHECK_MESSAGE(contains(errorMessage(own), "approver_must_differ"), errorMessage(own));
+  CHECK(f.h.post(kRolloutApprove, "", "", kOperatorToken).status == 403);
+  CHECK(f.h.post(kRolloutApprove, "", "", kViewerToken).status == 403);
+  CHECK(f.h.post(kRolloutApprove, R"({"reason": 7})", "application/json", kApproverToken).status == 400);
+  CHECK(f.h.post("/v1/plans/" + kMrdsPlanName + "/deployments/deployment-9/approve", "", "", kApproverToken).status ==
+        404);
+  CHECK(f.h.everything() == before);
+  CHECK(model::rolloutApprovals(f.h.ledger->getDeployment(kMrdsPlanName, "deployment-1")->signals).empty());
+  CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+
+  auto cancelled = f.h.ledger->setDeploymentState(kMrdsPlanName, "deployment-1", "CANCELLED", std::nullopt, "test");
+  REQUIRE_MESSAGE(cancelled.isOk(), cancelled.status().toString());
+  Reply over = f.h.post(kRolloutApprove, "", "", kApproverToken);
+  CHECK(over.status == 409);
+  CHECK_MESSAGE(contains(errorMessage(over), "only a rollout in progress can be approved"), errorMessage(over));
+}
+
+TEST_CASE("api: a rollout's approval leaves an operation waiting when its policies ask for more than the approver") {
+  Fixture f;
+  model::Operation op = f.waiting(f.instance, kAdminName);
+  // Its policies ask for two approvals from admins.
+  ledger::Ledger::OperationUpdate update;
+  update.decision = Json{{"outcome", "PENDING_APPROVAL"},
+                         {"approvals", {{"required", 2}, {"role", "admin"}, {"distinct_from", Json::array()}}}};
+  REQUIRE(f.h.ledger->updateOperation(op.meta.id, update, "approval").isOk());
+  Reply approved = f.h.post(kRolloutApprove, "", "", kApproverToken);
+  REQUIRE_MESSAGE(approved.status == 200, approved.body);
+  REQUIRE(approved.json()["operations"].size() == 1);
+  const Json outcome = approved.json()["operations"][0];
+  CHECK(outcome["state"] == "PENDING_APPROVAL");
+  CHECK_MESSAGE(contains(outcome.value("refused", ""), "admin"), outcome.dump());
+  CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+}

@@ -291,3 +291,69 @@ TEST_CASE("cli: watch follows a rollout the dev policy approves and prints NDJSO
   CHECK(last["state"] == "COMPLETED");
   CHECK(last["instances"]["new"] == Json{{"total", 3}, {"ready", 3}});
 }
+
+TEST_CASE("cli: deployment approve approves the rollout's waiting operations and says what became of each") {
+  LiveServer live;
+  // Two people with tokens the bootstrap admin minted (two parties: docs/architecture.md#four-eyes).
+  auto mint = [&](const std::string& name, const std::string& role) {
+    CliRun created = live.run({"token", "create", "--name", name, "--role", role, "-o", "json"});
+    REQUIRE_MESSAGE(created.code == 0, created.err);
+    const std::string secret = Json::parse(created.out).value("token", "");
+    REQUIRE_FALSE(secret.empty());
+    return secret;
+  };
+  const std::string ops = mint("ops", "admin");
+  const std::string alice = mint("alice", "approver");
+  auto as = [&](std::vector<std::string> args, const std::string& token) {
+    args.insert(args.end(), {"--server", live.url, "--token", token});
+    return runCli(std::move(args));
+  };
+  REQUIRE(as({"node", "create", "-m", example("nodes.yaml")}, ops).code == 0);
+  REQUIRE(as({"deployment", "create", "-m", example("nginx-plan.yaml")}, ops).code == 0);
+  REQUIRE(as({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}, ops).code == 0);
+  // An operation of its rollout waiting for a person, as the controller and the policies
+  // leave it: requested on behalf of whoever added the deployment.
+  auto meta = live.ledger->createMetaInstance(kExamplePlan, "deployment-1", "test");
+  REQUIRE(meta.isOk());
+  tide::model::Operation asked;
+  asked.meta_instance = meta->name;
+  asked.type = "CREATE";
+  asked.intent = "deployment-1";
+  asked.requested_by = "ops";
+  auto created = live.ledger->createOperation(asked, "controller");
+  REQUIRE(created.isOk());
+  REQUIRE(live.ledger->setOperationState(created->meta.id, "PENDING_APPROVAL", std::nullopt, "approval", "a person")
+              .isOk());
+
+  // Whoever added it may not approve it.
+  CliRun own = as({"deployment", "approve", kExamplePlan}, ops);
+  CHECK(own.code == 1);
+  CHECK_MESSAGE(contains(own.err, "approver_must_differ"), own.err << own.out);
+
+  // deployment show names what the rollout waits for people on.
+  CliRun shown = as({"deployment", "show", kExamplePlan}, ops);
+  REQUIRE_MESSAGE(shown.code == 0, shown.err);
+  CHECK_MESSAGE(contains(shown.out, "Waiting For Approval: operation " + std::to_string(created->meta.id) +
+                                        " (CREATE " + meta->name + ")"),
+                shown.out);
+
+  CliRun approved = as({"deployment", "approve", kExamplePlan, "--reason", "reviewed"}, alice);
+  REQUIRE_MESSAGE(approved.code == 0, approved.err);
+  CHECK(contains(approved.out, "Approved the rollout of deployment deployment-1 of plan " + kExamplePlan +
+                                   " (the newest) (PENDING): "));
+  CHECK(contains(approved.out, "Waiting now:\n  operation " + std::to_string(created->meta.id) + " (CREATE " +
+                                   meta->name + "): approved\n"));
+  CHECK(live.ledger->getOperation(created->meta.id)->approved_by == "alice");
+  shown = as({"deployment", "show", kExamplePlan}, ops);
+  CHECK_MESSAGE(contains(shown.out, "Rollout Approved By:  alice at "), shown.out);
+  CHECK_MESSAGE(contains(shown.out, ": reviewed\n"), shown.out);
+  CHECK_FALSE(contains(shown.out, "Waiting For Approval:"));
+  CHECK_FALSE(contains(shown.out, "Pending Signals:"));
+
+  // -o json is the API's reply: the deployment with what became of each operation.
+  CliRun again = as({"deployment", "approve", kExamplePlan, "-o", "json"}, alice);
+  REQUIRE_MESSAGE(again.code == 0, again.err);
+  Json reply = Json::parse(again.out);
+  CHECK(reply["deployment_id"] == "deployment-1");
+  CHECK(reply["operations"] == Json::array());
+}

@@ -408,3 +408,79 @@ TEST_CASE("approvals: an operation whose decision records cannot be written stay
 }
 
 }  // namespace tide
+
+namespace tide {
+namespace {
+
+size_t eventCount(EngineFixture& f, const std::string& kind) {
+  ledger::ListOptions options;
+  options.limit = ledger::kMaxPageSize;
+  options.filters["kind"] = kind;
+  auto page = f.ledger->listEvents(options);
+  REQUIRE(page.isOk());
+  return page->items.size();
+}
+
+}  // namespace
+
+TEST_CASE("approvals: a rollout approved as a whole has each operation approved as it comes, one record each") {
+  EngineFixture f;  // no policies: every operation waits for a person
+  f.apply(kEngineNodes);
+  f.apply(enginePlan());
+  Api api(f);
+
+  // Approved before its rollout asked for anything: each operation it asks for is approved
+  // by alice as it comes to wait, and the rollout runs to its end without anyone else.
+  f.apply(engineDeployment("d1", 3, "1.0"));  // added by "test", who requests its operations
+  Reply approved = api.post("/v1/plans/web/deployments/d1/approve", R"({"reason": "ship it"})", "application/json",
+                            testing::kApproverToken);
+  REQUIRE_MESSAGE(approved.status == 200, approved.body);
+  CHECK(approved.json()["operations"].empty());
+  f.engine->settle();
+  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.operations("PENDING_APPROVAL").empty());
+  const std::vector<model::Operation> first = f.operations();
+  REQUIRE(first.size() == 3);
+  for (const model::Operation& op : first) CHECK(op.approved_by == kApproverName);
+  CHECK(eventCount(f, "operation.approval") == first.size());
+
+  // The next deployment is a rollout of its own: its operations wait for people again.
+  f.apply(engineDeployment("d2", 3, "2.0"));
+  f.engine->settle();
+  const size_t waiting = f.operations("PENDING_APPROVAL").size();
+  CHECK(waiting > 0);
+  CHECK(f.deployment("d2").state == "IN_PROGRESS");
+
+  // Approved as a whole now: those waiting are approved at once, the later waves as they come.
+  approved = api.post("/v1/plans/web/deployments/d2/approve", "", "", testing::kApproverToken);
+  REQUIRE_MESSAGE(approved.status == 200, approved.body);
+  CHECK(approved.json()["operations"].size() == waiting);
+  f.engine->settle();
+  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(f.operations("PENDING_APPROVAL").empty());
+  size_t second = 0;
+  for (const model::Operation& op : f.operations()) {
+    if (op.intent != "d2") continue;
+    ++second;
+    CHECK(op.approved_by == kApproverName);
+  }
+  CHECK(second > waiting);  // some were asked for after the approval
+  CHECK(eventCount(f, "operation.approval") == first.size() + second);
+}
+
+TEST_CASE("approvals: a rollout's approval counts as one person's, so a policy asking for two still waits") {
+  EngineFixture f;
+  withPolicy(f, "two.lua", policy("two-approvers", "hard", kTwoApprovers));
+  Api api(f, approverOptions());
+  f.apply(engineDeployment("d1", 1, "1.0"));
+  REQUIRE(api.post("/v1/plans/web/deployments/d1/approve", "", "", testing::kApproverToken).status == 200);
+  f.engine->settle();
+  auto waiting = f.operations("PENDING_APPROVAL");
+  REQUIRE(waiting.size() == 1);
+  CHECK(model::describeApprovals(waiting[0].decision, waiting[0].requested_by) == "1 of 2 approvals (alice)");
+  // A second person's approval of the rollout completes it.
+  REQUIRE(api.post("/v1/plans/web/deployments/d1/approve", "", "", kBobToken).status == 200);
+  CHECK(reread(f, waiting[0]).state == "APPROVED");
+}
+
+}  // namespace tide
