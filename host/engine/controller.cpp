@@ -65,6 +65,7 @@ int DeploymentController::pass(const World& world, const UnreachableNodes& unrea
 
 int DeploymentController::reconcileAll(const World& world, const UnreachableNodes& unreachable) {
   int changes = repair(world);
+  changes += withdrawRelocations(world, unreachable);
   changes += relocateOffNodes(world, unreachable);
   for (const auto& plan : world.plans) {
     if (plan.state != "ACTIVE") continue;
@@ -180,6 +181,34 @@ int DeploymentController::relocateOffNodes(const World& world, const Unreachable
     op.intent = node->second.intent;
     op.requested_by = node->second.requested_by;
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+  }
+  return changes;
+}
+
+int DeploymentController::withdrawRelocations(const World& world, const UnreachableNodes& unreachable) {
+  int changes = 0;
+  for (const std::string& name : world.operating) {
+    const InstanceView& view = world.instances.at(name);
+    const model::Operation* op = view.unfinished.get();
+    if (op == nullptr || op->type != "RELOCATE" || op->intent != "unreachable") continue;
+    // Once started it runs to its end (make-before-break); one that has not may still go.
+    const bool started =
+        op->attempts > 0 || (op->state != "PENDING" && op->state != "PENDING_APPROVAL" && op->state != "APPROVED");
+    if (started) continue;
+    std::string why;
+    const model::RuntimeInstance* runs = view.active ? &*view.active : nullptr;
+    if (runs == nullptr || runs->state != "RUNNING") {
+      why = name + " no longer runs: there is nothing to relocate";
+    } else if (!unreachable.contains(runs->node) && !isUnreachableMessage(runs->message, runs->node)) {
+      // Reachable, and the observer has heard from the instance since (a host restarted
+      // during the outage has not until its driver answers for it: the mark stays).
+      why =
+          "node " + runs->node + " is reachable again and " + name + " runs there: the relocation is no longer needed";
+    } else {
+      continue;
+    }
+    // With the generation this pass read: an attempt the executor counted since wins.
+    if (ledger_.cancelOperation(op->meta.id, op->meta.generation, options_.actor, why).isOk()) ++changes;
   }
   return changes;
 }
