@@ -169,7 +169,7 @@ std::string describePendingSignals(const Json& signals) {
   std::string out;
   if (!signals.is_object()) return out;
   for (const auto& [name, signal] : signals.items()) {
-    if (name == kHoldSignal || name == kRestoreSignal) continue;
+    if (name == kHoldSignal || name == kRestoreSignal || name == model::kHookHoldSignal) continue;
     std::string line = name;
     if (std::string who = byAt(signal); !who.empty()) line += " by " + who;
     if (std::string reason = text(signal, {"reason"}); !reason.empty()) line += ": " + reason;
@@ -299,6 +299,11 @@ void printRolloutSection(std::ostream& out, const Json& plan, const Json& deploy
     std::string held = byAt(hold);
     if (std::string reason = text(hold, {"reason"}); !reason.empty()) held += (held.empty() ? "" : ": ") + reason;
     printField(out, "Paused By", held.empty() ? "a user" : held, true);
+  }
+  if (const Json& hook = at(signals, {model::kHookHoldSignal}); hook.is_object()) {
+    std::string held = text(hook, {"message"});
+    if (std::string since = text(hook, {"since"}); !since.empty()) held += " (since " + since + ")";
+    printField(out, "Held By Hook", held, true);
   }
   printTiming(out, deployment, now);
   if (const Json& restore = at(signals, {kRestoreSignal}); restore.is_object()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/engine/executor.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
@@ -22,6 +23,21 @@ double unixSeconds(const TimePoint& t) { return std::chrono::duration<double>(t.
 bool restoring(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
 
 bool held(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
+
+bool heldForHook(const model::Deployment& d) {
+  return d.signals.is_object() && d.signals.contains(model::kHookHoldSignal);
+}
+
+// The oldest operation of `d`'s rollout that a runtime hook holds back, or null.
+const model::Operation* operationHeldByHook(const World& world, const model::Deployment& d) {
+  const model::Operation* oldest = nullptr;
+  for (const auto* view : world.instancesOf(d.plan)) {
+    const model::Operation* op = view->unfinished.get();
+    if (op == nullptr || op->intent != d.deployment_id || hookHoldKind(*op).empty()) continue;
+    if (oldest == nullptr || op->meta.id < oldest->meta.id) oldest = op;
+  }
+  return oldest;
+}
 
 // The deployment that still wants `view`'s instance running, or null: not when its last
 // operation FAILED or was REJECTED (a person decides), nor when its deployment was
@@ -335,6 +351,22 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
     }
     return changes;
   }
+  // A hook that vetoes or delays an operation of the rollout means "wait", not "fail": the
+  // rollout is held PAUSED, so the wait counts toward no step and no progress deadline, and
+  // its strategy is not asked until the hook lets the operation go.
+  if (const model::Operation* op = operationHeldByHook(world, deployment)) {
+    if (deployment.state != "PAUSED" || !heldForHook(deployment) || deployment.message != op->message) {
+      const ledger::Ledger::HookHold hold{op->meta.id, std::string(hookHoldKind(*op)), op->message};
+      if (ledger_.holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk()) ++changes;
+    }
+    return changes;
+  }
+  if (heldForHook(deployment)) {
+    auto released = ledger_.releaseHookHold(deployment.plan, deployment.deployment_id, options_.actor);
+    if (!released.isOk()) return changes;
+    deployment = std::move(released).value();
+    ++changes;
+  }
   const int adopted = adopt(world, deployment);
   if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass
 
@@ -354,6 +386,7 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   Json seen = deployment.signals.is_object() ? deployment.signals : Json::object();
   seen.erase("hold");
   seen.erase("restore");
+  seen.erase(model::kHookHoldSignal);
   if (!seen.empty() && ledger_.consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
     ++changes;
   }

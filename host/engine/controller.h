@@ -19,6 +19,8 @@
 //   (docs/architecture.md#losing-a-node), requested by the controller with intent
 //   "unreachable", unless a partition holds replacement. Such a RELOCATE that has not started
 //   when the node is back (or the instance no longer runs) is cancelled.
+// - A rollout one of whose operations a runtime hook vetoes or delays is held PAUSED, its
+//   strategy not asked, until the hook lets the operation go (docs/architecture.md#runtime-hooks).
 //
 // Thread-safety: none; the control loop's thread owns it.
 
