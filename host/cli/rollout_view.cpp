@@ -305,6 +305,11 @@ void printRolloutSection(std::ostream& out, const Json& plan, const Json& deploy
     if (std::string reason = text(hold, {"reason"}); !reason.empty()) held += (held.empty() ? "" : ": ") + reason;
     printField(out, "Paused By", held.empty() ? "a user" : held, true);
   }
+  if (const Json& hook = at(signals, {model::kHookHoldSignal}); hook.is_object()) {
+    std::string held = text(hook, {"message"});
+    if (std::string since = text(hook, {"since"}); !since.empty()) held += " (since " + since + ")";
+    printField(out, "Held By Hook", held, true);
+  }
   printTiming(out, deployment, now);
   if (const Json& restore = at(signals, {kRestoreSignal}); restore.is_object()) {
     printField(out, "Restored", describeRestore(restore), true);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/engine/executor.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
@@ -22,6 +23,21 @@ double unixSeconds(const TimePoint& t) { return std::chrono::duration<double>(t.
 bool restoring(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("restore"); }
 
 bool held(const model::Deployment& d) { return d.signals.is_object() && d.signals.contains("hold"); }
+
+bool heldForHook(const model::Deployment& d) {
+  return d.signals.is_object() && d.signals.contains(model::kHookHoldSignal);
+}
+
+// The oldest operation of `d`'s rollout that a runtime hook holds back, or null.
+const model::Operation* operationHeldByHook(const World& world, const model::Deployment& d) {
+  const model::Operation* oldest = nullptr;
+  for (const auto* view : world.instancesOf(d.plan)) {
+    const model::Operation* op = view->unfinished.get();
+    if (op == nullptr || op->intent != d.deployment_id || hookHoldKind(*op).empty()) continue;
+    if (oldest == nullptr || op->meta.id < oldest->meta.id) oldest = op;
+  }
+  return oldest;
+}
 
 // The deployment that still wants `view`'s instance running, or null: not when its last
 // operation FAILED or was REJECTED (a person decides), nor when its deployment was
@@ -65,6 +81,7 @@ int DeploymentController::pass(const World& world, const UnreachableNodes& unrea
 
 int DeploymentController::reconcileAll(const World& world, const UnreachableNodes& unreachable) {
   int changes = repair(world);
+  changes += withdrawRelocations(world, unreachable);
   changes += relocateOffNodes(world, unreachable);
   for (const auto& plan : world.plans) {
     if (plan.state != "ACTIVE") continue;
@@ -180,6 +197,34 @@ int DeploymentController::relocateOffNodes(const World& world, const Unreachable
     op.intent = node->second.intent;
     op.requested_by = node->second.requested_by;
     if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+  }
+  return changes;
+}
+
+int DeploymentController::withdrawRelocations(const World& world, const UnreachableNodes& unreachable) {
+  int changes = 0;
+  for (const std::string& name : world.operating) {
+    const InstanceView& view = world.instances.at(name);
+    const model::Operation* op = view.unfinished.get();
+    if (op == nullptr || op->type != "RELOCATE" || op->intent != "unreachable") continue;
+    // Once started it runs to its end (make-before-break); one that has not may still go.
+    const bool started =
+        op->attempts > 0 || (op->state != "PENDING" && op->state != "PENDING_APPROVAL" && op->state != "APPROVED");
+    if (started) continue;
+    std::string why;
+    const model::RuntimeInstance* runs = view.active ? &*view.active : nullptr;
+    if (runs == nullptr || runs->state != "RUNNING") {
+      why = name + " no longer runs: there is nothing to relocate";
+    } else if (!unreachable.contains(runs->node) && !isUnreachableMessage(runs->message, runs->node)) {
+      // Reachable, and the observer has heard from the instance since (a host restarted
+      // during the outage has not until its driver answers for it: the mark stays).
+      why =
+          "node " + runs->node + " is reachable again and " + name + " runs there: the relocation is no longer needed";
+    } else {
+      continue;
+    }
+    // With the generation this pass read: an attempt the executor counted since wins.
+    if (ledger_.cancelOperation(op->meta.id, op->meta.generation, options_.actor, why).isOk()) ++changes;
   }
   return changes;
 }
@@ -305,6 +350,22 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
       ++changes;
     }
     return changes;
+  }
+  // A hook that vetoes or delays an operation of the rollout means "wait", not "fail": the
+  // rollout is held PAUSED, so the wait counts toward no step and no progress deadline, and
+  // its strategy is not asked until the hook lets the operation go.
+  if (const model::Operation* op = operationHeldByHook(world, deployment)) {
+    if (deployment.state != "PAUSED" || !heldForHook(deployment) || deployment.message != op->message) {
+      const ledger::Ledger::HookHold hold{op->meta.id, std::string(hookHoldKind(*op)), op->message};
+      if (ledger_.holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk()) ++changes;
+    }
+    return changes;
+  }
+  if (heldForHook(deployment)) {
+    auto released = ledger_.releaseHookHold(deployment.plan, deployment.deployment_id, options_.actor);
+    if (!released.isOk()) return changes;
+    deployment = std::move(released).value();
+    ++changes;
   }
   const int adopted = adopt(world, deployment);
   if (adopted > 0) return changes + adopted;  // act on the instances as they now are, next pass

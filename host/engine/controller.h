@@ -17,7 +17,10 @@
 //   RELOCATE FAILED or was REJECTED (then it waits for a person).
 // - So does an instance running on a node unreachable for replace_after
 //   (docs/architecture.md#losing-a-node), requested by the controller with intent
-//   "unreachable", unless a partition holds replacement.
+//   "unreachable", unless a partition holds replacement. Such a RELOCATE that has not started
+//   when the node is back (or the instance no longer runs) is cancelled.
+// - A rollout one of whose operations a runtime hook vetoes or delays is held PAUSED, its
+//   strategy not asked, until the hook lets the operation go (docs/architecture.md#runtime-hooks).
 //
 // Thread-safety: none; the control loop's thread owns it.
 
@@ -71,6 +74,11 @@ class DeploymentController {
   // RELOCATEs for the instances on DRAINING nodes (docs/architecture.md#draining-a-node) and
   // on nodes unreachable for too long (docs/architecture.md#losing-a-node).
   int relocateOffNodes(const World& world, const UnreachableNodes& unreachable);
+  // Cancels, with an event saying why, the RELOCATEs asked for because a node was unreachable
+  // that have not started and are no longer needed: the node is back and the instance answers
+  // there again, or the instance no longer runs. Left waiting (for placement, say), such a
+  // RELOCATE would keep its instance from every other operation, a rollout's among them.
+  int withdrawRelocations(const World& world, const UnreachableNodes& unreachable);
   int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
   // The strategy's actions, one kind each; every one returns how many ledger changes it made.
   int createInstances(const model::Deployment& deployment, int64_t count);

@@ -53,6 +53,13 @@ Result<model::Plan> planAsDeployed(ledger::Ledger& ledger, const model::Operatio
 
 }  // namespace
 
+std::string_view hookHoldKind(const model::Operation& op) {
+  if (op.state != "APPROVED") return "";
+  if (op.message.starts_with(kHeldByHook)) return "veto";
+  if (op.message.starts_with(kDelayedByHook)) return "delay";
+  return "";
+}
+
 // What one attempt at one operation works with.
 struct Executor::Attempt {
   model::Operation op;
@@ -204,7 +211,7 @@ bool Executor::holdForHooks(const model::Operation& op) {
   const std::chrono::seconds delay = std::clamp(gate.delay, std::chrono::seconds(1), kMaxHookDelay);
   const std::chrono::milliseconds wait = veto ? options_.hook_veto_recheck : std::chrono::milliseconds(delay);
   const std::string reason = gate.reason.empty() ? std::to_string(delay.count()) + " s" : gate.reason;
-  const std::string message = std::string(veto ? "held" : "delayed") + " by hook " + gate.hook + ": " + reason;
+  const std::string message = std::string(veto ? kHeldByHook : kDelayedByHook) + gate.hook + ": " + reason;
   ledger::Ledger::OperationUpdate hold;
   hold.next_attempt_at = formatTimestamp(clock_.now() + wait);
   hold.message = message;

@@ -248,7 +248,7 @@ class Ledger {
   Result<Deployment> approveRollout(const std::string& plan, const std::string& deployment_id,
                                     model::GivenApproval approval);
   // Removes the one-shot signals the strategy saw (`seen`: the deployment's signals when
-  // the snapshot was taken); ones sent again since, and hold/restore, stay.
+  // the snapshot was taken); ones sent again since, and hold/restore/hook_hold, stay.
   Result<Deployment> consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
                                     const std::string& actor);
   // Changes the message of a deployment that stays in its state (a paused rollout waiting
@@ -259,6 +259,25 @@ class Ledger {
   // its "restore" signal removed.
   Result<Deployment> finishRestore(const std::string& plan, const std::string& deployment_id,
                                    const std::string& message, const std::string& actor);
+  // A rollout held by a runtime hook (docs/architecture.md#runtime-hooks): operation.before
+  // vetoed or delayed one of its operations, which waits APPROVED.
+  struct HookHold {
+    int64_t operation = 0;  // the operation held (the oldest, when several are)
+    std::string kind;       // veto | delay
+    std::string message;    // the operation's: "held by hook <name>: <reason>", "delayed by hook ..."
+  };
+  // Holds an IN_PROGRESS or PAUSED deployment for a hook, in one transaction: PAUSED with
+  // `hold.message` (so the held time counts as paused, never as progress), and the signal
+  // model::kHookHoldSignal = {operation, kind, message, since}. A `deployment.held` event
+  // {operation, kind, message} is written when the hold begins and when its message changes;
+  // `since` stays that of the hold in force. kConflict in any other state.
+  Result<Deployment> holdForHook(const std::string& plan, const std::string& deployment_id, const HookHold& hold,
+                                 const std::string& actor);
+  // Ends a hook's hold: the signal removed and a `deployment.released` event {operation, kind,
+  // message, held_seconds}. The deployment stays PAUSED ("hold ended: <message>") until its
+  // strategy, asked again, resumes or pauses it. No change when it is not held.
+  Result<Deployment> releaseHookHold(const std::string& plan, const std::string& deployment_id,
+                                     const std::string& actor);
 
   // --- meta instances ------------------------------------------------------------------
   // Creates `<service_name>-<random>` for the plan, belonging to `deployment_id`.

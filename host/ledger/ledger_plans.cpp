@@ -127,6 +127,22 @@ double secondsBetween(const std::string& from, const std::string& to) {
   return std::max(0.0, std::chrono::duration<double>(*b - *a).count());
 }
 
+// Replaces the deployment's signals (and, when given, its rollout state) without a
+// generation check: controls and the controller's consumption are merges the callers
+// computed inside this transaction.
+void writeSignals(Ledger::Tx& tx, const Deployment& d, const Json& signals,
+                  const std::optional<Json>& rollout_state = std::nullopt) {
+  Assignments set;
+  set.set("signals", signals.dump());
+  if (rollout_state) set.set("rollout_state", rollout_state->dump());
+  // Cannot fail: without a generation nothing is stale, and `d` was read in this transaction.
+  (void)updateGuarded(tx, "deployments", d.meta.id, std::nullopt, set.sql(), set.values());
+}
+
+bool unfinishedDeploymentState(const std::string& state) {
+  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
+}
+
 // Moves deployment `d` to `to` and keeps the host's rollout timing in the same transaction:
 // started_at on the first IN_PROGRESS (and again when a restore or retry re-opens it),
 // paused_since while PAUSED, paused_seconds summing closed pauses, completed_at.
@@ -144,26 +160,16 @@ Status changeDeploymentState(Ledger::Tx& tx, const Deployment& d, const std::str
   }
   if (to == "PAUSED" && d.state != "PAUSED") timing.set("paused_since", tx.now());
   if (to == "COMPLETED") timing.set("completed_at", tx.now());
+  // A hook's hold (Ledger::holdForHook) ends with the rollout.
+  if (!unfinishedDeploymentState(to) && d.signals.is_object() && d.signals.contains(model::kHookHoldSignal)) {
+    Json signals = d.signals;
+    signals.erase(model::kHookHoldSignal);
+    writeSignals(tx, d, signals);
+  }
   if (timing.empty()) return Status::ok();
   timing.values().set("id", static_cast<long long>(d.meta.id));
   tx.db().update("UPDATE deployments SET " + timing.sql() + " WHERE id = :id", timing.values());
   return Status::ok();
-}
-
-// Replaces the deployment's signals (and, when given, its rollout state) without a
-// generation check: controls and the controller's consumption are merges the callers
-// computed inside this transaction.
-void writeSignals(Ledger::Tx& tx, const Deployment& d, const Json& signals,
-                  const std::optional<Json>& rollout_state = std::nullopt) {
-  Assignments set;
-  set.set("signals", signals.dump());
-  if (rollout_state) set.set("rollout_state", rollout_state->dump());
-  // Cannot fail: without a generation nothing is stale, and `d` was read in this transaction.
-  (void)updateGuarded(tx, "deployments", d.meta.id, std::nullopt, set.sql(), set.values());
-}
-
-bool unfinishedDeploymentState(const std::string& state) {
-  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
 }
 
 }  // namespace
@@ -733,7 +739,7 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
     }
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, request.final_state, std::nullopt, request.message));
     Json signals = d.signals.is_object() ? d.signals : Json::object();
-    signals.erase("hold");
+    for (const char* held : {"hold", model::kHookHoldSignal}) signals.erase(held);
     for (const char* once : {"promote", "promote_full"}) signals.erase(once);
     writeSignals(tx, d, signals);
     TIDE_RETURN_IF_ERROR(cancelOperationsOf(tx, d, "deployment " + deployment_id + " " + request.message));
@@ -906,6 +912,57 @@ Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::str
   });
 }
 
+Result<Deployment> Ledger::holdForHook(const std::string& plan, const std::string& deployment_id, const HookHold& hold,
+                                       const std::string& actor) {
+  return write("hold deployment for hook", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
+    const std::string subject = subjectOf(plan, deployment_id);
+    if (d.state != "IN_PROGRESS" && d.state != "PAUSED") {
+      return Status::conflict("deployment '" + deployment_id + "' is " + d.state +
+                              "; only a rollout in progress can be held by a hook");
+    }
+    if (d.state == "IN_PROGRESS") {
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "PAUSED", std::nullopt, hold.message));
+    } else if (d.message != hold.message) {
+      Bindings values;
+      values.set("message", hold.message);
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
+    }
+    TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
+    Json signals = d.signals.is_object() ? d.signals : Json::object();
+    const Json before = signals.value(model::kHookHoldSignal, Json());
+    Json note{{"operation", hold.operation}, {"kind", hold.kind}, {"message", hold.message}};
+    if (!before.is_object() || before.value("message", "") != hold.message) {
+      tx.event("deployment.held", subject, note);
+    }
+    note["since"] = before.is_object() ? before.value("since", tx.now()) : tx.now();
+    signals[model::kHookHoldSignal] = note;
+    writeSignals(tx, d, signals);
+    return loadDeployment(tx.db(), plan, deployment_id);
+  });
+}
+
+Result<Deployment> Ledger::releaseHookHold(const std::string& plan, const std::string& deployment_id,
+                                           const std::string& actor) {
+  return write("release hook hold", actor, [&](Tx& tx) -> Result<Deployment> {
+    TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
+    if (!d.signals.is_object() || !d.signals.contains(model::kHookHoldSignal)) return d;
+    Json signals = d.signals;
+    Json note = signals[model::kHookHoldSignal];
+    signals.erase(model::kHookHoldSignal);
+    writeSignals(tx, d, signals);
+    const std::string message = note.value("message", "");
+    if (d.state == "PAUSED" && d.message == message) {
+      Bindings values;
+      values.set("message", "hold ended: " + message);
+      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
+    }
+    note["held_seconds"] = secondsBetween(note.value("since", ""), tx.now());
+    note.erase("since");
+    tx.event("deployment.released", subjectOf(plan, deployment_id), note);
+    return loadDeployment(tx.db(), plan, deployment_id);
+  });
+}
 
 Result<Ledger::PlanTeardown> Ledger::scalePlanToZero(const std::string& name, const Operation& delete_operation,
                                                      const std::string& reason, const std::string& actor) {

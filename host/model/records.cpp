@@ -20,7 +20,9 @@ EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployme
   return out;
 }
 
-bool isPersistentSignal(const std::string& key) { return key == "hold" || key == "restore" || key == "approvals"; }
+bool isPersistentSignal(const std::string& key) {
+  return key == "hold" || key == "restore" || key == kHookHoldSignal || key == "approvals";
+}
 
 const Plan& planAsDeployed(const Plan& current, const Deployment& deployment) {
   return deployment.plan_snapshot ? *deployment.plan_snapshot : current;

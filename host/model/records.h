@@ -163,6 +163,10 @@ struct PayloadCoordinates {
   Json coordinates = Json::object();  // {image: ...} or {command: [...], env: {...}}
 };
 
+// The deployment signal that says a runtime hook holds the rollout (docs/architecture.md#runtime-hooks):
+// {operation, kind, message, since}. Persistent like "hold"; never one a strategy sees or consumes.
+inline constexpr const char* kHookHoldSignal = "hook_hold";
+
 struct Deployment {
   Meta meta;
   std::string plan;
@@ -172,8 +176,9 @@ struct Deployment {
   Json strategy = nullptr;              // optional override: {script?, params?}
   Json rollout_state = Json::object();  // owned by the strategy script
   // Controls (Ledger::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed by
-  // the strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause) and "restore" (this
-  // deployment was re-opened after a newer one was rolled back or aborted).
+  // the strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause), "restore" (this
+  // deployment was re-opened after a newer one was rolled back or aborted) and kHookHoldSignal (a runtime hook
+  // holds one of its operations: Ledger::holdForHook).
   Json signals = Json::object();
   std::string state = "PENDING";
   std::string message;
@@ -302,8 +307,8 @@ struct EffectiveStrategy {
 };
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment);
 
-// Whether a deployment's signal stays until its rollout ends (a hold, a restore, the
-// approvals of the whole rollout) rather than being used up once its strategy saw it
+// Whether a deployment's signal stays until its rollout ends (a hold, a restore, a hook's
+// hold, the approvals of the whole rollout) rather than being used up once its strategy saw it
 // (promote, promote_full).
 bool isPersistentSignal(const std::string& key);
 

@@ -70,6 +70,19 @@ TEST_CASE("cli: the Rollout section shows step, weights, the hold, times and pen
         "    Pending Signals:      promote by bob at 2026-11-21T11:59:00.000Z\n");
 }
 
+TEST_CASE("cli: the Rollout section of a rollout a hook holds names the hold, not as a pending signal") {
+  Json deployment = pausedCanary();
+  deployment["signals"] = Json::parse(R"({"hook_hold": {"operation": 41, "kind": "veto",
+    "message": "held by hook freeze: change freeze", "since": "2026-11-21T11:58:00.000Z"}})");
+  deployment["message"] = "held by hook freeze: change freeze";
+  const std::string section = rolloutSection(canaryPlan(), deployment);
+  CHECK(section.find("    Message:              held by hook freeze: change freeze\n") != std::string::npos);
+  const std::string hold = "    Held By Hook:         held by hook freeze: change freeze (since 2026-11-21T11:58:00.000Z)\n";
+  CHECK(section.find(hold) != std::string::npos);
+  CHECK(section.find("Pending Signals") == std::string::npos);
+  CHECK(section.find("Paused By") == std::string::npos);
+}
+
 TEST_CASE("cli: the Rollout section of a restored deployment measures progress to its completion") {
   Json deployment = Json::parse(R"({
     "metadata": {"id": 3, "updated_at": "2026-11-21T11:59:00.000Z"},

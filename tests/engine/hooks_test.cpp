@@ -3,7 +3,7 @@
 // operation.before holds its operation unless the hook fails open, and every other broken
 // hook is recorded without stopping anything.
 
-#include "tests/engine/engine_test_support.h"
+#include "tests/engine/sim_test_support.h"
 
 namespace tide {
 namespace {
@@ -39,7 +39,104 @@ std::string vetoHook(const std::string& reason) {
          "end } }\n";
 }
 
+// A canary of plan web on four sim nodes: steps of 50% then 100%, a minute's pause after the
+// first, each new instance ready at once; deployment v1 of two instances COMPLETED under it.
+void canaryOnSim(EngineFixture& f) {
+  f.apply(std::string(testing::kSimCapabilities) + testing::simCluster("sim", 4));
+  testing::installCountingSim(f, "sim");
+  std::string plan = testing::kSimPlan;
+  const std::string applications = "    applications:";
+  plan.replace(plan.find(applications), applications.size(),
+               "    strategy: {script: canary, params: {steps: [50], pause_seconds: 60, min_ready_seconds: 0}}\n" +
+                   applications);
+  f.apply(plan);
+  f.apply(engineDeployment("v1", 2, "1"));
+  f.engine->settle();
+  REQUIRE(f.deployment("v1").state == "COMPLETED");
+}
+
+// Seconds the rollout of `d` has been in progress, paused time left out (as its strategy sees
+// r.deployment.progress_seconds).
+double progressSeconds(EngineFixture& f, const model::Deployment& d) {
+  const TimePoint started = parseTimestamp(d.started_at).value();
+  const TimePoint now = f.clock.now();
+  double paused = d.paused_seconds;
+  if (!d.paused_since.empty())
+    paused += std::chrono::duration<double>(now - parseTimestamp(d.paused_since).value()).count();
+  return std::chrono::duration<double>(now - started).count() - paused;
+}
+
 }  // namespace
+
+TEST_CASE("engine hooks: a veto holds a canary step, its time counting toward nothing, and never rolls it back") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  canaryOnSim(f);
+  const std::string freeze =
+      "return { name = 'freeze', on = { ['operation.before'] = function(op, ctx)\n"
+      "  if op.intent == 'v2' then return { veto = 'change freeze' } end\n"
+      "end } }\n";
+  f.writeScript("hooks/freeze.lua", freeze);
+  f.apply(engineDeployment("v2", 2, "2"));
+  f.engine->settle();
+
+  // Held for 15 minutes: past the step's health_timeout_seconds (120) and the progress
+  // deadline (600) many times over, asked again every 10 s.
+  for (int minute = 0; minute < 15; ++minute) {
+    f.clock.advance(60s);
+    f.engine->settle();
+  }
+  model::Deployment held = f.deployment("v2");
+  CHECK(held.state == "PAUSED");
+  CHECK(held.message == "held by hook freeze: change freeze");
+  REQUIRE(held.signals.contains(model::kHookHoldSignal));
+  CHECK(held.signals[model::kHookHoldSignal]["kind"] == "veto");
+  CHECK(progressSeconds(f, held) < 60);
+  CHECK(f.deployment("v1").state == "COMPLETED");
+  auto vetoed = f.operations("APPROVED");
+  REQUIRE(vetoed.size() == 1);
+  CHECK(vetoed[0].type == "CREATE");
+  CHECK(vetoed[0].attempts == 0);
+  CHECK(held.signals[model::kHookHoldSignal]["operation"] == vetoed[0].meta.id);
+  auto held_events = events(f, "deployment.held");
+  REQUIRE(held_events.size() == 1);  // asked again and again, for the same reason
+  CHECK(held_events[0].subject == "deployment/web/v2");
+  CHECK(held_events[0].data["message"] == "held by hook freeze: change freeze");
+  CHECK(held_events[0].data["operation"] == vetoed[0].meta.id);
+  CHECK(events(f, "deployment.released").empty());
+
+  SUBCASE("when the hook lets the operation go, the canary goes on where it was held") {
+    f.writeScript("hooks/freeze.lua", std::nullopt);
+    f.clock.advance(11s);  // past the veto's recheck
+    f.engine->settle();
+    auto released = events(f, "deployment.released");
+    REQUIRE(released.size() == 1);
+    CHECK(released[0].data["held_seconds"].get<double>() >= 15 * 60);
+    const model::Deployment paused = f.deployment("v2");
+    CHECK(paused.state == "PAUSED");
+    CHECK(paused.message.find("step 1 of 2 (50% new): paused until ") == 0);
+    CHECK_FALSE(paused.signals.contains(model::kHookHoldSignal));
+
+    f.clock.advance(61s);  // the step's own pause
+    f.engine->settle();
+    CHECK(f.deployment("v2").state == "COMPLETED");
+    CHECK(f.deployment("v2").message == "promoted");
+    auto serving = f.activeRunning();
+    REQUIRE(serving.size() == 2);
+    for (const auto& r : serving) CHECK(r.coordinates.dump().find("nginx:2") != std::string::npos);
+    CHECK(events(f, "deployment.held").size() == 1);
+  }
+
+  SUBCASE("a person still rolls it back by hand") {
+    auto rolled = f.ledger->controlDeployment("web", "v2", "rollback", "not today", "alice");
+    REQUIRE_MESSAGE(rolled.isOk(), rolled.status().toString());
+    f.engine->settle();
+    CHECK(f.deployment("v2").state == "ROLLED_BACK");
+    CHECK_FALSE(f.deployment("v2").signals.contains(model::kHookHoldSignal));
+    CHECK(f.deployment("v1").state == "COMPLETED");
+    CHECK(f.operations("APPROVED").empty());  // the held CREATE was cancelled with it
+    for (const auto& r : f.activeRunning()) CHECK(r.coordinates.dump().find("nginx:1") != std::string::npos);
+  }
+}
 
 TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until the hook changes its mind") {
   EngineFixture f({"auto_approve_dev.lua"}, quickRecheck());

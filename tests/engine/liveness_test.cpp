@@ -210,5 +210,109 @@ return {
   CHECK(activeOn(f, lost.node).size() == 1);  // it waits for a person
 }
 
+// Two nodes, one instance on each: an instance of a lost node has nowhere to go, so its
+// RELOCATE waits for placement. Returns the instance on sim-1 and its RELOCATE.
+std::pair<std::string, model::Operation> relocationWaitingForRoom(EngineFixture& f, CountingDriver& driver) {
+  REQUIRE(activeOn(f, "sim-1").size() == 1);
+  const std::string stranded = activeOn(f, "sim-1").front().meta_instance;
+  loseNodes(f, driver, {"sim-1"});
+  f.engine->settle();
+  f.clock.advance(kReplaceAfter);
+  f.engine->settle();
+  auto moved = relocations(f);
+  REQUIRE(moved.size() == 1);
+  REQUIRE(moved[0].meta_instance == stranded);
+  REQUIRE(moved[0].state == "PENDING");
+  REQUIRE(moved[0].message.rfind("waiting for placement: ", 0) == 0);
+  return {stranded, moved[0]};
+}
+
+// The node is back: the RELOCATE that never started is withdrawn with its reason, the
+// instance stays where it runs, and deployment v2 rolls out over every instance.
+void checkWithdrawnAndRolledOut(EngineFixture& f, const std::string& stranded, int64_t relocate) {
+  const model::Operation withdrawn = *f.ledger->getOperation(relocate);
+  CHECK(withdrawn.state == "CANCELLED");
+  INFO(withdrawn.message);
+  CHECK(withdrawn.message.find("sim-1 is reachable again") != std::string::npos);
+  bool said = false;
+  for (const auto& e : events(f, "operation.state")) {
+    said |= e.subject == "operation/" + std::to_string(relocate) && e.data.value("to", "") == "CANCELLED" &&
+            e.data.value("message", "") == withdrawn.message && e.actor == "controller";
+  }
+  CHECK(said);
+  CHECK(activeOn(f, "sim-1").size() == 1);
+  CHECK(activeOn(f, "sim-1").front().meta_instance == stranded);
+
+  f.apply(testing::engineDeployment("v2", 2, "2"));
+  f.engine->settle();
+  CHECK(f.deployment("v2").state == "COMPLETED");
+  for (const auto& r : f.activeRunning()) CHECK(r.coordinates.dump().find("nginx:2") != std::string::npos);
+  CHECK(relocations(f).size() == 1);  // nothing more is asked of the node that came back
+  CHECK(f.ledger->checkInvariants()->empty());
+}
+
+TEST_CASE("liveness: a lost node's RELOCATE that never started is withdrawn when the node is back, not left PENDING") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 2, 2);
+  const auto [stranded, relocate] = relocationWaitingForRoom(f, driver);
+
+  driver.unreachable.clear();
+  f.engine->settle();
+  checkWithdrawnAndRolledOut(f, stranded, relocate.meta.id);
+}
+
+TEST_CASE(
+    "liveness: a lost node's RELOCATE whose instance died meanwhile is withdrawn, and the instance started again") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 2, 2);
+  const auto [stranded, relocate] = relocationWaitingForRoom(f, driver);
+  const model::RuntimeInstance died = activeOn(f, "sim-1").front();
+  REQUIRE(driver.remove({std::to_string(died.meta.id), died.node, died.driver_handle}).isOk());
+
+  driver.unreachable.clear();
+  f.engine->settle();
+  const model::Operation withdrawn = *f.ledger->getOperation(relocate.meta.id);
+  CHECK(withdrawn.state == "CANCELLED");
+  CHECK(withdrawn.message == stranded + " no longer runs: there is nothing to relocate");
+  CHECK(f.ledger->getRuntimeInstance(died.meta.id)->state == "FAILED");
+  // Repaired like any instance whose process died: started again, on the node free for it.
+  REQUIRE(activeOn(f, "sim-1").size() == 1);
+  CHECK(activeOn(f, "sim-1").front().meta_instance == stranded);
+  CHECK(f.activeRunning().size() == 2);
+}
+
+TEST_CASE("liveness: a host restarted while a node is lost keeps its RELOCATE waiting, and withdraws it once back") {
+  EngineFixture f({"auto_approve_dev.lua"});
+  CountingDriver& driver = runningFleet(f, 2, 2);
+  const auto [stranded, relocate] = relocationWaitingForRoom(f, driver);
+
+  // A new host, whose drivers have not heard from sim-1 yet: a node agent's driver counts an
+  // agent silent since the start as reachable until its heartbeat TTL, but cannot say how
+  // its instances are (the status of each is unavailable).
+  f.engine.reset();
+  driver.unreachable.clear();
+  driver.before_call = [](const std::string& call, const std::string&) {
+    return call == "status_all" ? Status::unavailable("not heard from since the start") : Status::ok();
+  };
+  engine::EngineOptions options = EngineFixture::fastOptions();
+  options.hooks_output_dir = f.hooksOutputDir();
+  f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
+  f.engine->settle();
+  CHECK(f.ledger->getOperation(relocate.meta.id)->state == "PENDING");  // nobody has seen it run since
+
+  // Still lost after the heartbeat TTL: it keeps waiting for room.
+  loseNodes(f, driver, {"sim-1"});
+  f.clock.advance(kReplaceAfter);
+  f.engine->settle();
+  CHECK(f.ledger->getOperation(relocate.meta.id)->state == "PENDING");
+  CHECK(relocations(f).size() == 1);
+
+  // Back, and its instance answers again.
+  driver.unreachable.clear();
+  driver.before_call = nullptr;
+  f.engine->settle();
+  checkWithdrawnAndRolledOut(f, stranded, relocate.meta.id);
+}
+
 }  // namespace
 }  // namespace tide

@@ -842,3 +842,67 @@ TEST_CASE("ledger: aborting a deployment cancels its operations but a DELETE und
   CHECK(f.ledger->getOperation(retrying.meta.id)->state == "APPROVED");
   CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
 }
+
+TEST_CASE("ledger: a hook's hold pauses a rollout, counts as paused time, and its release says for how long") {
+  LedgerFixture f;
+  f.addInstance();
+  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  auto events = [&](const std::string& kind) {
+    auto found = listAll(*f.ledger, &Ledger::listEvents, {{"kind", kind}});
+    REQUIRE(found.isOk());
+    return found.value();
+  };
+
+  const Ledger::HookHold freeze{7, "veto", "held by hook freeze: change freeze"};
+  auto held = f.ledger->holdForHook("web", "d1", freeze, "controller");
+  REQUIRE_MESSAGE(held.isOk(), held.status().toString());
+  CHECK(held->state == "PAUSED");
+  CHECK(held->message == freeze.message);
+  CHECK_FALSE(held->paused_since.empty());
+  const model::Json note = held->signals[model::kHookHoldSignal];
+  CHECK(note["operation"] == 7);
+  CHECK(note["kind"] == "veto");
+  CHECK(note["since"] == "2026-01-01T00:00:00.000Z");
+  REQUIRE(events("deployment.held").size() == 1);
+  CHECK(events("deployment.held")[0].data["message"] == freeze.message);
+
+  // Held again for the same reason: nothing new to say, and the hold keeps its start.
+  f.clock.advance(std::chrono::seconds(30));
+  held = f.ledger->holdForHook("web", "d1", {8, "veto", freeze.message}, "controller");
+  REQUIRE(held.isOk());
+  CHECK(events("deployment.held").size() == 1);
+  CHECK(held->signals[model::kHookHoldSignal]["since"] == "2026-01-01T00:00:00.000Z");
+  // A new reason is news.
+  held = f.ledger->holdForHook("web", "d1", {8, "delay", "delayed by hook later: 60 s"}, "controller");
+  REQUIRE(held.isOk());
+  CHECK(held->message == "delayed by hook later: 60 s");
+  CHECK(events("deployment.held").size() == 2);
+
+  // Consuming the signals a strategy saw never consumes the hold.
+  REQUIRE(f.ledger->consumeSignals("web", "d1", held->signals, "controller").isOk());
+  CHECK(f.ledger->getDeployment("web", "d1")->signals.contains(model::kHookHoldSignal));
+
+  f.clock.advance(std::chrono::seconds(60));
+  auto released = f.ledger->releaseHookHold("web", "d1", "controller");
+  REQUIRE(released.isOk());
+  CHECK(released->state == "PAUSED");  // the strategy decides what comes next
+  CHECK(released->message == "hold ended: delayed by hook later: 60 s");
+  CHECK_FALSE(released->signals.contains(model::kHookHoldSignal));
+  auto ended = events("deployment.released");
+  REQUIRE(ended.size() == 1);
+  CHECK(ended[0].data["held_seconds"] == 90.0);
+  CHECK(ended[0].data["operation"] == 8);
+  CHECK(f.ledger->releaseHookHold("web", "d1", "controller").isOk());  // nothing held: no change
+  CHECK(events("deployment.released").size() == 1);
+
+  auto resumed = f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "resumed");
+  REQUIRE(resumed.isOk());
+  CHECK(resumed->paused_seconds == 90.0);
+
+  // A hold ends with the rollout, and a rollout that ended cannot be held.
+  REQUIRE(f.ledger->holdForHook("web", "d1", freeze, "controller").isOk());
+  auto cancelled = f.ledger->setDeploymentState("web", "d1", "CANCELLED", std::nullopt, "controller", "superseded");
+  REQUIRE(cancelled.isOk());
+  CHECK_FALSE(cancelled->signals.contains(model::kHookHoldSignal));
+  CHECK(f.ledger->holdForHook("web", "d1", freeze, "controller").status().code() == Code::kConflict);
+}

@@ -128,7 +128,7 @@ function rolloutSection(ctx, plan, deployment, deployments) {
   const over = kOverStates.includes(deployment.state);
   const steps = stepsOf(rollout);
   const step = Number.isInteger(rollout.step) ? `${rollout.step}${Number.isInteger(steps) ? ` of ${steps}` : ""}` : "";
-  const pending = Object.keys(deployment.signals ?? {}).filter((s) => s !== "hold" && s !== "restore");
+  const pending = Object.keys(deployment.signals ?? {}).filter((s) => !["hold", "restore", "hook_hold"].includes(s));
   const section = el("section", { id: "rollout", "data-deployment": deployment.deployment_id },
     el("h2", {}, `Rollout of ${deployment.deployment_id} `, badge(deployment.state)),
     fields([
