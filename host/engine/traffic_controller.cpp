@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "host/model/states.h"
+#include "host/model/transitions.h"
 
 namespace tide::engine {
 namespace {
@@ -14,23 +15,14 @@ using drivers::traffic::AppliedPlanTraffic;
 using drivers::traffic::BackendServer;
 using drivers::traffic::DesiredPlanTraffic;
 
-bool unfinished(const std::string& state) { return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED"; }
-
-// The deployment a plan's traffic follows: its newest unfinished one, else its newest
-// COMPLETED one ("" none). A route asked by any other deployment no longer applies.
+// The deployment a plan's traffic follows (World::currentDeployment), "" for none; sets
+// `in_progress` when that one is still rolling out. A route asked by any other deployment
+// no longer applies.
 std::string currentDeployment(const World& world, const std::string& plan, std::string* in_progress) {
-  auto it = world.deployments.find(plan);
-  if (it == world.deployments.end()) return "";
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (unfinished(d->state)) {
-      *in_progress = d->deployment_id;
-      return d->deployment_id;
-    }
-  }
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->state == "COMPLETED") return d->deployment_id;
-  }
-  return "";
+  const model::Deployment* current = world.currentDeployment(plan);
+  if (current == nullptr) return "";
+  if (!model::isRolloutOver(current->state)) *in_progress = current->deployment_id;
+  return current->deployment_id;
 }
 
 // "tcp/8080": the runtime instance's ports key of the plan's first declared port.
