@@ -105,8 +105,8 @@ Json trafficViewJson(const std::optional<PlanTrafficView>& view) {
 }
 
 TrafficController::TrafficController(ledger::Ledger& ledger, drivers::traffic::Router* router, const Clock& clock,
-                                     std::string actor)
-    : ledger_(ledger), router_(router), clock_(clock), actor_(std::move(actor)) {}
+                                     EngineMetrics& metrics, std::string actor)
+    : ledger_(ledger), router_(router), clock_(clock), metrics_(metrics), actor_(std::move(actor)) {}
 
 std::map<std::string, double> TrafficController::askedShares(const PlanState& state,
                                                              const std::map<std::string, int>& servers) const {
@@ -170,7 +170,10 @@ int TrafficController::pass(const World& world) {
   if (!started_) {
     Status s = router_->start();
     started_ = s.isOk();
-    if (!s.isOk()) router_message_ = s.message();
+    if (!s.isOk()) {
+      router_message_ = s.message();
+      metrics_.countRouterError("start");
+    }
   }
 
   std::unique_lock lock(mu_);
@@ -254,6 +257,7 @@ int TrafficController::pass(const World& world) {
       ever_applied_ = true;
     } else {
       router_message_ = applied.message();
+      metrics_.countRouterError("apply");
     }
   }
   drivers::traffic::RouterState state;
@@ -268,6 +272,7 @@ int TrafficController::pass(const World& world) {
       state.up = false;
       state.message = read.status().message();
     }
+    if (!state.up) metrics_.countRouterError("read");
   } else {
     state.message = router_message_.empty() ? "the router did not start" : router_message_;
   }
