@@ -4,6 +4,7 @@
 #include "host/api/handlers.h"
 #include "host/api/metrics.h"
 #include "host/core/embedded.h"
+#include "host/lua/registry/script_registry.h"
 
 namespace tide::api::system {
 
@@ -66,6 +67,7 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
           (*halt)->kind + "\"} 1\n";
     }
   }
+  if (context.scripts != nullptr) response.body += context.scripts->metricsText();
   if (context.extra_metrics) response.body += context.extra_metrics();
   return response;
 }

@@ -277,6 +277,12 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   std::string state = lua::outcomeName(evaluation.outcome);
   std::string approved_by;
   if (evaluation.outcome == lua::Outcome::kPendingApproval) {
+    // When it began to wait for a person (/metrics: tide_operations_waiting_approval_oldest_seconds):
+    // kept across re-evaluations, so a script reload does not make an old wait look new.
+    const Json kept = op.state == model::operation_state::kPendingApproval && op.decision.is_object()
+                          ? op.decision.value("waiting_since", Json())
+                          : Json();
+    decision["waiting_since"] = kept.is_string() ? kept : Json(formatTimestamp(clock_.now()));
     model::ApprovalCase waiting{
         op.meta.id, op.requested_by, {evaluation.approvals, evaluation.overridable, std::move(given)}, 1, false, {}};
     // The plan as the operation's deployment was made with it, like everything else it is judged by.

@@ -46,15 +46,16 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
     : ledger_(ledger),
       clock_(clock),
       options_(std::move(options)),
+      metrics_(clock),
       feed_(ledger),
       policies_(scripts, clock, lua::PolicyEngineOptions{options_.lua_limits, options_.default_outcome}),
       strategies_(scripts, clock, options_.lua_limits),
       metrics_fetcher_(options_.metric_providers, options_.metric_fetcher),
-      traffic_(ledger, options_.router, clock),
+      traffic_(ledger, options_.router, clock, metrics_),
       controller_(ledger, strategies_, clock, options_.controller, &metrics_fetcher_,
                   options_.router != nullptr ? &traffic_ : nullptr),
       approval_(ledger, policies_, clock, options_.approval),
-      hooks_(ledger, scripts, clock, hookOptions(options_)),
+      hooks_(ledger, scripts, clock, metrics_, hookOptions(options_)),
       executor_(ledger, drivers, clock, metrics_, withDrainGate(withHookGate(options_.executor, hooks_), traffic_)),
       observer_(ledger, drivers, clock, metrics_, options_.observer),
       liveness_(ledger, drivers, clock, metrics_, options_.liveness) {
@@ -169,6 +170,7 @@ PassReport Engine::runPass() {
     if (report.observer_changes > 0 && !refresh()) return report;
     report.traffic_changes = traffic_.pass(*world_);
   }
+  metrics_.observeFleet(fleetGauges(*world_));
   metrics_.observePass(std::chrono::steady_clock::now() - t0);
   return report;
 }

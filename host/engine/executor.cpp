@@ -565,7 +565,9 @@ Status Executor::runUpdate(Attempt& a) {
       // The old process is stopped; remove it so the driver starts the new coordinates
       // rather than the recorded ones. Its runtime record (and volumes) stay.
       TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
-      TIDE_RETURN_IF_ERROR(driver->remove({std::to_string(r.meta.id), r.node, r.driver_handle}));
+      TIDE_RETURN_IF_ERROR(metrics_.timeDriverCall("remove", [&] {
+        return driver->remove({std::to_string(r.meta.id), r.node, r.driver_handle});
+      }));
       update.coordinates = coordinates;
       update.healthy = false;
       update.ready_since = "";
@@ -645,7 +647,10 @@ Status Executor::runDelete(Attempt& a) {
     for (const auto& volume : volumeSpecs(r)) {
       if (!removed.insert({volume.id, volume.node}).second) continue;
       TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(volume.node));
-      TIDE_RETURN_IF_ERROR(driver->removeVolume({volume.id, volume.node}).withPrefix("volume " + volume.id));
+      const Status gone = metrics_.timeDriverCall("remove_volume", [&] {
+        return driver->removeVolume({volume.id, volume.node});
+      });
+      TIDE_RETURN_IF_ERROR(gone.withPrefix("volume " + volume.id));
     }
   }
   return ledger_.setMetaInstanceState(a.meta.name, "DELETED", std::nullopt, options_.actor, "deleted").status();
@@ -680,7 +685,9 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   auto driver = drivers_.forNode(r.value().node);
   if (driver.isOk()) {
     // Best effort: what the driver still runs, the observer removes as an orphan.
-    (void)driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});
+    (void)metrics_.timeDriverCall("remove", [&] {
+      return driver.value()->remove({std::to_string(*id), r.value().node, r.value().driver_handle});
+    });
   }
   // Best effort: one not marked FAILED here is the observer's to judge next pass.
   (void)setRuntimeState(r.value(), "FAILED", "removed after " + a.op.type + " failed");

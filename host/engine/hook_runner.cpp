@@ -117,9 +117,10 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
 }
 
 HookRunner::HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock,
-                       HookRunnerOptions options)
+                       EngineMetrics& metrics, HookRunnerOptions options)
     : ledger_(ledger),
       clock_(clock),
+      metrics_(metrics),
       options_(std::move(options)),
       notifier_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}),
       gate_(scripts, clock, lua::HookEngineOptions{options_.limits, options_.output_dir, options_.log}) {}
@@ -218,6 +219,7 @@ void HookRunner::handle(const model::Event& event) {
 
 void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
   for (const lua::HookFailure& failure : failures) {
+    metrics_.countHookFailure(failure.hook, failure.event);
     if (options_.log) {
       options_.log(lua::LogRecord{"error", failure.hook, failure.event + " failed: " + failure.error, nullptr});
     }

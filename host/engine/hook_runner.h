@@ -14,7 +14,8 @@
 // the hook's fail_open let the operation go on, false when the failure vetoed it), at most
 // once per failure_repeat_window for the same hook, event, error and failed_open and at
 // most kMaxFailureEventsPerWindow in all per window, so a broken hook cannot flood the
-// ledger; the next one written says how many were left out (`suppressed`).
+// ledger; the next one written says how many were left out (`suppressed`). Every failure,
+// written or left out, counts in /metrics (tide_hook_failures_total{hook,event}).
 // Hooks never stop the host. A failing operation.before holds its operation unless the hook
 // declares fail_open (hook_engine.h); every other failure is recorded and nothing else happens.
 //
@@ -35,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/core/clock.h"
+#include "host/engine/engine_metrics.h"
 #include "host/engine/executor.h"
 #include "host/ledger/ledger.h"
 #include "host/lua/hook/hook_engine.h"
@@ -77,7 +79,7 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
 class HookRunner {
  public:
   // Everything must outlive the runner.
-  HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock,
+  HookRunner(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, const Clock& clock, EngineMetrics& metrics,
              HookRunnerOptions options);
   ~HookRunner();  // stop()s
 
@@ -106,6 +108,7 @@ class HookRunner {
 
   ledger::Ledger& ledger_;
   const Clock& clock_;
+  EngineMetrics& metrics_;
   const HookRunnerOptions options_;
   lua::HookEngine notifier_;  // the thread's
 

@@ -193,7 +193,9 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     auto driver = drivers_.forNode(g.runtime.node);
     if (driver.isOk()) {
       // Best effort: see above.
-      (void)driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
+      (void)metrics_.timeDriverCall("remove", [&] {
+        return driver.value()->remove({std::to_string(g.runtime.meta.id), g.runtime.node, g.runtime.driver_handle});
+      });
     }
   }
   return changes;
@@ -323,7 +325,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       if (now - it->second < options_.orphan_grace) continue;
       auto driver = drivers_.forCluster(cluster);
       if (!driver.isOk()) continue;
-      if (driver.value()->remove(ref).isOk()) {
+      if (metrics_.timeDriverCall("remove", [&] { return driver.value()->remove(ref); }).isOk()) {
         // Best effort: the removal itself happened; the event only reports it.
         (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);

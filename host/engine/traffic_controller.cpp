@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "host/model/states.h"
+#include "host/model/transitions.h"
 
 namespace tide::engine {
 namespace {
@@ -14,23 +15,14 @@ using drivers::traffic::AppliedPlanTraffic;
 using drivers::traffic::BackendServer;
 using drivers::traffic::DesiredPlanTraffic;
 
-bool unfinished(const std::string& state) { return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED"; }
-
-// The deployment a plan's traffic follows: its newest unfinished one, else its newest
-// COMPLETED one ("" none). A route asked by any other deployment no longer applies.
+// The deployment a plan's traffic follows (World::currentDeployment), "" for none; sets
+// `in_progress` when that one is still rolling out. A route asked by any other deployment
+// no longer applies.
 std::string currentDeployment(const World& world, const std::string& plan, std::string* in_progress) {
-  auto it = world.deployments.find(plan);
-  if (it == world.deployments.end()) return "";
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (unfinished(d->state)) {
-      *in_progress = d->deployment_id;
-      return d->deployment_id;
-    }
-  }
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->state == "COMPLETED") return d->deployment_id;
-  }
-  return "";
+  const model::Deployment* current = world.currentDeployment(plan);
+  if (current == nullptr) return "";
+  if (!model::isRolloutOver(current->state)) *in_progress = current->deployment_id;
+  return current->deployment_id;
 }
 
 // "tcp/8080": the runtime instance's ports key of the plan's first declared port.
@@ -113,8 +105,8 @@ Json trafficViewJson(const std::optional<PlanTrafficView>& view) {
 }
 
 TrafficController::TrafficController(ledger::Ledger& ledger, drivers::traffic::Router* router, const Clock& clock,
-                                     std::string actor)
-    : ledger_(ledger), router_(router), clock_(clock), actor_(std::move(actor)) {}
+                                     EngineMetrics& metrics, std::string actor)
+    : ledger_(ledger), router_(router), clock_(clock), metrics_(metrics), actor_(std::move(actor)) {}
 
 std::map<std::string, double> TrafficController::askedShares(const PlanState& state,
                                                              const std::map<std::string, int>& servers) const {
@@ -178,7 +170,10 @@ int TrafficController::pass(const World& world) {
   if (!started_) {
     Status s = router_->start();
     started_ = s.isOk();
-    if (!s.isOk()) router_message_ = s.message();
+    if (!s.isOk()) {
+      router_message_ = s.message();
+      metrics_.countRouterError("start");
+    }
   }
 
   std::unique_lock lock(mu_);
@@ -262,6 +257,7 @@ int TrafficController::pass(const World& world) {
       ever_applied_ = true;
     } else {
       router_message_ = applied.message();
+      metrics_.countRouterError("apply");
     }
   }
   drivers::traffic::RouterState state;
@@ -276,6 +272,7 @@ int TrafficController::pass(const World& world) {
       state.up = false;
       state.message = read.status().message();
     }
+    if (!state.up) metrics_.countRouterError("read");
   } else {
     state.message = router_message_.empty() ? "the router did not start" : router_message_;
   }

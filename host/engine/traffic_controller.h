@@ -19,6 +19,9 @@
 // - route(...) completes only when the router applies it (routeHold, within ±1 percentage
 //   point): the deployment controller holds the rollout until then.
 //
+// - Errors: a failed start, apply or read of the router (or a read that finds it down) counts
+//   in /metrics, once per pass it happens in (tide_router_errors_total{call}).
+//
 // No router (nullptr) or no plan with traffic: pass() returns at once and routeHold() never
 // holds, so nothing changes for plans without traffic. The router is started lazily, on the
 // first pass that sees a plan with traffic.
@@ -34,6 +37,7 @@
 
 #include "drivers/traffic/router.h"
 #include "host/core/clock.h"
+#include "host/engine/engine_metrics.h"
 #include "host/engine/world.h"
 #include "host/ledger/ledger.h"
 
@@ -70,7 +74,7 @@ class TrafficController {
  public:
   // `router` may be null: no traffic. Everything must outlive the controller.
   TrafficController(ledger::Ledger& ledger, drivers::traffic::Router* router, const Clock& clock,
-                    std::string actor = "traffic");
+                    EngineMetrics& metrics, std::string actor = "traffic");
 
   bool enabled() const { return router_ != nullptr; }
 
@@ -120,6 +124,7 @@ class TrafficController {
   ledger::Ledger& ledger_;
   drivers::traffic::Router* router_;
   const Clock& clock_;
+  EngineMetrics& metrics_;
   std::string actor_;
   bool started_ = false;  // loop thread only, like the two below
   std::vector<drivers::traffic::DesiredPlanTraffic> last_applied_desired_;

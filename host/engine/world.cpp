@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "host/model/states.h"
+#include "host/model/transitions.h"
+
 namespace tide::engine {
 
 const model::Plan* World::planAsDeployed(const std::string& plan, const std::string& deployment_id) const {
@@ -261,6 +264,23 @@ const model::Deployment* World::lastCompleted(const std::string& plan, const std
   return nullptr;
 }
 
+const model::Deployment* World::currentDeployment(const std::string& plan) const {
+  auto it = deployments.find(plan);
+  if (it == deployments.end()) return nullptr;
+  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
+    if (!model::isRolloutOver(d->state)) return &*d;
+  }
+  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
+    if (d->state == model::deployment_state::kCompleted) return &*d;
+  }
+  return nullptr;
+}
+
+int64_t World::runningInstances(const std::string& plan) const {
+  auto it = running_by_plan_.find(plan);
+  return it == running_by_plan_.end() ? 0 : it->second;
+}
+
 std::vector<const InstanceView*> World::instancesOf(const std::string& plan) const {
   std::vector<const InstanceView*> out;
   auto names = names_by_plan_.find(plan);
@@ -271,6 +291,8 @@ std::vector<const InstanceView*> World::instancesOf(const std::string& plan) con
 }
 
 namespace {
+
+bool running(const InstanceView& view) { return view.active && view.active->state == model::runtime_state::kRunning; }
 
 bool holdsReservation(const InstanceView& view) {
   if (view.active && view.active->state == "PENDING") return true;
@@ -285,6 +307,7 @@ bool holdsReservation(const InstanceView& view) {
 void World::addInstance(InstanceView view) {
   const std::string& name = view.meta.name;
   names_by_plan_[view.meta.plan].insert(name);
+  if (running(view)) ++running_by_plan_[view.meta.plan];
   if (view.unfinished) operating.insert(name);
   if (view.meta.state == "ACTIVE" && !view.active && !view.unfinished) unplaced.insert(name);
   if (view.meta.state == "ACTIVE" && view.active && view.active->state == "STOPPED" && !view.unfinished) {
@@ -300,6 +323,10 @@ void World::dropInstance(std::map<std::string, InstanceView>::iterator it) {
   if (names != names_by_plan_.end()) {
     names->second.erase(it->first);
     if (names->second.empty()) names_by_plan_.erase(names);
+  }
+  if (running(it->second)) {
+    auto count = running_by_plan_.find(it->second.meta.plan);
+    if (count != running_by_plan_.end() && --count->second == 0) running_by_plan_.erase(count);
   }
   operating.erase(it->first);
   unplaced.erase(it->first);

@@ -94,7 +94,14 @@ struct World {
   // The rollback target of `except` (docs/architecture.md#rollouts): the newest earlier deployment that
   // completed and was not rolled back since.
   const model::Deployment* lastCompleted(const std::string& plan, const std::string& except = "") const;
+  // The deployment `plan` is rolled toward: its newest unfinished one, else its newest
+  // COMPLETED one; null when it has neither. What its traffic follows and /metrics calls
+  // the plan's desired instances.
+  const model::Deployment* currentDeployment(const std::string& plan) const;
   std::vector<const InstanceView*> instancesOf(const std::string& plan) const;
+  // The instances of `plan` whose active runtime instance is RUNNING; kept as instances
+  // come and go, so asking costs a lookup, not a walk over the plan's instances.
+  int64_t runningInstances(const std::string& plan) const;
   // The scheduler's view: nodes, clusters, capabilities and every live runtime instance.
   // The nodes in `unreachable` show the state UNREACHABLE, so nothing is placed there
   // (docs/architecture.md#losing-a-node).
@@ -114,6 +121,7 @@ struct World {
 
   std::map<std::string, size_t> node_index_;                    // name → position in `nodes`
   std::map<std::string, std::set<std::string>> names_by_plan_;  // plan → its instances' names
+  std::map<std::string, int64_t> running_by_plan_;              // plan → runningInstances(plan), when > 0
 };
 
 // Collects the ledger's change feed for the control loop between passes. Subscribes at

@@ -31,9 +31,15 @@ std::string idOf(const std::optional<engine::OperationSummary>& o) {
 std::string describe(const World& w) {
   std::ostringstream out;
   for (const auto& p : w.plans) {
-    out << "plan " << p.name << " " << p.state << " g" << p.meta.generation << " instances";
-    for (const InstanceView* view : w.instancesOf(p.name)) out << " " << view->meta.name;
+    out << "plan " << p.name << " " << p.state << " g" << p.meta.generation << " running " << w.runningInstances(p.name)
+        << " instances";
+    int64_t running = 0;
+    for (const InstanceView* view : w.instancesOf(p.name)) {
+      out << " " << view->meta.name;
+      if (view->active && view->active->state == "RUNNING") ++running;
+    }
     out << "\n";
+    CHECK(w.runningInstances(p.name) == running);  // counted as instances come and go, not walked
   }
   for (const auto& [plan, list] : w.deployments) {
     for (const auto& d : list) out << "deployment " << plan << "/" << d.deployment_id << " " << d.state << "\n";
@@ -130,6 +136,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
     REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
   }
   f.checkInStep("running and healthy");
+  CHECK(f.world->runningInstances("web") == 3);
 
   // A failure releases the reservation; a relocation holds a passive instance beside the active one.
   REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[0].meta.id, "FAILED", std::nullopt, "observer").isOk());
@@ -151,6 +158,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
   REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[2].meta.id, "TERMINATED", std::nullopt, "executor").isOk());
   REQUIRE(f.ledger->setMetaInstanceState(ops[2].meta_instance, "DELETED", std::nullopt, "t").isOk());
   f.checkInStep("one deleted: it leaves the picture and its node's resources come back");
+  CHECK(f.world->runningInstances("web") == 1);  // one failed, one deleted
 
   REQUIRE(f.ledger->setNodeState("node-a", "CORDONED", std::nullopt, "t").isOk());
   REQUIRE(f.ledger->createNode(LedgerFixture::node("node-c"), "t").isOk());

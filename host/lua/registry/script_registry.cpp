@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "host/core/prometheus_text.h"
 #include "host/core/sha256.h"
 #include "host/lua/policy/bindings_policy.h"
 #include "host/lua/registry/script_tests.h"
@@ -59,6 +60,26 @@ std::vector<ScriptStatus> ScriptRegistry::list() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ScriptStatus> out;
   for (const auto& [path, status] : statuses_) out.push_back(status);
+  return out;
+}
+
+std::string ScriptRegistry::metricsText() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out =
+      "# HELP tide_script_load_errors_total Versions of a script file that failed to load (compile, shape, params or "
+      "its own tests), by file.\n"
+      "# TYPE tide_script_load_errors_total counter\n";
+  for (const auto& [path, n] : load_errors_) {
+    out += "tide_script_load_errors_total{script=\"" + prometheusLabelValue(path) + "\"} " + std::to_string(n) + "\n";
+  }
+  out +=
+      "# HELP tide_script_status 1 for each script file, labelled with its status: active, stale (its current "
+      "content failed; an older version runs) or failed (nothing of it runs).\n"
+      "# TYPE tide_script_status gauge\n";
+  for (const auto& [path, status] : statuses_) {
+    if (status.status.empty()) continue;
+    out += "tide_script_status{script=\"" + prometheusLabelValue(path) + "\",status=\"" + status.status + "\"} 1\n";
+  }
   return out;
 }
 
@@ -337,6 +358,7 @@ void ScriptRegistry::refuse(const ScriptFile& file, const Validation& v, const s
                          {"active_sha256", running_sha}});
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ++load_errors_[file.path];
     ScriptStatus& s = statuses_[file.path];
     s.path = file.path;
     s.kind = scriptKindName(file.kind);

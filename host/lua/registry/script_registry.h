@@ -125,6 +125,11 @@ class ScriptRegistry final : public ScriptSetProvider {
   std::shared_ptr<const ScriptSet> current() const override;
   // Every file seen in the directories, by path.
   std::vector<ScriptStatus> list() const;
+  // For /metrics (docs/api.md#metrics): tide_script_load_errors_total{script}, the versions of
+  // each file refused (a reload that meets the same refused content again does not count it
+  // again; a changed lib that makes it be tried again does), and tide_script_status{script,status},
+  // 1 for each file with its status (active, stale, failed). Costs a walk over the files.
+  std::string metricsText() const;
 
   // Reloads on changes (debounced) from a watcher thread until stopWatching().
   Status startWatching();
@@ -173,6 +178,7 @@ class ScriptRegistry final : public ScriptSetProvider {
   mutable std::mutex mu_;  // guards current_ and statuses_
   std::shared_ptr<const ScriptSet> current_;
   std::map<std::string, ScriptStatus> statuses_;  // by path
+  std::map<std::string, uint64_t> load_errors_;   // by path; never forgotten, as a counter must not go down
   std::unique_ptr<DirectoryWatcher> watcher_;
   std::mutex watcher_mu_;
 };

@@ -73,6 +73,51 @@ TEST_CASE("lua: a syntax error in a new version keeps the old version deciding")
   CHECK(fx.recorder.versions().size() == 2);
 }
 
+TEST_CASE("lua: /metrics counts each refused version of a script once and shows each file's status") {
+  RegistryFixture fx;
+  writeFile(fx.policy("gate.lua"), simplePolicy("gate"));
+  writeFile(fx.policy("broken.lua"), "return {\n");
+  fx.registry->reloadAll();
+  const auto gate = statusOf(*fx.registry, "gate.lua");
+  const auto broken = statusOf(*fx.registry, "broken.lua");
+  REQUIRE(gate);
+  REQUIRE(broken);
+  auto errorsOf = [](const std::string& path) { return "tide_script_load_errors_total{script=\"" + path + "\"} "; };
+  auto statusLine = [](const std::string& path, const std::string& status) {
+    return "tide_script_status{script=\"" + path + "\",status=\"" + status + "\"} 1\n";
+  };
+  auto has = [&](const std::string& piece) { return fx.registry->metricsText().find(piece) != std::string::npos; };
+
+  CHECK(has("# TYPE tide_script_load_errors_total counter\n"));
+  CHECK(has("# TYPE tide_script_status gauge\n"));
+  CHECK_FALSE(has(errorsOf(gate->path)));
+  CHECK(has(statusLine(gate->path, "active")));
+  CHECK(has(errorsOf(broken->path) + "1\n"));
+  CHECK(has(statusLine(broken->path, "failed")));
+
+  // A broken edit: counted once, however many reloads meet the same content again.
+  writeFile(fx.policy("gate.lua"), "return { name = 'gate',\n");
+  fx.registry->reloadAll();
+  fx.registry->reloadAll();
+  CHECK(has(errorsOf(gate->path) + "1\n"));
+  CHECK(has(statusLine(gate->path, "stale")));
+  // Another broken version (it has no decide) counts again.
+  writeFile(fx.policy("gate.lua"), "return { name = 'gate' }\n");
+  fx.registry->reloadAll();
+  CHECK(has(errorsOf(gate->path) + "2\n"));
+
+  // Fixed: active again; the counter keeps what happened.
+  writeFile(fx.policy("gate.lua"), simplePolicy("gate", "approve('v2')"));
+  fx.registry->reloadAll();
+  CHECK(has(statusLine(gate->path, "active")));
+  CHECK(has(errorsOf(gate->path) + "2\n"));
+  // A deleted file leaves the statuses, not the counter.
+  std::filesystem::remove(fx.policy("broken.lua"));
+  fx.registry->reloadAll();
+  CHECK_FALSE(has(statusLine(broken->path, "failed")));
+  CHECK(has(errorsOf(broken->path) + "1\n"));
+}
+
 TEST_CASE("lua: editing a policy file on disk changes decisions without restart") {
   RegistryFixture fx;
   writeFile(fx.policy("gate.lua"), simplePolicy("gate", "approve('v1')"));
