@@ -2,7 +2,7 @@
 // Giving memory the host freed back to the system. glibc keeps freed blocks for reuse and
 // returns only what sits at the top of a heap, so one large transient (a pass's rollout
 // snapshot of 100,000 instances, the world loaded at start) leaves the resident size at its
-// high-water mark for the life of the process (README, Fleet scale).
+// high-water mark for the life of the process (docs/performance.md#fleet-scale-where-tide-stands).
 
 namespace tide {
 

@@ -162,7 +162,7 @@ TEST_CASE("agent: an instance whose coordinates changed is started again with th
 
 TEST_CASE("agent: an instance that exited on its own is not started again by a later document") {
   // The host decides what follows an exit (a FAILED instance, then a RESTART as a new one);
-  // an agent starting it again would run it twice (README "Node agents on one machine").
+  // an agent starting it again would run it twice (docs/agents.md, "Two agents on one machine").
   AgentFixture f;
   f.apply(document(1, 1, {workload("1")}));
   const std::string handle = f.handleOf("1");

@@ -1,8 +1,8 @@
 // Scheduler benchmark: 5,000 nodes in 20 update domains with a mix of capabilities and
 // volumes. Places instances of three plans one at a time (as the engine does: place one,
 // reserve it, commit it; `rounds` times over a fresh snapshot) and then one batch of
-// 10,000, checks the result, and prints one JSON line of figures on stdout (README,
-// Performance); the details go to stderr. Rates are per second of CPU time, the steadier
+// 10,000, checks the result, and prints one JSON line of figures on stdout (docs/performance.md);
+// the details go to stderr. Rates are per second of CPU time, the steadier
 // figure on a shared machine; *_wall_per_s are per second of wall-clock time. Exits 1 when
 // the check fails.
 //

@@ -55,7 +55,7 @@ class AgentProcess {
   void start() {
     const std::string log = (dir_ / "agent.log").string();
     const std::string data_dir = dir_.string();
-    // From a file, as the README's unit does: a token on the command line shows in `ps`.
+    // From a file, as examples/tide-agent.service does: a token on the command line shows in `ps`.
     const std::string token_file = (dir_ / "token").string();
     std::ofstream(token_file) << token_ << "\n";
     std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);

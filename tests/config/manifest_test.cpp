@@ -492,7 +492,7 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
     CHECK(d->deployments[0].value.payload_coordinates[0].coordinates["image"] == e.image);
   }
 
-  // And every other manifest the README uses (the host configs, tide*.yaml, are not manifests).
+  // And every other manifest the README and docs/ use (the host configs, tide*.yaml, are not manifests).
   int manifests = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The web console in a real browser (README "Web console").
+"""The web console in a real browser (docs/console.md).
 
 Starts `tide serve` on a free port with its own data dir and the shipped policies (all but
 change_freeze.lua, as tests/cli/serve_process.h does), then drives headless Chromium through
@@ -21,7 +21,7 @@ chromium-driver:
      with one;
   5. the events page pages back with "Load older", keeps what it loaded while it follows
      new events, and filters by a kind family.
-The rollout view of step 3 is saved as a screenshot (--screenshot; the README shows one).
+The rollout view of step 3 is saved as a screenshot (--screenshot; docs/console.md shows one).
 
 Every wait polls with a deadline (WebDriverWait); none sleeps a fixed time. Exits 77, which
 ctest reports as skipped, when selenium or chromium-driver is not installed

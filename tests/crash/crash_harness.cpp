@@ -1,4 +1,4 @@
-// The crash harness (docs/architecture.md#crash-recovery, README "Reliability"): a fleet of about
+// The crash harness (docs/architecture.md#crash-recovery, docs/reliability.md): a fleet of about
 // 30 process-driver instances under rolling, canary and blue-green rollouts, with random scale,
 // relocate, stop, restart and delete operations, whose host is killed with SIGKILL at a random
 // failpoint (TIDE_FAILPOINTS=<place>=kill@N) or after a random time, then restarted. After every

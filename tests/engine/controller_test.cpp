@@ -12,7 +12,7 @@ using namespace tide;
 using namespace tide::testing;
 
 TEST_CASE("controller: a deployment aborted while PENDING stays FAILED though the pass saw it PENDING") {
-  // Found by the README's blue-green walkthrough: bg-v3, added and aborted at once, was
+  // Found by the blue-green walkthrough (docs/rollouts.md): bg-v3, added and aborted at once, was
   // started by a pass that had read it PENDING, and rolled out after all.
   EngineFixture f({"auto_approve_dev.lua"});
   f.apply(kEngineNodes);

@@ -174,7 +174,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
 
 TEST_CASE("world: an instance's view stays small, since the host holds one per live instance") {
   // At 100,000 instances every 100 bytes of InstanceView are 10 MB of resident memory
-  // (README, Fleet scale). It held the newest runtime and two operations inline once: 1,832
+  // (docs/performance.md#fleet-scale-where-tide-stands). It held the newest runtime and two operations inline once: 1,832
   // bytes, most of them for what a quiet instance does not have.
   CHECK(sizeof(InstanceView) <= 1024);
 }

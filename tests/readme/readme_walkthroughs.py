@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""The README's walkthroughs, run as a reader runs them (README "Walkthrough" and the sections
-after it), so that the README cannot go stale.
+"""The walkthroughs of the README and of docs/, run as a reader runs them, so that the user
+documentation cannot go stale.
 
-A walkthrough is the part of README.md after a marker comment
+A walkthrough is the part of README.md, or of a Markdown file under docs/, after a marker
+comment
 
     <!-- walkthrough: NAME [option ...] -->
 
-up to the next walkthrough marker or `<!-- walkthrough: end -->`. Its code blocks are run in
+up to the next walkthrough marker, `<!-- walkthrough: end -->` or the end of the file. NAME is
+unique over all the files, and CMakeLists.txt registers each (--registered checks that no
+marked walkthrough goes unrun). Its code blocks are run in
 one bash, in order, with PATH=<dir of tide>:$PATH, in a scratch copy of the repository's
 examples/, policies/ and scripts/, against a `tide serve` the harness starts there on a free
 port (data dir ./.tide; TIDE_SERVER and TIDE_TOKEN point the CLI at it):
@@ -45,7 +48,7 @@ Markers inside a walkthrough, for what a person does by hand:
     <!-- walkthrough: unbind VALUE ... -->       forget what these drawn values stood for:
                                                 which instance a rollout kept, say, varies
     <!-- walkthrough: bind VALUE = COMMAND -->   VALUE stands for what COMMAND prints (an
-                                                instance the README names before any output)
+                                                instance the text names before any output)
     <!-- walkthrough: skip-outside FROM TO REASON -->  skip the next block unless the time
                                                 (UTC, RFC 3339) is in [FROM, TO): output that
                                                 depends on the date, such as a freeze
@@ -57,10 +60,10 @@ workloads use fixed ports: hold the block of tests/support/ports.h that has PORT
 beside it takes them), `free-ports=P,Q` (ports the walkthrough's own programs listen on: fail
 at once when something else holds them), `all-policies` (with
 policies/change_freeze.lua, which the harness otherwise leaves out: its Black Friday and year
-end windows deny everything, as the README says), `config=FILE` (tide serve --config FILE,
+end windows deny everything, as docs/approvals.md says), `config=FILE` (tide serve --config FILE,
 relative to the scratch copy).
 
-A failure names the README line of the command, what ran, and the difference; the scratch
+A failure names the file and line of the command, what ran, and the difference; the scratch
 dir is kept with the host's log (serve.log). Exit 0 when every walkthrough passed.
 
   tests/readme/readme_walkthroughs.py --tide build/tide --source . [--only NAME ...] [--list]
@@ -103,14 +106,14 @@ def port_is_free(port):
             return False
 
 
-# --- the README, parsed --------------------------------------------------------------------
+# --- the documents, parsed -----------------------------------------------------------------
 
 class Step:
     """One thing to do: a command (with what it should print), or a marker's action."""
 
     def __init__(self, kind, line, command="", expected=None, checked=True):
         self.kind = kind            # "command", "restart-host"
-        self.line = line            # README line number (1-based)
+        self.line = line            # where it is written: "README.md:42"
         self.command = command
         self.expected = expected    # list of lines, or None: output not compared
         self.checked = checked      # False: output not compared (columns cut)
@@ -119,7 +122,7 @@ class Step:
 class Walkthrough:
     def __init__(self, name, line, options):
         self.name = name
-        self.line = line
+        self.line = line            # "docs/approvals.md:120"
         self.options = options
         self.steps = []
 
@@ -160,7 +163,7 @@ def split_commands(lines, first_line):
     return commands
 
 
-def transcript_steps(lines, first_line):
+def transcript_steps(lines, first_line, at):
     """The `$ command` lines of a transcript block, each with the lines it prints."""
     steps = []
     i = 0
@@ -179,13 +182,32 @@ def transcript_steps(lines, first_line):
             output.append(lines[i])
             i += 1
         comment = text.split("#", 1)[1] if "#" in text else ""
-        # "(columns cut)", "(counts vary)": the README says its output is not all there, or not the same.
+        # "(columns cut)", "(counts vary)": the text says its output is not all there, or not the same.
         unchecked = re.search(r"\([^)]*\b(cut|vary)\b[^)]*\)", comment)
-        steps.append(Step("command", first_line + start, text, output, checked=not unchecked))
+        steps.append(Step("command", at(first_line + start), text, output, checked=not unchecked))
     return steps
 
 
-def parse_readme(path):
+def document_paths(source):
+    """README.md and every Markdown file under docs/, as paths relative to `source`."""
+    root = Path(source)
+    return [Path("README.md")] + sorted(p.relative_to(root) for p in (root / "docs").rglob("*.md"))
+
+
+def parse_walkthroughs(source):
+    """The walkthroughs of every document, in document order."""
+    walkthroughs = []
+    for path in document_paths(source):
+        walkthroughs.extend(parse_document(Path(source) / path, str(path)))
+    return walkthroughs
+
+
+def parse_document(path, shown):
+    """The walkthroughs of one document; `shown` is its name in messages ("README.md")."""
+
+    def at(number):
+        return f"{shown}:{number}"
+
     lines = Path(path).read_text().splitlines()
     walkthroughs = []
     current = None
@@ -211,34 +233,34 @@ def parse_readme(path):
             if word == "end":
                 current = None
             elif word == "restart-host":
-                current.steps.append(Step("restart-host", start + 1))
+                current.steps.append(Step("restart-host", at(start + 1)))
             elif word == "unbind":
-                current.steps.append(Step("unbind", start + 1, argument))
+                current.steps.append(Step("unbind", at(start + 1), argument))
             elif word == "bind":
                 literal, arrow, command = argument.partition("=")
                 if not arrow:
-                    raise SystemExit(f"README.md:{start + 1}: bind VALUE = COMMAND")
-                current.steps.append(Step("bind", start + 1, command.strip(), [literal.strip()]))
+                    raise SystemExit(f"{at(start + 1)}: bind VALUE = COMMAND")
+                current.steps.append(Step("bind", at(start + 1), command.strip(), [literal.strip()]))
             elif word == "skip-outside":
                 since, until, *reason = argument.split()
                 if not reason:
-                    raise SystemExit(f"README.md:{start + 1}: skip-outside FROM TO REASON")
+                    raise SystemExit(f"{at(start + 1)}: skip-outside FROM TO REASON")
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 if not since <= now < until:
                     pending = "skip"
             elif word in ("skip", "write-files"):
                 pending = word
                 if word == "skip" and not argument.strip():
-                    raise SystemExit(f"README.md:{start + 1}: a skip marker needs a reason")
+                    raise SystemExit(f"{at(start + 1)}: a skip marker needs a reason")
             elif word == "run":
-                current.steps.append(Step("command", start + 1, argument.strip(), None))
+                current.steps.append(Step("command", at(start + 1), argument.strip(), None))
             elif word == "before":
                 text, arrow, command = argument.partition("=>")
                 if not arrow:
-                    raise SystemExit(f"README.md:{start + 1}: before TEXT => COMMAND")
-                befores.append((text.strip(), Step("command", start + 1, command.strip(), None)))
+                    raise SystemExit(f"{at(start + 1)}: before TEXT => COMMAND")
+                befores.append((text.strip(), Step("command", at(start + 1), command.strip(), None)))
             else:
-                current = Walkthrough(word, start + 1, argument.split())
+                current = Walkthrough(word, at(start + 1), argument.split())
                 walkthroughs.append(current)
             last_sh_step = None
             i += 1
@@ -262,12 +284,12 @@ def parse_readme(path):
         if pending == "skip":
             pass
         elif pending == "write-files":
-            current.steps.extend(write_file_steps(body, body_start + 1))
+            current.steps.extend(write_file_steps(body, body_start + 1, at))
         elif language in ("sh", "bash"):
             for number, command in split_commands(body, body_start + 1):
-                current.steps.append(Step("command", number, command, None))
+                current.steps.append(Step("command", at(number), command, None))
         elif not language and any(l.startswith("$ ") for l in body):
-            current.steps.extend(transcript_steps(body, body_start + 1))
+            current.steps.extend(transcript_steps(body, body_start + 1, at))
         elif not language and last_sh_step is not None:
             last_sh_step.expected = body
         skipped = pending == "skip"
@@ -276,14 +298,14 @@ def parse_readme(path):
         for text, step in [] if skipped else befores:
             target = next((t for t in new_steps if text in t.command), None)
             if target is None:
-                raise SystemExit(f"README.md:{step.line}: no command of the next block holds '{text}'")
+                raise SystemExit(f"{step.line}: no command of the next block holds '{text}'")
             current.steps.insert(current.steps.index(target), step)
         befores = []
         last_sh_step = new_steps[-1] if language in ("sh", "bash") and new_steps else None
     return walkthroughs
 
 
-def write_file_steps(body, first_line):
+def write_file_steps(body, first_line, at):
     """Steps writing each `-- path` / `# path` headed part of a block to its path."""
     steps = []
     path, start, content = None, first_line, []
@@ -291,7 +313,7 @@ def write_file_steps(body, first_line):
     def flush():
         if path:
             text = "\n".join(content).strip("\n") + "\n"
-            steps.append(Step("command", start, f"mkdir -p \"$(dirname {path})\" && cat > {path} <<'TIDE_README_EOF'\n"
+            steps.append(Step("command", at(start), f"mkdir -p \"$(dirname {path})\" && cat > {path} <<'TIDE_README_EOF'\n"
                               f"{text}TIDE_README_EOF", None))
 
     for offset, line in enumerate(body):
@@ -316,7 +338,7 @@ kInstanceName = re.compile(r"\b([a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*)-([a-z0-9]{10
 kWatchProgress = re.compile(r"^<TIME>\s+IN_PROGRESS\b")
 # A share measured from live traffic ("error rate 20.0%"): the requests of a second vary.
 kMeasuredShare = re.compile(r"\b(error rate) \d+(\.\d+)?%")
-# A hash the README abbreviates ("3f2a..."): any hash.
+# A hash the text abbreviates ("3f2a..."): any hash.
 kAbbreviatedHash = re.compile(r"\b[0-9a-f]{4,}\.\.\.")
 # A watch line's ready counts: how far removal got when the line was drawn is timing.
 kReadyCounts = re.compile(r"\bnew \d+/\d+ ready, old \d+/\d+ ready\b")
@@ -567,7 +589,7 @@ def run_walkthrough(walkthrough, tide, source, keep):
     for option in walkthrough.options:
         for port in option.removeprefix("free-ports=").split(",") if option.startswith("free-ports=") else []:
             if not port_is_free(int(port)):
-                print(f"walkthrough {walkthrough.name} (README.md:{walkthrough.line}): FAILED\n"
+                print(f"walkthrough {walkthrough.name} ({walkthrough.line}): FAILED\n"
                       f"port {port} is in use; the walkthrough's commands would talk to whatever listens there",
                       file=sys.stderr)
                 port_lock.close()
@@ -597,7 +619,7 @@ def run_walkthrough(walkthrough, tide, source, keep):
               f"{time.monotonic() - started:.0f} s)")
         return True
     except Failure as failure:
-        print(f"walkthrough {walkthrough.name} (README.md:{walkthrough.line}): FAILED\n{failure}\n"
+        print(f"walkthrough {walkthrough.name} ({walkthrough.line}): FAILED\n{failure}\n"
               f"scratch dir and host log kept in {work}", file=sys.stderr)
         return False
     finally:
@@ -645,7 +667,7 @@ def run_step(step, shell, host, bindings):
             raise Failure(describe(step, command, code, output, f"still running after {kStepDeadlineSeconds} s"))
         problem = None
         if wants_error and code == 0:
-            problem = "exited 0, but the README shows an error"
+            problem = "exited 0, but the text shows an error"
         elif not wants_error and code != 0:
             problem = f"exited {code}"
         else:
@@ -660,7 +682,7 @@ def run_step(step, shell, host, bindings):
 
 
 def describe(step, command, code, output, problem):
-    return (f"README.md:{step.line}: {problem}\n  command: {command}\n  exit code: {code}\n"
+    return (f"{step.line}: {problem}\n  command: {command}\n  exit code: {code}\n"
             f"  output:\n" + "\n".join("    " + l for l in output.splitlines()[-40:]))
 
 
@@ -674,28 +696,29 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the scratch dirs of passing walkthroughs")
     args = parser.parse_args()
     tide = str(Path(args.tide).resolve())
-    walkthroughs = parse_readme(Path(args.source) / "README.md")
+    walkthroughs = parse_walkthroughs(args.source)
     names = [w.name for w in walkthroughs]
     if len(set(names)) != len(names):
-        print(f"README.md: walkthrough names repeat: {names}", file=sys.stderr)
+        repeated = sorted({f"{w.name} ({w.line})" for w in walkthroughs if names.count(w.name) > 1})
+        print(f"walkthrough names repeat: {repeated}", file=sys.stderr)
         return 1
     if args.registered is not None:
         if sorted(args.registered) != sorted(names):
-            print(f"README.md marks the walkthroughs {sorted(names)}; CMakeLists.txt registers "
+            print(f"README.md and docs/ mark the walkthroughs {sorted(names)}; CMakeLists.txt registers "
                   f"{sorted(args.registered)}", file=sys.stderr)
             return 1
         print(f"{len(names)} walkthroughs, each registered")
         return 0
     if args.list:
         for w in walkthroughs:
-            print(f"{w.name} (README.md:{w.line}) {' '.join(w.options)}")
+            print(f"{w.name} ({w.line}) {' '.join(w.options)}")
             for s in w.steps:
                 shown = s.command.splitlines()[0] if s.command else ""
                 print(f"  {s.line}: {s.kind} {shown}  [{0 if s.expected is None else len(s.expected)} lines]")
         return 0
     unknown = set(args.only) - set(names)
     if unknown:
-        print(f"no walkthrough named {sorted(unknown)} in README.md (there are {names})", file=sys.stderr)
+        print(f"no walkthrough named {sorted(unknown)} in README.md or docs/ (there are {names})", file=sys.stderr)
         return 1
     results = [run_walkthrough(w, tide, args.source, args.keep) for w in walkthroughs
                if not args.only or w.name in args.only]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Real requests through a canary (docs/architecture.md#traffic, README "Send real traffic
-through a canary").
+"""Real requests through a canary (docs/architecture.md#traffic, README "Canary with real
+traffic").
 
 A real `tide serve` on the embedded default (SQLite, the process driver, the shipped scripts
 and policies) supervises a real haproxy. A plan of 4 `tide workload` instances declares a

@@ -1,4 +1,4 @@
-// The web console (README "Web console"): GET / answers its page, GET /console/{file} its
+// The web console (docs/console.md): GET / answers its page, GET /console/{file} its
 // scripts and style sheet, all embedded in the binary (console_assets.h). The page is
 // public, as it holds no data: the browser signs in with a token and calls /v1 itself.
 //
