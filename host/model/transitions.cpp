@@ -122,6 +122,21 @@ const char* recordKindName(RecordKind kind) {
 
 const std::vector<std::string>& statesOf(RecordKind kind) { return tableOf(kind).states; }
 
+const std::vector<std::string>& everyState() {
+  static const std::vector<std::string> kEvery = [] {
+    std::vector<std::string> every;
+    for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
+                            RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
+      for (const std::string& state : statesOf(kind)) {
+        if (std::find(every.begin(), every.end(), state) == every.end()) every.push_back(state);
+      }
+    }
+    std::sort(every.begin(), every.end());
+    return every;
+  }();
+  return kEvery;
+}
+
 bool isKnownState(RecordKind kind, std::string_view state) {
   const auto& states = tableOf(kind).states;
   return std::find(states.begin(), states.end(), state) != states.end();

@@ -28,6 +28,8 @@ const char* recordKindName(RecordKind kind);
 // Every state of `kind`, in lifecycle order.
 const std::vector<std::string>& statesOf(RecordKind kind);
 bool isKnownState(RecordKind kind, std::string_view state);
+// Every state of any kind, each once, sorted: what an event's state change may name.
+const std::vector<std::string>& everyState();
 // True when no transition leaves `state`.
 bool isTerminalState(RecordKind kind, std::string_view state);
 

@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "host/model/transitions.h"
 
 using namespace tide;
@@ -103,4 +107,17 @@ TEST_CASE("model: an operation fits its meta instance's state, or the refusal na
       checkOperationFits("CREATE", "ACTIVE", "RUNNING").message() ==
       "CREATE needs an ACTIVE instance that runs nowhere; the instance is ACTIVE and its runtime instance is RUNNING");
   CHECK(checkOperationFits("EXPLODE", "ACTIVE", "").code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("model: every state names each state of any kind once, sorted") {
+  const std::vector<std::string>& every = everyState();
+  CHECK(std::is_sorted(every.begin(), every.end()));
+  CHECK(std::adjacent_find(every.begin(), every.end()) == every.end());
+  for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
+                          RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
+    for (const std::string& state : statesOf(kind)) {
+      CHECK_MESSAGE(std::binary_search(every.begin(), every.end(), state), state);
+    }
+  }
+  CHECK_FALSE(std::binary_search(every.begin(), every.end(), std::string("DONE")));
 }
