@@ -50,6 +50,9 @@ HandlerFunction show, resume;
 namespace scripts {
 HandlerFunction list, reload, evaluate;
 }
+namespace status {
+HandlerFunction show;
+}
 namespace tokens {
 HandlerFunction create, list, revoke;
 }

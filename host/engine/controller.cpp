@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "host/model/holds.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
@@ -474,8 +475,7 @@ int DeploymentController::route(const World& world, const model::Deployment& dep
       if (deployment.message != *why && ledger_.setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
         ++changes;
       }
-    } else if (deployment.message.starts_with("waiting for the router") ||
-               deployment.message.starts_with("router down")) {
+    } else if (model::isRouterHoldMessage(deployment.message)) {
       if (ledger_.setDeploymentMessage(plan, id, "rolling out", options_.actor).isOk()) ++changes;
     }
   }

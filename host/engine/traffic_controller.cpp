@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "host/model/holds.h"
 #include "host/model/states.h"
 
 namespace tide::engine {
@@ -14,23 +15,15 @@ using drivers::traffic::AppliedPlanTraffic;
 using drivers::traffic::BackendServer;
 using drivers::traffic::DesiredPlanTraffic;
 
-bool unfinished(const std::string& state) { return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED"; }
-
-// The deployment a plan's traffic follows: its newest unfinished one, else its newest
-// COMPLETED one ("" none). A route asked by any other deployment no longer applies.
+// The deployment a plan's traffic follows (model::currentDeployment), "" for none; a route
+// asked by any other deployment no longer applies.
 std::string currentDeployment(const World& world, const std::string& plan, std::string* in_progress) {
   auto it = world.deployments.find(plan);
   if (it == world.deployments.end()) return "";
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (unfinished(d->state)) {
-      *in_progress = d->deployment_id;
-      return d->deployment_id;
-    }
-  }
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->state == "COMPLETED") return d->deployment_id;
-  }
-  return "";
+  const model::Deployment* current = model::currentDeployment(it->second);
+  if (current == nullptr) return "";
+  if (!model::isRolloutOver(current->state)) *in_progress = current->deployment_id;
+  return current->deployment_id;
 }
 
 // "tcp/8080": the runtime instance's ports key of the plan's first declared port.
@@ -379,11 +372,13 @@ std::optional<std::string> TrafficController::routeHold(const World& world, cons
     st.route = route;
     st.applied_known = false;  // the next pass applies it and reads it back
     (void)ledger_.setPlanTrafficRoute(deployment.plan, route, actor_);
-    return "waiting for the router: asked " + asked + ", applied " + describe(st.applied, deployment.deployment_id);
+    return std::string(model::kRouterWaitPrefix) + ": asked " + asked + ", applied " +
+           describe(st.applied, deployment.deployment_id);
   }
-  if (!router_up_) return "router down: " + router_message_ + "; asked " + asked;
+  if (!router_up_) return std::string(model::kRouterDownPrefix) + ": " + router_message_ + "; asked " + asked;
   if (!matches(st)) {
-    return "waiting for the router: asked " + asked + ", applied " + describe(st.applied, deployment.deployment_id);
+    return std::string(model::kRouterWaitPrefix) + ": asked " + asked + ", applied " +
+           describe(st.applied, deployment.deployment_id);
   }
   return std::nullopt;
 }

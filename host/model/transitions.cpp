@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "host/model/records.h"
 #include "host/model/states.h"
 
 namespace tide::model {
@@ -161,6 +162,16 @@ bool isRolloutOver(std::string_view state) {
     if (state == over) return true;
   }
   return false;
+}
+
+const Deployment* currentDeployment(const std::vector<Deployment>& oldest_first) {
+  for (auto d = oldest_first.rbegin(); d != oldest_first.rend(); ++d) {
+    if (!isRolloutOver(d->state)) return &*d;
+  }
+  for (auto d = oldest_first.rbegin(); d != oldest_first.rend(); ++d) {
+    if (d->state == deployment_state::kCompleted) return &*d;
+  }
+  return nullptr;
 }
 
 Status checkTransition(RecordKind kind, std::string_view from, std::string_view to) {

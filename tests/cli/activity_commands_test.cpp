@@ -66,6 +66,12 @@ std::string rowOf(const std::string& table, const std::string& cell) {
   return row;
 }
 
+// `text` from the heading `heading` on: where rowOf looks for a row of that section's table.
+std::string sectionOf(const std::string& text, const std::string& heading) {
+  const size_t at = text.find("\n" + heading + "\n");
+  return at == std::string::npos ? "" : text.substr(at + 1);
+}
+
 // examples/<plan> with `extra` lines appended, written to `dir`; its path.
 std::string examplePlanWith(const std::filesystem::path& dir, const std::string& plan, const std::string& extra) {
   std::stringstream text;
@@ -107,10 +113,12 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
       status.out.starts_with("Control Loop\n    State:                running\n\n"
                              "Deployment Plans:         1 (ACTIVE 1)\n"
                              "Nodes:                    4 (ALLOCATED 4)\n"));
-  CHECK(contains(rowOf(status.out, kExamplePlan), " deployment-1 "));
-  CHECK(contains(rowOf(status.out, kExamplePlan), " rolling "));
-  CHECK(contains(rowOf(status.out, id), " CREATE "));
-  CHECK(contains(rowOf(status.out, id), " 0 of 2 approvals "));
+  const std::string rollouts = sectionOf(status.out, "Rollouts in Flight");
+  CHECK(contains(rowOf(rollouts, kExamplePlan), " deployment-1 "));
+  CHECK(contains(rowOf(rollouts, kExamplePlan), " rolling "));
+  const std::string waiting_rows = sectionOf(status.out, "Waiting for Approval");
+  CHECK(contains(rowOf(waiting_rows, id), " CREATE "));
+  CHECK(contains(rowOf(waiting_rows, id), " 0 of 2 approvals "));
   Json status_json = tideJson(serve, "status");
   REQUIRE(status_json.is_object());
   CHECK(status_json["control_loop"]["halted"] == false);
@@ -150,7 +158,7 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   const std::string alice = serve.newToken("alice", "approver");
   const std::string bob = serve.newToken("bob", "approver");
   REQUIRE(serve.tide("operations approve " + id, std::chrono::seconds(0), alice).code == 0);
-  CHECK(contains(rowOf(serve.tide("status").out, id), " 1 of 2 approvals (alice) "));
+  CHECK(contains(rowOf(sectionOf(serve.tide("status").out, "Waiting for Approval"), id), " 1 of 2 approvals (alice) "));
   show = serve.tide("operations show " + id);
   CHECK(contains(show.out, "    Progress:             1 of 2 approvals (alice)\n    Still Needed:         1\n"));
   CHECK(contains(show.out, "    Given:                alice (approver) at "));
