@@ -67,6 +67,9 @@ HandlerFunction show, resume;
 namespace scripts {
 HandlerFunction list, reload, evaluate;
 }
+namespace status {
+HandlerFunction show;
+}
 namespace tokens {
 HandlerFunction create, list, revoke;
 }

@@ -121,6 +121,32 @@ Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std
   return options;
 }
 
+Status readTimeWindow(const ApiRequest& request, TimePoint now, ledger::ListOptions& options) {
+  for (const char* name : {"since", "until"}) {
+    auto it = request.query.find(name);
+    if (it == request.query.end() || it->second.empty()) continue;
+    const std::string& text = it->second;
+    TimePoint at;
+    if (const std::optional<std::chrono::seconds> back = parseWholeDuration(text)) {
+      at = now - *back;
+    } else if (Result<TimePoint> stamp = parseTimestamp(text); stamp.isOk()) {
+      at = *stamp;
+    } else {
+      return badParam(name,
+                      "must be an RFC 3339 UTC timestamp (2026-11-21T12:00:00Z) or a span back from now (30m, "
+                      "2h, 7d), got '" +
+                          text + "'");
+    }
+    options.filters[name] = formatTimestamp(at);
+  }
+  auto since = options.filters.find("since");
+  auto until = options.filters.find("until");
+  if (since != options.filters.end() && until != options.filters.end() && until->second <= since->second) {
+    return badParam("until", "must be later than since (" + since->second + "), got " + until->second);
+  }
+  return Status::ok();
+}
+
 Result<int64_t> readIdParam(const ApiRequest& request, const std::string& name) {
   const std::string& text = request.param(name);
   std::optional<int64_t> id = parseWholeNumber(text);

@@ -38,6 +38,14 @@ Status acceptOnly(const ApiRequest& request, std::initializer_list<std::string_v
 Result<ledger::ListOptions> readListOptions(const ApiRequest& request, const std::vector<QueryFilter>& filters,
                                             std::initializer_list<std::string_view> extra = {});
 
+// The `since` and `until` query parameters of a list (docs/api.md#filtering-events-and-operations) into
+// options.filters, as timestamps the ledger compares: each an RFC 3339 UTC timestamp
+// ("2026-11-21T12:00:00Z", milliseconds optional) or a span back from `now` ("30m", "2h",
+// "7d": parseWholeDuration). An empty value means no bound. kInvalidArgument naming the
+// parameter for anything else, and naming `until` when it is not later than `since`.
+// The caller lets readListOptions accept them (`extra`).
+Status readTimeWindow(const ApiRequest& request, TimePoint now, ledger::ListOptions& options);
+
 // An optional integer query parameter within [min, max]; nullopt when absent.
 Result<std::optional<int64_t>> readIntegerParam(const ApiRequest& request, const std::string& name, int64_t min,
                                                 int64_t max);

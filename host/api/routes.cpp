@@ -73,6 +73,7 @@ const std::vector<Route> kRoutes = {
     {"GET", "/v1/audit/verify", kViewer, audit::verify},
     {"GET", "/v1/doctor", kViewer, audit::doctor},
 
+    {"GET", "/v1/status", kViewer, status::show},
     {"GET", "/v1/control", kViewer, control::show},
     {"POST", "/v1/control/resume", kAdmin, control::resume},
 

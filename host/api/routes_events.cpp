@@ -6,6 +6,7 @@
 
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
+#include "host/model/transitions.h"
 
 namespace tide::api::events {
 namespace {
@@ -39,6 +40,14 @@ std::string sseMessage(const model::Event& event) {
   return "id: " + std::to_string(event.seq) + "\nevent: " + event.kind + "\ndata: " + dumpJson(Json(event)) + "\n\n";
 }
 
+// The filters of the event list and stream (Ledger::listEvents); `since` and `until` come
+// through readTimeWindow.
+const std::vector<QueryFilter>& eventFilters() {
+  static const std::vector<QueryFilter> kFilters = {
+      {"kind"}, {"subject"}, {"actor"}, {"plan"}, {"state", model::everyState(), true}};
+  return kFilters;
+}
+
 struct StreamState {
   ledger::ListOptions options;  // options.after is the stream's cursor
   std::shared_ptr<void> slot;
@@ -48,14 +57,19 @@ struct StreamState {
 }  // namespace
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
-  TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options, readListOptions(request, {{"kind"}, {"subject"}}, {"wait"}));
+  TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
+                        readListOptions(request, eventFilters(), {"since", "until", "wait"}));
+  TIDE_RETURN_IF_ERROR(readTimeWindow(request, context.clock.now(), options));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> wait, readIntegerParam(request, "wait", 0, kMaxWaitSeconds));
+  // An event appended from now on is no earlier than now: past an `until` that has gone by.
+  auto until = options.filters.find("until");
+  const bool can_arrive = until == options.filters.end() || until->second > formatTimestamp(context.clock.now());
 
   // `seen` is read before listing, so an event appended in between is either in the page
   // or wakes the wait below.
   int64_t seen = context.ledger.lastEventSeq();
   TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Event> page, context.ledger.listEvents(options));
-  if (page.items.empty() && wait.value_or(0) > 0) {
+  if (page.items.empty() && wait.value_or(0) > 0 && can_arrive) {
     std::shared_ptr<void> slot = context.wait_slots.tryAcquire();
     if (!slot) return tooManyWaiting();
     steady_clock::time_point deadline = steady_clock::now() + std::chrono::seconds(*wait);
@@ -69,7 +83,8 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 
 Result<ApiResponse> stream(ApiContext& context, const ApiRequest& request) {
   auto state = std::make_shared<StreamState>();
-  TIDE_ASSIGN_OR_RETURN(state->options, readListOptions(request, {{"kind"}, {"subject"}}));
+  TIDE_ASSIGN_OR_RETURN(state->options, readListOptions(request, eventFilters(), {"since", "until"}));
+  TIDE_RETURN_IF_ERROR(readTimeWindow(request, context.clock.now(), state->options));
   state->options.limit = kStreamBatch;
   // A reconnecting EventSource resumes from the last id it saw.
   if (!request.query.contains("after")) {

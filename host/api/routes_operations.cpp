@@ -131,10 +131,14 @@ Status checkFourEyes(ApiContext& context, const Principal& principal, const std:
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
-                        readListOptions(request, {{"state", model::statesOf(model::RecordKind::kOperation), true},
-                                                  {"plan"},
-                                                  {"type", operationTypes()},
-                                                  {"meta_instance"}}));
+                        readListOptions(request,
+                                        {{"state", model::statesOf(model::RecordKind::kOperation), true},
+                                         {"plan"},
+                                         {"type", operationTypes()},
+                                         {"meta_instance"},
+                                         {"actor"}},
+                                        {"since", "until"}));
+  TIDE_RETURN_IF_ERROR(readTimeWindow(request, context.clock.now(), options));
   TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> page, context.ledger.listOperations(options));
   return pageReply(page);
 }

@@ -1,7 +1,7 @@
 // /v1/tokens: API tokens an admin issues and revokes (docs/api.md#tokens). A token's secret
 // is in the reply to its creation and nowhere else: the ledger keeps its sha256.
 
-#include <charconv>
+#include <chrono>
 
 #include "host/api/auth.h"
 #include "host/api/handlers.h"
@@ -12,30 +12,19 @@ namespace {
 
 constexpr int64_t kMaxLifetimeDays = 3650;
 
-// "<n>m", "<n>h" or "<n>d" → seconds; a detail naming `expires_in` otherwise.
+// "<n>m", "<n>h" or "<n>d" (parseWholeDuration) → seconds; a detail naming `expires_in` otherwise.
 Result<int64_t> lifetimeSeconds(const std::string& text) {
-  const auto bad = [&] {
+  const std::optional<std::chrono::seconds> lifetime = parseWholeDuration(text);
+  if (!lifetime) {
     return Status::invalidArgument(
         "expires_in '" + text + "' must be a whole number of minutes, hours or days, such as 90m, 12h or 30d",
         {{"expires_in", "must be <n>m, <n>h or <n>d", text}});
-  };
-  if (text.size() < 2) return bad();
-  int64_t count = 0;
-  const char* end = text.data() + text.size() - 1;
-  auto [stop, error] = std::from_chars(text.data(), end, count);
-  if (error != std::errc() || stop != end || count <= 0) return bad();
-  int64_t unit = 0;
-  switch (text.back()) {
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    default: return bad();
   }
-  if (count > kMaxLifetimeDays * 86400 / unit) {
+  if (*lifetime > std::chrono::days(kMaxLifetimeDays)) {
     return Status::invalidArgument("expires_in '" + text + "' is longer than " + std::to_string(kMaxLifetimeDays) + "d",
                                    {{"expires_in", "at most " + std::to_string(kMaxLifetimeDays) + "d", text}});
   }
-  return count * unit;
+  return lifetime->count();
 }
 
 // A token as the API shows it, never with its digest. `source`: "ledger" or "config".

@@ -4,6 +4,7 @@
 
 #include "host/engine/node_liveness.h"
 #include "host/model/approvals.h"
+#include "host/model/holds.h"
 #include "host/model/transitions.h"
 
 namespace tide::api {
@@ -12,6 +13,21 @@ const std::vector<std::string>& operationTypes() {
   static const std::vector<std::string> kTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
   return kTypes;
 }
+
+namespace {
+
+Json instanceCounts(const ledger::Ledger::PlanCounts::Instances& n) {
+  return Json{
+      {"total", n.total}, {"running", n.running}, {"pending", n.pending}, {"failed", n.failed}, {"ready", n.ready}};
+}
+
+Json holdJson(const model::Hold& hold) {
+  Json out{{"kind", hold.kind}, {"reason", hold.reason}};
+  if (hold.operation != 0) out["operation"] = hold.operation;
+  return out;
+}
+
+}  // namespace
 
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page) {
   const std::map<std::string, std::string> by_plan = {{"plan", plan.name}};
@@ -43,13 +59,9 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
     instances.push_back(std::move(instance));
   }
 
-  auto summary = [](const ledger::Ledger::PlanCounts::Instances& n) {
-    return Json{{"total", n.total}, {"running", n.running}, {"pending", n.pending}, {"failed", n.failed},
-                {"ready", n.ready}};
-  };
-  Json instance_summary = summary(counts.live);
+  Json instance_summary = instanceCounts(counts.live);
   instance_summary["by_deployment"] = Json::object();
-  for (const auto& [id, n] : counts.staying) instance_summary["by_deployment"][id] = summary(n);
+  for (const auto& [id, n] : counts.staying) instance_summary["by_deployment"][id] = instanceCounts(n);
   Json operations_summary = Json::object();
   for (const std::string& type : operationTypes()) {
     for (const std::string& state : model::statesOf(model::RecordKind::kOperation)) {
@@ -87,6 +99,62 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   view["instances"] = std::move(instances);
   if (metas.next_after != 0) view["next_after"] = metas.next_after;
   return view;
+}
+
+Result<Json> fleetStatusView(ledger::Ledger& ledger) {
+  ledger::Ledger::Snapshot snapshot(ledger);
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Plan> plans, listAll(ledger, &ledger::Ledger::listPlans));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments, listAll(ledger, &ledger::Ledger::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::Operation> unstarted,
+      listAll(ledger, &ledger::Ledger::listOperations, {{"state", "PENDING,PENDING_APPROVAL,APPROVED"}}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.controlHalt());
+
+  std::map<std::string, std::vector<model::Deployment>> deployments_of;  // by plan, oldest first
+  for (model::Deployment& deployment : deployments) deployments_of[deployment.plan].push_back(std::move(deployment));
+  // The holds of the operations a rollout asked for, by (plan, deployment id).
+  std::map<std::pair<std::string, std::string>, std::vector<model::Hold>> operation_holds;
+  for (const model::Operation& operation : unstarted) {
+    if (std::optional<model::Hold> hold = model::operationHold(operation)) {
+      operation_holds[{operation.plan, operation.intent}].push_back(std::move(*hold));
+    }
+  }
+
+  std::sort(plans.begin(), plans.end(), [](const model::Plan& a, const model::Plan& b) { return a.name < b.name; });
+  Json plan_rows = Json::array();
+  Json held = Json::array();
+  for (const model::Plan& plan : plans) {
+    const std::vector<model::Deployment>& of_plan = deployments_of[plan.name];
+    const model::Deployment* current = model::currentDeployment(of_plan);
+    TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanCounts counts, ledger.planCounts(plan.name));
+    const int64_t desired = current != nullptr ? current->instance_count : 0;
+    plan_rows.push_back(Json{{"name", plan.name},
+                             {"namespace", plan.ns},
+                             {"state", plan.state},
+                             {"deployment_id", current != nullptr ? current->deployment_id : ""},
+                             {"desired", desired},
+                             {"instances", instanceCounts(counts.live)},
+                             {"under_replicated", counts.live.running < desired}});
+
+    for (const model::Deployment& deployment : of_plan) {
+      if (model::isRolloutOver(deployment.state)) continue;
+      std::vector<model::Hold> holds = model::deploymentHolds(deployment);
+      auto of_operations = operation_holds.find({plan.name, deployment.deployment_id});
+      if (of_operations != operation_holds.end()) {
+        holds.insert(holds.end(), of_operations->second.begin(), of_operations->second.end());
+      }
+      if (halt) holds.push_back({"halted", "the control loop is halted: " + halt->reason, 0});
+      if (holds.empty()) continue;
+      Json hold_rows = Json::array();
+      for (const model::Hold& hold : holds) hold_rows.push_back(holdJson(hold));
+      held.push_back(Json{{"plan", plan.name},
+                          {"deployment_id", deployment.deployment_id},
+                          {"state", deployment.state},
+                          {"message", deployment.message},
+                          {"holds", std::move(hold_rows)}});
+    }
+  }
+  return Json{{"plans", std::move(plan_rows)}, {"held_rollouts", std::move(held)}};
 }
 
 Result<Json> controlLoopView(ledger::Ledger& ledger) {

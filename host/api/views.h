@@ -32,6 +32,17 @@ using ledger::listAll;
 inline constexpr int kWaitingForApprovalShown = 20;
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page);
 
+// GET /v1/status's "plans" and "held_rollouts" (docs/api.md#status), read as one snapshot.
+// "plans": every plan, in name order, {name, namespace, state, deployment_id: its current
+// deployment (model::currentDeployment; "" for none), desired: that deployment's
+// instance_count (0 without one), instances: {total, running, pending, failed, ready} of its
+// instances not DELETED (as GET /v1/plans/{name}'s instance_summary counts them),
+// under_replicated: running < desired}. "held_rollouts": every deployment whose rollout is
+// not over and is held (model::Hold), {plan, deployment_id, state, message, holds: [{kind,
+// reason, operation (approval, hook and placement holds)}]}; a halted control loop holds
+// every one. Costs a query per plan plus three.
+Result<Json> fleetStatusView(ledger::Ledger& ledger);
+
 // {"halted": bool, "halt": {kind, reason, details, since, by} or null, "partition": {since,
 // nodes, message} or null}: whether the control loop is halted (docs/architecture.md#observer),
 // and the partition alarm in force (docs/architecture.md#losing-a-node).

@@ -10,6 +10,7 @@
 #include "host/cli/log_follow.h"
 #include "host/cli/views.h"
 #include "host/core/whole_number.h"
+#include "host/model/transitions.h"
 
 namespace tide::cli {
 namespace {
@@ -70,14 +71,24 @@ void addInstanceShowVerb(CLI::App& instances, Verbs& verbs) {
 
 struct EventOptions {
   int64_t after = 0;
+  int64_t limit = 0;  // 0: every event that matches
   bool follow = false;
   std::string kind;
   std::string subject;
+  std::string actor;
+  std::string plan;
+  std::string state;
+  std::string since;
+  std::string until;
 
+  // The filters given, as GET /v1/events takes them.
   Query filters() const {
     Query query;
-    if (!kind.empty()) query.emplace_back("kind", kind);
-    if (!subject.empty()) query.emplace_back("subject", subject);
+    for (const auto& [name, value] : {std::pair{"kind", &kind}, std::pair{"subject", &subject},
+                                      std::pair{"actor", &actor}, std::pair{"plan", &plan}, std::pair{"state", &state},
+                                      std::pair{"since", &since}, std::pair{"until", &until}}) {
+      if (!value->empty()) query.emplace_back(name, *value);
+    }
     return query;
   }
 };
@@ -109,15 +120,38 @@ void addEventsVerb(CLI::App& app, Verbs& verbs) {
   auto options = std::make_shared<EventOptions>();
   CLI::App* events = verbs.add(app, "events", "Show the event log; -f follows it", [options](Session& session) {
     if (options->follow) return followEvents(session, *options);
-    Result<Json> list = session.client.getAll("/v1/events", options->filters(), options->after);
+    Result<Json> list = session.client.getAll("/v1/events", options->filters(), options->after, options->limit);
     if (!list.isOk()) return list.status();
-    session.print(*list, [](std::ostream& out, const Json& list) { printEventTable(out, list["items"]); });
+    session.print(*list, [](std::ostream& out, const Json& list) {
+      printEventTable(out, list["items"]);
+      printMoreFollow(out, list);
+    });
     return Status::ok();
   });
   events->add_option("--after", options->after, "only events with a greater sequence number")->check(wholeNumber());
-  events->add_flag("-f,--follow", options->follow, "wait for new events and print them as they happen");
-  events->add_option("--kind", options->kind, "only events of this kind (operation.approved), or kinds (node.*)");
+  CLI::Option* follow =
+      events->add_flag("-f,--follow", options->follow, "wait for new events and print them as they happen");
+  events->add_option("--kind", options->kind, "only events of this kind (operation.approval), or kinds (node.*)");
   events->add_option("--subject", options->subject, "only events about this subject (node/kind-worker, plan/NAME)");
+  events->add_option("--actor", options->actor,
+                     "only events written by this actor (a token's name, or controller, executor, observer, ...)");
+  events->add_option("--plan", options->plan,
+                     "only events of this deployment plan: the plan's own, its deployments', instances' and "
+                     "operations'");
+  events
+      ->add_option("--state", options->state,
+                   "only state changes into this state (FAILED, PAUSED, ...), or into any of several: A,B")
+      ->check(stateList(model::everyState()));
+  events
+      ->add_option("--since", options->since,
+                   "only events at or after this time: 2026-11-21T12:00:00Z, or a span back from now (30m, 2h, 7d)")
+      ->check(timeBound());
+  events->add_option("--until", options->until, "only events before this time (written as for --since)")
+      ->check(timeBound())
+      ->excludes(follow);
+  events->add_option("--limit", options->limit, "at most this many events, the oldest that match first")
+      ->check(positiveWholeNumber())
+      ->excludes(follow);
 }
 
 // --- logs ---------------------------------------------------------------------------------
@@ -247,10 +281,20 @@ void addActivityCommands(CLI::App& app, Verbs& verbs) {
 
   CLI::App* operations = addNoun(app, "operations", "Operations on instances and their approval");
   addListVerb(*operations, verbs, "operations", printOperationTable,
-              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...), or any of several: A,B"},
+              {{"state", "only operations in this state (PENDING, PENDING_APPROVAL, ...), or any of several: A,B", "",
+                stateList(model::statesOf(model::RecordKind::kOperation))},
                {"plan", "only operations of this deployment plan"},
                {"type", "only operations of this type (CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE)"},
-               {"meta-instance", "only operations on this meta instance", "meta_instance"}});
+               {"meta-instance", "only operations on this meta instance", "meta_instance"},
+               {"actor",
+                "only operations this actor asked for (requested_by: a token's name, or who added the "
+                "deployment)"},
+               {"since",
+                "only operations created at or after this time: 2026-11-21T12:00:00Z, or a span back from now (30m, "
+                "2h, 7d)",
+                "", timeBound()},
+               {"until", "only operations created before this time (written as for --since)", "", timeBound()}},
+              ListLimit::kOffered);
   addOperationShowVerb(*operations, verbs);
   addOperationDecisionVerbs(*operations, verbs);
   addOperationCancelVerb(*operations, verbs);

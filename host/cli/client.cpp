@@ -1,5 +1,6 @@
 #include "host/cli/client.h"
 
+#include <algorithm>
 #include <cctype>
 #include <exception>
 #include <optional>
@@ -7,6 +8,7 @@
 #include <httplib.h>
 
 #include "host/api/errors.h"
+#include "host/ledger/ledger.h"
 
 namespace tide::cli {
 namespace {
@@ -155,23 +157,29 @@ Result<TextReply> Client::getTextReply(const std::string& path, const Query& que
   return sendForReply("GET", path, query, "", "");
 }
 
-Result<Json> Client::getAll(const std::string& path, Query query, int64_t after) {
+Result<Json> Client::getAll(const std::string& path, Query query, int64_t after, int64_t at_most) {
   Json items = Json::array();
   query.emplace_back("after", "");
+  const size_t after_at = query.size() - 1;
+  if (at_most > 0) query.emplace_back("limit", "");
+  int64_t next_after = 0;
   while (true) {
-    query.back().second = std::to_string(after);
+    query[after_at].second = std::to_string(after);
+    const int64_t wanted = at_most - static_cast<int64_t>(items.size());
+    if (at_most > 0) query.back().second = std::to_string(std::min(wanted, ledger::kMaxPageSize));
     TIDE_ASSIGN_OR_RETURN(Json page, get(path, query));
     if (!page.is_object() || !page.contains("items") || !page["items"].is_array()) {
       return Status::internal("GET " + path + ": the reply is not a list of items");
     }
     for (Json& item : page["items"]) items.push_back(std::move(item));
     auto next = page.find("next_after");
-    int64_t next_after = next != page.end() && next->is_number_integer() ? next->get<int64_t>() : 0;
+    next_after = next != page.end() && next->is_number_integer() ? next->get<int64_t>() : 0;
     // A cursor that does not move forward would loop forever; treat it as the end.
-    if (next_after <= after) break;
+    if (next_after <= after) return Json{{"items", std::move(items)}};
+    if (at_most > 0 && static_cast<int64_t>(items.size()) >= at_most) break;
     after = next_after;
   }
-  return Json{{"items", std::move(items)}};
+  return Json{{"items", std::move(items)}, {"next_after", next_after}};
 }
 
 Result<Json> Client::post(const std::string& path, const Json& body) {

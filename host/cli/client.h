@@ -85,8 +85,10 @@ class Client {
   // As getText, with the reply's headers.
   Result<TextReply> getTextReply(const std::string& path, const Query& query = {});
   // Every item of a paginated list ({"items":[...],"next_after":N}) past `after`, following
-  // next_after until the server says there is no more: {"items":[...all pages...]}.
-  Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0);
+  // next_after until the server says there is no more: {"items":[...all pages...]}. With
+  // `at_most` > 0, only the first `at_most` items, each page asked for no larger than what
+  // is still wanted; when more follow, the reply's "next_after" says where they start.
+  Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0, int64_t at_most = 0);
   Result<Json> post(const std::string& path, const Json& body = Json::object());
   // A body that is not JSON, e.g. a YAML manifest ("application/yaml").
   Result<Json> postText(const std::string& path, const std::string& text, const std::string& content_type);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "host/cli/terminal_text.h"
 #include "host/cli/views.h"
 #include "host/config/field_reader.h"
+#include "host/core/clock.h"
 
 namespace tide::cli {
 namespace {
@@ -238,27 +240,44 @@ CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& descrip
 }
 
 CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collection, ListPrinter print,
-                      const std::vector<ListFilter>& filters) {
+                      const std::vector<ListFilter>& filters, ListLimit limit) {
   auto query = std::make_shared<Query>();
+  auto window = std::make_shared<std::pair<int64_t, int64_t>>(0, 0);  // --after, --limit (0: every item)
   CLI::App* verb =
-      verbs.add(noun, "list", "List " + collection, [query, collection, print](Session& session) -> Status {
+      verbs.add(noun, "list", "List " + collection, [query, window, collection, print](Session& session) -> Status {
         Query given;
         for (const auto& [name, value] : *query) {
           if (!value.empty()) given.emplace_back(name, value);
         }
-        TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/" + collection, given));
-        session.print(list, [print](std::ostream& out, const Json& list) { print(out, list["items"]); });
+        TIDE_ASSIGN_OR_RETURN(Json list,
+                              session.client.getAll("/v1/" + collection, given, window->first, window->second));
+        session.print(list, [print](std::ostream& out, const Json& list) {
+          print(out, list["items"]);
+          printMoreFollow(out, list);
+        });
         return Status::ok();
       });
   query->reserve(filters.size());  // options bind to the elements: no reallocation after this
   for (const ListFilter& filter : filters) {
     query->emplace_back(filter.parameter.empty() ? filter.name : filter.parameter, "");
-    verb->add_option("--" + filter.name, query->back().second, filter.help);
+    CLI::Option* option = verb->add_option("--" + filter.name, query->back().second, filter.help);
+    if (filter.check) option->check(*filter.check);
+  }
+  if (limit == ListLimit::kOffered) {
+    verb->add_option("--after", window->first, "only " + collection + " past this id")->check(wholeNumber());
+    verb->add_option("--limit", window->second, "at most this many " + collection + ", the oldest that match first")
+        ->check(positiveWholeNumber());
   }
   return verb;
 }
 
-// --- numeric option values ------------------------------------------------------------------
+void printMoreFollow(std::ostream& out, const Json& list) {
+  auto next = list.find("next_after");
+  if (next == list.end() || !next->is_number_integer()) return;
+  out << "More follow: --after " << next->get<int64_t>() << '\n';
+}
+
+// --- option values --------------------------------------------------------------------------
 
 namespace {
 
@@ -354,6 +373,34 @@ CLI::Validator positiveWholeNumber() { return integerCheck(1, "a positive whole 
 CLI::Validator wholeNumber() { return integerCheck(0, "a whole number", "NONNEGATIVE"); }
 CLI::Validator positiveNumber() {
   return numberCheck([](double n) { return n > 0; }, "a positive number", "POSITIVE");
+}
+
+CLI::Validator timeBound() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (parseWholeDuration(value) || parseTimestamp(value).isOk()) return "";
+        return refusal(value, "a timestamp such as 2026-11-21T12:00:00Z or a span back from now such as 30m, 2h or 7d");
+      },
+      "TIME", kReadableCheck);
+}
+
+CLI::Validator stateList(const std::vector<std::string>& states) {
+  return CLI::Validator(
+      [states](std::string& value) -> std::string {
+        std::string_view rest = value;
+        while (true) {
+          const size_t comma = rest.find(',');
+          const std::string state(rest.substr(0, comma));
+          if (std::find(states.begin(), states.end(), state) == states.end()) {
+            std::string known;
+            for (const std::string& s : states) known += (known.empty() ? "" : ", ") + s;
+            return refusal(state, "a state (" + known + ")");
+          }
+          if (comma == std::string_view::npos) return "";
+          rest.remove_prefix(comma + 1);
+        }
+      },
+      "STATE[,STATE...]", kReadableCheck);
 }
 
 void checkNumbersReadably(CLI::App& app) {

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <list>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -93,13 +94,22 @@ using ListPrinter = void (*)(std::ostream&, const Json& items);
 struct ListFilter {
   std::string name;
   std::string help;
-  std::string parameter = "";  // the query parameter, when it is not `name`
+  std::string parameter = "";                          // the query parameter, when it is not `name`
+  std::optional<CLI::Validator> check = std::nullopt;  // refuses a bad value before anything is asked
 };
 
+// Whether a list verb offers `--limit N` (only the first N items) and `--after ID` (those
+// past the record with that id or seq), for a collection that has many.
+enum class ListLimit { kNone, kOffered };
+
 // `list`: every page of GET /v1/<collection> (with the filters given on the command line)
-// printed as `print` makes it, or as {"items":[...]} with `-o json`.
+// printed as `print` makes it, or as {"items":[...]} with `-o json`. With --limit, the first
+// N, and when more follow, "next_after" in the JSON and a line saying where they start.
 CLI::App* addListVerb(CLI::App& noun, Verbs& verbs, const std::string& collection, ListPrinter print,
-                      const std::vector<ListFilter>& filters = {});
+                      const std::vector<ListFilter>& filters = {}, ListLimit limit = ListLimit::kNone);
+// The line under a list that --limit cut short ({"next_after": N} in `list`): "More follow:
+// --after N". Nothing for a whole list.
+void printMoreFollow(std::ostream& out, const Json& list);
 
 // `create -m FILE`: POST /v1/manifests with the file as YAML (error locations name the
 // file), then a success line per plan and deployment and a table per kind of record the
@@ -133,13 +143,19 @@ void addStatusCommand(CLI::App& app, Verbs& verbs);     // status
 // show ID: under the `operations` noun.
 void addOperationShowVerb(CLI::App& operations, Verbs& verbs);
 
-// --- numeric option values -------------------------------------------------------------
+// --- option values ------------------------------------------------------------------------
 // Checks whose refusals name the option and the value as typed, e.g. "--operation-id: 'abc'
 // is not a positive whole number" (CLI11's own range checks print the range of a double,
 // a number 309 digits long).
 CLI::Validator positiveWholeNumber();  // 1, 2, ... up to INT64_MAX
 CLI::Validator wholeNumber();          // 0, 1, 2, ... up to INT64_MAX
 CLI::Validator positiveNumber();       // any number above 0, e.g. 0.5
+// --since and --until: an RFC 3339 UTC timestamp ("2026-11-21T12:00:00Z") or a span back
+// from now ("30m", "2h", "7d"), as the API's `since` and `until` take them; the host reads
+// a span on its own clock.
+CLI::Validator timeBound();
+// One of `states`, or several comma-separated (`A,B`); a refusal names the first that is not.
+CLI::Validator stateList(const std::vector<std::string>& states);
 // Gives every option under `app` that takes a number a readable check of its value, run
 // before the checks it has (a whole number for integer options, a number for the others),
 // and makes CLI11's PositiveNumber and NonNegativeNumber checks refuse readably. Call once

@@ -1,7 +1,8 @@
-// `tide status`: the fleet on one screen, read from the API's existing lists (docs/api.md):
-// whether the control loop runs, the plans, the rollouts in flight, what waits for a person,
-// and the nodes. It asks one request per list plus, per plan, its deployments, and per
-// rollout in flight, the plan view that counts its instances.
+// `tide status`: the fleet on one screen, read from the API (docs/api.md): whether the control
+// loop runs, the plans, each plan's desired and running instances, the rollouts in flight and
+// those held (with why), what waits for a person, the nodes, and the scripts that failed to
+// load. It asks one request per list plus GET /v1/status, per plan its deployments, and per
+// rollout in flight the plan view that counts its instances.
 
 #include <chrono>
 #include <map>
@@ -93,9 +94,13 @@ Status showStatus(Session& session) {
   TIDE_ASSIGN_OR_RETURN(status["control_loop"], session.client.get("/v1/control"));
   TIDE_ASSIGN_OR_RETURN(Json plans, session.client.getAll("/v1/plans"));
   status["plans"] = countByState(plans["items"]);
+  TIDE_ASSIGN_OR_RETURN(Json fleet, session.client.get("/v1/status"));
+  status["plan_instances"] = std::move(fleet["plans"]);
   TIDE_ASSIGN_OR_RETURN(status["rollouts"], rolloutsInFlight(session, plans["items"]));
+  status["held_rollouts"] = std::move(fleet["held_rollouts"]);
   TIDE_ASSIGN_OR_RETURN(status["waiting_for_approval"], waitingForApproval(session));
   TIDE_ASSIGN_OR_RETURN(status["nodes"], nodesSummary(session));
+  status["failed_scripts"] = std::move(fleet["failed_scripts"]);
   session.print(status, printStatus);
   return Status::ok();
 }
@@ -104,8 +109,8 @@ Status showStatus(Session& session) {
 
 void addStatusCommand(CLI::App& app, Verbs& verbs) {
   verbs.add(app, "status",
-            "Show the fleet at a glance: control loop alarms, plans, rollouts in flight, operations waiting for "
-            "approval, nodes",
+            "Show the fleet at a glance: control loop alarms, plans (desired and running instances), rollouts in "
+            "flight and held ones, operations waiting for approval, nodes, scripts that failed to load",
             showStatus);
 }
 

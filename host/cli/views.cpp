@@ -668,6 +668,65 @@ void printRollouts(std::ostream& out, const Json& rollouts) {
   table.print(out);
 }
 
+// "nginx-deployment-plan (1 of 3 running), ...": the plans with fewer instances running than
+// their current deployment asks for.
+std::string describeUnderReplicated(const Json& plans) {
+  std::string out;
+  for (const Json& plan : items(plans)) {
+    if (at(plan, {"under_replicated"}) != true) continue;
+    out += (out.empty() ? "" : ", ") + text(plan, {"name"}) + " (" + text(plan, {"instances", "running"}) + " of " +
+           text(plan, {"desired"}) + " running)";
+  }
+  return out;
+}
+
+// Scripts whose current content failed to load; nothing when every one loaded.
+void printFailedScripts(std::ostream& out, const Json& scripts) {
+  if (items(scripts).empty()) return;
+  printHeading(out, "Scripts That Failed to Load");
+  Table table({"Path", "Kind", "Status", "Last Attempt At", "Last Error"});
+  for (const Json& script : items(scripts)) {
+    table.addRow({text(script, {"path"}), text(script, {"kind"}), text(script, {"status"}),
+                  text(script, {"last_attempt_at"}), text(script, {"last_error"})});
+  }
+  table.print(out);
+  out << '\n';
+}
+
+// Each plan's desired instances (its current deployment's count) against those running.
+void printPlanInstances(std::ostream& out, const Json& plans) {
+  printHeading(out, "Deployment Plan Instances");
+  if (items(plans).empty()) {
+    out << "No deployment plans\n";
+    return;
+  }
+  Table table(
+      {"Deployment Plan Name", "Current Deployment", "Desired", "Running", "Ready", "Failed", "Under-Replicated"});
+  for (const Json& plan : items(plans)) {
+    table.addRow({text(plan, {"name"}), text(plan, {"deployment_id"}), text(plan, {"desired"}),
+                  text(plan, {"instances", "running"}), text(plan, {"instances", "ready"}),
+                  text(plan, {"instances", "failed"}), at(plan, {"under_replicated"}) == true ? "yes" : ""});
+  }
+  table.print(out);
+}
+
+// One row per reason a rollout is held.
+void printHeldRollouts(std::ostream& out, const Json& rollouts) {
+  printHeading(out, "Held Rollouts");
+  if (items(rollouts).empty()) {
+    out << "No rollouts are held\n";
+    return;
+  }
+  Table table({"Deployment Plan Name", "Deployment ID", "State", "Held By", "Reason"});
+  for (const Json& rollout : items(rollouts)) {
+    for (const Json& hold : items(at(rollout, {"holds"}))) {
+      table.addRow({text(rollout, {"plan"}), text(rollout, {"deployment_id"}), text(rollout, {"state"}),
+                    text(hold, {"kind"}), text(hold, {"reason"})});
+    }
+  }
+  table.print(out);
+}
+
 void printWaitingForApproval(std::ostream& out, const Json& operations) {
   printHeading(out, "Waiting for Approval");
   if (items(operations).empty()) {
@@ -692,8 +751,16 @@ void printStatus(std::ostream& out, const Json& status) {
   if (const Json& unreachable = at(status, {"nodes", "unreachable_agents"}); !items(unreachable).empty()) {
     printField(out, "Unreachable Agents", join(unreachable, ", "));
   }
+  if (std::string under = describeUnderReplicated(at(status, {"plan_instances"})); !under.empty()) {
+    printField(out, "Under-Replicated Plans", under);
+  }
+  out << '\n';
+  printFailedScripts(out, at(status, {"failed_scripts"}));
+  printPlanInstances(out, at(status, {"plan_instances"}));
   out << '\n';
   printRollouts(out, at(status, {"rollouts"}));
+  out << '\n';
+  printHeldRollouts(out, at(status, {"held_rollouts"}));
   out << '\n';
   printWaitingForApproval(out, at(status, {"waiting_for_approval"}));
 }

@@ -44,8 +44,9 @@ void printOperationInfo(std::ostream& out, const Json& view);
 // runtime_instances, operations}, with at most `operations_shown` operations, the newest.
 void printInstanceInfo(std::ostream& out, const Json& view, size_t operations_shown = 10);
 // `tide status`: the object host/cli/status_commands.cpp assembles (and `-o json` prints):
-// {control_loop, plans {total, by_state}, rollouts [...], waiting_for_approval [...],
-// nodes {total, by_state, unreachable_agents}}.
+// {control_loop, plans {total, by_state}, plan_instances [...], rollouts [...],
+// held_rollouts [...], waiting_for_approval [...], nodes {total, by_state,
+// unreachable_agents}, failed_scripts [...]} (the three from GET /v1/status as it has them).
 void printStatus(std::ostream& out, const Json& status);
 
 }  // namespace tide::cli

@@ -1,6 +1,7 @@
 #include "host/core/clock.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -179,6 +180,22 @@ Result<TimePoint> parseTimestamp(std::string_view text) {
     return Status::invalidArgument("timestamp '" + s + "' is outside the years 1677 to 2262 that tide can hold");
   }
   return TimePoint(std::chrono::seconds(secs)) + std::chrono::milliseconds(millis);
+}
+
+std::optional<std::chrono::seconds> parseWholeDuration(std::string_view text) {
+  if (text.size() < 2) return std::nullopt;
+  int64_t unit = 0;
+  switch (text.back()) {
+    case 'm': unit = 60; break;
+    case 'h': unit = 3600; break;
+    case 'd': unit = 86400; break;
+    default: return std::nullopt;
+  }
+  int64_t count = 0;
+  const char* end = text.data() + text.size() - 1;
+  auto [stop, error] = std::from_chars(text.data(), end, count);
+  if (error != std::errc() || stop != end || count <= 0 || count > kMaxUnixSeconds / unit) return std::nullopt;
+  return std::chrono::seconds(count * unit);
 }
 
 Result<TimePoint> timeFromUnixSeconds(double seconds) {

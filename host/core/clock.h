@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -97,6 +98,11 @@ std::string formatTimestamp(TimePoint t);
 // beyond 1677-09-22 .. 2262-04-10 instead of overflowing.
 // Accepts "YYYY-MM-DDTHH:MM:SS[.fff]Z".
 Result<TimePoint> parseTimestamp(std::string_view text);
+// A span of time as people type it: a positive whole number of minutes, hours or days
+// ("90m", "12h", "30d"), as token lifetimes (`expires_in`) and the lists' `since` and
+// `until` take it. nullopt for anything else, and for a span beyond what a TimePoint holds
+// from the epoch (callers cap it lower, each with its own reason).
+std::optional<std::chrono::seconds> parseWholeDuration(std::string_view text);
 // Seconds since the epoch, to the microsecond; also refuses NaN and infinities.
 Result<TimePoint> timeFromUnixSeconds(double seconds);
 

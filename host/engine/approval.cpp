@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "host/engine/policy_data_source.h"
+#include "host/model/holds.h"
 #include "host/model/states.h"
 #include "host/sched/scheduler.h"
 
@@ -228,7 +229,7 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
   auto node = reserve(world, snapshot, view, op);
   if (!node.isOk()) {
     // Not placeable now: say why on the operation (once per change) and try next pass.
-    const std::string message = "waiting for placement: " + node.status().message();
+    const std::string message = model::placementWaitMessage(node.status().message());
     if (op.message != message) {
       ledger::Ledger::OperationUpdate update;
       update.message = message;

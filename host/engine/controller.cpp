@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "host/engine/executor.h"
+#include "host/model/holds.h"
 #include "host/sched/scheduler.h"
 
 namespace tide::engine {
@@ -33,7 +33,7 @@ const model::Operation* operationHeldByHook(const World& world, const model::Dep
   const model::Operation* oldest = nullptr;
   for (const auto* view : world.instancesOf(d.plan)) {
     const model::Operation* op = view->unfinished.get();
-    if (op == nullptr || op->intent != d.deployment_id || hookHoldKind(*op).empty()) continue;
+    if (op == nullptr || op->intent != d.deployment_id || model::hookHoldKind(*op).empty()) continue;
     if (oldest == nullptr || op->meta.id < oldest->meta.id) oldest = op;
   }
   return oldest;
@@ -356,7 +356,7 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   // its strategy is not asked until the hook lets the operation go.
   if (const model::Operation* op = operationHeldByHook(world, deployment)) {
     if (deployment.state != "PAUSED" || !heldForHook(deployment) || deployment.message != op->message) {
-      const ledger::Ledger::HookHold hold{op->meta.id, std::string(hookHoldKind(*op)), op->message};
+      const ledger::Ledger::HookHold hold{op->meta.id, std::string(model::hookHoldKind(*op)), op->message};
       if (ledger_.holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk()) ++changes;
     }
     return changes;
@@ -538,8 +538,7 @@ int DeploymentController::route(const World& world, const model::Deployment& dep
       if (deployment.message != *why && ledger_.setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
         ++changes;
       }
-    } else if (deployment.message.starts_with("waiting for the router") ||
-               deployment.message.starts_with("router down")) {
+    } else if (model::isRouterHoldMessage(deployment.message)) {
       if (ledger_.setDeploymentMessage(plan, id, "rolling out", options_.actor).isOk()) ++changes;
     }
   }

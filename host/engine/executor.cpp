@@ -7,6 +7,7 @@
 #include "host/core/thread_guard.h"
 #include "host/engine/loop_errors.h"
 #include "host/engine/world.h"
+#include "host/model/holds.h"
 #include "host/model/states.h"
 #include "host/model/transitions.h"
 #include "host/sched/scheduler.h"
@@ -52,13 +53,6 @@ Result<model::Plan> planAsDeployed(ledger::Ledger& ledger, const model::Operatio
 }
 
 }  // namespace
-
-std::string_view hookHoldKind(const model::Operation& op) {
-  if (op.state != "APPROVED") return "";
-  if (op.message.starts_with(kHeldByHook)) return "veto";
-  if (op.message.starts_with(kDelayedByHook)) return "delay";
-  return "";
-}
 
 // What one attempt at one operation works with.
 struct Executor::Attempt {
@@ -211,7 +205,7 @@ bool Executor::holdForHooks(const model::Operation& op) {
   const std::chrono::seconds delay = std::clamp(gate.delay, std::chrono::seconds(1), kMaxHookDelay);
   const std::chrono::milliseconds wait = veto ? options_.hook_veto_recheck : std::chrono::milliseconds(delay);
   const std::string reason = gate.reason.empty() ? std::to_string(delay.count()) + " s" : gate.reason;
-  const std::string message = std::string(veto ? kHeldByHook : kDelayedByHook) + gate.hook + ": " + reason;
+  const std::string message = model::hookHoldMessage(veto, gate.hook, reason);
   ledger::Ledger::OperationUpdate hold;
   hold.next_attempt_at = formatTimestamp(clock_.now() + wait);
   hold.message = message;

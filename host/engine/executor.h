@@ -63,14 +63,6 @@ struct HookGate {
 // The longest delay a hook may impose.
 inline constexpr std::chrono::seconds kMaxHookDelay{std::chrono::hours(24)};
 
-// How an operation a hook holds back is worded (ExecutorOptions::before_operation); the
-// controller reads it to hold the operation's rollout (docs/architecture.md#runtime-hooks).
-inline constexpr std::string_view kHeldByHook = "held by hook ";
-inline constexpr std::string_view kDelayedByHook = "delayed by hook ";
-// "veto" or "delay" when `op` waits APPROVED because a hook vetoed or delayed its next
-// attempt; "" otherwise.
-std::string_view hookHoldKind(const model::Operation& op);
-
 struct ExecutorOptions {
   int workers = 4;
   std::chrono::milliseconds operation_deadline{std::chrono::seconds(120)};  // per attempt

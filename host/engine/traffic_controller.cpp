@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "host/model/holds.h"
 #include "host/model/states.h"
 #include "host/model/transitions.h"
 
@@ -376,11 +377,13 @@ std::optional<std::string> TrafficController::routeHold(const World& world, cons
     st.route = route;
     st.applied_known = false;  // the next pass applies it and reads it back
     (void)ledger_.setPlanTrafficRoute(deployment.plan, route, actor_);
-    return "waiting for the router: asked " + asked + ", applied " + describe(st.applied, deployment.deployment_id);
+    return std::string(model::kRouterWaitPrefix) + ": asked " + asked + ", applied " +
+           describe(st.applied, deployment.deployment_id);
   }
-  if (!router_up_) return "router down: " + router_message_ + "; asked " + asked;
+  if (!router_up_) return std::string(model::kRouterDownPrefix) + ": " + router_message_ + "; asked " + asked;
   if (!matches(st)) {
-    return "waiting for the router: asked " + asked + ", applied " + describe(st.applied, deployment.deployment_id);
+    return std::string(model::kRouterWaitPrefix) + ": asked " + asked + ", applied " +
+           describe(st.applied, deployment.deployment_id);
   }
   return std::nullopt;
 }

@@ -266,14 +266,7 @@ const model::Deployment* World::lastCompleted(const std::string& plan, const std
 
 const model::Deployment* World::currentDeployment(const std::string& plan) const {
   auto it = deployments.find(plan);
-  if (it == deployments.end()) return nullptr;
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (!model::isRolloutOver(d->state)) return &*d;
-  }
-  for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->state == model::deployment_state::kCompleted) return &*d;
-  }
-  return nullptr;
+  return it == deployments.end() ? nullptr : model::currentDeployment(it->second);
 }
 
 int64_t World::runningInstances(const std::string& plan) const {

@@ -77,32 +77,42 @@ Where& Where::filters(const ListOptions& options, const FilterColumns& columns,
   for (const auto& [key, column] : columns) {
     auto it = options.filters.find(key);
     if (it == options.filters.end()) continue;
-    if (std::find(lists.begin(), lists.end(), key) == lists.end()) {
+    if (key == "since" || key == "until") {
+      const Result<TimePoint> at = parseTimestamp(it->second);
+      if (at.isOk()) add(column + (key == "since" ? " >= " : " < ") + bind(formatTimestamp(*at)));
+    } else if (std::find(lists.begin(), lists.end(), key) == lists.end()) {
       eq(column, it->second);
-      continue;
+    } else {
+      in(column, it->second);
     }
-    std::string placeholders;
-    std::string_view rest = it->second;
-    while (true) {
-      const size_t comma = rest.find(',');
-      placeholders += (placeholders.empty() ? "" : ", ") + bind(std::string(rest.substr(0, comma)));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-    add(column + " IN (" + placeholders + ")");
   }
   return *this;
 }
 
+Where& Where::in(const std::string& expression, std::string_view values) {
+  std::string placeholders;
+  while (true) {
+    const size_t comma = values.find(',');
+    placeholders += (placeholders.empty() ? "" : ", ") + bind(std::string(values.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    values.remove_prefix(comma + 1);
+  }
+  add(expression + " IN (" + placeholders + ")");
+  return *this;
+}
+
 Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
-  for (const auto& filter : options.filters) {
-    const std::string& key = filter.first;
+  for (const auto& [key, value] : options.filters) {
     const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == key; });
     if (!known_key) {
       std::string known;
       for (const auto& c : columns) known += (known.empty() ? "" : ", ") + c.first;
       return Status::invalidArgument("unknown filter '" + key + "'",
                                      {{key, "unknown filter; known: " + (known.empty() ? "none" : known), ""}});
+    }
+    if ((key == "since" || key == "until") && !parseTimestamp(value).isOk()) {
+      const std::string problem = "must be a timestamp such as 2026-11-21T12:00:00Z, got '" + value + "'";
+      return Status::invalidArgument("filter '" + key + "' " + problem, {{key, problem, ""}});
     }
   }
   return Status::ok();
@@ -392,11 +402,41 @@ void Ledger::releaseReader(Db* reader) {
 
 // --- events ------------------------------------------------------------------------------------
 
+namespace {
+
+// A query of the subjects events give plan `plan`'s records, `plan` bound in `where`: the
+// plan itself, its deployments, meta instances, runtime instances and operations. The
+// records of an earlier plan of the same name count too.
+std::string planSubjects(Where& where, const std::string& plan) {
+  // Each selects subjects and ends where the plan's name is compared.
+  static const char* const kSubjectsOfPlan[] = {
+      "SELECT 'plan/' || ",
+      "SELECT 'deployment/' || p.name || '/' || d.deployment_id FROM deployments d "
+      "JOIN plans p ON p.id = d.plan_id WHERE p.name = ",
+      "SELECT 'instance/' || m.name FROM meta_instances m JOIN plans p ON p.id = m.plan_id WHERE p.name = ",
+      "SELECT 'runtime/' || r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+      "JOIN plans p ON p.id = m.plan_id WHERE p.name = ",
+      "SELECT 'operation/' || o.id FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+      "JOIN plans p ON p.id = m.plan_id WHERE p.name = "};
+  std::string query;
+  for (const char* part : kSubjectsOfPlan) {
+    query += (query.empty() ? "" : " UNION ALL ") + std::string(part) + where.bind(plan);
+  }
+  return query;
+}
+
+}  // namespace
+
 Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
-  TIDE_RETURN_IF_ERROR(checkFilters(options, {{"kind", "kind"}, {"subject", "subject"}}));
+  // kind, plan and state are compared below, not as columns.
+  static const FilterColumns kEventFilters = {{"kind", ""},  {"subject", "subject"}, {"actor", "actor"}, {"plan", ""},
+                                              {"state", ""}, {"since", "at"},        {"until", "at"}};
+  static const FilterColumns kColumnFilters = {
+      {"subject", "subject"}, {"actor", "actor"}, {"since", "at"}, {"until", "at"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kEventFilters));
   return read("list events", [&](Db& db) -> Result<Page<Event>> {
     Where where(kEventColumns);
-    where.greater("seq", options.after);
+    where.greater("seq", options.after).filters(options, kColumnFilters);
     if (auto it = options.filters.find("kind"); it != options.filters.end()) {
       const std::string& kind = it->second;
       if (kind.size() > 2 && kind.compare(kind.size() - 2, 2, ".*") == 0) {
@@ -405,7 +445,12 @@ Result<Page<Event>> Ledger::listEvents(const ListOptions& options) {
         where.eq("kind", kind);
       }
     }
-    if (auto it = options.filters.find("subject"); it != options.filters.end()) where.eq("subject", it->second);
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) {
+      where.raw("subject IN (" + planSubjects(where, it->second) + ")");
+    }
+    if (auto it = options.filters.find("state"); it != options.filters.end()) {
+      where.raw("kind LIKE '%.state'").in("json_extract(data, '$.to')", it->second);
+    }
     const int64_t limit = pageLimit(options);
     where.values().set("page_limit", static_cast<long long>(limit + 1));
     Page<Event> page;

@@ -388,7 +388,9 @@ class Ledger {
   // judgment and, when they do not fit, fail in the executor where the rollout sees it.
   Result<Operation> createOperation(const Operation& operation, const std::string& actor);
   Result<Operation> getOperation(int64_t id);
-  // filters: state (a comma-separated list: any of them), plan, meta_instance, type
+  // filters: state (a comma-separated list: any of them), plan, meta_instance, type, actor
+  // (requested_by), since and until (a window of created_at: since <= created_at < until,
+  // each a timestamp; kInvalidArgument naming the filter otherwise).
   Result<Page<Operation>> listOperations(const ListOptions& options);
   // `approved_by` is recorded when non-empty (APPROVED / REJECTED by a person or policy).
   // REJECTED releases the placement reserved for the operation, and leaves its meta
@@ -448,7 +450,12 @@ class Ledger {
   Result<AppliedManifest> applyManifest(const model::Manifest& manifest, const std::string& actor);
 
   // --- events --------------------------------------------------------------------------
-  // filters: kind (exact or "prefix.*"), subject (exact).
+  // filters: kind (exact or "prefix.*"), subject, actor (exact); plan: the events of the
+  // plan's own subject and of its deployments, meta instances, runtime instances and
+  // operations; state (a comma-separated list: any of them): the state changes into one of
+  // them (the "<record>.state" events whose data.to is one); since and until: a window of
+  // `at` (since <= at < until), each a timestamp (kInvalidArgument naming the filter
+  // otherwise). All are compared in the query, so a page holds `limit` matching events.
   Result<Page<Event>> listEvents(const ListOptions& options);
   int64_t lastEventSeq();
   // Blocks until an event with seq > `after` exists or `timeout` passes; true if one does.

@@ -822,7 +822,8 @@ Result<Operation> Ledger::getOperation(int64_t id) {
 
 Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   static const FilterColumns kOperationsFilters = {
-      {"state", "o.state"}, {"plan", "p.name"}, {"meta_instance", "m.name"}, {"type", "o.type"}};
+      {"state", "o.state"},        {"plan", "p.name"},        {"meta_instance", "m.name"}, {"type", "o.type"},
+      {"actor", "o.requested_by"}, {"since", "o.created_at"}, {"until", "o.created_at"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kOperationsFilters));
   return read("list operations", [&](Db& db) -> Result<Page<Operation>> {
     Where where(kOperationSelect);

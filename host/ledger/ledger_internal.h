@@ -65,7 +65,9 @@ Event eventFromRow(const soci::row& row);
 // checkpoint's; {0, ""} for an empty ledger.
 Ledger::ChainTail readChainTail(Db& db);
 
-// The equality filters a list accepts: filter key → the column it compares.
+// The filters a list accepts: filter key → the column it compares. Equality, except for the
+// keys "since" and "until", a time window over their column: `column >= since`, `column <
+// until`, the values timestamps (checkFilters refuses others).
 using FilterColumns = std::vector<std::pair<std::string, std::string>>;
 
 // Builds "WHERE ..." clauses from validated filters with bound parameters.
@@ -75,9 +77,14 @@ class Where {
   Where& eq(const std::string& column, const std::string& value);
   Where& greater(const std::string& column, int64_t value);
   // `column = value` for every filter of `options` that `columns` names; for the keys in
-  // `lists`, whose values are comma-separated lists, `column IN (values)`.
+  // `lists`, whose values are comma-separated lists, `column IN (values)`; for "since" and
+  // "until" the time window, the timestamps rewritten as formatTimestamp writes them so that
+  // they compare as the stored ones do ("...T12:00:00Z" would sort after "...T12:00:00.500Z").
+  // REQUIRES: checkFilters(options, columns) passed.
   Where& filters(const ListOptions& options, const FilterColumns& columns,
                  std::initializer_list<std::string_view> lists = {});
+  // `expression IN (...)` with each of the comma-separated `values` bound.
+  Where& in(const std::string& expression, std::string_view values);
   Where& raw(const std::string& condition) {
     add(condition);
     return *this;
@@ -112,7 +119,8 @@ class Assignments {
   Bindings values_;
 };
 
-// kInvalidArgument naming the first filter key not in `columns`.
+// kInvalidArgument naming the first filter key not in `columns`, or a "since" or "until"
+// that is not a timestamp.
 Status checkFilters(const ListOptions& options, const FilterColumns& columns);
 int64_t pageLimit(const ListOptions& options);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "host/model/records.h"
 #include "host/model/states.h"
 
 namespace tide::model {
@@ -122,6 +123,21 @@ const char* recordKindName(RecordKind kind) {
 
 const std::vector<std::string>& statesOf(RecordKind kind) { return tableOf(kind).states; }
 
+const std::vector<std::string>& everyState() {
+  static const std::vector<std::string> kEvery = [] {
+    std::vector<std::string> every;
+    for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
+                            RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
+      for (const std::string& state : statesOf(kind)) {
+        if (std::find(every.begin(), every.end(), state) == every.end()) every.push_back(state);
+      }
+    }
+    std::sort(every.begin(), every.end());
+    return every;
+  }();
+  return kEvery;
+}
+
 bool isKnownState(RecordKind kind, std::string_view state) {
   const auto& states = tableOf(kind).states;
   return std::find(states.begin(), states.end(), state) != states.end();
@@ -146,6 +162,16 @@ bool isRolloutOver(std::string_view state) {
     if (state == over) return true;
   }
   return false;
+}
+
+const Deployment* currentDeployment(const std::vector<Deployment>& oldest_first) {
+  for (auto d = oldest_first.rbegin(); d != oldest_first.rend(); ++d) {
+    if (!isRolloutOver(d->state)) return &*d;
+  }
+  for (auto d = oldest_first.rbegin(); d != oldest_first.rend(); ++d) {
+    if (d->state == deployment_state::kCompleted) return &*d;
+  }
+  return nullptr;
 }
 
 Status checkTransition(RecordKind kind, std::string_view from, std::string_view to) {

@@ -12,6 +12,8 @@
 
 namespace tide::model {
 
+struct Deployment;
+
 enum class RecordKind {
   kCluster,
   kNode,
@@ -28,6 +30,8 @@ const char* recordKindName(RecordKind kind);
 // Every state of `kind`, in lifecycle order.
 const std::vector<std::string>& statesOf(RecordKind kind);
 bool isKnownState(RecordKind kind, std::string_view state);
+// Every state of any kind, each once, sorted: what an event's state change may name.
+const std::vector<std::string>& everyState();
 // True when no transition leaves `state`.
 bool isTerminalState(RecordKind kind, std::string_view state);
 
@@ -44,6 +48,11 @@ bool holdsResources(std::string_view runtime_state);
 // True when a deployment's rollout is over: COMPLETED, FAILED, CANCELLED or ROLLED_BACK.
 // (A control may still re-open a COMPLETED or FAILED one; the others are terminal.)
 bool isRolloutOver(std::string_view deployment_state);
+
+// The deployment a plan runs now, of its deployments `oldest_first`: the newest whose
+// rollout is not over, else the newest COMPLETED one; nullptr when there is neither. What
+// the traffic router follows and what GET /v1/status counts a plan's desired instances by.
+const Deployment* currentDeployment(const std::vector<Deployment>& oldest_first);
 
 // OK when `from` → `to` is in the table; kConflict naming both states and the allowed
 // successors otherwise (kInvalidArgument for a state the kind does not have).

@@ -185,6 +185,13 @@ applications:
 inline const std::string kMrdsPlanName = "nginx-deployment-plan";
 inline const std::string kMrdsDeployments = "/v1/plans/" + kMrdsPlanName + "/deployments";
 
+// kMrdsPlan under another name.
+inline std::string mrdsPlanNamed(const std::string& name) {
+  std::string plan = kMrdsPlan;
+  plan.replace(plan.find(kMrdsPlanName), kMrdsPlanName.size(), name);
+  return plan;
+}
+
 // kInventoryManifest and kMrdsPlan, posted.
 inline void addInventoryAndPlan(ApiHarness& h) {
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);

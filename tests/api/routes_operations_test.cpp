@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -707,4 +708,67 @@ TEST_CASE("api: a rollout's approval leaves an operation waiting when its polici
   CHECK(outcome["state"] == "PENDING_APPROVAL");
   CHECK_MESSAGE(contains(outcome.value("refused", ""), "admin"), outcome.dump());
   CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+
+TEST_CASE("api: the operations list filters by actor and creation time, alone, combined and paged") {
+  Fixture f;  // the clock stands at 12:00
+  const model::Operation noon = f.pending(f.instance, "CREATE", "controller");
+  f.h.clock.advance(std::chrono::hours(1));
+  const model::Operation one = f.pending(f.newInstance(), "CREATE", kOperatorName);
+  f.h.clock.advance(std::chrono::hours(1));
+  const model::Operation two = f.waiting(f.newInstance(), kApproverName);  // at 14:00
+  auto ids = [&](const std::string& query) {
+    Reply reply = f.h.get("/v1/operations?" + query, kViewerToken);
+    REQUIRE_MESSAGE(reply.status == 200, reply.body);
+    const Json list = reply.json();
+    std::vector<int64_t> out;
+    for (const Json& op : list["items"]) out.push_back(op["metadata"]["id"]);
+    return out;
+  };
+  using Ids = std::vector<int64_t>;
+
+  CHECK(ids("actor=" + kOperatorName) == Ids{one.meta.id});
+  CHECK(ids("actor=nobody").empty());
+  CHECK(ids("since=2026-11-21T13:00:00Z") == Ids{one.meta.id, two.meta.id});  // inclusive
+  CHECK(ids("until=2026-11-21T13:00:00Z") == Ids{noon.meta.id});              // exclusive
+  CHECK(ids("since=90m") == Ids{one.meta.id, two.meta.id});                   // back from 14:00
+  CHECK(ids("since=2h&until=1h") == Ids{noon.meta.id});
+  CHECK(ids("since=1d") == Ids{noon.meta.id, one.meta.id, two.meta.id});
+
+  CHECK(ids("state=PENDING_APPROVAL&actor=" + kApproverName + "&since=1h") == Ids{two.meta.id});
+  CHECK(ids("state=PENDING&actor=" + kApproverName).empty());
+  CHECK(ids("plan=" + kMrdsPlanName + "&state=PENDING,PENDING_APPROVAL&since=2026-11-21T12:00:00.001Z") ==
+        Ids{one.meta.id, two.meta.id});
+  CHECK(ids("plan=other&since=1d").empty());
+
+  // Pages of one, each full, the cursor moving past what the filter leaves out.
+  CHECK(ids("since=3h&actor=controller,x").empty());  // actor is one name, compared whole
+  Reply page = f.h.get("/v1/operations?since=1h&limit=1", kViewerToken);
+  REQUIRE(page.status == 200);
+  REQUIRE(page.json()["items"].size() == 1);
+  CHECK(page.json()["items"][0]["metadata"]["id"] == one.meta.id);
+  CHECK(page.json()["next_after"] == one.meta.id);
+  page = f.h.get("/v1/operations?since=1h&limit=1&after=" + std::to_string(one.meta.id), kViewerToken);
+  REQUIRE(page.json()["items"].size() == 1);
+  CHECK(page.json()["items"][0]["metadata"]["id"] == two.meta.id);
+  CHECK_FALSE(page.json().contains("next_after"));
+}
+
+TEST_CASE("api: bad operation list filters are 400 naming the parameter") {
+  Fixture f;
+  for (const auto& [query, field] : std::vector<std::pair<std::string, std::string>>{
+           {"since=last-week", "since"},
+           {"until=12h30m", "until"},
+           {"since=7w", "since"},
+           {"since=99999999999999999999d", "since"},
+           {"since=2026-11-21T13:00:00Z&until=2026-11-21T12:00:00Z", "until"},
+           {"state=DONE", "state"},
+           {"type=REBOOT", "type"},
+           {"limit=-1", "limit"},
+           {"requested_by=otto", "requested_by"}}) {
+    CAPTURE(query);
+    Reply reply = f.h.get("/v1/operations?" + query, kViewerToken);
+    CHECK(reply.status == 400);
+    CHECK(reply.detailNames(field));
+  }
+  CHECK(f.h.get("/v1/operations?since=&until=&actor=", kViewerToken).status == 200);  // empty: no filter
 }

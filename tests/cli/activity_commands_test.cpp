@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -65,6 +66,12 @@ std::string rowOf(const std::string& table, const std::string& cell) {
   return row;
 }
 
+// `text` from the heading `heading` on: where rowOf looks for a row of that section's table.
+std::string sectionOf(const std::string& text, const std::string& heading) {
+  const size_t at = text.find("\n" + heading + "\n");
+  return at == std::string::npos ? "" : text.substr(at + 1);
+}
+
 // examples/<plan> with `extra` lines appended, written to `dir`; its path.
 std::string examplePlanWith(const std::filesystem::path& dir, const std::string& plan, const std::string& extra) {
   std::stringstream text;
@@ -106,10 +113,12 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
       status.out.starts_with("Control Loop\n    State:                running\n\n"
                              "Deployment Plans:         1 (ACTIVE 1)\n"
                              "Nodes:                    4 (ALLOCATED 4)\n"));
-  CHECK(contains(rowOf(status.out, kExamplePlan), " deployment-1 "));
-  CHECK(contains(rowOf(status.out, kExamplePlan), " rolling "));
-  CHECK(contains(rowOf(status.out, id), " CREATE "));
-  CHECK(contains(rowOf(status.out, id), " 0 of 2 approvals "));
+  const std::string rollouts = sectionOf(status.out, "Rollouts in Flight");
+  CHECK(contains(rowOf(rollouts, kExamplePlan), " deployment-1 "));
+  CHECK(contains(rowOf(rollouts, kExamplePlan), " rolling "));
+  const std::string waiting_rows = sectionOf(status.out, "Waiting for Approval");
+  CHECK(contains(rowOf(waiting_rows, id), " CREATE "));
+  CHECK(contains(rowOf(waiting_rows, id), " 0 of 2 approvals "));
   Json status_json = tideJson(serve, "status");
   REQUIRE(status_json.is_object());
   CHECK(status_json["control_loop"]["halted"] == false);
@@ -149,7 +158,7 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   const std::string alice = serve.newToken("alice", "approver");
   const std::string bob = serve.newToken("bob", "approver");
   REQUIRE(serve.tide("operations approve " + id, std::chrono::seconds(0), alice).code == 0);
-  CHECK(contains(rowOf(serve.tide("status").out, id), " 1 of 2 approvals (alice) "));
+  CHECK(contains(rowOf(sectionOf(serve.tide("status").out, "Waiting for Approval"), id), " 1 of 2 approvals (alice) "));
   show = serve.tide("operations show " + id);
   CHECK(contains(show.out, "    Progress:             1 of 2 approvals (alice)\n    Still Needed:         1\n"));
   CHECK(contains(show.out, "    Given:                alice (approver) at "));
@@ -287,4 +296,148 @@ TEST_CASE("cli: events --kind and --subject filter the log and -f follows only w
   for (std::string line; std::getline(lines, line);) {
     CHECK(Json::parse(line)["kind"].get<std::string>().starts_with("node."));
   }
+}
+
+namespace {
+
+// An in-process server holding the example plan (prod: its CREATEs wait for people) and
+// deployment-2, three CREATEs the test asks for as the controller would, requested by
+// kDeployer (who holds no token here, so any approver may decide them): one moved on to
+// PENDING_APPROVAL by "approval", two left PENDING. Returns the id of the one that waits.
+const std::string kDeployer = "deployer";
+
+int64_t recordActivity(const LiveServer& live) {
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-2.yaml")}).code == 0);
+  int64_t waiting = 0;
+  for (int i = 0; i < 3; ++i) {
+    tide::model::Operation create;
+    create.type = "CREATE";
+    create.intent = "deployment-2";
+    create.requested_by = kDeployer;
+    auto created = live.ledger->createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
+    REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+    if (i == 0) {
+      waiting = created->meta.id;
+      REQUIRE(live.ledger->setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+    }
+  }
+  return waiting;
+}
+
+Json runJson(const LiveServer& live, std::vector<std::string> args) {
+  args.insert(args.end(), {"-o", "json"});
+  CliRun run = live.run(args);
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  return Json::parse(run.out);
+}
+
+}  // namespace
+
+TEST_CASE("cli: events take --actor, --plan, --state, --since, --until and --limit, alone and together") {
+  LiveServer live;
+  recordActivity(live);
+  const Json all = runJson(live, {"events"})["items"];
+  REQUIRE(all.size() > 10);
+
+  const Json of_plan = runJson(live, {"events", "--plan", kExamplePlan})["items"];
+  REQUIRE(of_plan.size() >= 8);  // the plan, its deployment, three instances and their CREATEs
+  for (const Json& event : of_plan) {
+    const std::string subject = event["subject"];
+    CHECK_MESSAGE((subject == "plan/" + kExamplePlan || subject.starts_with("deployment/" + kExamplePlan + "/") ||
+                   subject.starts_with("instance/") || subject.starts_with("operation/")),
+                  subject);
+  }
+
+  const Json by_approval = runJson(live, {"events", "--actor", "approval"})["items"];
+  REQUIRE(by_approval.size() == 1);
+  CHECK(by_approval[0]["data"]["to"] == "PENDING_APPROVAL");
+  const Json into = runJson(live, {"events", "--state", "PENDING_APPROVAL,REJECTED"})["items"];
+  CHECK(into == by_approval);
+
+  // Split at the plan's creation: what came before and after make up the whole log.
+  const std::string created_at = of_plan[0]["at"];
+  const Json since = runJson(live, {"events", "--since", created_at})["items"];
+  const Json until = runJson(live, {"events", "--until", created_at})["items"];
+  CHECK(since.size() + until.size() == all.size());
+  for (const Json& event : since) CHECK(event["at"].get<std::string>() >= created_at);
+  for (const Json& event : until) CHECK(event["at"].get<std::string>() < created_at);
+  CHECK(runJson(live, {"events", "--since", "1h"})["items"] == all);
+  CHECK(runJson(live, {"events", "--since", "2h", "--until", "1h"})["items"].empty());
+  CHECK(runJson(live, {"events", "--plan", kExamplePlan, "--state", "PENDING_APPROVAL", "--actor", "approval",
+                       "--since", "30m", "--kind", "operation.*"})["items"] == by_approval);
+
+  // --limit: the first N, and where the next ones start.
+  const Json first = runJson(live, {"events", "--limit", "3"});
+  REQUIRE(first["items"].size() == 3);
+  CHECK(first["items"][0] == all[0]);
+  const int64_t next = first["next_after"];
+  CHECK(next == all[2]["seq"]);
+  CliRun table = live.run({"events", "--limit", "3"});
+  REQUIRE(table.code == 0);
+  CHECK(contains(table.out, "Total: 3\n"));
+  CHECK(table.out.ends_with("More follow: --after " + std::to_string(next) + "\n"));
+  const Json rest = runJson(live, {"events", "--after", std::to_string(next), "--limit", "1000"});
+  CHECK(rest["items"].size() == all.size() - 3);
+  CHECK_FALSE(rest.contains("next_after"));
+}
+
+TEST_CASE("cli: operations list takes --actor, --since, --until and --limit with its other filters") {
+  LiveServer live;
+  const int64_t waiting = recordActivity(live);
+  const Json waits = runJson(live, {"operations", "list", "--actor", kDeployer, "--state", "PENDING_APPROVAL", "--plan",
+                                    kExamplePlan, "--since", "1h"})["items"];
+  REQUIRE(waits.size() == 1);
+  CHECK(waits[0]["metadata"]["id"] == waiting);
+  CHECK(runJson(live, {"operations", "list", "--actor", "nobody"})["items"].empty());
+  CHECK(runJson(live, {"operations", "list", "--since", "10m", "--plan", kExamplePlan})["items"].size() == 3);
+  CHECK(runJson(live, {"operations", "list", "--until", "10m"})["items"].empty());
+
+  const Json two = runJson(live, {"operations", "list", "--limit", "2"});
+  REQUIRE(two["items"].size() == 2);
+  const Json last = runJson(live, {"operations", "list", "--after", two["next_after"].dump()});
+  REQUIRE(last["items"].size() == 1);
+  CHECK(last["items"][0]["metadata"]["id"] > two["items"][1]["metadata"]["id"]);
+  CHECK(live.run({"operations", "list", "--limit", "2"})
+            .out.ends_with("More follow: --after " + two["next_after"].dump() + "\n"));
+}
+
+TEST_CASE("cli: events and operations list refuse bad filter values naming the flag, before asking the host") {
+  LiveServer live;
+  for (const auto& [args, flag, value] : std::vector<std::tuple<std::vector<std::string>, std::string, std::string>>{
+           {{"events", "--since", "yesterday"}, "--since", "'yesterday'"},
+           {{"events", "--until", "2026-11-21 12:00"}, "--until", "'2026-11-21 12:00'"},
+           {{"events", "--since", "0d"}, "--since", "'0d'"},
+           {{"events", "--state", "DONE"}, "--state", "'DONE'"},
+           {{"events", "--state", "FAILED,Paused"}, "--state", "'Paused'"},
+           {{"events", "--limit", "0"}, "--limit", "'0'"},
+           {{"operations", "list", "--state", "PENDING,PAUSED"}, "--state", "'PAUSED'"},
+           {{"operations", "list", "--since", "5x"}, "--since", "'5x'"},
+           {{"operations", "list", "--limit", "many"}, "--limit", "'many'"}}) {
+    CAPTURE(args);
+    CliRun run = live.run(args);
+    CHECK(run.code == 2);
+    CHECK_MESSAGE(run.err.starts_with("error: " + flag + ": " + value + " is not "), run.err);
+  }
+  CliRun following = live.run({"events", "-f", "--until", "1h"});
+  CHECK(following.code == 2);
+  CHECK(contains(following.err, "--until"));
+  CHECK(live.run({"events", "-f", "--limit", "5"}).code == 2);
+}
+
+TEST_CASE("cli: the kind events --help gives as an example is one the host writes") {
+  LiveServer live;
+  const int64_t waiting = recordActivity(live);
+  CliRun help = runCli({"events", "--help"});
+  REQUIRE(help.code == 0);
+  CHECK(contains(help.out, "(operation.approval)"));
+  CliRun token = live.run({"token", "create", "--name", "alice", "--role", "approver", "-o", "json"});
+  REQUIRE_MESSAGE(token.code == 0, token.err);
+  const std::string alice = Json::parse(token.out)["token"];
+  CliRun approved = runCli({"operations", "approve", std::to_string(waiting), "--server", live.url, "--token", alice});
+  REQUIRE_MESSAGE(approved.code == 0, approved.err);
+  const Json approvals = runJson(live, {"events", "--kind", "operation.approval"})["items"];
+  REQUIRE(approvals.size() == 1);
+  CHECK(approvals[0]["actor"] == "alice");
 }

@@ -164,7 +164,18 @@ TEST_CASE("cli: the status view shows the alarms and counts and then rollouts in
     "waiting_for_approval": [{"id": 12, "type": "DELETE", "meta_instance": "web-abc", "plan": "web-prod",
                               "requested_by": "otto", "approvals": "1 of 2 approvals (alice)", "still_needed": 1,
                               "message": "prod deletes need two approvers"}],
-    "nodes": {"total": 4, "by_state": {"ALLOCATED": 3, "CORDONED": 1}, "unreachable_agents": ["n3", "n4"]}
+    "nodes": {"total": 4, "by_state": {"ALLOCATED": 3, "CORDONED": 1}, "unreachable_agents": ["n3", "n4"]},
+    "plan_instances": [
+      {"name": "web", "deployment_id": "v2", "desired": 4, "under_replicated": true,
+       "instances": {"total": 4, "running": 3, "ready": 3, "pending": 0, "failed": 1}},
+      {"name": "web-prod", "deployment_id": "p1", "desired": 2, "under_replicated": false,
+       "instances": {"total": 2, "running": 2, "ready": 2, "pending": 0, "failed": 0}}],
+    "held_rollouts": [{"plan": "web", "deployment_id": "v2", "state": "PAUSED", "message": "waiting for promotion",
+                       "holds": [{"kind": "paused", "reason": "waiting for promotion"},
+                                 {"kind": "hook", "operation": 14,
+                                  "reason": "operation 14 (UPDATE of web-x) held by hook gate: night"}]}],
+    "failed_scripts": [{"path": "policies/broken.lua", "kind": "policy", "status": "stale",
+                        "last_attempt_at": "2026-11-27T09:00:00.000Z", "last_error": "broken.lua:2: 'end' expected"}]
   })json");
   const std::string text = printedBy(printStatus, status);
   CHECK(text.starts_with("Control Loop HALTED\n    Reason:               3 instances disagree with their drivers\n"));
@@ -175,7 +186,25 @@ TEST_CASE("cli: the status view shows the alarms and counts and then rollouts in
   CHECK(contains(text,
                  "Deployment Plans:         3 (ACTIVE 2, INACTIVE 1)\n"
                  "Nodes:                    4 (ALLOCATED 3, CORDONED 1)\n"
-                 "Unreachable Agents:       n3, n4\n"));
+                 "Unreachable Agents:       n3, n4\n"
+                 "Under-Replicated Plans:   web (3 of 4 running)\n"
+                 "\n"
+                 "Scripts That Failed to Load\n"));
+  CHECK(contains(
+      text, "| policies/broken.lua | policy | stale  | 2026-11-27T09:00:00.000Z | broken.lua:2: 'end' expected |\n"));
+  CHECK(contains(
+      text, "| Deployment Plan Name | Current Deployment | Desired | Running | Ready | Failed | Under-Replicated |\n"));
+  CHECK(contains(
+      text, "|         web          |         v2         |    4    |    3    |   3   |   1    |       yes        |\n"));
+  CHECK(contains(
+      text, "|       web-prod       |         p1         |    2    |    2    |   2   |   0    |                  |\n"));
+  CHECK(contains(text, "Held Rollouts\n"));
+  CHECK(contains(
+      text,
+      "|         web          |      v2       | PAUSED | paused  |                  waiting for promotion"
+      "                  |\n"
+      "|         web          |      v2       | PAUSED |  hook   | operation 14 (UPDATE of web-x) held by hook "
+      "gate: night |\n"));
   CHECK(contains(text,
                  "| Deployment Plan Name | Deployment ID | State  | Strategy | Step |    Weights     | New Ready |"
                  " Old Ready | Waiting For |\n"));
@@ -191,7 +220,10 @@ TEST_CASE("cli: the status view shows the alarms and counts and then rollouts in
                 {"plans", {{"total", 0}, {"by_state", Json::object()}}},
                 {"rollouts", Json::array()},
                 {"waiting_for_approval", Json::array()},
-                {"nodes", {{"total", 0}, {"by_state", Json::object()}, {"unreachable_agents", Json::array()}}}};
+                {"nodes", {{"total", 0}, {"by_state", Json::object()}, {"unreachable_agents", Json::array()}}},
+                {"plan_instances", Json::array()},
+                {"held_rollouts", Json::array()},
+                {"failed_scripts", Json::array()}};
   CHECK(printedBy(printStatus, quiet) ==
         "Control Loop\n"
         "    State:                running\n"
@@ -199,8 +231,14 @@ TEST_CASE("cli: the status view shows the alarms and counts and then rollouts in
         "Deployment Plans:         0\n"
         "Nodes:                    0\n"
         "\n"
+        "Deployment Plan Instances\n"
+        "No deployment plans\n"
+        "\n"
         "Rollouts in Flight\n"
         "No rollouts in flight\n"
+        "\n"
+        "Held Rollouts\n"
+        "No rollouts are held\n"
         "\n"
         "Waiting for Approval\n"
         "No operations are waiting for approval\n");

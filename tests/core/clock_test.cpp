@@ -131,3 +131,14 @@ TEST_CASE("times beyond the years a TimePoint holds are refused, not overflowed"
 
 }  // namespace
 }  // namespace tide
+
+TEST_CASE("a span people type is a positive whole number of minutes, hours or days") {
+  CHECK(parseWholeDuration("90m") == std::chrono::seconds(5400));
+  CHECK(parseWholeDuration("2h") == std::chrono::seconds(7200));
+  CHECK(parseWholeDuration("7d") == std::chrono::seconds(7 * 86400));
+  for (const char* text : {"", "m", "0m", "-3h", "+3h", "2", "2s", "2w", "1.5h", " 2h", "2h ", "2H", "h2",
+                           "99999999999999999999d", "200000000d"}) {
+    CAPTURE(text);
+    CHECK_FALSE(parseWholeDuration(text).has_value());
+  }
+}

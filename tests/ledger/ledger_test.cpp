@@ -259,6 +259,35 @@ TEST_CASE("ledger: lists paginate by id and reject unknown filters") {
   CHECK(bad.status().details().front().field == "colour");
 }
 
+TEST_CASE("ledger: since and until are a time window of timestamps, compared as the stored ones") {
+  LedgerFixture f;  // 2026-01-01T00:00:00.000Z
+  REQUIRE(f.ledger->appendEvent("test.first", "test/1", Json::object(), "t").isOk());
+  f.clock.advance(std::chrono::milliseconds(500));
+  REQUIRE(f.ledger->appendEvent("test.second", "test/1", Json::object(), "t").isOk());
+  auto kinds = [&](const std::map<std::string, std::string>& filters) {
+    std::vector<std::string> out;
+    auto page = f.ledger->listEvents({100, 0, filters});
+    REQUIRE_MESSAGE(page.isOk(), page.status().toString());
+    for (const model::Event& event : page->items) out.push_back(event.kind);
+    return out;
+  };
+  using Kinds = std::vector<std::string>;
+  // "...00Z" sorts after "...00.500Z" as text: the bounds are rewritten with milliseconds.
+  CHECK(kinds({{"since", "2026-01-01T00:00:00Z"}}) == Kinds{"test.first", "test.second"});
+  CHECK(kinds({{"until", "2026-01-01T00:00:00.500Z"}}) == Kinds{"test.first"});
+  CHECK(kinds({{"since", "2026-01-01T00:00:00.5Z"}}) == Kinds{"test.second"});
+  CHECK(kinds({{"since", "2026-01-01T00:00:01Z"}}).empty());
+  for (const char* key : {"since", "until"}) {
+    auto bad = f.ledger->listEvents({100, 0, {{key, "2h"}}});
+    CHECK(bad.status().code() == Code::kInvalidArgument);
+    CHECK(bad.status().details().front().field == key);
+    auto bad_operations = f.ledger->listOperations({100, 0, {{key, "soon"}}});
+    CHECK(bad_operations.status().details().front().field == key);
+  }
+  CHECK(f.ledger->listNodes({100, 0, {{"since", "2026-01-01T00:00:00Z"}}}).status().code() ==
+        Code::kInvalidArgument);  // a list without a time window
+}
+
 TEST_CASE("ledger: events are hash-chained and tampering is detected") {
   auto dir = tempDir("chain");
   const std::string url = "sqlite://" + (dir / "tide.db").string();

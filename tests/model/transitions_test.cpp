@@ -1,5 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "host/model/records.h"
 #include "host/model/transitions.h"
 
 using namespace tide;
@@ -103,4 +108,39 @@ TEST_CASE("model: an operation fits its meta instance's state, or the refusal na
       checkOperationFits("CREATE", "ACTIVE", "RUNNING").message() ==
       "CREATE needs an ACTIVE instance that runs nowhere; the instance is ACTIVE and its runtime instance is RUNNING");
   CHECK(checkOperationFits("EXPLODE", "ACTIVE", "").code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("model: every state names each state of any kind once, sorted") {
+  const std::vector<std::string>& every = everyState();
+  CHECK(std::is_sorted(every.begin(), every.end()));
+  CHECK(std::adjacent_find(every.begin(), every.end()) == every.end());
+  for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
+                          RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
+    for (const std::string& state : statesOf(kind)) {
+      CHECK_MESSAGE(std::binary_search(every.begin(), every.end(), state), state);
+    }
+  }
+  CHECK_FALSE(std::binary_search(every.begin(), every.end(), std::string("DONE")));
+}
+
+TEST_CASE("model: a plan's current deployment is its newest unfinished one, else its newest completed one") {
+  auto deployments = [](std::initializer_list<const char*> states) {
+    std::vector<Deployment> out;
+    for (const char* state : states) {
+      Deployment d;
+      d.deployment_id = "d" + std::to_string(out.size() + 1);
+      d.state = state;
+      out.push_back(d);
+    }
+    return out;
+  };
+  auto current = [](const std::vector<Deployment>& oldest_first) {
+    const Deployment* d = currentDeployment(oldest_first);
+    return d == nullptr ? std::string() : d->deployment_id;
+  };
+  CHECK(current({}).empty());
+  CHECK(current(deployments({"COMPLETED", "COMPLETED", "FAILED"})) == "d2");
+  CHECK(current(deployments({"COMPLETED", "PAUSED", "COMPLETED"})) == "d2");
+  CHECK(current(deployments({"IN_PROGRESS", "PENDING", "ROLLED_BACK"})) == "d2");
+  CHECK(current(deployments({"FAILED", "CANCELLED"})).empty());
 }
