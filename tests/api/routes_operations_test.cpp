@@ -670,7 +670,7 @@ TEST_CASE("api: approving a rollout approves each of its operations waiting now,
   CHECK(f.h.lastEventSeq() == seq);
 }
 
-TEST_CASE("api: whoever added a rollout cannot approve it, nor can a viewer or an operator; a finished one is 409") {
+TEST_CASE("api: whoever added a rollout cannot approve it, nor can a viewer or an operator, and a finished one is 409") {
   Fixture f;
   model::Operation op = f.waiting(f.instance, kAdminName);
   Json before = f.h.everything();
@@ -708,6 +708,7 @@ TEST_CASE("api: a rollout's approval leaves an operation waiting when its polici
   CHECK(outcome["state"] == "PENDING_APPROVAL");
   CHECK_MESSAGE(contains(outcome.value("refused", ""), "admin"), outcome.dump());
   CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+}
 
 TEST_CASE("api: the operations list filters by actor and creation time, alone, combined and paged") {
   Fixture f;  // the clock stands at 12:00

@@ -98,7 +98,7 @@ TEST_CASE("cli: status and the show verbs follow a CREATE that needs two approva
   tide::testing::TempDir scratch;
   REQUIRE(serve.tide("node create -m " + example("nodes.yaml")).code == 0);
   CliRun plan =
-      serve.tide("deployment create -m " + examplePlanWith(scratch.path, "nginx-plan.yaml", "approval: {min_approvals: 2}\n"));
+      serve.tide("deployment create -m " + examplePlanWith(scratch.path(), "nginx-plan.yaml", "approval: {min_approvals: 2}\n"));
   REQUIRE_MESSAGE(plan.code == 0, plan.err);
   REQUIRE(serve.tide("deployment add-deployment -m " + example("deployment-1.yaml")).code == 0);
   REQUIRE(eventually([&] { return waitingOperationsOf(serve, kExamplePlan).size() == 1; }));
@@ -216,12 +216,12 @@ TEST_CASE("cli: instances list hides DELETED meta instances unless --all and sho
   CHECK(contains(serve.tide("instances list --state DELETED").out, gone));
 
   // A plan asking for a capability no node has: its CREATE waits, and the list says why.
-  const std::string tpu_plan = (scratch.path / "tpu-plan.yaml").string();
+  const std::string tpu_plan = (scratch.path() / "tpu-plan.yaml").string();
   std::ofstream(tpu_plan) << "name: tpu-plan\nnamespace: nginx-dev\nserviceName: tpu\n"
                              "matchingComputeCapabilities:\n"
                              "  - {capabilityType: TPU, comparator: eq, capabilityNames: [tpu-v9]}\n"
                              "applications:\n  - payloadName: p\n    resources: {cores: 1, memory: 1}\n";
-  const std::string tpu_deployment = (scratch.path / "tpu-deployment.yaml").string();
+  const std::string tpu_deployment = (scratch.path() / "tpu-deployment.yaml").string();
   std::ofstream(tpu_deployment)
       << "deployment_plan_name: tpu-plan\ndeployment_id: tpu-1\n"
          "payload_coordinates:\n  - {payload_name: p, coordinates: {image: \"nginx:latest\"}}\n"

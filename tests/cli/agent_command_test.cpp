@@ -15,11 +15,11 @@ TEST_CASE("cli: tide agent with a bad --port-range names the option and starts n
   TempDir dir;
   for (const std::string range : {"30000", "30010-30000", "0-10", "1-70000", "a-b"}) {
     CliRun run = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token", "t", "--data-dir",
-                         (dir.path / "agent").string(), "--port-range", range});
+                         (dir.path() / "agent").string(), "--port-range", range});
     CHECK(run.code == 2);
     CHECK_MESSAGE(run.err.find("--port-range") != std::string::npos, run.err);
   }
-  CHECK_FALSE(std::filesystem::exists((dir.path / "agent").string()));
+  CHECK_FALSE(std::filesystem::exists((dir.path() / "agent").string()));
 }
 
 TEST_CASE("cli: tide agent needs exactly one of --token and --token-file") {
@@ -28,7 +28,7 @@ TEST_CASE("cli: tide agent needs exactly one of --token and --token-file") {
   CHECK(neither.err.find("--token") != std::string::npos);
   TempDir dir;
   CliRun unreadable = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token-file",
-                              (dir.path / "missing.token").string()});
+                              (dir.path() / "missing.token").string()});
   CHECK(unreadable.code == 2);
   CHECK(unreadable.err.find("--token-file") != std::string::npos);
 }
@@ -36,7 +36,7 @@ TEST_CASE("cli: tide agent needs exactly one of --token and --token-file") {
 TEST_CASE("cli: tide agent with an unknown --runtime names the option") {
   TempDir dir;
   CliRun run = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token", "t", "--data-dir",
-                       (dir.path / "agent").string(), "--runtime", "docker"});
+                       (dir.path() / "agent").string(), "--runtime", "docker"});
   CHECK(run.code == 2);
   CHECK_MESSAGE(run.err.find("--runtime must be process or sim, got 'docker'") != std::string::npos, run.err);
 }

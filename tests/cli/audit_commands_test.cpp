@@ -101,7 +101,7 @@ TEST_CASE("cli: audit verify proves a chain tide serve pruned, and names an even
 
 TEST_CASE("cli: audit verify --data-dir of a directory without a ledger says so") {
   TempDir empty;
-  CliRun missing = runCli({"audit", "verify", "--data-dir", empty.path.string()});
+  CliRun missing = runCli({"audit", "verify", "--data-dir", empty.path().string()});
   CHECK(missing.code == 1);
   CHECK(contains(missing.err, "no ledger at"));
   CHECK(runCli({"audit", "verify", "--data-dir", "a", "--database", "sqlite://b"}).code == 2);

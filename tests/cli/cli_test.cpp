@@ -310,8 +310,8 @@ TEST_CASE("cli: a request without a token gets the server's 401 message") {
 
 TEST_CASE("cli: the token comes from the flag, then TIDE_TOKEN, then the local admin token file") {
   TempDir dir;
-  std::ofstream(dir.path / "admin.token") << "file-token\n";
-  ScopedEnv data_dir("TIDE_DATA_DIR", dir.path.c_str());
+  std::ofstream(dir.path() / "admin.token") << "file-token\n";
+  ScopedEnv data_dir("TIDE_DATA_DIR", dir.path().c_str());
   ScopedEnv no_server("TIDE_SERVER", nullptr);
   ScopedEnv no_token("TIDE_TOKEN", nullptr);
 
@@ -363,10 +363,10 @@ struct CapturedServe {
   fs::path log;
 
   CapturedServe(const TempDir& dir, const std::string& yaml, const std::string& log_name = "serve.log")
-      : log(dir.path / log_name) {
-    std::ofstream(dir.path / "tide.yaml") << yaml;
-    const std::string data_dir = (dir.path / "data").string();
-    const std::string config = (dir.path / "tide.yaml").string();
+      : log(dir.path() / log_name) {
+    std::ofstream(dir.path() / "tide.yaml") << yaml;
+    const std::string data_dir = (dir.path() / "data").string();
+    const std::string config = (dir.path() / "tide.yaml").string();
     pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -443,7 +443,7 @@ TEST_CASE("cli: a second tide serve on the same data dir exits, naming the dir a
   REQUIRE_MESSAGE(exited, text);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 1);
-  CHECK(contains(text, "the data dir " + (dir.path / "data").string() + " is in use by another tide serve (pid " +
+  CHECK(contains(text, "the data dir " + (dir.path() / "data").string() + " is in use by another tide serve (pid " +
                            std::to_string(first.pid) + ")"));
   CHECK_FALSE(contains(text, "tide listening on"));
 }

@@ -24,6 +24,7 @@
 #include "host/cli/cli.h"
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/source_tree.h"
 #include "tests/support/text.h"
 
@@ -84,19 +85,6 @@ class LineLimitedBuffer : public std::streambuf {
   std::string text_;
 };
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tide-cli-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
-
 // An API server over an in-memory ledger, with the admin token it bootstrapped (the
 // principal "bootstrap-admin"). `configure` may change the server's options first.
 struct LiveServer {
@@ -113,13 +101,13 @@ struct LiveServer {
     ledger = std::move(opened).value();
     api::ServerOptions options;
     options.port = 0;
-    options.data_dir = data_dir.path.string();
+    options.data_dir = data_dir.path().string();
     if (configure) configure(options);
     server = std::make_unique<api::ApiServer>(options, *ledger, clock);
     Status started = server->start();
     REQUIRE_MESSAGE(started.isOk(), started.toString());
     url = "http://127.0.0.1:" + std::to_string(server->port());
-    std::ifstream file(data_dir.path / "admin.token");
+    std::ifstream file(data_dir.path() / "admin.token");
     std::getline(file, token);
     REQUIRE(!token.empty());
   }

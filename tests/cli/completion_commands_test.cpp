@@ -30,7 +30,7 @@ std::string bashCompletes(const std::filesystem::path& script, const std::string
 
 TEST_CASE("cli: the bash completion script completes nouns, verbs, options and their choices") {
   tide::testing::TempDir dir;
-  const std::filesystem::path script = dir.path / "tide.bash";
+  const std::filesystem::path script = dir.path() / "tide.bash";
   CliRun printed = runShellCommand(std::string(TIDE_BINARY) + " completion bash > '" + script.string() + "'");
   REQUIRE(printed.code == 0);
 
@@ -49,7 +49,7 @@ TEST_CASE("cli: the bash completion script completes nouns, verbs, options and t
 
 TEST_CASE("cli: the zsh completion script is produced from the same tree and parses") {
   tide::testing::TempDir dir;
-  const std::filesystem::path script = dir.path / "_tide";
+  const std::filesystem::path script = dir.path() / "_tide";
   CliRun printed = runShellCommand(std::string(TIDE_BINARY) + " completion zsh > '" + script.string() + "'");
   REQUIRE(printed.code == 0);
   std::ifstream file(script);

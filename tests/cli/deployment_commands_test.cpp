@@ -27,7 +27,7 @@ std::string editedPlan(const TempDir& dir, const std::string& from, const std::s
   const size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), to);
-  const std::string path = (dir.path / name).string();
+  const std::string path = (dir.path() / name).string();
   std::ofstream(path) << text;
   return path;
 }

@@ -50,7 +50,7 @@ TEST_CASE("cli: a bad numeric option value names the option and the value and ex
   tide::testing::TempDir scratch;
   for (const RefusedValue& refused : kRefusedValues) {
     CAPTURE(refused.args);
-    CliRun run = runTideBinary(refused.args, scratch.path);
+    CliRun run = runTideBinary(refused.args, scratch.path());
     CHECK(run.code == 2);
     CHECK(run.out.empty());
     CHECK(run.err == refused.error);
@@ -63,12 +63,12 @@ TEST_CASE("cli: numeric options keep the values they accept") {
   for (const char* accepted : {"operations show 7", "events --after 0", "logs some-instance --tail-bytes 100",
                                "deployment watch some-plan --interval 0.5", "operations cancel +3"}) {
     CAPTURE(accepted);
-    CliRun run = runTideBinary(std::string(accepted) + " --server http://127.0.0.1:1", scratch.path);
+    CliRun run = runTideBinary(std::string(accepted) + " --server http://127.0.0.1:1", scratch.path());
     CHECK(run.code == 1);
     CHECK(contains(run.err, "cannot reach tide"));
   }
   // The help still names the kind of value each takes.
-  CliRun help = runTideBinary("operations cancel --help", scratch.path);
+  CliRun help = runTideBinary("operations cancel --help", scratch.path());
   CHECK(help.code == 0);
   CHECK(contains(help.out, "INT:POSITIVE"));
 }

@@ -79,9 +79,9 @@ TEST_CASE("cli: scripts test passes every shipped policy and strategy, and polic
 
 TEST_CASE("cli: scripts test prints every case, exits 1 on a failure and refuses hooks") {
   TempDir root;
-  writeFailingScripts(root.path);
-  const std::string scripts_dir = (root.path / "scripts").string();
-  CliRun run = runCli({"scripts", "test", "--policies", (root.path / "policies").string(), "--scripts", scripts_dir});
+  writeFailingScripts(root.path());
+  const std::string scripts_dir = (root.path() / "scripts").string();
+  CliRun run = runCli({"scripts", "test", "--policies", (root.path() / "policies").string(), "--scripts", scripts_dir});
   INFO(run.out);
   CHECK(run.code == 1);
   CHECK(contains(run.out,
@@ -92,22 +92,22 @@ TEST_CASE("cli: scripts test prints every case, exits 1 on a failure and refuses
                  "  FAIL  claims to create: expected create(1), got nothing\n"));
   CHECK(contains(run.out, "2 passed, 2 failed\n"));
 
-  CliRun hook = runCli({"scripts", "test", (root.path / "scripts" / "hooks").string(), "--scripts", scripts_dir});
+  CliRun hook = runCli({"scripts", "test", (root.path() / "scripts" / "hooks").string(), "--scripts", scripts_dir});
   CHECK(hook.code == 1);
   CHECK(contains(hook.out, "quiet.lua\n  FAIL  not tested: "));
   CHECK(contains(hook.out, "quiet.lua: a hook has no tests; only policies and strategies do\n"));
 
-  fs::create_directories(root.path / "empty");
-  CliRun none = runCli({"scripts", "test", (root.path / "empty").string()});
+  fs::create_directories(root.path() / "empty");
+  CliRun none = runCli({"scripts", "test", (root.path() / "empty").string()});
   CHECK(none.code == 2);
   CHECK(contains(none.out, "no policy or strategy files found in"));
 }
 
 TEST_CASE("cli: the tide binary's scripts test -o json lists every file and case") {
   TempDir root;
-  writeFailingScripts(root.path);
-  CliRun run = runBinary("scripts test -o json --policies " + (root.path / "policies").string() + " --scripts " +
-                         (root.path / "scripts").string());
+  writeFailingScripts(root.path());
+  CliRun run = runBinary("scripts test -o json --policies " + (root.path() / "policies").string() + " --scripts " +
+                         (root.path() / "scripts").string());
   INFO(run.out);
   CHECK(run.code == 1);
   const Json report = Json::parse(run.out, nullptr, /*allow_exceptions=*/false);
@@ -125,8 +125,8 @@ TEST_CASE("cli: the tide binary's scripts test -o json lists every file and case
   CHECK(strategy["kind"] == "strategy");
   CHECK(strategy["cases"][0]["passed"] == true);
 
-  CliRun alias = runBinary("policy test -o json --policies " + (root.path / "policies").string() + " --scripts " +
-                           (root.path / "scripts").string());
+  CliRun alias = runBinary("policy test -o json --policies " + (root.path() / "policies").string() + " --scripts " +
+                           (root.path() / "scripts").string());
   CHECK(alias.code == 1);
   CHECK(alias.out == run.out);
 }

@@ -45,12 +45,12 @@ class ServeProcess {
     url_ = "http://127.0.0.1:" + std::to_string(freePort());
     // Workloads take host ports from this process's own block, never from a test beside it.
     const PortRange ports = nextPortRange(50);
-    std::ofstream config(data_dir_.path / "tide.yaml");
+    std::ofstream config(data_dir_.path() / "tide.yaml");
     config << "process: {port_range_start: " << ports.start << ", port_range_end: " << ports.end
            << (process_config.empty() ? "" : ", " + process_config) << "}\n"
            << extra_config;
     if (extra_config.find("policies_dir:") == std::string::npos) {
-      config << "\npolicies_dir: " << shippedPolicies(data_dir_.path).string() << "\n";
+      config << "\npolicies_dir: " << shippedPolicies(data_dir_.path()).string() << "\n";
     }
     config.close();
     start();
@@ -59,9 +59,9 @@ class ServeProcess {
   // Starts (or restarts, after stop()) `tide serve` on the same port and data dir.
   void start() {
     std::string listen = url_.substr(std::string("http://").size());
-    std::string data_dir = data_dir_.path.string();
-    std::string log = (data_dir_.path / "serve.log").string();
-    std::string config = (data_dir_.path / "tide.yaml").string();
+    std::string data_dir = data_dir_.path().string();
+    std::string log = (data_dir_.path() / "serve.log").string();
+    std::string config = (data_dir_.path() / "tide.yaml").string();
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
@@ -87,7 +87,7 @@ class ServeProcess {
     }
     if (!healthy) stop();  // a failed constructor runs no destructor
     REQUIRE_MESSAGE(healthy, "tide serve did not become healthy; see " << log);
-    std::ifstream(data_dir_.path / "admin.token") >> token_;
+    std::ifstream(data_dir_.path() / "admin.token") >> token_;
     REQUIRE(!token_.empty());
   }
 
@@ -95,11 +95,11 @@ class ServeProcess {
   // (docs/architecture.md#the-process-driver).
   ~ServeProcess() {
     stop();
-    killWorkloadsOf(data_dir_.path.string());
+    killWorkloadsOf(data_dir_.path().string());
   }
 
   const std::string& url() const { return url_; }
-  const std::filesystem::path& dataDir() const { return data_dir_.path; }
+  const std::filesystem::path& dataDir() const { return data_dir_.path(); }
   // The token commands use: the admin token the server wrote at its first start, or the
   // one actAs() named.
   const std::string& token() const { return acting_.empty() ? token_ : acting_; }
@@ -156,7 +156,7 @@ class ServeProcess {
   // names another.
   CliRun tide(const std::string& args, std::chrono::seconds limit = std::chrono::seconds(0),
               const std::string& token = "") const {
-    std::string err_file = (data_dir_.path / "cli.err").string();
+    std::string err_file = (data_dir_.path() / "cli.err").string();
     std::string timeout = limit.count() > 0 ? "timeout " + std::to_string(limit.count()) + " " : "";
     std::string command = timeout + TIDE_BINARY + " " + args + " --server " + url_ + " --token " +
                           (token.empty() ? this->token() : token) + " 2>" + err_file;

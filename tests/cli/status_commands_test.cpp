@@ -30,16 +30,16 @@ struct BrokenScripts {
   std::unique_ptr<lua::ScriptRegistry> registry;
 
   BrokenScripts() {
-    std::filesystem::create_directories(dir.path / "policies");
-    std::filesystem::copy(kSourceTree / "scripts", dir.path / "scripts", std::filesystem::copy_options::recursive);
-    std::ofstream(dir.path / "policies" / "broken.lua") << "return {name = 'broken', decide = function(op)\n";
+    std::filesystem::create_directories(dir.path() / "policies");
+    std::filesystem::copy(kSourceTree / "scripts", dir.path() / "scripts", std::filesystem::copy_options::recursive);
+    std::ofstream(dir.path() / "policies" / "broken.lua") << "return {name = 'broken', decide = function(op)\n";
     auto opened = ledger::Ledger::open("sqlite://:memory:", clock);
     REQUIRE(opened.isOk());
     recorder_ledger = std::move(opened).value();
     recorder = std::make_unique<engine::LedgerScriptRecorder>(*recorder_ledger);
     lua::ScriptRegistryOptions options;
-    options.policies_dir = dir.path / "policies";
-    options.scripts_dir = dir.path / "scripts";
+    options.policies_dir = dir.path() / "policies";
+    options.scripts_dir = dir.path() / "scripts";
     registry = std::make_unique<lua::ScriptRegistry>(options, *recorder, clock);
     REQUIRE(registry->reloadAll().failed == 1);
   }

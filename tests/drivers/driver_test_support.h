@@ -22,28 +22,9 @@
 #include "drivers/process/process_driver.h"
 #include "tests/support/eventually.h"
 #include "tests/support/ports.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tide-driver-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Runtime `id` of a web payload (image nginx:1.25, TCP port 80) on `node`, as the executor
 // would hand it to a driver.
