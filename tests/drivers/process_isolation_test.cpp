@@ -130,3 +130,15 @@ TEST_CASE("driver: process.run_as names the key when the user is unknown or root
   REQUIRE_FALSE(root.isOk());
   CHECK(root.status().message().find("unprivileged") != std::string::npos);
 }
+
+TEST_CASE("driver: a workload starts with no signal ignored or blocked, though the host ignores SIGPIPE") {
+  // tide's main (and this test binary's) ignores SIGPIPE; an ignored disposition survives
+  // exec, so the driver must give the workload the defaults back.
+  ProcessDriverFixture f;
+  RuntimeSpec spec = f.command("signals", "grep -E '^Sig(Ign|Blk):' /proc/self/status");
+  REQUIRE(f.driver->ensure(spec).isOk());
+  REQUIRE(eventually([&] { return f.stateOf("signals") == "EXITED"; }));
+  const std::string log = f.driver->readLog("signals", 1 << 20).value();
+  CHECK_MESSAGE(log.find("SigIgn:\t0000000000000000") != std::string::npos, log);
+  CHECK_MESSAGE(log.find("SigBlk:\t0000000000000000") != std::string::npos, log);
+}

@@ -483,6 +483,9 @@ Status HaproxyRouter::launchLocked(const Json& structure, bool reload) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction fallback {};  // the host ignores SIGPIPE (host/main.cpp); haproxy starts with the default
+    fallback.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &fallback, nullptr);
     ::execv(argv[0], argv.data());
     _exit(127);
   }
