@@ -103,7 +103,8 @@ Where& Where::in(const std::string& expression, std::string_view values) {
 
 Status checkFilters(const ListOptions& options, const FilterColumns& columns) {
   for (const auto& [key, value] : options.filters) {
-    const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == key; });
+    const std::string& name = key;  // clang's C++20 captures no structured binding
+    const bool known_key = std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.first == name; });
     if (!known_key) {
       std::string known;
       for (const auto& c : columns) known += (known.empty() ? "" : ", ") + c.first;
