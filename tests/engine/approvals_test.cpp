@@ -410,18 +410,6 @@ TEST_CASE("approvals: an operation whose decision records cannot be written stay
 }  // namespace tide
 
 namespace tide {
-namespace {
-
-size_t eventCount(EngineFixture& f, const std::string& kind) {
-  ledger::ListOptions options;
-  options.limit = ledger::kMaxPageSize;
-  options.filters["kind"] = kind;
-  auto page = f.ledger->listEvents(options);
-  REQUIRE(page.isOk());
-  return page->items.size();
-}
-
-}  // namespace
 
 TEST_CASE("approvals: a rollout approved as a whole has each operation approved as it comes, one record each") {
   EngineFixture f;  // no policies: every operation waits for a person
@@ -442,7 +430,7 @@ TEST_CASE("approvals: a rollout approved as a whole has each operation approved 
   const std::vector<model::Operation> first = f.operations();
   REQUIRE(first.size() == 3);
   for (const model::Operation& op : first) CHECK(op.approved_by == kApproverName);
-  CHECK(eventCount(f, "operation.approval") == first.size());
+  CHECK(f.eventCount("operation.approval") == static_cast<int>(first.size()));
 
   // The next deployment is a rollout of its own: its operations wait for people again.
   f.apply(engineDeployment("d2", 3, "2.0"));
@@ -465,7 +453,7 @@ TEST_CASE("approvals: a rollout approved as a whole has each operation approved 
     CHECK(op.approved_by == kApproverName);
   }
   CHECK(second > waiting);  // some were asked for after the approval
-  CHECK(eventCount(f, "operation.approval") == first.size() + second);
+  CHECK(f.eventCount("operation.approval") == static_cast<int>(first.size() + second));
 }
 
 TEST_CASE("approvals: a rollout's approval counts as one person's, so a policy asking for two still waits") {

@@ -203,6 +203,16 @@ struct EngineFixture {
     return out;
   }
 
+  // How many events of `kind` the ledger holds.
+  int eventCount(const std::string& kind) {
+    ledger::ListOptions o;
+    o.limit = ledger::kMaxPageSize;
+    o.filters["kind"] = kind;
+    auto page = ledger->listEvents(o);
+    REQUIRE(page.isOk());
+    return static_cast<int>(page->items.size());
+  }
+
   // Approves every operation waiting for a person, as "alice".
   int approveAll() {
     int n = 0;

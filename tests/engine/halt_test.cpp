@@ -28,15 +28,6 @@ engine::EngineOptions haltOptions() {
   return options;
 }
 
-int countEvents(EngineFixture& f, const std::string& kind) {
-  ledger::ListOptions o;
-  o.limit = ledger::kMaxPageSize;
-  o.filters["kind"] = kind;
-  auto page = f.ledger->listEvents(o);
-  REQUIRE(page.isOk());
-  return static_cast<int>(page->items.size());
-}
-
 // Removes `n` of the running instances from their driver behind tide's back.
 void loseBehindTidesBack(EngineFixture& f, CountingDriver& driver, int n) {
   auto running = f.activeRunning();
@@ -60,7 +51,7 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   CHECK((*halt)->kind == "alarm.discrepancy");
   CHECK((*halt)->by == "observer");
   CHECK((*halt)->details["instances"].size() == kThreshold + 1);
-  CHECK(countEvents(f, "alarm.discrepancy") == 1);
+  CHECK(f.eventCount("alarm.discrepancy") == 1);
   CHECK(f.activeRunning().size() == 8);  // refuse rather than "repair": nothing marked FAILED
 
   // Work for every stage: a new deployment for the controller, a user operation for the
@@ -96,11 +87,11 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   auto resumed = f.ledger->resumeControlLoop("root");
   REQUIRE(resumed.isOk());
   CHECK(resumed->kind == "alarm.discrepancy");
-  CHECK(countEvents(f, "control.resumed") == 1);
+  CHECK(f.eventCount("control.resumed") == 1);
   CHECK(f.ledger->resumeControlLoop("root").status().code() == Code::kConflict);
   f.engine->settle();
   CHECK_FALSE(f.engine->halted());
-  CHECK(countEvents(f, "alarm.discrepancy") == 1);  // not halted again on what was acknowledged
+  CHECK(f.eventCount("alarm.discrepancy") == 1);  // not halted again on what was acknowledged
   CHECK(f.ledger->getOperation(asked->meta.id)->state == "SUCCEEDED");
   CHECK(f.deployment("v2").state == "COMPLETED");
   CHECK(f.activeRunning().size() == 8);
@@ -116,7 +107,7 @@ TEST_CASE("halt: as many missing instances as the threshold are repaired without
   f.engine->settle();
   CHECK_FALSE(f.engine->halted());
   CHECK_FALSE(f.ledger->controlHalt()->has_value());
-  CHECK(countEvents(f, "alarm.discrepancy") == 0);
+  CHECK(f.eventCount("alarm.discrepancy") == 0);
   CHECK(f.activeRunning().size() == 6);
 }
 
@@ -156,24 +147,24 @@ TEST_CASE("orphans: a driver object the ledger does not know is removed after th
   auto inventory = [&] { return stray.inventory(); };
 
   f.engine->runPass();
-  CHECK(countEvents(f, "driver.orphan") == 1);
+  CHECK(f.eventCount("driver.orphan") == 1);
   CHECK(inventory() == 1);
   f.clock.advance(std::chrono::seconds(50));
   f.engine->runPass();
   CHECK(inventory() == 1);
-  CHECK(countEvents(f, "driver.orphan_removed") == 0);
+  CHECK(f.eventCount("driver.orphan_removed") == 0);
   f.clock.advance(std::chrono::seconds(11));
   f.engine->runPass();
   CHECK(inventory() == 0);
-  CHECK(countEvents(f, "driver.orphan_removed") == 1);
-  CHECK(countEvents(f, "driver.orphan") == 1);
+  CHECK(f.eventCount("driver.orphan_removed") == 1);
+  CHECK(f.eventCount("driver.orphan") == 1);
 }
 
 TEST_CASE("orphans: a pass whose inventory could not be read does not restart an orphan's grace period") {
   StrayFixture stray;
   EngineFixture& f = stray.f;
   f.engine->runPass();
-  REQUIRE(countEvents(f, "driver.orphan") == 1);
+  REQUIRE(f.eventCount("driver.orphan") == 1);
 
   // The driver cannot list for a pass (a flaky runtime): the orphan is not forgotten.
   stray.driver->before_call = [](const std::string& call, const std::string&) {
@@ -185,8 +176,8 @@ TEST_CASE("orphans: a pass whose inventory could not be read does not restart an
   f.clock.advance(std::chrono::seconds(31));
   f.engine->runPass();
   CHECK(stray.inventory() == 0);
-  CHECK(countEvents(f, "driver.orphan_removed") == 1);
-  CHECK(countEvents(f, "driver.orphan") == 1);
+  CHECK(f.eventCount("driver.orphan_removed") == 1);
+  CHECK(f.eventCount("driver.orphan") == 1);
 }
 
 TEST_CASE("orphans: what a node agent runs and the ledger does not know leaves its node's document after the grace period") {
@@ -205,11 +196,11 @@ TEST_CASE("orphans: what a node agent runs and the ledger does not know leaves i
   }));
 
   f.engine->runPass();
-  CHECK(countEvents(f, "driver.orphan") == 1);
+  CHECK(f.eventCount("driver.orphan") == 1);
   f.clock.advance(std::chrono::seconds(61));
   f.engine->runPass();
   CHECK(c.documentIds().empty());
-  CHECK(countEvents(f, "driver.orphan_removed") == 1);
+  CHECK(f.eventCount("driver.orphan_removed") == 1);
 }
 
 }  // namespace
