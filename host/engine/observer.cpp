@@ -325,7 +325,8 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       if (now - it->second < options_.orphan_grace) continue;
       auto driver = drivers_.forCluster(cluster);
       if (!driver.isOk()) continue;
-      if (metrics_.timeDriverCall("remove", [&] { return driver.value()->remove(ref); }).isOk()) {
+      const drivers::RuntimeRef& orphan = ref;  // clang's C++20 captures no structured binding
+      if (metrics_.timeDriverCall("remove", [&] { return driver.value()->remove(orphan); }).isOk()) {
         // Best effort: the removal itself happened; the event only reports it.
         (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);

@@ -176,7 +176,8 @@ TEST_CASE("api: filtered events page in the query: every page full, none repeate
   for (const std::string& query :
        std::vector<std::string>{"plan=" + kMrdsPlanName, "since=2026-11-21T12:30:00Z&until=1h",
                                 "actor=root&kind=node.*", "state=PENDING_APPROVAL,REJECTED"}) {
-    CAPTURE(query);
+    const auto& asked = query;  // clang captures no structured binding
+    CAPTURE(asked);
     const std::vector<Json> whole = eventsOf(h, query);
     REQUIRE(whole.size() >= 2);
     CHECK(eventPages(h, query, 1) == whole);
@@ -207,7 +208,8 @@ TEST_CASE("api: bad event filters are 400 naming the parameter, on the list and 
            {"limit=0", "limit"},
            {"limit=1001", "limit"},
            {"actors=root", "actors"}}) {
-    CAPTURE(query);
+    const auto& asked = query;  // clang captures no structured binding
+    CAPTURE(asked);
     Reply reply = h.get("/v1/events?" + query, kViewerToken);
     CHECK(reply.status == 400);
     CHECK(reply.errorCode() == "invalid_argument");

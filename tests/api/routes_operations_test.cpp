@@ -766,7 +766,8 @@ TEST_CASE("api: bad operation list filters are 400 naming the parameter") {
            {"type=REBOOT", "type"},
            {"limit=-1", "limit"},
            {"requested_by=otto", "requested_by"}}) {
-    CAPTURE(query);
+    const auto& asked = query;  // clang captures no structured binding
+    CAPTURE(asked);
     Reply reply = f.h.get("/v1/operations?" + query, kViewerToken);
     CHECK(reply.status == 400);
     CHECK(reply.detailNames(field));

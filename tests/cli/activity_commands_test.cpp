@@ -415,7 +415,8 @@ TEST_CASE("cli: events and operations list refuse bad filter values naming the f
            {{"operations", "list", "--state", "PENDING,PAUSED"}, "--state", "'PAUSED'"},
            {{"operations", "list", "--since", "5x"}, "--since", "'5x'"},
            {{"operations", "list", "--limit", "many"}, "--limit", "'many'"}}) {
-    CAPTURE(args);
+    const auto& asked = args;  // clang captures no structured binding
+    CAPTURE(asked);
     CliRun run = live.run(args);
     CHECK(run.code == 2);
     CHECK_MESSAGE(run.err.starts_with("error: " + flag + ": " + value + " is not "), run.err);

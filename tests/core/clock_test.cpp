@@ -133,6 +133,7 @@ TEST_CASE("times beyond the years a TimePoint holds are refused, not overflowed"
 }  // namespace tide
 
 TEST_CASE("a span people type is a positive whole number of minutes, hours or days") {
+  using tide::parseWholeDuration;
   CHECK(parseWholeDuration("90m") == std::chrono::seconds(5400));
   CHECK(parseWholeDuration("2h") == std::chrono::seconds(7200));
   CHECK(parseWholeDuration("7d") == std::chrono::seconds(7 * 86400));
