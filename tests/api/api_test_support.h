@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -122,6 +123,21 @@ class ApiHarness {
   std::unique_ptr<ledger::Ledger> ledger;
   std::unique_ptr<api::ApiServer> server;
 };
+
+// Each of `cases` ({query, field}) asked of GET `path`?query is refused with 400
+// invalid_argument naming `field`.
+inline void checkRefusedNaming(const ApiHarness& h, const std::string& path,
+                               const std::vector<std::pair<std::string, std::string>>& cases,
+                               const std::string& token = kAdminToken) {
+  for (const auto& entry : cases) {
+    const std::string& query = entry.first;
+    CAPTURE(query);
+    Reply reply = h.get(path + "?" + query, token);
+    CHECK(reply.status == 400);
+    CHECK(reply.errorCode() == "invalid_argument");
+    CHECK(reply.detailNames(entry.second));
+  }
+}
 
 // A runtime instance of `meta_instance` on `node` reserving 4 cores and 64 GiB.
 inline model::RuntimeInstance runtimeOn(const std::string& meta_instance, const std::string& node) {
