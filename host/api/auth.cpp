@@ -92,7 +92,7 @@ Status Authenticator::checkConfig() const {
 }
 
 Status Authenticator::bootstrap(const std::string& data_dir) {
-  if (!enabled_ || !config_tokens_.empty() || ledger_.countTokens() > 0) return Status::ok();
+  if (!enabled_ || !config_tokens_.empty() || ledger_.tokens().countTokens() > 0) return Status::ok();
   if (data_dir.empty()) {
     return Status::invalidArgument(
         "auth is enabled and no token exists, but no data_dir is set to write "
@@ -106,7 +106,7 @@ Status Authenticator::bootstrap(const std::string& data_dir) {
   std::filesystem::path path = std::filesystem::path(data_dir) / kAdminTokenFile;
   TIDE_RETURN_IF_ERROR(writePrivateFile(path, token));
   Result<model::ApiToken> created =
-      ledger_.createToken(std::string(kBootstrapTokenName), sha256Hex(token), "admin", "system");
+      ledger_.tokens().createToken(std::string(kBootstrapTokenName), sha256Hex(token), "admin", "system");
   if (!created.isOk()) {
     std::filesystem::remove(path, error);
     return created.status().withPrefix("storing the bootstrap admin token");
@@ -121,7 +121,8 @@ Result<IssuedToken> Authenticator::issue(const std::string& name, const std::str
     return Status::alreadyExists("a token named '" + name + "' is configured in auth.tokens");
   }
   TIDE_ASSIGN_OR_RETURN(std::string secret, randomHex(32));
-  TIDE_ASSIGN_OR_RETURN(model::ApiToken record, ledger_.createToken(name, sha256Hex(secret), role, actor, expires_at, node));
+  TIDE_ASSIGN_OR_RETURN(model::ApiToken record,
+                        ledger_.tokens().createToken(name, sha256Hex(secret), role, actor, expires_at, node));
   return IssuedToken{std::move(record), std::move(secret)};
 }
 
@@ -132,7 +133,7 @@ Result<model::ApiToken> Authenticator::revoke(const std::string& name, const std
   }
   const bool config_admin = std::any_of(config_tokens_.begin(), config_tokens_.end(),
                                         [](const ConfigToken& token) { return token.role == "admin"; });
-  return ledger_.revokeToken(name, actor, /*keep_an_admin=*/!config_admin);
+  return ledger_.tokens().revokeToken(name, actor, /*keep_an_admin=*/!config_admin);
 }
 
 std::vector<Authenticator::ConfigTokenInfo> Authenticator::configTokens() const {
@@ -165,11 +166,11 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   for (const ConfigToken& config : config_tokens_) {
     if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic), ""};
   }
-  Result<model::ApiToken> found = live_tokens_.get(digest, [&] { return ledger_.findToken(digest); });
+  Result<model::ApiToken> found = live_tokens_.get(digest, [&] { return ledger_.tokens().findToken(digest); });
   // A kept token may have expired since; the ledger says so in its words. Timestamps share
   // one fixed-width UTC format, so they compare as text.
   if (found.isOk() && !found->expires_at.empty() && found->expires_at <= formatTimestamp(clock_.now())) {
-    found = ledger_.findToken(digest);
+    found = ledger_.tokens().findToken(digest);
   }
   if (!found.isOk()) {
     // Unknown, revoked or expired: the message says which (the caller holds the token).

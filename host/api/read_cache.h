@@ -5,7 +5,7 @@
 // serves most do not query SQLite each time.
 //
 //   ReadCache<model::Node> nodes(ledger, {"nodes", "clusters", "runtime_instances"});
-//   Result<model::Node> node = nodes.get(name, [&] { return ledger.getNode(name); });
+//   Result<model::Node> node = nodes.get(name, [&] { return ledger.inventory().getNode(name); });
 //
 // Why it is exact: the cache counts the commits whose change feed (Ledger::subscribe) names
 // one of its tables; that count is its epoch. get() reads the epoch before it loads and keeps
@@ -89,8 +89,8 @@ class ReadCache {
 
  private:
   // The change sink: runs under the ledger's write lock, so it only moves the epoch.
-  void noteCommit(const std::vector<ledger::Ledger::RowChange>& changes) {
-    const bool touched = std::any_of(changes.begin(), changes.end(), [&](const ledger::Ledger::RowChange& change) {
+  void noteCommit(const std::vector<ledger::RowChange>& changes) {
+    const bool touched = std::any_of(changes.begin(), changes.end(), [&](const ledger::RowChange& change) {
       return std::find(tables_.begin(), tables_.end(), change.table) != tables_.end();
     });
     if (touched) invalidate();

@@ -19,7 +19,7 @@ Result<drivers::AgentHub*> hubOf(const ApiContext& context) {
 
 // The node named in the path, which must be in the ledger.
 Result<model::Node> pathNode(ApiContext& context, const ApiRequest& request) {
-  return context.ledger.getNode(request.param("node"));
+  return context.ledger.inventory().getNode(request.param("node"));
 }
 
 }  // namespace
@@ -64,7 +64,8 @@ Result<ApiResponse> report(ApiContext& context, const ApiRequest& request) {
   const std::optional<model::Resources> resources = parsed.resources;
   const drivers::DocumentVersion current = hub->report(node.name, std::move(parsed));
   if (resources && node.total.cores == 0 && node.total.memory_gib == 0) {
-    TIDE_RETURN_IF_ERROR(context.ledger.fillNodeTotal(node.name, *resources, request.principal.name).status());
+    TIDE_RETURN_IF_ERROR(
+        context.ledger.inventory().fillNodeTotal(node.name, *resources, request.principal.name).status());
   }
   return jsonReply(Json{{"epoch", current.epoch}, {"revision", current.revision}});
 }

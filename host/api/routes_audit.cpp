@@ -7,7 +7,7 @@
 namespace tide::api::audit {
 
 Result<ApiResponse> verify(ApiContext& context, const ApiRequest&) {
-  TIDE_ASSIGN_OR_RETURN(model::AuditReport report, context.ledger.verifyAudit());
+  TIDE_ASSIGN_OR_RETURN(model::AuditReport report, context.ledger.audit().verifyAudit());
   return jsonReply(Json(report));
 }
 

@@ -13,7 +13,8 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Capability capability, config::parseCapability(text, kBodySource));
-  TIDE_ASSIGN_OR_RETURN(model::Capability created, context.ledger.createCapability(capability, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Capability created,
+                        context.ledger.inventory().createCapability(capability, request.principal.name));
   return recordReply(created, 201);
 }
 
@@ -24,13 +25,13 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
     std::transform(it->second.begin(), it->second.end(), it->second.begin(),
                    [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Capability> page, context.ledger.listCapabilities(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Capability> page, context.ledger.inventory().listCapabilities(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(model::Capability capability, context.ledger.getCapability(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Capability capability, context.ledger.inventory().getCapability(request.param("name")));
   return recordReply(capability);
 }
 
@@ -38,7 +39,7 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   const std::string& name = request.param("name");
-  TIDE_RETURN_IF_ERROR(context.ledger.deleteCapability(name, generation, request.principal.name));
+  TIDE_RETURN_IF_ERROR(context.ledger.inventory().deleteCapability(name, generation, request.principal.name));
   return deletedReply("capability", name);
 }
 

@@ -15,7 +15,7 @@ Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
 
 Result<ApiResponse> resume(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(model::ControlHalt ended, context.ledger.resumeControlLoop(request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::ControlHalt ended, context.ledger.audit().resumeControlLoop(request.principal.name));
   return jsonReply(Json{{"halted", false}, {"ended", ended}});
 }
 

@@ -47,7 +47,7 @@ std::string withPlan(std::string_view text, const std::string& plan) {
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   const std::string& plan = request.param("name");
-  TIDE_RETURN_IF_ERROR(context.ledger.getPlan(plan).status());
+  TIDE_RETURN_IF_ERROR(context.ledger.plans().getPlan(plan).status());
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(std::vector<config::YamlNode> documents, config::parseYamlDocuments(text, kBodySource));
 
@@ -65,9 +65,10 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment));
-  TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.getPlan(deployment.plan));
+  TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.plans().getPlan(deployment.plan));
   TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.addDeployment(deployment, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment created,
+                        context.ledger.plans().addDeployment(deployment, request.principal.name));
   return recordReply(created, 201);
 }
 
@@ -75,16 +76,16 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options,
                         readListOptions(request, {{"state", model::statesOf(model::RecordKind::kDeployment)}}));
   const std::string& plan = request.param("name");
-  TIDE_RETURN_IF_ERROR(context.ledger.getPlan(plan).status());
+  TIDE_RETURN_IF_ERROR(context.ledger.plans().getPlan(plan).status());
   options.filters["plan"] = plan;
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Deployment> page, context.ledger.listDeployments(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Deployment> page, context.ledger.plans().listDeployments(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
-                        context.ledger.getDeployment(request.param("name"), request.param("id")));
+                        context.ledger.plans().getDeployment(request.param("name"), request.param("id")));
   return recordReply(deployment);
 }
 
@@ -93,8 +94,8 @@ Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(
       model::Deployment deployment,
-      context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED", generation,
-                                        request.principal.name, "cancelled through the API"));
+      context.ledger.plans().setDeploymentState(request.param("name"), request.param("id"), "CANCELLED", generation,
+                                                request.principal.name, "cancelled through the API"));
   return recordReply(deployment);
 }
 
@@ -126,9 +127,10 @@ Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, cons
     }
     if (body["full"].get<bool>()) what = "promote_full";
   }
-  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
-                        context.ledger.controlDeployment(request.param("name"), request.param("id"), what,
-                                                         reason.value_or(""), request.principal.name, to.value_or("")));
+  TIDE_ASSIGN_OR_RETURN(
+      model::Deployment deployment,
+      context.ledger.plans().controlDeployment(request.param("name"), request.param("id"), what, reason.value_or(""),
+                                               request.principal.name, to.value_or("")));
   return recordReply(deployment);
 }
 
@@ -163,13 +165,14 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   }
   const Principal& principal = request.principal;
   TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
-                        context.ledger.getDeployment(request.param("name"), request.param("id")));
+                        context.ledger.plans().getDeployment(request.param("name"), request.param("id")));
   TIDE_RETURN_IF_ERROR(operations::checkFourEyes(context, principal, deployment.added_by));
   model::GivenApproval approval{principal.name, roleName(principal.role), false, reason.value_or(""), "", {}};
-  TIDE_ASSIGN_OR_RETURN(deployment, context.ledger.approveRollout(deployment.plan, deployment.deployment_id, approval));
+  TIDE_ASSIGN_OR_RETURN(deployment,
+                        context.ledger.plans().approveRollout(deployment.plan, deployment.deployment_id, approval));
 
   TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> waiting,
-                        listAll(context.ledger, &ledger::Ledger::listOperations,
+                        listAll(context.ledger.operations(), &ledger::OperationRecords::listOperations,
                                 {{"plan", deployment.plan}, {"state", model::operation_state::kPendingApproval}}));
   Json outcomes = Json::array();
   for (const model::Operation& operation : waiting) {

@@ -27,7 +27,7 @@ bool waitForNewer(ApiContext& context, int64_t seen, steady_clock::time_point de
     steady_clock::time_point now = steady_clock::now();
     if (now >= deadline) return false;
     auto slice = std::min(kWaitSlice, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
-    if (context.ledger.waitForEvents(seen, slice)) return true;
+    if (context.ledger.audit().waitForEvents(seen, slice)) return true;
   }
   return false;
 }
@@ -40,7 +40,7 @@ std::string sseMessage(const model::Event& event) {
   return "id: " + std::to_string(event.seq) + "\nevent: " + event.kind + "\ndata: " + dumpJson(Json(event)) + "\n\n";
 }
 
-// The filters of the event list and stream (Ledger::listEvents); `since` and `until` come
+// The filters of the event list and stream (AuditRecords::listEvents); `since` and `until` come
 // through readTimeWindow.
 const std::vector<QueryFilter>& eventFilters() {
   static const std::vector<QueryFilter> kFilters = {
@@ -67,15 +67,15 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 
   // `seen` is read before listing, so an event appended in between is either in the page
   // or wakes the wait below.
-  int64_t seen = context.ledger.lastEventSeq();
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Event> page, context.ledger.listEvents(options));
+  int64_t seen = context.ledger.audit().lastEventSeq();
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Event> page, context.ledger.audit().listEvents(options));
   if (page.items.empty() && wait.value_or(0) > 0 && can_arrive) {
     std::shared_ptr<void> slot = context.wait_slots.tryAcquire();
     if (!slot) return tooManyWaiting();
     steady_clock::time_point deadline = steady_clock::now() + std::chrono::seconds(*wait);
     while (page.items.empty() && waitForNewer(context, std::max(seen, options.after), deadline)) {
-      seen = context.ledger.lastEventSeq();
-      TIDE_ASSIGN_OR_RETURN(page, context.ledger.listEvents(options));
+      seen = context.ledger.audit().lastEventSeq();
+      TIDE_ASSIGN_OR_RETURN(page, context.ledger.audit().listEvents(options));
     }
   }
   return pageReply(page);
@@ -100,8 +100,8 @@ Result<ApiResponse> stream(ApiContext& context, const ApiRequest& request) {
   response.headers.emplace_back("Cache-Control", "no-cache");
   response.stream = [&context, state](const StreamWriter& write) -> bool {
     if (context.stopping) return false;
-    int64_t seen = context.ledger.lastEventSeq();
-    Result<ledger::Page<model::Event>> page = context.ledger.listEvents(state->options);
+    int64_t seen = context.ledger.audit().lastEventSeq();
+    Result<ledger::Page<model::Event>> page = context.ledger.audit().listEvents(state->options);
     if (!page.isOk()) {
       write(": " + page.status().toString() + "\n\n");
       return false;

@@ -37,7 +37,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
       readListOptions(request, {{"plan"}, {"state", model::statesOf(model::RecordKind::kMetaInstance)}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> page, context.ledger.listMetaInstances(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> page, context.ledger.instances().listMetaInstances(options));
   TIDE_ASSIGN_OR_RETURN(auto unfinished, unfinishedOperations(context.ledger, page.items));
   Json items = Json::array();
   for (const model::MetaInstance& meta : page.items) {
@@ -53,7 +53,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.instances().getMetaInstance(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, instanceView(context.ledger, meta, /*with_operations=*/true));
   ApiResponse response = jsonReply(view);
   response.headers.emplace_back("ETag", std::to_string(meta.meta.generation));
@@ -68,10 +68,11 @@ Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"type", "reason"}));
   TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
-  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.instances().getMetaInstance(request.param("name")));
   model::Operation operation = userOperation(request, type, reason.value_or(""));
   operation.meta_instance = meta.name;
-  TIDE_ASSIGN_OR_RETURN(model::Operation created, context.ledger.createOperation(operation, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Operation created,
+                        context.ledger.operations().createOperation(operation, request.principal.name));
   return recordReply(created, 201);
 }
 
@@ -89,7 +90,7 @@ Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
   if (has_file && !offset) return badParam("file", "needs offset: it names the file the offset is in");
   std::optional<drivers::LogCursor> from;
   if (offset) from = drivers::LogCursor{has_file ? file->second : "", *offset};
-  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.getMetaInstance(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.instances().getMetaInstance(request.param("name")));
   if (!context.read_logs) return Status::unavailable("logs are not available on this host");
   const size_t max_bytes = static_cast<size_t>(from ? kMaxLogTailBytes : tail_bytes.value_or(kDefaultLogTailBytes));
   TIDE_ASSIGN_OR_RETURN(drivers::LogSlice slice, context.read_logs(meta.name, from, max_bytes));

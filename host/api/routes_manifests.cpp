@@ -28,7 +28,7 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
       if (plan.value.name == deployment.value.plan) owner = plan.value;
     }
     if (!owner) {
-      auto stored = context.ledger.getPlan(deployment.value.plan);
+      auto stored = context.ledger.plans().getPlan(deployment.value.plan);
       if (!stored.isOk()) continue;  // applyManifest names the missing plan
       owner = std::move(stored).value();
     }

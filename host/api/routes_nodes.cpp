@@ -14,8 +14,8 @@ namespace {
 Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
-  TIDE_ASSIGN_OR_RETURN(model::Node node,
-                        context.ledger.setNodeState(request.param("name"), state, generation, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.inventory().setNodeState(request.param("name"), state,
+                                                                                  generation, request.principal.name));
   return recordReply(node);
 }
 
@@ -26,7 +26,7 @@ Json agentView(ApiContext& context, const model::Node& node, std::map<std::strin
   if (context.agents == nullptr || node.cluster.empty()) return nullptr;
   auto known = agent_clusters.find(node.cluster);
   if (known == agent_clusters.end()) {
-    auto cluster = context.ledger.getCluster(node.cluster);
+    auto cluster = context.ledger.inventory().getCluster(node.cluster);
     known = agent_clusters.emplace(node.cluster, cluster.isOk() && cluster->driver_kind == "agent").first;
   }
   if (!known->second) return nullptr;
@@ -49,7 +49,8 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Node node, config::parseNode(text, kBodySource));
   std::vector<ErrorDetail> warnings;
-  TIDE_ASSIGN_OR_RETURN(model::Node created, context.ledger.createNode(node, request.principal.name, &warnings));
+  TIDE_ASSIGN_OR_RETURN(model::Node created,
+                        context.ledger.inventory().createNode(node, request.principal.name, &warnings));
   return recordReply(created, warnings, 201);
 }
 
@@ -57,7 +58,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
       readListOptions(request, {{"state", model::statesOf(model::RecordKind::kNode)}, {"cluster"}, {"update_domain"}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Node> page, context.ledger.listNodes(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Node> page, context.ledger.inventory().listNodes(options));
   ApiResponse reply = pageReply(page);
   if (context.agents == nullptr) return reply;
   Json body = Json::parse(reply.body);
@@ -74,7 +75,7 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   const std::string& name = request.param("name");
   bool changes_outside_ledger = false;
   auto read = [&]() -> Result<ApiResponse> {
-    TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.getNode(name));
+    TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.inventory().getNode(name));
     std::map<std::string, bool> agent_clusters;
     Json agent = agentView(context, node, agent_clusters);
     const bool draining = node.state == model::node_state::kDraining;
@@ -99,7 +100,7 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   const std::string& name = request.param("name");
-  TIDE_RETURN_IF_ERROR(context.ledger.deleteNode(name, generation, request.principal.name));
+  TIDE_RETURN_IF_ERROR(context.ledger.inventory().deleteNode(name, generation, request.principal.name));
   return deletedReply("node", name);
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 // The operation with the policy decisions recorded for it, and its generation as ETag.
 Result<ApiResponse> operationReply(ledger::Ledger& ledger, const model::Operation& operation) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Decision> decisions, ledger.listDecisions(operation.meta.id));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Decision> decisions, ledger.operations().listDecisions(operation.meta.id));
   Json view = operation;
   view["decisions"] = decisions;
   if (operation.decision.is_object() && operation.decision.contains("approvals")) {
@@ -98,8 +98,9 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
 Result<model::ApprovalRuling> judge(const ApiContext& context, const model::Operation& operation,
                                     const Principal& principal, model::ApprovalAct act, bool override,
                                     const std::string& reason) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by, context.ledger.mintersOf(operation.requested_by));
-  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> minted_by, context.ledger.mintersOf(principal.name));
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by,
+                        context.ledger.tokens().mintersOf(operation.requested_by));
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> minted_by, context.ledger.tokens().mintersOf(principal.name));
   return model::judgeApproval(
       {operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
        context.approver_must_differ, std::move(requester_minted_by)},
@@ -118,7 +119,7 @@ Result<model::Operation> approveAs(ApiContext& context, const Principal& princip
   // the operation checked above, or nothing (409) if it changed meanwhile.
   if (!asked.generation) asked.generation = operation.meta.generation;
   model::GivenApproval approval{principal.name, roleName(principal.role), asked.override, asked.reason, "", {}};
-  return context.ledger.addApproval(operation.meta.id, asked.generation, approval);
+  return context.ledger.operations().addApproval(operation.meta.id, asked.generation, approval);
 }
 
 Status checkFourEyes(ApiContext& context, const Principal& principal, const std::string& requested_by) {
@@ -139,14 +140,14 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
                                          {"actor"}},
                                         {"since", "until"}));
   TIDE_RETURN_IF_ERROR(readTimeWindow(request, context.clock.now(), options));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> page, context.ledger.listOperations(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> page, context.ledger.operations().listOperations(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(int64_t id, readIdParam(request, "id"));
-  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(id));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.operations().getOperation(id));
   return operationReply(context.ledger, operation);
 }
 
@@ -155,7 +156,7 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 // APPROVED once enough do. The reply says how many are still needed.
 Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request, {"reason", "generation", "override"}));
-  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.operations().getOperation(asked.id));
   TIDE_ASSIGN_OR_RETURN(
       model::Operation approved,
       approveAs(context, request.principal, operation, {asked.override, asked.reason.value_or(""), asked.generation}));
@@ -166,7 +167,7 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
 // may give it.
 Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
-  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.getOperation(asked.id));
+  TIDE_ASSIGN_OR_RETURN(model::Operation operation, context.ledger.operations().getOperation(asked.id));
   const std::string& actor = request.principal.name;
   TIDE_RETURN_IF_ERROR(checkWaiting(operation, "rejected", false));
   TIDE_ASSIGN_OR_RETURN(
@@ -175,8 +176,8 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(ruling.allowed);
   if (!asked.generation) asked.generation = operation.meta.generation;
   TIDE_ASSIGN_OR_RETURN(model::Operation rejected,
-                        context.ledger.setOperationState(asked.id, "REJECTED", asked.generation, actor,
-                                                         messageOf(asked, "rejected", actor), actor));
+                        context.ledger.operations().setOperationState(asked.id, "REJECTED", asked.generation, actor,
+                                                                      messageOf(asked, "rejected", actor), actor));
   return operationReply(context.ledger, rejected);
 }
 
@@ -185,9 +186,9 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
   const std::string& actor = request.principal.name;
-  TIDE_ASSIGN_OR_RETURN(
-      model::Operation cancelled,
-      context.ledger.cancelOperation(asked.id, asked.generation, actor, messageOf(asked, "cancelled", actor)));
+  TIDE_ASSIGN_OR_RETURN(model::Operation cancelled,
+                        context.ledger.operations().cancelOperation(asked.id, asked.generation, actor,
+                                                                    messageOf(asked, "cancelled", actor)));
   return operationReply(context.ledger, cancelled);
 }
 

@@ -27,7 +27,8 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
   std::vector<ErrorDetail> warnings;
-  TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.createPlan(plan, request.principal.name, &warnings));
+  TIDE_ASSIGN_OR_RETURN(model::Plan created,
+                        context.ledger.plans().createPlan(plan, request.principal.name, &warnings));
   return recordReply(created, warnings, 201);
 }
 
@@ -40,7 +41,8 @@ Result<ApiResponse> update(ApiContext& context, const ApiRequest& request) {
     const std::string problem = "must be '" + name + "', the plan in the path, got '" + plan.name + "'";
     return Status::invalidArgument("plan name " + problem, {{"name", problem, ""}});
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change, context.ledger.updatePlan(plan, generation, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change,
+                        context.ledger.plans().updatePlan(plan, generation, request.principal.name));
   return recordReply(change.plan, change.warnings, 200, Json{{"changed", change.changed}});
 }
 
@@ -48,13 +50,13 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(
       ledger::ListOptions options,
       readListOptions(request, {{"namespace"}, {"state", model::statesOf(model::RecordKind::kPlan)}}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Plan> page, context.ledger.listPlans(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Plan> page, context.ledger.plans().listPlans(options));
   return pageReply(page);
 }
 
 Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions page, readListOptions(request, {}));
-  TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.getPlan(request.param("name")));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.plans().getPlan(request.param("name")));
   TIDE_ASSIGN_OR_RETURN(Json view, planShowView(context.ledger, plan, page));
   TIDE_ASSIGN_OR_RETURN(view["control_loop"], controlLoopView(context.ledger));
   // docs/architecture.md#traffic: the endpoint, the split asked and the split the router applies.
@@ -80,7 +82,7 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   const std::string& name = request.param("name");
-  TIDE_RETURN_IF_ERROR(context.ledger.deletePlan(name, generation, request.principal.name));
+  TIDE_RETURN_IF_ERROR(context.ledger.plans().deletePlan(name, generation, request.principal.name));
   return deletedReply("plan", name);
 }
 
@@ -92,9 +94,9 @@ Result<ApiResponse> scaleToZero(ApiContext& context, const ApiRequest& request) 
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   const std::string& name = request.param("name");
-  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanTeardown teardown,
-                        context.ledger.scalePlanToZero(name, userOperation(request, "DELETE", reason.value_or("")),
-                                                       reason.value_or(""), request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(ledger::PlanTeardown teardown, context.ledger.plans().scalePlanToZero(
+                                                           name, userOperation(request, "DELETE", reason.value_or("")),
+                                                           reason.value_or(""), request.principal.name));
   return jsonReply(Json{{"plan", name},
                         {"operations", teardown.operations},
                         {"cancelled_deployments", teardown.cancelled_deployments}});

@@ -14,7 +14,7 @@ Result<ApiResponse> readyz(ApiContext& context, const ApiRequest&) {
   if (context.stopping) return Status::unavailable("the server is stopping");
   ledger::ListOptions probe;
   probe.limit = 1;
-  Result<ledger::Page<model::Capability>> page = context.ledger.listCapabilities(probe);
+  Result<ledger::Page<model::Capability>> page = context.ledger.inventory().listCapabilities(probe);
   if (!page.isOk()) return Status::unavailable("the ledger is not usable: " + page.status().message());
   return jsonReply({{"status", "ready"}});
 }
@@ -25,8 +25,8 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
   response.body = context.metrics.render();
   response.body += "# HELP tide_events_last_seq Sequence number of the newest ledger event.\n";
   response.body += "# TYPE tide_events_last_seq gauge\n";
-  response.body += "tide_events_last_seq " + std::to_string(context.ledger.lastEventSeq()) + "\n";
-  const ledger::Ledger::WriteStats writes = context.ledger.writeStats();
+  response.body += "tide_events_last_seq " + std::to_string(context.ledger.audit().lastEventSeq()) + "\n";
+  const ledger::WriteStats writes = context.ledger.writeStats();
   response.body +=
       "# HELP tide_ledger_writes_total Ledger writes (one record change each, with its events).\n"
       "# TYPE tide_ledger_writes_total counter\n"
@@ -45,7 +45,7 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
       "# TYPE tide_ledger_largest_group gauge\n"
       "tide_ledger_largest_group " +
       std::to_string(writes.largest_group) + "\n";
-  if (auto counts = context.ledger.operationCounts(); counts.isOk()) {
+  if (auto counts = context.ledger.operations().operationCounts(); counts.isOk()) {
     response.body += "# HELP tide_operations Operations in the ledger by type and state.\n";
     response.body += "# TYPE tide_operations gauge\n";
     for (const auto& [key, n] : counts.value()) {
@@ -53,7 +53,7 @@ Result<ApiResponse> metrics(ApiContext& context, const ApiRequest&) {
           "tide_operations{type=\"" + key.first + "\",state=\"" + key.second + "\"} " + std::to_string(n) + "\n";
     }
   }
-  if (auto halt = context.ledger.controlHalt(); halt.isOk()) {
+  if (auto halt = context.ledger.audit().controlHalt(); halt.isOk()) {
     response.body +=
         "# HELP tide_control_loop_halted 1 while the control loop is halted (an admin resumes it).\n"
         "# TYPE tide_control_loop_halted gauge\n"

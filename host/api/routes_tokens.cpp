@@ -73,7 +73,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
   // The ledger's tokens a page at a time; the config file's, which have no id to page by,
   // come first on the first page.
   TIDE_ASSIGN_OR_RETURN(ledger::ListOptions options, readListOptions(request, {}));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::ApiToken> stored, context.ledger.listTokens(options));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::ApiToken> stored, context.ledger.tokens().listTokens(options));
   const std::string now = formatTimestamp(context.clock.now());
   Json items = Json::array();
   if (options.after == 0) {

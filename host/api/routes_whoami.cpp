@@ -11,7 +11,7 @@ Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   return jsonReply(Json{{"name", request.principal.name},
                         {"role", roleName(request.principal.role)},
-                        {"last_event_seq", context.ledger.lastEventSeq()}});
+                        {"last_event_seq", context.ledger.audit().lastEventSeq()}});
 }
 
 }  // namespace tide::api::whoami

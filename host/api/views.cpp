@@ -16,7 +16,7 @@ const std::vector<std::string>& operationTypes() {
 
 namespace {
 
-Json instanceCounts(const ledger::Ledger::PlanCounts::Instances& n) {
+Json instanceCounts(const ledger::PlanCounts::Instances& n) {
   return Json{
       {"total", n.total}, {"running", n.running}, {"pending", n.pending}, {"failed", n.failed}, {"ready", n.ready}};
 }
@@ -32,12 +32,12 @@ Json holdJson(const model::Hold& hold) {
 Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const ledger::ListOptions& page) {
   const std::map<std::string, std::string> by_plan = {{"plan", plan.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments,
-                        listAll(ledger, &ledger::Ledger::listDeployments, by_plan));
-  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanCounts counts, ledger.planCounts(plan.name));
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> metas, ledger.livePlanInstances(plan.name, page));
+                        listAll(ledger.plans(), &ledger::PlanRecords::listDeployments, by_plan));
+  TIDE_ASSIGN_OR_RETURN(ledger::PlanCounts counts, ledger.instances().planCounts(plan.name));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::MetaInstance> metas, ledger.instances().livePlanInstances(plan.name, page));
   std::vector<int64_t> ids;
   for (const model::MetaInstance& meta : metas.items) ids.push_back(meta.meta.id);
-  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::InstanceSlice slice, ledger.instanceSlice(ids, {}, {}));
+  TIDE_ASSIGN_OR_RETURN(ledger::InstanceSlice slice, ledger.instances().instanceSlice(ids, {}, {}));
 
   std::map<std::string, Json> runtimes_of, operations_of;
   for (const model::RuntimeInstance& runtime : slice.runtimes) {
@@ -76,7 +76,7 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   ledger::ListOptions waiting_page;
   waiting_page.limit = kWaitingForApprovalShown;
   waiting_page.filters = {{"plan", plan.name}, {"state", model::operation_state::kPendingApproval}};
-  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> waiting, ledger.listOperations(waiting_page));
+  TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> waiting, ledger.operations().listOperations(waiting_page));
   Json waiting_for_approval = Json::array();
   for (const model::Operation& operation : waiting.items) {
     const model::ApprovalState approvals = model::approvalStateOf(operation.decision);
@@ -103,12 +103,13 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
 
 Result<Json> fleetStatusView(ledger::Ledger& ledger) {
   ledger::Ledger::Snapshot snapshot(ledger);
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Plan> plans, listAll(ledger, &ledger::Ledger::listPlans));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments, listAll(ledger, &ledger::Ledger::listDeployments));
-  TIDE_ASSIGN_OR_RETURN(
-      std::vector<model::Operation> unstarted,
-      listAll(ledger, &ledger::Ledger::listOperations, {{"state", "PENDING,PENDING_APPROVAL,APPROVED"}}));
-  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.controlHalt());
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Plan> plans, listAll(ledger.plans(), &ledger::PlanRecords::listPlans));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments,
+                        listAll(ledger.plans(), &ledger::PlanRecords::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> unstarted,
+                        listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
+                                {{"state", "PENDING,PENDING_APPROVAL,APPROVED"}}));
+  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.audit().controlHalt());
 
   std::map<std::string, std::vector<model::Deployment>> deployments_of;  // by plan, oldest first
   for (model::Deployment& deployment : deployments) deployments_of[deployment.plan].push_back(std::move(deployment));
@@ -126,7 +127,7 @@ Result<Json> fleetStatusView(ledger::Ledger& ledger) {
   for (const model::Plan& plan : plans) {
     const std::vector<model::Deployment>& of_plan = deployments_of[plan.name];
     const model::Deployment* current = model::currentDeployment(of_plan);
-    TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanCounts counts, ledger.planCounts(plan.name));
+    TIDE_ASSIGN_OR_RETURN(ledger::PlanCounts counts, ledger.instances().planCounts(plan.name));
     const int64_t desired = current != nullptr ? current->instance_count : 0;
     plan_rows.push_back(Json{{"name", plan.name},
                              {"namespace", plan.ns},
@@ -158,7 +159,7 @@ Result<Json> fleetStatusView(ledger::Ledger& ledger) {
 }
 
 Result<Json> controlLoopView(ledger::Ledger& ledger) {
-  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.controlHalt());
+  TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.audit().controlHalt());
   TIDE_ASSIGN_OR_RETURN(std::optional<model::Event> partition, engine::latestPartitionAlarm(ledger));
   Json partition_view = nullptr;
   if (partition) {
@@ -171,13 +172,15 @@ Result<Json> controlLoopView(ledger::Ledger& ledger) {
 }
 
 Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
-                        listAll(ledger, &ledger::Ledger::listRuntimeInstances, {{"node", node.name}}));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::RuntimeInstance> runtimes,
+      listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances, {{"node", node.name}}));
   Json instances = Json::array();
   for (const model::RuntimeInstance& runtime : runtimes) {
     if (!model::holdsResources(runtime.state)) continue;
     TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
-                          listAll(ledger, &ledger::Ledger::listOperations, {{"meta_instance", runtime.meta_instance}}));
+                          listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
+                                  {{"meta_instance", runtime.meta_instance}}));
     Json operation = nullptr;
     for (const model::Operation& op : operations) {
       if (model::isTerminalOperationState(op.state)) continue;
@@ -193,7 +196,7 @@ Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Led
                                                                      const std::vector<model::MetaInstance>& metas) {
   std::vector<int64_t> ids;
   for (const model::MetaInstance& meta : metas) ids.push_back(meta.meta.id);
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations, ledger.unfinishedOperations(ids));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations, ledger.operations().unfinishedOperations(ids));
   std::map<std::string, model::Operation> unfinished;
   for (model::Operation& operation : operations) unfinished[operation.meta_instance] = std::move(operation);
   return unfinished;
@@ -202,11 +205,11 @@ Result<std::map<std::string, model::Operation>> unfinishedOperations(ledger::Led
 Result<Json> instanceView(ledger::Ledger& ledger, const model::MetaInstance& meta_instance, bool with_operations) {
   const std::map<std::string, std::string> by_meta = {{"meta_instance", meta_instance.name}};
   TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
-                        listAll(ledger, &ledger::Ledger::listRuntimeInstances, by_meta));
+                        listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances, by_meta));
   Json view = {{"meta_instance", meta_instance}, {"runtime_instances", runtimes}};
   if (with_operations) {
     TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
-                          listAll(ledger, &ledger::Ledger::listOperations, by_meta));
+                          listAll(ledger.operations(), &ledger::OperationRecords::listOperations, by_meta));
     view["operations"] = operations;
   }
   return view;

@@ -94,13 +94,13 @@ Result<bool> hostIsSound(ledger::Ledger& ledger, engine::DriverSet& drivers, std
     }
   }
   if (!inventory_violations.empty()) {
-    const Status alarmed =
-        ledger.appendEvent("alarm.inventory", "ledger", model::Json{{"violations", inventory_violations}}, "host");
+    const Status alarmed = ledger.audit().appendEvent("alarm.inventory", "ledger",
+                                                      model::Json{{"violations", inventory_violations}}, "host");
     if (!alarmed.isOk()) err << "tide serve: alarm.inventory not recorded: " << alarmed.message() << "\n";
   }
   if (ledger_violations.empty()) return true;
   const Status alarmed =
-      ledger.appendEvent("alarm.invariant", "ledger", model::Json{{"violations", ledger_violations}}, "host");
+      ledger.audit().appendEvent("alarm.invariant", "ledger", model::Json{{"violations", ledger_violations}}, "host");
   if (!alarmed.isOk()) err << "tide serve: alarm.invariant not recorded: " << alarmed.message() << "\n";
   return false;
 }

@@ -21,6 +21,7 @@ Status checkCanListen(const std::string& address) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::ok();
   const int one = 1;
+  // Best effort: without it a port in TIME_WAIT reads as taken, which errs on the safe side.
   (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
   const int err = errno;

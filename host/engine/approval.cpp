@@ -154,12 +154,12 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
                                            const InstanceView& view, model::Operation& op) {
   const Json coordinates = targetCoordinates(world, view, op);
   if (!op.target.contains("coordinates") || (view.active && !op.target.contains("from_runtime_instance"))) {
-    ledger::Ledger::OperationUpdate update;
+    ledger::OperationUpdate update;
     Json target = op.target.is_object() ? op.target : Json::object();
     target["coordinates"] = coordinates;
     if (view.active && op.type == "RELOCATE") target["from_runtime_instance"] = view.active->meta.id;
     update.target = target;
-    TIDE_ASSIGN_OR_RETURN(op, ledger_.updateOperation(op.meta.id, update, options_.actor));
+    TIDE_ASSIGN_OR_RETURN(op, ledger_.operations().updateOperation(op.meta.id, update, options_.actor));
   }
   if (!needsPlacement(view, op)) {
     if (!view.active) return std::string();
@@ -200,7 +200,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
                                     {"capacity_gib", v.capacity_gib},
                                     {"local_volume", v.local_volume}});
   }
-  TIDE_ASSIGN_OR_RETURN(auto reserved, ledger_.reserveForOperation(op.meta.id, instance, options_.actor));
+  TIDE_ASSIGN_OR_RETURN(auto reserved, ledger_.instances().reserveForOperation(op.meta.id, instance, options_.actor));
   // Cannot fail: the scheduler placed it on this snapshot just now.
   (void)snapshot.commit(plan.name, view.meta.name, placement);
   op.target["runtime_instance"] = reserved.meta.id;
@@ -217,7 +217,7 @@ Status ApprovalStage::resizeInPlace(const World& world, sched::ClusterSnapshot& 
   const model::Resources to = sched::instanceResources(*deployed);
   if (sched::sameResources(active.reservation, to)) return Status::ok();
   TIDE_RETURN_IF_ERROR(sched::Scheduler(snapshot).checkResize(active.node, active.reservation, to));
-  TIDE_ASSIGN_OR_RETURN(op, ledger_.resizeForOperation(op.meta.id, to, options_.actor));
+  TIDE_ASSIGN_OR_RETURN(op, ledger_.operations().resizeForOperation(op.meta.id, to, options_.actor));
   // Cannot fail: checkResize() passed on this snapshot just now.
   (void)snapshot.commitResize(active.node, active.reservation, op.target["resize"]["held"].get<model::Resources>());
   return Status::ok();
@@ -231,13 +231,13 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
     // Not placeable now: say why on the operation (once per change) and try next pass.
     const std::string message = model::placementWaitMessage(node.status().message());
     if (op.message != message) {
-      ledger::Ledger::OperationUpdate update;
+      ledger::OperationUpdate update;
       update.message = message;
       // Best effort: an unwritten message still differs next pass, which writes both again.
-      (void)ledger_.updateOperation(op.meta.id, update, options_.actor);
-      (void)ledger_.appendEvent("operation.unschedulable", "operation/" + std::to_string(op.meta.id),
-                                Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
-                                options_.actor);
+      (void)ledger_.operations().updateOperation(op.meta.id, update, options_.actor);
+      (void)ledger_.audit().appendEvent("operation.unschedulable", "operation/" + std::to_string(op.meta.id),
+                                        Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
+                                        options_.actor);
     }
     return node.status();
   }
@@ -255,14 +255,14 @@ Result<lua::Evaluation> ApprovalStage::evaluate(const World& world, const model:
     d.record.operation_id = op.meta.id;
     decisions.push_back(d.record);
   }
-  if (Status recorded = ledger_.recordDecisions(decisions); !recorded.isOk()) {
+  if (Status recorded = ledger_.operations().recordDecisions(decisions); !recorded.isOk()) {
     // Best effort: the event may fail for the same reason; the operation stays undecided
     // either way, and the next pass evaluates it again.
-    (void)ledger_.appendEvent("operation.decision_unrecorded", "operation/" + std::to_string(op.meta.id),
-                              Json{{"instance", op.meta_instance},
-                                   {"outcome", lua::outcomeName(evaluation.outcome)},
-                                   {"error", recorded.message()}},
-                              options_.actor);
+    (void)ledger_.audit().appendEvent("operation.decision_unrecorded", "operation/" + std::to_string(op.meta.id),
+                                      Json{{"instance", op.meta_instance},
+                                           {"outcome", lua::outcomeName(evaluation.outcome)},
+                                           {"error", recorded.message()}},
+                                      options_.actor);
     return recorded;
   }
   return evaluation;
@@ -308,13 +308,14 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   } else {
     approved_by = "policy";
   }
-  ledger::Ledger::OperationUpdate update;
+  ledger::OperationUpdate update;
   update.generation = generation;
   update.decision = std::move(decision);
-  TIDE_RETURN_IF_ERROR(ledger_.updateOperation(op.meta.id, update, options_.actor).status());
+  TIDE_RETURN_IF_ERROR(ledger_.operations().updateOperation(op.meta.id, update, options_.actor).status());
   if (state == op.state) return false;
   TIDE_RETURN_IF_ERROR(
-      ledger_.setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
+      ledger_.operations()
+          .setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
           .status());
   if (state == model::operation_state::kPendingApproval) giveRolloutApprovals(world, op);
   return true;
@@ -325,22 +326,22 @@ void ApprovalStage::giveRolloutApprovals(const World& world, const model::Operat
   // Read now, not from the pass's snapshot: a rollout approval given since is either read
   // here or, given after this operation came to wait, finds it waiting (the API approves
   // those at once).
-  Result<model::Deployment> deployment = ledger_.getDeployment(op.plan, op.intent);
+  Result<model::Deployment> deployment = ledger_.plans().getDeployment(op.plan, op.intent);
   if (!deployment.isOk() || !model::inRolloutOf(op, *deployment)) return;
   for (const model::GivenApproval& approval : model::rolloutApprovals(deployment->signals)) {
     Result<model::Operation> given =
-        ledger_.addApproval(op.meta.id, std::nullopt, model::fromRolloutApproval(approval));
+        ledger_.operations().addApproval(op.meta.id, std::nullopt, model::fromRolloutApproval(approval));
     if (given.isOk()) {
       if (given->state != model::operation_state::kPendingApproval) return;  // approved
       continue;
     }
     // Best effort: the operation waits for people either way; this says why it still does.
-    (void)ledger_.appendEvent("operation.rollout_approval_refused", "operation/" + std::to_string(op.meta.id),
-                              Json{{"instance", op.meta_instance},
-                                   {"deployment", op.intent},
-                                   {"actor", approval.actor},
-                                   {"error", given.status().message()}},
-                              options_.actor);
+    (void)ledger_.audit().appendEvent("operation.rollout_approval_refused", "operation/" + std::to_string(op.meta.id),
+                                      Json{{"instance", op.meta_instance},
+                                           {"deployment", op.intent},
+                                           {"actor", approval.actor},
+                                           {"error", given.status().message()}},
+                                      options_.actor);
   }
 }
 
@@ -385,12 +386,12 @@ int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_ver
         continue;
       }
       // Best effort: the decision itself is written; this event only announces it.
-      (void)ledger_.appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
-                                Json{{"instance", op.meta_instance},
-                                     {"script_set_version", script_set_version},
-                                     {"outcome", lua::outcomeName(evaluation.outcome)},
-                                     {"summary", evaluation.summary}},
-                                options_.actor);
+      (void)ledger_.audit().appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
+                                        Json{{"instance", op.meta_instance},
+                                             {"script_set_version", script_set_version},
+                                             {"outcome", lua::outcomeName(evaluation.outcome)},
+                                             {"summary", evaluation.summary}},
+                                        options_.actor);
       if (*moved) ++changed;
     }
   };
@@ -416,8 +417,8 @@ void ApprovalStage::releaseUnused(const World& world) {
       if (r.state != "PENDING" || r.meta.id == wanted) return;
       // With the generation the pass read: one an operation claimed since is left alone.
       // Best effort: one not released now is still unclaimed next pass, which tries again.
-      (void)ledger_.setRuntimeInstanceState(r.meta.id, "TERMINATED", r.meta.generation, options_.actor,
-                                            "reservation released: no operation will use it");
+      (void)ledger_.instances().setRuntimeInstanceState(r.meta.id, "TERMINATED", r.meta.generation, options_.actor,
+                                                        "reservation released: no operation will use it");
     };
     if (view.active) release(*view.active);
     for (const auto& p : view.passive) release(p);

@@ -84,7 +84,7 @@ class ApprovalStage {
   Result<std::string> reserve(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,
                               model::Operation& op);
   // An UPDATE of an instance that runs, whose deployment's plan asks for other resources than
-  // it reserves, re-reserves them on its node (Ledger::resizeForOperation) when the node can
+  // it reserves, re-reserves them on its node (OperationRecords::resizeForOperation) when the node can
   // hold the growth, else kUnprocessable naming the node and what it lacks: the UPDATE waits
   // PENDING, as a placement that does not fit (docs/architecture.md#changing-a-plan).
   Status resizeInPlace(const World& world, sched::ClusterSnapshot& snapshot, const InstanceView& view,

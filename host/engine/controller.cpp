@@ -107,7 +107,7 @@ int DeploymentController::supersede(const World& world, const std::vector<model:
       const auto& op = view->unfinished;
       if (!op || op->intent != old.deployment_id) continue;
       if (op->state != "PENDING" && op->state != "PENDING_APPROVAL") continue;
-      if (ledger_
+      if (ledger_.operations()
               .setOperationState(op->meta.id, "CANCELLED", std::nullopt, options_.actor,
                                  "deployment " + old.deployment_id + " superseded by " + newest)
               .isOk()) {
@@ -115,10 +115,11 @@ int DeploymentController::supersede(const World& world, const std::vector<model:
       }
     }
     // One being restored had completed before: it stays a rollback target.
-    auto ended = restoring(old) ? ledger_.finishRestore(old.plan, old.deployment_id,
-                                                        "restored; superseded by " + newest, options_.actor)
-                                : ledger_.setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt,
-                                                             options_.actor, "superseded by " + newest);
+    auto ended = restoring(old)
+                     ? ledger_.plans().finishRestore(old.plan, old.deployment_id, "restored; superseded by " + newest,
+                                                     options_.actor)
+                     : ledger_.plans().setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt,
+                                                          options_.actor, "superseded by " + newest);
     if (ended.isOk()) ++changes;
   }
   return changes;
@@ -139,7 +140,9 @@ int DeploymentController::adopt(const World& world, const model::Deployment& dep
     // One that runs them with another reservation than the deployment's plan asks for is
     // left to the strategy, whose UPDATE re-reserves it (docs/architecture.md#changing-a-plan).
     if (view->active && size && !sched::sameResources(view->active->reservation, *size)) continue;
-    if (ledger_.setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
+    if (ledger_.instances()
+            .setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor)
+            .isOk()) {
       ++changes;
     }
   }
@@ -155,14 +158,15 @@ int DeploymentController::repair(const World& world) {
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
     const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
-    if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+    if (ledger_.operations().createOperation(op, options_.actor).isOk()) ++changes;
   }
   // docs/architecture.md#stopping-workloads-on-exit: a host that stopped its workloads when it
   // exited left them STOPPED on their nodes, reservations held; each is asked to start again
   // there, through approval like every RESTART (and left alone once such a RESTART failed).
   for (const std::string& name : world.stopped_on_exit) {
     const model::Deployment* own = wantingRepair(world, world.instances.at(name));
-    if (own && ledger_.createOperation(operationFor(*own, "RESTART", name), options_.actor).isOk()) ++changes;
+    if (own && ledger_.operations().createOperation(operationFor(*own, "RESTART", name), options_.actor).isOk())
+      ++changes;
   }
   return changes;
 }
@@ -196,7 +200,7 @@ int DeploymentController::relocateOffNodes(const World& world, const Unreachable
     op.type = "RELOCATE";
     op.intent = node->second.intent;
     op.requested_by = node->second.requested_by;
-    if (ledger_.createOperation(op, options_.actor).isOk()) ++changes;
+    if (ledger_.operations().createOperation(op, options_.actor).isOk()) ++changes;
   }
   return changes;
 }
@@ -224,7 +228,7 @@ int DeploymentController::withdrawRelocations(const World& world, const Unreacha
       continue;
     }
     // With the generation this pass read: an attempt the executor counted since wins.
-    if (ledger_.cancelOperation(op->meta.id, op->meta.generation, options_.actor, why).isOk()) ++changes;
+    if (ledger_.operations().cancelOperation(op->meta.id, op->meta.generation, options_.actor, why).isOk()) ++changes;
   }
   return changes;
 }
@@ -321,7 +325,8 @@ void DeploymentController::reportError(const model::Deployment& deployment, cons
   const std::string key = deployment.plan + "/" + deployment.deployment_id;
   if (last_error_[key] == message) return;
   // Remembered once reported, so an event the ledger refused is written when it fails again next pass.
-  if (ledger_.appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}}, options_.actor)
+  if (ledger_.audit()
+          .appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}}, options_.actor)
           .isOk()) {
     last_error_[key] = message;
   }
@@ -333,8 +338,8 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   if (deployment.state == "PENDING") {
     // With the generation this pass read: a control that landed since (an abort of the
     // PENDING deployment, FAILED now) wins, and the next pass sees what it left.
-    auto started = ledger_.setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS",
-                                              deployment.meta.generation, options_.actor, "rolling out");
+    auto started = ledger_.plans().setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS",
+                                                      deployment.meta.generation, options_.actor, "rolling out");
     if (!started.isOk()) return changes;
     deployment = std::move(started).value();
     ++changes;
@@ -343,7 +348,7 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
     // A person paused the rollout: no new steps until resume (or promote). Operations
     // already asked for run on; the time does not count toward the progress deadline.
     if (deployment.state == "IN_PROGRESS" &&
-        ledger_
+        ledger_.plans()
             .setDeploymentState(deployment.plan, deployment.deployment_id, "PAUSED", std::nullopt, options_.actor,
                                 "paused by " + deployment.signals["hold"].value("by", "someone"))
             .isOk()) {
@@ -356,13 +361,14 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   // its strategy is not asked until the hook lets the operation go.
   if (const model::Operation* op = operationHeldByHook(world, deployment)) {
     if (deployment.state != "PAUSED" || !heldForHook(deployment) || deployment.message != op->message) {
-      const ledger::Ledger::HookHold hold{op->meta.id, std::string(model::hookHoldKind(*op)), op->message};
-      if (ledger_.holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk()) ++changes;
+      const ledger::HookHold hold{op->meta.id, std::string(model::hookHoldKind(*op)), op->message};
+      if (ledger_.plans().holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk())
+        ++changes;
     }
     return changes;
   }
   if (heldForHook(deployment)) {
-    auto released = ledger_.releaseHookHold(deployment.plan, deployment.deployment_id, options_.actor);
+    auto released = ledger_.plans().releaseHookHold(deployment.plan, deployment.deployment_id, options_.actor);
     if (!released.isOk()) return changes;
     deployment = std::move(released).value();
     ++changes;
@@ -389,7 +395,8 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
       if (!model::isPersistentSignal(key)) seen[key] = value;
     }
   }
-  if (!seen.empty() && ledger_.consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
+  if (!seen.empty() &&
+      ledger_.plans().consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
     ++changes;
   }
   return changes;
@@ -430,7 +437,7 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
       case Kind::kRoute: changes += route(world, deployment, action.weights, hold); break;
       case Kind::kComplete: changes += completeRollout(deployment, action.reason); break;
       case Kind::kFail:
-        changes += ledger_
+        changes += ledger_.plans()
                        .setDeploymentState(deployment.plan, deployment.deployment_id, "FAILED", std::nullopt,
                                            options_.actor, action.reason)
                        .isOk();
@@ -441,7 +448,8 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
   if (!paused && deployment.state == "PAUSED" &&
-      ledger_.setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, hold ? *hold : "resumed")
+      ledger_.plans()
+          .setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, hold ? *hold : "resumed")
           .isOk()) {
     ++changes;
   }
@@ -459,7 +467,7 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
     }
   }
   if (state != deployment.rollout_state) {
-    if (ledger_.setRolloutState(plan, id, state, std::nullopt, options_.actor).isOk()) ++changes;
+    if (ledger_.plans().setRolloutState(plan, id, state, std::nullopt, options_.actor).isOk()) ++changes;
   }
   return changes;
 }
@@ -471,7 +479,9 @@ int DeploymentController::createInstances(const model::Deployment& deployment, i
   creates_left_ -= static_cast<int>(count);
   for (int64_t i = 0; i < count; ++i) {
     const model::Operation op = operationFor(deployment, "CREATE", "");
-    if (ledger_.createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor).isOk()) {
+    if (ledger_.operations()
+            .createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor)
+            .isOk()) {
       ++changes;
     }
   }
@@ -485,7 +495,7 @@ int DeploymentController::requestOperations(const World& world, const model::Dep
     auto it = world.instances.find(name);
     // An instance with an operation already (or one that is gone): nothing to ask.
     if (it == world.instances.end() || it->second.unfinished != nullptr) continue;
-    if (ledger_.createOperation(operationFor(deployment, type, name), options_.actor).isOk()) ++changes;
+    if (ledger_.operations().createOperation(operationFor(deployment, type, name), options_.actor).isOk()) ++changes;
   }
   return changes;
 }
@@ -519,10 +529,10 @@ int DeploymentController::pauseRollout(const model::Deployment& deployment, cons
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
   if (deployment.state == "IN_PROGRESS") {
-    return ledger_.setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, reason).isOk();
+    return ledger_.plans().setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, reason).isOk();
   }
   if (deployment.state == "PAUSED" && deployment.message != reason) {
-    return ledger_.setDeploymentMessage(plan, id, reason, options_.actor).isOk();
+    return ledger_.plans().setDeploymentMessage(plan, id, reason, options_.actor).isOk();
   }
   return 0;
 }
@@ -535,11 +545,11 @@ int DeploymentController::route(const World& world, const model::Deployment& dep
   if (traffic_ != nullptr) {
     if (auto why = traffic_->routeHold(world, deployment, weights)) {
       hold = *why;
-      if (deployment.message != *why && ledger_.setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
+      if (deployment.message != *why && ledger_.plans().setDeploymentMessage(plan, id, *why, options_.actor).isOk()) {
         ++changes;
       }
     } else if (model::isRouterHoldMessage(deployment.message)) {
-      if (ledger_.setDeploymentMessage(plan, id, "rolling out", options_.actor).isOk()) ++changes;
+      if (ledger_.plans().setDeploymentMessage(plan, id, "rolling out", options_.actor).isOk()) ++changes;
     }
   }
   // Routes once per change of the plan's route (the route hook sees each switch once).
@@ -550,7 +560,7 @@ int DeploymentController::route(const World& world, const model::Deployment& dep
             {"plan", plan},
             {"deployment", id},
             {"previous", previous ? Json(previous->deployment_id) : Json(nullptr)}};
-  if (ledger_.appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
+  if (ledger_.audit().appendEvent("deployment.route", "deployment/" + plan + "/" + id, data, options_.actor).isOk()) {
     last_route_[plan] = route;
   }
   return changes;
@@ -563,9 +573,9 @@ int DeploymentController::completeRollout(const model::Deployment& deployment, c
     const Json& restore = deployment.signals["restore"];
     const std::string message =
         "restored after the " + restore.value("kind", "rollback") + " of " + restore.value("from", "?");
-    return ledger_.finishRestore(plan, id, message, options_.actor).isOk();
+    return ledger_.plans().finishRestore(plan, id, message, options_.actor).isOk();
   }
-  return ledger_
+  return ledger_.plans()
       .setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor, reason.empty() ? "promoted" : reason)
       .isOk();
 }
@@ -575,11 +585,11 @@ int DeploymentController::rollBack(const model::Deployment& deployment, const st
   // instances back (docs/architecture.md#rollouts); with none, the rollout just fails.
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  auto rolled = ledger_.restoreDeployment(plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason, ""},
-                                          options_.actor);
+  auto rolled = ledger_.plans().restoreDeployment(
+      plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason, ""}, options_.actor);
   if (rolled.isOk()) return 1;
   if (rolled.status().code() != Code::kUnprocessable) return 0;
-  return ledger_
+  return ledger_.plans()
       .setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
                           "rollback requested, but no earlier deployment completed: " + reason)
       .isOk();

@@ -18,14 +18,17 @@ struct LedgerView {
 
 Result<LedgerView> readLedgerView(ledger::Ledger& ledger) {
   LedgerView view;
-  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances));
+  TIDE_ASSIGN_OR_RETURN(auto runtimes,
+                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances));
   for (auto& r : runtimes) view.runtimes.emplace(std::to_string(r.meta.id), std::move(r));
   for (const char* state : {model::operation_state::kPending, model::operation_state::kPendingApproval,
                             model::operation_state::kApproved, model::operation_state::kRunning}) {
-    TIDE_ASSIGN_OR_RETURN(auto operations, ledger::listAll(ledger, &ledger::Ledger::listOperations, {{"state", state}}));
+    TIDE_ASSIGN_OR_RETURN(
+        auto operations,
+        ledger::listAll(ledger.operations(), &ledger::OperationRecords::listOperations, {{"state", state}}));
     for (const auto& op : operations) view.under_way.insert(op.meta_instance);
   }
-  TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
+  TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listNodes));
   for (const auto& n : nodes) view.cluster_of_node[n.name] = n.cluster;
   return view;
 }
@@ -122,7 +125,7 @@ Result<DoctorReport> examine(ledger::Ledger& ledger, DriverSet& drivers) {
   for (const auto& [id, r] : view.runtimes) {
     report.live_runtime_instances += model::holdsResources(r.state);
     // The control loop reserves a PENDING runtime instance for the operation that will start
-    // it (Ledger::reserveForOperation); once no operation is under way, nothing will start it
+    // it (InstanceRecords::reserveForOperation); once no operation is under way, nothing will start it
     // or release what it holds.
     if (r.state == model::runtime_state::kPending && !view.under_way.count(r.meta_instance)) {
       report.findings.push_back({"reservation", true, "ledger",
@@ -130,7 +133,7 @@ Result<DoctorReport> examine(ledger::Ledger& ledger, DriverSet& drivers) {
                                      ") holds a reservation no operation will use or release"});
     }
   }
-  TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
+  TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listClusters));
   for (const model::Cluster& cluster : clusters) {
     auto driver = drivers.forCluster(cluster.name);
     if (!driver.isOk()) {

@@ -15,7 +15,7 @@
 
 namespace tide::engine {
 
-// One thing the doctor found. `kind` is a ledger rule (Ledger::InvariantViolation::rule) or
+// One thing the doctor found. `kind` is a ledger rule (InvariantViolation::rule) or
 // one of the inventory's: "duplicate" (two live runtimes of one meta instance with no
 // operation under way), "leak" (a live runtime the ledger has no live record of),
 // "missing" (a RUNNING runtime instance its driver does not run), "driver" (a driver that

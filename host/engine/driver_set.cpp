@@ -10,7 +10,7 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
     : ledger_(ledger), context_(std::move(context)) {
   if (!context_.node_volumes) {
     context_.node_volumes = [&ledger](const std::string& node) {
-      auto n = ledger.getNode(node);
+      auto n = ledger.inventory().getNode(node);
       return n.isOk() ? n.value().local_volumes : std::vector<model::LocalVolume>{};
     };
   }
@@ -21,7 +21,7 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
       options.limit = ledger::kMaxPageSize;
       options.filters = {{"cluster", cluster}};
       do {
-        auto page = ledger.listNodes(options);
+        auto page = ledger.inventory().listNodes(options);
         if (!page.isOk()) break;
         for (const model::Node& node : page->items) names.push_back(node.name);
         options.after = page->next_after;
@@ -33,7 +33,7 @@ DriverSet::DriverSet(ledger::Ledger& ledger, drivers::DriverContext context)
     context_.runtime_node = [&ledger](const std::string& id) -> std::optional<std::string> {
       const std::optional<int64_t> number = parseWholeNumber(id);
       if (!number) return std::nullopt;
-      auto runtime = ledger.getRuntimeInstance(*number);
+      auto runtime = ledger.instances().getRuntimeInstance(*number);
       if (!runtime.isOk()) return std::nullopt;
       return runtime->node;
     };
@@ -47,7 +47,7 @@ Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {
     if (auto it = cluster_of_.find(node); it != cluster_of_.end()) cluster = it->second;
   }
   if (cluster.empty()) {
-    TIDE_ASSIGN_OR_RETURN(model::Node n, ledger_.getNode(node));
+    TIDE_ASSIGN_OR_RETURN(model::Node n, ledger_.inventory().getNode(node));
     if (n.cluster.empty()) return Status(Code::kUnprocessable, "node '" + node + "' belongs to no cluster");
     cluster = n.cluster;
     std::lock_guard<std::mutex> lock(mu_);
@@ -59,7 +59,7 @@ Result<drivers::Driver*> DriverSet::forNode(const std::string& node) {
 Result<drivers::Driver*> DriverSet::forCluster(const std::string& cluster) {
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = drivers_.find(cluster); it != drivers_.end()) return it->second.get();
-  TIDE_ASSIGN_OR_RETURN(model::Cluster c, ledger_.getCluster(cluster));
+  TIDE_ASSIGN_OR_RETURN(model::Cluster c, ledger_.inventory().getCluster(cluster));
   drivers::DriverContext context = context_;
   context.cluster = cluster;
   auto made = drivers::makeDriver(c.driver_kind, c.driver_config, context);
@@ -87,9 +87,10 @@ void DriverSet::install(const std::string& cluster, std::unique_ptr<drivers::Dri
 Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers,
                                               const std::string& meta_instance,
                                               const std::optional<drivers::LogCursor>& from, size_t max_bytes) {
-  TIDE_RETURN_IF_ERROR(ledger.getMetaInstance(meta_instance).status());
-  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
-                                                       {{"meta_instance", meta_instance}}));
+  TIDE_RETURN_IF_ERROR(ledger.instances().getMetaInstance(meta_instance).status());
+  TIDE_ASSIGN_OR_RETURN(auto runtimes,
+                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                        {{"meta_instance", meta_instance}}));
   if (runtimes.empty()) return Status::notFound("instance '" + meta_instance + "' has not run anywhere yet");
   const model::RuntimeInstance& newest = runtimes.back();  // lists are in id order
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers.forNode(newest.node));

@@ -62,7 +62,7 @@ Engine::Engine(ledger::Ledger& ledger, const lua::ScriptSetProvider& scripts, Dr
   executor_.onFinished([this] { poke(); });
   metrics_fetcher_.onAnswer([this] { poke(); });
   tokens_ = std::max(1.0, options_.rate_per_second);
-  halt_subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
+  halt_subscription_ = ledger_.subscribe([this](const std::vector<ledger::RowChange>& changes) {
     for (const auto& change : changes) {
       if (change.table == "control_halt") halt_changed_ = true;
     }
@@ -100,7 +100,7 @@ void Engine::poke() {
 void Engine::loop() {
   const auto stopping = [this] { return stopping_.load(); };
   const auto woken = [this] { return stopping_.load() || poked_.load(); };
-  int64_t seen = ledger_.lastEventSeq();
+  int64_t seen = ledger_.audit().lastEventSeq();
   auto released = std::chrono::steady_clock::now();
   while (!stopping_) {
     const TimePoint started = clock_.now();
@@ -120,14 +120,14 @@ void Engine::loop() {
       const TimePoint now = clock_.now();
       if (now >= deadline || now < started) break;  // a wall clock stepped back must not stretch the wait
       if (poked_.exchange(false)) break;
-      const int64_t last = ledger_.lastEventSeq();
+      const int64_t last = ledger_.audit().lastEventSeq();
       if (last > seen) {
         seen = last;
         break;
       }
       clock_.waitUntil(std::min(deadline, now + kLedgerPollSlice), woken);
     }
-    seen = std::max(seen, ledger_.lastEventSeq());
+    seen = std::max(seen, ledger_.audit().lastEventSeq());
   }
 }
 
@@ -176,20 +176,21 @@ PassReport Engine::runPass() {
 }
 
 bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
-  auto running = ledger::listAll(ledger_, &ledger::Ledger::listOperations, {{"state", "RUNNING"}});
+  auto running =
+      ledger::listAll(ledger_.operations(), &ledger::OperationRecords::listOperations, {{"state", "RUNNING"}});
   if (!running.isOk()) {
     report.error = running.status().toString();
     return false;
   }
   for (const model::Operation& op : *running) {
-    auto meta = ledger_.getMetaInstance(op.meta_instance);
+    auto meta = ledger_.instances().getMetaInstance(op.meta_instance);
     if (!meta.isOk()) {
       report.error = meta.status().toString();
       return false;
     }
     if (meta->state != "DELETED") continue;
     const bool deleted = op.type == "DELETE";
-    auto ended = ledger_.setOperationState(
+    auto ended = ledger_.operations().setOperationState(
         op.meta.id, deleted ? "SUCCEEDED" : "FAILED", std::nullopt, options_.executor.actor,
         deleted ? "its instance was deleted before the host restarted" : "its instance was deleted");
     if (!ended.isOk()) {
@@ -202,7 +203,7 @@ bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
 
 bool Engine::refreshHalt(PassReport& report) {
   if (!halt_changed_.exchange(false) && ledger_.changesTracked()) return true;
-  auto halt = ledger_.controlHalt();
+  auto halt = ledger_.audit().controlHalt();
   if (!halt.isOk()) {
     halt_changed_ = true;
     report.error = halt.status().toString();

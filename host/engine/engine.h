@@ -9,7 +9,7 @@
 // The controller's and approval stage's writes of one pass are group-committed
 // (ledger::Ledger::Batch).
 //
-// A halt in the ledger (ledger::Ledger::controlHalt, written by the observer on a large
+// A halt in the ledger (ledger::AuditRecords::controlHalt, written by the observer on a large
 // discrepancy) stops every stage: a halted pass writes nothing at all, and dispatches
 // nothing; attempts already running finish. The engine learns of a halt, and of its end
 // (an admin's resume through the API), from the ledger's change feed.

@@ -37,16 +37,16 @@ Status writeRuntime(ledger::Ledger& ledger, model::RuntimeInstance& r, Write wri
       return Status::ok();
     }
     if (written.status().code() != Code::kConflict || retry == kStaleRetries) return written.status();
-    TIDE_ASSIGN_OR_RETURN(r, ledger.getRuntimeInstance(r.meta.id));
+    TIDE_ASSIGN_OR_RETURN(r, ledger.instances().getRuntimeInstance(r.meta.id));
   }
 }
 
 // The plan `op` runs by (docs/architecture.md#changing-a-plan): as the deployment it rolls
 // out was made with, else as its instance's deployment was, else as it is now.
 Result<model::Plan> planAsDeployed(ledger::Ledger& ledger, const model::Operation& op, const model::MetaInstance& meta) {
-  TIDE_ASSIGN_OR_RETURN(model::Plan current, ledger.getPlan(op.plan));
+  TIDE_ASSIGN_OR_RETURN(model::Plan current, ledger.plans().getPlan(op.plan));
   for (const std::string* id : {&op.intent, &meta.deployment_id}) {
-    auto deployment = ledger.getDeployment(op.plan, *id);
+    auto deployment = ledger.plans().getDeployment(op.plan, *id);
     if (deployment.isOk()) return model::planAsDeployed(current, *deployment);
   }
   return current;
@@ -68,7 +68,7 @@ struct Executor::Attempt {
     const TimePoint now = clock.now();
     if (!was_cancelled && now >= next_cancel_check) {
       next_cancel_check = now + std::chrono::milliseconds(500);
-      auto current = ledger.getOperation(op.meta.id);
+      auto current = ledger.operations().getOperation(op.meta.id);
       was_cancelled = current.isOk() && current->state == "CANCELLED";
     }
     return was_cancelled;
@@ -206,7 +206,7 @@ bool Executor::holdForHooks(const model::Operation& op) {
   const std::chrono::milliseconds wait = veto ? options_.hook_veto_recheck : std::chrono::milliseconds(delay);
   const std::string reason = gate.reason.empty() ? std::to_string(delay.count()) + " s" : gate.reason;
   const std::string message = model::hookHoldMessage(veto, gate.hook, reason);
-  ledger::Ledger::OperationUpdate hold;
+  ledger::OperationUpdate hold;
   hold.next_attempt_at = formatTimestamp(clock_.now() + wait);
   hold.message = message;
   if (!veto) {
@@ -214,15 +214,16 @@ bool Executor::holdForHooks(const model::Operation& op) {
     target["hook_delay_done"] = attempt;
     hold.target = std::move(target);
   }
-  if (!ledger_.updateOperation(op.meta.id, hold, options_.actor).isOk()) return true;  // asked again next pass
+  if (!ledger_.operations().updateOperation(op.meta.id, hold, options_.actor).isOk())
+    return true;  // asked again next pass
   if (message != op.message) {
     // Best effort: the hold itself is written; the event only announces it.
-    (void)ledger_.appendEvent("operation.held", "operation/" + std::to_string(op.meta.id),
-                              Json{{"hook", gate.hook},
-                                   {"reason", reason},
-                                   {"kind", veto ? "veto" : "delay"},
-                                   {"until", *hold.next_attempt_at}},
-                              options_.actor);
+    (void)ledger_.audit().appendEvent("operation.held", "operation/" + std::to_string(op.meta.id),
+                                      Json{{"hook", gate.hook},
+                                           {"reason", reason},
+                                           {"kind", veto ? "veto" : "delay"},
+                                           {"until", *hold.next_attempt_at}},
+                                      options_.actor);
   }
   return true;
 }
@@ -232,26 +233,27 @@ bool Executor::holdForDrain(const model::Operation& op) {
   if (op.type != "STOP" && op.type != "DELETE" && op.type != "UPDATE" && op.type != "RELOCATE") return false;
   const std::optional<std::string> wait = options_.before_stop(op);
   if (!wait) return false;
-  ledger::Ledger::OperationUpdate hold;
+  ledger::OperationUpdate hold;
   hold.next_attempt_at = formatTimestamp(clock_.now() + options_.drain_recheck);
   const std::string message = "draining: " + *wait;
   if (message != op.message) hold.message = message;
-  (void)ledger_.updateOperation(op.meta.id, hold, options_.actor);
+  // Best effort: unwritten, the operation is submitted again next pass and asks the drain again.
+  (void)ledger_.operations().updateOperation(op.meta.id, hold, options_.actor);
   return true;
 }
 
 void Executor::execute(int64_t id) {
-  auto loaded = ledger_.getOperation(id);
+  auto loaded = ledger_.operations().getOperation(id);
   if (!loaded.isOk()) return;
   Attempt a;
   a.op = std::move(loaded).value();
   if (a.op.state == "APPROVED") {
     if (holdForHooks(a.op) || holdForDrain(a.op)) return;
-    ledger::Ledger::OperationUpdate count;
+    ledger::OperationUpdate count;
     count.attempts = a.op.attempts + 1;
-    if (!ledger_.updateOperation(id, count, options_.actor).isOk()) return;
-    auto started = ledger_.setOperationState(id, "RUNNING", std::nullopt, options_.actor,
-                                             "attempt " + std::to_string(a.op.attempts + 1));
+    if (!ledger_.operations().updateOperation(id, count, options_.actor).isOk()) return;
+    auto started = ledger_.operations().setOperationState(id, "RUNNING", std::nullopt, options_.actor,
+                                                          "attempt " + std::to_string(a.op.attempts + 1));
     if (!started.isOk()) return;
     a.op = std::move(started).value();
   } else if (a.op.state != "RUNNING") {
@@ -260,7 +262,7 @@ void Executor::execute(int64_t id) {
   a.deadline = clock_.now() + options_.operation_deadline;
 
   Status status = [&]() -> Status {
-    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.getMetaInstance(a.op.meta_instance));
+    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.instances().getMetaInstance(a.op.meta_instance));
     TIDE_ASSIGN_OR_RETURN(a.plan, planAsDeployed(ledger_, a.op, a.meta));
     return run(a);
   }();
@@ -278,26 +280,27 @@ void Executor::execute(int64_t id) {
   if (status.isOk()) {
     metrics_.countAttempt(a.op.type, "succeeded");
     // Best effort: an operation left RUNNING is submitted again next pass and its run converges.
-    (void)ledger_.setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
+    (void)ledger_.operations().setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
     return;
   }
   if (transient(status.code()) && a.op.attempts < options_.max_attempts) {
     metrics_.countAttempt(a.op.type, "retry");
     const auto delay = backoff(a.op.attempts);
-    ledger::Ledger::OperationUpdate retry;
+    ledger::OperationUpdate retry;
     retry.next_attempt_at = formatTimestamp(clock_.now() + delay);
     // Best effort: left RUNNING, it is submitted again next pass and retried at once.
-    (void)ledger_.updateOperation(id, retry, options_.actor);
-    (void)ledger_.setOperationState(id, "APPROVED", std::nullopt, options_.actor,
-                                    "attempt " + std::to_string(a.op.attempts) + " failed: " + status.message() +
-                                        "; retrying in " + std::to_string(delay.count() / 1000.0).substr(0, 4) + " s");
+    (void)ledger_.operations().updateOperation(id, retry, options_.actor);
+    (void)ledger_.operations().setOperationState(id, "APPROVED", std::nullopt, options_.actor,
+                                                 "attempt " + std::to_string(a.op.attempts) +
+                                                     " failed: " + status.message() + "; retrying in " +
+                                                     std::to_string(delay.count() / 1000.0).substr(0, 4) + " s");
     return;
   }
   metrics_.countAttempt(a.op.type, "failed");
   cleanUpAfterFailure(a);
   // Best effort: left RUNNING, it is submitted again next pass and fails (or succeeds) then.
-  (void)ledger_.setOperationState(id, "FAILED", std::nullopt, options_.actor,
-                                  "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
+  (void)ledger_.operations().setOperationState(id, "FAILED", std::nullopt, options_.actor,
+                                               "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
 }
 
 Status Executor::run(Attempt& a) {
@@ -310,7 +313,7 @@ Status Executor::run(Attempt& a) {
   return Status::invalidArgument("unknown operation type " + a.op.type);
 }
 
-Result<model::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.getRuntimeInstance(id); }
+Result<model::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.instances().getRuntimeInstance(id); }
 
 Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation& op) {
   if (!op.target.contains("runtime_instance")) {
@@ -327,13 +330,13 @@ Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation&
 Status Executor::setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message) {
   return writeRuntime(ledger_, r, [&](ledger::Generation generation) -> Result<model::RuntimeInstance> {
     if (r.state == state) return r;  // also when a re-read finds it there already
-    return ledger_.setRuntimeInstanceState(r.meta.id, state, generation, options_.actor, message);
+    return ledger_.instances().setRuntimeInstanceState(r.meta.id, state, generation, options_.actor, message);
   });
 }
 
-Status Executor::updateRuntime(model::RuntimeInstance& r, const ledger::Ledger::RuntimeUpdate& update) {
+Status Executor::updateRuntime(model::RuntimeInstance& r, const ledger::RuntimeUpdate& update) {
   return writeRuntime(ledger_, r, [&](ledger::Generation generation) {
-    return ledger_.updateRuntimeInstance(r.meta.id, update, generation, options_.actor);
+    return ledger_.instances().updateRuntimeInstance(r.meta.id, update, generation, options_.actor);
   });
 }
 
@@ -341,8 +344,8 @@ namespace {
 
 // The live runtime instances of a meta instance.
 Result<std::vector<model::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
-  TIDE_ASSIGN_OR_RETURN(auto all,
-                        ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta}}));
+  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                                  {{"meta_instance", meta}}));
   std::vector<model::RuntimeInstance> live;
   for (auto& r : all) {
     if (model::holdsResources(r.state)) live.push_back(std::move(r));
@@ -402,7 +405,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   spec.volumes = volumeSpecs(r);
   TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status,
                         metrics_.timeDriverCall("ensure", [&] { return driver->ensure(spec); }));
-  ledger::Ledger::RuntimeUpdate facts;
+  ledger::RuntimeUpdate facts;
   facts.driver_handle = status.handle;
   facts.ports = status.ports;
   TIDE_RETURN_IF_ERROR(updateRuntime(r, facts));
@@ -421,7 +424,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   if (status.ports != *facts.ports || status.handle != *facts.driver_handle) {
     // A driver that learns ports and handle only once the instance runs (a node agent's,
     // docs/agents.md) tells them now; probes and `tide instances` need them.
-    ledger::Ledger::RuntimeUpdate running;
+    ledger::RuntimeUpdate running;
     running.driver_handle = status.handle;
     running.ports = status.ports;
     TIDE_RETURN_IF_ERROR(updateRuntime(r, running));
@@ -445,14 +448,14 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
         startup, target, clock_, a.deadline, [&] { return stopping_.load() || a.cancelled(ledger_, clock_); },
         &probe_cancel_);
     if (!probe.ok) {
-      ledger::Ledger::RuntimeUpdate unhealthy;
+      ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;
       unhealthy.message = probe.message;
       (void)updateRuntime(r, unhealthy);  // best effort: the error returned says the same
       return Status(Code::kDeadlineExceeded, "not healthy in time: " + probe.message);
     }
   }
-  ledger::Ledger::RuntimeUpdate healthy;
+  ledger::RuntimeUpdate healthy;
   healthy.healthy = true;
   if (!r.healthy || r.ready_since.empty()) healthy.ready_since = formatTimestamp(clock_.now());
   healthy.message = "";
@@ -471,7 +474,7 @@ Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r
     if (a.cancelled(ledger_, clock_)) return Status(Code::kConflict, "cancelled while starting");
     if (a.expired(clock_) || stopping_) {
       const std::string why = status.message.empty() ? "the driver reports it unhealthy" : status.message;
-      ledger::Ledger::RuntimeUpdate unhealthy;
+      ledger::RuntimeUpdate unhealthy;
       unhealthy.healthy = false;
       unhealthy.message = why;
       model::RuntimeInstance current = r;
@@ -533,7 +536,7 @@ Status Executor::runUpdate(Attempt& a) {
     // and nothing was placed for it: nothing is left to update. The UPDATE ends without
     // effect; a FAILED one would fail its rollout and leave the instance to a person,
     // while now the controller starts the instance again and its strategy asks anew.
-    TIDE_RETURN_IF_ERROR(ledger_
+    TIDE_RETURN_IF_ERROR(ledger_.operations()
                              .setOperationState(a.op.meta.id, "CANCELLED", std::nullopt, options_.actor,
                                                 "instance '" + a.meta.name +
                                                     "' stopped running before this UPDATE ran; it is asked again")
@@ -553,7 +556,7 @@ Status Executor::runUpdate(Attempt& a) {
     if (!sched::sameResources(to, r.reservation)) new_size = to;
   }
   if (r.coordinates != coordinates || new_size) {
-    ledger::Ledger::RuntimeUpdate update;
+    ledger::RuntimeUpdate update;
     if (r.coordinates != coordinates) {
       TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
       // The old process is stopped; remove it so the driver starts the new coordinates
@@ -576,7 +579,7 @@ Status Executor::runUpdate(Attempt& a) {
 
 Status Executor::adoptIntoDeployment(Attempt& a) {
   if (a.op.intent == "user" || a.op.intent == a.meta.deployment_id) return Status::ok();
-  return ledger_.setMetaInstanceDeployment(a.meta.name, a.op.intent, options_.actor).status();
+  return ledger_.instances().setMetaInstanceDeployment(a.meta.name, a.op.intent, options_.actor).status();
 }
 
 Status Executor::runRelocate(Attempt& a) {
@@ -584,7 +587,7 @@ Status Executor::runRelocate(Attempt& a) {
   if (!fresh.is_active) {
     TIDE_RETURN_IF_ERROR(startRuntime(a, fresh));
     // Make before break: the new one serves before the old one is touched.
-    TIDE_ASSIGN_OR_RETURN(fresh, ledger_.activateRuntimeInstance(fresh.meta.id, options_.actor));
+    TIDE_ASSIGN_OR_RETURN(fresh, ledger_.instances().activateRuntimeInstance(fresh.meta.id, options_.actor));
   }
   if (a.op.target.contains("from_runtime_instance")) {
     TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance old, runtime(a.op.target["from_runtime_instance"].get<int64_t>()));
@@ -598,8 +601,9 @@ Status Executor::runStop(Attempt& a) {
   TIDE_ASSIGN_OR_RETURN(auto live, liveRuntimes(ledger_, a.meta.name));
   for (auto& r : live) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
   if (a.meta.state == "ACTIVE") {
-    TIDE_RETURN_IF_ERROR(
-        ledger_.setMetaInstanceState(a.meta.name, "STOPPED", std::nullopt, options_.actor, "stopped").status());
+    TIDE_RETURN_IF_ERROR(ledger_.instances()
+                             .setMetaInstanceState(a.meta.name, "STOPPED", std::nullopt, options_.actor, "stopped")
+                             .status());
   }
   return Status::ok();
 }
@@ -610,30 +614,31 @@ Status Executor::runRestart(Attempt& a) {
     TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, reservedRuntime(a.op));
     TIDE_RETURN_IF_ERROR(startRuntime(a, r));
     if (a.meta.state == "STOPPED") {
-      TIDE_RETURN_IF_ERROR(
-          ledger_.setMetaInstanceState(a.meta.name, "ACTIVE", std::nullopt, options_.actor, "restarted").status());
+      TIDE_RETURN_IF_ERROR(ledger_.instances()
+                               .setMetaInstanceState(a.meta.name, "ACTIVE", std::nullopt, options_.actor, "restarted")
+                               .status());
     }
     return Status::ok();
   }
   TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, activeRuntime(ledger_, a.meta.name));
   if (!a.op.target.value("stopped", false)) {
     TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/false));
-    ledger::Ledger::OperationUpdate progress;
+    ledger::OperationUpdate progress;
     Json target = a.op.target;
     target["stopped"] = true;
     progress.target = target;
-    TIDE_ASSIGN_OR_RETURN(a.op, ledger_.updateOperation(a.op.meta.id, progress, options_.actor));
+    TIDE_ASSIGN_OR_RETURN(a.op, ledger_.operations().updateOperation(a.op.meta.id, progress, options_.actor));
   }
   return startRuntime(a, r);
 }
 
 Status Executor::runDelete(Attempt& a) {
   if (a.meta.state == "ACTIVE" || a.meta.state == "STOPPED") {
-    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION", std::nullopt,
-                                                               options_.actor, "deleting"));
+    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.instances().setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION",
+                                                                           std::nullopt, options_.actor, "deleting"));
   }
-  TIDE_ASSIGN_OR_RETURN(
-      auto all, ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", a.meta.name}}));
+  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger_.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                                  {{"meta_instance", a.meta.name}}));
   // Instances first, then their volumes (never a volume under a running instance).
   for (auto& r : all) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
   std::set<std::pair<std::string, std::string>> removed;
@@ -647,7 +652,9 @@ Status Executor::runDelete(Attempt& a) {
       TIDE_RETURN_IF_ERROR(gone.withPrefix("volume " + volume.id));
     }
   }
-  return ledger_.setMetaInstanceState(a.meta.name, "DELETED", std::nullopt, options_.actor, "deleted").status();
+  return ledger_.instances()
+      .setMetaInstanceState(a.meta.name, "DELETED", std::nullopt, options_.actor, "deleted")
+      .status();
 }
 
 void Executor::cleanUpAfterFailure(Attempt& a) {

@@ -14,11 +14,11 @@ namespace {
 Status stopAndRecord(ledger::Ledger& ledger, DriverSet& drivers, const model::RuntimeInstance& r,
                      const std::string& actor) {
   TIDE_ASSIGN_OR_RETURN(auto driver, drivers.forNode(r.node));
-  TIDE_ASSIGN_OR_RETURN(auto stopping,
-                        ledger.setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopping, r.meta.generation,
-                                                       actor, "stopping: the host exits (--stop-workloads-on-exit)"));
+  TIDE_ASSIGN_OR_RETURN(auto stopping, ledger.instances().setRuntimeInstanceState(
+                                           r.meta.id, model::runtime_state::kStopping, r.meta.generation, actor,
+                                           "stopping: the host exits (--stop-workloads-on-exit)"));
   TIDE_RETURN_IF_ERROR(driver->stop({std::to_string(r.meta.id), r.node, r.driver_handle}));
-  return ledger
+  return ledger.instances()
       .setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopped, stopping.meta.generation, actor,
                                "stopped by the host on exit (--stop-workloads-on-exit)")
       .status();
@@ -27,20 +27,21 @@ Status stopAndRecord(ledger::Ledger& ledger, DriverSet& drivers, const model::Ru
 }  // namespace
 
 Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& drivers, const std::string& actor) {
-  TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
+  TIDE_ASSIGN_OR_RETURN(auto clusters, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listClusters));
   std::set<std::string> process_clusters;
   for (const auto& c : clusters) {
     if (c.driver_kind == "process") process_clusters.insert(c.name);
   }
-  TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
+  TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listNodes));
   std::map<std::string, bool> runs_processes;  // by node
   for (const auto& n : nodes) runs_processes[n.name] = process_clusters.count(n.cluster) > 0;
-  TIDE_ASSIGN_OR_RETURN(auto under_way, ledger::listAll(ledger, &ledger::Ledger::listOperations,
+  TIDE_ASSIGN_OR_RETURN(auto under_way, ledger::listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
                                                         {{"state", model::operation_state::kRunning}}));
   std::set<std::string> busy;
   for (const auto& op : under_way) busy.insert(op.meta_instance);
-  TIDE_ASSIGN_OR_RETURN(auto running, ledger::listAll(ledger, &ledger::Ledger::listRuntimeInstances,
-                                                      {{"state", model::runtime_state::kRunning}}));
+  TIDE_ASSIGN_OR_RETURN(auto running,
+                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                        {{"state", model::runtime_state::kRunning}}));
 
   StoppedWorkloads result;
   for (const model::RuntimeInstance& r : running) {
@@ -52,7 +53,7 @@ Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& 
     result.stopped.push_back(r.meta_instance);
   }
   if (!result.stopped.empty() || !result.left.empty()) {
-    TIDE_RETURN_IF_ERROR(ledger.appendEvent(
+    TIDE_RETURN_IF_ERROR(ledger.audit().appendEvent(
         "host.workloads_stopped", "host",
         model::Json{{"stopped", result.stopped}, {"left_running", result.left}, {"count", result.stopped.size()}},
         actor));

@@ -130,7 +130,7 @@ HookRunner::~HookRunner() { stop(); }
 void HookRunner::start() {
   if (thread_.joinable()) return;
   stopping_ = false;
-  const int64_t after = ledger_.lastEventSeq();
+  const int64_t after = ledger_.audit().lastEventSeq();
   thread_ = std::thread([this, after] { loop(after); });
 }
 
@@ -164,11 +164,11 @@ HookGate HookRunner::before(const model::Operation& op) {
 
 void HookRunner::loop(int64_t after) {
   while (!stopping_) {
-    if (!ledger_.waitForEvents(after, options_.poll)) continue;
+    if (!ledger_.audit().waitForEvents(after, options_.poll)) continue;
     ledger::ListOptions page;
     page.after = after;
     page.limit = 200;
-    auto events = ledger_.listEvents(page);
+    auto events = ledger_.audit().listEvents(page);
     if (!events.isOk() || events->items.empty()) {
       clock_.sleepFor(options_.poll, [this] { return stopping_.load(); });  // the ledger is unwell; never spin
       continue;
@@ -187,7 +187,8 @@ void HookRunner::loop(int64_t after) {
 
 Json HookRunner::previousDeployment(const model::Event& event) {
   const auto [plan, deployment] = deploymentOf(event.subject);
-  auto completed = ledger::listAll(ledger_, &ledger::Ledger::listDeployments, {{"plan", plan}, {"state", "COMPLETED"}});
+  auto completed =
+      ledger::listAll(ledger_.plans(), &ledger::PlanRecords::listDeployments, {{"plan", plan}, {"state", "COMPLETED"}});
   if (!completed.isOk()) return nullptr;
   const model::Deployment* newest = nullptr;
   for (const model::Deployment& d : *completed) {
@@ -202,7 +203,7 @@ void HookRunner::handle(const model::Event& event) {
     Json previous = nullptr;
     if (event.kind == "operation.state") {
       if (!model::isTerminalOperationState(text(event.data, "to"))) return;
-      auto loaded = ledger_.getOperation(idAfter(event.subject, "operation/"));
+      auto loaded = ledger_.operations().getOperation(idAfter(event.subject, "operation/"));
       if (loaded.isOk()) operation = std::move(loaded).value();
     } else if (event.kind == "deployment.route" && !(event.data.is_object() && event.data.contains("previous"))) {
       previous = previousDeployment(event);
@@ -252,8 +253,8 @@ void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
     if (failure.event == "operation.before") data["failed_open"] = failure.failed_open;
     if (suppressed > 0) data["suppressed"] = suppressed;
     // Best effort: a hook's failure is only reported; what it guarded already failed open or closed.
-    (void)ledger_.appendEvent("hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook),
-                              data, options_.actor);
+    (void)ledger_.audit().appendEvent(
+        "hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook), data, options_.actor);
   }
 }
 

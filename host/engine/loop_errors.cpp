@@ -8,7 +8,8 @@ void reportLoopException(ledger::Ledger& ledger, const std::string& where, const
   try {
     std::cerr << "tide: " << where << ": unexpected exception: " << what << std::endl;
     // Best effort: stderr above already has it; a ledger that fails here has no better place.
-    (void)ledger.appendEvent("engine.error", "engine", model::Json{{"where", where}, {"exception", what}}, "host");
+    (void)ledger.audit().appendEvent("engine.error", "engine", model::Json{{"where", where}, {"exception", what}},
+                                     "host");
   } catch (...) {}
 }
 

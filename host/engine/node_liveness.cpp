@@ -37,8 +37,8 @@ bool isUnreachableMessage(const std::string& message, const std::string& node) {
 
 Result<std::optional<model::Event>> latestPartitionAlarm(ledger::Ledger& ledger) {
   // Few: one pair per partition the fleet ever had.
-  TIDE_ASSIGN_OR_RETURN(auto events,
-                        ledger::listAll(ledger, &ledger::Ledger::listEvents, {{"subject", kPartitionSubject}}));
+  TIDE_ASSIGN_OR_RETURN(auto events, ledger::listAll(ledger.audit(), &ledger::AuditRecords::listEvents,
+                                                     {{"subject", kPartitionSubject}}));
   if (events.empty() || events.back().kind != "alarm.partition") return std::optional<model::Event>();
   return std::optional<model::Event>(events.back());
 }
@@ -61,16 +61,17 @@ const UnreachableNodes& NodeLiveness::pass(const World& world) {
   for (const auto& [node, since] : now_lost) {
     if (lost_.contains(node)) continue;
     // Best effort: the event only reports what the engine already acts on (lost_ below).
-    (void)ledger_.appendEvent("node.unreachable", "node/" + node,
-                              Json{{"since", formatTimestamp(since)},
-                                   {"message", "its driver has not heard from it since " + formatTimestamp(since)}},
-                              options_.actor);
+    (void)ledger_.audit().appendEvent(
+        "node.unreachable", "node/" + node,
+        Json{{"since", formatTimestamp(since)},
+             {"message", "its driver has not heard from it since " + formatTimestamp(since)}},
+        options_.actor);
   }
   for (const auto& [node, since] : lost_.since) {
     if (now_lost.count(node)) continue;
     // Best effort: as above.
-    (void)ledger_.appendEvent("node.reachable", "node/" + node, Json{{"unreachable_since", formatTimestamp(since)}},
-                              options_.actor);
+    (void)ledger_.audit().appendEvent("node.reachable", "node/" + node,
+                                      Json{{"unreachable_since", formatTimestamp(since)}}, options_.actor);
   }
   lost_.since = std::move(now_lost);
 
@@ -116,15 +117,16 @@ void NodeLiveness::raiseOrClearAlarm(bool partition) {
   Json nodes = Json::array();
   for (const auto& [node, since] : lost_.since) nodes.push_back(node);
   const Status written =
-      partition ? ledger_.appendEvent(
-                      "alarm.partition", kPartitionSubject,
-                      Json{{"nodes", nodes},
-                           {"message", std::to_string(nodes.size()) +
-                                           " nodes are unreachable, most of them at once: a partition is not a fleet "
-                                           "failure; nothing is replaced until they come back"}},
-                      options_.actor)
-                : ledger_.appendEvent("alarm.cleared", kPartitionSubject,
-                                      Json{{"alarm", "alarm.partition"}, {"unreachable", nodes}}, options_.actor);
+      partition
+          ? ledger_.audit().appendEvent(
+                "alarm.partition", kPartitionSubject,
+                Json{{"nodes", nodes},
+                     {"message", std::to_string(nodes.size()) +
+                                     " nodes are unreachable, most of them at once: a partition is not a fleet "
+                                     "failure; nothing is replaced until they come back"}},
+                options_.actor)
+          : ledger_.audit().appendEvent("alarm.cleared", kPartitionSubject,
+                                        Json{{"alarm", "alarm.partition"}, {"unreachable", nodes}}, options_.actor);
   if (written.isOk()) alarm_ = partition;
 }
 

@@ -164,7 +164,7 @@ bool Observer::haltOnDiscrepancy(const std::vector<Gone>& gone) {
   Json missing = Json::array();
   for (const auto& g : gone) missing.push_back(Json{{"instance", g.view->meta.name}, {"why", g.why}});
   // A halt not written still stops this pass; the next one, seeing the discrepancy, halts again.
-  (void)ledger_.haltControlLoop(
+  (void)ledger_.audit().haltControlLoop(
       "alarm.discrepancy",
       std::to_string(unacknowledged) + " running instances disagree with their drivers (threshold " +
           std::to_string(options_.discrepancy_threshold) + "); the control loop is halted until an admin resumes it",
@@ -179,7 +179,8 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     // (STOPPING it, say) wins, and the next pass judges what it left. The ledger first, the
     // driver after: a judgement the write refuses is stale, and acting on it in the driver
     // removed an instance an executor had just started (the soak's "removed underfoot").
-    if (!ledger_.setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
+    if (!ledger_.instances()
+             .setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
              .isOk()) {
       continue;
     }
@@ -206,11 +207,11 @@ bool Observer::recordHealth(const model::RuntimeInstance& r, bool healthy, const
 }
 
 bool Observer::writeHealth(const model::RuntimeInstance& r, bool healthy, const std::string& message) {
-  ledger::Ledger::RuntimeUpdate update;
+  ledger::RuntimeUpdate update;
   update.healthy = healthy;
   update.ready_since = healthy ? formatTimestamp(clock_.now()) : "";
   update.message = message;
-  return ledger_.updateRuntimeInstance(r.meta.id, update, r.meta.generation, options_.actor).isOk();
+  return ledger_.instances().updateRuntimeInstance(r.meta.id, update, r.meta.generation, options_.actor).isOk();
 }
 
 int Observer::markHealthUnknown(const std::vector<const model::RuntimeInstance*>& unknown,
@@ -315,11 +316,12 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       auto [it, first] = orphans_seen_.emplace(key, now);
       if (first) {
         // Best effort: the grace period runs from orphans_seen_, whether or not this is written.
-        (void)ledger_.appendEvent("driver.orphan", "runtime/" + id,
-                                  Json{{"cluster", cluster},
-                                       {"message", "the driver runs something the ledger does not; removing it after " +
-                                                       std::to_string(options_.orphan_grace.count()) + " s"}},
-                                  options_.actor);
+        (void)ledger_.audit().appendEvent(
+            "driver.orphan", "runtime/" + id,
+            Json{{"cluster", cluster},
+                 {"message", "the driver runs something the ledger does not; removing it after " +
+                                 std::to_string(options_.orphan_grace.count()) + " s"}},
+            options_.actor);
         continue;
       }
       if (now - it->second < options_.orphan_grace) continue;
@@ -328,7 +330,8 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       const drivers::RuntimeRef& orphan = ref;  // clang's C++20 captures no structured binding
       if (metrics_.timeDriverCall("remove", [&] { return driver.value()->remove(orphan); }).isOk()) {
         // Best effort: the removal itself happened; the event only reports it.
-        (void)ledger_.appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
+        (void)ledger_.audit().appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}},
+                                          options_.actor);
         orphans_seen_.erase(it);
         ++changes;
       }

@@ -21,7 +21,7 @@
 // statusAll() for the slice's instances of its cluster, and for its inventory (one list())
 // on the pass that starts a round over the fleet. When more RUNNING instances of a slice
 // are missing from their driver than the discrepancy threshold allows, the observer marks
-// nothing FAILED and halts the control loop in the ledger (ledger::Ledger::haltControlLoop,
+// nothing FAILED and halts the control loop in the ledger (ledger::AuditRecords::haltControlLoop,
 // an `alarm.discrepancy` event): refuse rather than "repair". The halt holds, across
 // restarts, until an admin resumes the loop; the engine runs no stage (this one included)
 // while it does.

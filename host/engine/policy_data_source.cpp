@@ -59,8 +59,9 @@ Result<int64_t> LedgerPolicyDataSource::countInState(const std::string& state, c
   for (const char* key : {"plan", "type"}) {
     if (std::string value = stringFilter(filter, key); !value.empty()) filters[key] = value;
   }
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
-                        ledger::listAll(ledger_, &ledger::Ledger::listOperations, std::move(filters)));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::Operation> operations,
+      ledger::listAll(ledger_.operations(), &ledger::OperationRecords::listOperations, std::move(filters)));
   int64_t n = 0;
   for (const model::Operation& operation : operations) {
     if (operation.meta.id == exclude_operation_id_) continue;
@@ -91,23 +92,23 @@ Result<bool> LedgerPolicyDataSource::matches(const model::Operation& operation, 
 
 Result<std::string> LedgerPolicyDataSource::planNamespace(const std::string& plan) {
   if (auto it = namespaces_.find(plan); it != namespaces_.end()) return it->second;
-  TIDE_ASSIGN_OR_RETURN(model::Plan record, ledger_.getPlan(plan));
+  TIDE_ASSIGN_OR_RETURN(model::Plan record, ledger_.plans().getPlan(plan));
   namespaces_[plan] = record.ns;
   return record.ns;
 }
 
 Result<std::optional<LedgerPolicyDataSource::Placement>> LedgerPolicyDataSource::placementOf(
     const std::string& meta_instance) {
-  TIDE_ASSIGN_OR_RETURN(
-      std::vector<model::RuntimeInstance> runtimes,
-      ledger::listAll(ledger_, &ledger::Ledger::listRuntimeInstances, {{"meta_instance", meta_instance}}));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
+                        ledger::listAll(ledger_.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                        {{"meta_instance", meta_instance}}));
   std::optional<Placement> found;
   for (const model::RuntimeInstance& instance : runtimes) {
     if (instance.is_active && model::holdsResources(instance.state))
       found = Placement{instance.node, "", instance.healthy};
   }
   if (found) {
-    auto node = ledger_.getNode(found->node);
+    auto node = ledger_.inventory().getNode(found->node);
     if (node.isOk()) {
       found->update_domain = node->update_domain;
     } else if (node.status().code() != Code::kNotFound) {
@@ -118,8 +119,9 @@ Result<std::optional<LedgerPolicyDataSource::Placement>> LedgerPolicyDataSource:
 }
 
 Result<Json> LedgerPolicyDataSource::instances(const std::string& plan) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::MetaInstance> metas,
-                        ledger::listAll(ledger_, &ledger::Ledger::listMetaInstances, {{"plan", plan}}));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::MetaInstance> metas,
+      ledger::listAll(ledger_.instances(), &ledger::InstanceRecords::listMetaInstances, {{"plan", plan}}));
   std::sort(metas.begin(), metas.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   Json out = Json::array();
   for (const model::MetaInstance& meta : metas) {
@@ -135,7 +137,7 @@ Result<Json> LedgerPolicyDataSource::instances(const std::string& plan) {
 }
 
 Result<Json> LedgerPolicyDataSource::node(const std::string& name) {
-  auto found = ledger_.getNode(name);
+  auto found = ledger_.inventory().getNode(name);
   if (!found.isOk()) {
     if (found.status().code() == Code::kNotFound) return Json(nullptr);
     return found.status();

@@ -34,12 +34,12 @@ void Pruner::loop() {
 Result<model::PruneReport> Pruner::runRound() {
   model::PruneReport total;
   while (!stopping_) {
-    Result<model::PruneReport> step = ledger_.prune(policy_, kActor);
+    Result<model::PruneReport> step = ledger_.audit().prune(policy_, kActor);
     if (!step.isOk()) {
       if (step.status().message() != last_error_) {
         last_error_ = step.status().message();
         // Best effort: the ledger that failed to prune may fail this too; the error is returned.
-        (void)ledger_.appendEvent("alarm.audit", "ledger", model::Json{{"error", last_error_}}, kActor);
+        (void)ledger_.audit().appendEvent("alarm.audit", "ledger", model::Json{{"error", last_error_}}, kActor);
       }
       return step.status();
     }

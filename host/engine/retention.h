@@ -2,7 +2,7 @@
 // Retention (docs/architecture.md#retention-and-audit): the thread of `tide serve` that prunes
 // the ledger's old events, decisions and script versions, a round every
 // policy.interval_minutes on the injected Clock (the first at start). A round is a series of
-// Ledger::prune transactions of at most policy.batch rows of each kind, so the write lock is
+// AuditRecords::prune transactions of at most policy.batch rows of each kind, so the write lock is
 // never held for long and the control loop's writes go between them.
 //
 // A prune the ledger refuses (the chain it would cut is broken) ends the round; it is written

@@ -343,7 +343,7 @@ int TrafficController::pass(const World& world) {
     }
     const std::string signature = kind + data.dump();
     if (signature != st.last_event) {
-      if (ledger_.appendEvent(kind, "plan/" + want.plan, data, actor_).isOk()) {
+      if (ledger_.audit().appendEvent(kind, "plan/" + want.plan, data, actor_).isOk()) {
         st.last_event = signature;
         ++changes;
       }
@@ -376,7 +376,9 @@ std::optional<std::string> TrafficController::routeHold(const World& world, cons
   if (st.route != route) {
     st.route = route;
     st.applied_known = false;  // the next pass applies it and reads it back
-    (void)ledger_.setPlanTrafficRoute(deployment.plan, route, actor_);
+    // Best effort: the route is applied from memory either way; one not kept is written again
+    // when a restarted host's first pass asks for it (setPlanTrafficRoute is a no-op when unchanged).
+    (void)ledger_.plans().setPlanTrafficRoute(deployment.plan, route, actor_);
     return std::string(model::kRouterWaitPrefix) + ": asked " + asked + ", applied " +
            describe(st.applied, deployment.deployment_id);
   }

@@ -79,10 +79,10 @@ bool outsideTheWorld(const std::string& table) {
 }  // namespace
 
 Status World::loadInventory(ledger::Ledger& ledger) {
-  TIDE_ASSIGN_OR_RETURN(plans, ledger::listAll(ledger, &ledger::Ledger::listPlans));
-  TIDE_ASSIGN_OR_RETURN(nodes, ledger::listAll(ledger, &ledger::Ledger::listNodes));
-  TIDE_ASSIGN_OR_RETURN(clusters, ledger::listAll(ledger, &ledger::Ledger::listClusters));
-  TIDE_ASSIGN_OR_RETURN(capabilities, ledger::listAll(ledger, &ledger::Ledger::listCapabilities));
+  TIDE_ASSIGN_OR_RETURN(plans, ledger::listAll(ledger.plans(), &ledger::PlanRecords::listPlans));
+  TIDE_ASSIGN_OR_RETURN(nodes, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listNodes));
+  TIDE_ASSIGN_OR_RETURN(clusters, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listClusters));
+  TIDE_ASSIGN_OR_RETURN(capabilities, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listCapabilities));
   plan_by_name.clear();
   for (const auto& p : plans) plan_by_name[p.name] = &p;
   indexNodes();
@@ -99,7 +99,7 @@ void World::indexNodes() {
 }
 
 Status World::loadDeployments(ledger::Ledger& ledger) {
-  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger, &ledger::Ledger::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger.plans(), &ledger::PlanRecords::listDeployments));
   deployments.clear();
   for (auto& d : all) deployments[d.plan].push_back(std::move(d));
   return Status::ok();
@@ -129,9 +129,9 @@ Result<World> World::load(ledger::Ledger& ledger) {
   World w;
   TIDE_RETURN_IF_ERROR(w.loadInventory(ledger));
   TIDE_RETURN_IF_ERROR(w.loadDeployments(ledger));
-  TIDE_ASSIGN_OR_RETURN(auto metas, ledger::listAll(ledger, &ledger::Ledger::listMetaInstances));
-  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.currentRuntimeInstances());
-  TIDE_ASSIGN_OR_RETURN(auto operations, ledger.latestOperations());
+  TIDE_ASSIGN_OR_RETURN(auto metas, ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listMetaInstances));
+  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger.instances().currentRuntimeInstances());
+  TIDE_ASSIGN_OR_RETURN(auto operations, ledger.operations().latestOperations());
   std::map<std::string, InstanceView> views;
   for (auto& m : metas) {
     if (m.state == "DELETED") continue;
@@ -151,7 +151,7 @@ Result<World> World::load(ledger::Ledger& ledger) {
   return w;
 }
 
-Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes) {
+Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::RowChange>& changes) {
   ledger::Ledger::Snapshot one_moment(ledger);
   std::vector<int64_t> metas, runtimes, operations;
   bool inventory = false;
@@ -175,7 +175,7 @@ Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::
     if (inventory) recomputeRemaining();
     return Status::ok();
   }
-  TIDE_ASSIGN_OR_RETURN(auto slice, ledger.instanceSlice(metas, runtimes, operations));
+  TIDE_ASSIGN_OR_RETURN(auto slice, ledger.instances().instanceSlice(metas, runtimes, operations));
   std::map<std::string, InstanceView> fresh;
   for (auto& m : slice.metas) {
     if (auto old = instances.find(m.name); old != instances.end()) {
@@ -204,7 +204,7 @@ Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::
 }
 
 WorldFeed::WorldFeed(ledger::Ledger& ledger) : ledger_(ledger) {
-  subscription_ = ledger_.subscribe([this](const std::vector<ledger::Ledger::RowChange>& changes) {
+  subscription_ = ledger_.subscribe([this](const std::vector<ledger::RowChange>& changes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (overflowed_) return;
     if (pending_.size() + changes.size() > kMaxPending) {
@@ -219,7 +219,7 @@ WorldFeed::WorldFeed(ledger::Ledger& ledger) : ledger_(ledger) {
 WorldFeed::~WorldFeed() { ledger_.unsubscribe(subscription_); }
 
 Status WorldFeed::update(std::optional<World>& world) {
-  std::vector<ledger::Ledger::RowChange> changes;
+  std::vector<ledger::RowChange> changes;
   bool reload = !world || !ledger_.changesTracked();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -83,7 +83,7 @@ struct World {
   // (plans, nodes, clusters, capabilities) and deployments only when rows of theirs
   // changed. Nodes' remaining resources follow the instances' reservations in memory.
   // On error the picture is unusable: load() again.
-  Status refresh(ledger::Ledger& ledger, const std::vector<ledger::Ledger::RowChange>& changes);
+  Status refresh(ledger::Ledger& ledger, const std::vector<ledger::RowChange>& changes);
 
   const model::Deployment* deployment(const std::string& plan, const std::string& id) const;
   // The plan as deployment `deployment_id` of `plan` was made with
@@ -146,7 +146,7 @@ class WorldFeed {
   ledger::Ledger& ledger_;
   int subscription_ = 0;
   std::mutex mu_;
-  std::vector<ledger::Ledger::RowChange> pending_;  // REQUIRES: mu_ is held
+  std::vector<ledger::RowChange> pending_;          // REQUIRES: mu_ is held
   bool overflowed_ = false;                         // REQUIRES: mu_ is held
   size_t last_dirty_ = 0;
 };

@@ -20,7 +20,7 @@ Status located(const Status& status, const std::string& location) {
 }
 
 template <class T, class Insert>
-Status insertAll(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
+Status insertAll(Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
                  Insert&& insert) {
   for (const auto& item : items) {
     auto result = insert(tx, item.value);
@@ -32,9 +32,9 @@ Status insertAll(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, st
 
 // insertAll for the kinds that may be accepted with warnings, each warning located.
 template <class T, class Insert>
-Status insertAllWarned(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
+Status insertAllWarned(Tx& tx, const std::vector<model::Sourced<T>>& items, std::vector<std::string>& names,
                        std::vector<ErrorDetail>& warnings, Insert&& insert) {
-  return insertAll(tx, items, names, [&](Ledger::Tx& t, const T& value) {
+  return insertAll(tx, items, names, [&](Tx& t, const T& value) {
     const size_t before = warnings.size();
     auto result = insert(t, value, &warnings);
     const auto& item = items[names.size()];
@@ -47,7 +47,7 @@ Status insertAllWarned(Ledger::Tx& tx, const std::vector<model::Sourced<T>>& ite
 
 Result<AppliedManifest> Ledger::applyManifest(const model::Manifest& manifest, const std::string& actor) {
   if (manifest.empty()) return Status::invalidArgument("the manifest holds no records");
-  return write("apply manifest", actor, [&](Tx& tx) -> Result<AppliedManifest> {
+  return core_->write("apply manifest", actor, [&](Tx& tx) -> Result<AppliedManifest> {
     AppliedManifest applied;
     TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.capabilities, applied.capabilities, insertCapability));
     TIDE_RETURN_IF_ERROR(insertAll(tx, manifest.clusters, applied.clusters, insertCluster));

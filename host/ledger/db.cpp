@@ -1,8 +1,5 @@
 #include "host/ledger/db.h"
 
-#include <soci/postgresql/soci-postgresql.h>
-#include <soci/sqlite3/soci-sqlite3.h>
-
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -78,18 +75,7 @@ std::list<StatementCache::Entry>::iterator StatementCache::insert(const std::str
 
 void StatementCache::release(soci::statement& statement) {
   statement.bind_clean_up();
-  if (dialect_ != Dialect::kSqlite) return;
-  // SOCI's SQLite backend leaves a statement where its last step left it: holding the
-  // read snapshot of a SELECT that was not read to the end, or an unfinished INSERT ...
-  // RETURNING that would block COMMIT. It also keeps the previous use's bindings (which
-  // point into the caller's strings) and binding mode. Start the next use afresh.
-  auto* sqlite = static_cast<soci::sqlite3_statement_backend*>(statement.get_backend());
-  sqlite_api::sqlite3_reset(sqlite->stmt_);
-  sqlite_api::sqlite3_clear_bindings(sqlite->stmt_);
-  sqlite->useData_.clear();
-  sqlite->boundByName_ = false;
-  sqlite->boundByPos_ = false;
-  sqlite->rowsAffectedBulk_ = -1;
+  dialect_.resetStatement(statement);
 }
 
 std::list<StatementCache::Entry>::iterator StatementCache::erase(std::list<Entry>::iterator entry) {
@@ -104,54 +90,31 @@ void StatementCache::clear() {
 
 // --- Db ----------------------------------------------------------------------------------------
 
-bool Db::isInMemory(const std::string& url) { return url == "sqlite://:memory:"; }
+bool Db::isInMemory(const std::string& url) {
+  std::string target;
+  const Result<const SqlDialect*> dialect = dialectFor(url, &target);
+  return dialect.isOk() && (*dialect)->inMemory(target);
+}
 
 bool Db::onRowChange(std::function<void(const char*, int64_t)> hook) {
-  if (dialect_ != Dialect::kSqlite) return false;
   row_hook_ = std::move(hook);
-  auto* backend = static_cast<soci::sqlite3_session_backend*>(session_.get_backend());
-  sqlite_api::sqlite3_update_hook(
-      backend->conn_,
-      [](void* self, int, const char*, const char* table, sqlite_api::sqlite3_int64 id) {
-        static_cast<Db*>(self)->row_hook_(table, static_cast<int64_t>(id));
-      },
-      this);
-  return true;
+  return dialect_.watchRowChanges(session_, &row_hook_);
 }
 
-bool Db::autocommit() {
-  if (dialect_ != Dialect::kSqlite) return true;  // the ledger opens no PostgreSQL connection yet
-  auto* backend = static_cast<soci::sqlite3_session_backend*>(session_.get_backend());
-  return sqlite_api::sqlite3_get_autocommit(backend->conn_) != 0;
-}
+bool Db::autocommit() { return dialect_.autocommit(session_); }
 
 Result<std::unique_ptr<Db>> Db::open(const std::string& url, Role role) {
-  constexpr std::string_view kSqlite = "sqlite://";
-  constexpr std::string_view kPostgres = "postgresql://";
+  std::string target;
+  TIDE_ASSIGN_OR_RETURN(const SqlDialect* dialect, dialectFor(url, &target));
+  if (target.empty())
+    return Status::invalidArgument("database: " + std::string(dialect->scheme()) + ":// needs a path");
   try {
-    if (url.rfind(kSqlite, 0) == 0) {
-      const std::string path = url.substr(kSqlite.size());
-      if (path.empty()) return Status::invalidArgument("database: sqlite:// needs a path");
-      std::unique_ptr<Db> db(new Db(Dialect::kSqlite));
-      db->session_.open(soci::sqlite3, "db=" + path + " timeout=10");
-      db->session_ << "PRAGMA foreign_keys = ON";
-      db->session_ << "PRAGMA synchronous = FULL";
-      if (path != ":memory:") {
-        std::string mode;
-        db->session_ << "PRAGMA journal_mode = WAL", soci::into(mode);
-      }
-      if (role == Role::kReader) db->session_ << "PRAGMA query_only = ON";
-      return db;
-    }
-    if (url.rfind(kPostgres, 0) == 0) {
-      std::unique_ptr<Db> db(new Db(Dialect::kPostgres));
-      db->session_.open(soci::postgresql, url);
-      return db;
-    }
+    std::unique_ptr<Db> db(new Db(*dialect));
+    dialect->open(db->session_, target, role);
+    return db;
   } catch (const std::exception& e) {
     return Status::unavailable("database: cannot open '" + url + "': " + e.what());
   }
-  return Status::invalidArgument("database: '" + url + "' must start with sqlite:// or postgresql://");
 }
 
 namespace {

@@ -23,13 +23,12 @@
 #include "host/core/clock.h"
 #include "host/core/embedded.h"
 #include "host/core/status.h"
+#include "host/ledger/sql_dialect.h"
 #include "host/model/records.h"
 
 namespace tide::ledger {
 
 using model::Json;
-
-enum class Dialect { kSqlite, kPostgres };
 
 // Named parameters (":name" in the SQL) bound by value. Unlike soci::values, the values stay
 // owned here, so a cached statement can take a fresh set on every use.
@@ -68,7 +67,7 @@ class StatementCache {
 
  public:
   static constexpr std::size_t kCapacity = 128;
-  StatementCache(soci::session& session, Dialect dialect) : session_(session), dialect_(dialect) {}
+  StatementCache(soci::session& session, const SqlDialect& dialect) : session_(session), dialect_(dialect) {}
   StatementCache(const StatementCache&) = delete;
   StatementCache& operator=(const StatementCache&) = delete;
 
@@ -100,7 +99,7 @@ class StatementCache {
   std::list<Entry>::iterator erase(std::list<Entry>::iterator entry);  // the entry after it
 
   soci::session& session_;
-  const Dialect dialect_;
+  const SqlDialect& dialect_;
   std::list<Entry> entries_;                                                // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // keys view Entry::query
   int64_t prepares_ = 0;
@@ -108,10 +107,10 @@ class StatementCache {
 
 class Db {
  public:
-  // kReader connections refuse writes (PRAGMA query_only) and are for file ledgers only.
-  enum class Role { kWriter, kReader };
+  using Role = ConnectionRole;
   // "sqlite://<path>" (":memory:" allowed) or "postgresql://..." (libpq connection URI).
   static Result<std::unique_ptr<Db>> open(const std::string& url, Role role = Role::kWriter);
+  // True when the database of `url` lives only in this process (SqlDialect::inMemory).
   static bool isInMemory(const std::string& url);
 
   // Calls `hook` with (table, rowid) for every row this connection inserts, updates or
@@ -121,7 +120,7 @@ class Db {
   // For one-off SQL (text that differs on every call); everything else goes through run()
   // and forEachRow(), which reuse this connection's prepared statements.
   soci::session& session() { return session_; }
-  Dialect dialect() const { return dialect_; }
+  const SqlDialect& dialect() const { return dialect_; }
   // True when no transaction is open on this connection.
   bool autocommit();
   StatementCache& statements() { return statements_; }
@@ -149,10 +148,10 @@ class Db {
   template <class Use, class... Exchanges>
   auto withStatement(const std::string& query, Use&& use, Exchanges&&... exchanges);
 
-  explicit Db(Dialect dialect) : dialect_(dialect) {}
+  explicit Db(const SqlDialect& dialect) : dialect_(dialect) {}
   soci::session session_;
-  const Dialect dialect_;
-  std::function<void(const char*, int64_t)> row_hook_;
+  const SqlDialect& dialect_;
+  RowHook row_hook_;
   StatementCache statements_{session_, dialect_};  // after session_: finalized before it closes
 };
 

@@ -11,6 +11,7 @@
 
 #include "host/ledger/db.h"
 #include "host/ledger/ledger.h"
+#include "host/ledger/ledger_core.h"
 #include "host/model/transitions.h"
 
 // The SQL spelling of model::kReleasedRuntimeStates, for queries that sum reservations
@@ -21,35 +22,6 @@
 #define TIDE_SQL_UNFINISHED_OPERATION_STATES "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING')"
 
 namespace tide::ledger {
-
-// One write: a savepoint inside the open group transaction (Ledger::write). Rolled back
-// to its start on destruction unless commit() ran.
-// REQUIRES: Ledger::mu_ is held for its whole life.
-class Ledger::Tx {
- public:
-  Tx(Ledger& ledger, std::string actor);
-  ~Tx();
-  Tx(const Tx&) = delete;
-  Tx& operator=(const Tx&) = delete;
-
-  Db& db() { return db_; }
-  const std::string& now() const { return now_; }
-  const std::string& actor() const { return actor_; }
-
-  // Appends a hash-chained event inside this transaction.
-  void event(const std::string& kind, const std::string& subject, const Json& data);
-  void commit();
-  int64_t lastSeq() const { return appended_ ? tail_.seq : 0; }  // of the last event appended here
-
- private:
-  Ledger& ledger_;
-  Db& db_;
-  std::string actor_;
-  std::string now_;
-  bool committed_ = false;
-  bool appended_ = false;  // tail_ is this write's newest event
-  ChainTail tail_;
-};
 
 // --- the event chain (ledger_audit.cpp) ---------------------------------------------------
 
@@ -63,7 +35,7 @@ Event eventFromRow(const soci::row& row);
 
 // The newest event's seq and hash; after a prune that left no event, the newest
 // checkpoint's; {0, ""} for an empty ledger.
-Ledger::ChainTail readChainTail(Db& db);
+ChainTail readChainTail(Db& db);
 
 // The filters a list accepts: filter key → the column it compares. Equality, except for the
 // keys "since" and "until", a time window over their column: `column >= since`, `column <
@@ -164,84 +136,41 @@ auto fetchOne(Db& db, Where& where, const std::string& not_found, FromRow&& from
 // Looks up a live record's id by name; 0 when there is none.
 int64_t liveIdByName(Db& db, const char* table, const std::string& name);
 
-// Ledger::mintersOf over `db` (inside a transaction, or a read).
+// TokenRecords::mintersOf over `db` (inside a transaction, or a read).
 std::vector<std::string> mintersOf(Db& db, const std::string& name);
 
 // UPDATE of `table` row `id` guarded by `generation` (when given): bumps generation and
 // updated_at. `assignments` is "col = :x, ..." bound from `values`. kConflict when the
 // generation moved, kNotFound when the row is gone.
-Status updateGuarded(Ledger::Tx& tx, const char* table, int64_t id, Generation generation,
-                     const std::string& assignments, Bindings& values);
+Status updateGuarded(Tx& tx, const char* table, int64_t id, Generation generation, const std::string& assignments,
+                     Bindings& values);
 
 // Validates `from` → `to` for `kind`, then updates the row's state and message and
 // appends a "<kind>.state" event for `subject`.
-Status changeState(Ledger::Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
+Status changeState(Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
                    const std::string& from, const std::string& to, Generation generation, const std::string& message,
                    Json extra = Json::object());
 
-// What ends with an UPDATE that held a growth for its instance (Ledger::resizeForOperation)
+// What ends with an UPDATE that held a growth for its instance (OperationRecords::resizeForOperation)
 // and ends in `state` other than SUCCEEDED, in its transaction: the runtime instance still
 // holding the larger size goes back to the size it had. `target` is the operation's.
-Status settleResize(Ledger::Tx& tx, int64_t operation_id, const Json& target, const std::string& state);
+Status settleResize(Tx& tx, int64_t operation_id, const Json& target, const std::string& state);
 
 // The bodies of the create calls, shared with applyManifest so a whole manifest is one
 // transaction. Each validates, inserts, and appends its ".created" event.
-Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability);
-Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster);
+Result<Capability> insertCapability(Tx& tx, const Capability& capability);
+Result<Cluster> insertCluster(Tx& tx, const Cluster& cluster);
 // `warnings`, when given, receives what was accepted but deserves a look (capability names
 // nobody declared: docs/mrds.md).
-Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings = nullptr);
-Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings = nullptr);
-Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment);
+Result<Node> insertNode(Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings = nullptr);
+Result<Plan> insertPlan(Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings = nullptr);
+Result<Deployment> insertDeployment(Tx& tx, const Deployment& deployment);
 // A DELETE (`operation`, its meta_instance set) for a plan teardown: the unfinished DELETE
 // the meta instance already has, else a new one as createOperation writes it (and refuses).
-Result<Operation> insertDeleteOnce(Ledger::Tx& tx, const Operation& operation);
+Result<Operation> insertDeleteOnce(Tx& tx, const Operation& operation);
 // A `kind` event ("plan.warning", "node.warning") {warnings: [{field, message}]} on
 // `subject`, when there are any.
-void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& subject,
+void appendWarnings(Tx& tx, const std::string& kind, const std::string& subject,
                     const std::vector<ErrorDetail>& warnings);
-
-template <class Fn>
-auto Ledger::write(const char* what, const std::string& actor, Fn&& fn) -> decltype(fn(std::declval<Tx&>())) {
-  using R = decltype(fn(std::declval<Tx&>()));
-  queued_writers_.fetch_add(1);
-  std::unique_lock<std::mutex> lock(mu_);
-  queued_writers_.fetch_sub(1);
-  uint64_t group = 0;
-  R result = guarded(what, [&]() -> R {
-    group = joinGroup();
-    Tx tx(*this, actor);
-    R r = fn(tx);
-    if (r.isOk()) {
-      tx.commit();
-      group_seq_ = std::max(group_seq_, tx.lastSeq());
-    }
-    return r;
-  });
-  if (group == 0) return result;  // could not even begin
-  Status durable = finishWrite(lock, group);
-  if (!durable.isOk() && result.isOk()) return durable;
-  return result;
-}
-
-template <class Fn>
-auto Ledger::read(const char* what, Fn&& fn) -> decltype(fn(std::declval<Db&>())) {
-  if (readers_.empty() || inOpenBatch()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return guarded(what, [&] { return fn(*db_); });
-  }
-  if (Db* pinned = snapshotReader()) return guarded(what, [&] { return fn(*pinned); });
-  Db* reader = acquireReader();
-  // One read transaction, so that a read of several statements (a slice of instances with
-  // their runtime instances and operations) sees one moment, not one per statement.
-  auto result = guarded(what, [&] {
-    soci::transaction snapshot(reader->session());
-    auto r = fn(*reader);
-    snapshot.commit();
-    return r;
-  });
-  releaseReader(reader);
-  return result;
-}
 
 }  // namespace tide::ledger

@@ -53,7 +53,7 @@ struct GivenApproval {
 // sees its secret, so a token acts for everyone up its chain of minters. Two actors are one
 // party when they are the same token or one is among the other's minters: an approver token
 // alice minted approves as alice, and a token minted by the approver requests as the
-// approver. `*_minted_by` is each actor's chain, as Ledger::mintersOf answers it.
+// approver. `*_minted_by` is each actor's chain, as TokenRecords::mintersOf answers it.
 bool sameParty(const std::string& a, const std::vector<std::string>& a_minted_by, const std::string& b,
                const std::vector<std::string>& b_minted_by);
 

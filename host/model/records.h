@@ -151,7 +151,7 @@ struct Plan {
   // The plan's stable endpoint (docs/architecture.md#traffic); !traffic.declared() = none.
   PlanTraffic traffic;
   // The split the plan's strategy last asked for with route(...), as the engine keeps it
-  // (Ledger::setPlanTrafficRoute): {"deployment": id, "weights": {deployment id: percent}},
+  // (PlanRecords::setPlanTrafficRoute): {"deployment": id, "weights": {deployment id: percent}},
   // {} before any. Not part of the spec: a plan update neither changes nor compares it.
   Json traffic_route = Json::object();
   std::string state = "ACTIVE";  // ACTIVE | INACTIVE
@@ -175,10 +175,10 @@ struct Deployment {
   int64_t instance_count = 0;
   Json strategy = nullptr;              // optional override: {script?, params?}
   Json rollout_state = Json::object();  // owned by the strategy script
-  // Controls (Ledger::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed by
-  // the strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause), "restore" (this
+  // Controls (PlanRecords::controlDeployment, docs/architecture.md#rollout-controls): one-shot signals not yet consumed
+  // by the strategy ({"promote": {"by", "at"}, ...}), and the persistent "hold" (a user pause), "restore" (this
   // deployment was re-opened after a newer one was rolled back or aborted) and kHookHoldSignal (a runtime hook
-  // holds one of its operations: Ledger::holdForHook).
+  // holds one of its operations: PlanRecords::holdForHook).
   Json signals = Json::object();
   std::string state = "PENDING";
   std::string message;
@@ -186,7 +186,7 @@ struct Deployment {
   std::string completed_at;   // last COMPLETED; "" if it never completed
   double paused_seconds = 0;  // closed PAUSED intervals
   std::string paused_since;   // "" unless PAUSED now
-  // Who added it (the actor of Ledger::addDeployment; "" in a ledger older than migration 005).
+  // Who added it (the actor of PlanRecords::addDeployment; "" in a ledger older than migration 005).
   // The operations the controller asks for to roll it out are requested by this person.
   std::string added_by;
   // The plan as it was when this deployment was added (docs/architecture.md#changing-a-plan):

@@ -104,7 +104,7 @@ class ApiHarness {
     return toReply(client(token).Delete(path.c_str(), headers));
   }
 
-  int64_t lastEventSeq() const { return ledger->lastEventSeq(); }
+  int64_t lastEventSeq() const { return ledger->audit().lastEventSeq(); }
 
   // A snapshot of every list the API serves, to show a failed request wrote nothing.
   Json everything() const {
@@ -150,7 +150,8 @@ inline model::RuntimeInstance runtimeOn(const std::string& meta_instance, const 
 
 // Moves runtime instance `id` through `states`, in order, in the ledger.
 inline void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
-  for (const char* state : states) REQUIRE(h.ledger->setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
+  for (const char* state : states)
+    REQUIRE(h.ledger->instances().setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
 }
 
 // MRDS-shaped inventory: three capabilities, cluster "local", two nodes in it.

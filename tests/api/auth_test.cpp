@@ -90,7 +90,7 @@ TEST_CASE("api: a config token's name (auth.tokens) is the actor in ledger event
 
 TEST_CASE("api: tokens stored in the ledger authenticate with their role") {
   ApiHarness h;
-  REQUIRE(h.ledger->createToken("ci-bot", sha256Hex("ci-token"), "operator", "test").isOk());
+  REQUIRE(h.ledger->tokens().createToken("ci-bot", sha256Hex("ci-token"), "operator", "test").isOk());
   CHECK(h.get("/v1/nodes", "ci-token").status == 200);
   CHECK(h.post("/v1/capabilities", R"({"name":"ci","type":"GPU"})", "application/json", "ci-token").status == 201);
   CHECK(h.del("/v1/capabilities/ci", "ci-token").status == 403);
@@ -114,7 +114,7 @@ TEST_CASE("api: first start without tokens writes a 0600 admin.token that works"
   std::string token = readFile(file);
   CHECK(token.size() == 64);
   CHECK(token.find_first_not_of("0123456789abcdef") == std::string::npos);
-  CHECK(h.ledger->countTokens() == 1);
+  CHECK(h.ledger->tokens().countTokens() == 1);
 
   CHECK(h.get("/v1/nodes", token).status == 200);
   CHECK(h.del("/v1/capabilities/none", token).status == 404);  // admin: past auth, then not found
@@ -124,7 +124,7 @@ TEST_CASE("api: first start without tokens writes a 0600 admin.token that works"
   h.server->stop();
   REQUIRE(h.server->start().isOk());
   CHECK(readFile(file) == token);
-  CHECK(h.ledger->countTokens() == 1);
+  CHECK(h.ledger->tokens().countTokens() == 1);
   std::filesystem::remove_all(dir.parent_path());
 }
 
@@ -135,7 +135,7 @@ TEST_CASE("api: no bootstrap token when config tokens exist or auth is off") {
   {
     ApiHarness h(with_tokens);
     CHECK_FALSE(std::filesystem::exists(dir / "admin.token"));
-    CHECK(h.ledger->countTokens() == 0);
+    CHECK(h.ledger->tokens().countTokens() == 0);
   }
   api::ServerOptions no_auth;
   no_auth.port = 0;
@@ -162,5 +162,5 @@ TEST_CASE("api: start refuses bad token configuration") {
   no_dir.port = 0;
   api::ApiServer nowhere(no_dir, **opened, clock);
   CHECK(nowhere.start().code() == Code::kInvalidArgument);
-  CHECK((*opened)->countTokens() == 0);
+  CHECK((*opened)->tokens().countTokens() == 0);
 }

@@ -17,7 +17,7 @@ TEST_CASE("api: the instance list carries each instance's unfinished operation o
   addInventoryAndPlan(h);
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
   auto newInstance = [&] {
-    auto created = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
+    auto created = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   };
@@ -27,17 +27,17 @@ TEST_CASE("api: the instance list carries each instance's unfinished operation o
   create.type = "CREATE";
   create.intent = "deployment-1";
   create.meta_instance = done;
-  auto finished = h.ledger->createOperation(create, "test");
+  auto finished = h.ledger->operations().createOperation(create, "test");
   REQUIRE(finished.isOk());
   for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-    REQUIRE(h.ledger->setOperationState(finished->meta.id, state, std::nullopt, "test").isOk());
+    REQUIRE(h.ledger->operations().setOperationState(finished->meta.id, state, std::nullopt, "test").isOk());
   }
   create.meta_instance = placing;
-  auto waiting = h.ledger->createOperation(create, "test");
+  auto waiting = h.ledger->operations().createOperation(create, "test");
   REQUIRE(waiting.isOk());
-  ledger::Ledger::OperationUpdate why;
+  ledger::OperationUpdate why;
   why.message = "waiting for placement: no node has capability tpu-v9";
-  REQUIRE(h.ledger->updateOperation(waiting->meta.id, why, "engine").isOk());
+  REQUIRE(h.ledger->operations().updateOperation(waiting->meta.id, why, "engine").isOk());
 
   Json items = h.get("/v1/instances", kViewerToken).json()["items"];
   REQUIRE(items.size() == 3);

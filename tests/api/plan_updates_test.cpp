@@ -34,9 +34,9 @@ Json lastEvent(const ApiHarness& h, const std::string& kind) {
 
 // A live instance of deployment-1 of the MRDS plan, running on `node`.
 void runInstanceOn(ApiHarness& h, const std::string& node) {
-  auto meta = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
+  auto meta = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "test");
   REQUIRE(meta.isOk());
-  auto runtime = h.ledger->createRuntimeInstance(runtimeOn(meta->name, node), "test");
+  auto runtime = h.ledger->instances().createRuntimeInstance(runtimeOn(meta->name, node), "test");
   REQUIRE(runtime.isOk());
   moveRuntime(h, runtime->meta.id, {"STARTING", "RUNNING"});
 }
@@ -78,13 +78,13 @@ TEST_CASE("api: PUT changes a plan for the next deployment, those added before k
   REQUIRE(added.status == 201);
   CHECK(added.json()["plan_generation"] == 2);
   CHECK(added.json()["strategy_in_force"]["script"] == "canary");
-  auto first = h.ledger->getDeployment(kMrdsPlanName, "deployment-1");
+  auto first = h.ledger->plans().getDeployment(kMrdsPlanName, "deployment-1");
   REQUIRE(first.isOk());
   REQUIRE(first->plan_snapshot != nullptr);
   CHECK(first->plan_snapshot->applications[0].resources.cores == 4);
   CHECK(first->plan_snapshot->strategy.script == "rolling");
   CHECK(first->plan_snapshot->placement.max_per_node == 1);
-  auto next = h.ledger->getDeployment(kMrdsPlanName, "deployment-2");
+  auto next = h.ledger->plans().getDeployment(kMrdsPlanName, "deployment-2");
   REQUIRE(next.isOk());
   CHECK(next->plan_snapshot->applications[0].resources.cores == 8);
 

@@ -30,13 +30,13 @@ struct LedgerFeedFixture {
     node.name = name;
     node.cluster = cluster;
     node.total = {8, 32};
-    REQUIRE(ledger->createNode(node, "test").isOk());
+    REQUIRE(ledger->inventory().createNode(node, "test").isOk());
   }
   void addCapability(const std::string& name) {
     model::Capability capability;
     capability.name = name;
     capability.type = "CPU";
-    REQUIRE(ledger->createCapability(capability, "test").isOk());
+    REQUIRE(ledger->inventory().createCapability(capability, "test").isOk());
   }
 
   FakeClock clock{*parseTimestamp("2026-11-21T12:00:00Z")};
@@ -129,18 +129,18 @@ TEST_CASE("read cache: over a file ledger, whose reads have connections of their
     LedgerFeedFixture f("sqlite://" + (dir / "tide.db").string());
     api::ReadCache<int64_t> cache(*f.ledger, {"nodes"});
     auto generation = [&]() -> Result<int64_t> {
-      TIDE_ASSIGN_OR_RETURN(model::Node node, f.ledger->getNode("n1"));
+      TIDE_ASSIGN_OR_RETURN(model::Node node, f.ledger->inventory().getNode("n1"));
       return node.meta.generation;
     };
     model::Cluster cluster;
     cluster.name = "c1";
     cluster.driver_kind = "sim";
-    REQUIRE(f.ledger->createCluster(cluster, "test").isOk());
+    REQUIRE(f.ledger->inventory().createCluster(cluster, "test").isOk());
     f.addNode("n1", "c1");
     REQUIRE(cache.get("n1", generation).value() == 1);
     for (const char* state : {"CORDONED", "ALLOCATED", "CORDONED"}) {
-      REQUIRE(f.ledger->setNodeState("n1", state, std::nullopt, "test").isOk());
-      CHECK(cache.get("n1", generation).value() == f.ledger->getNode("n1")->meta.generation);
+      REQUIRE(f.ledger->inventory().setNodeState("n1", state, std::nullopt, "test").isOk());
+      CHECK(cache.get("n1", generation).value() == f.ledger->inventory().getNode("n1")->meta.generation);
     }
     CHECK(cache.get("n1", generation).value() == 4);
   }

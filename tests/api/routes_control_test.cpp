@@ -21,8 +21,9 @@ using testing::Reply;
 using Json = nlohmann::json;
 
 void halt(ApiHarness& h) {
-  auto halted = h.ledger->haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers",
-                                          Json{{"instances", Json::array({Json{{"instance", "web-1"}}})}}, "observer");
+  auto halted =
+      h.ledger->audit().haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers",
+                                        Json{{"instances", Json::array({Json{{"instance", "web-1"}}})}}, "observer");
   REQUIRE(halted.isOk());
 }
 
@@ -66,7 +67,7 @@ TEST_CASE("api: /v1/control shows the partition alarm from its alarm.partition e
   addInventoryAndPlan(h);
   const Json nodes = Json::array({"n1", "n2"});
   const Json alarm{{"nodes", nodes}, {"message", "cut off"}};
-  REQUIRE(h.ledger->appendEvent("alarm.partition", "partition", alarm, "controller").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("alarm.partition", "partition", alarm, "controller").isOk());
   Json shown = h.get("/v1/control", kViewerToken).json();
   CHECK(shown["halted"] == false);  // a partition holds replacement, not the control loop
   CHECK(shown["partition"]["nodes"] == nodes);
@@ -74,7 +75,9 @@ TEST_CASE("api: /v1/control shows the partition alarm from its alarm.partition e
   CHECK_FALSE(shown["partition"]["since"].get<std::string>().empty());
   CHECK(h.get("/v1/plans/" + kMrdsPlanName, kViewerToken).json()["control_loop"] == shown);
 
-  REQUIRE(h.ledger->appendEvent("alarm.cleared", "partition", Json{{"alarm", "alarm.partition"}}, "controller").isOk());
+  REQUIRE(h.ledger->audit()
+              .appendEvent("alarm.cleared", "partition", Json{{"alarm", "alarm.partition"}}, "controller")
+              .isOk());
   CHECK(h.get("/v1/control", kViewerToken).json()["partition"].is_null());
 }
 

@@ -82,19 +82,19 @@ int64_t recordHistory(ApiHarness& h) {
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml", kOperatorToken).status == 201);
   REQUIRE(h.post("/v1/plans", mrdsPlanNamed("other-plan"), "application/yaml").status == 201);
   h.clock.advance(std::chrono::minutes(30));
-  auto meta = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
+  auto meta = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
   REQUIRE(meta.isOk());
   model::Operation create;
   create.meta_instance = meta->name;
   create.type = "CREATE";
   create.intent = "deployment-1";
   create.requested_by = kOperatorName;
-  auto op = h.ledger->createOperation(create, "controller");
+  auto op = h.ledger->operations().createOperation(create, "controller");
   REQUIRE(op.isOk());
-  REQUIRE(h.ledger->setOperationState(op->meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(h.ledger->operations().setOperationState(op->meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
   h.clock.advance(std::chrono::hours(1));
-  REQUIRE(h.ledger->setOperationState(op->meta.id, "REJECTED", std::nullopt, kApproverName).isOk());
-  REQUIRE(h.ledger->appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
+  REQUIRE(h.ledger->operations().setOperationState(op->meta.id, "REJECTED", std::nullopt, kApproverName).isOk());
+  REQUIRE(h.ledger->audit().appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
   return op->meta.id;
 }
 
@@ -159,9 +159,9 @@ TEST_CASE("api: events filter by actor, plan, state and time, alone and combined
 
   // A runtime instance's events belong to its plan too.
   const std::string seen = std::to_string(h.lastEventSeq());
-  auto meta = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
+  auto meta = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
   REQUIRE(meta.isOk());
-  auto runtime = h.ledger->createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "approval");
+  auto runtime = h.ledger->instances().createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "approval");
   REQUIRE(runtime.isOk());
   const std::vector<Json> placed = eventsOf(h, "plan=" + kMrdsPlanName + "&after=" + seen);
   REQUIRE(placed.size() == 2);
@@ -222,8 +222,8 @@ TEST_CASE("api: an events long poll with a plan filter waits past another plan's
     return h.get("/v1/events?wait=30&plan=" + kMrdsPlanName + "&since=1m&after=" + std::to_string(last), kViewerToken);
   });
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
-  REQUIRE(h.ledger->appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
-  REQUIRE(h.ledger->appendEvent("traffic.applied", "plan/" + kMrdsPlanName, Json::object(), "traffic").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("traffic.applied", "plan/" + kMrdsPlanName, Json::object(), "traffic").isOk());
   Reply reply = poll.get();
   REQUIRE(reply.status == 200);
   REQUIRE(reply.json()["items"].size() == 1);
@@ -249,7 +249,7 @@ TEST_CASE("api: an events long poll returns when an event arrives from another t
                          [&] { return h.get("/v1/events?wait=30&after=" + std::to_string(last), kViewerToken); });
   // Append once the poll waits (the outcome would be the same if it did not yet).
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
-  REQUIRE(h.ledger->appendEvent("test.ping", "test/1", Json{{"n", 1}}, "tester").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.ping", "test/1", Json{{"n", 1}}, "tester").isOk());
 
   Reply reply = poll.get();
   REQUIRE(reply.status == 200);
@@ -266,8 +266,8 @@ TEST_CASE("api: a filtered long poll keeps waiting past events that do not match
   auto poll = std::async(std::launch::async,
                          [&] { return h.get("/v1/events?wait=30&kind=test.wanted&after=" + std::to_string(last)); });
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
-  REQUIRE(h.ledger->appendEvent("test.other", "test/1", Json::object(), "tester").isOk());
-  REQUIRE(h.ledger->appendEvent("test.wanted", "test/2", Json::object(), "tester").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.other", "test/1", Json::object(), "tester").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.wanted", "test/2", Json::object(), "tester").isOk());
   Reply reply = poll.get();
   REQUIRE(reply.status == 200);
   REQUIRE(reply.json()["items"].size() == 1);
@@ -276,7 +276,7 @@ TEST_CASE("api: a filtered long poll keeps waiting past events that do not match
 
 TEST_CASE("api: the event stream delivers events as server-sent events") {
   ApiHarness h;
-  REQUIRE(h.ledger->appendEvent("test.before", "test/0", Json::object(), "tester").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.before", "test/0", Json::object(), "tester").isOk());
   int64_t last = h.lastEventSeq();
 
   auto stream = std::async(std::launch::async, [&] {
@@ -296,7 +296,7 @@ TEST_CASE("api: the event stream delivers events as server-sent events") {
     return std::make_pair(content_type, received);
   });
   REQUIRE(eventually([&] { return h.server->waitingRequests() == 1; }));
-  REQUIRE(h.ledger->appendEvent("test.streamed", "test/1", Json{{"hello", "world"}}, "tester").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.streamed", "test/1", Json{{"hello", "world"}}, "tester").isOk());
 
   auto [content_type, received] = stream.get();
   CHECK(content_type == "text/event-stream");
@@ -325,10 +325,11 @@ TEST_CASE("api: stopping the server ends an open event stream") {
 TEST_CASE("api: audit verify proves the chain after a prune, to a viewer") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
-  for (int i = 0; i < 20; ++i) REQUIRE(h.ledger->appendEvent("test.ping", "test/1", Json{{"n", i}}, "tester").isOk());
+  for (int i = 0; i < 20; ++i)
+    REQUIRE(h.ledger->audit().appendEvent("test.ping", "test/1", Json{{"n", i}}, "tester").isOk());
   model::RetentionPolicy policy;
   policy.events_max_count = 10;
-  auto pruned = h.ledger->prune(policy, "retention");
+  auto pruned = h.ledger->audit().prune(policy, "retention");
   REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
 
   Reply reply = h.get("/v1/audit/verify", kViewerToken);

@@ -23,7 +23,7 @@ std::vector<std::string> names(const Json& page) {
 // GET /v1/nodes/{name}, read twice (the first read may fill the API's cache, the second
 // may be served from it), shows what the ledger says of the node right now.
 void checkNodeAsLedgerSays(const ApiHarness& h, const std::string& name) {
-  Result<model::Node> stored = h.ledger->getNode(name);
+  Result<model::Node> stored = h.ledger->inventory().getNode(name);
   REQUIRE(stored.isOk());
   for (int read = 0; read < 2; ++read) {
     Reply shown = h.get("/v1/nodes/" + name, kViewerToken);
@@ -256,9 +256,9 @@ TEST_CASE("api: GET /v1/nodes/{name} shows what the ledger says after every chan
     checkNodeAsLedgerSays(h, "kind-worker2");
 
     // A reservation, written by the ledger as the control loop would, shows at once.
-    auto meta = h.ledger->createMetaInstance("nginx-deployment-plan", "deployment-1", "test");
+    auto meta = h.ledger->instances().createMetaInstance("nginx-deployment-plan", "deployment-1", "test");
     REQUIRE(meta.isOk());
-    auto runtime = h.ledger->createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "test");
+    auto runtime = h.ledger->instances().createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "test");
     REQUIRE(runtime.isOk());
     checkNodeAsLedgerSays(h, "kind-worker");
     CHECK(h.get("/v1/nodes/kind-worker").json()["remaining"] == Json{{"cores", 56.0}, {"memory_gib", 416.0}});
@@ -272,7 +272,7 @@ TEST_CASE("api: GET /v1/nodes/{name} shows what the ledger says after every chan
     // State changes through the API and straight in the ledger.
     REQUIRE(h.post("/v1/nodes/kind-worker/cordon", "", "", kOperatorToken).status == 200);
     checkNodeAsLedgerSays(h, "kind-worker");
-    REQUIRE(h.ledger->setNodeState("kind-worker", "DRAINING", std::nullopt, "test", "going away").isOk());
+    REQUIRE(h.ledger->inventory().setNodeState("kind-worker", "DRAINING", std::nullopt, "test", "going away").isOk());
     checkNodeAsLedgerSays(h, "kind-worker");
     CHECK(h.get("/v1/nodes/kind-worker").json()["message"] == "going away");
     REQUIRE(h.del("/v1/nodes/kind-worker").status == 200);
@@ -286,9 +286,9 @@ TEST_CASE("api: a DRAINING node shows who drained it and the instances still on 
   ApiHarness h;
   addInventoryAndPlan(h);
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
-  auto meta = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
+  auto meta = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "test");
   REQUIRE(meta.isOk());
-  auto runtime = h.ledger->createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "test");
+  auto runtime = h.ledger->instances().createRuntimeInstance(runtimeOn(meta->name, "kind-worker"), "test");
   REQUIRE(runtime.isOk());
   moveRuntime(h, runtime->meta.id, {"STARTING", "RUNNING"});
   CHECK_FALSE(h.get("/v1/nodes/kind-worker").json().contains("drain"));
@@ -305,7 +305,7 @@ TEST_CASE("api: a DRAINING node shows who drained it and the instances still on 
   relocate.type = "RELOCATE";
   relocate.intent = "drain";
   relocate.requested_by = kOperatorName;
-  auto asked = h.ledger->createOperation(relocate, "controller");
+  auto asked = h.ledger->operations().createOperation(relocate, "controller");
   REQUIRE(asked.isOk());
   Json moving = h.get("/v1/nodes/kind-worker", kViewerToken).json()["drain"]["instances"][0]["operation"];
   CHECK(moving["type"] == "RELOCATE");

@@ -34,7 +34,7 @@ struct Fixture {
   }
 
   std::string newInstance() {
-    auto created = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
+    auto created = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   }
@@ -47,7 +47,7 @@ struct Fixture {
     operation.type = type;
     operation.intent = "deployment-1";
     operation.requested_by = requested_by;
-    auto created = h.ledger->createOperation(operation, "controller");
+    auto created = h.ledger->operations().createOperation(operation, "controller");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     return *created;
   }
@@ -55,14 +55,14 @@ struct Fixture {
   // The same, moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
   model::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
     model::Operation operation = pending(meta_instance, "CREATE", requested_by);
-    auto moved = h.ledger->setOperationState(operation.meta.id, "PENDING_APPROVAL", std::nullopt, "engine",
-                                             "a policy asked for a person");
+    auto moved = h.ledger->operations().setOperationState(operation.meta.id, "PENDING_APPROVAL", std::nullopt, "engine",
+                                                          "a policy asked for a person");
     REQUIRE(moved.isOk());
     return *moved;
   }
 
   model::Operation operation(int64_t id) {
-    auto got = h.ledger->getOperation(id);
+    auto got = h.ledger->operations().getOperation(id);
     REQUIRE(got.isOk());
     return *got;
   }
@@ -74,13 +74,13 @@ struct Fixture {
     runtime.meta_instance = meta_instance;
     runtime.node = "kind-worker";
     runtime.reservation = {1, 1};
-    auto reserved = h.ledger->reserveForOperation(create.meta.id, runtime, "approval");
+    auto reserved = h.ledger->instances().reserveForOperation(create.meta.id, runtime, "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     for (const char* state : {"STARTING", "RUNNING"}) {
-      REQUIRE(h.ledger->setRuntimeInstanceState(reserved->meta.id, state, std::nullopt, "executor").isOk());
+      REQUIRE(h.ledger->instances().setRuntimeInstanceState(reserved->meta.id, state, std::nullopt, "executor").isOk());
     }
     for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-      REQUIRE(h.ledger->setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
+      REQUIRE(h.ledger->operations().setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
     }
   }
 };
@@ -139,8 +139,8 @@ api::ServerOptions readingLogsFrom(const std::shared_ptr<FakeLogs>& logs) {
 TEST_CASE("api: an approver approves an operation waiting for approval") {
   Fixture f;
   model::Operation op = f.waiting(f.instance);
-  REQUIRE(f.h.ledger
-              ->recordDecisions(
+  REQUIRE(f.h.ledger->operations()
+              .recordDecisions(
                   {{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}), 40, "", ""}})
               .isOk());
 
@@ -246,11 +246,11 @@ TEST_CASE("api: approve and reject refuse exactly as model::judgeApproval rules"
     options.approver_must_differ = false;
     Fixture f(options);
     model::Operation op = f.waiting(f.instance, kApproverName);
-    ledger::Ledger::OperationUpdate update;
+    ledger::OperationUpdate update;
     update.decision = Json{{"outcome", "PENDING_APPROVAL"},
                            {"overridable", false},
                            {"approvals", model::approvalsJson({{1, "approver", {"requester"}}, false, {}})}};
-    auto updated = f.h.ledger->updateOperation(op.meta.id, update, "engine");
+    auto updated = f.h.ledger->operations().updateOperation(op.meta.id, update, "engine");
     REQUIRE(updated.isOk());
     op = *updated;
     Json before = f.h.everything();
@@ -334,7 +334,7 @@ TEST_CASE("api: a user operation supersedes a pending controller operation and i
   // So is one behind an approved controller operation, whatever its priority.
   std::string other = f.newInstance();
   model::Operation approved = f.pending(other);
-  REQUIRE(f.h.ledger->setOperationState(approved.meta.id, "APPROVED", std::nullopt, "engine").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(approved.meta.id, "APPROVED", std::nullopt, "engine").isOk());
   Reply behind_approved =
       f.h.post("/v1/instances/" + other + "/operations", R"({"type": "DELETE"})", "application/json", kOperatorToken);
   CHECK(behind_approved.status == 409);
@@ -368,11 +368,11 @@ TEST_CASE("api: a user operation names a known type on a live instance") {
           .status == 404);
   CHECK(f.h.everything() == before);
 
-  REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(f.h.ledger->instances().setMetaInstanceState(f.instance, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
   Reply marked = f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken);
   CHECK(marked.status == 409);
   CHECK(contains(errorMessage(marked), "MARKED_FOR_DELETION"));
-  REQUIRE(f.h.ledger->setMetaInstanceState(f.instance, "DELETED", std::nullopt, "test").isOk());
+  REQUIRE(f.h.ledger->instances().setMetaInstanceState(f.instance, "DELETED", std::nullopt, "test").isOk());
   CHECK(f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken).status == 409);
 }
 
@@ -409,15 +409,15 @@ TEST_CASE("api: an operator cancels an operation that has not started, and the i
 TEST_CASE("api: cancelling a running or finished operation is 409 naming its state, and writes nothing") {
   Fixture f;
   model::Operation op = f.pending(f.instance);
-  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
   Json before = f.h.everything();
   Reply running = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
   CHECK(running.status == 409);
   CHECK(contains(errorMessage(running), "operation " + std::to_string(op.meta.id) + " is RUNNING"));
   CHECK(f.h.everything() == before);
 
-  REQUIRE(f.h.ledger->setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
   Reply finished = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
   CHECK(finished.status == 409);
   CHECK(contains(errorMessage(finished), "is SUCCEEDED"));
@@ -449,7 +449,7 @@ TEST_CASE("api: a user operation that does not fit the instance's state is 409 n
   CHECK(update.status == 409);
   CHECK(contains(errorMessage(update), "UPDATE needs an ACTIVE instance that runs;"));
   CHECK(contains(errorMessage(update), "the instance is ACTIVE and runs nowhere"));
-  REQUIRE(f.h.ledger->setMetaInstanceState(idle, "STOPPED", std::nullopt, "test").isOk());
+  REQUIRE(f.h.ledger->instances().setMetaInstanceState(idle, "STOPPED", std::nullopt, "test").isOk());
   before = f.h.everything();
   Reply stop =
       f.h.post("/v1/instances/" + idle + "/operations", R"({"type": "STOP"})", "application/json", kOperatorToken);
@@ -601,8 +601,8 @@ TEST_CASE("api: a token minted by the requester cannot approve, nor can the mint
   }
   SUBCASE("the ledger records each approval's minters from its own tokens table") {
     model::Operation op = f.waiting(f.instance, kApproverName);
-    auto approved = f.h.ledger->addApproval(op.meta.id, std::nullopt,
-                                            model::GivenApproval{"deputy-approver", "approver", false, "", "", {}});
+    auto approved = f.h.ledger->operations().addApproval(
+        op.meta.id, std::nullopt, model::GivenApproval{"deputy-approver", "approver", false, "", "", {}});
     REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
     const model::ApprovalState state = model::approvalStateOf(approved->decision);
     REQUIRE(state.given.size() == 1);
@@ -655,7 +655,7 @@ TEST_CASE("api: approving a rollout approves each of its operations waiting now,
   CHECK(control.back()["data"]["by"] == kApproverName);
 
   // It is kept with the deployment for the operations the rollout asks for next.
-  auto deployment = f.h.ledger->getDeployment(kMrdsPlanName, "deployment-1");
+  auto deployment = f.h.ledger->plans().getDeployment(kMrdsPlanName, "deployment-1");
   REQUIRE(deployment.isOk());
   std::vector<model::GivenApproval> kept = model::rolloutApprovals(deployment->signals);
   REQUIRE(kept.size() == 1);
@@ -683,10 +683,11 @@ TEST_CASE("api: whoever added a rollout cannot approve it, nor can a viewer or a
   CHECK(f.h.post("/v1/plans/" + kMrdsPlanName + "/deployments/deployment-9/approve", "", "", kApproverToken).status ==
         404);
   CHECK(f.h.everything() == before);
-  CHECK(model::rolloutApprovals(f.h.ledger->getDeployment(kMrdsPlanName, "deployment-1")->signals).empty());
+  CHECK(model::rolloutApprovals(f.h.ledger->plans().getDeployment(kMrdsPlanName, "deployment-1")->signals).empty());
   CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
 
-  auto cancelled = f.h.ledger->setDeploymentState(kMrdsPlanName, "deployment-1", "CANCELLED", std::nullopt, "test");
+  auto cancelled =
+      f.h.ledger->plans().setDeploymentState(kMrdsPlanName, "deployment-1", "CANCELLED", std::nullopt, "test");
   REQUIRE_MESSAGE(cancelled.isOk(), cancelled.status().toString());
   Reply over = f.h.post(kRolloutApprove, "", "", kApproverToken);
   CHECK(over.status == 409);
@@ -697,10 +698,10 @@ TEST_CASE("api: a rollout's approval leaves an operation waiting when its polici
   Fixture f;
   model::Operation op = f.waiting(f.instance, kAdminName);
   // Its policies ask for two approvals from admins.
-  ledger::Ledger::OperationUpdate update;
+  ledger::OperationUpdate update;
   update.decision = Json{{"outcome", "PENDING_APPROVAL"},
                          {"approvals", {{"required", 2}, {"role", "admin"}, {"distinct_from", Json::array()}}}};
-  REQUIRE(f.h.ledger->updateOperation(op.meta.id, update, "approval").isOk());
+  REQUIRE(f.h.ledger->operations().updateOperation(op.meta.id, update, "approval").isOk());
   Reply approved = f.h.post(kRolloutApprove, "", "", kApproverToken);
   REQUIRE_MESSAGE(approved.status == 200, approved.body);
   REQUIRE(approved.json()["operations"].size() == 1);

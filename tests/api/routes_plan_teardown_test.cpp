@@ -13,7 +13,7 @@ TEST_CASE("api: scale-to-zero asks for a DELETE of each live instance on behalf 
   ApiHarness h;
   addInventoryAndPlan(h);
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
-  auto meta = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
+  auto meta = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "controller");
   REQUIRE(meta.isOk());
   const std::string path = "/v1/plans/" + kMrdsPlanName + "/scale-to-zero";
 

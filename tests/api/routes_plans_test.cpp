@@ -162,42 +162,42 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   REQUIRE(h.post(kMrdsDeployments, kMrdsDeployment, "application/yaml").status == 201);
 
   auto meta = [&] {
-    auto created = h.ledger->createMetaInstance(kMrdsPlanName, "deployment-1", "test");
+    auto created = h.ledger->instances().createMetaInstance(kMrdsPlanName, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   };
   std::string running = meta(), failed = meta(), waiting = meta(), gone = meta(), leaving = meta();
-  REQUIRE(h.ledger->setMetaInstanceState(leaving, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(leaving, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
 
-  auto r1 = h.ledger->createRuntimeInstance(runtimeOn(running, "kind-worker"), "test");
+  auto r1 = h.ledger->instances().createRuntimeInstance(runtimeOn(running, "kind-worker"), "test");
   REQUIRE(r1.isOk());
   moveRuntime(h, r1->meta.id, {"STARTING", "RUNNING"});
-  auto r2 = h.ledger->createRuntimeInstance(runtimeOn(failed, "kind-worker2"), "test");
+  auto r2 = h.ledger->instances().createRuntimeInstance(runtimeOn(failed, "kind-worker2"), "test");
   REQUIRE(r2.isOk());
   moveRuntime(h, r2->meta.id, {"STARTING", "FAILED"});
-  REQUIRE(h.ledger->setMetaInstanceState(gone, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
-  REQUIRE(h.ledger->setMetaInstanceState(gone, "DELETED", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, "DELETED", std::nullopt, "test").isOk());
 
   model::Operation create;
   create.type = "CREATE";
   create.intent = "deployment-1";
   create.meta_instance = running;
-  auto op1 = h.ledger->createOperation(create, "test");
+  auto op1 = h.ledger->operations().createOperation(create, "test");
   REQUIRE(op1.isOk());
   for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-    REQUIRE(h.ledger->setOperationState(op1->meta.id, state, std::nullopt, "test").isOk());
+    REQUIRE(h.ledger->operations().setOperationState(op1->meta.id, state, std::nullopt, "test").isOk());
   }
   model::Operation stop = create;
   stop.type = "STOP";
-  REQUIRE(h.ledger->createOperation(stop, "test").isOk());  // the newest of `running`'s two
+  REQUIRE(h.ledger->operations().createOperation(stop, "test").isOk());  // the newest of `running`'s two
   create.meta_instance = waiting;
-  REQUIRE(h.ledger->createOperation(create, "test").isOk());
+  REQUIRE(h.ledger->operations().createOperation(create, "test").isOk());
   model::Operation restart = create;
   restart.type = "RESTART";
   restart.meta_instance = failed;
-  auto op3 = h.ledger->createOperation(restart, "test");
+  auto op3 = h.ledger->operations().createOperation(restart, "test");
   REQUIRE(op3.isOk());
-  REQUIRE(h.ledger->setOperationState(op3->meta.id, "PENDING_APPROVAL", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->operations().setOperationState(op3->meta.id, "PENDING_APPROVAL", std::nullopt, "test").isOk());
 
   Reply shown = h.get("/v1/plans/" + kMrdsPlanName, kViewerToken);
   REQUIRE(shown.status == 200);

@@ -124,7 +124,7 @@ TEST_CASE("wire: a policy copied into the watched dir changes the verdict withou
   CHECK(still["decisions"][0]["script_sha256"] == sha);
 
   // Nothing of a dry run reaches the ledger's decisions.
-  CHECK(h.api->ledger->listDecisions(0)->empty());
+  CHECK(h.api->ledger->operations().listDecisions(0)->empty());
 }
 
 TEST_CASE("wire: a policy file broken from the start shows as failed, raises an alarm and holds a dry run") {
@@ -147,7 +147,8 @@ TEST_CASE("wire: a policy file broken from the start shows as failed, raises an 
   Json failing = held["decisions"][0]["error_class"] == "load" ? held["decisions"][0] : held["decisions"][1];
   CHECK(failing["verdict"] == "manual");
   CHECK(failing["level"] == "hard");
-  auto alarms = ledger::listAll(*h.recorder_ledger, &ledger::Ledger::listEvents, {{"kind", "alarm.script"}});
+  auto alarms =
+      ledger::listAll(h.recorder_ledger->audit(), &ledger::AuditRecords::listEvents, {{"kind", "alarm.script"}});
   REQUIRE(alarms.isOk());
   REQUIRE(alarms->size() == 1);
   CHECK(alarms->front().data["path"].get<std::string>().ends_with("typo.lua"));

@@ -43,27 +43,30 @@ struct Fleet {
     addDeployment(kMrdsPlanName, "deployment-1", 3);
     addDeployment("other-plan", "other-1", 1);
     for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
-      REQUIRE(h.ledger->setDeploymentState("other-plan", "other-1", state, std::nullopt, "controller").isOk());
+      REQUIRE(h.ledger->plans().setDeploymentState("other-plan", "other-1", state, std::nullopt, "controller").isOk());
     }
     run("other-plan", "other-1");
     addDeployment("other-plan", "other-2", 1);
-    REQUIRE(h.ledger->setDeploymentState("other-plan", "other-2", "IN_PROGRESS", std::nullopt, "controller").isOk());
-    REQUIRE(h.ledger->controlDeployment("other-plan", "other-2", "pause", "", kOperatorName).isOk());
+    REQUIRE(h.ledger->plans()
+                .setDeploymentState("other-plan", "other-2", "IN_PROGRESS", std::nullopt, "controller")
+                .isOk());
+    REQUIRE(h.ledger->plans().controlDeployment("other-plan", "other-2", "pause", "", kOperatorName).isOk());
 
-    REQUIRE(
-        h.ledger->setDeploymentState(kMrdsPlanName, "deployment-1", "IN_PROGRESS", std::nullopt, "controller").isOk());
+    REQUIRE(h.ledger->plans()
+                .setDeploymentState(kMrdsPlanName, "deployment-1", "IN_PROGRESS", std::nullopt, "controller")
+                .isOk());
     run(kMrdsPlanName, "deployment-1");
     waiting = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+    REQUIRE(h.ledger->operations().setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
     vetoed = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->setOperationState(vetoed, "APPROVED", std::nullopt, "approval").isOk());
-    ledger::Ledger::OperationUpdate veto;
+    REQUIRE(h.ledger->operations().setOperationState(vetoed, "APPROVED", std::nullopt, "approval").isOk());
+    ledger::OperationUpdate veto;
     veto.message = model::hookHoldMessage(true, "gate", "no deploys at night");
-    REQUIRE(h.ledger->updateOperation(vetoed, veto, "executor").isOk());
+    REQUIRE(h.ledger->operations().updateOperation(vetoed, veto, "executor").isOk());
     unplaced = create(kMrdsPlanName, "deployment-1").meta.id;
-    ledger::Ledger::OperationUpdate wait;
+    ledger::OperationUpdate wait;
     wait.message = model::placementWaitMessage("no node has 4 cores free");
-    REQUIRE(h.ledger->updateOperation(unplaced, wait, "approval").isOk());
+    REQUIRE(h.ledger->operations().updateOperation(unplaced, wait, "approval").isOk());
   }
 
   void addDeployment(const std::string& plan, const std::string& id, int count) {
@@ -77,7 +80,7 @@ struct Fleet {
     operation.type = "CREATE";
     operation.intent = deployment;
     operation.requested_by = kOperatorName;
-    auto created = h.ledger->createInstanceWithOperation(plan, deployment, operation, "controller");
+    auto created = h.ledger->operations().createInstanceWithOperation(plan, deployment, operation, "controller");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     return *created;
   }
@@ -85,11 +88,12 @@ struct Fleet {
   // A new meta instance of the deployment, placed, RUNNING, its CREATE SUCCEEDED.
   void run(const std::string& plan, const std::string& deployment) {
     const model::Operation op = create(plan, deployment);
-    auto reserved = h.ledger->reserveForOperation(op.meta.id, runtimeOn(op.meta_instance, "kind-worker"), "approval");
+    auto reserved =
+        h.ledger->instances().reserveForOperation(op.meta.id, runtimeOn(op.meta_instance, "kind-worker"), "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     moveRuntime(h, reserved->meta.id, {"STARTING", "RUNNING"});
     for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-      REQUIRE(h.ledger->setOperationState(op.meta.id, state, std::nullopt, "executor").isOk());
+      REQUIRE(h.ledger->operations().setOperationState(op.meta.id, state, std::nullopt, "executor").isOk());
     }
   }
 
@@ -169,16 +173,18 @@ TEST_CASE("api: status names each held rollout with every reason it is held") {
   CHECK(holdsOf(status, "other-plan", "other-1").is_null());  // completed: not a rollout any more
 
   // Once approved and no longer vetoed or waiting, the rollout is not held.
-  REQUIRE(fleet.h.ledger->setOperationState(fleet.waiting, "APPROVED", std::nullopt, kApproverName).isOk());
+  REQUIRE(
+      fleet.h.ledger->operations().setOperationState(fleet.waiting, "APPROVED", std::nullopt, kApproverName).isOk());
   for (int64_t id : {fleet.vetoed, fleet.unplaced}) {
-    REQUIRE(fleet.h.ledger->cancelOperation(id, std::nullopt, kOperatorName, "not now").isOk());
+    REQUIRE(fleet.h.ledger->operations().cancelOperation(id, std::nullopt, kOperatorName, "not now").isOk());
   }
   status = fleet.status();
   CHECK(holdsOf(status, kMrdsPlanName, "deployment-1").is_null());
 
   // A halted control loop holds every rollout.
-  REQUIRE(
-      fleet.h.ledger->haltControlLoop("alarm.discrepancy", "6 instances disagree", Json::object(), "observer").isOk());
+  REQUIRE(fleet.h.ledger->audit()
+              .haltControlLoop("alarm.discrepancy", "6 instances disagree", Json::object(), "observer")
+              .isOk());
   status = fleet.status();
   CHECK(holdsOf(status, kMrdsPlanName, "deployment-1")["halted"]["reason"] ==
         "the control loop is halted: 6 instances disagree");

@@ -65,7 +65,7 @@ TEST_CASE("tokens: only an admin manages tokens") {
     CHECK(h.get("/v1/tokens", token).status == 403);
     CHECK(h.del("/v1/tokens/x", token).status == 403);
   }
-  CHECK(h.ledger->countTokens() == 0);
+  CHECK(h.ledger->tokens().countTokens() == 0);
 }
 
 TEST_CASE("tokens: bad requests name the field and write nothing") {
@@ -129,7 +129,7 @@ TEST_CASE("tokens: a token revoked in the ledger by another caller than the API 
   const std::string secret = createToken(h, {{"name", "ci-bot"}, {"role", "viewer"}}).json()["token"];
   for (int i = 0; i < 3; ++i) REQUIRE(h.get("/v1/nodes", secret).status == 200);  // known to the API by now
 
-  REQUIRE(h.ledger->revokeToken("ci-bot", "someone", /*keep_an_admin=*/true).isOk());
+  REQUIRE(h.ledger->tokens().revokeToken("ci-bot", "someone", /*keep_an_admin=*/true).isOk());
   Reply refused = h.get("/v1/nodes", secret);
   CHECK(refused.status == 401);
   CHECK(refused.body.find("revoked") != std::string::npos);

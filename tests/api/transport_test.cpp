@@ -222,7 +222,7 @@ TEST_CASE("transport: connections beyond max_connections are answered 503 and cl
   Reply refused_post = h.post("/v1/capabilities", R"({"name":"gpu","type":"GPU"})");
   CHECK(refused_post.status == 503);
 
-  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.wake", "transport", Json::object(), "test").isOk());
   CHECK(first.get().status == 200);
   CHECK(second.get().status == 200);
   CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
@@ -345,7 +345,7 @@ TEST_CASE("transport: over max_connections a client is answered 503 at once whil
   CHECK(refused.header("Retry-After") == "1");
   CHECK(std::chrono::steady_clock::now() - start < 10s);  // before: 2 s for each slow one ahead of it
   for (int fd : slow) ::close(fd);
-  REQUIRE(h.ledger->appendEvent("test.wake", "transport", Json::object(), "test").isOk());
+  REQUIRE(h.ledger->audit().appendEvent("test.wake", "transport", Json::object(), "test").isOk());
   CHECK(first.get().status == 200);
   CHECK(second.get().status == 200);
   CHECK(eventually([&] { return h.get("/healthz", "").status == 200; }));
@@ -378,7 +378,7 @@ TEST_CASE("transport: an event stream's headers reach the client before its firs
   CHECK(headers.find("text/event-stream") != std::string::npos);
   CHECK(headers.ends_with("\r\n\r\n"));
   for (const char* kind : {"test.first", "test.second"}) {
-    REQUIRE(h.ledger->appendEvent(kind, "transport", Json::object(), "test").isOk());
+    REQUIRE(h.ledger->audit().appendEvent(kind, "transport", Json::object(), "test").isOk());
     CHECK(receiveUntil(fd, std::string("event: ") + kind + "\n").find(kind) != std::string::npos);
   }
   ::close(fd);

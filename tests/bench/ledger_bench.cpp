@@ -71,10 +71,11 @@ int main(int argc, char** argv) {
     op.intent = "d1";
     op.requested_by = "bench";
     for (int i = 0; i < instances; ++i) {
-      operations.push_back(must(ledger->createInstanceWithOperation(fleet.plan, "d1", op, "bench"), "create").meta.id);
+      operations.push_back(
+          must(ledger->operations().createInstanceWithOperation(fleet.plan, "d1", op, "bench"), "create").meta.id);
     }
   }
-  const ledger::Ledger::WriteStats before = ledger->writeStats();
+  const ledger::WriteStats before = ledger->writeStats();
 
   std::atomic<size_t> next{0};
   std::atomic<int64_t> transitions{0};
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
     workers.emplace_back([&] {
       for (size_t i = next++; i < operations.size(); i = next++) {
         for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-          must(ledger->setOperationState(operations[i], state, std::nullopt, "bench"), std::string("to ") + state);
+          must(ledger->operations().setOperationState(operations[i], state, std::nullopt, "bench"),
+               std::string("to ") + state);
           ++transitions;
         }
       }
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
   }
   for (auto& w : workers) w.join();
   const double seconds = secondsSince(started);
-  const ledger::Ledger::WriteStats after = ledger->writeStats();
+  const ledger::WriteStats after = ledger->writeStats();
   const int64_t commits = after.commits - before.commits;
   const int64_t writes = after.writes - before.writes;
   const double rate = static_cast<double>(transitions) / seconds;

@@ -316,11 +316,13 @@ int64_t recordActivity(const LiveServer& live) {
     create.type = "CREATE";
     create.intent = "deployment-2";
     create.requested_by = kDeployer;
-    auto created = live.ledger->createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
+    auto created =
+        live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     if (i == 0) {
       waiting = created->meta.id;
-      REQUIRE(live.ledger->setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+      REQUIRE(
+          live.ledger->operations().setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
     }
   }
   return waiting;

@@ -24,9 +24,9 @@ TEST_CASE("cli: deployment show warns of a halted control loop and tide resume e
   CHECK(not_halted.code == 1);
   CHECK(contains(not_halted.err, "the control loop is not halted"));
 
-  REQUIRE(live.ledger
-              ->haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers", Json::object(),
-                                "observer")
+  REQUIRE(live.ledger->audit()
+              .haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers", Json::object(),
+                               "observer")
               .isOk());
   CliRun show = live.run({"deployment", "show", "nginx-deployment-plan"});
   REQUIRE_MESSAGE(show.code == 0, show.err);
@@ -39,7 +39,7 @@ TEST_CASE("cli: deployment show warns of a halted control loop and tide resume e
   CliRun resumed = live.run({"resume"});
   REQUIRE_MESSAGE(resumed.code == 0, resumed.err);
   CHECK(resumed.out.starts_with("Control loop resumed (halted since "));
-  CHECK_FALSE(live.ledger->controlHalt()->has_value());
+  CHECK_FALSE(live.ledger->audit().controlHalt()->has_value());
   CHECK_FALSE(contains(live.run({"deployment", "show", "nginx-deployment-plan"}).out, "HALTED"));
 }
 
@@ -48,13 +48,13 @@ TEST_CASE("cli: node show of a draining node shows who drained it and what is le
   REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
   REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
   REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}).code == 0);
-  auto meta = live.ledger->createMetaInstance("nginx-deployment-plan", "deployment-1", "test");
+  auto meta = live.ledger->instances().createMetaInstance("nginx-deployment-plan", "deployment-1", "test");
   REQUIRE(meta.isOk());
   model::RuntimeInstance runtime;
   runtime.meta_instance = meta->name;
   runtime.node = "kind-worker";
   runtime.reservation = {4, 64};
-  auto created = live.ledger->createRuntimeInstance(runtime, "test");
+  auto created = live.ledger->instances().createRuntimeInstance(runtime, "test");
   REQUIRE(created.isOk());
 
   CliRun drained = live.run({"node", "drain", "kind-worker"});
@@ -69,7 +69,7 @@ TEST_CASE("cli: node show of a draining node shows who drained it and what is le
   Json json = Json::parse(live.run({"node", "show", "kind-worker", "-o", "json"}).out);
   CHECK(json["drain"]["instances_left"] == 1);
 
-  REQUIRE(live.ledger->setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
+  REQUIRE(live.ledger->instances().setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
   CHECK(contains(live.run({"node", "show", "kind-worker"}).out, "The node is empty: it can be deleted\n"));
   CHECK(live.run({"node", "delete", "kind-worker"}).out == "Node kind-worker deleted\n");
 }

@@ -31,7 +31,7 @@ struct OperationFixture {
   }
 
   std::string newInstance() {
-    auto created = live.ledger->createMetaInstance(kExamplePlan, "deployment-1", "test");
+    auto created = live.ledger->instances().createMetaInstance(kExamplePlan, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
   }
@@ -43,18 +43,20 @@ struct OperationFixture {
     operation.type = "CREATE";
     operation.intent = "deployment-1";
     operation.requested_by = "controller";
-    auto created = live.ledger->createOperation(operation, "controller");
+    auto created = live.ledger->operations().createOperation(operation, "controller");
     REQUIRE(created.isOk());
     moveTo(created->meta.id, "PENDING_APPROVAL");
     return created->meta.id;
   }
 
   void moveTo(int64_t id, const std::string& state) {
-    REQUIRE(live.ledger->setOperationState(id, state, std::nullopt, "engine", "a policy asked for a person").isOk());
+    REQUIRE(live.ledger->operations()
+                .setOperationState(id, state, std::nullopt, "engine", "a policy asked for a person")
+                .isOk());
   }
 
   model::Operation operation(int64_t id) {
-    auto got = live.ledger->getOperation(id);
+    auto got = live.ledger->operations().getOperation(id);
     REQUIRE(got.isOk());
     return *got;
   }
@@ -62,7 +64,7 @@ struct OperationFixture {
   std::vector<model::Operation> operationsOf(const std::string& instance) {
     ledger::ListOptions options;
     options.filters["meta_instance"] = instance;
-    auto page = live.ledger->listOperations(options);
+    auto page = live.ledger->operations().listOperations(options);
     REQUIRE(page.isOk());
     return page->items;
   }
@@ -202,7 +204,7 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
   CHECK(contains(refused.err, "already has operation"));
 
   // A meta instance on its way out is not a candidate.
-  REQUIRE(f.live.ledger->setMetaInstanceState(first, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(f.live.ledger->instances().setMetaInstanceState(first, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
   CliRun only_live = f.live.run({"deployment", "operate", kExamplePlan, "--relocate"});
   CHECK(only_live.code == 1);
   CHECK(contains(only_live.err, "instance '" + second + "' already has operation"));
@@ -247,7 +249,7 @@ TEST_CASE("cli: deployment show lists runtime instance details and who asked for
   runtime.reservation = {4, 64};
   runtime.coordinates = {{"image", "nginx:latest"}};
   runtime.ports = {{"tcp/80", 31080}};
-  auto created = f.live.ledger->createRuntimeInstance(runtime, "test");
+  auto created = f.live.ledger->instances().createRuntimeInstance(runtime, "test");
   REQUIRE(created.isOk());
   int64_t id = f.waiting(instance);
   REQUIRE(f.live.run({"deployment", "approve-operation", kExamplePlan}).code == 0);
@@ -332,12 +334,12 @@ namespace {
 
 // Makes waiting operation `id` ask for what the approval stage would record for `approvals`.
 void askFor(OperationFixture& f, int64_t id, const model::ApprovalState& approvals) {
-  ledger::Ledger::OperationUpdate update;
+  ledger::OperationUpdate update;
   update.decision = Json{{"outcome", "PENDING_APPROVAL"},
                          {"summary", "a policy asked"},
                          {"overridable", approvals.overridable},
                          {"approvals", model::approvalsJson(approvals)}};
-  REQUIRE(f.live.ledger->updateOperation(id, update, "engine").isOk());
+  REQUIRE(f.live.ledger->operations().updateOperation(id, update, "engine").isOk());
 }
 
 }  // namespace
@@ -437,7 +439,7 @@ TEST_CASE("cli: deployment approve-operation --override --reason overrides a sof
   CHECK(Json::parse(overridden.out)["items"][0]["state"] == "APPROVED");
   CHECK(f.operation(id).state == "APPROVED");
   CHECK(f.operation(id).message == "hotfix for INC-42");
-  const auto given = f.live.ledger->listApprovals(id);
+  const auto given = f.live.ledger->operations().listApprovals(id);
   REQUIRE(given.isOk());
   REQUIRE(given->size() == 1);
   CHECK(given->front().override);

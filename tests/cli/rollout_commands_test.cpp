@@ -184,7 +184,8 @@ TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, 
   // re-opened 2; the control loop does not run here, so the test completes it again.
   auto complete = [&](const std::string& id) {
     for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
-      auto moved = fixture.live.ledger->setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
+      auto moved =
+          fixture.live.ledger->plans().setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
       REQUIRE_MESSAGE(moved.isOk(), moved.status().toString());
     }
   };
@@ -193,15 +194,15 @@ TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, 
   }
   complete("deployment-1");
   complete("deployment-2");
-  REQUIRE(fixture.live.ledger
-              ->setDeploymentState(kExamplePlan, "deployment-3", "IN_PROGRESS", std::nullopt, "controller", "")
+  REQUIRE(fixture.live.ledger->plans()
+              .setDeploymentState(kExamplePlan, "deployment-3", "IN_PROGRESS", std::nullopt, "controller", "")
               .isOk());
-  REQUIRE(
-      fixture.live.ledger->controlDeployment(kExamplePlan, "deployment-3", "rollback", "failed analysis", "controller")
-          .isOk());
-  REQUIRE(
-      fixture.live.ledger->setDeploymentState(kExamplePlan, "deployment-2", "COMPLETED", std::nullopt, "controller", "")
-          .isOk());
+  REQUIRE(fixture.live.ledger->plans()
+              .controlDeployment(kExamplePlan, "deployment-3", "rollback", "failed analysis", "controller")
+              .isOk());
+  REQUIRE(fixture.live.ledger->plans()
+              .setDeploymentState(kExamplePlan, "deployment-2", "COMPLETED", std::nullopt, "controller", "")
+              .isOk());
 
   CliRun rolled = fixture.live.run({"deployment", "rollback", kExamplePlan, "--reason", "v2 too"});
   REQUIRE_MESSAGE(rolled.code == 0, rolled.err);
@@ -313,16 +314,17 @@ TEST_CASE("cli: deployment approve approves the rollout's waiting operations and
   REQUIRE(as({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}, ops).code == 0);
   // An operation of its rollout waiting for a person, as the controller and the policies
   // leave it: requested on behalf of whoever added the deployment.
-  auto meta = live.ledger->createMetaInstance(kExamplePlan, "deployment-1", "test");
+  auto meta = live.ledger->instances().createMetaInstance(kExamplePlan, "deployment-1", "test");
   REQUIRE(meta.isOk());
   tide::model::Operation asked;
   asked.meta_instance = meta->name;
   asked.type = "CREATE";
   asked.intent = "deployment-1";
   asked.requested_by = "ops";
-  auto created = live.ledger->createOperation(asked, "controller");
+  auto created = live.ledger->operations().createOperation(asked, "controller");
   REQUIRE(created.isOk());
-  REQUIRE(live.ledger->setOperationState(created->meta.id, "PENDING_APPROVAL", std::nullopt, "approval", "a person")
+  REQUIRE(live.ledger->operations()
+              .setOperationState(created->meta.id, "PENDING_APPROVAL", std::nullopt, "approval", "a person")
               .isOk());
 
   // Whoever added it may not approve it.
@@ -343,7 +345,7 @@ TEST_CASE("cli: deployment approve approves the rollout's waiting operations and
                                    " (the newest) (PENDING): "));
   CHECK(contains(approved.out, "Waiting now:\n  operation " + std::to_string(created->meta.id) + " (CREATE " +
                                    meta->name + "): approved\n"));
-  CHECK(live.ledger->getOperation(created->meta.id)->approved_by == "alice");
+  CHECK(live.ledger->operations().getOperation(created->meta.id)->approved_by == "alice");
   shown = as({"deployment", "show", kExamplePlan}, ops);
   CHECK_MESSAGE(contains(shown.out, "Rollout Approved By:  alice at "), shown.out);
   CHECK_MESSAGE(contains(shown.out, ": reviewed\n"), shown.out);

@@ -410,7 +410,7 @@ class Harness {
     SystemClock clock;
     auto opened = ledger::Ledger::open("sqlite://" + data_dir + "/tide.db", clock);
     if (!opened.isOk()) return "the ledger does not open: " + opened.status().toString();
-    auto runtimes = ledger::listAll(**opened, &ledger::Ledger::listRuntimeInstances);
+    auto runtimes = ledger::listAll((*opened)->instances(), &ledger::InstanceRecords::listRuntimeInstances);
     if (!runtimes.isOk()) return "the ledger does not list: " + runtimes.status().toString();
     int active_running = 0;
     for (const auto& r : *runtimes) {

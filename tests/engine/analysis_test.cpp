@@ -111,7 +111,7 @@ class TrafficAndTargets {
         ledger::ListOptions o;
         o.limit = ledger::kMaxPageSize;
         o.filters["state"] = "RUNNING";
-        if (auto page = ledger.listRuntimeInstances(o); page.isOk()) {
+        if (auto page = ledger.instances().listRuntimeInstances(o); page.isOk()) {
           std::set<int> now;
           for (const auto& r : page->items) {
             if (hostPort(r) > 0) now.insert(hostPort(r));
@@ -198,7 +198,7 @@ struct AnalysisFixture : EngineFixture {
   }
 
   void control(const std::string& id, const std::string& what) {
-    auto done = ledger->controlDeployment("web", id, what, "", "alice");
+    auto done = ledger->plans().controlDeployment("web", id, what, "", "alice");
     REQUIRE_MESSAGE(done.isOk(), done.status().toString());
   }
 
@@ -215,7 +215,7 @@ std::string canaryJudgedBy(const std::string& analysis, const std::string& analy
 }
 
 std::string stateOf(AnalysisFixture& f, const std::string& id) {
-  auto d = f.ledger->getDeployment("web", id);
+  auto d = f.ledger->plans().getDeployment("web", id);
   return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
 }
 
@@ -396,12 +396,12 @@ struct RouterAnalysisFixture : EngineFixture {
                     stateOf("d2"));
     CHECK(deployment("d2").rollout_state.value("step", 0) == 1);
     passed_reason = deployment("d2").rollout_state.value("analysis_reason", "");
-    REQUIRE(ledger->controlDeployment("web", "d2", "promote", "", "alice").isOk());
+    REQUIRE(ledger->plans().controlDeployment("web", "d2", "promote", "", "alice").isOk());
     REQUIRE_MESSAGE(waitState("d2", "COMPLETED"), stateOf("d2"));
   }
 
   std::string stateOf(const std::string& id) {
-    auto d = ledger->getDeployment("web", id);
+    auto d = ledger->plans().getDeployment("web", id);
     return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
   }
 

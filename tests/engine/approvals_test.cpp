@@ -102,7 +102,7 @@ model::Operation waitingOperation(EngineFixture& f) {
 }
 
 model::Operation reread(EngineFixture& f, const model::Operation& op) {
-  auto now = f.ledger->getOperation(op.meta.id);
+  auto now = f.ledger->operations().getOperation(op.meta.id);
   REQUIRE(now.isOk());
   return now.value();
 }
@@ -134,7 +134,7 @@ TEST_CASE("four eyes: whoever added a deployment cannot approve its rollout, som
   Reply own = api.post(approvePath(waiting[0]), "", "", testing::kApproverToken);
   CHECK(own.status == 403);
   CHECK(own.json()["error"].value("message", "").find("approver_must_differ") != std::string::npos);
-  auto unchanged = f.ledger->getOperation(waiting[0].meta.id);
+  auto unchanged = f.ledger->operations().getOperation(waiting[0].meta.id);
   REQUIRE(unchanged.isOk());
   CHECK(unchanged->state == "PENDING_APPROVAL");
 
@@ -191,7 +191,7 @@ TEST_CASE("approvals: an operation that asks for two approvals needs two distinc
   CHECK(second.json()["approved_by"] == "alice,bob");
   CHECK(second.json()["approvals"]["still_needed"] == 0);
 
-  auto recorded = f.ledger->listApprovals(op.meta.id);
+  auto recorded = f.ledger->operations().listApprovals(op.meta.id);
   REQUIRE(recorded.isOk());
   REQUIRE(recorded->size() == 2);
   CHECK((*recorded)[0].actor == "alice");
@@ -390,10 +390,10 @@ TEST_CASE("approvals: an operation whose decision records cannot be written stay
   REQUIRE(pending.size() == 1);
   CHECK(f.operations("APPROVED").empty());
   CHECK(f.operations("SUCCEEDED").empty());
-  auto decisions = f.ledger->listDecisions(pending[0].meta.id);
+  auto decisions = f.ledger->operations().listDecisions(pending[0].meta.id);
   REQUIRE(decisions.isOk());
   CHECK(decisions->empty());
-  auto unrecorded = f.ledger->listEvents({100, 0, {{"kind", "operation.decision_unrecorded"}}});
+  auto unrecorded = f.ledger->audit().listEvents({100, 0, {{"kind", "operation.decision_unrecorded"}}});
   REQUIRE(unrecorded.isOk());
   REQUIRE_FALSE(unrecorded->items.empty());
   CHECK(unrecorded->items.front().subject == "operation/" + std::to_string(pending[0].meta.id));
@@ -401,7 +401,7 @@ TEST_CASE("approvals: an operation whose decision records cannot be written stay
 
   testing::execRawSql(f.dir.file("tide.db"), "DROP TRIGGER no_decisions");
   f.engine->settle();
-  auto recorded = f.ledger->listDecisions(pending[0].meta.id);
+  auto recorded = f.ledger->operations().listDecisions(pending[0].meta.id);
   REQUIRE(recorded.isOk());
   CHECK(recorded->size() == 1);
   CHECK(reread(f, pending[0]).state != "PENDING");

@@ -21,7 +21,7 @@ TEST_CASE("controller: a deployment aborted while PENDING stays FAILED though th
   auto before_abort = engine::World::load(*f.ledger);
   REQUIRE(before_abort.isOk());
   REQUIRE(f.deployment("d1").state == "PENDING");
-  REQUIRE(f.ledger->controlDeployment("web", "d1", "abort", "changed my mind", "alice").isOk());
+  REQUIRE(f.ledger->plans().controlDeployment("web", "d1", "abort", "changed my mind", "alice").isOk());
 
   lua::StrategyEngine strategies(*f.scripts, f.clock);
   engine::DeploymentController controller(*f.ledger, strategies, f.clock, {});

@@ -161,7 +161,7 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       CHECK_MESSAGE(invariants->empty(), (invariants->empty() ? "" : invariants->front()));
       ledger::ListOptions all;
       all.limit = ledger::kMaxPageSize;
-      auto runtimes = ledger.listRuntimeInstances(all);
+      auto runtimes = ledger.instances().listRuntimeInstances(all);
       REQUIRE(runtimes.isOk());
       std::set<std::string> metas;
       for (const auto& r : runtimes->items) {
@@ -171,7 +171,7 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
         metas.insert(r.meta_instance);
       }
       CHECK(metas.size() == 3);
-      auto operations = ledger.listOperations(all);
+      auto operations = ledger.operations().listOperations(all);
       REQUIRE(operations.isOk());
       int created = 0;
       for (const auto& op : operations->items) {

@@ -38,12 +38,12 @@ struct DoctorFixture {
     ri.node = "node-a";
     ri.is_active = active;
     ri.reservation = {4, 64};
-    auto created = f.ledger->createRuntimeInstance(ri, "test");
+    auto created = f.ledger->instances().createRuntimeInstance(ri, "test");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     const std::vector<std::string> path = {"STARTING", "RUNNING", "FAILED"};
     for (const std::string& next : path) {
       if (created->state == state) break;
-      created = f.ledger->setRuntimeInstanceState(created->meta.id, next, std::nullopt, "test");
+      created = f.ledger->instances().setRuntimeInstanceState(created->meta.id, next, std::nullopt, "test");
       REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     }
     REQUIRE(created->state == state);
@@ -175,7 +175,7 @@ TEST_CASE("doctor: a reservation no operation will use or release is a violation
 TEST_CASE("doctor: a live runtime of a stopped meta instance holds a reservation it should not") {
   DoctorFixture d;
   d.run(d.runtime("RUNNING"));
-  REQUIRE(d.f.ledger->setMetaInstanceState(d.meta, "STOPPED", std::nullopt, "test").isOk());
+  REQUIRE(d.f.ledger->instances().setMetaInstanceState(d.meta, "STOPPED", std::nullopt, "test").isOk());
   auto reservations = findingsOf(d.examine(), "reservation");
   REQUIRE(reservations.size() == 1);
   CHECK(mentions(reservations[0], "meta instance that is STOPPED"));

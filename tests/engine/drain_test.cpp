@@ -13,7 +13,7 @@ using testing::EngineFixture;
 using testing::relocations;
 
 void drain(EngineFixture& f, const std::string& node, const std::string& by) {
-  REQUIRE(f.ledger->setNodeState(node, "DRAINING", std::nullopt, by).isOk());
+  REQUIRE(f.ledger->inventory().setNodeState(node, "DRAINING", std::nullopt, by).isOk());
 }
 
 TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node can then be deleted") {
@@ -23,10 +23,10 @@ TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node
   REQUIRE(f.activeRunning().size() == 3);
   const model::RuntimeInstance before = f.activeRunning().front();
   const std::string node = before.node;
-  CHECK(f.ledger->deleteNode(node, std::nullopt, "dora").code() == Code::kConflict);
+  CHECK(f.ledger->inventory().deleteNode(node, std::nullopt, "dora").code() == Code::kConflict);
 
   drain(f, node, "dora");
-  CHECK(f.ledger->getNode(node)->drained_by == "dora");
+  CHECK(f.ledger->inventory().getNode(node)->drained_by == "dora");
   f.engine->settle();
 
   CHECK(activeOn(f, node).empty());
@@ -37,12 +37,12 @@ TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node
   CHECK(moved[0].state == "SUCCEEDED");
   CHECK(moved[0].requested_by == "dora");
   CHECK(moved[0].intent == "drain");
-  auto old = f.ledger->getRuntimeInstance(before.meta.id);
+  auto old = f.ledger->instances().getRuntimeInstance(before.meta.id);
   REQUIRE(old.isOk());
   CHECK(old->state == "TERMINATED");  // broken after the new one was made: make-before-break
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
   CHECK(relocations(f).size() == 1);  // nothing more is asked of an empty DRAINING node
-  CHECK(f.ledger->deleteNode(node, std::nullopt, "dora").isOk());
+  CHECK(f.ledger->inventory().deleteNode(node, std::nullopt, "dora").isOk());
 }
 
 TEST_CASE("drain: the relocations wait for a person other than the one who drained, like any operation") {
@@ -79,7 +79,7 @@ TEST_CASE("drain: when no other node fits, the relocation waits with its reason 
   CHECK(waiting[0].message.starts_with("waiting for placement: "));
   ledger::ListOptions o;
   o.filters["kind"] = "operation.unschedulable";
-  CHECK(f.ledger->listEvents(o)->items.size() >= 1);
+  CHECK(f.ledger->audit().listEvents(o)->items.size() >= 1);
   CHECK(activeOn(f, "sim-1").size() == 1);  // still serving where it was
 
   f.apply(

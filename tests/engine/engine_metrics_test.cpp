@@ -80,7 +80,7 @@ TEST_CASE("engine metrics: a rollout shows in progress, then held for as long as
   REQUIRE(f.deployment("v2").state == "IN_PROGRESS");
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"in_progress\"}") == 1);
 
-  REQUIRE(f.ledger->controlDeployment("web", "v2", "pause", "the test holds it", "alice").isOk());
+  REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "pause", "the test holds it", "alice").isOk());
   f.engine->runPass();
   REQUIRE(f.deployment("v2").state == "PAUSED");
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"held\"}") == 1);
@@ -91,7 +91,7 @@ TEST_CASE("engine metrics: a rollout shows in progress, then held for as long as
   f.clock.advance(std::chrono::hours(2));
   CHECK(*loopMetric(f, held) >= 2 * 3600);
 
-  REQUIRE(f.ledger->controlDeployment("web", "v2", "abort", "the test gives up", "alice").isOk());
+  REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "abort", "the test gives up", "alice").isOk());
   f.engine->runPass();
   REQUIRE(f.deployment("v2").state == "FAILED");
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"failed\"}") == 1);

@@ -80,7 +80,7 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
   std::set<std::string> domains, nodes;
   for (const auto& r : three) {
     nodes.insert(r.node);
-    domains.insert(f.ledger->getNode(r.node)->update_domain);
+    domains.insert(f.ledger->inventory().getNode(r.node)->update_domain);
   }
   CHECK(nodes.size() == 3);    // anti-affinity
   CHECK(domains.size() == 2);  // spread over both update domains
@@ -118,7 +118,7 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
     while (!done) {
       ledger::ListOptions o;
       o.filters["meta_instance"] = meta;
-      auto page = f.ledger->listRuntimeInstances(o);
+      auto page = f.ledger->instances().listRuntimeInstances(o);
       bool serving = false;
       if (page.isOk()) {
         for (const auto& r : page->items) serving |= r.is_active && r.state == "RUNNING" && r.healthy;
@@ -139,19 +139,19 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
   CHECK(f.driverInventory() == 1);
   CHECK_FALSE(httpGet(hostPort(after[0]), "/healthz").empty());
 
-  const double free_before_stop = f.ledger->getNode(after[0].node)->remaining.cores;
+  const double free_before_stop = f.ledger->inventory().getNode(after[0].node)->remaining.cores;
   requestOperation(f, meta, "STOP");
   f.engine->settle();
   CHECK(f.activeRunning().empty());
   CHECK(f.driverInventory() == 0);
-  CHECK(f.ledger->getMetaInstance(meta)->state == "STOPPED");
-  CHECK(f.ledger->getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
+  CHECK(f.ledger->instances().getMetaInstance(meta)->state == "STOPPED");
+  CHECK(f.ledger->inventory().getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
 
   requestOperation(f, meta, "RESTART");
   f.engine->settle();
   auto back = f.activeRunning();
   REQUIRE(back.size() == 1);
-  CHECK(f.ledger->getMetaInstance(meta)->state == "ACTIVE");
+  CHECK(f.ledger->instances().getMetaInstance(meta)->state == "ACTIVE");
   CHECK_FALSE(httpGet(hostPort(back[0]), "/healthz").empty());
 }
 
@@ -168,7 +168,7 @@ TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted
   REQUIRE(testing::eventually([&] { return !testing::processAlive(identity.pid); }));
 
   f.engine->settle();
-  auto failed = f.ledger->getRuntimeInstance(before[0].meta.id);
+  auto failed = f.ledger->instances().getRuntimeInstance(before[0].meta.id);
   CHECK(failed->state == "FAILED");
   auto after = f.activeRunning();
   REQUIRE(after.size() == 1);
@@ -184,14 +184,16 @@ TEST_CASE("engine: a rejected operation releases its reservation and fails the r
   EngineFixture f;
   const model::Operation waiting = firstCreateWaiting(f);
   const std::string node = waiting.target["node"];
-  const double reserved = f.ledger->getNode(node)->remaining.cores;
-  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "REJECTED", std::nullopt, "alice", "no", "alice").isOk());
+  const double reserved = f.ledger->inventory().getNode(node)->remaining.cores;
+  REQUIRE(f.ledger->operations()
+              .setOperationState(waiting.meta.id, "REJECTED", std::nullopt, "alice", "no", "alice")
+              .isOk());
   f.engine->settle();
-  CHECK(f.ledger->getNode(node)->remaining.cores == doctest::Approx(reserved + 2));
+  CHECK(f.ledger->inventory().getNode(node)->remaining.cores == doctest::Approx(reserved + 2));
   CHECK(f.deployment("d1").state == "FAILED");
   CHECK(f.driverInventory() == 0);
   // Nothing runs it and nothing will start it unless someone asks: STOPPED, not ACTIVE.
-  CHECK(f.ledger->getMetaInstance(waiting.meta_instance)->state == "STOPPED");
+  CHECK(f.ledger->instances().getMetaInstance(waiting.meta_instance)->state == "STOPPED");
   CHECK(f.operations("PENDING").empty());
   CHECK(f.operations("PENDING_APPROVAL").empty());
 }
@@ -201,12 +203,14 @@ TEST_CASE("engine: a cancelled operation is never executed, and its instance tak
   const model::Operation waiting = firstCreateWaiting(f);
   const int64_t reserved = waiting.target["runtime_instance"];
   // Approved, but cancelled before any pass could dispatch it.
-  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
-  REQUIRE(f.ledger->cancelOperation(waiting.meta.id, std::nullopt, "bob", "cancelled by bob").isOk());
+  REQUIRE(f.ledger->operations()
+              .setOperationState(waiting.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice")
+              .isOk());
+  REQUIRE(f.ledger->operations().cancelOperation(waiting.meta.id, std::nullopt, "bob", "cancelled by bob").isOk());
   f.engine->settle();
-  CHECK(f.ledger->getOperation(waiting.meta.id)->state == "CANCELLED");
-  CHECK(f.ledger->getOperation(waiting.meta.id)->attempts == 0);
-  CHECK(f.ledger->getRuntimeInstance(reserved)->state == "TERMINATED");
+  CHECK(f.ledger->operations().getOperation(waiting.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(waiting.meta.id)->attempts == 0);
+  CHECK(f.ledger->instances().getRuntimeInstance(reserved)->state == "TERMINATED");
   CHECK(f.driverInventory() == 0);
 
   // The rollout still wants the instance: the controller asks again, and that one runs.
@@ -227,19 +231,19 @@ TEST_CASE("engine: a DELETE whose host died after marking its instance DELETED s
   const std::string meta = firstInstanceRunning(f).meta_instance;
   const int64_t id = requestOperation(f, meta, "DELETE");
   f.settleApproving();
-  REQUIRE(f.ledger->getOperation(id)->state == "SUCCEEDED");
-  REQUIRE(f.ledger->getMetaInstance(meta)->state == "DELETED");
+  REQUIRE(f.ledger->operations().getOperation(id)->state == "SUCCEEDED");
+  REQUIRE(f.ledger->instances().getMetaInstance(meta)->state == "DELETED");
 
   // The host is gone, and its last commit was the instance's: the operation still RUNNING.
   f.engine.reset();
   testing::execRawSql(f.dir.file("tide.db"), "UPDATE operations SET state = 'RUNNING' WHERE id = " + std::to_string(id));
-  REQUIRE(f.ledger->getOperation(id)->state == "RUNNING");
+  REQUIRE(f.ledger->operations().getOperation(id)->state == "RUNNING");
 
   engine::EngineOptions options = EngineFixture::fastOptions();
   options.hooks_output_dir = f.hooksOutputDir();
   f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
   f.engine->settle();
-  const model::Operation after = *f.ledger->getOperation(id);
+  const model::Operation after = *f.ledger->operations().getOperation(id);
   CHECK(after.state == "SUCCEEDED");
   CHECK(f.ledger->checkInvariants()->empty());
   CHECK(f.driverInventory() == 0);
@@ -290,7 +294,7 @@ nodes:
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     o.filters["plan"] = plan;
-    auto page = f.ledger->listRuntimeInstances(o);
+    auto page = f.ledger->instances().listRuntimeInstances(o);
     REQUIRE(page.isOk());
     std::vector<std::string> nodes;
     for (const auto& r : page->items) nodes.push_back(r.node);
@@ -301,7 +305,7 @@ nodes:
   f.apply(plan("packed", true));
   f.apply(deployment("packed", 6));
   f.settleApproving();
-  CHECK(f.ledger->getDeployment("packed", "d1")->state == "COMPLETED");
+  CHECK(f.ledger->plans().getDeployment("packed", "d1")->state == "COMPLETED");
   CHECK(f.activeRunning().size() == 6);
   CHECK(nodesInOrder("packed") ==
         std::vector<std::string>{"worker-1", "worker-1", "worker-1", "worker-2", "worker-2", "worker-2"});
@@ -313,7 +317,7 @@ nodes:
   f.engine->settle();
   CHECK(nodesInOrder("spread") ==
         std::vector<std::string>{"worker-1", "worker-2", "worker-1", "worker-2", "worker-1", "worker-2"});
-  CHECK(f.ledger->getNode("worker-1")->remaining.cores == doctest::Approx(4));
+  CHECK(f.ledger->inventory().getNode("worker-1")->remaining.cores == doctest::Approx(4));
 
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
@@ -323,7 +327,7 @@ nodes:
 // The reservation of the runtime instance an operation's target names.
 model::Resources reservationOf(EngineFixture& f, const model::Operation& op) {
   REQUIRE(op.target.contains("runtime_instance"));
-  auto runtime = f.ledger->getRuntimeInstance(op.target["runtime_instance"].get<int64_t>());
+  auto runtime = f.ledger->instances().getRuntimeInstance(op.target["runtime_instance"].get<int64_t>());
   REQUIRE(runtime.isOk());
   return runtime->reservation;
 }
@@ -335,11 +339,11 @@ TEST_CASE("engine: a plan change applies to the next deployment, the one under w
   f.apply(engineDeployment("d1", 1, "1.0"));  // made with 2 cores an instance
 
   // Changed before the loop placed anything of d1.
-  auto plan = f.ledger->getPlan("web");
+  auto plan = f.ledger->plans().getPlan("web");
   REQUIRE(plan.isOk());
   model::Plan bigger = plan.value();
   bigger.applications[0].resources.cores = 3;
-  auto changed = f.ledger->updatePlan(bigger, plan->meta.generation, "test");
+  auto changed = f.ledger->plans().updatePlan(bigger, plan->meta.generation, "test");
   REQUIRE_MESSAGE(changed.isOk(), changed.status().toString());
   CHECK(changed->changed == std::vector<std::string>{"applications"});
 
@@ -369,18 +373,18 @@ TEST_CASE("engine: a plan change applies to the next deployment, the one under w
 
 // The remaining cores and memory of `node`, as the ledger derives them.
 model::Resources remainingOn(EngineFixture& f, const std::string& node) {
-  auto n = f.ledger->getNode(node);
+  auto n = f.ledger->inventory().getNode(node);
   REQUIRE(n.isOk());
   return n->remaining;
 }
 
 // Changes plan web's application to `cores` / `memory_gib`, for the deployments added next.
 void resizePlan(EngineFixture& f, double cores, double memory_gib) {
-  auto plan = f.ledger->getPlan("web");
+  auto plan = f.ledger->plans().getPlan("web");
   REQUIRE(plan.isOk());
   model::Plan changed = plan.value();
   changed.applications[0].resources = {cores, memory_gib};
-  auto updated = f.ledger->updatePlan(changed, plan->meta.generation, "test");
+  auto updated = f.ledger->plans().updatePlan(changed, plan->meta.generation, "test");
   REQUIRE_MESSAGE(updated.isOk(), updated.status().toString());
 }
 
@@ -482,7 +486,7 @@ TEST_CASE("engine: an UPDATE whose node cannot hold the new size waits, naming t
   auto waiting = f.operations("PENDING_APPROVAL");
   REQUIRE(waiting.size() == 1);
   checkResources(remainingOn(f, node), 4, 8);
-  REQUIRE(f.ledger->cancelOperation(waiting[0].meta.id, std::nullopt, "alice", "not now").isOk());
+  REQUIRE(f.ledger->operations().cancelOperation(waiting[0].meta.id, std::nullopt, "alice", "not now").isOk());
   checkResources(remainingOn(f, node), 6, 12);
   checkSound(f);
 }

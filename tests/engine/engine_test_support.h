@@ -188,7 +188,7 @@ struct EngineFixture {
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     if (!state.empty()) o.filters["state"] = state;
-    auto page = ledger->listOperations(o);
+    auto page = ledger->operations().listOperations(o);
     REQUIRE(page.isOk());
     return page->items;
   }
@@ -208,7 +208,7 @@ struct EngineFixture {
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     o.filters["kind"] = kind;
-    auto page = ledger->listEvents(o);
+    auto page = ledger->audit().listEvents(o);
     REQUIRE(page.isOk());
     return static_cast<int>(page->items.size());
   }
@@ -217,7 +217,8 @@ struct EngineFixture {
   int approveAll() {
     int n = 0;
     for (const auto& op : operations("PENDING_APPROVAL")) {
-      REQUIRE(ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
+      REQUIRE(
+          ledger->operations().setOperationState(op.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
       ++n;
     }
     return n;
@@ -235,13 +236,13 @@ struct EngineFixture {
     ledger::ListOptions o;
     o.limit = ledger::kMaxPageSize;
     o.filters["state"] = "RUNNING";
-    auto page = ledger->listRuntimeInstances(o);
+    auto page = ledger->instances().listRuntimeInstances(o);
     REQUIRE(page.isOk());
     return page->items;
   }
 
   model::Deployment deployment(const std::string& id) {
-    auto d = ledger->getDeployment("web", id);
+    auto d = ledger->plans().getDeployment("web", id);
     REQUIRE(d.isOk());
     return d.value();
   }
@@ -263,7 +264,7 @@ inline int64_t requestOperation(EngineFixture& f, const std::string& meta, const
   op.type = type;
   op.intent = "user";
   op.requested_by = "bob";
-  auto created = f.ledger->createOperation(op, "bob");
+  auto created = f.ledger->operations().createOperation(op, "bob");
   REQUIRE_MESSAGE(created.isOk(), created.status().toString());
   return created->meta.id;
 }
@@ -281,7 +282,7 @@ inline int hostPort(const model::RuntimeInstance& r) { return r.ports.value("tcp
 
 // The ledger's events of `kind`, oldest first.
 inline std::vector<model::Event> events(EngineFixture& f, const std::string& kind) {
-  auto all = ledger::listAll(*f.ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
+  auto all = ledger::listAll(f.ledger->audit(), &ledger::AuditRecords::listEvents, {{"kind", kind}});
   REQUIRE(all.isOk());
   return all.value();
 }

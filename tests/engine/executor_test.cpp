@@ -54,11 +54,11 @@ TEST_CASE("executor: the instance of a submitted operation is busy before a work
   // its operation instead of marking it FAILED.
   REQUIRE(driver.stop({runtimeId(serving), serving.node, ""}).isOk());
   f.engine->runPass();
-  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "RUNNING");
 
   f.engine->settle();
-  CHECK(f.ledger->getOperation(stop)->state == "SUCCEEDED");
-  CHECK(f.ledger->getRuntimeInstance(serving.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->operations().getOperation(stop)->state == "SUCCEEDED");
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "TERMINATED");
 }
 
 TEST_CASE("executor: one worker per instance: another operation of a busy instance waits until the first lets go") {
@@ -94,9 +94,9 @@ TEST_CASE("executor: a runtime write refused for a stale generation is read agai
   std::atomic<int> moved{0};
   driver.before_call = [&](const std::string& call, const std::string& id) {
     if (call != "ensure") return Status::ok();
-    ledger::Ledger::RuntimeUpdate note;
+    ledger::RuntimeUpdate note;
     note.message = "touched by another writer";
-    if (f.ledger->updateRuntimeInstance(std::stoll(id), note, std::nullopt, "test").isOk()) ++moved;
+    if (f.ledger->instances().updateRuntimeInstance(std::stoll(id), note, std::nullopt, "test").isOk()) ++moved;
     return Status::ok();
   };
   f.apply(engineDeployment("v1", 2, "1"));
@@ -124,7 +124,7 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   const int64_t relocate = requestOperation(f, old.meta_instance, "RELOCATE");
   f.engine->settle();
   REQUIRE(*refused);
-  auto failed = f.ledger->getOperation(relocate);
+  auto failed = f.ledger->operations().getOperation(relocate);
   REQUIRE(failed.isOk());
   CHECK(failed->state == "FAILED");
 
@@ -136,7 +136,7 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   auto status = driver.status({runtimeId(serving[0]), serving[0].node, serving[0].driver_handle});
   REQUIRE_MESSAGE(status.isOk(), status.status().toString());
   CHECK(status->state == "RUNNING");
-  CHECK(f.ledger->getRuntimeInstance(old.meta.id)->state == "FAILED");
+  CHECK(f.ledger->instances().getRuntimeInstance(old.meta.id)->state == "FAILED");
 }
 
 TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places it again") {
@@ -166,7 +166,7 @@ TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places 
   REQUIRE(serving.size() == 1);
   CHECK(serving[0].meta_instance == crashed.meta_instance);
   CHECK(serving[0].coordinates.dump().find("nginx:2") != std::string::npos);
-  CHECK(f.ledger->getMetaInstance(crashed.meta_instance)->deployment_id == "v2");
+  CHECK(f.ledger->instances().getMetaInstance(crashed.meta_instance)->deployment_id == "v2");
 }
 
 TEST_CASE("executor: a rollout's UPDATE of an instance a person stopped fails and starts nothing") {
@@ -175,7 +175,7 @@ TEST_CASE("executor: a rollout's UPDATE of an instance a person stopped fails an
   const model::RuntimeInstance first = f.activeRunning().at(0);
   requestOperation(f, first.meta_instance, "STOP");
   f.engine->settle();
-  REQUIRE(f.ledger->getMetaInstance(first.meta_instance)->state == "STOPPED");
+  REQUIRE(f.ledger->instances().getMetaInstance(first.meta_instance)->state == "STOPPED");
 
   f.apply(engineDeployment("v2", 1, "2"));
   f.engine->settle();
@@ -183,7 +183,7 @@ TEST_CASE("executor: a rollout's UPDATE of an instance a person stopped fails an
   REQUIRE(failed.size() == 1);
   CHECK(failed[0].type == "UPDATE");
   CHECK(failed[0].message.find("the instance is STOPPED") != std::string::npos);
-  CHECK(f.ledger->getMetaInstance(first.meta_instance)->state == "STOPPED");
+  CHECK(f.ledger->instances().getMetaInstance(first.meta_instance)->state == "STOPPED");
   CHECK(f.running().empty());
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
@@ -213,7 +213,7 @@ TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held 
   // Meanwhile its process dies; the observer marks it FAILED (no worker holds it).
   REQUIRE(driver.stop({runtimeId(first), first.node, first.driver_handle}).isOk());
   f.engine->settle();
-  REQUIRE(f.ledger->getRuntimeInstance(first.meta.id)->state == "FAILED");
+  REQUIRE(f.ledger->instances().getRuntimeInstance(first.meta.id)->state == "FAILED");
 
   // The attempt finds nothing to update: the UPDATE ends without effect (CANCELLED, not
   // FAILED, which would fail the rollout), the instance runs again and the rollout completes.
@@ -221,7 +221,7 @@ TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held 
     f.clock.advance(std::chrono::minutes(2));
     f.engine->settle();
   }
-  auto update = f.ledger->getOperation(held[0].meta.id);
+  auto update = f.ledger->operations().getOperation(held[0].meta.id);
   REQUIRE(update.isOk());
   CHECK(update->state == "CANCELLED");
   CHECK(update->message.find("stopped running") != std::string::npos);
@@ -315,7 +315,7 @@ TEST_CASE("executor: volumes are made before their instance and removed after it
   // DELETE: every instance, then the volumes.
   requestOperation(f, moved.meta_instance, "DELETE");
   f.engine->settle();
-  CHECK(f.ledger->getMetaInstance(moved.meta_instance)->state == "DELETED");
+  CHECK(f.ledger->instances().getMetaInstance(moved.meta_instance)->state == "DELETED");
   checkVolumesRemovedAfter(log, moved);
 }
 

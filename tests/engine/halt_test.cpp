@@ -45,7 +45,7 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
 
   loseBehindTidesBack(f, driver, kThreshold + 1);
   f.engine->runPass();
-  auto halt = f.ledger->controlHalt();
+  auto halt = f.ledger->audit().controlHalt();
   REQUIRE(halt.isOk());
   REQUIRE(halt->has_value());
   CHECK((*halt)->kind == "alarm.discrepancy");
@@ -62,18 +62,18 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   restart.type = "RESTART";
   restart.requested_by = "bob";
   restart.priority = 10;
-  auto asked = f.ledger->createOperation(restart, "bob");
+  auto asked = f.ledger->operations().createOperation(restart, "bob");
   REQUIRE(asked.isOk());
 
   const int64_t writes = f.ledger->writeStats().writes;
-  const int64_t seq = f.ledger->lastEventSeq();
+  const int64_t seq = f.ledger->audit().lastEventSeq();
   for (int pass = 0; pass < 5; ++pass) CHECK(f.engine->runPass().halted);
   f.engine->settle();
   CHECK(f.engine->halted());
   CHECK(f.ledger->writeStats().writes == writes);
-  CHECK(f.ledger->lastEventSeq() == seq);
+  CHECK(f.ledger->audit().lastEventSeq() == seq);
   CHECK(f.deployment("v2").state == "PENDING");
-  CHECK(f.ledger->getOperation(asked->meta.id)->state == "PENDING");
+  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == "PENDING");
 
   // The halt is in the ledger: a restarted engine is halted as well, and writes nothing.
   f.engine.reset();
@@ -84,15 +84,15 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
 
   // An admin resumes: the missing instances are acknowledged and repaired, the rollout and
   // the user's operation go on.
-  auto resumed = f.ledger->resumeControlLoop("root");
+  auto resumed = f.ledger->audit().resumeControlLoop("root");
   REQUIRE(resumed.isOk());
   CHECK(resumed->kind == "alarm.discrepancy");
   CHECK(f.eventCount("control.resumed") == 1);
-  CHECK(f.ledger->resumeControlLoop("root").status().code() == Code::kConflict);
+  CHECK(f.ledger->audit().resumeControlLoop("root").status().code() == Code::kConflict);
   f.engine->settle();
   CHECK_FALSE(f.engine->halted());
   CHECK(f.eventCount("alarm.discrepancy") == 1);  // not halted again on what was acknowledged
-  CHECK(f.ledger->getOperation(asked->meta.id)->state == "SUCCEEDED");
+  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == "SUCCEEDED");
   CHECK(f.deployment("v2").state == "COMPLETED");
   CHECK(f.activeRunning().size() == 8);
 }
@@ -106,7 +106,7 @@ TEST_CASE("halt: as many missing instances as the threshold are repaired without
   loseBehindTidesBack(f, driver, kThreshold);
   f.engine->settle();
   CHECK_FALSE(f.engine->halted());
-  CHECK_FALSE(f.ledger->controlHalt()->has_value());
+  CHECK_FALSE(f.ledger->audit().controlHalt()->has_value());
   CHECK(f.eventCount("alarm.discrepancy") == 0);
   CHECK(f.activeRunning().size() == 6);
 }

@@ -127,7 +127,7 @@ TEST_CASE("engine hooks: a veto holds a canary step, its time counting toward no
   }
 
   SUBCASE("a person still rolls it back by hand") {
-    auto rolled = f.ledger->controlDeployment("web", "v2", "rollback", "not today", "alice");
+    auto rolled = f.ledger->plans().controlDeployment("web", "v2", "rollback", "not today", "alice");
     REQUIRE_MESSAGE(rolled.isOk(), rolled.status().toString());
     f.engine->settle();
     CHECK(f.deployment("v2").state == "ROLLED_BACK");

@@ -45,7 +45,7 @@ TEST_CASE("liveness: an unreachable node's instances are not failed, their healt
   loseNodes(f, driver, {lost.node});
   f.engine->settle();
 
-  auto seen = f.ledger->getRuntimeInstance(lost.meta.id);
+  auto seen = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(seen.isOk());
   CHECK(seen->state == "RUNNING");
   CHECK_FALSE(seen->healthy);
@@ -68,7 +68,7 @@ TEST_CASE("liveness: an unreachable node's instances are not failed, their healt
   f.engine->settle();
   CHECK(events(f, "node.reachable").size() == 1);
   CHECK(events(f, "node.unreachable").size() == 1);  // once per change
-  seen = f.ledger->getRuntimeInstance(lost.meta.id);
+  seen = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(seen.isOk());
   CHECK(seen->state == "RUNNING");
   CHECK(seen->healthy);  // the driver's word again
@@ -120,7 +120,7 @@ TEST_CASE(
   CHECK(activeOn(f, lost.node).empty());
   CHECK(f.activeRunning().size() == 2);
   CHECK(f.deployment("v1").state == "COMPLETED");
-  auto old = f.ledger->getRuntimeInstance(lost.meta.id);
+  auto old = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(old.isOk());
   CHECK(old->state == "TERMINATED");
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
@@ -230,7 +230,7 @@ std::pair<std::string, model::Operation> relocationWaitingForRoom(EngineFixture&
 // The node is back: the RELOCATE that never started is withdrawn with its reason, the
 // instance stays where it runs, and deployment v2 rolls out over every instance.
 void checkWithdrawnAndRolledOut(EngineFixture& f, const std::string& stranded, int64_t relocate) {
-  const model::Operation withdrawn = *f.ledger->getOperation(relocate);
+  const model::Operation withdrawn = *f.ledger->operations().getOperation(relocate);
   CHECK(withdrawn.state == "CANCELLED");
   INFO(withdrawn.message);
   CHECK(withdrawn.message.find("sim-1 is reachable again") != std::string::npos);
@@ -271,10 +271,10 @@ TEST_CASE(
 
   driver.unreachable.clear();
   f.engine->settle();
-  const model::Operation withdrawn = *f.ledger->getOperation(relocate.meta.id);
+  const model::Operation withdrawn = *f.ledger->operations().getOperation(relocate.meta.id);
   CHECK(withdrawn.state == "CANCELLED");
   CHECK(withdrawn.message == stranded + " no longer runs: there is nothing to relocate");
-  CHECK(f.ledger->getRuntimeInstance(died.meta.id)->state == "FAILED");
+  CHECK(f.ledger->instances().getRuntimeInstance(died.meta.id)->state == "FAILED");
   // Repaired like any instance whose process died: started again, on the node free for it.
   REQUIRE(activeOn(f, "sim-1").size() == 1);
   CHECK(activeOn(f, "sim-1").front().meta_instance == stranded);
@@ -298,13 +298,13 @@ TEST_CASE("liveness: a host restarted while a node is lost keeps its RELOCATE wa
   options.hooks_output_dir = f.hooksOutputDir();
   f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
   f.engine->settle();
-  CHECK(f.ledger->getOperation(relocate.meta.id)->state == "PENDING");  // nobody has seen it run since
+  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state == "PENDING");  // nobody has seen it run since
 
   // Still lost after the heartbeat TTL: it keeps waiting for room.
   loseNodes(f, driver, {"sim-1"});
   f.clock.advance(kReplaceAfter);
   f.engine->settle();
-  CHECK(f.ledger->getOperation(relocate.meta.id)->state == "PENDING");
+  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state == "PENDING");
   CHECK(relocations(f).size() == 1);
 
   // Back, and its instance answers again.

@@ -15,7 +15,7 @@ TEST_CASE("engine: an exception escaping a loop round is an engine.error event n
       [] { throw std::runtime_error("driver exploded"); },
       [&](const std::string& what) { engine::reportLoopException(*f.ledger, "executor, operation 7", what); });
   CHECK_FALSE(returned);
-  auto events = f.ledger->listEvents({100, 0, {{"kind", "engine.error"}}});
+  auto events = f.ledger->audit().listEvents({100, 0, {{"kind", "engine.error"}}});
   REQUIRE(events.isOk());
   REQUIRE(events->items.size() == 1);
   CHECK(events->items[0].data["where"] == "executor, operation 7");

@@ -20,25 +20,25 @@ struct BridgeFixture : LedgerFixture {
     addInventory();
     model::Node c = node("node-c");
     c.update_domain = "ud-2";
-    REQUIRE(ledger->createNode(c, "test").isOk());
-    REQUIRE(ledger->createPlan(plan(), "test").isOk());
-    REQUIRE(ledger->addDeployment(deployment("d1", 3), "test").isOk());
+    REQUIRE(ledger->inventory().createNode(c, "test").isOk());
+    REQUIRE(ledger->plans().createPlan(plan(), "test").isOk());
+    REQUIRE(ledger->plans().addDeployment(deployment("d1", 3), "test").isOk());
     const char* nodes[] = {"node-a", "node-c", nullptr};
     for (size_t i = 0; i < states.size(); ++i) {
-      auto meta = ledger->createMetaInstance("web", "d1", "test");
+      auto meta = ledger->instances().createMetaInstance("web", "d1", "test");
       REQUIRE(meta.isOk());
       if (i < 3 && nodes[i] != nullptr) {
         model::RuntimeInstance ri;
         ri.meta_instance = meta->name;
         ri.node = nodes[i];
         ri.reservation = {1, 1};
-        REQUIRE(ledger->createRuntimeInstance(ri, "test").isOk());
+        REQUIRE(ledger->instances().createRuntimeInstance(ri, "test").isOk());
       }
       model::Operation op;
       op.meta_instance = meta->name;
       op.type = "CREATE";
       op.intent = "d1";
-      auto created = ledger->createOperation(op, "test");
+      auto created = ledger->operations().createOperation(op, "test");
       REQUIRE_MESSAGE(created.isOk(), created.status().toString());
       operations.push_back(created->meta.id);
       moveTo(created->meta.id, states[i]);
@@ -51,7 +51,8 @@ struct BridgeFixture : LedgerFixture {
     if (state == "RUNNING") path = {"APPROVED", "RUNNING"};
     if (state == "FAILED") path = {"APPROVED", "RUNNING", "FAILED"};
     if (state == "PENDING_APPROVAL") path = {"PENDING_APPROVAL"};
-    for (const std::string& s : path) REQUIRE(ledger->setOperationState(id, s, std::nullopt, "test").isOk());
+    for (const std::string& s : path)
+      REQUIRE(ledger->operations().setOperationState(id, s, std::nullopt, "test").isOk());
   }
 };
 

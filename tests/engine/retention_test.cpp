@@ -28,7 +28,9 @@ model::RetentionPolicy keepTen(int64_t batch = 100) {
   return policy;
 }
 
-int64_t alarms(LedgerFixture& f) { return f.ledger->listEvents({100, 0, {{"kind", "alarm.audit"}}})->items.size(); }
+int64_t alarms(LedgerFixture& f) {
+  return f.ledger->audit().listEvents({100, 0, {{"kind", "alarm.audit"}}})->items.size();
+}
 
 }  // namespace
 
@@ -49,7 +51,7 @@ TEST_CASE("retention: the pruner prunes at start and again each interval of the 
   }));
   pruner.stop();
 
-  auto report = f.ledger->verifyAudit();
+  auto report = f.ledger->audit().verifyAudit();
   REQUIRE(report.isOk());
   CHECK(report->ok);
   CHECK(report->checkpoint->actor == engine::Pruner::kActor);
@@ -63,8 +65,8 @@ TEST_CASE("retention: a round prunes batch by batch until it has caught up") {
   REQUIRE_MESSAGE(round.isOk(), round.status().toString());
   CHECK(round->events == 35);  // 40 + one audit.pruned event per batch of 7, down to 10
   CHECK(f.eventCount() == 10);
-  CHECK(f.ledger->listEvents({100, 0, {{"kind", "audit.pruned"}}})->items.size() == 5);
-  CHECK(f.ledger->verifyAudit()->ok);
+  CHECK(f.ledger->audit().listEvents({100, 0, {{"kind", "audit.pruned"}}})->items.size() == 5);
+  CHECK(f.ledger->audit().verifyAudit()->ok);
   CHECK(pruner.runRound()->total() == 0);
 }
 
@@ -91,7 +93,7 @@ TEST_CASE("retention: a prune refused over a broken chain raises one alarm until
     CHECK(pruner.runRound().status().code() == Code::kInternal);
     CHECK(f.eventCount() == 31);  // nothing pruned; one alarm
     CHECK(alarms(f) == 1);
-    const auto alarm = f.ledger->listEvents({100, 0, {{"kind", "alarm.audit"}}})->items.front();
+    const auto alarm = f.ledger->audit().listEvents({100, 0, {{"kind", "alarm.audit"}}})->items.front();
     CHECK(alarm.data["error"].get<std::string>().find("event seq 4: hash mismatch") != std::string::npos);
   }
   std::filesystem::remove_all(dir);

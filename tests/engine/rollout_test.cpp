@@ -70,7 +70,7 @@ struct RolloutFixture : EngineFixture {
   }
 
   void control(const std::string& id, const std::string& what, const std::string& reason = "") {
-    auto done = ledger->controlDeployment("web", id, what, reason, "alice");
+    auto done = ledger->plans().controlDeployment("web", id, what, reason, "alice");
     REQUIRE_MESSAGE(done.isOk(), done.status().toString());
   }
 
@@ -97,7 +97,7 @@ struct RolloutFixture : EngineFixture {
     o.limit = ledger::kMaxPageSize;
     o.filters["kind"] = "deployment.control";
     o.filters["subject"] = "deployment/web/" + id;
-    auto page = ledger->listEvents(o);
+    auto page = ledger->audit().listEvents(o);
     REQUIRE(page.isOk());
     int n = 0;
     for (const auto& e : page->items) {
@@ -138,7 +138,7 @@ class ServingWatch {
 // "PAUSED: step 1 of 3 ...", for failure messages: no assertion inside, since doctest
 // cannot evaluate one while it reports another.
 std::string stateOf(RolloutFixture& f, const std::string& id) {
-  auto d = f.ledger->getDeployment("web", id);
+  auto d = f.ledger->plans().getDeployment("web", id);
   return d.isOk() ? d->state + ": " + d->message : d.status().toString();
 }
 
@@ -201,7 +201,7 @@ TEST_CASE("rollout: rollback --to an earlier deployment brings its version back 
   f.rollOut("d2", 2, "v2");
   f.rollOut("d3", 2, "v3");
   auto rollback = [&](const std::string& id, const std::string& to) {
-    return f.ledger->controlDeployment("web", id, "rollback", "bad release", "alice", to);
+    return f.ledger->plans().controlDeployment("web", id, "rollback", "bad release", "alice", to);
   };
   CHECK(rollback("d3", "nope").status().code() == Code::kNotFound);
   CHECK(rollback("d3", "d3").status().message() ==

@@ -25,11 +25,11 @@ TEST_CASE("wire: ledger script recorder writes script versions and events") {
   recorder.recordScriptVersion(version);
   recorder.recordEvent("script.loaded", "script/policies/a.lua", Json{{"sha256", version.sha256}});
 
-  auto versions = f.ledger->listScriptVersions("policies/a.lua");
+  auto versions = f.ledger->audit().listScriptVersions("policies/a.lua");
   REQUIRE(versions.isOk());
   REQUIRE(versions->size() == 1);
   CHECK((*versions)[0].status == "active");
-  auto events = f.ledger->listEvents({100, 0, {{"kind", "script.loaded"}}});
+  auto events = f.ledger->audit().listEvents({100, 0, {{"kind", "script.loaded"}}});
   REQUIRE(events.isOk());
   REQUIRE(events->items.size() == 1);
   CHECK(events->items[0].subject == "script/policies/a.lua");
@@ -53,11 +53,11 @@ TEST_CASE("wire: ledger script recorder does not record an unchanged version aga
   after_restart.recordScriptVersion(version);
   after_restart.recordEvent("script.loaded", "script/policies/a.lua", data);
   CHECK(f.eventCount() == events);
-  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 1);
+  CHECK(f.ledger->audit().listScriptVersions("policies/a.lua")->size() == 1);
 
   version.sha256 = std::string(64, 'b');
   after_restart.recordScriptVersion(version);
-  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 2);
+  CHECK(f.ledger->audit().listScriptVersions("policies/a.lua")->size() == 2);
 }
 
 namespace {
@@ -91,7 +91,7 @@ struct RecordingHost {
     return {};
   }
   size_t events(const std::string& kind) {
-    auto all = ledger::listAll(*ledger, &ledger::Ledger::listEvents, {{"kind", kind}});
+    auto all = ledger::listAll(ledger->audit(), &ledger::AuditRecords::listEvents, {{"kind", kind}});
     REQUIRE(all.isOk());
     return all->size();
   }

@@ -145,15 +145,15 @@ TEST_CASE("traffic: the ledger refuses a port another plan or program holds") {
   const int port = freePort();
   model::Plan web = LedgerFixture::plan("web");
   web.traffic.listen = "127.0.0.1:" + std::to_string(port);
-  auto created = f.ledger->createPlan(web, "alice");
+  auto created = f.ledger->plans().createPlan(web, "alice");
   REQUIRE_MESSAGE(created.isOk(), created.status().toString());
   CHECK(created->traffic == web.traffic);
-  CHECK(f.ledger->getPlan("web")->traffic.listen == web.traffic.listen);
+  CHECK(f.ledger->plans().getPlan("web")->traffic.listen == web.traffic.listen);
 
   SUBCASE("two plans on one port: 409 naming the other plan and the address") {
     model::Plan api = LedgerFixture::plan("api");
     api.traffic.listen = "localhost:" + std::to_string(port);
-    auto refused = f.ledger->createPlan(api, "alice");
+    auto refused = f.ledger->plans().createPlan(api, "alice");
     REQUIRE_FALSE(refused.isOk());
     CHECK(refused.status().code() == Code::kConflict);
     CHECK(refused.status().message().find("plan 'web'") != std::string::npos);
@@ -163,7 +163,7 @@ TEST_CASE("traffic: the ledger refuses a port another plan or program holds") {
     Listener taken;
     model::Plan api = LedgerFixture::plan("api");
     api.traffic.listen = "127.0.0.1:" + std::to_string(taken.port);
-    auto refused = f.ledger->createPlan(api, "alice");
+    auto refused = f.ledger->plans().createPlan(api, "alice");
     REQUIRE_FALSE(refused.isOk());
     CHECK(refused.status().code() == Code::kUnprocessable);
     CHECK(refused.status().message().find("in use by another program") != std::string::npos);
@@ -173,11 +173,11 @@ TEST_CASE("traffic: the ledger refuses a port another plan or program holds") {
     model::Plan moved = *created;
     moved.traffic.listen = "127.0.0.1:" + std::to_string(router_holds_it.port);
     // Moving onto a port in use is refused...
-    CHECK(f.ledger->updatePlan(moved, std::nullopt, "alice").status().code() == Code::kUnprocessable);
+    CHECK(f.ledger->plans().updatePlan(moved, std::nullopt, "alice").status().code() == Code::kUnprocessable);
     // ...but a plan whose port its own router serves can still change other fields.
     model::Plan same = *created;
     same.traffic.drain_seconds = 5;
-    auto updated = f.ledger->updatePlan(same, std::nullopt, "alice");
+    auto updated = f.ledger->plans().updatePlan(same, std::nullopt, "alice");
     REQUIRE_MESSAGE(updated.isOk(), updated.status().toString());
     CHECK(updated->changed == std::vector<std::string>{"traffic"});
   }
@@ -185,13 +185,13 @@ TEST_CASE("traffic: the ledger refuses a port another plan or program holds") {
     model::Plan api = LedgerFixture::plan("api");
     api.traffic.listen = "127.0.0.1:" + std::to_string(freePort());
     api.traffic.preview_listen = api.traffic.listen;
-    CHECK(f.ledger->createPlan(api, "alice").status().code() == Code::kInvalidArgument);
+    CHECK(f.ledger->plans().createPlan(api, "alice").status().code() == Code::kInvalidArgument);
   }
   SUBCASE("the route is kept with the plan, without a new generation") {
-    const int64_t generation = f.ledger->getPlan("web")->meta.generation;
+    const int64_t generation = f.ledger->plans().getPlan("web")->meta.generation;
     const Json route{{"deployment", "v2"}, {"weights", {{"new", 10}, {"old", 90}}}};
-    REQUIRE(f.ledger->setPlanTrafficRoute("web", route, "engine").isOk());
-    auto read = f.ledger->getPlan("web");
+    REQUIRE(f.ledger->plans().setPlanTrafficRoute("web", route, "engine").isOk());
+    auto read = f.ledger->plans().getPlan("web");
     CHECK(read->traffic_route == route);
     CHECK(read->meta.generation == generation);
   }
@@ -255,7 +255,7 @@ struct TrafficFixture : EngineFixture {
   std::string eventLog() {
     ledger::ListOptions o;
     o.limit = 200;
-    auto page = ledger->listEvents(o);
+    auto page = ledger->audit().listEvents(o);
     std::string out;
     if (page.isOk()) for (const auto& e : page->items) out += e.kind + " " + e.subject + " " + e.data.dump().substr(0, 200) + "\n";
     return out;
@@ -326,7 +326,7 @@ TEST_CASE("traffic: route(...) holds the canary until the router applies it, a r
   auto applied = f.engine->traffic().view("web")->applied;
   CHECK(applied["v2"].get<double>() == doctest::Approx(50).epsilon(0.03));
   const auto before = f.weightsByDeployment();
-  CHECK(f.ledger->getPlan("web")->traffic_route["deployment"] == "v2");
+  CHECK(f.ledger->plans().getPlan("web")->traffic_route["deployment"] == "v2");
 
   // A new engine over the same ledger and a fresh router: the persisted 50/50 split, not an
   // equal one per server (the sides have different instance counts).
@@ -358,7 +358,7 @@ TEST_CASE("traffic: a promote that asks for a switch the router has not applied 
   REQUIRE(f.passUntil([&] { return f.deployment("v2").state == "PAUSED"; }));
 
   router.set([](FakeRouter& r) { r.lagging = true; });
-  REQUIRE(f.ledger->controlDeployment("web", "v2", "promote", "switch", "alice").isOk());
+  REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "promote", "switch", "alice").isOk());
   REQUIRE(f.passUntil([&] { return f.deployment("v2").message.starts_with("waiting for the router"); }));
   CHECK(f.deployment("v2").state == "IN_PROGRESS");  // promoted: no longer paused
   CHECK(f.deployment("v2").signals.empty());          // the promote was used up...

@@ -95,9 +95,9 @@ struct WorldFixture : LedgerFixture {
 TEST_CASE("world: a picture refreshed from the change feed equals one loaded afresh, step by step") {
   WorldFixture f;
   f.addInventory();
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "t").isOk());
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "t").isOk());
   f.checkInStep("loaded with an empty fleet");
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 3), "t").isOk());
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 3), "t").isOk());
   f.checkInStep("a deployment added");
 
   model::Operation create;
@@ -108,7 +108,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
   {
     ledger::Ledger::Batch batch(*f.ledger);
     for (int i = 0; i < 3; ++i) {
-      auto op = f.ledger->createInstanceWithOperation("web", "d1", create, "controller");
+      auto op = f.ledger->operations().createInstanceWithOperation("web", "d1", create, "controller");
       REQUIRE(op.isOk());
       ops.push_back(*op);
     }
@@ -119,53 +119,64 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
   for (size_t i = 0; i < ops.size(); ++i) {
     model::RuntimeInstance instance = f.runtimeOn(i % 2 ? "node-a" : "node-b");
     instance.meta_instance = ops[i].meta_instance;
-    auto r = f.ledger->reserveForOperation(ops[i].meta.id, instance, "approval");
+    auto r = f.ledger->instances().reserveForOperation(ops[i].meta.id, instance, "approval");
     REQUIRE_MESSAGE(r.isOk(), r.status().toString());
     runtimes.push_back(*r);
-    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "APPROVED", std::nullopt, "approval", "", "policy").isOk());
+    REQUIRE(f.ledger->operations()
+                .setOperationState(ops[i].meta.id, "APPROVED", std::nullopt, "approval", "", "policy")
+                .isOk());
   }
   f.checkInStep("reserved and approved: nodes' remaining resources fall");
 
   for (size_t i = 0; i < ops.size(); ++i) {
-    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
-    REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[i].meta.id, "STARTING", std::nullopt, "executor").isOk());
-    REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
-    ledger::Ledger::RuntimeUpdate healthy;
+    REQUIRE(f.ledger->operations().setOperationState(ops[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->instances()
+                .setRuntimeInstanceState(runtimes[i].meta.id, "STARTING", std::nullopt, "executor")
+                .isOk());
+    REQUIRE(
+        f.ledger->instances().setRuntimeInstanceState(runtimes[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    ledger::RuntimeUpdate healthy;
     healthy.healthy = true;
-    REQUIRE(f.ledger->updateRuntimeInstance(runtimes[i].meta.id, healthy, std::nullopt, "executor").isOk());
-    REQUIRE(f.ledger->setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->instances().updateRuntimeInstance(runtimes[i].meta.id, healthy, std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->operations().setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
   }
   f.checkInStep("running and healthy");
   CHECK(f.world->runningInstances("web") == 3);
 
   // A failure releases the reservation; a relocation holds a passive instance beside the active one.
-  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[0].meta.id, "FAILED", std::nullopt, "observer").isOk());
+  REQUIRE(
+      f.ledger->instances().setRuntimeInstanceState(runtimes[0].meta.id, "FAILED", std::nullopt, "observer").isOk());
   model::Operation relocate;
   relocate.type = "RELOCATE";
   relocate.intent = "user";
   relocate.requested_by = "alice";
   relocate.meta_instance = ops[1].meta_instance;
-  auto moving = f.ledger->createOperation(relocate, "alice");
+  auto moving = f.ledger->operations().createOperation(relocate, "alice");
   REQUIRE(moving.isOk());
   model::RuntimeInstance passive = f.runtimeOn("node-b", false);
   passive.meta_instance = ops[1].meta_instance;
-  auto reserved = f.ledger->reserveForOperation(moving->meta.id, passive, "approval");
+  auto reserved = f.ledger->instances().reserveForOperation(moving->meta.id, passive, "approval");
   REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
   f.checkInStep("one failed, one relocating");
 
-  REQUIRE(f.ledger->setMetaInstanceState(ops[2].meta_instance, "MARKED_FOR_DELETION", std::nullopt, "t").isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[2].meta.id, "STOPPING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(runtimes[2].meta.id, "TERMINATED", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setMetaInstanceState(ops[2].meta_instance, "DELETED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->instances()
+              .setMetaInstanceState(ops[2].meta_instance, "MARKED_FOR_DELETION", std::nullopt, "t")
+              .isOk());
+  REQUIRE(
+      f.ledger->instances().setRuntimeInstanceState(runtimes[2].meta.id, "STOPPING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->instances()
+              .setRuntimeInstanceState(runtimes[2].meta.id, "TERMINATED", std::nullopt, "executor")
+              .isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(ops[2].meta_instance, "DELETED", std::nullopt, "t").isOk());
   f.checkInStep("one deleted: it leaves the picture and its node's resources come back");
   CHECK(f.world->runningInstances("web") == 1);  // one failed, one deleted
 
-  REQUIRE(f.ledger->setNodeState("node-a", "CORDONED", std::nullopt, "t").isOk());
-  REQUIRE(f.ledger->createNode(LedgerFixture::node("node-c"), "t").isOk());
+  REQUIRE(f.ledger->inventory().setNodeState("node-a", "CORDONED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->inventory().createNode(LedgerFixture::node("node-c"), "t").isOk());
   f.checkInStep("inventory changed: a node cordoned and one added");
 
-  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller").isOk());
-  REQUIRE(f.ledger->setRolloutState("web", "d1", {{"step", 2}}, std::nullopt, "controller").isOk());
+  REQUIRE(f.ledger->plans().setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller").isOk());
+  REQUIRE(f.ledger->plans().setRolloutState("web", "d1", {{"step", 2}}, std::nullopt, "controller").isOk());
   f.checkInStep("the deployment moved on");
   CHECK(f.feed.lastDirty() > 0);
   f.checkInStep("nothing changed since");

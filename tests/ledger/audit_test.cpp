@@ -30,13 +30,13 @@ model::RetentionPolicy byCount(int64_t count, int64_t batch = 5000) {
 }
 
 std::vector<Event> allEvents(Ledger& ledger) {
-  auto events = listAll(ledger, &Ledger::listEvents);
+  auto events = listAll(ledger.audit(), &AuditRecords::listEvents);
   REQUIRE(events.isOk());
   return *events;
 }
 
 model::AuditReport verified(Ledger& ledger) {
-  auto report = ledger.verifyAudit();
+  auto report = ledger.audit().verifyAudit();
   REQUIRE_MESSAGE(report.isOk(), report.status().toString());
   return *report;
 }
@@ -59,7 +59,7 @@ struct PrunedFile {
     url = "sqlite://" + (dir / "tide.db").string();
     fixture = std::make_unique<LedgerFixture>(url);
     appendEvents(ledger(), 40);
-    auto pruned = ledger().prune(byCount(10), "test");
+    auto pruned = ledger().audit().prune(byCount(10), "test");
     REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
     REQUIRE(pruned->events == 31);
     REQUIRE(verified(ledger()).ok);
@@ -96,7 +96,7 @@ struct PrunedFile {
 TEST_CASE("audit: pruning by count keeps the newest events and the chain still verifies") {
   LedgerFixture f;
   appendEvents(*f.ledger, 30);
-  auto pruned = f.ledger->prune(byCount(10), "test");
+  auto pruned = f.ledger->audit().prune(byCount(10), "test");
   REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
   CHECK(pruned->events == 21);
   REQUIRE(pruned->checkpoint);
@@ -123,7 +123,7 @@ TEST_CASE("audit: pruning by count keeps the newest events and the chain still v
   CHECK(f.ledger->checkInvariants()->empty());
 
   // At the limit now: pruning again deletes and appends nothing.
-  auto again = f.ledger->prune(byCount(10), "test");
+  auto again = f.ledger->audit().prune(byCount(10), "test");
   REQUIRE(again.isOk());
   CHECK(again->total() == 0);
   CHECK(f.eventCount() == 10);
@@ -141,7 +141,7 @@ TEST_CASE("audit: pruning by age takes the oldest events up to the first young o
 
   model::RetentionPolicy policy;
   policy.events_max_age_days = 7;
-  auto pruned = f.ledger->prune(policy, "retention");
+  auto pruned = f.ledger->audit().prune(policy, "retention");
   REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
   CHECK(pruned->events == 5);
   REQUIRE(pruned->checkpoint);
@@ -153,9 +153,9 @@ TEST_CASE("audit: pruning by age takes the oldest events up to the first young o
   CHECK(verified(*f.ledger).ok);
 
   // Nothing is old enough until the clock moves on.
-  CHECK(f.ledger->prune(policy, "retention")->total() == 0);
+  CHECK(f.ledger->audit().prune(policy, "retention")->total() == 0);
   f.clock.advance(std::chrono::hours(24 * 8));
-  auto later = f.ledger->prune(policy, "retention");
+  auto later = f.ledger->audit().prune(policy, "retention");
   REQUIRE(later.isOk());
   CHECK(later->events == 5);  // every event was old: only the new audit.pruned event is left
   CHECK(f.eventCount() == 1);
@@ -164,15 +164,15 @@ TEST_CASE("audit: pruning by age takes the oldest events up to the first young o
 
 TEST_CASE("audit: pruning an empty or small ledger, or with every rule off, is a no-op") {
   LedgerFixture f;
-  auto empty = f.ledger->prune(byCount(10), "test");
+  auto empty = f.ledger->audit().prune(byCount(10), "test");
   REQUIRE(empty.isOk());
   CHECK(empty->total() == 0);
   CHECK_FALSE(empty->checkpoint);
   CHECK(f.eventCount() == 0);
 
   appendEvents(*f.ledger, 5);
-  CHECK(f.ledger->prune(byCount(10), "test")->total() == 0);
-  CHECK(f.ledger->prune(model::RetentionPolicy{}, "test")->total() == 0);
+  CHECK(f.ledger->audit().prune(byCount(10), "test")->total() == 0);
+  CHECK(f.ledger->audit().prune(model::RetentionPolicy{}, "test")->total() == 0);
   CHECK(f.eventCount() == 5);
   const model::AuditReport report = verified(*f.ledger);
   CHECK(report.ok);
@@ -185,7 +185,7 @@ TEST_CASE("audit: a large prune goes in batches, each leaving a chain that verif
   appendEvents(*f.ledger, 40);
   int rounds = 0;
   while (true) {
-    auto step = f.ledger->prune(byCount(10, 7), "test");
+    auto step = f.ledger->audit().prune(byCount(10, 7), "test");
     REQUIRE_MESSAGE(step.isOk(), step.status().toString());
     CHECK(step->events <= 7);
     CHECK(verified(*f.ledger).ok);
@@ -251,7 +251,7 @@ TEST_CASE("audit: a prune over a broken chain is refused and deletes nothing") {
   appendEvents(ledger.ledger(), 20);
   ledger.tamper("UPDATE events SET actor = 'mallory' WHERE seq = 33");
   const int64_t before = allEvents(ledger.ledger()).size();
-  auto refused = ledger.ledger().prune(byCount(10), "test");
+  auto refused = ledger.ledger().audit().prune(byCount(10), "test");
   CHECK(refused.status().code() == Code::kInternal);
   CHECK(refused.status().message().find("event seq 33: hash mismatch") != std::string::npos);
   CHECK(static_cast<int64_t>(allEvents(ledger.ledger()).size()) == before);
@@ -274,7 +274,7 @@ TEST_CASE("audit: after a restart the chain continues from the kept events, or f
   ledger.fixture->clock.advance(std::chrono::hours(24 * 30));
   model::RetentionPolicy all_old;
   all_old.events_max_age_days = 1;
-  auto pruned = ledger.ledger().prune(all_old, "test");
+  auto pruned = ledger.ledger().audit().prune(all_old, "test");
   REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
   CHECK(pruned->events == 13);
   const model::AuditReport report = ledger.reopenAndVerify();
@@ -290,36 +290,38 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   LedgerFixture f;
   const Operation unfinished = f.addOperation(f.addInstance());
   const int64_t finished_id = unfinished.meta.id + 1000;  // gone: counts as finished
-  REQUIRE(f.ledger
-              ->recordDecisions({{0, unfinished.meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
-                                 {0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
+  REQUIRE(f.ledger->operations()
+              .recordDecisions({{0, unfinished.meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
+                                {0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
               .isOk());
   f.clock.advance(std::chrono::hours(24 * 5));
-  REQUIRE(f.ledger->recordDecisions({{0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}}).isOk());
+  REQUIRE(f.ledger->operations()
+              .recordDecisions({{0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
+              .isOk());
 
   model::RetentionPolicy policy;
   policy.decisions_max_age_days = 3;
-  auto pruned = f.ledger->prune(policy, "retention");
+  auto pruned = f.ledger->audit().prune(policy, "retention");
   REQUIRE(pruned.isOk());
   CHECK(pruned->decisions == 1);
   CHECK(pruned->events == 0);
   CHECK_FALSE(pruned->checkpoint);
-  CHECK(f.ledger->listDecisions(unfinished.meta.id)->size() == 1);
-  CHECK(f.ledger->listDecisions(finished_id)->size() == 1);  // the young one
+  CHECK(f.ledger->operations().listDecisions(unfinished.meta.id)->size() == 1);
+  CHECK(f.ledger->operations().listDecisions(finished_id)->size() == 1);  // the young one
   const Event recorded = allEvents(*f.ledger).back();
   CHECK(recorded.kind == "audit.pruned");
   CHECK(recorded.data["decisions"] == 1);
   CHECK(recorded.data["through_seq"] == 0);
   CHECK(verified(*f.ledger).ok);
 
-  REQUIRE(f.ledger->setOperationState(unfinished.meta.id, "CANCELLED", std::nullopt, "test").isOk());
-  CHECK(f.ledger->prune(policy, "retention")->decisions == 1);
-  CHECK(f.ledger->listDecisions(unfinished.meta.id)->empty());
+  REQUIRE(f.ledger->operations().setOperationState(unfinished.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  CHECK(f.ledger->audit().prune(policy, "retention")->decisions == 1);
+  CHECK(f.ledger->operations().listDecisions(unfinished.meta.id)->empty());
 }
 
 // Gives operation `id` (PENDING_APPROVAL) one approval by `actor`.
 void approveOnce(Ledger& ledger, int64_t id, const std::string& actor) {
-  auto approved = ledger.addApproval(id, std::nullopt, {actor, "approver", false, "", "", {}});
+  auto approved = ledger.operations().addApproval(id, std::nullopt, {actor, "approver", false, "", "", {}});
   REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
 }
 
@@ -332,15 +334,16 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
   const std::string meta = f.addInstance();
   // An operation approved by two people that then finished, six days before the prune.
   const Operation old_op = f.addOperation(meta);
-  REQUIRE(f.ledger->setOperationState(old_op.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(old_op.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
   Json two{{"approvals", {{"required", 2}}}};
-  Ledger::OperationUpdate needs_two;
+  OperationUpdate needs_two;
   needs_two.decision = two;
-  REQUIRE(f.ledger->updateOperation(old_op.meta.id, needs_two, "approval").isOk());
+  REQUIRE(f.ledger->operations().updateOperation(old_op.meta.id, needs_two, "approval").isOk());
   approveOnce(*f.ledger, old_op.meta.id, "alice");
   approveOnce(*f.ledger, old_op.meta.id, "carol");
-  REQUIRE(f.ledger->getOperation(old_op.meta.id)->state == "APPROVED");
-  REQUIRE(f.ledger->setOperationState(old_op.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  REQUIRE(f.ledger->operations().getOperation(old_op.meta.id)->state == "APPROVED");
+  REQUIRE(f.ledger->operations().setOperationState(old_op.meta.id, "CANCELLED", std::nullopt, "test").isOk());
   // A row whose operation does not exist (written by hand: nothing in tide writes one).
   {
     soci::session raw(soci::sqlite3, "db=" + db_file);
@@ -350,8 +353,9 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
   f.clock.advance(std::chrono::hours(24 * 6));
   // One still waiting with an approval given six days ago, and one that finished today.
   const Operation waiting = f.addOperation(meta);
-  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
-  REQUIRE(f.ledger->updateOperation(waiting.meta.id, needs_two, "approval").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(waiting.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().updateOperation(waiting.meta.id, needs_two, "approval").isOk());
   approveOnce(*f.ledger, waiting.meta.id, "alice");
   f.clock.advance(std::chrono::hours(24 * 6));
 
@@ -360,30 +364,30 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
   policy.batch = 1;  // a round of several prunes: each deletes one row
   int64_t approvals = 0;
   for (int round = 0; round < 10; ++round) {
-    auto pruned = f.ledger->prune(policy, "retention");
+    auto pruned = f.ledger->audit().prune(policy, "retention");
     REQUIRE_MESSAGE(pruned.isOk(), pruned.status().toString());
     approvals += pruned->approvals;
     if (pruned->approvals == 0) break;
   }
   CHECK(approvals == 3);  // alice's and carol's of the finished operation, and the orphan
-  CHECK(f.ledger->listApprovals(old_op.meta.id)->empty());
-  CHECK(f.ledger->listApprovals(99999)->empty());
-  REQUIRE(f.ledger->listApprovals(waiting.meta.id)->size() == 1);  // its operation still waits
-  const auto pruned_events = listAll(*f.ledger, &Ledger::listEvents, {{"kind", "audit.pruned"}});
+  CHECK(f.ledger->operations().listApprovals(old_op.meta.id)->empty());
+  CHECK(f.ledger->operations().listApprovals(99999)->empty());
+  REQUIRE(f.ledger->operations().listApprovals(waiting.meta.id)->size() == 1);  // its operation still waits
+  const auto pruned_events = listAll(f.ledger->audit(), &AuditRecords::listEvents, {{"kind", "audit.pruned"}});
   REQUIRE(pruned_events.isOk());
   REQUIRE(!pruned_events->empty());
   CHECK(pruned_events->front().data["approvals"] == 1);
 
   // Finished now, it keeps its approval until it has been finished for three days.
   approveOnce(*f.ledger, waiting.meta.id, "carol");
-  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "RUNNING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setOperationState(waiting.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
-  CHECK(f.ledger->prune(policy, "retention")->approvals == 0);
-  CHECK(f.ledger->listApprovals(waiting.meta.id)->size() == 2);
+  REQUIRE(f.ledger->operations().setOperationState(waiting.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(waiting.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  CHECK(f.ledger->audit().prune(policy, "retention")->approvals == 0);
+  CHECK(f.ledger->operations().listApprovals(waiting.meta.id)->size() == 2);
   f.clock.advance(std::chrono::hours(24 * 4));
   policy.batch = 100;
-  CHECK(f.ledger->prune(policy, "retention")->approvals == 2);
-  CHECK(f.ledger->listApprovals(waiting.meta.id)->empty());
+  CHECK(f.ledger->audit().prune(policy, "retention")->approvals == 2);
+  CHECK(f.ledger->operations().listApprovals(waiting.meta.id)->empty());
   f.ledger.reset();
   std::filesystem::remove_all(dir);
 }
@@ -391,28 +395,28 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
 TEST_CASE("audit: script versions beyond the kept count go with their texts, but never a file's current or last good version") {
   LedgerFixture f;
   // The first version's text, kept for a restart's fallback, goes with its row; the last good one's stays.
-  REQUIRE(f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", "first", "", "active", ""}).isOk());
-  REQUIRE(f.ledger->keepScriptText("first", "return 1").isOk());
-  REQUIRE(f.ledger->keepScriptText("active", "return 2").isOk());
+  REQUIRE(f.ledger->audit().recordScriptVersion({0, "policies/a.lua", "policy", "first", "", "active", ""}).isOk());
+  REQUIRE(f.ledger->audit().keepScriptText("first", "return 1").isOk());
+  REQUIRE(f.ledger->audit().keepScriptText("active", "return 2").isOk());
   for (const char* status : {"active", "failed", "active", "failed", "active", "unloaded", "failed", "failed"}) {
-    REQUIRE(f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", status, "", status, ""}).isOk());
+    REQUIRE(f.ledger->audit().recordScriptVersion({0, "policies/a.lua", "policy", status, "", status, ""}).isOk());
   }
-  REQUIRE(f.ledger->recordScriptVersion({0, "policies/b.lua", "policy", "x", "", "active", ""}).isOk());
+  REQUIRE(f.ledger->audit().recordScriptVersion({0, "policies/b.lua", "policy", "x", "", "active", ""}).isOk());
   model::RetentionPolicy policy;
   policy.script_versions_keep = 1;
-  auto pruned = f.ledger->prune(policy, "retention");
+  auto pruned = f.ledger->audit().prune(policy, "retention");
   REQUIRE(pruned.isOk());
   CHECK(pruned->script_versions == 6);
-  CHECK_FALSE(f.ledger->scriptText("first")->has_value());
-  CHECK(f.ledger->scriptText("active")->value() == "return 2");
+  CHECK_FALSE(f.ledger->audit().scriptText("first")->has_value());
+  CHECK(f.ledger->audit().scriptText("active")->value() == "return 2");
   std::vector<std::string> left;
-  auto versions = f.ledger->listScriptVersions("policies/a.lua");
+  auto versions = f.ledger->audit().listScriptVersions("policies/a.lua");
   REQUIRE(versions.isOk());
   for (const auto& v : *versions) left.push_back(v.status);
   // The newest of each status: the last active (a restart's fallback), unloaded, and the current failure.
   CHECK(left == std::vector<std::string>{"active", "unloaded", "failed"});
-  CHECK(f.ledger->listScriptVersions("policies/b.lua")->size() == 1);
-  CHECK(f.ledger->prune(policy, "retention")->total() == 0);
+  CHECK(f.ledger->audit().listScriptVersions("policies/b.lua")->size() == 1);
+  CHECK(f.ledger->audit().prune(policy, "retention")->total() == 0);
   CHECK(verified(*f.ledger).ok);
 }
 

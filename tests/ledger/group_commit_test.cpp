@@ -34,7 +34,9 @@ struct ScratchLedger {
 
 model::Capability capability(const std::string& name) { return {{}, name, "CPU", 10}; }
 
-bool hasCapability(ledger::Ledger& ledger, const std::string& name) { return ledger.getCapability(name).isOk(); }
+bool hasCapability(ledger::Ledger& ledger, const std::string& name) {
+  return ledger.inventory().getCapability(name).isOk();
+}
 
 TEST_CASE("a batch commits its writes in one transaction and a failing write rolls back alone") {
   ScratchLedger scratch;
@@ -44,11 +46,12 @@ TEST_CASE("a batch commits its writes in one transaction and a failing write rol
   {
     ledger::Ledger::Batch batch(*f.ledger);
     for (int i = 0; i < 20; ++i)
-      REQUIRE(f.ledger->createCapability(capability(std::string("c").append(std::to_string(i))), "t").isOk());
+      REQUIRE(
+          f.ledger->inventory().createCapability(capability(std::string("c").append(std::to_string(i))), "t").isOk());
     // A duplicate name fails inside the batch; the writes around it stay.
-    auto duplicate = f.ledger->createCapability(capability("c3"), "t");
+    auto duplicate = f.ledger->inventory().createCapability(capability("c3"), "t");
     CHECK_FALSE(duplicate.isOk());
-    REQUIRE(f.ledger->createCapability(capability("after"), "t").isOk());
+    REQUIRE(f.ledger->inventory().createCapability(capability("after"), "t").isOk());
     // This thread reads what its batch wrote before the batch commits.
     CHECK(hasCapability(*f.ledger, "after"));
     REQUIRE(batch.commit().isOk());
@@ -60,14 +63,14 @@ TEST_CASE("a batch commits its writes in one transaction and a failing write rol
   CHECK(hasCapability(*f.ledger, "c19"));
   CHECK(hasCapability(*f.ledger, "after"));
   CHECK(f.eventCount() == events_before + 21);  // no event of the failed write
-  CHECK(f.ledger->verifyEventChain().isOk());
+  CHECK(f.ledger->audit().verifyEventChain().isOk());
 }
 
 TEST_CASE("writes of an open batch are invisible to other threads until it commits") {
   ScratchLedger scratch;
   LedgerFixture f(scratch.url);
   ledger::Ledger::Batch batch(*f.ledger);
-  REQUIRE(f.ledger->createCapability(capability("pending"), "t").isOk());
+  REQUIRE(f.ledger->inventory().createCapability(capability("pending"), "t").isOk());
   bool seen_before = true;
   std::thread([&] { seen_before = hasCapability(*f.ledger, "pending"); }).join();
   CHECK_FALSE(seen_before);
@@ -80,11 +83,11 @@ TEST_CASE("writes of an open batch are invisible to other threads until it commi
 TEST_CASE("reads inside a snapshot see the moment it opened, and later reads see what committed since") {
   ScratchLedger scratch;
   LedgerFixture f(scratch.url);
-  REQUIRE(f.ledger->createCapability(capability("before"), "t").isOk());
+  REQUIRE(f.ledger->inventory().createCapability(capability("before"), "t").isOk());
   {
     ledger::Ledger::Snapshot one_moment(*f.ledger);
     CHECK(hasCapability(*f.ledger, "before"));  // the snapshot begins with its first read
-    std::thread([&] { REQUIRE(f.ledger->createCapability(capability("since"), "t").isOk()); }).join();
+    std::thread([&] { REQUIRE(f.ledger->inventory().createCapability(capability("since"), "t").isOk()); }).join();
     CHECK_FALSE(hasCapability(*f.ledger, "since"));
     {
       ledger::Ledger::Snapshot nested(*f.ledger);  // leaves the work to the outer one
@@ -102,7 +105,7 @@ TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
   ScratchLedger scratch;
   {
     LedgerFixture f(scratch.url);
-    REQUIRE(f.ledger->createCapability(capability("before"), "t").isOk());
+    REQUIRE(f.ledger->inventory().createCapability(capability("before"), "t").isOk());
   }
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
@@ -114,7 +117,10 @@ TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
     if (!ledger.isOk()) ::_exit(2);
     ledger::Ledger::Batch batch(**ledger);
     for (int i = 0; i < 50; ++i) {
-      if (!(*ledger)->createCapability(capability(std::string("lost").append(std::to_string(i))), "t").isOk())
+      if (!(*ledger)
+               ->inventory()
+               .createCapability(capability(std::string("lost").append(std::to_string(i))), "t")
+               .isOk())
         ::_exit(3);
     }
     ::_exit(0);  // dies with the batch open: no destructor, no commit
@@ -127,7 +133,7 @@ TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
   CHECK(hasCapability(*reopened.ledger, "before"));
   CHECK_FALSE(hasCapability(*reopened.ledger, "lost0"));
   CHECK_FALSE(hasCapability(*reopened.ledger, "lost49"));
-  CHECK(reopened.ledger->verifyEventChain().isOk());
+  CHECK(reopened.ledger->audit().verifyEventChain().isOk());
   auto violations = reopened.ledger->checkInvariants();
   REQUIRE(violations.isOk());
   CHECK(violations->empty());
@@ -145,7 +151,7 @@ TEST_CASE("writes from many threads are each durable when they return and share 
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {
         const std::string name = std::string("t").append(std::to_string(t)).append("-").append(std::to_string(i));
-        if (!f.ledger->createCapability(capability(name), "t").isOk()) ++failures;
+        if (!f.ledger->inventory().createCapability(capability(name), "t").isOk()) ++failures;
         // Durable on return: a reader connection sees it at once.
         if (!hasCapability(*f.ledger, name)) ++failures;
       }
@@ -159,24 +165,23 @@ TEST_CASE("writes from many threads are each durable when they return and share 
   CHECK(after.failed_commits == 0);
   ledger::ListOptions all;
   all.limit = ledger::kMaxPageSize;
-  auto page = f.ledger->listCapabilities(all);
+  auto page = f.ledger->inventory().listCapabilities(all);
   REQUIRE(page.isOk());
   CHECK(page->items.size() == kThreads * kEach);
-  CHECK(f.ledger->lastEventSeq() == f.eventCount());
+  CHECK(f.ledger->audit().lastEventSeq() == f.eventCount());
 }
 
 TEST_CASE("the change feed names every row a commit touched, once per commit, and nothing of a rolled-back batch") {
   LedgerFixture f;
   REQUIRE(f.ledger->changesTracked());
-  std::vector<std::vector<ledger::Ledger::RowChange>> commits;
-  const int id =
-      f.ledger->subscribe([&](const std::vector<ledger::Ledger::RowChange>& rows) { commits.push_back(rows); });
+  std::vector<std::vector<ledger::RowChange>> commits;
+  const int id = f.ledger->subscribe([&](const std::vector<ledger::RowChange>& rows) { commits.push_back(rows); });
   const std::string instance = f.addInstance();
   REQUIRE(!commits.empty());
-  auto meta = f.ledger->getMetaInstance(instance);
+  auto meta = f.ledger->instances().getMetaInstance(instance);
   REQUIRE(meta.isOk());
   commits.clear();
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "STOPPED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "STOPPED", std::nullopt, "t").isOk());
   REQUIRE(commits.size() == 1);
   std::set<std::string> tables;
   bool names_instance = false;
@@ -187,7 +192,7 @@ TEST_CASE("the change feed names every row a commit touched, once per commit, an
   CHECK(names_instance);
   CHECK(tables.count("events") == 1);
   f.ledger->unsubscribe(id);
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "ACTIVE", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "ACTIVE", std::nullopt, "t").isOk());
   CHECK(commits.size() == 1);
 }
 

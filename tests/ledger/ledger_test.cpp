@@ -35,7 +35,7 @@ TEST_CASE("ledger: migrations are applied once and recorded") {
 TEST_CASE("ledger: a node's remaining resources are derived from live reservations") {
   LedgerFixture f;
   const std::string meta = f.addInstance();
-  auto before = f.ledger->getNode("node-a");
+  auto before = f.ledger->inventory().getNode("node-a");
   REQUIRE(before.isOk());
   CHECK(before->remaining.cores == doctest::Approx(60));
   CHECK(before->remaining.memory_gib == doctest::Approx(480));
@@ -44,18 +44,18 @@ TEST_CASE("ledger: a node's remaining resources are derived from live reservatio
   ri.meta_instance = meta;
   ri.node = "node-a";
   ri.reservation = {4, 64};
-  auto created = f.ledger->createRuntimeInstance(ri, "test");
+  auto created = f.ledger->instances().createRuntimeInstance(ri, "test");
   REQUIRE_MESSAGE(created.isOk(), created.status().toString());
   CHECK(created->state == "PENDING");
-  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(56));
-  CHECK(f.ledger->getNode("node-a")->remaining.memory_gib == doctest::Approx(416));
-  CHECK(f.ledger->getNode("node-b")->remaining.cores == doctest::Approx(60));
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.cores == doctest::Approx(56));
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.memory_gib == doctest::Approx(416));
+  CHECK(f.ledger->inventory().getNode("node-b")->remaining.cores == doctest::Approx(60));
 
   // Terminal states release the reservation in the same transaction.
-  REQUIRE(f.ledger->setRuntimeInstanceState(created->meta.id, "STARTING", std::nullopt, "test").isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
-  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(60));
-  auto released = f.ledger->listEvents({100, 0, {{"subject", "runtime/" + std::to_string(created->meta.id)}}});
+  REQUIRE(f.ledger->instances().setRuntimeInstanceState(created->meta.id, "STARTING", std::nullopt, "test").isOk());
+  REQUIRE(f.ledger->instances().setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.cores == doctest::Approx(60));
+  auto released = f.ledger->audit().listEvents({100, 0, {{"subject", "runtime/" + std::to_string(created->meta.id)}}});
   REQUIRE(released.isOk());
   CHECK(released->items.back().data["released"]["cores"] == 4);
 }
@@ -68,26 +68,26 @@ TEST_CASE("ledger: a reservation that does not fit is refused and nothing is wri
   ri.meta_instance = meta;
   ri.node = "node-a";
   ri.reservation = {61, 1};
-  auto refused = f.ledger->createRuntimeInstance(ri, "test");
+  auto refused = f.ledger->instances().createRuntimeInstance(ri, "test");
   CHECK(refused.status().code() == Code::kUnprocessable);
   CHECK(refused.status().message().find("remaining 60") != std::string::npos);
   CHECK(f.eventCount() == events);
-  CHECK(f.ledger->listRuntimeInstances({})->items.empty());
+  CHECK(f.ledger->instances().listRuntimeInstances({})->items.empty());
 }
 
 TEST_CASE("ledger: a reservation whose volume does not fit its local volume is refused") {
   LedgerFixture f;
   f.addInventory();
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 3), "test").isOk());
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 3), "test").isOk());
   auto reserve = [&](double gib, const std::string& local) {
     RuntimeInstance ri;
-    ri.meta_instance = f.ledger->createMetaInstance("web", "d1", "t")->name;
+    ri.meta_instance = f.ledger->instances().createMetaInstance("web", "d1", "t")->name;
     ri.node = "node-a";
     ri.reservation = {1, 1};
     ri.volumes = Json::array({Json{
         {"id", ri.meta_instance + "-0"}, {"storage_class", "SSD"}, {"capacity_gib", gib}, {"local_volume", local}}});
-    return f.ledger->createRuntimeInstance(ri, "t");
+    return f.ledger->instances().createRuntimeInstance(ri, "t");
   };
   REQUIRE(reserve(1000, "/mnt/u001").isOk());  // node-a's /mnt/u001 holds 1024 GiB
   const int64_t events = f.eventCount();
@@ -108,60 +108,62 @@ TEST_CASE("ledger: a meta instance has at most one active runtime instance") {
   active.meta_instance = meta;
   active.node = "node-a";
   active.reservation = {1, 1};
-  REQUIRE(f.ledger->createRuntimeInstance(active, "test").isOk());
+  REQUIRE(f.ledger->instances().createRuntimeInstance(active, "test").isOk());
   RuntimeInstance second = active;
   second.node = "node-b";
-  CHECK(f.ledger->createRuntimeInstance(second, "test").status().code() == Code::kConflict);
+  CHECK(f.ledger->instances().createRuntimeInstance(second, "test").status().code() == Code::kConflict);
   second.is_active = false;  // a passive one, as during RELOCATE
-  CHECK(f.ledger->createRuntimeInstance(second, "test").isOk());
+  CHECK(f.ledger->instances().createRuntimeInstance(second, "test").isOk());
   CHECK(f.ledger->checkInvariants()->empty());
 }
 
 TEST_CASE("ledger: invalid transitions and stale generations write nothing") {
   LedgerFixture f;
   f.addInventory();
-  auto node = f.ledger->getNode("node-a");
+  auto node = f.ledger->inventory().getNode("node-a");
   REQUIRE(node.isOk());
   CHECK(node->state == "ALLOCATED");
   const int64_t events = f.eventCount();
 
-  auto invalid = f.ledger->setNodeState("node-a", "SANITIZING", node->meta.generation, "test");
+  auto invalid = f.ledger->inventory().setNodeState("node-a", "SANITIZING", node->meta.generation, "test");
   REQUIRE(invalid.isOk());  // ALLOCATED → SANITIZING is allowed
-  auto back = f.ledger->setNodeState("node-a", "ALLOCATED", std::nullopt, "test");
+  auto back = f.ledger->inventory().setNodeState("node-a", "ALLOCATED", std::nullopt, "test");
   CHECK(back.status().code() == Code::kConflict);  // SANITIZING → ALLOCATED is not
   CHECK(f.eventCount() == events + 1);
 
-  auto cordoned = f.ledger->setNodeState("node-b", "CORDONED", node->meta.generation, "test");
+  auto cordoned = f.ledger->inventory().setNodeState("node-b", "CORDONED", node->meta.generation, "test");
   REQUIRE(cordoned.isOk());
   CHECK(cordoned->meta.generation == node->meta.generation + 1);
-  auto stale = f.ledger->setNodeState("node-b", "ALLOCATED", node->meta.generation, "test");
+  auto stale = f.ledger->inventory().setNodeState("node-b", "ALLOCATED", node->meta.generation, "test");
   CHECK(stale.status().code() == Code::kConflict);
   CHECK(stale.status().message().find("stale generation") != std::string::npos);
-  CHECK(f.ledger->getNode("node-b")->state == "CORDONED");
+  CHECK(f.ledger->inventory().getNode("node-b")->state == "CORDONED");
   CHECK(f.eventCount() == events + 2);
 }
 
 TEST_CASE("ledger: names are unique among live records and free again after a soft delete") {
   LedgerFixture f;
   f.addInventory();
-  CHECK(f.ledger->createNode(LedgerFixture::node("node-a"), "test").status().code() == Code::kAlreadyExists);
-  REQUIRE(f.ledger->deleteNode("node-a", std::nullopt, "test").isOk());
-  CHECK(f.ledger->getNode("node-a").status().code() == Code::kNotFound);
-  CHECK(f.ledger->listNodes({})->items.size() == 1);
-  CHECK(f.ledger->createNode(LedgerFixture::node("node-a"), "test").isOk());
-  CHECK(f.ledger->deleteCapability("nvidia-v100", std::nullopt, "test").code() == Code::kConflict);
-  CHECK(f.ledger->deleteCluster("local", std::nullopt, "test").code() == Code::kConflict);
+  CHECK(f.ledger->inventory().createNode(LedgerFixture::node("node-a"), "test").status().code() ==
+        Code::kAlreadyExists);
+  REQUIRE(f.ledger->inventory().deleteNode("node-a", std::nullopt, "test").isOk());
+  CHECK(f.ledger->inventory().getNode("node-a").status().code() == Code::kNotFound);
+  CHECK(f.ledger->inventory().listNodes({})->items.size() == 1);
+  CHECK(f.ledger->inventory().createNode(LedgerFixture::node("node-a"), "test").isOk());
+  CHECK(f.ledger->inventory().deleteCapability("nvidia-v100", std::nullopt, "test").code() == Code::kConflict);
+  CHECK(f.ledger->inventory().deleteCluster("local", std::nullopt, "test").code() == Code::kConflict);
 }
 
 TEST_CASE("ledger: references must exist and be of the right kind") {
   LedgerFixture f;
   f.addInventory();
-  CHECK(f.ledger->createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() == Code::kUnprocessable);
+  CHECK(f.ledger->inventory().createNode(LedgerFixture::node("node-c", "nowhere"), "test").status().code() ==
+        Code::kUnprocessable);
   // A capability nobody declared is kept, with a warning: MRDS's node files name such ones.
   auto undeclared_capability = LedgerFixture::node("node-c");
   undeclared_capability.capabilities = {"tpu-v9"};
   std::vector<ErrorDetail> warnings;
-  auto kept = f.ledger->createNode(undeclared_capability, "test", &warnings);
+  auto kept = f.ledger->inventory().createNode(undeclared_capability, "test", &warnings);
   REQUIRE(kept.isOk());
   CHECK(kept->capabilities == std::vector<std::string>{"tpu-v9"});
   REQUIRE(warnings.size() == 1);
@@ -169,17 +171,18 @@ TEST_CASE("ledger: references must exist and be of the right kind") {
 
   auto plan = LedgerFixture::plan();
   plan.matching_capabilities = {{"GPU", "IN", {"intel-xeon"}}};
-  auto mistyped = f.ledger->createPlan(plan, "test");
+  auto mistyped = f.ledger->plans().createPlan(plan, "test");
   CHECK(mistyped.status().code() == Code::kUnprocessable);
   CHECK(mistyped.status().details().front().field == "matching_capabilities[0].names");
 
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "test").isOk());
   auto wrong_payload = LedgerFixture::deployment("d1", 1);
   wrong_payload.payload_coordinates[0].payload_name = "other";
-  CHECK(f.ledger->addDeployment(wrong_payload, "test").status().code() == Code::kUnprocessable);
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
-  CHECK(f.ledger->addDeployment(LedgerFixture::deployment("d1", 2), "test").status().code() == Code::kAlreadyExists);
-  auto d = f.ledger->getDeployment("web", "d1");
+  CHECK(f.ledger->plans().addDeployment(wrong_payload, "test").status().code() == Code::kUnprocessable);
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
+  CHECK(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 2), "test").status().code() ==
+        Code::kAlreadyExists);
+  auto d = f.ledger->plans().getDeployment("web", "d1");
   REQUIRE(d.isOk());
   CHECK(d->state == "PENDING");
   CHECK(d->payload_coordinates[0].coordinates["image"] == "nginx:latest");
@@ -192,29 +195,31 @@ TEST_CASE("ledger: one unfinished operation per meta instance, higher priority s
   create.meta_instance = meta;
   create.type = "CREATE";
   create.intent = "d1";
-  auto first = f.ledger->createOperation(create, "controller");
+  auto first = f.ledger->operations().createOperation(create, "controller");
   REQUIRE(first.isOk());
   CHECK(first->requested_by == "controller");
-  CHECK(f.ledger->createOperation(create, "controller").status().code() == Code::kConflict);
+  CHECK(f.ledger->operations().createOperation(create, "controller").status().code() == Code::kConflict);
 
   Operation stop = create;
   stop.type = "STOP";
   stop.priority = 10;
-  auto second = f.ledger->createOperation(stop, "alice");
+  auto second = f.ledger->operations().createOperation(stop, "alice");
   REQUIRE(second.isOk());
-  CHECK(f.ledger->getOperation(first->meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(first->meta.id)->state == "CANCELLED");
 
-  REQUIRE(f.ledger->setOperationState(second->meta.id, "APPROVED", std::nullopt, "bob", "ok", "bob").isOk());
-  CHECK(f.ledger->getOperation(second->meta.id)->approved_by == "bob");
+  REQUIRE(
+      f.ledger->operations().setOperationState(second->meta.id, "APPROVED", std::nullopt, "bob", "ok", "bob").isOk());
+  CHECK(f.ledger->operations().getOperation(second->meta.id)->approved_by == "bob");
   Operation urgent = create;
   urgent.type = "DELETE";
   urgent.priority = 100;
-  CHECK(f.ledger->createOperation(urgent, "alice").status().code() == Code::kConflict);  // approved: not replaceable
+  CHECK(f.ledger->operations().createOperation(urgent, "alice").status().code() ==
+        Code::kConflict);  // approved: not replaceable
   CHECK(f.ledger->checkInvariants()->empty());
 
   Operation bogus = create;
   bogus.type = "EXPLODE";
-  CHECK(f.ledger->createOperation(bogus, "alice").status().code() == Code::kInvalidArgument);
+  CHECK(f.ledger->operations().createOperation(bogus, "alice").status().code() == Code::kInvalidArgument);
 }
 
 TEST_CASE("ledger: a requester's reason is the operation's first message and stays in its created event") {
@@ -225,10 +230,10 @@ TEST_CASE("ledger: a requester's reason is the operation's first message and sta
   restart.type = "CREATE";
   restart.intent = "user";
   restart.message = "INC-4711: bring it up";
-  auto created = f.ledger->createOperation(restart, "alice");
+  auto created = f.ledger->operations().createOperation(restart, "alice");
   REQUIRE(created.isOk());
   CHECK(created->message == "INC-4711: bring it up");
-  auto events = f.ledger->listEvents({100, 0, {{"subject", "operation/" + std::to_string(created->meta.id)}}});
+  auto events = f.ledger->audit().listEvents({100, 0, {{"subject", "operation/" + std::to_string(created->meta.id)}}});
   REQUIRE(events.isOk());
   REQUIRE(events->items.size() == 1);
   CHECK(events->items[0].kind == "operation.created");
@@ -238,35 +243,36 @@ TEST_CASE("ledger: a requester's reason is the operation's first message and sta
 TEST_CASE("ledger: lists paginate by id and reject unknown filters") {
   LedgerFixture f;
   f.addInventory();
-  for (int i = 0; i < 5; ++i) REQUIRE(f.ledger->createNode(LedgerFixture::node("n" + std::to_string(i)), "t").isOk());
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(f.ledger->inventory().createNode(LedgerFixture::node("n" + std::to_string(i)), "t").isOk());
   ListOptions page;
   page.limit = 3;
-  auto first = f.ledger->listNodes(page);
+  auto first = f.ledger->inventory().listNodes(page);
   REQUIRE(first.isOk());
   CHECK(first->items.size() == 3);
   REQUIRE(first->next_after != 0);
   page.after = first->next_after;
-  auto second = f.ledger->listNodes(page);
+  auto second = f.ledger->inventory().listNodes(page);
   CHECK(second->items.size() == 3);
   page.after = second->next_after;
-  auto third = f.ledger->listNodes(page);
+  auto third = f.ledger->inventory().listNodes(page);
   CHECK(third->items.size() == 1);
   CHECK(third->next_after == 0);
-  CHECK(f.ledger->listNodes({100, 0, {{"state", "CORDONED"}}})->items.empty());
-  CHECK(f.ledger->listNodes({100, 0, {{"cluster", "local"}}})->items.size() == 7);
-  auto bad = f.ledger->listNodes({100, 0, {{"colour", "blue"}}});
+  CHECK(f.ledger->inventory().listNodes({100, 0, {{"state", "CORDONED"}}})->items.empty());
+  CHECK(f.ledger->inventory().listNodes({100, 0, {{"cluster", "local"}}})->items.size() == 7);
+  auto bad = f.ledger->inventory().listNodes({100, 0, {{"colour", "blue"}}});
   CHECK(bad.status().code() == Code::kInvalidArgument);
   CHECK(bad.status().details().front().field == "colour");
 }
 
 TEST_CASE("ledger: since and until are a time window of timestamps, compared as the stored ones") {
   LedgerFixture f;  // 2026-01-01T00:00:00.000Z
-  REQUIRE(f.ledger->appendEvent("test.first", "test/1", Json::object(), "t").isOk());
+  REQUIRE(f.ledger->audit().appendEvent("test.first", "test/1", Json::object(), "t").isOk());
   f.clock.advance(std::chrono::milliseconds(500));
-  REQUIRE(f.ledger->appendEvent("test.second", "test/1", Json::object(), "t").isOk());
+  REQUIRE(f.ledger->audit().appendEvent("test.second", "test/1", Json::object(), "t").isOk());
   auto kinds = [&](const std::map<std::string, std::string>& filters) {
     std::vector<std::string> out;
-    auto page = f.ledger->listEvents({100, 0, filters});
+    auto page = f.ledger->audit().listEvents({100, 0, filters});
     REQUIRE_MESSAGE(page.isOk(), page.status().toString());
     for (const model::Event& event : page->items) out.push_back(event.kind);
     return out;
@@ -278,13 +284,13 @@ TEST_CASE("ledger: since and until are a time window of timestamps, compared as 
   CHECK(kinds({{"since", "2026-01-01T00:00:00.5Z"}}) == Kinds{"test.second"});
   CHECK(kinds({{"since", "2026-01-01T00:00:01Z"}}).empty());
   for (const char* key : {"since", "until"}) {
-    auto bad = f.ledger->listEvents({100, 0, {{key, "2h"}}});
+    auto bad = f.ledger->audit().listEvents({100, 0, {{key, "2h"}}});
     CHECK(bad.status().code() == Code::kInvalidArgument);
     CHECK(bad.status().details().front().field == key);
-    auto bad_operations = f.ledger->listOperations({100, 0, {{key, "soon"}}});
+    auto bad_operations = f.ledger->operations().listOperations({100, 0, {{key, "soon"}}});
     CHECK(bad_operations.status().details().front().field == key);
   }
-  CHECK(f.ledger->listNodes({100, 0, {{"since", "2026-01-01T00:00:00Z"}}}).status().code() ==
+  CHECK(f.ledger->inventory().listNodes({100, 0, {{"since", "2026-01-01T00:00:00Z"}}}).status().code() ==
         Code::kInvalidArgument);  // a list without a time window
 }
 
@@ -294,20 +300,20 @@ TEST_CASE("ledger: events are hash-chained and tampering is detected") {
   {
     LedgerFixture f(url);
     f.addInventory();
-    CHECK(f.ledger->verifyEventChain().isOk());
-    auto events = f.ledger->listEvents({});
+    CHECK(f.ledger->audit().verifyEventChain().isOk());
+    auto events = f.ledger->audit().listEvents({});
     REQUIRE(events->items.size() == 6);
     CHECK(events->items[0].prev_hash.empty());
     CHECK(events->items[1].prev_hash == events->items[0].hash);
     CHECK(events->items[0].kind == "capability.created");
-    CHECK(f.ledger->listEvents({100, 0, {{"kind", "node.*"}}})->items.size() == 2);
+    CHECK(f.ledger->audit().listEvents({100, 0, {{"kind", "node.*"}}})->items.size() == 2);
   }
   {
     soci::session raw(soci::sqlite3, "db=" + (dir / "tide.db").string());
     raw << "UPDATE events SET actor = 'mallory' WHERE seq = 3";
   }
   LedgerFixture reopened(url);
-  Status broken = reopened.ledger->verifyEventChain();
+  Status broken = reopened.ledger->audit().verifyEventChain();
   CHECK(broken.code() == Code::kInternal);
   CHECK(broken.message().find("event seq 3: hash mismatch") != std::string::npos);
   CHECK_FALSE(reopened.ledger->checkInvariants()->empty());
@@ -319,9 +325,9 @@ TEST_CASE("ledger: the event chain continues from the last committed event after
   f.addInventory();
   {
     Ledger::Batch batch(*f.ledger);
-    REQUIRE(f.ledger->createCapability({{}, "in-batch", "CPU", 1}, "test").isOk());
-    CHECK_FALSE(f.ledger->createNode(LedgerFixture::node("node-a"), "test").isOk());  // a duplicate
-    REQUIRE(f.ledger->createNode(LedgerFixture::node("node-c"), "test").isOk());
+    REQUIRE(f.ledger->inventory().createCapability({{}, "in-batch", "CPU", 1}, "test").isOk());
+    CHECK_FALSE(f.ledger->inventory().createNode(LedgerFixture::node("node-a"), "test").isOk());  // a duplicate
+    REQUIRE(f.ledger->inventory().createNode(LedgerFixture::node("node-c"), "test").isOk());
     REQUIRE(batch.commit().isOk());
   }
   // A manifest whose second node fails appends events of its first ones, then rolls back.
@@ -330,10 +336,10 @@ TEST_CASE("ledger: the event chain continues from the last committed event after
   manifest.nodes.push_back({LedgerFixture::node("node-d"), "m.yaml:2"});
   manifest.nodes.push_back({LedgerFixture::node("node-e", "elsewhere"), "m.yaml:3"});
   CHECK_FALSE(f.ledger->applyManifest(manifest, "test").isOk());
-  REQUIRE(f.ledger->createNode(LedgerFixture::node("node-f"), "test").isOk());
+  REQUIRE(f.ledger->inventory().createNode(LedgerFixture::node("node-f"), "test").isOk());
 
-  CHECK(f.ledger->verifyEventChain().isOk());
-  auto events = f.ledger->listEvents({});
+  CHECK(f.ledger->audit().verifyEventChain().isOk());
+  auto events = f.ledger->audit().listEvents({});
   REQUIRE(events->items.size() == 9);
   for (std::size_t i = 0; i < events->items.size(); ++i) CHECK(events->items[i].seq == static_cast<int64_t>(i + 1));
   CHECK(events->items.back().subject == "node/node-f");
@@ -348,10 +354,10 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
   }
   LedgerFixture again(url);
   CHECK(again.ledger->schemaVersion() == 14);
-  CHECK(again.ledger->listNodes({})->items.size() == 2);
-  CHECK(again.ledger->getDeployment("web", "d1")->state == "PENDING");
-  CHECK(again.ledger->listMetaInstances({})->items.size() == 1);
-  CHECK(again.ledger->verifyEventChain().isOk());
+  CHECK(again.ledger->inventory().listNodes({})->items.size() == 2);
+  CHECK(again.ledger->plans().getDeployment("web", "d1")->state == "PENDING");
+  CHECK(again.ledger->instances().listMetaInstances({})->items.size() == 1);
+  CHECK(again.ledger->audit().verifyEventChain().isOk());
   std::filesystem::remove_all(dir);
 }
 
@@ -363,35 +369,35 @@ TEST_CASE("ledger: a plan's placement is stored and read back") {
     f.addInventory();
     model::Plan packed = LedgerFixture::plan("packed");
     packed.placement = {3, true};
-    auto created = f.ledger->createPlan(packed, "test");
+    auto created = f.ledger->plans().createPlan(packed, "test");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     CHECK(created->placement.max_per_node == 3);
     CHECK(created->placement.bin_pack);
-    REQUIRE(f.ledger->createPlan(LedgerFixture::plan("plain"), "test").isOk());
+    REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan("plain"), "test").isOk());
 
     for (int refused : {0, model::kMaxPerNodeLimit + 1}) {
       model::Plan bad = LedgerFixture::plan("bad");
       bad.placement.max_per_node = refused;
-      auto status = f.ledger->createPlan(bad, "test").status();
+      auto status = f.ledger->plans().createPlan(bad, "test").status();
       CHECK(status.code() == Code::kInvalidArgument);
       REQUIRE(status.details().size() == 1);
       CHECK(status.details()[0].field == "placement.max_per_node");
     }
   }
   LedgerFixture again(url);
-  auto packed = again.ledger->getPlan("packed");
+  auto packed = again.ledger->plans().getPlan("packed");
   REQUIRE(packed.isOk());
   CHECK(packed->placement.max_per_node == 3);
   CHECK(packed->placement.bin_pack);
-  auto plain = again.ledger->getPlan("plain");
+  auto plain = again.ledger->plans().getPlan("plain");
   REQUIRE(plain.isOk());
   CHECK(plain->placement.max_per_node == 1);
   CHECK_FALSE(plain->placement.bin_pack);
-  auto listed = again.ledger->listPlans({});
+  auto listed = again.ledger->plans().listPlans({});
   REQUIRE(listed.isOk());
   REQUIRE(listed->items.size() == 2);
   CHECK(listed->items[0].placement.max_per_node == 3);
-  CHECK_FALSE(again.ledger->getPlan("bad").isOk());
+  CHECK_FALSE(again.ledger->plans().getPlan("bad").isOk());
   std::filesystem::remove_all(dir);
 }
 
@@ -414,7 +420,7 @@ TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one p
   }
   LedgerFixture migrated("sqlite://" + path);
   CHECK(migrated.ledger->schemaVersion() == 14);
-  auto old = migrated.ledger->getPlan("old");
+  auto old = migrated.ledger->plans().getPlan("old");
   REQUIRE_MESSAGE(old.isOk(), old.status().toString());
   CHECK(old->applications.size() == 1);
   CHECK(old->placement.max_per_node == 1);
@@ -444,7 +450,7 @@ TEST_CASE("ledger: deployments of a ledger from before plan snapshots keep their
                         "'2026-01-01T00:00:00.000Z')";
   }
   LedgerFixture migrated("sqlite://" + path);
-  auto d1 = migrated.ledger->getDeployment("old", "d1");
+  auto d1 = migrated.ledger->plans().getDeployment("old", "d1");
   REQUIRE_MESSAGE(d1.isOk(), d1.status().toString());
   CHECK(d1->plan_generation == 5);
   REQUIRE(d1->plan_snapshot != nullptr);
@@ -458,21 +464,21 @@ TEST_CASE("ledger: deployments of a ledger from before plan snapshots keep their
 
 TEST_CASE("ledger: waitForEvents wakes when another thread writes") {
   LedgerFixture f;
-  const int64_t last = f.ledger->lastEventSeq();
-  CHECK_FALSE(f.ledger->waitForEvents(last, std::chrono::milliseconds(1)));
-  std::thread writer([&] { CHECK(f.ledger->appendEvent("alarm.test", "system", {{"n", 1}}, "test").isOk()); });
-  CHECK(f.ledger->waitForEvents(last, std::chrono::seconds(30)));
+  const int64_t last = f.ledger->audit().lastEventSeq();
+  CHECK_FALSE(f.ledger->audit().waitForEvents(last, std::chrono::milliseconds(1)));
+  std::thread writer([&] { CHECK(f.ledger->audit().appendEvent("alarm.test", "system", {{"n", 1}}, "test").isOk()); });
+  CHECK(f.ledger->audit().waitForEvents(last, std::chrono::seconds(30)));
   writer.join();
-  CHECK(f.ledger->lastEventSeq() == last + 1);
+  CHECK(f.ledger->audit().lastEventSeq() == last + 1);
 }
 
 TEST_CASE("ledger: concurrent reservations never over-commit a node") {
   LedgerFixture f;
   f.addInventory();
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 40), "test").isOk());
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 40), "test").isOk());
   std::vector<std::string> metas;
-  for (int i = 0; i < 40; ++i) metas.push_back(f.ledger->createMetaInstance("web", "d1", "t")->name);
+  for (int i = 0; i < 40; ++i) metas.push_back(f.ledger->instances().createMetaInstance("web", "d1", "t")->name);
   std::atomic<int> placed{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -482,13 +488,13 @@ TEST_CASE("ledger: concurrent reservations never over-commit a node") {
         ri.meta_instance = metas[i];
         ri.node = "node-a";
         ri.reservation = {4, 1};  // 60 free cores hold 15 of these
-        if (f.ledger->createRuntimeInstance(ri, "t").isOk()) ++placed;
+        if (f.ledger->instances().createRuntimeInstance(ri, "t").isOk()) ++placed;
       }
     });
   }
   for (auto& t : threads) t.join();
   CHECK(placed == 15);
-  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(0));
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.cores == doctest::Approx(0));
   CHECK(f.ledger->checkInvariants()->empty());
 }
 
@@ -519,34 +525,36 @@ nodes:
   CHECK(applied.status().message().rfind("nodes.yaml:12: ", 0) == 0);
   CHECK(applied.status().details().front().location == "nodes.yaml:12");
   CHECK(f.eventCount() == 0);
-  CHECK(f.ledger->listCapabilities({})->items.empty());
-  CHECK(f.ledger->listNodes({})->items.empty());
+  CHECK(f.ledger->inventory().listCapabilities({})->items.empty());
+  CHECK(f.ledger->inventory().listNodes({})->items.empty());
 
   manifest->nodes.pop_back();
   auto ok = f.ledger->applyManifest(*manifest, "test");
   REQUIRE_MESSAGE(ok.isOk(), ok.status().toString());
   CHECK(ok->nodes == std::vector<std::string>{"worker-1"});
-  CHECK(f.ledger->getNode("worker-1")->remaining.cores == doctest::Approx(7));
+  CHECK(f.ledger->inventory().getNode("worker-1")->remaining.cores == doctest::Approx(7));
 }
 
 TEST_CASE("ledger: tokens are stored by hash and looked up by it") {
   LedgerFixture f;
-  CHECK(f.ledger->countTokens() == 0);
-  REQUIRE(f.ledger->createToken("admin", "abc123", "admin", "bootstrap").isOk());
-  CHECK(f.ledger->findToken("abc123")->role == "admin");
-  CHECK(f.ledger->findToken("nope").status().code() == Code::kNotFound);
-  CHECK(f.ledger->createToken("x", "def", "god", "bootstrap").status().code() == Code::kInvalidArgument);
-  CHECK(f.ledger->countTokens() == 1);
+  CHECK(f.ledger->tokens().countTokens() == 0);
+  REQUIRE(f.ledger->tokens().createToken("admin", "abc123", "admin", "bootstrap").isOk());
+  CHECK(f.ledger->tokens().findToken("abc123")->role == "admin");
+  CHECK(f.ledger->tokens().findToken("nope").status().code() == Code::kNotFound);
+  CHECK(f.ledger->tokens().createToken("x", "def", "god", "bootstrap").status().code() == Code::kInvalidArgument);
+  CHECK(f.ledger->tokens().countTokens() == 1);
 }
 
 TEST_CASE("ledger: script versions and decisions are recorded") {
   LedgerFixture f;
-  auto v = f.ledger->recordScriptVersion({0, "policies/a.lua", "policy", "deadbeef", "", "active", ""});
+  auto v = f.ledger->audit().recordScriptVersion({0, "policies/a.lua", "policy", "deadbeef", "", "active", ""});
   REQUIRE(v.isOk());
   CHECK(v->loaded_at == "2026-01-01T00:00:00.000Z");
-  CHECK(f.ledger->listScriptVersions("policies/a.lua")->size() == 1);
-  REQUIRE(f.ledger->recordDecisions({{0, 7, "a", "deadbeef", "approve", Json::array({"ok"}), 12, "", ""}}).isOk());
-  auto decisions = f.ledger->listDecisions(7);
+  CHECK(f.ledger->audit().listScriptVersions("policies/a.lua")->size() == 1);
+  REQUIRE(f.ledger->operations()
+              .recordDecisions({{0, 7, "a", "deadbeef", "approve", Json::array({"ok"}), 12, "", ""}})
+              .isOk());
+  auto decisions = f.ledger->operations().listDecisions(7);
   REQUIRE(decisions->size() == 1);
   CHECK(decisions->front().script_sha256 == "deadbeef");
   CHECK(decisions->front().reasons[0] == "ok");
@@ -554,10 +562,10 @@ TEST_CASE("ledger: script versions and decisions are recorded") {
 
 TEST_CASE("ledger: a script version's text is kept once by its sha256 and read back") {
   LedgerFixture f;
-  CHECK(f.ledger->scriptText("deadbeef")->has_value() == false);
-  REQUIRE(f.ledger->keepScriptText("deadbeef", "return {}").isOk());
-  REQUIRE(f.ledger->keepScriptText("deadbeef", "return {}").isOk());
-  CHECK(f.ledger->scriptText("deadbeef")->value() == "return {}");
+  CHECK(f.ledger->audit().scriptText("deadbeef")->has_value() == false);
+  REQUIRE(f.ledger->audit().keepScriptText("deadbeef", "return {}").isOk());
+  REQUIRE(f.ledger->audit().keepScriptText("deadbeef", "return {}").isOk());
+  CHECK(f.ledger->audit().scriptText("deadbeef")->value() == "return {}");
   CHECK(f.eventCount() == 0);
 }
 
@@ -568,39 +576,40 @@ TEST_CASE("ledger: a reservation made for an operation is recorded on it, once")
   op.meta_instance = name;
   op.type = "CREATE";
   op.intent = "d1";
-  auto created = f.ledger->createOperation(op, "test");
+  auto created = f.ledger->operations().createOperation(op, "test");
   REQUIRE(created.isOk());
   model::RuntimeInstance ri;
   ri.meta_instance = name;
   ri.node = "node-a";
   ri.reservation = {4, 64};
-  auto reserved = f.ledger->reserveForOperation(created->meta.id, ri, "test");
+  auto reserved = f.ledger->instances().reserveForOperation(created->meta.id, ri, "test");
   REQUIRE(reserved.isOk());
-  auto reloaded = f.ledger->getOperation(created->meta.id);
+  auto reloaded = f.ledger->operations().getOperation(created->meta.id);
   REQUIRE(reloaded.isOk());
   CHECK(reloaded->target["runtime_instance"] == reserved->meta.id);
   CHECK(reloaded->target["node"] == "node-a");
-  CHECK(f.ledger->reserveForOperation(created->meta.id, ri, "test").status().code() == Code::kConflict);
-  auto node = f.ledger->getNode("node-a");
+  CHECK(f.ledger->instances().reserveForOperation(created->meta.id, ri, "test").status().code() == Code::kConflict);
+  auto node = f.ledger->inventory().getNode("node-a");
   CHECK(node->remaining.cores == doctest::Approx(64 - 4 - 4));
 }
 
 TEST_CASE("ledger: an instance and its first operation are created together") {
   LedgerFixture f;
   f.addInventory();
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "test").isOk());
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d1", 1), "test").isOk());
   model::Operation op;
   op.type = "CREATE";
   op.intent = "d1";
-  auto created = f.ledger->createInstanceWithOperation("web", "d1", op, "controller");
+  auto created = f.ledger->operations().createInstanceWithOperation("web", "d1", op, "controller");
   REQUIRE(created.isOk());
-  CHECK(f.ledger->getMetaInstance(created->meta_instance)->deployment_id == "d1");
+  CHECK(f.ledger->instances().getMetaInstance(created->meta_instance)->deployment_id == "d1");
   op.type = "EXPLODE";
   const int64_t before = f.eventCount();
-  CHECK(f.ledger->createInstanceWithOperation("web", "d1", op, "controller").status().code() == Code::kInvalidArgument);
+  CHECK(f.ledger->operations().createInstanceWithOperation("web", "d1", op, "controller").status().code() ==
+        Code::kInvalidArgument);
   CHECK(f.eventCount() == before);  // no meta instance without its operation
-  auto latest = f.ledger->latestOperations();
+  auto latest = f.ledger->operations().latestOperations();
   REQUIRE(latest.isOk());
   REQUIRE(latest->size() == 1);
   CHECK(latest->front().meta.id == created->meta.id);
@@ -609,45 +618,47 @@ TEST_CASE("ledger: an instance and its first operation are created together") {
 TEST_CASE("ledger: runtime facts, activation and deployment moves") {
   LedgerFixture f;
   const std::string name = f.addInstance();
-  REQUIRE(f.ledger->addDeployment(LedgerFixture::deployment("d2", 1), "test").isOk());
+  REQUIRE(f.ledger->plans().addDeployment(LedgerFixture::deployment("d2", 1), "test").isOk());
   model::RuntimeInstance ri;
   ri.meta_instance = name;
   ri.node = "node-a";
-  auto first = f.ledger->createRuntimeInstance(ri, "test");
+  auto first = f.ledger->instances().createRuntimeInstance(ri, "test");
   REQUIRE(first.isOk());
   ri.node = "node-b";
   ri.is_active = false;
-  auto second = f.ledger->createRuntimeInstance(ri, "test");
+  auto second = f.ledger->instances().createRuntimeInstance(ri, "test");
   REQUIRE(second.isOk());
 
-  ledger::Ledger::RuntimeUpdate update;
+  ledger::RuntimeUpdate update;
   update.healthy = true;
   update.ports = Json{{"tcp/80", 31000}};
   update.driver_handle = "pid:1:2";
-  auto updated = f.ledger->updateRuntimeInstance(second->meta.id, update, second->meta.generation, "observer");
+  auto updated =
+      f.ledger->instances().updateRuntimeInstance(second->meta.id, update, second->meta.generation, "observer");
   REQUIRE(updated.isOk());
   CHECK(updated->healthy);
   CHECK(updated->ports["tcp/80"] == 31000);
   CHECK(updated->driver_handle == "pid:1:2");
   // A writer that read the record before that update is refused, and changes nothing.
-  ledger::Ledger::RuntimeUpdate stale;
+  ledger::RuntimeUpdate stale;
   stale.healthy = false;
-  auto refused = f.ledger->updateRuntimeInstance(second->meta.id, stale, second->meta.generation, "observer");
+  auto refused =
+      f.ledger->instances().updateRuntimeInstance(second->meta.id, stale, second->meta.generation, "observer");
   CHECK(refused.status().code() == Code::kConflict);
-  CHECK(f.ledger->getRuntimeInstance(second->meta.id)->healthy);
+  CHECK(f.ledger->instances().getRuntimeInstance(second->meta.id)->healthy);
 
-  auto activated = f.ledger->activateRuntimeInstance(second->meta.id, "executor");
+  auto activated = f.ledger->instances().activateRuntimeInstance(second->meta.id, "executor");
   REQUIRE(activated.isOk());
   CHECK(activated->is_active);
-  CHECK_FALSE(f.ledger->getRuntimeInstance(first->meta.id)->is_active);
-  auto current = f.ledger->currentRuntimeInstances();
+  CHECK_FALSE(f.ledger->instances().getRuntimeInstance(first->meta.id)->is_active);
+  auto current = f.ledger->instances().currentRuntimeInstances();
   REQUIRE(current.isOk());
   CHECK(current->size() == 2);
 
-  auto moved = f.ledger->setMetaInstanceDeployment(name, "d2", "controller");
+  auto moved = f.ledger->instances().setMetaInstanceDeployment(name, "d2", "controller");
   REQUIRE(moved.isOk());
   CHECK(moved->deployment_id == "d2");
-  CHECK(f.ledger->setMetaInstanceDeployment(name, "nope", "controller").status().code() == Code::kNotFound);
+  CHECK(f.ledger->instances().setMetaInstanceDeployment(name, "nope", "controller").status().code() == Code::kNotFound);
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
   CHECK(invariants->empty());
@@ -673,7 +684,7 @@ Result<Operation> askAsUser(Ledger& ledger, const std::string& meta, const std::
   op.type = type;
   op.intent = "user";
   op.priority = 10;
-  return ledger.createOperation(op, "alice");
+  return ledger.operations().createOperation(op, "alice");
 }
 
 // Reserves node-a for `op`'s runtime instance, as the approval stage does.
@@ -682,7 +693,7 @@ RuntimeInstance reserveFor(LedgerFixture& f, const Operation& op) {
   ri.meta_instance = op.meta_instance;
   ri.node = "node-a";
   ri.reservation = {4, 64};
-  auto reserved = f.ledger->reserveForOperation(op.meta.id, ri, "approval");
+  auto reserved = f.ledger->instances().reserveForOperation(op.meta.id, ri, "approval");
   REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
   return *reserved;
 }
@@ -692,10 +703,10 @@ void makeRunning(LedgerFixture& f, const std::string& meta) {
   const Operation create = f.addOperation(meta);
   const RuntimeInstance ri = reserveFor(f, create);
   for (const char* state : {"STARTING", "RUNNING"}) {
-    REQUIRE(f.ledger->setRuntimeInstanceState(ri.meta.id, state, std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->instances().setRuntimeInstanceState(ri.meta.id, state, std::nullopt, "executor").isOk());
   }
   for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-    REQUIRE(f.ledger->setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->operations().setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
   }
 }
 
@@ -711,7 +722,7 @@ struct ReservedCreate {
 ReservedCreate reservedCreate(LedgerFixture& f) {
   ReservedCreate out;
   out.meta = f.addInstance();
-  out.free_cores = f.ledger->getNode("node-a")->remaining.cores;
+  out.free_cores = f.ledger->inventory().getNode("node-a")->remaining.cores;
   out.create = f.addOperation(out.meta);
   out.reserved = reserveFor(f, out.create);
   return out;
@@ -723,7 +734,7 @@ Event lastEvent(Ledger& ledger, const std::string& kind, const std::string& subj
   o.limit = kMaxPageSize;
   o.filters["kind"] = kind;
   o.filters["subject"] = subject;
-  auto page = ledger.listEvents(o);
+  auto page = ledger.audit().listEvents(o);
   REQUIRE(page.isOk());
   REQUIRE_FALSE(page->items.empty());
   return page->items.back();
@@ -734,9 +745,10 @@ Event lastEvent(Ledger& ledger, const std::string& kind, const std::string& subj
 TEST_CASE("ledger: cancelling an operation that has not started releases its placement and frees the instance") {
   LedgerFixture f;
   const auto [meta, free_cores, create, reserved] = reservedCreate(f);
-  REQUIRE(f.ledger->setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
 
-  auto cancelled = f.ledger->cancelOperation(create.meta.id, std::nullopt, "alice", "not today");
+  auto cancelled = f.ledger->operations().cancelOperation(create.meta.id, std::nullopt, "alice", "not today");
   REQUIRE_MESSAGE(cancelled.isOk(), cancelled.status().toString());
   CHECK(cancelled->state == "CANCELLED");
   CHECK(cancelled->message == "not today");
@@ -744,17 +756,17 @@ TEST_CASE("ledger: cancelling an operation that has not started releases its pla
   CHECK(event.actor == "alice");
   CHECK(event.data["from"] == "PENDING_APPROVAL");
   CHECK(event.data["to"] == "CANCELLED");
-  CHECK(f.ledger->getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
-  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
-  CHECK(f.ledger->getMetaInstance(meta)->state == "ACTIVE");  // the rollout may still want it
+  CHECK(f.ledger->instances().getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
+  CHECK(f.ledger->instances().getMetaInstance(meta)->state == "ACTIVE");  // the rollout may still want it
   CHECK(askAsUser(*f.ledger, meta, "CREATE").isOk());         // nothing blocks the instance now
   CHECK(f.ledger->checkInvariants()->empty());
 
   // An APPROVED operation the executor has not begun can be cancelled too.
-  const std::string other = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  const std::string other = f.ledger->instances().createMetaInstance("web", "d1", "test")->name;
   const Operation approved = f.addOperation(other);
-  REQUIRE(f.ledger->setOperationState(approved.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  CHECK(f.ledger->cancelOperation(approved.meta.id, std::nullopt, "alice", "cancelled by alice").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(approved.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  CHECK(f.ledger->operations().cancelOperation(approved.meta.id, std::nullopt, "alice", "cancelled by alice").isOk());
 }
 
 TEST_CASE("ledger: an operation that has started or ended cannot be cancelled, and the refusal writes nothing") {
@@ -763,55 +775,60 @@ TEST_CASE("ledger: an operation that has started or ended cannot be cancelled, a
   const Operation op = f.addOperation(meta);
   auto refused = [&](const std::string& state_named) {
     const int64_t before = f.eventCount();
-    Status status = f.ledger->cancelOperation(op.meta.id, std::nullopt, "alice", "x").status();
+    Status status = f.ledger->operations().cancelOperation(op.meta.id, std::nullopt, "alice", "x").status();
     CHECK(status.code() == Code::kConflict);
     CHECK_MESSAGE(status.message().find("is " + state_named + ";") != std::string::npos, status.message());
     CHECK(f.eventCount() == before);
   };
   // A stale generation is refused before anything else.
-  CHECK(f.ledger->cancelOperation(op.meta.id, op.meta.generation + 5, "alice", "x").status().code() == Code::kConflict);
-  CHECK(f.ledger->getOperation(op.meta.id)->state == "PENDING");
+  CHECK(f.ledger->operations().cancelOperation(op.meta.id, op.meta.generation + 5, "alice", "x").status().code() ==
+        Code::kConflict);
+  CHECK(f.ledger->operations().getOperation(op.meta.id)->state == "PENDING");
 
-  REQUIRE(f.ledger->setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  Ledger::OperationUpdate attempt;
+  REQUIRE(f.ledger->operations().setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  OperationUpdate attempt;
   attempt.attempts = 1;
-  REQUIRE(f.ledger->updateOperation(op.meta.id, attempt, "executor").isOk());
+  REQUIRE(f.ledger->operations().updateOperation(op.meta.id, attempt, "executor").isOk());
   refused("APPROVED after 1 attempt");  // a retry waiting for its backoff: something may run
-  REQUIRE(f.ledger->setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
   refused("RUNNING");
-  REQUIRE(f.ledger->setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
   refused("SUCCEEDED");
-  CHECK(f.ledger->cancelOperation(9999, std::nullopt, "alice", "x").status().code() == Code::kNotFound);
+  CHECK(f.ledger->operations().cancelOperation(9999, std::nullopt, "alice", "x").status().code() == Code::kNotFound);
 }
 
 TEST_CASE("ledger: a rejected CREATE releases its placement and leaves its instance STOPPED") {
   LedgerFixture f;
   const auto [meta, free_cores, create, reserved] = reservedCreate(f);
-  REQUIRE(f.ledger->setOperationState(create.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy").isOk());
-  const MetaInstance after = *f.ledger->getMetaInstance(meta);
+  REQUIRE(f.ledger->operations()
+              .setOperationState(create.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy")
+              .isOk());
+  const MetaInstance after = *f.ledger->instances().getMetaInstance(meta);
   CHECK(after.state == "STOPPED");
   CHECK(after.message.find("was rejected") != std::string::npos);
-  CHECK(f.ledger->getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
-  CHECK(f.ledger->getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
+  CHECK(f.ledger->instances().getRuntimeInstance(reserved.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->inventory().getNode("node-a")->remaining.cores == doctest::Approx(free_cores));
   CHECK(f.ledger->checkInvariants()->empty());
 
   // A rejection on an instance that runs changes nothing about it.
-  const std::string running = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  const std::string running = f.ledger->instances().createMetaInstance("web", "d1", "test")->name;
   makeRunning(f, running);
   const Operation update = f.addOperation(running, "UPDATE");
-  REQUIRE(f.ledger->setOperationState(update.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy").isOk());
-  CHECK(f.ledger->getMetaInstance(running)->state == "ACTIVE");
+  REQUIRE(f.ledger->operations()
+              .setOperationState(update.meta.id, "REJECTED", std::nullopt, "approval", "denied", "policy")
+              .isOk());
+  CHECK(f.ledger->instances().getMetaInstance(running)->state == "ACTIVE");
 }
 
 TEST_CASE("ledger: an operation a person asks for must fit the instance, and a refusal writes nothing") {
   LedgerFixture f;
   const std::string fresh = f.addInstance();
-  const std::string running = f.ledger->createMetaInstance("web", "d1", "test")->name;
+  const std::string running = f.ledger->instances().createMetaInstance("web", "d1", "test")->name;
   makeRunning(f, running);
-  const std::string stopped = f.ledger->createMetaInstance("web", "d1", "test")->name;
-  REQUIRE(f.ledger->setMetaInstanceState(stopped, "STOPPED", std::nullopt, "test").isOk());
-  const std::string marked = f.ledger->createMetaInstance("web", "d1", "test")->name;
-  REQUIRE(f.ledger->setMetaInstanceState(marked, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  const std::string stopped = f.ledger->instances().createMetaInstance("web", "d1", "test")->name;
+  REQUIRE(f.ledger->instances().setMetaInstanceState(stopped, "STOPPED", std::nullopt, "test").isOk());
+  const std::string marked = f.ledger->instances().createMetaInstance("web", "d1", "test")->name;
+  REQUIRE(f.ledger->instances().setMetaInstanceState(marked, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
 
   struct Refusal {
     std::string meta, type, state_named;
@@ -836,7 +853,7 @@ TEST_CASE("ledger: an operation a person asks for must fit the instance, and a r
   // A refused one does not cancel the operation it would have superseded either.
   const Operation controller = f.addOperation(fresh, "CREATE");
   CHECK(askAsUser(*f.ledger, fresh, "UPDATE").status().code() == Code::kConflict);
-  CHECK(f.ledger->getOperation(controller.meta.id)->state == "PENDING");
+  CHECK(f.ledger->operations().getOperation(controller.meta.id)->state == "PENDING");
 
   CHECK(askAsUser(*f.ledger, running, "RELOCATE").isOk());
   CHECK(askAsUser(*f.ledger, stopped, "RESTART").isOk());
@@ -846,44 +863,48 @@ TEST_CASE("ledger: an operation a person asks for must fit the instance, and a r
 TEST_CASE("ledger: aborting a deployment cancels its operations but a DELETE under way, which runs to its end") {
   LedgerFixture f;
   const std::string deleting = f.addInstance();
-  auto waiting = f.ledger->createMetaInstance("web", "d1", "test");
+  auto waiting = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(waiting.isOk());
-  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  REQUIRE(f.ledger->plans()
+              .setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out")
+              .isOk());
   const Operation del = f.addOperation(deleting, "DELETE");
-  REQUIRE(f.ledger->setOperationState(del.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.ledger->setOperationState(del.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(del.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(del.meta.id, "RUNNING", std::nullopt, "executor").isOk());
   const Operation create = f.addOperation(waiting->name, "CREATE");
   // Another DELETE between two attempts: its first attempt failed, the next waits its backoff.
-  auto second = f.ledger->createMetaInstance("web", "d1", "test");
+  auto second = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(second.isOk());
   const Operation retrying = f.addOperation(second->name, "DELETE");
-  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "RUNNING", std::nullopt, "executor").isOk());
-  Ledger::OperationUpdate failed_once;
+  REQUIRE(f.ledger->operations().setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(retrying.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  OperationUpdate failed_once;
   failed_once.attempts = 1;
-  REQUIRE(f.ledger->updateOperation(retrying.meta.id, failed_once, "executor").isOk());
-  REQUIRE(f.ledger->setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().updateOperation(retrying.meta.id, failed_once, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(retrying.meta.id, "APPROVED", std::nullopt, "executor").isOk());
 
-  Ledger::RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency", ""};
-  REQUIRE(f.ledger->restoreDeployment("web", "d1", abort, "alice").isOk());
+  RestoreRequest abort{"FAILED", "aborted by alice: latency", "abort", "latency", ""};
+  REQUIRE(f.ledger->plans().restoreDeployment("web", "d1", abort, "alice").isOk());
   // What a DELETE removed cannot come back: it stays RUNNING and the executor ends it.
-  CHECK(f.ledger->getOperation(del.meta.id)->state == "RUNNING");
-  CHECK(f.ledger->getOperation(retrying.meta.id)->state == "APPROVED");
-  CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(del.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->operations().getOperation(retrying.meta.id)->state == "APPROVED");
+  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == "CANCELLED");
 }
 
 TEST_CASE("ledger: a hook's hold pauses a rollout, counts as paused time, and its release says for how long") {
   LedgerFixture f;
   f.addInstance();
-  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  REQUIRE(f.ledger->plans()
+              .setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out")
+              .isOk());
   auto events = [&](const std::string& kind) {
-    auto found = listAll(*f.ledger, &Ledger::listEvents, {{"kind", kind}});
+    auto found = listAll(f.ledger->audit(), &AuditRecords::listEvents, {{"kind", kind}});
     REQUIRE(found.isOk());
     return found.value();
   };
 
-  const Ledger::HookHold freeze{7, "veto", "held by hook freeze: change freeze"};
-  auto held = f.ledger->holdForHook("web", "d1", freeze, "controller");
+  const HookHold freeze{7, "veto", "held by hook freeze: change freeze"};
+  auto held = f.ledger->plans().holdForHook("web", "d1", freeze, "controller");
   REQUIRE_MESSAGE(held.isOk(), held.status().toString());
   CHECK(held->state == "PAUSED");
   CHECK(held->message == freeze.message);
@@ -897,22 +918,22 @@ TEST_CASE("ledger: a hook's hold pauses a rollout, counts as paused time, and it
 
   // Held again for the same reason: nothing new to say, and the hold keeps its start.
   f.clock.advance(std::chrono::seconds(30));
-  held = f.ledger->holdForHook("web", "d1", {8, "veto", freeze.message}, "controller");
+  held = f.ledger->plans().holdForHook("web", "d1", {8, "veto", freeze.message}, "controller");
   REQUIRE(held.isOk());
   CHECK(events("deployment.held").size() == 1);
   CHECK(held->signals[model::kHookHoldSignal]["since"] == "2026-01-01T00:00:00.000Z");
   // A new reason is news.
-  held = f.ledger->holdForHook("web", "d1", {8, "delay", "delayed by hook later: 60 s"}, "controller");
+  held = f.ledger->plans().holdForHook("web", "d1", {8, "delay", "delayed by hook later: 60 s"}, "controller");
   REQUIRE(held.isOk());
   CHECK(held->message == "delayed by hook later: 60 s");
   CHECK(events("deployment.held").size() == 2);
 
   // Consuming the signals a strategy saw never consumes the hold.
-  REQUIRE(f.ledger->consumeSignals("web", "d1", held->signals, "controller").isOk());
-  CHECK(f.ledger->getDeployment("web", "d1")->signals.contains(model::kHookHoldSignal));
+  REQUIRE(f.ledger->plans().consumeSignals("web", "d1", held->signals, "controller").isOk());
+  CHECK(f.ledger->plans().getDeployment("web", "d1")->signals.contains(model::kHookHoldSignal));
 
   f.clock.advance(std::chrono::seconds(60));
-  auto released = f.ledger->releaseHookHold("web", "d1", "controller");
+  auto released = f.ledger->plans().releaseHookHold("web", "d1", "controller");
   REQUIRE(released.isOk());
   CHECK(released->state == "PAUSED");  // the strategy decides what comes next
   CHECK(released->message == "hold ended: delayed by hook later: 60 s");
@@ -921,17 +942,19 @@ TEST_CASE("ledger: a hook's hold pauses a rollout, counts as paused time, and it
   REQUIRE(ended.size() == 1);
   CHECK(ended[0].data["held_seconds"] == 90.0);
   CHECK(ended[0].data["operation"] == 8);
-  CHECK(f.ledger->releaseHookHold("web", "d1", "controller").isOk());  // nothing held: no change
+  CHECK(f.ledger->plans().releaseHookHold("web", "d1", "controller").isOk());  // nothing held: no change
   CHECK(events("deployment.released").size() == 1);
 
-  auto resumed = f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "resumed");
+  auto resumed =
+      f.ledger->plans().setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "resumed");
   REQUIRE(resumed.isOk());
   CHECK(resumed->paused_seconds == 90.0);
 
   // A hold ends with the rollout, and a rollout that ended cannot be held.
-  REQUIRE(f.ledger->holdForHook("web", "d1", freeze, "controller").isOk());
-  auto cancelled = f.ledger->setDeploymentState("web", "d1", "CANCELLED", std::nullopt, "controller", "superseded");
+  REQUIRE(f.ledger->plans().holdForHook("web", "d1", freeze, "controller").isOk());
+  auto cancelled =
+      f.ledger->plans().setDeploymentState("web", "d1", "CANCELLED", std::nullopt, "controller", "superseded");
   REQUIRE(cancelled.isOk());
   CHECK_FALSE(cancelled->signals.contains(model::kHookHoldSignal));
-  CHECK(f.ledger->holdForHook("web", "d1", freeze, "controller").status().code() == Code::kConflict);
+  CHECK(f.ledger->plans().holdForHook("web", "d1", freeze, "controller").status().code() == Code::kConflict);
 }

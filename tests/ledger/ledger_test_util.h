@@ -25,20 +25,20 @@ struct LedgerFixture {
   int64_t eventCount() {
     ledger::ListOptions all;
     all.limit = ledger::kMaxPageSize;
-    auto page = ledger->listEvents(all);
+    auto page = ledger->audit().listEvents(all);
     REQUIRE(page.isOk());
     return static_cast<int64_t>(page->items.size());
   }
 
   void addInventory() {
-    REQUIRE(ledger->createCapability({{}, "nvidia-v100", "GPU", 80}, "test").isOk());
-    REQUIRE(ledger->createCapability({{}, "nvidia-p100", "GPU", 70}, "test").isOk());
-    REQUIRE(ledger->createCapability({{}, "intel-xeon", "CPU", 10}, "test").isOk());
+    REQUIRE(ledger->inventory().createCapability({{}, "nvidia-v100", "GPU", 80}, "test").isOk());
+    REQUIRE(ledger->inventory().createCapability({{}, "nvidia-p100", "GPU", 70}, "test").isOk());
+    REQUIRE(ledger->inventory().createCapability({{}, "intel-xeon", "CPU", 10}, "test").isOk());
     model::Cluster cluster;
     cluster.name = "local";
-    REQUIRE(ledger->createCluster(cluster, "test").isOk());
+    REQUIRE(ledger->inventory().createCluster(cluster, "test").isOk());
     for (const char* name : {"node-a", "node-b"}) {
-      REQUIRE(ledger->createNode(node(name), "test").isOk());
+      REQUIRE(ledger->inventory().createNode(node(name), "test").isOk());
     }
   }
 
@@ -84,7 +84,7 @@ struct LedgerFixture {
     op.meta_instance = meta;
     op.type = type;
     op.intent = "d1";
-    auto created = ledger->createOperation(op, actor);
+    auto created = ledger->operations().createOperation(op, actor);
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     return *created;
   }
@@ -92,9 +92,9 @@ struct LedgerFixture {
   // Inventory + plan "web" + deployment "d1" + one meta instance; returns its name.
   std::string addInstance() {
     addInventory();
-    REQUIRE(ledger->createPlan(plan(), "test").isOk());
-    REQUIRE(ledger->addDeployment(deployment("d1", 1), "test").isOk());
-    auto meta = ledger->createMetaInstance("web", "d1", "test");
+    REQUIRE(ledger->plans().createPlan(plan(), "test").isOk());
+    REQUIRE(ledger->plans().addDeployment(deployment("d1", 1), "test").isOk());
+    auto meta = ledger->instances().createMetaInstance("web", "d1", "test");
     REQUIRE(meta.isOk());
     return meta->name;
   }
@@ -103,7 +103,7 @@ struct LedgerFixture {
 // Appends `n` test.happened events on subject test/<tag>, each with its index.
 inline void appendEvents(ledger::Ledger& ledger, int n, const std::string& tag = "e") {
   for (int i = 0; i < n; ++i) {
-    REQUIRE(ledger.appendEvent("test.happened", "test/" + tag, nlohmann::json{{"i", i}}, "test").isOk());
+    REQUIRE(ledger.audit().appendEvent("test.happened", "test/" + tag, nlohmann::json{{"i", i}}, "test").isOk());
   }
 }
 

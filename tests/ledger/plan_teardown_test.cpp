@@ -1,4 +1,4 @@
-// Ledger::scalePlanToZero: a plan torn down in one write, or not at all.
+// PlanRecords::scalePlanToZero: a plan torn down in one write, or not at all.
 
 #include <doctest/doctest.h>
 
@@ -28,7 +28,7 @@ model::Operation teardownDelete() {
 std::vector<model::Event> teardownEvents(LedgerFixture& f) {
   ListOptions options;
   options.filters["kind"] = "plan.scale_to_zero";
-  auto page = f.ledger->listEvents(options);
+  auto page = f.ledger->audit().listEvents(options);
   REQUIRE(page.isOk());
   return page->items;
 }
@@ -38,9 +38,11 @@ std::vector<model::Event> teardownEvents(LedgerFixture& f) {
 TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole, naming the instance") {
   LedgerFixture f;
   const std::string busy = f.addInstance();
-  auto idle = f.ledger->createMetaInstance("web", "d1", "test");
+  auto idle = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(idle.isOk());
-  REQUIRE(f.ledger->setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out").isOk());
+  REQUIRE(f.ledger->plans()
+              .setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out")
+              .isOk());
   const model::Operation create = f.addOperation(idle->name, "CREATE");
   // A person's RESTART under way: it is nobody's rollout, so cancelling d1 leaves it running.
   model::Operation restart;
@@ -48,13 +50,13 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   restart.type = "RESTART";
   restart.intent = "user";
   restart.priority = 10;
-  auto running = f.ledger->createOperation(restart, "bob");
+  auto running = f.ledger->operations().createOperation(restart, "bob");
   REQUIRE(running.isOk());
-  REQUIRE(f.ledger->setOperationState(running->meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.ledger->setOperationState(running->meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "APPROVED", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "RUNNING", std::nullopt, "executor").isOk());
   const int64_t events_before = f.eventCount();
 
-  auto refused = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  auto refused = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
   REQUIRE_FALSE(refused.isOk());
   CHECK(refused.status().code() == Code::kConflict);
   CHECK(refused.status().message() ==
@@ -64,12 +66,12 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   CHECK(refused.status().details()[0].message ==
         "instance '" + busy + "' already has operation " + std::to_string(running->meta.id) + " (RESTART, RUNNING)");
   // Nothing was written: the rollout goes on, its CREATE waits, no DELETE, no event.
-  CHECK(f.ledger->getDeployment("web", "d1")->state == "IN_PROGRESS");
-  CHECK(f.ledger->getOperation(create.meta.id)->state == "PENDING");
+  CHECK(f.ledger->plans().getDeployment("web", "d1")->state == "IN_PROGRESS");
+  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == "PENDING");
   CHECK(f.eventCount() == events_before);
 
-  REQUIRE(f.ledger->setOperationState(running->meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
-  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  auto teardown = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
   REQUIRE_MESSAGE(teardown.isOk(), teardown.status().toString());
   CHECK(teardown->cancelled_deployments == std::vector<std::string>{"d1"});
   REQUIRE(teardown->operations.size() == 2);
@@ -82,10 +84,10 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
     CHECK(operation.priority == 10);
     CHECK(operation.requested_by == "alice");
   }
-  auto cancelled = f.ledger->getDeployment("web", "d1");
+  auto cancelled = f.ledger->plans().getDeployment("web", "d1");
   CHECK(cancelled->state == "CANCELLED");
   CHECK(cancelled->message == "cancelled: plan web scaled to zero by alice");
-  CHECK(f.ledger->getOperation(create.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == "CANCELLED");
   const std::vector<model::Event> events = teardownEvents(f);
   REQUIRE(events.size() == 1);
   CHECK(events[0].subject == "plan/web");
@@ -94,7 +96,7 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
                                          {"reason", "retire"}});
 
   // Asking again asks for nothing twice: the DELETEs under way are the answer.
-  auto again = f.ledger->scalePlanToZero("web", teardownDelete(), "again", "alice");
+  auto again = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "again", "alice");
   REQUIRE(again.isOk());
   CHECK(again->cancelled_deployments.empty());
   REQUIRE(again->operations.size() == 2);
@@ -102,40 +104,40 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   CHECK(again->operations[1].meta.id == teardown->operations[1].meta.id);
 
   // The plan itself goes only once no instance is left.
-  Status early = f.ledger->deletePlan("web", std::nullopt, "alice");
+  Status early = f.ledger->plans().deletePlan("web", std::nullopt, "alice");
   CHECK(early.code() == Code::kConflict);
 }
 
 TEST_CASE("ledger: scaling an unknown plan to zero is not found, an empty plan asks for nothing") {
   LedgerFixture f;
-  CHECK(f.ledger->scalePlanToZero("nope", teardownDelete(), "", "alice").status().code() == Code::kNotFound);
+  CHECK(f.ledger->plans().scalePlanToZero("nope", teardownDelete(), "", "alice").status().code() == Code::kNotFound);
   f.addInventory();
-  REQUIRE(f.ledger->createPlan(LedgerFixture::plan(), "test").isOk());
-  auto empty = f.ledger->scalePlanToZero("web", teardownDelete(), "", "alice");
+  REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan(), "test").isOk());
+  auto empty = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "", "alice");
   REQUIRE(empty.isOk());
   CHECK(empty->operations.empty());
   CHECK(empty->cancelled_deployments.empty());
-  CHECK(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+  CHECK(f.ledger->plans().deletePlan("web", std::nullopt, "alice").isOk());
 }
 
 TEST_CASE("ledger: a deleted plan's operations and its deleted instances' stay listed and readable") {
   LedgerFixture f;
   const std::string instance = f.addInstance();
-  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  auto teardown = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
   REQUIRE(teardown.isOk());
   REQUIRE(teardown->operations.size() == 1);
   const int64_t removal = teardown->operations[0].meta.id;
   for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-    REQUIRE(f.ledger->setOperationState(removal, state, std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->operations().setOperationState(removal, state, std::nullopt, "executor").isOk());
   }
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "MARKED_FOR_DELETION", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "DELETED", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->deletePlan("web", std::nullopt, "alice").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "MARKED_FOR_DELETION", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "DELETED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->plans().deletePlan("web", std::nullopt, "alice").isOk());
 
   auto ids = [&](std::map<std::string, std::string> filters) {
     ListOptions options;
     options.filters = std::move(filters);
-    auto page = f.ledger->listOperations(options);
+    auto page = f.ledger->operations().listOperations(options);
     REQUIRE_MESSAGE(page.isOk(), page.status().toString());
     std::vector<int64_t> found;
     for (const model::Operation& operation : page->items) found.push_back(operation.meta.id);
@@ -145,7 +147,7 @@ TEST_CASE("ledger: a deleted plan's operations and its deleted instances' stay l
   CHECK(ids({{"plan", "web"}}) == std::vector<int64_t>{removal});
   CHECK(ids({{"meta_instance", instance}}) == std::vector<int64_t>{removal});
   CHECK(ids({{"plan", "web"}, {"type", "DELETE"}, {"state", "SUCCEEDED"}}) == std::vector<int64_t>{removal});
-  auto shown = f.ledger->getOperation(removal);
+  auto shown = f.ledger->operations().getOperation(removal);
   REQUIRE(shown.isOk());
   CHECK(shown->plan == "web");
   CHECK(shown->meta_instance == instance);
@@ -156,13 +158,13 @@ TEST_CASE("ledger: an operations state filter may list several states, matching 
   LedgerFixture f;
   const std::string instance = f.addInstance();
   const model::Operation create = f.addOperation(instance, "CREATE");
-  auto teardown = f.ledger->scalePlanToZero("web", teardownDelete(), "retire", "alice");
+  auto teardown = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
   REQUIRE(teardown.isOk());
   const int64_t removal = teardown->operations.at(0).meta.id;  // PENDING; the CREATE is CANCELLED
   auto ids = [&](const std::string& states) {
     ListOptions options;
     options.filters["state"] = states;
-    auto page = f.ledger->listOperations(options);
+    auto page = f.ledger->operations().listOperations(options);
     REQUIRE_MESSAGE(page.isOk(), page.status().toString());
     std::vector<int64_t> found;
     for (const model::Operation& operation : page->items) found.push_back(operation.meta.id);

@@ -1,4 +1,4 @@
-// Ledger::unfinishedOperations: the operation waiting or under way on each of a page of meta
+// OperationRecords::unfinishedOperations: the operation waiting or under way on each of a page of meta
 // instances, what the instance list shows.
 
 #include <doctest/doctest.h>
@@ -16,18 +16,19 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   LedgerFixture f;
   const std::string first = f.addInstance();
   std::vector<std::string> names = {first};
-  for (int i = 0; i < 3; ++i) names.push_back(f.ledger->createMetaInstance("web", "d1", "test")->name);
+  for (int i = 0; i < 3; ++i) names.push_back(f.ledger->instances().createMetaInstance("web", "d1", "test")->name);
   auto operationOn = [&](const std::string& instance, const std::string& type) {
     model::Operation operation;
     operation.meta_instance = instance;
     operation.type = type;
     operation.intent = "d1";
-    auto created = f.ledger->createOperation(operation, "test");
+    auto created = f.ledger->operations().createOperation(operation, "test");
     REQUIRE(created.isOk());
     return created->meta.id;
   };
   auto moveTo = [&](int64_t id, std::initializer_list<const char*> states) {
-    for (const char* state : states) REQUIRE(f.ledger->setOperationState(id, state, std::nullopt, "test").isOk());
+    for (const char* state : states)
+      REQUIRE(f.ledger->operations().setOperationState(id, state, std::nullopt, "test").isOk());
   };
   // names[0]: one CREATE that SUCCEEDED, then a STOP under way.
   moveTo(operationOn(names[0], "CREATE"), {"APPROVED", "RUNNING", "SUCCEEDED"});
@@ -39,8 +40,8 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   moveTo(operationOn(names[2], "CREATE"), {"REJECTED"});
 
   std::vector<int64_t> ids;
-  for (const std::string& name : names) ids.push_back(f.ledger->getMetaInstance(name)->meta.id);
-  auto unfinished = f.ledger->unfinishedOperations(ids);
+  for (const std::string& name : names) ids.push_back(f.ledger->instances().getMetaInstance(name)->meta.id);
+  auto unfinished = f.ledger->operations().unfinishedOperations(ids);
   REQUIRE(unfinished.isOk());
   REQUIRE(unfinished->size() == 2);
   CHECK((*unfinished)[0].meta.id == stopping);
@@ -50,9 +51,9 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   CHECK((*unfinished)[1].plan == "web");
 
   // Only the instances asked about.
-  auto one = f.ledger->unfinishedOperations({ids[1]});
+  auto one = f.ledger->operations().unfinishedOperations({ids[1]});
   REQUIRE(one.isOk());
   REQUIRE(one->size() == 1);
   CHECK(one->front().meta.id == waiting);
-  CHECK(f.ledger->unfinishedOperations({})->empty());
+  CHECK(f.ledger->operations().unfinishedOperations({})->empty());
 }

@@ -79,8 +79,8 @@ std::vector<Finding> SoakChecker::driversAgainstLedger() {
   // so the ledger read second knows it, unless it ended in between (a suspicion that clears).
   auto inventory = inventory_();
   if (!inventory.isOk()) return {};
-  auto current = ledger_.currentRuntimeInstances();
-  auto nodes = ledger::listAll(ledger_, &ledger::Ledger::listNodes);
+  auto current = ledger_.instances().currentRuntimeInstances();
+  auto nodes = ledger::listAll(ledger_.inventory(), &ledger::InventoryRecords::listNodes);
   if (!current.isOk() || !nodes.isOk()) return {};
 
   std::map<std::string, const model::RuntimeInstance*> live;  // by runtime id, not TERMINATED/FAILED
@@ -137,7 +137,7 @@ std::vector<Finding> SoakChecker::driversAgainstLedger() {
 std::vector<Finding> SoakChecker::unfinishedOperations() {
   std::vector<Finding> out;
   waiting_for_placement_ = 0;
-  auto latest = ledger_.latestOperations();
+  auto latest = ledger_.operations().latestOperations();
   if (!latest.isOk()) return out;
   for (const model::Operation& op : *latest) {
     if (!isUnfinishedOperationState(op.state)) continue;
@@ -157,7 +157,7 @@ std::vector<Finding> SoakChecker::unfinishedOperations() {
 std::vector<Finding> SoakChecker::writersThatRaced() {
   // Every FAILED operation, each round: one fails long after it was created, so no id marks
   // where the new ones start. They are few.
-  auto failed = ledger::listAll(ledger_, &ledger::Ledger::listOperations, {{"state", "FAILED"}});
+  auto failed = ledger::listAll(ledger_.operations(), &ledger::OperationRecords::listOperations, {{"state", "FAILED"}});
   if (!failed.isOk()) return {};
   std::vector<Finding> out;
   for (const model::Operation& op : *failed) {
@@ -176,7 +176,7 @@ std::vector<Finding> SoakChecker::instancesRemovedUnderfoot() {
   options.filters = {{"kind", "runtime_instance.state"}};
   options.after = events_read_;
   while (true) {
-    auto page = ledger_.listEvents(options);
+    auto page = ledger_.audit().listEvents(options);
     if (!page.isOk()) return out;
     for (const model::Event& event : page->items) {
       events_read_ = std::max(events_read_, event.seq);

@@ -48,12 +48,12 @@ struct RefereeFixture : LedgerFixture {
     instance.meta_instance = meta;
     instance.node = "node-a";
     instance.reservation = {4, 64};
-    auto reserved = ledger->reserveForOperation(create.meta.id, instance, "approval");
+    auto reserved = ledger->instances().reserveForOperation(create.meta.id, instance, "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     const int64_t id = reserved->meta.id;
-    REQUIRE(ledger->setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+    REQUIRE(ledger->instances().setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
+    REQUIRE(ledger->instances().setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
+    REQUIRE(ledger->operations().setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
     return id;
   }
 
@@ -106,12 +106,12 @@ TEST_CASE("soak referee: an operation that stays in one state past stuck_after i
   RefereeFixture f;
   const std::string meta = f.addInstance();
   const model::Operation create = f.addOperation(meta);
-  auto waiting = f.ledger->createMetaInstance("web", "d1", "test");
+  auto waiting = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(waiting.isOk());
   const model::Operation placing = f.addOperation(waiting->name);
-  ledger::Ledger::OperationUpdate update;
+  ledger::OperationUpdate update;
   update.message = "waiting for placement: no node fits";
-  REQUIRE(f.ledger->updateOperation(placing.meta.id, update, "approval").isOk());
+  REQUIRE(f.ledger->operations().updateOperation(placing.meta.id, update, "approval").isOk());
 
   CHECK(f.checker.check(f.t0).empty());
   CHECK(f.checker.waitingForPlacement() == 1);
@@ -121,7 +121,8 @@ TEST_CASE("soak referee: an operation that stays in one state past stuck_after i
   CHECK(stuck[0].what.find(meta) != std::string::npos);
 
   // Moving on (a new state) starts its clock again.
-  REQUIRE(f.ledger->setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
   CHECK(f.checker.check(f.t0 + kAllowance + milliseconds(2)).empty());
   CHECK(f.checker.currentFindings().size() == 1);  // at the end, unfinished is unfinished
 }
@@ -130,15 +131,16 @@ TEST_CASE("soak referee: an operation failed by a transition another writer made
   RefereeFixture f;
   const std::string meta = f.addInstance();
   const model::Operation raced = f.addOperation(meta);
-  REQUIRE(f.ledger
-              ->setOperationState(raced.meta.id, "FAILED", std::nullopt, "executor",
-                                  "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
-                                  "(allowed from FAILED: TERMINATED)")
+  REQUIRE(f.ledger->operations()
+              .setOperationState(raced.meta.id, "FAILED", std::nullopt, "executor",
+                                 "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
+                                 "(allowed from FAILED: TERMINATED)")
               .isOk());
-  auto other = f.ledger->createMetaInstance("web", "d1", "test");
+  auto other = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const model::Operation failed = f.addOperation(other->name);
-  REQUIRE(f.ledger->setOperationState(failed.meta.id, "FAILED", std::nullopt, "executor", "attempt 5: unavailable")
+  REQUIRE(f.ledger->operations()
+              .setOperationState(failed.meta.id, "FAILED", std::nullopt, "executor", "attempt 5: unavailable")
               .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"race " + std::to_string(raced.meta.id)});
@@ -148,12 +150,15 @@ TEST_CASE("soak referee: an operation failed by a transition another writer made
 TEST_CASE("soak referee: a RUNNING instance found gone from its driver was removed underfoot, a violation at once") {
   RefereeFixture f;
   const int64_t removed = f.runningInstance(f.addInstance());
-  auto other = f.ledger->createMetaInstance("web", "d1", "test");
+  auto other = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const int64_t crashed = f.runningInstance(other->name);
-  REQUIRE(f.ledger->setRuntimeInstanceState(removed, "FAILED", std::nullopt, "observer", "the driver does not know it")
+  REQUIRE(f.ledger->instances()
+              .setRuntimeInstanceState(removed, "FAILED", std::nullopt, "observer", "the driver does not know it")
               .isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(crashed, "FAILED", std::nullopt, "observer", "exited with code 137").isOk());
+  REQUIRE(f.ledger->instances()
+              .setRuntimeInstanceState(crashed, "FAILED", std::nullopt, "observer", "exited with code 137")
+              .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"removed runtime/" + std::to_string(removed)});
   CHECK(f.checker.check(f.t0 + milliseconds(1)).empty());  // each event is read once

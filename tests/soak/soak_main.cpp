@@ -439,7 +439,7 @@ struct Antagonists {
 
 json unfinishedDeployments(ledger::Ledger& ledger) {
   json out = json::array();
-  auto all = ledger::listAll(ledger, &ledger::Ledger::listDeployments);
+  auto all = ledger::listAll(ledger.plans(), &ledger::PlanRecords::listDeployments);
   if (!all.isOk()) return out;
   for (const auto& d : *all) {
     if (!model::isRolloutOver(d.state)) out.push_back(d.plan + "/" + d.deployment_id + " " + d.state + ": " + d.message);
@@ -450,11 +450,11 @@ json unfinishedDeployments(ledger::Ledger& ledger) {
 json summary(SoakHost& host, const SoakChecker& checker, const Tally& tally, const SoakOptions& options,
              const json& stuck_deployments, double elapsed_s) {
   json operations = json::object();
-  if (auto counts = host.ledger().operationCounts(); counts.isOk()) {
+  if (auto counts = host.ledger().operations().operationCounts(); counts.isOk()) {
     for (const auto& [key, n] : *counts) operations[key.first][key.second] = n;
   }
   json deployments = json::object();
-  if (auto all = ledger::listAll(host.ledger(), &ledger::Ledger::listDeployments); all.isOk()) {
+  if (auto all = ledger::listAll(host.ledger().plans(), &ledger::PlanRecords::listDeployments); all.isOk()) {
     for (const auto& d : *all) deployments[d.state] = deployments.value(d.state, 0) + 1;
   }
   json faults = json::object();

@@ -737,6 +737,8 @@ void HaproxyRouter::supervise() {
         for (const DesiredPlanTraffic& plan : desired_) {
           if (!plan_errors_.contains(plan.plan)) served.push_back(&plan);
         }
+        // Best effort: a round that fails before its removals leaves removals_pending_ set, so the
+        // next round (kSuperviseEvery) tries again; the next change reconciles everything anyway.
         (void)reconcileRuntimeLocked(served);
       }
       continue;
@@ -751,7 +753,8 @@ void HaproxyRouter::supervise() {
     launched_at_ = SteadyClock::time_point{};
     next_restart_ = now + backoff_;
     // The config on disk holds the last split; reconcile writes it again, starts haproxy from
-    // it and restores drains over the runtime API.
+    // it and restores drains over the runtime API. A failed start is retried after the backoff
+    // above; reconcileLocked keeps why in last_launch_error_, which applied() reports.
     (void)reconcileLocked();
   }
 }

@@ -130,7 +130,7 @@ double secondsBetween(const std::string& from, const std::string& to) {
 // Replaces the deployment's signals (and, when given, its rollout state) without a
 // generation check: controls and the controller's consumption are merges the callers
 // computed inside this transaction.
-void writeSignals(Ledger::Tx& tx, const Deployment& d, const Json& signals,
+void writeSignals(Tx& tx, const Deployment& d, const Json& signals,
                   const std::optional<Json>& rollout_state = std::nullopt) {
   Assignments set;
   set.set("signals", signals.dump());
@@ -146,7 +146,7 @@ bool unfinishedDeploymentState(const std::string& state) {
 // Moves deployment `d` to `to` and keeps the host's rollout timing in the same transaction:
 // started_at on the first IN_PROGRESS (and again when a restore or retry re-opens it),
 // paused_since while PAUSED, paused_seconds summing closed pauses, completed_at.
-Status changeDeploymentState(Ledger::Tx& tx, const Deployment& d, const std::string& to, Generation generation,
+Status changeDeploymentState(Tx& tx, const Deployment& d, const std::string& to, Generation generation,
                              const std::string& message) {
   TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kDeployment, "deployments", d.meta.id,
                                    subjectOf(d.plan, d.deployment_id), d.state, to, generation, message));
@@ -160,7 +160,7 @@ Status changeDeploymentState(Ledger::Tx& tx, const Deployment& d, const std::str
   }
   if (to == "PAUSED" && d.state != "PAUSED") timing.set("paused_since", tx.now());
   if (to == "COMPLETED") timing.set("completed_at", tx.now());
-  // A hook's hold (Ledger::holdForHook) ends with the rollout.
+  // A hook's hold (PlanRecords::holdForHook) ends with the rollout.
   if (!unfinishedDeploymentState(to) && d.signals.is_object() && d.signals.contains(model::kHookHoldSignal)) {
     Json signals = d.signals;
     signals.erase(model::kHookHoldSignal);
@@ -251,8 +251,8 @@ Status checkPlanTraffic(Db& db, const Plan& plan, const model::PlanTraffic& serv
       if (mine.empty()) continue;
       for (const std::string& their : {theirs.listen, theirs.preview_listen}) {
         if (their.empty() || portOf(their) != portOf(mine)) continue;
-        const std::string problem = "port " + portOf(mine) + " is already the traffic endpoint of plan '" + other +
-                                    "' (" + their + ")";
+        const std::string problem =
+            "port " + portOf(mine) + " is already the traffic endpoint of plan '" + other + "' (" + their + ")";
         taken = Status(Code::kConflict, "plan '" + plan.name + "': traffic " + mine + ": " + problem,
                        {{mine == t.listen ? "traffic.listen" : "traffic.preview_listen", problem, ""}});
         return;
@@ -296,13 +296,16 @@ Status checkCapabilityNames(Db& db, const Plan& plan, std::vector<ErrorDetail>& 
       auto it = declared.find(name);
       if (it == declared.end()) {
         warnings.push_back({field,
-                            "capability '" + name + "' is not declared: the plan's instances wait until a node "
-                            "has it" + std::string(match.comparator == "GTE" || match.comparator == "LTE"
-                                                       ? " and it is declared with type " + match.type + " and a score"
-                                                       : ""),
+                            "capability '" + name +
+                                "' is not declared: the plan's instances wait until a node "
+                                "has it" +
+                                std::string(match.comparator == "GTE" || match.comparator == "LTE"
+                                                ? " and it is declared with type " + match.type + " and a score"
+                                                : ""),
                             ""});
       } else if (it->second.type != match.type) {
-        problems.push_back({field, "capability '" + name + "' has type " + it->second.type + ", not " + match.type, ""});
+        problems.push_back(
+            {field, "capability '" + name + "' has type " + it->second.type + ", not " + match.type, ""});
       }
     }
   }
@@ -314,7 +317,7 @@ Status checkCapabilityNames(Db& db, const Plan& plan, std::vector<ErrorDetail>& 
 
 }  // namespace
 
-void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& subject,
+void appendWarnings(Tx& tx, const std::string& kind, const std::string& subject,
                     const std::vector<ErrorDetail>& warnings) {
   if (warnings.empty()) return;
   Json list = Json::array();
@@ -322,7 +325,7 @@ void appendWarnings(Ledger::Tx& tx, const std::string& kind, const std::string& 
   tx.event(kind, subject, Json{{"warnings", list}});
 }
 
-Result<Plan> insertPlan(Ledger::Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings) {
+Result<Plan> insertPlan(Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warnings) {
   TIDE_RETURN_IF_ERROR(checkPlanShape(plan));
   if (liveIdByName(tx.db(), "plans", plan.name) != 0) {
     return Status::alreadyExists("plan '" + plan.name + "' already exists");
@@ -396,19 +399,20 @@ std::vector<ErrorDetail> strandedBy(Db& db, const Plan& current, const Plan& nex
     std::string spec_text;
     db.run("SELECT spec FROM nodes WHERE name = :n AND deleted_at IS NULL", soci::use(node), soci::into(spec_text));
     Json spec = Json::parse(spec_text, nullptr, false);
-    capabilities_of[node] = spec.is_object() ? spec.value("capabilities", std::vector<std::string>{})
-                                             : std::vector<std::string>{};
+    capabilities_of[node] =
+        spec.is_object() ? spec.value("capabilities", std::vector<std::string>{}) : std::vector<std::string>{};
   }
   for (size_t i = 0; i < next.matching_capabilities.size(); ++i) {
     const CapabilityMatch& rule = next.matching_capabilities[i];
     std::vector<std::string> stranded;
     for (const auto& [instance, node] : placed) {
-      if (!model::meetsCapabilityRule(rule, capabilities_of[node], declared)) stranded.push_back(instance + " on " + node);
+      if (!model::meetsCapabilityRule(rule, capabilities_of[node], declared))
+        stranded.push_back(instance + " on " + node);
     }
     if (stranded.empty()) continue;
     problems.push_back({"matching_capabilities[" + std::to_string(i) + "]",
-                        "instances run on nodes that do not meet capability type " + rule.type + " " +
-                            rule.comparator + " " + joinedNames(rule.names) + ": " + joinedNames(stranded),
+                        "instances run on nodes that do not meet capability type " + rule.type + " " + rule.comparator +
+                            " " + joinedNames(rule.names) + ": " + joinedNames(stranded),
                         ""});
   }
   return problems;
@@ -430,7 +434,7 @@ std::vector<std::string> changedFields(const Plan& a, const Plan& b) {
 
 }  // namespace
 
-Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, const std::string& actor) {
+Result<PlanChange> PlanRecords::updatePlan(const Plan& plan, Generation generation, const std::string& actor) {
   return write("update plan", actor, [&](Tx& tx) -> Result<PlanChange> {
     TIDE_ASSIGN_OR_RETURN(Plan current, loadPlan(tx.db(), plan.name));
     if (generation && *generation != current.meta.generation) {
@@ -439,8 +443,9 @@ Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, c
                                         std::to_string(current.meta.generation) + "; read it again");
     }
     TIDE_RETURN_IF_ERROR(checkPlanShape(plan));
-    for (const auto& [field, was, now] : {std::tuple<const char*, std::string, std::string>{"namespace", current.ns, plan.ns},
-                                          {"service_name", current.service_name, plan.service_name}}) {
+    for (const auto& [field, was, now] :
+         {std::tuple<const char*, std::string, std::string>{"namespace", current.ns, plan.ns},
+          {"service_name", current.service_name, plan.service_name}}) {
       if (was == now) continue;
       const std::string problem = "cannot change ('" + was + "' to '" + now + "'): create a new plan instead";
       return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + field + " " + problem, {{field, problem, ""}});
@@ -455,9 +460,8 @@ Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, c
     if (plan.traffic != current.traffic) TIDE_RETURN_IF_ERROR(checkPlanTraffic(tx.db(), plan, current.traffic));
     std::vector<ErrorDetail> stranded = strandedBy(tx.db(), current, plan);
     if (!stranded.empty()) {
-      return Status(Code::kUnprocessable, "plan '" + plan.name + "': " + stranded.front().field + ": " +
-                                              stranded.front().message,
-                    stranded);
+      return Status(Code::kUnprocessable,
+                    "plan '" + plan.name + "': " + stranded.front().field + ": " + stranded.front().message, stranded);
     }
     Bindings values;
     values.set("spec", specOf(plan).dump());
@@ -475,7 +479,7 @@ Result<PlanChange> Ledger::updatePlan(const Plan& plan, Generation generation, c
   });
 }
 
-Status Ledger::setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor) {
+Status PlanRecords::setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor) {
   return write("set plan traffic route", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), plan));
     if (p.traffic_route == route) return Status::ok();
@@ -487,15 +491,15 @@ Status Ledger::setPlanTrafficRoute(const std::string& plan, const Json& route, c
   });
 }
 
-Result<Plan> Ledger::createPlan(const Plan& plan, const std::string& actor, std::vector<ErrorDetail>* warnings) {
+Result<Plan> PlanRecords::createPlan(const Plan& plan, const std::string& actor, std::vector<ErrorDetail>* warnings) {
   return write("create plan", actor, [&](Tx& tx) { return insertPlan(tx, plan, warnings); });
 }
 
-Result<Plan> Ledger::getPlan(const std::string& name) {
+Result<Plan> PlanRecords::getPlan(const std::string& name) {
   return read("get plan", [&](Db& db) -> Result<Plan> { return loadPlan(db, name); });
 }
 
-Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
+Result<Page<Plan>> PlanRecords::listPlans(const ListOptions& options) {
   static const FilterColumns kPlansFilters = {{"namespace", "namespace"}, {"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kPlansFilters));
   return read("list plans", [&](Db& db) -> Result<Page<Plan>> {
@@ -505,8 +509,8 @@ Result<Page<Plan>> Ledger::listPlans(const ListOptions& options) {
   });
 }
 
-Result<Plan> Ledger::setPlanState(const std::string& name, const std::string& state, Generation generation,
-                                  const std::string& actor, const std::string& message) {
+Result<Plan> PlanRecords::setPlanState(const std::string& name, const std::string& state, Generation generation,
+                                       const std::string& actor, const std::string& message) {
   return write("set plan state", actor, [&](Tx& tx) -> Result<Plan> {
     TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
     TIDE_RETURN_IF_ERROR(
@@ -515,7 +519,7 @@ Result<Plan> Ledger::setPlanState(const std::string& name, const std::string& st
   });
 }
 
-Status Ledger::deletePlan(const std::string& name, Generation generation, const std::string& actor) {
+Status PlanRecords::deletePlan(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete plan", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
     const long long id = p.meta.id;
@@ -541,7 +545,7 @@ Status Ledger::deletePlan(const std::string& name, Generation generation, const 
 
 // --- deployments -------------------------------------------------------------------------------------
 
-Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment) {
+Result<Deployment> insertDeployment(Tx& tx, const Deployment& deployment) {
   if (std::string problem = nameProblem(deployment.deployment_id); !problem.empty()) {
     return Status::invalidArgument("deployment_id '" + deployment.deployment_id + "' " + problem,
                                    {{"deployment_id", problem, ""}});
@@ -601,15 +605,15 @@ Result<Deployment> insertDeployment(Ledger::Tx& tx, const Deployment& deployment
   }
 }
 
-Result<Deployment> Ledger::addDeployment(const Deployment& deployment, const std::string& actor) {
+Result<Deployment> PlanRecords::addDeployment(const Deployment& deployment, const std::string& actor) {
   return write("add deployment", actor, [&](Tx& tx) { return insertDeployment(tx, deployment); });
 }
 
-Result<Deployment> Ledger::getDeployment(const std::string& plan, const std::string& deployment_id) {
+Result<Deployment> PlanRecords::getDeployment(const std::string& plan, const std::string& deployment_id) {
   return read("get deployment", [&](Db& db) -> Result<Deployment> { return loadDeployment(db, plan, deployment_id); });
 }
 
-Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
+Result<Page<Deployment>> PlanRecords::listDeployments(const ListOptions& options) {
   static const FilterColumns kDeploymentsFilters = {{"plan", "p.name"}, {"state", "d.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kDeploymentsFilters));
   return read("list deployments", [&](Db& db) -> Result<Page<Deployment>> {
@@ -619,9 +623,9 @@ Result<Page<Deployment>> Ledger::listDeployments(const ListOptions& options) {
   });
 }
 
-Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                              const std::string& state, Generation generation, const std::string& actor,
-                                              const std::string& message) {
+Result<Deployment> PlanRecords::setDeploymentState(const std::string& plan, const std::string& deployment_id,
+                                                   const std::string& state, Generation generation,
+                                                   const std::string& actor, const std::string& message) {
   return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, state, generation, message));
@@ -629,8 +633,9 @@ Result<Deployment> Ledger::setDeploymentState(const std::string& plan, const std
   });
 }
 
-Result<Deployment> Ledger::setRolloutState(const std::string& plan, const std::string& deployment_id,
-                                           const Json& rollout_state, Generation generation, const std::string& actor) {
+Result<Deployment> PlanRecords::setRolloutState(const std::string& plan, const std::string& deployment_id,
+                                                const Json& rollout_state, Generation generation,
+                                                const std::string& actor) {
   return write("set rollout state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     Bindings values;
@@ -662,11 +667,12 @@ std::vector<Deployment> deploymentsOf(Db& db, const std::string& plan) {
 // started (RUNNING, or waiting for its next attempt): what it removed cannot come back, so it
 // runs to its end (cancelled, it left its instance MARKED_FOR_DELETION with nothing under
 // way; the 1 h soak found one cancelled between two attempts).
-Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string& message) {
+Status cancelOperationsOf(Tx& tx, const Deployment& d, const std::string& message) {
   std::vector<std::pair<long long, std::string>> ops;
   std::vector<std::tuple<long long, std::string, std::string, std::string, std::string>> found;
   tx.db().forEachRow(
-      "SELECT o.id, o.state, m.name, o.type, o.target FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+      "SELECT o.id, o.state, m.name, o.type, o.target FROM operations o JOIN meta_instances m ON m.id = "
+      "o.meta_instance_id "
       "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN "
       "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING') "
       "AND NOT (o.type = 'DELETE' AND (o.state = 'RUNNING' OR o.attempts > 0))",
@@ -683,7 +689,7 @@ Status cancelOperationsOf(Ledger::Tx& tx, const Deployment& d, const std::string
   return Status::ok();
 }
 
-Json stamp(const Ledger::Tx& tx, const std::string& reason = "") {
+Json stamp(const Tx& tx, const std::string& reason = "") {
   Json j{{"by", tx.actor()}, {"at", tx.now()}};
   if (!reason.empty()) j["reason"] = reason;
   return j;
@@ -691,8 +697,8 @@ Json stamp(const Ledger::Tx& tx, const std::string& reason = "") {
 
 }  // namespace
 
-Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std::string& deployment_id,
-                                             const RestoreRequest& request, const std::string& actor) {
+Result<Deployment> PlanRecords::restoreDeployment(const std::string& plan, const std::string& deployment_id,
+                                                  const RestoreRequest& request, const std::string& actor) {
   return write("restore deployment", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(checkTransition(RecordKind::kDeployment, d.state, request.final_state)
@@ -764,9 +770,9 @@ Result<Deployment> Ledger::restoreDeployment(const std::string& plan, const std:
   });
 }
 
-Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std::string& deployment_id,
-                                             const std::string& control, const std::string& reason,
-                                             const std::string& actor, const std::string& rollback_to) {
+Result<Deployment> PlanRecords::controlDeployment(const std::string& plan, const std::string& deployment_id,
+                                                  const std::string& control, const std::string& reason,
+                                                  const std::string& actor, const std::string& rollback_to) {
   const std::string by = actor + (reason.empty() ? "" : ": " + reason);
   if (control == "abort" || control == "rollback") {
     TIDE_ASSIGN_OR_RETURN(Deployment d, getDeployment(plan, deployment_id));
@@ -842,8 +848,8 @@ Result<Deployment> Ledger::controlDeployment(const std::string& plan, const std:
   });
 }
 
-Result<Deployment> Ledger::approveRollout(const std::string& plan, const std::string& deployment_id,
-                                          model::GivenApproval approval) {
+Result<Deployment> PlanRecords::approveRollout(const std::string& plan, const std::string& deployment_id,
+                                               model::GivenApproval approval) {
   return write("approve rollout", approval.actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (!unfinishedDeploymentState(d.state)) {
@@ -866,8 +872,8 @@ Result<Deployment> Ledger::approveRollout(const std::string& plan, const std::st
   });
 }
 
-Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::string& deployment_id, const Json& seen,
-                                          const std::string& actor) {
+Result<Deployment> PlanRecords::consumeSignals(const std::string& plan, const std::string& deployment_id,
+                                               const Json& seen, const std::string& actor) {
   return write("consume signals", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (!d.signals.is_object() || !seen.is_object()) return d;
@@ -886,8 +892,8 @@ Result<Deployment> Ledger::consumeSignals(const std::string& plan, const std::st
   });
 }
 
-Result<Deployment> Ledger::setDeploymentMessage(const std::string& plan, const std::string& deployment_id,
-                                                const std::string& message, const std::string& actor) {
+Result<Deployment> PlanRecords::setDeploymentMessage(const std::string& plan, const std::string& deployment_id,
+                                                     const std::string& message, const std::string& actor) {
   return write("set deployment message", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (d.message == message) return d;
@@ -899,8 +905,8 @@ Result<Deployment> Ledger::setDeploymentMessage(const std::string& plan, const s
   });
 }
 
-Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::string& deployment_id,
-                                         const std::string& message, const std::string& actor) {
+Result<Deployment> PlanRecords::finishRestore(const std::string& plan, const std::string& deployment_id,
+                                              const std::string& message, const std::string& actor) {
   return write("finish restore", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "COMPLETED", std::nullopt, message));
@@ -912,8 +918,8 @@ Result<Deployment> Ledger::finishRestore(const std::string& plan, const std::str
   });
 }
 
-Result<Deployment> Ledger::holdForHook(const std::string& plan, const std::string& deployment_id, const HookHold& hold,
-                                       const std::string& actor) {
+Result<Deployment> PlanRecords::holdForHook(const std::string& plan, const std::string& deployment_id,
+                                            const HookHold& hold, const std::string& actor) {
   return write("hold deployment for hook", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     const std::string subject = subjectOf(plan, deployment_id);
@@ -942,8 +948,8 @@ Result<Deployment> Ledger::holdForHook(const std::string& plan, const std::strin
   });
 }
 
-Result<Deployment> Ledger::releaseHookHold(const std::string& plan, const std::string& deployment_id,
-                                           const std::string& actor) {
+Result<Deployment> PlanRecords::releaseHookHold(const std::string& plan, const std::string& deployment_id,
+                                                const std::string& actor) {
   return write("release hook hold", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     if (!d.signals.is_object() || !d.signals.contains(model::kHookHoldSignal)) return d;
@@ -964,8 +970,8 @@ Result<Deployment> Ledger::releaseHookHold(const std::string& plan, const std::s
   });
 }
 
-Result<Ledger::PlanTeardown> Ledger::scalePlanToZero(const std::string& name, const Operation& delete_operation,
-                                                     const std::string& reason, const std::string& actor) {
+Result<PlanTeardown> PlanRecords::scalePlanToZero(const std::string& name, const Operation& delete_operation,
+                                                  const std::string& reason, const std::string& actor) {
   return write("scale plan to zero", actor, [&](Tx& tx) -> Result<PlanTeardown> {
     TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.db(), name));
     PlanTeardown teardown;

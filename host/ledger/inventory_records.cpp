@@ -95,7 +95,7 @@ Result<T> loadOne(Db& db, const std::string& select, const std::string& name, co
   return fetchOne(db, where, std::string(what) + " '" + name + "' not found", fromRow);
 }
 
-Status softDelete(Ledger::Tx& tx, const char* table, const char* kind, int64_t id, const std::string& name,
+Status softDelete(Tx& tx, const char* table, const char* kind, int64_t id, const std::string& name,
                   Generation generation) {
   Bindings values;
   values.set("deleted_at", tx.now());
@@ -109,7 +109,7 @@ Status softDelete(Ledger::Tx& tx, const char* table, const char* kind, int64_t i
 
 // --- capabilities --------------------------------------------------------------------------------
 
-Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability) {
+Result<Capability> insertCapability(Tx& tx, const Capability& capability) {
   TIDE_RETURN_IF_ERROR(checkName("capability", capability.name));
   if (capability.type.empty()) {
     return Status::invalidArgument("capability type must not be empty", {{"type", "required", ""}});
@@ -131,17 +131,17 @@ Result<Capability> insertCapability(Ledger::Tx& tx, const Capability& capability
   }
 }
 
-Result<Capability> Ledger::createCapability(const Capability& capability, const std::string& actor) {
+Result<Capability> InventoryRecords::createCapability(const Capability& capability, const std::string& actor) {
   return write("create capability", actor, [&](Tx& tx) { return insertCapability(tx, capability); });
 }
 
-Result<Capability> Ledger::getCapability(const std::string& name) {
+Result<Capability> InventoryRecords::getCapability(const std::string& name) {
   return read("get capability", [&](Db& db) -> Result<Capability> {
     return loadOne<Capability>(db, kCapabilitySelect, name, "capability", capabilityFromRow);
   });
 }
 
-Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
+Result<Page<Capability>> InventoryRecords::listCapabilities(const ListOptions& options) {
   static const FilterColumns kCapabilitiesFilters = {{"type", "type"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kCapabilitiesFilters));
   return read("list capabilities", [&](Db& db) -> Result<Page<Capability>> {
@@ -151,7 +151,7 @@ Result<Page<Capability>> Ledger::listCapabilities(const ListOptions& options) {
   });
 }
 
-Status Ledger::deleteCapability(const std::string& name, Generation generation, const std::string& actor) {
+Status InventoryRecords::deleteCapability(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete capability", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Capability c,
                           loadOne<Capability>(tx.db(), kCapabilitySelect, name, "capability", capabilityFromRow));
@@ -169,7 +169,7 @@ Status Ledger::deleteCapability(const std::string& name, Generation generation, 
 
 // --- clusters ------------------------------------------------------------------------------------
 
-Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster) {
+Result<Cluster> insertCluster(Tx& tx, const Cluster& cluster) {
   TIDE_RETURN_IF_ERROR(checkName("cluster", cluster.name));
   if (cluster.driver_kind.empty()) {
     return Status::invalidArgument("cluster driver must not be empty", {{"driver_kind", "required", ""}});
@@ -191,17 +191,17 @@ Result<Cluster> insertCluster(Ledger::Tx& tx, const Cluster& cluster) {
   }
 }
 
-Result<Cluster> Ledger::createCluster(const Cluster& cluster, const std::string& actor) {
+Result<Cluster> InventoryRecords::createCluster(const Cluster& cluster, const std::string& actor) {
   return write("create cluster", actor, [&](Tx& tx) { return insertCluster(tx, cluster); });
 }
 
-Result<Cluster> Ledger::getCluster(const std::string& name) {
+Result<Cluster> InventoryRecords::getCluster(const std::string& name) {
   return read("get cluster", [&](Db& db) -> Result<Cluster> {
     return loadOne<Cluster>(db, kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
 
-Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
+Result<Page<Cluster>> InventoryRecords::listClusters(const ListOptions& options) {
   static const FilterColumns kClustersFilters = {{"state", "state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kClustersFilters));
   return read("list clusters", [&](Db& db) -> Result<Page<Cluster>> {
@@ -211,8 +211,9 @@ Result<Page<Cluster>> Ledger::listClusters(const ListOptions& options) {
   });
 }
 
-Result<Cluster> Ledger::setClusterState(const std::string& name, const std::string& state, Generation generation,
-                                        const std::string& actor, const std::string& message) {
+Result<Cluster> InventoryRecords::setClusterState(const std::string& name, const std::string& state,
+                                                  Generation generation, const std::string& actor,
+                                                  const std::string& message) {
   return write("set cluster state", actor, [&](Tx& tx) -> Result<Cluster> {
     TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow));
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state, state,
@@ -221,7 +222,7 @@ Result<Cluster> Ledger::setClusterState(const std::string& name, const std::stri
   });
 }
 
-Status Ledger::deleteCluster(const std::string& name, Generation generation, const std::string& actor) {
+Status InventoryRecords::deleteCluster(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete cluster", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow));
     long long nodes = 0;
@@ -237,7 +238,7 @@ Status Ledger::deleteCluster(const std::string& name, Generation generation, con
 
 // --- nodes -----------------------------------------------------------------------------------------
 
-Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings) {
+Result<Node> insertNode(Tx& tx, const Node& node, std::vector<ErrorDetail>* warnings) {
   TIDE_RETURN_IF_ERROR(checkName("node", node.name));
   if (node.total.cores < 0 || node.total.memory_gib < 0 || node.system_reserved.cores < 0 ||
       node.system_reserved.memory_gib < 0 || node.system_reserved.cores > node.total.cores ||
@@ -282,8 +283,8 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetai
         "INSERT INTO nodes (name, cluster_id, update_domain, total_cores, total_memory_gib, "
         "reserved_cores, reserved_memory_gib, spec, state, created_at, updated_at) "
         "VALUES (:n, :c, :ud, :tc, :tm, :rc, :rm, :spec, :st, :ca, :ua) RETURNING id",
-        soci::use(node.name), soci::use(cluster_id), soci::use(node.update_domain),
-        soci::use(node.total.cores), soci::use(node.total.memory_gib), soci::use(node.system_reserved.cores),
+        soci::use(node.name), soci::use(cluster_id), soci::use(node.update_domain), soci::use(node.total.cores),
+        soci::use(node.total.memory_gib), soci::use(node.system_reserved.cores),
         soci::use(node.system_reserved.memory_gib), soci::use(spec), soci::use(state), soci::use(tx.now()),
         soci::use(tx.now()), soci::into(id));
     tx.event("node.created", "node/" + node.name,
@@ -294,15 +295,16 @@ Result<Node> insertNode(Ledger::Tx& tx, const Node& node, std::vector<ErrorDetai
   }
 }
 
-Result<Node> Ledger::createNode(const Node& node, const std::string& actor, std::vector<ErrorDetail>* warnings) {
+Result<Node> InventoryRecords::createNode(const Node& node, const std::string& actor,
+                                          std::vector<ErrorDetail>* warnings) {
   return write("create node", actor, [&](Tx& tx) { return insertNode(tx, node, warnings); });
 }
 
-Result<Node> Ledger::getNode(const std::string& name) {
+Result<Node> InventoryRecords::getNode(const std::string& name) {
   return read("get node", [&](Db& db) -> Result<Node> { return loadNode(db, name); });
 }
 
-Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
+Result<Page<Node>> InventoryRecords::listNodes(const ListOptions& options) {
   static const FilterColumns kNodesFilters = {
       {"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
@@ -313,8 +315,8 @@ Result<Page<Node>> Ledger::listNodes(const ListOptions& options) {
   });
 }
 
-Result<Node> Ledger::setNodeState(const std::string& name, const std::string& state, Generation generation,
-                                  const std::string& actor, const std::string& message) {
+Result<Node> InventoryRecords::setNodeState(const std::string& name, const std::string& state, Generation generation,
+                                            const std::string& actor, const std::string& message) {
   return write("set node state", actor, [&](Tx& tx) -> Result<Node> {
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
     if (state == "ALLOCATED" && n.cluster.empty()) {
@@ -329,7 +331,8 @@ Result<Node> Ledger::setNodeState(const std::string& name, const std::string& st
   });
 }
 
-Result<bool> Ledger::fillNodeTotal(const std::string& name, const Resources& total, const std::string& actor) {
+Result<bool> InventoryRecords::fillNodeTotal(const std::string& name, const Resources& total,
+                                             const std::string& actor) {
   // Most reports find the total set: read first, so they cost no write transaction.
   TIDE_ASSIGN_OR_RETURN(Node current, getNode(name));
   if (current.total.cores != 0 || current.total.memory_gib != 0) return false;
@@ -346,7 +349,7 @@ Result<bool> Ledger::fillNodeTotal(const std::string& name, const Resources& tot
   });
 }
 
-Status Ledger::deleteNode(const std::string& name, Generation generation, const std::string& actor) {
+Status InventoryRecords::deleteNode(const std::string& name, Generation generation, const std::string& actor) {
   return write("delete node", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
     long long live = 0;

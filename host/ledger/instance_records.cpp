@@ -100,8 +100,7 @@ std::string operationSubject(const Operation& o) { return "operation/" + std::to
 // Every volume the instance asks for must fit the node's local volume it names, counting
 // the volumes of the node's live runtime instances; checked inside the reservation's
 // transaction so two placements racing for the last GiB cannot both win.
-Status checkVolumeRoom(Ledger::Tx& tx, long long node_id, const RuntimeInstance& instance,
-                       const std::string& node_spec) {
+Status checkVolumeRoom(Tx& tx, long long node_id, const RuntimeInstance& instance, const std::string& node_spec) {
   if (!instance.volumes.is_array() || instance.volumes.empty()) return Status::ok();
   std::map<std::string, double> capacity;  // local volume mount path -> GiB
   const Json spec = Json::parse(node_spec, nullptr, false);
@@ -147,14 +146,14 @@ struct NodeRoom {
   // kUnprocessable naming the node and what remains.
   Status holds(const std::string& node, const Resources& more) const {
     if (more.cores <= free_cores + 1e-9 && more.memory_gib <= free_memory + 1e-9) return Status::ok();
-    return Status(Code::kUnprocessable, "node '" + node + "' cannot hold " + std::to_string(more.cores) +
-                                            " cores / " + std::to_string(more.memory_gib) + " GiB (remaining " +
+    return Status(Code::kUnprocessable, "node '" + node + "' cannot hold " + std::to_string(more.cores) + " cores / " +
+                                            std::to_string(more.memory_gib) + " GiB (remaining " +
                                             std::to_string(free_cores) + " cores / " + std::to_string(free_memory) +
                                             " GiB)");
   }
 };
 
-Result<NodeRoom> nodeRoom(Ledger::Tx& tx, const std::string& node) {
+Result<NodeRoom> nodeRoom(Tx& tx, const std::string& node) {
   NodeRoom room;
   double total_cores = 0, total_memory = 0, reserved_cores = 0, reserved_memory = 0;
   if (!tx.db().run("SELECT id, total_cores, total_memory_gib, reserved_cores, reserved_memory_gib, spec FROM "
@@ -180,7 +179,7 @@ bool sameReservation(const Resources& a, const Resources& b) {
 // Changes the reservation of `ri` (which holds resources) to `to` in place, with a
 // `runtime_instance.resized` event {instance, node, from, to, reason}. A growth must fit the
 // node (kUnprocessable otherwise); a shrink always does.
-Status resizeRuntime(Ledger::Tx& tx, const RuntimeInstance& ri, const Resources& to, const std::string& reason) {
+Status resizeRuntime(Tx& tx, const RuntimeInstance& ri, const Resources& to, const std::string& reason) {
   if (sameReservation(ri.reservation, to)) return Status::ok();
   if (to.cores < 0 || to.memory_gib < 0) {
     return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
@@ -197,17 +196,15 @@ Status resizeRuntime(Ledger::Tx& tx, const RuntimeInstance& ri, const Resources&
   TIDE_RETURN_IF_ERROR(updateGuarded(tx, "runtime_instances", ri.meta.id, std::nullopt,
                                      "reserved_cores = :reserved_cores, reserved_memory_gib = :reserved_memory_gib",
                                      values));
-  tx.event("runtime_instance.resized", "runtime/" + std::to_string(ri.meta.id),
-           Json{{"instance", ri.meta_instance},
-                {"node", ri.node},
-                {"from", ri.reservation},
-                {"to", to},
-                {"reason", reason}});
+  tx.event(
+      "runtime_instance.resized", "runtime/" + std::to_string(ri.meta.id),
+      Json{
+          {"instance", ri.meta_instance}, {"node", ri.node}, {"from", ri.reservation}, {"to", to}, {"reason", reason}});
   return Status::ok();
 }
 
 // The body of createRuntimeInstance, shared with reserveForOperation.
-Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& instance) {
+Result<RuntimeInstance> insertRuntime(Tx& tx, const RuntimeInstance& instance) {
   if (instance.reservation.cores < 0 || instance.reservation.memory_gib < 0) {
     return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
   }
@@ -252,7 +249,7 @@ Result<RuntimeInstance> insertRuntime(Ledger::Tx& tx, const RuntimeInstance& ins
 
 // The body of setRuntimeInstanceState, for the writes that end a runtime instance with
 // something else in one transaction.
-Status changeRuntimeState(Ledger::Tx& tx, const RuntimeInstance& ri, const std::string& state, Generation generation,
+Status changeRuntimeState(Tx& tx, const RuntimeInstance& ri, const std::string& state, Generation generation,
                           const std::string& message) {
   Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
   // The reservation stops counting the moment the state is terminal (see the node
@@ -277,7 +274,7 @@ std::string activeRuntimeState(Db& db, const MetaInstance& meta) {
 
 }  // namespace
 
-Status settleResize(Ledger::Tx& tx, int64_t operation_id, const Json& target, const std::string& state) {
+Status settleResize(Tx& tx, int64_t operation_id, const Json& target, const std::string& state) {
   if (!target.is_object() || !target.contains("resize")) return Status::ok();
   const Json& resize = target["resize"];
   auto ri = loadRuntime(tx.db(), resize.value("runtime_instance", int64_t{0}));
@@ -298,7 +295,7 @@ namespace {
 // released. A rejected one whose meta instance is ACTIVE with nothing left running (a
 // CREATE, or a RESTART of an instance whose process died) leaves the meta instance
 // STOPPED: it holds nothing and nothing starts it again unless someone asks (RESTART).
-Status settleUnstartedOperation(Ledger::Tx& tx, const Operation& o, const std::string& state) {
+Status settleUnstartedOperation(Tx& tx, const Operation& o, const std::string& state) {
   TIDE_RETURN_IF_ERROR(settleResize(tx, o.meta.id, o.target, state));
   if (o.target.is_object() && o.target.contains("runtime_instance")) {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance reserved, loadRuntime(tx.db(), o.target["runtime_instance"].get<int64_t>()));
@@ -317,7 +314,7 @@ Status settleUnstartedOperation(Ledger::Tx& tx, const Operation& o, const std::s
 }
 
 // The body of createOperation, shared with createInstanceWithOperation.
-Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, const Operation& operation) {
+Result<Operation> insertOperation(Tx& tx, const MetaInstance& meta, const Operation& operation) {
   if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
     return Status::invalidArgument(
         "operation type '" + operation.type + "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
@@ -367,7 +364,7 @@ Result<Operation> insertOperation(Ledger::Tx& tx, const MetaInstance& meta, cons
 
 }  // namespace
 
-Result<Operation> insertDeleteOnce(Ledger::Tx& tx, const Operation& operation) {
+Result<Operation> insertDeleteOnce(Tx& tx, const Operation& operation) {
   TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), operation.meta_instance));
   Where open(kOperationSelect);
   open.eq("m.name", meta.name).eq("o.type", "DELETE").raw("o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES);
@@ -378,7 +375,7 @@ Result<Operation> insertDeleteOnce(Ledger::Tx& tx, const Operation& operation) {
 namespace {
 
 // The body of createMetaInstance, shared with createInstanceWithOperation.
-Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const std::string& deployment_id) {
+Result<MetaInstance> insertMeta(Tx& tx, const std::string& plan, const std::string& deployment_id) {
   long long plan_id = 0, deployment_ref = 0;
   std::string service, plan_state;
   soci::indicator ind = soci::i_null;
@@ -407,14 +404,15 @@ Result<MetaInstance> insertMeta(Ledger::Tx& tx, const std::string& plan, const s
 
 // --- meta instances ------------------------------------------------------------------------------------
 
-Result<MetaInstance> Ledger::createMetaInstance(const std::string& plan, const std::string& deployment_id,
-                                                const std::string& actor) {
+Result<MetaInstance> InstanceRecords::createMetaInstance(const std::string& plan, const std::string& deployment_id,
+                                                         const std::string& actor) {
   return write("create meta instance", actor,
                [&](Tx& tx) -> Result<MetaInstance> { return insertMeta(tx, plan, deployment_id); });
 }
 
-Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, const std::string& deployment_id,
-                                                       const std::string& actor) {
+Result<MetaInstance> InstanceRecords::setMetaInstanceDeployment(const std::string& name,
+                                                                const std::string& deployment_id,
+                                                                const std::string& actor) {
   return write("set instance deployment", actor, [&](Tx& tx) -> Result<MetaInstance> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.db(), name));
     if (m.deployment_id == deployment_id) return m;
@@ -433,11 +431,11 @@ Result<MetaInstance> Ledger::setMetaInstanceDeployment(const std::string& name, 
   });
 }
 
-Result<MetaInstance> Ledger::getMetaInstance(const std::string& name) {
+Result<MetaInstance> InstanceRecords::getMetaInstance(const std::string& name) {
   return read("get instance", [&](Db& db) -> Result<MetaInstance> { return loadMeta(db, name); });
 }
 
-Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options) {
+Result<Page<MetaInstance>> InstanceRecords::listMetaInstances(const ListOptions& options) {
   static const FilterColumns kMetaInstancesFilters = {
       {"plan", "p.name"}, {"deployment_id", "d.deployment_id"}, {"state", "m.state"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kMetaInstancesFilters));
@@ -448,9 +446,9 @@ Result<Page<MetaInstance>> Ledger::listMetaInstances(const ListOptions& options)
   });
 }
 
-Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const std::string& state,
-                                                  Generation generation, const std::string& actor,
-                                                  const std::string& message) {
+Result<MetaInstance> InstanceRecords::setMetaInstanceState(const std::string& name, const std::string& state,
+                                                           Generation generation, const std::string& actor,
+                                                           const std::string& message) {
   return write("set instance state", actor, [&](Tx& tx) -> Result<MetaInstance> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.db(), name));
     TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kMetaInstance, "meta_instances", m.meta.id, "instance/" + name,
@@ -467,13 +465,14 @@ Result<MetaInstance> Ledger::setMetaInstanceState(const std::string& name, const
 
 // --- runtime instances -------------------------------------------------------------------------------
 
-Result<RuntimeInstance> Ledger::createRuntimeInstance(const RuntimeInstance& instance, const std::string& actor) {
+Result<RuntimeInstance> InstanceRecords::createRuntimeInstance(const RuntimeInstance& instance,
+                                                               const std::string& actor) {
   return write("create runtime instance", actor,
                [&](Tx& tx) -> Result<RuntimeInstance> { return insertRuntime(tx, instance); });
 }
 
-Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
-                                                    const std::string& actor) {
+Result<RuntimeInstance> InstanceRecords::reserveForOperation(int64_t operation_id, const RuntimeInstance& instance,
+                                                             const std::string& actor) {
   return write("reserve for operation", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), operation_id));
     if (o.meta_instance != instance.meta_instance) {
@@ -495,7 +494,8 @@ Result<RuntimeInstance> Ledger::reserveForOperation(int64_t operation_id, const 
   });
 }
 
-Result<Operation> Ledger::resizeForOperation(int64_t operation_id, const Resources& to, const std::string& actor) {
+Result<Operation> OperationRecords::resizeForOperation(int64_t operation_id, const Resources& to,
+                                                       const std::string& actor) {
   return write("resize for operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), operation_id));
     const std::string subject = "operation " + std::to_string(operation_id);
@@ -507,20 +507,18 @@ Result<Operation> Ledger::resizeForOperation(int64_t operation_id, const Resourc
     long long active_id = 0;
     soci::indicator ind = soci::i_null;
     const long long meta_id = meta.meta.id;
-    tx.db().run("SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT IN "
-                TIDE_SQL_RELEASED_RUNTIME_STATES,
-                soci::use(meta_id), soci::into(active_id, ind));
+    tx.db().run(
+        "SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT "
+        "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+        soci::use(meta_id), soci::into(active_id, ind));
     if (ind != soci::i_ok) return Status::conflict("instance '" + meta.name + "' runs nowhere: nothing to resize");
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance active, loadRuntime(tx.db(), active_id));
     const Resources from = active.reservation;
     const Resources held{std::max(from.cores, to.cores), std::max(from.memory_gib, to.memory_gib)};
     TIDE_RETURN_IF_ERROR(resizeRuntime(tx, active, held, subject + " holds the larger size until it runs"));
     Json target = o.target.is_object() ? o.target : Json::object();
-    target["resize"] = Json{{"runtime_instance", active.meta.id},
-                            {"node", active.node},
-                            {"from", from},
-                            {"to", to},
-                            {"held", held}};
+    target["resize"] =
+        Json{{"runtime_instance", active.meta.id}, {"node", active.node}, {"from", from}, {"to", to}, {"held", held}};
     Bindings values;
     values.set("target", target.dump());
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, std::nullopt, "target = :target", values));
@@ -528,11 +526,11 @@ Result<Operation> Ledger::resizeForOperation(int64_t operation_id, const Resourc
   });
 }
 
-Result<RuntimeInstance> Ledger::getRuntimeInstance(int64_t id) {
+Result<RuntimeInstance> InstanceRecords::getRuntimeInstance(int64_t id) {
   return read("get runtime instance", [&](Db& db) -> Result<RuntimeInstance> { return loadRuntime(db, id); });
 }
 
-Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& options) {
+Result<Page<RuntimeInstance>> InstanceRecords::listRuntimeInstances(const ListOptions& options) {
   static const FilterColumns kRuntimeInstancesFilters = {
       {"meta_instance", "m.name"}, {"node", "n.name"}, {"state", "r.state"}, {"plan", "p.name"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kRuntimeInstancesFilters));
@@ -543,8 +541,8 @@ Result<Page<RuntimeInstance>> Ledger::listRuntimeInstances(const ListOptions& op
   });
 }
 
-Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update, Generation generation,
-                                                      const std::string& actor) {
+Result<RuntimeInstance> InstanceRecords::updateRuntimeInstance(int64_t id, const RuntimeUpdate& update,
+                                                               Generation generation, const std::string& actor) {
   return write("update runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     Assignments assign;
@@ -583,7 +581,7 @@ Result<RuntimeInstance> Ledger::updateRuntimeInstance(int64_t id, const RuntimeU
   });
 }
 
-Result<std::vector<RuntimeInstance>> Ledger::currentRuntimeInstances() {
+Result<std::vector<RuntimeInstance>> InstanceRecords::currentRuntimeInstances() {
   return read("current runtime instances", [&](Db& db) -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
@@ -623,9 +621,9 @@ void inSlices(const std::vector<int64_t>& ids, Fn&& each) {
 
 }  // namespace
 
-Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& meta_ids,
-                                                    const std::vector<int64_t>& runtime_ids,
-                                                    const std::vector<int64_t>& operation_ids) {
+Result<InstanceSlice> InstanceRecords::instanceSlice(const std::vector<int64_t>& meta_ids,
+                                                     const std::vector<int64_t>& runtime_ids,
+                                                     const std::vector<int64_t>& operation_ids) {
   return read("instance slice",
               [&](Db& db) -> Result<InstanceSlice> {
                 // Every IN list makes a new query text: these run past the statement cache.
@@ -666,7 +664,7 @@ Result<Ledger::InstanceSlice> Ledger::instanceSlice(const std::vector<int64_t>& 
               });
 }
 
-Result<std::vector<Operation>> Ledger::unfinishedOperations(const std::vector<int64_t>& meta_ids) {
+Result<std::vector<Operation>> OperationRecords::unfinishedOperations(const std::vector<int64_t>& meta_ids) {
   return read("unfinished operations", [&](Db& db) -> Result<std::vector<Operation>> {
     std::vector<Operation> out;
     inSlices(meta_ids, [&](const std::string& in) {
@@ -679,7 +677,7 @@ Result<std::vector<Operation>> Ledger::unfinishedOperations(const std::vector<in
   });
 }
 
-Result<Ledger::PlanCounts> Ledger::planCounts(const std::string& plan) {
+Result<PlanCounts> InstanceRecords::planCounts(const std::string& plan) {
   return read("count plan instances", [&](Db& db) -> Result<PlanCounts> {
     PlanCounts counts;
     db.forEachRow(
@@ -716,7 +714,7 @@ Result<Ledger::PlanCounts> Ledger::planCounts(const std::string& plan) {
   });
 }
 
-Result<Page<MetaInstance>> Ledger::livePlanInstances(const std::string& plan, const ListOptions& options) {
+Result<Page<MetaInstance>> InstanceRecords::livePlanInstances(const std::string& plan, const ListOptions& options) {
   return read("list plan instances", [&](Db& db) -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
     where.greater("m.id", options.after).eq("p.name", plan).raw("m.state <> 'DELETED'");
@@ -724,7 +722,7 @@ Result<Page<MetaInstance>> Ledger::livePlanInstances(const std::string& plan, co
   });
 }
 
-Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::string& actor) {
+Result<RuntimeInstance> InstanceRecords::activateRuntimeInstance(int64_t id, const std::string& actor) {
   return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     if (!model::holdsResources(ri.state)) {
@@ -751,8 +749,9 @@ Result<RuntimeInstance> Ledger::activateRuntimeInstance(int64_t id, const std::s
   });
 }
 
-Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
-                                                        const std::string& actor, const std::string& message) {
+Result<RuntimeInstance> InstanceRecords::setRuntimeInstanceState(int64_t id, const std::string& state,
+                                                                 Generation generation, const std::string& actor,
+                                                                 const std::string& message) {
   return write("set runtime instance state", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     TIDE_RETURN_IF_ERROR(changeRuntimeState(tx, ri, state, generation, message));
@@ -762,22 +761,23 @@ Result<RuntimeInstance> Ledger::setRuntimeInstanceState(int64_t id, const std::s
 
 // --- operations --------------------------------------------------------------------------------------------
 
-Result<Operation> Ledger::createOperation(const Operation& operation, const std::string& actor) {
+Result<Operation> OperationRecords::createOperation(const Operation& operation, const std::string& actor) {
   return write("create operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), operation.meta_instance));
     return insertOperation(tx, meta, operation);
   });
 }
 
-Result<Operation> Ledger::createInstanceWithOperation(const std::string& plan, const std::string& deployment_id,
-                                                      const Operation& operation, const std::string& actor) {
+Result<Operation> OperationRecords::createInstanceWithOperation(const std::string& plan,
+                                                                const std::string& deployment_id,
+                                                                const Operation& operation, const std::string& actor) {
   return write("create instance with operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance meta, insertMeta(tx, plan, deployment_id));
     return insertOperation(tx, meta, operation);
   });
 }
 
-Result<std::map<std::pair<std::string, std::string>, int64_t>> Ledger::operationCounts() {
+Result<std::map<std::pair<std::string, std::string>, int64_t>> OperationRecords::operationCounts() {
   return read("count operations", [&](Db& db) -> Result<std::map<std::pair<std::string, std::string>, int64_t>> {
     std::map<std::pair<std::string, std::string>, int64_t> out;
     db.forEachRow("SELECT type, state, COUNT(*) FROM operations GROUP BY type, state", [&](const soci::row& row) {
@@ -787,7 +787,7 @@ Result<std::map<std::pair<std::string, std::string>, int64_t>> Ledger::operation
   });
 }
 
-Result<std::vector<Operation>> Ledger::latestOperations() {
+Result<std::vector<Operation>> OperationRecords::latestOperations() {
   return read("latest operations", [&](Db& db) -> Result<std::vector<Operation>> {
     Where where(kOperationSelect);
     where.raw("m.deleted_at IS NULL")
@@ -800,7 +800,8 @@ Result<std::vector<Operation>> Ledger::latestOperations() {
   });
 }
 
-Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& update, const std::string& actor) {
+Result<Operation> OperationRecords::updateOperation(int64_t id, const OperationUpdate& update,
+                                                    const std::string& actor) {
   return write("update operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     Assignments assign;
@@ -810,17 +811,18 @@ Result<Operation> Ledger::updateOperation(int64_t id, const OperationUpdate& upd
     if (update.decision) assign.set("decision", update.decision->dump());
     if (update.message) assign.set("message", *update.message);
     if (!assign.empty()) {
-      TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", o.meta.id, update.generation, assign.sql(), assign.values()));
+      TIDE_RETURN_IF_ERROR(
+          updateGuarded(tx, "operations", o.meta.id, update.generation, assign.sql(), assign.values()));
     }
     return loadOperation(tx.db(), id);
   });
 }
 
-Result<Operation> Ledger::getOperation(int64_t id) {
+Result<Operation> OperationRecords::getOperation(int64_t id) {
   return read("get operation", [&](Db& db) -> Result<Operation> { return loadOperation(db, id); });
 }
 
-Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
+Result<Page<Operation>> OperationRecords::listOperations(const ListOptions& options) {
   static const FilterColumns kOperationsFilters = {
       {"state", "o.state"},        {"plan", "p.name"},        {"meta_instance", "m.name"}, {"type", "o.type"},
       {"actor", "o.requested_by"}, {"since", "o.created_at"}, {"until", "o.created_at"}};
@@ -832,9 +834,9 @@ Result<Page<Operation>> Ledger::listOperations(const ListOptions& options) {
   });
 }
 
-Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state, Generation generation,
-                                            const std::string& actor, const std::string& message,
-                                            const std::string& approved_by) {
+Result<Operation> OperationRecords::setOperationState(int64_t id, const std::string& state, Generation generation,
+                                                      const std::string& actor, const std::string& message,
+                                                      const std::string& approved_by) {
   return write("set operation state", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     Json extra{{"instance", o.meta_instance}, {"type", o.type}};
@@ -855,8 +857,8 @@ Result<Operation> Ledger::setOperationState(int64_t id, const std::string& state
   });
 }
 
-Result<Operation> Ledger::cancelOperation(int64_t id, Generation generation, const std::string& actor,
-                                          const std::string& message) {
+Result<Operation> OperationRecords::cancelOperation(int64_t id, Generation generation, const std::string& actor,
+                                                    const std::string& message) {
   return write("cancel operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     const bool unstarted =
@@ -877,7 +879,7 @@ Result<Operation> Ledger::cancelOperation(int64_t id, Generation generation, con
   });
 }
 
-Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::GivenApproval approval) {
+Result<Operation> OperationRecords::addApproval(int64_t id, Generation generation, model::GivenApproval approval) {
   return write("add approval", approval.actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     const std::string subject = "operation " + std::to_string(id);
@@ -907,8 +909,8 @@ Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::
     tx.db().run(
         "INSERT INTO operation_approvals (operation_id, actor, role, override, reason, at) "
         "VALUES (:o, :a, :r, :v, :why, :at)",
-        soci::use(operation_id), soci::use(approval.actor), soci::use(approval.role),
-        soci::use(override), soci::use(approval.reason), soci::use(approval.at));
+        soci::use(operation_id), soci::use(approval.actor), soci::use(approval.role), soci::use(override),
+        soci::use(approval.reason), soci::use(approval.at));
     const int needed = ruling.still_needed;
     Json data{{"instance", o.meta_instance},
               {"actor", approval.actor},
@@ -921,9 +923,9 @@ Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::
 
     const std::string& approved_by = ruling.approved_by;
     const std::string message = approval.reason.empty() ? "approved by " + approved_by : approval.reason;
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
-                                     "APPROVED", std::nullopt, message,
-                                     Json{{"instance", o.meta_instance}, {"type", o.type}, {"approved_by", approved_by}}));
+    TIDE_RETURN_IF_ERROR(changeState(
+        tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, "APPROVED", std::nullopt, message,
+        Json{{"instance", o.meta_instance}, {"type", o.type}, {"approved_by", approved_by}}));
     Bindings approver;
     approver.set("approved_by", approved_by);
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", approver));
@@ -931,7 +933,7 @@ Result<Operation> Ledger::addApproval(int64_t id, Generation generation, model::
   });
 }
 
-Result<std::vector<model::GivenApproval>> Ledger::listApprovals(int64_t operation_id) {
+Result<std::vector<model::GivenApproval>> OperationRecords::listApprovals(int64_t operation_id) {
   return read("list approvals", [&](Db& db) -> Result<std::vector<model::GivenApproval>> {
     const long long op = operation_id;
     std::vector<model::GivenApproval> out;

@@ -198,7 +198,7 @@ std::string joinRules(const std::set<std::string>& rules) {
 // Deletes the oldest events the policy no longer keeps (at most policy.batch), after checking
 // that they, and the first event kept, link up from the newest checkpoint, and records the
 // new checkpoint; nullopt when no event was old enough.
-Result<std::optional<AuditCheckpoint>> pruneEvents(Ledger::Tx& tx, const RetentionPolicy& policy, TimePoint now) {
+Result<std::optional<AuditCheckpoint>> pruneEvents(Tx& tx, const RetentionPolicy& policy, TimePoint now) {
   Db& db = tx.db();
   const std::optional<AuditCheckpoint> from = newestCheckpoint(db);
   const int64_t newest = readChainTail(db).seq;
@@ -313,7 +313,7 @@ int64_t pruneScriptVersions(Db& db, const RetentionPolicy& policy) {
 
 }  // namespace
 
-Ledger::ChainTail readChainTail(Db& db) {
+ChainTail readChainTail(Db& db) {
   long long seq = 0;
   std::string hash;
   if (db.run("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1", soci::into(seq), soci::into(hash))) {
@@ -323,22 +323,22 @@ Ledger::ChainTail readChainTail(Db& db) {
   return {};
 }
 
-Result<AuditReport> Ledger::verifyAudit() {
+Result<AuditReport> AuditRecords::verifyAudit() {
   // Read before the snapshot begins, so every event counted here is in it.
   const int64_t appended = lastEventSeq();
   return read("verify events", [&](Db& db) -> Result<AuditReport> { return walkChain(db, appended); });
 }
 
-Status Ledger::verifyEventChain() {
+Status AuditRecords::verifyEventChain() {
   TIDE_ASSIGN_OR_RETURN(AuditReport report, verifyAudit());
   if (report.ok) return Status::ok();
   return Status::internal("event chain: " + report.problem);
 }
 
-Result<PruneReport> Ledger::prune(const RetentionPolicy& policy, const std::string& actor) {
+Result<PruneReport> AuditRecords::prune(const RetentionPolicy& policy, const std::string& actor) {
   if (!policy.enabled()) return PruneReport{};
   if (policy.batch < 1) return Status::invalidArgument("retention: batch must be at least 1");
-  const TimePoint now = clock_.now();
+  const TimePoint now = core_.clock_.now();
   return write("prune", actor, [&](Tx& tx) -> Result<PruneReport> {
     PruneReport report;
     if (policy.events_max_count > 0 || policy.events_max_age_days > 0) {
@@ -372,6 +372,189 @@ Result<AuditReport> verifyLedgerAt(const std::string& url) {
   if (!std::filesystem::is_regular_file(path, ec)) return Status::notFound("no ledger at " + path);
   TIDE_ASSIGN_OR_RETURN(auto db, Db::open(url, Db::Role::kReader));
   return guarded("verify events", [&]() -> Result<AuditReport> { return walkChain(*db, 0); });
+}
+
+// --- events ------------------------------------------------------------------------------------
+
+namespace {
+
+// A query of the subjects events give plan `plan`'s records, `plan` bound in `where`: the
+// plan itself, its deployments, meta instances, runtime instances and operations. The
+// records of an earlier plan of the same name count too.
+std::string planSubjects(Where& where, const std::string& plan) {
+  // Each selects subjects and ends where the plan's name is compared.
+  static const char* const kSubjectsOfPlan[] = {
+      "SELECT 'plan/' || ",
+      "SELECT 'deployment/' || p.name || '/' || d.deployment_id FROM deployments d "
+      "JOIN plans p ON p.id = d.plan_id WHERE p.name = ",
+      "SELECT 'instance/' || m.name FROM meta_instances m JOIN plans p ON p.id = m.plan_id WHERE p.name = ",
+      "SELECT 'runtime/' || r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+      "JOIN plans p ON p.id = m.plan_id WHERE p.name = ",
+      "SELECT 'operation/' || o.id FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+      "JOIN plans p ON p.id = m.plan_id WHERE p.name = "};
+  std::string query;
+  for (const char* part : kSubjectsOfPlan) {
+    query += (query.empty() ? "" : " UNION ALL ") + std::string(part) + where.bind(plan);
+  }
+  return query;
+}
+
+}  // namespace
+
+Result<Page<Event>> AuditRecords::listEvents(const ListOptions& options) {
+  // kind, plan and state are compared below, not as columns.
+  static const FilterColumns kEventFilters = {{"kind", ""},  {"subject", "subject"}, {"actor", "actor"}, {"plan", ""},
+                                              {"state", ""}, {"since", "at"},        {"until", "at"}};
+  static const FilterColumns kColumnFilters = {
+      {"subject", "subject"}, {"actor", "actor"}, {"since", "at"}, {"until", "at"}};
+  TIDE_RETURN_IF_ERROR(checkFilters(options, kEventFilters));
+  return read("list events", [&](Db& db) -> Result<Page<Event>> {
+    Where where(kEventColumns);
+    where.greater("seq", options.after).filters(options, kColumnFilters);
+    if (auto it = options.filters.find("kind"); it != options.filters.end()) {
+      const std::string& kind = it->second;
+      if (kind.size() > 2 && kind.compare(kind.size() - 2, 2, ".*") == 0) {
+        where.raw("kind LIKE " + where.bind(kind.substr(0, kind.size() - 1) + "%"));
+      } else {
+        where.eq("kind", kind);
+      }
+    }
+    if (auto it = options.filters.find("plan"); it != options.filters.end()) {
+      where.raw("subject IN (" + planSubjects(where, it->second) + ")");
+    }
+    if (auto it = options.filters.find("state"); it != options.filters.end()) {
+      where.raw("kind LIKE '%.state'").in(db.dialect().jsonField("data", "to"), it->second);
+    }
+    const int64_t limit = pageLimit(options);
+    where.values().set("page_limit", static_cast<long long>(limit + 1));
+    Page<Event> page;
+    db.forEachRow(
+        where.clause() + " ORDER BY seq LIMIT :page_limit",
+        [&](const soci::row& row) { page.items.push_back(eventFromRow(row)); }, where.values());
+    if (static_cast<int64_t>(page.items.size()) > limit) {
+      page.items.pop_back();
+      page.next_after = page.items.back().seq;
+    }
+    return page;
+  });
+}
+
+int64_t AuditRecords::lastEventSeq() {
+  std::lock_guard<std::mutex> lock(core_.events_mu_);
+  return core_.last_seq_;
+}
+
+bool AuditRecords::waitForEvents(int64_t after, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(core_.events_mu_);
+  return core_.events_cv_.wait_for(lock, timeout, [&] { return core_.last_seq_ > after; });
+}
+
+Status AuditRecords::appendEvent(const std::string& kind, const std::string& subject, const Json& data,
+                                 const std::string& actor) {
+  return write("append event", actor, [&](Tx& tx) -> Status {
+    tx.event(kind, subject, data);
+    return Status::ok();
+  });
+}
+
+// --- scripts and decisions ---------------------------------------------------------------------
+
+Result<ScriptVersion> AuditRecords::recordScriptVersion(const ScriptVersion& version) {
+  return write("record script version", "scripts", [&](Tx& tx) -> Result<ScriptVersion> {
+    ScriptVersion v = version;
+    if (v.loaded_at.empty()) v.loaded_at = tx.now();
+    long long id = 0;
+    tx.db().run(
+        "INSERT INTO script_versions (path, kind, sha256, loaded_at, status, error) "
+        "VALUES (:p, :k, :s, :l, :st, :e) RETURNING id",
+        soci::use(v.path), soci::use(v.kind), soci::use(v.sha256), soci::use(v.loaded_at), soci::use(v.status),
+        soci::use(v.error), soci::into(id));
+    v.id = id;
+    tx.event("script." + v.status, "script/" + v.path,
+             Json{{"kind", v.kind}, {"sha256", v.sha256}, {"error", v.error}});
+    return v;
+  });
+}
+
+Result<std::vector<ScriptVersion>> AuditRecords::listScriptVersions(const std::string& path) {
+  return read("list script versions", [&](Db& db) -> Result<std::vector<ScriptVersion>> {
+    Where where("SELECT id, path, kind, sha256, loaded_at, status, error FROM script_versions");
+    if (!path.empty()) where.eq("path", path);
+    std::vector<ScriptVersion> out;
+    db.forEachRow(
+        where.clause() + " ORDER BY id",
+        [&](const soci::row& r) {
+          out.push_back({rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
+                         rowString(r, 5), rowString(r, 6)});
+        },
+        where.values());
+    return out;
+  });
+}
+
+Status AuditRecords::keepScriptText(const std::string& sha256, const std::string& text) {
+  return write("keep script text", "scripts", [&](Tx& tx) -> Status {
+    tx.db().run("INSERT INTO script_texts (sha256, text) VALUES (:s, :t) ON CONFLICT (sha256) DO NOTHING",
+                soci::use(sha256), soci::use(text));
+    return Status::ok();
+  });
+}
+
+Result<std::optional<std::string>> AuditRecords::scriptText(const std::string& sha256) {
+  return read("read script text", [&](Db& db) -> Result<std::optional<std::string>> {
+    std::string text;
+    if (!db.run("SELECT text FROM script_texts WHERE sha256 = :s", soci::use(sha256), soci::into(text))) {
+      return std::optional<std::string>();
+    }
+    return std::optional<std::string>(std::move(text));
+  });
+}
+
+// --- the control loop's halt (docs/architecture.md#observer): one row of control_halt while it
+// is in force, so a restarted host stays halted until an admin resumes it.
+
+namespace {
+
+const char* const kHaltSelect = "SELECT kind, reason, details, since, actor FROM control_halt WHERE id = 1";
+
+std::optional<ControlHalt> loadHalt(Db& db) {
+  soci::row row;
+  if (!db.run(kHaltSelect, soci::into(row))) return std::nullopt;
+  return ControlHalt{rowString(row, 0), rowString(row, 1), rowJson(row, 2), rowString(row, 3), rowString(row, 4)};
+}
+
+}  // namespace
+
+Result<std::optional<ControlHalt>> AuditRecords::controlHalt() {
+  return read("read control halt", [](Db& db) -> Result<std::optional<ControlHalt>> { return loadHalt(db); });
+}
+
+Result<ControlHalt> AuditRecords::haltControlLoop(const std::string& alarm_kind, const std::string& reason,
+                                                  const Json& details, const std::string& actor) {
+  return write("halt control loop", actor, [&](Tx& tx) -> Result<ControlHalt> {
+    if (auto in_force = loadHalt(tx.db())) return *in_force;
+    ControlHalt halt{alarm_kind, reason, details.is_object() ? details : Json::object(), tx.now(), actor};
+    const std::string details_text = halt.details.dump();
+    tx.db().update(
+        "INSERT INTO control_halt (id, kind, reason, details, since, actor) "
+        "VALUES (1, :kind, :reason, :details, :since, :actor)",
+        soci::use(halt.kind), soci::use(halt.reason), soci::use(details_text), soci::use(halt.since),
+        soci::use(halt.by));
+    Json data = halt.details;
+    data["message"] = reason;
+    tx.event(alarm_kind, "engine", data);
+    return halt;
+  });
+}
+
+Result<ControlHalt> AuditRecords::resumeControlLoop(const std::string& actor) {
+  return write("resume control loop", actor, [&](Tx& tx) -> Result<ControlHalt> {
+    auto in_force = loadHalt(tx.db());
+    if (!in_force) return Status::conflict("the control loop is not halted");
+    tx.db().update("DELETE FROM control_halt WHERE id = 1");
+    tx.event("control.resumed", "engine", Json{{"ended", *in_force}});
+    return *in_force;
+  });
 }
 
 }  // namespace tide::ledger
