@@ -25,6 +25,7 @@
 #include "host/engine/driver_set.h"
 #include "host/engine/engine.h"
 #include "host/engine/exit_stop.h"
+#include "host/engine/notifier.h"
 #include "host/engine/retention.h"
 #include "host/engine/script_recorder.h"
 #include "host/ledger/ledger.h"
@@ -394,6 +395,10 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   // docs/architecture.md#retention-and-audit: pruning runs only on a ledger that verified, so
   // it never cuts away the evidence of a broken chain.
   engine::Pruner pruner(ledger, clock, config.retention);
+  // docs/operating.md#notifications: events keep accumulating whether or not the loop runs.
+  engine::Notifier notifier(ledger, clock, config.notifications.webhooks,
+                            (std::filesystem::path(config.data_dir) / "notifications").string());
+  notifier.start();
   if (*sound) {
     control_loop.start();
     pruner.start();
@@ -404,6 +409,7 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
       << std::endl;
 
   waitForStopSignal(stop_signals, out);
+  notifier.stop();
   pruner.stop();
   control_loop.stop();
   server.stop();

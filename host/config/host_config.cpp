@@ -25,6 +25,19 @@ const KeyTable kHostKeys = {
     {"agents", {"agents"}},
     {"analysis", {"analysis"}},
     {"traffic", {"traffic"}},
+    {"notifications", {"notifications"}},
+};
+
+const KeyTable kNotificationsKeys = {{"webhooks", {"webhooks"}}};
+
+const KeyTable kWebhookKeys = {
+    {"name", {"name"}},
+    {"url", {"url"}},
+    {"events", {"events"}},
+    {"timeout_ms", {"timeout_ms"}},
+    {"max_attempts", {"max_attempts"}},
+    {"backoff_initial_ms", {"backoff_initial_ms"}},
+    {"backoff_max_ms", {"backoff_max_ms"}},
 };
 
 const KeyTable kAnalysisKeys = {{"providers", {"providers"}}};
@@ -334,6 +347,53 @@ void readAnalysis(const YamlNode& node, const std::string& path, HostConfig::Ana
   }
 }
 
+// `notifications: {webhooks: [{name, url, events, ...}]}` (docs/operating.md#notifications).
+void readNotifications(const YamlNode& node, const std::string& path, HostConfig::Notifications& out,
+                       Problems& problems) {
+  MapReader m(node, path, kNotificationsKeys, problems);
+  const YamlNode* webhooks = m.sequence("webhooks", Need::kOptional);
+  if (webhooks == nullptr) return;
+  std::set<std::string> names;
+  for (size_t i = 0; i < webhooks->items.size(); ++i) {
+    MapReader w(webhooks->items[i], indexPath(m.field("webhooks"), i), kWebhookKeys, problems);
+    model::Webhook webhook;
+    if (auto v = w.name("name", Need::kRequired)) {
+      webhook.name = *v;
+      if (!names.insert(*v).second) problems.add(*w.get("name"), w.field("name"), "webhook name given twice");
+    }
+    if (auto v = w.string("url", Need::kRequired)) {
+      webhook.url = *v;
+      const size_t host = v->find("://") + 3;
+      if ((v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0) || host >= v->size() || (*v)[host] == '/') {
+        problems.add(*w.get("url"), w.field("url"), "must be an http:// or https:// URL with a host");
+      }
+    }
+    if (auto v = w.stringList("events", Need::kOptional)) {
+      if (v->empty()) problems.add(*w.get("events"), w.field("events"), "must name at least one event pattern");
+      for (const std::string& pattern : *v) {
+        const std::string kind = pattern.substr(0, pattern.find(':'));
+        const bool star = kind.ends_with(".*");
+        const std::string stem = star ? kind.substr(0, kind.size() - 2) : kind;
+        if (stem.empty() || stem.find('*') != std::string::npos || pattern.ends_with(":")) {
+          problems.add(*w.get("events"), w.field("events"),
+                       "\"" + pattern +
+                           "\" is not an event pattern; expected a kind (operation.approval), a prefix "
+                           "(deployment.*) or a state event with its state (operation.state:PENDING_APPROVAL)");
+        }
+      }
+      webhook.events = *v;
+    }
+    readInt(w, "timeout_ms", {1, 120'000}, webhook.timeout_ms);
+    readInt(w, "max_attempts", {1, 1000}, webhook.max_attempts);
+    readInt(w, "backoff_initial_ms", {1, 3'600'000}, webhook.backoff_initial_ms);
+    readInt(w, "backoff_max_ms", {1, 86'400'000}, webhook.backoff_max_ms);
+    if (webhook.backoff_max_ms < webhook.backoff_initial_ms) {
+      problems.add(webhooks->items[i], w.field("backoff_max_ms"), "must be at least backoff_initial_ms");
+    }
+    out.webhooks.push_back(std::move(webhook));
+  }
+}
+
 // `traffic:`: `router` names the kind; every other key is the router's (its factory checks
 // them), so they are read as free-form data.
 void readTraffic(const YamlNode& node, const std::string& path, HostConfig::Traffic& out, Problems& problems) {
@@ -409,6 +469,9 @@ Result<HostConfig> parseHostConfig(std::string_view text, const std::string& sou
   if (const YamlNode* v = m.get("agents")) readAgents(*v, m.field("agents"), config.agents, problems);
   if (const YamlNode* v = m.get("analysis")) readAnalysis(*v, m.field("analysis"), config.analysis, problems);
   if (const YamlNode* v = m.get("traffic")) readTraffic(*v, m.field("traffic"), config.traffic, problems);
+  if (const YamlNode* v = m.get("notifications")) {
+    readNotifications(*v, m.field("notifications"), config.notifications, problems);
+  }
   if (auto v = m.string("default_verdict", Need::kOptional)) {
     if (*v == "manual" || *v == "deny") {
       config.default_verdict = *v;

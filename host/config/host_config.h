@@ -12,6 +12,7 @@
 #include "host/core/status.h"
 #include "host/model/analysis.h"
 #include "host/model/audit.h"
+#include "host/model/notifications.h"
 
 namespace tide::config {
 
@@ -109,6 +110,11 @@ struct HostConfig {
     std::string router = "haproxy";
     nlohmann::json settings = nlohmann::json::object();  // the section without `router`
   } traffic;
+  // Webhooks that get rollout and approval events (docs/operating.md#notifications):
+  // `notifications: {webhooks: [{name: chat, url: "https://...", events: ["deployment.*"]}]}`.
+  struct Notifications {
+    std::vector<model::Webhook> webhooks;
+  } notifications;
 };
 
 // "" → the defaults. A path that cannot be read → kNotFound. Otherwise as parseHostConfig.

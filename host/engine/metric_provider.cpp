@@ -9,6 +9,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "host/engine/outbound_http.h"
+
 namespace tide::engine {
 namespace {
 
@@ -16,31 +18,6 @@ using Json = nlohmann::json;
 
 // An answer is read up to this size; a larger one is an error (a query over too many series).
 constexpr size_t kMaxAnswerBytes = 4 << 20;
-
-// "http://host:9090/prefix" → {"http://host:9090", "/prefix"}; false when it has no scheme.
-bool splitUrl(const std::string& url, std::string& origin, std::string& path) {
-  const size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return false;
-  const size_t slash = url.find('/', scheme + 3);
-  origin = url.substr(0, slash);
-  path = slash == std::string::npos ? "" : url.substr(slash);
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  return origin.size() > scheme + 3;
-}
-
-std::string millisText(int ms) {
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
-}
-
-std::string transportError(httplib::Error error, int timeout_ms) {
-  switch (error) {
-    case httplib::Error::Connection: return "cannot connect (refused or unreachable)";
-    case httplib::Error::ConnectionTimeout: return "connecting timed out after " + millisText(timeout_ms);
-    case httplib::Error::Read: return "no complete answer (timed out after " + millisText(timeout_ms) + " or closed)";
-    case httplib::Error::Write: return "cannot send the request";
-    default: return httplib::to_string(error);
-  }
-}
 
 // GET `origin` + `target` within `timeout_ms`; the body of a 2xx answer, else why not. A
 // Prometheus error answer (4xx/5xx with a JSON error) is returned as a body too, so its own

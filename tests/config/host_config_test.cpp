@@ -424,3 +424,51 @@ TEST_CASE("host config error: a metric provider's type, url, timeout and json_pa
   CHECK(at("analysis.providers.d.type").location == "tide.yaml:6");
   CHECK(details.size() == 5);
 }
+
+TEST_CASE("host config: notifications.webhooks declares the webhooks, with the default events") {
+  HostConfig c = parseConfig(R"(
+notifications:
+  webhooks:
+    - {name: chat, url: "https://chat.example/hooks/tide"}
+    - name: pager
+      url: "http://127.0.0.1:9000/"
+      events: ["alarm.*", "operation.state:PENDING_APPROVAL"]
+      timeout_ms: 2000
+      max_attempts: 3
+      backoff_initial_ms: 100
+      backoff_max_ms: 1000
+)");
+  REQUIRE(c.notifications.webhooks.size() == 2);
+  model::Webhook chat;
+  chat.name = "chat";
+  chat.url = "https://chat.example/hooks/tide";
+  CHECK(c.notifications.webhooks[0] == chat);
+  const model::Webhook& pager = c.notifications.webhooks[1];
+  CHECK(pager.events == std::vector<std::string>{"alarm.*", "operation.state:PENDING_APPROVAL"});
+  CHECK(pager.timeout_ms == 2000);
+  CHECK(pager.max_attempts == 3);
+  CHECK(pager.backoff_initial_ms == 100);
+  CHECK(pager.backoff_max_ms == 1000);
+  CHECK(parseConfig("").notifications.webhooks.empty());
+}
+
+TEST_CASE("host config error: a webhook's name, url, events and backoff are checked, every problem at once") {
+  auto details = configErrors(R"(notifications:
+  webhooks:
+    - {name: chat, url: "chat.example/hooks"}
+    - {name: chat, url: "http://"}
+    - {name: ops, url: "http://x", events: ["*", "deployment.state:"], max_attempts: 0}
+    - {name: slow, url: "http://x", backoff_initial_ms: 5000, backoff_max_ms: 1000, retries: 3}
+    - {url: "http://x"}
+)");
+  auto at = [&](const std::string& field) { return configDetailAt(details, field); };
+  CHECK(at("notifications.webhooks[0].url").message == "must be an http:// or https:// URL with a host");
+  CHECK(at("notifications.webhooks[1].name").message == "webhook name given twice");
+  CHECK(at("notifications.webhooks[1].url").message == "must be an http:// or https:// URL with a host");
+  CHECK(at("notifications.webhooks[2].events").message.starts_with("\"*\" is not an event pattern"));
+  CHECK(at("notifications.webhooks[2].max_attempts").message == "must be between 1 and 1000, got 0");
+  CHECK(at("notifications.webhooks[3].backoff_max_ms").message == "must be at least backoff_initial_ms");
+  CHECK(at("notifications.webhooks[3].retries").message.starts_with("unknown key \"retries\""));
+  CHECK(at("notifications.webhooks[4].name").message.find("required") != std::string::npos);
+  CHECK(details.size() == 9);
+}
