@@ -27,7 +27,7 @@ namespace nodes {
 HandlerFunction create, list, get, remove, cordon, uncordon, drain;
 }
 namespace plans {
-HandlerFunction create, list, show, update, remove, scaleToZero;
+HandlerFunction create, list, show, update, remove, scaleToZero, scale, setImage;
 }
 namespace deployments {
 HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollback, retry, approve;

@@ -44,6 +44,8 @@ const std::vector<Route> kRoutes = {
     {"PUT", "/v1/plans/{name}", kOperator, plans::update},
     {"DELETE", "/v1/plans/{name}", kAdmin, plans::remove},
     {"POST", "/v1/plans/{name}/scale-to-zero", kOperator, plans::scaleToZero},
+    {"POST", "/v1/plans/{name}/scale", kOperator, plans::scale},
+    {"POST", "/v1/plans/{name}/set-image", kOperator, plans::setImage},
 
     {"POST", "/v1/plans/{name}/deployments", kOperator, deployments::create},
     {"GET", "/v1/plans/{name}/deployments", kViewer, deployments::list},

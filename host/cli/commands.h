@@ -134,6 +134,8 @@ void addOperationCancelVerb(CLI::App& operations, Verbs& verbs);
 void addOperationDecisionVerbs(CLI::App& operations, Verbs& verbs);
 // promote, abort, pause, resume, rollback, retry, watch: under the `deployment` noun.
 void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
+// scale PLAN --instances N, set-image PLAN PAYLOAD=IMAGE...: under the `deployment` noun.
+void addScaleVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
 void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit

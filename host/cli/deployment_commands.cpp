@@ -327,6 +327,7 @@ void addDeploymentCommands(CLI::App& app, Verbs& verbs) {
   addDeleteVerb(*deployment, verbs);
   addOperationVerbs(*deployment, verbs);
   addRolloutVerbs(*deployment, verbs);
+  addScaleVerbs(*deployment, verbs);
 }
 
 }  // namespace tide::cli

@@ -90,3 +90,35 @@ TEST_CASE("cli: deployment update takes MRDS's plans: list, the file deployment 
   CHECK(nodes.code == 1);
   CHECK(contains(nodes.err, "takes plans only"));
 }
+
+TEST_CASE("cli: deployment scale and set-image add a deployment from the current one, -o json prints it") {
+  LiveServer live;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}).code == 0);
+
+  CliRun scaled = live.run({"deployment", "scale", "nginx-deployment-plan", "--instances", "2"});
+  REQUIRE_MESSAGE(scaled.code == 0, scaled.err);
+  CHECK(scaled.out ==
+        "Deployment added successfully: deployment-2 (2 instances, from deployment-1)\n"
+        "It rolls out through the plan's strategy: tide deployment watch nginx-deployment-plan\n");
+  CliRun same = live.run({"deployment", "scale", "nginx-deployment-plan", "--instances", "2"});
+  CHECK(same.code == 1);
+  CHECK(contains(same.err, "asks for 2 instances already; nothing to change"));
+
+  CliRun imaged = live.run({"deployment", "set-image", "nginx-deployment-plan", "nginx-payload=1.27", "--deployment-id",
+                            "v127", "-o", "json"});
+  REQUIRE_MESSAGE(imaged.code == 0, imaged.err);
+  const Json added = Json::parse(imaged.out);
+  CHECK(added["deployment_id"] == "v127");
+  CHECK(added["from_deployment"] == "deployment-2");
+  CHECK(added["instance_count"] == 2);
+  CHECK(added["payload_coordinates"][0]["coordinates"]["image"] == "nginx:1.27");
+
+  CliRun malformed = live.run({"deployment", "set-image", "nginx-deployment-plan", "nginx-payload"});
+  CHECK(malformed.code != 0);
+  CHECK(contains(malformed.err, "is not PAYLOAD=IMAGE"));
+  CliRun unknown = live.run({"deployment", "set-image", "nginx-deployment-plan", "web=1.2"});
+  CHECK(unknown.code == 1);
+  CHECK(contains(unknown.err, "has no payload 'web'"));
+}
