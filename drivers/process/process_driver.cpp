@@ -598,7 +598,7 @@ RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& see
   status.handle = handleOf(seen.workload);
   status.ports = portsJson(seen.ports);
   if (!seen.gone && isRunning(seen.workload)) {
-    status.state = "RUNNING";
+    status.state = model::WorkloadState::kRunning;
     status.message = "pid " + std::to_string(seen.workload.pid);
     return status;
   }
@@ -618,7 +618,7 @@ RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& see
       if (code) it->second.exit_code = code;
     }
   }
-  status.state = seen.stop_requested ? "STOPPED" : "EXITED";
+  status.state = seen.stop_requested ? model::WorkloadState::kStopped : model::WorkloadState::kExited;
   status.exit_code = code.value_or(-1);
   if (seen.workload.pid <= 0) {
     status.message = "never started";

@@ -93,8 +93,8 @@ Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(
       model::Deployment deployment,
-      context.ledger.setDeploymentState(request.param("name"), request.param("id"), "CANCELLED", generation,
-                                        request.principal.name, "cancelled through the API"));
+      context.ledger.setDeploymentState(request.param("name"), request.param("id"), model::DeploymentState::kCancelled,
+                                        generation, request.principal.name, "cancelled through the API"));
   return recordReply(deployment);
 }
 
@@ -168,9 +168,10 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
   model::GivenApproval approval{principal.name, roleName(principal.role), false, reason.value_or(""), "", {}};
   TIDE_ASSIGN_OR_RETURN(deployment, context.ledger.approveRollout(deployment.plan, deployment.deployment_id, approval));
 
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> waiting,
-                        listAll(context.ledger, &ledger::Ledger::listOperations,
-                                {{"plan", deployment.plan}, {"state", model::operation_state::kPendingApproval}}));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::Operation> waiting,
+      listAll(context.ledger, &ledger::Ledger::listOperations,
+              {{"plan", deployment.plan}, {"state", model::toString(model::OperationState::kPendingApproval)}}));
   Json outcomes = Json::array();
   for (const model::Operation& operation : waiting) {
     if (!model::inRolloutOf(operation, deployment)) continue;

@@ -92,9 +92,10 @@ Result<ApiResponse> scaleToZero(ApiContext& context, const ApiRequest& request) 
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   const std::string& name = request.param("name");
-  TIDE_ASSIGN_OR_RETURN(ledger::Ledger::PlanTeardown teardown,
-                        context.ledger.scalePlanToZero(name, userOperation(request, "DELETE", reason.value_or("")),
-                                                       reason.value_or(""), request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(
+      ledger::Ledger::PlanTeardown teardown,
+      context.ledger.scalePlanToZero(name, userOperation(request, model::OperationType::kDelete, reason.value_or("")),
+                                     reason.value_or(""), request.principal.name));
   return jsonReply(Json{{"plan", name},
                         {"operations", teardown.operations},
                         {"cancelled_deployments", teardown.cancelled_deployments}});

@@ -9,11 +9,6 @@
 
 namespace tide::api {
 
-const std::vector<std::string>& operationTypes() {
-  static const std::vector<std::string> kTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
-  return kTypes;
-}
-
 namespace {
 
 Json instanceCounts(const ledger::Ledger::PlanCounts::Instances& n) {
@@ -63,7 +58,7 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   instance_summary["by_deployment"] = Json::object();
   for (const auto& [id, n] : counts.staying) instance_summary["by_deployment"][id] = instanceCounts(n);
   Json operations_summary = Json::object();
-  for (const std::string& type : operationTypes()) {
+  for (const std::string& type : model::namesOf<model::OperationType>()) {
     for (const std::string& state : model::statesOf(model::RecordKind::kOperation)) {
       operations_summary[type][state] = 0;
     }
@@ -75,7 +70,7 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   // What waits for people, first come first: one page (the operations list has them all).
   ledger::ListOptions waiting_page;
   waiting_page.limit = kWaitingForApprovalShown;
-  waiting_page.filters = {{"plan", plan.name}, {"state", model::operation_state::kPendingApproval}};
+  waiting_page.filters = {{"plan", plan.name}, {"state", model::toString(model::OperationState::kPendingApproval)}};
   TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> waiting, ledger.listOperations(waiting_page));
   Json waiting_for_approval = Json::array();
   for (const model::Operation& operation : waiting.items) {
@@ -180,7 +175,7 @@ Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) 
                           listAll(ledger, &ledger::Ledger::listOperations, {{"meta_instance", runtime.meta_instance}}));
     Json operation = nullptr;
     for (const model::Operation& op : operations) {
-      if (model::isTerminalOperationState(op.state)) continue;
+      if (model::isTerminal(op.state)) continue;
       operation = Json{{"id", op.meta.id}, {"type", op.type}, {"state", op.state}, {"message", op.message}};
     }
     instances.push_back(Json{{"instance", runtime.meta_instance}, {"state", runtime.state}, {"operation", operation}});

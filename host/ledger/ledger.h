@@ -52,9 +52,11 @@ using model::Application;
 using model::Capability;
 using model::CapabilityMatch;
 using model::Cluster;
+using model::ClusterState;
 using model::ControlHalt;
 using model::Decision;
 using model::Deployment;
+using model::DeploymentState;
 using model::Event;
 using model::HealthCheck;
 using model::Json;
@@ -62,15 +64,21 @@ using model::LocalVolume;
 using model::Manifest;
 using model::Meta;
 using model::MetaInstance;
+using model::MetaState;
 using model::Node;
+using model::NodeState;
 using model::Operation;
+using model::OperationState;
+using model::OperationType;
 using model::PayloadCoordinates;
 using model::PersistentVolume;
 using model::Plan;
+using model::PlanState;
 using model::Port;
 using model::RecordKind;
 using model::Resources;
 using model::RuntimeInstance;
+using model::RuntimeState;
 using model::ScriptVersion;
 using model::StrategyRef;
 
@@ -133,7 +141,7 @@ class Ledger {
   Result<Cluster> createCluster(const Cluster& cluster, const std::string& actor);
   Result<Cluster> getCluster(const std::string& name);
   Result<Page<Cluster>> listClusters(const ListOptions& options);  // filters: state
-  Result<Cluster> setClusterState(const std::string& name, const std::string& state, Generation generation,
+  Result<Cluster> setClusterState(const std::string& name, ClusterState state, Generation generation,
                                   const std::string& actor, const std::string& message = "");
   // Refused (kConflict) while live nodes belong to the cluster.
   Status deleteCluster(const std::string& name, Generation generation, const std::string& actor);
@@ -147,8 +155,8 @@ class Ledger {
   Result<Node> getNode(const std::string& name);
   Result<Page<Node>> listNodes(const ListOptions& options);  // filters: state, cluster, update_domain
   // Moving to DRAINING records `actor` as the node's drained_by; any other state clears it.
-  Result<Node> setNodeState(const std::string& name, const std::string& state, Generation generation,
-                            const std::string& actor, const std::string& message = "");
+  Result<Node> setNodeState(const std::string& name, NodeState state, Generation generation, const std::string& actor,
+                            const std::string& message = "");
   // Refused (kConflict) while the node holds runtime instances that are not terminal.
   Status deleteNode(const std::string& name, Generation generation, const std::string& actor);
   // The node's total resources as its agent measured them (docs/agents.md#clusters-and-nodes),
@@ -180,8 +188,8 @@ class Ledger {
   // traffic.applied events tell the story); a no-op when unchanged.
   Status setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor);
   Result<Page<Plan>> listPlans(const ListOptions& options);  // filters: namespace, state
-  Result<Plan> setPlanState(const std::string& name, const std::string& state, Generation generation,
-                            const std::string& actor, const std::string& message = "");
+  Result<Plan> setPlanState(const std::string& name, PlanState state, Generation generation, const std::string& actor,
+                            const std::string& message = "");
   // Refused (kConflict) while the plan has live meta instances or unfinished deployments.
   Status deletePlan(const std::string& name, Generation generation, const std::string& actor);
   // What scalePlanToZero asked for.
@@ -207,7 +215,7 @@ class Ledger {
   Result<Deployment> getDeployment(const std::string& plan, const std::string& deployment_id);
   Result<Page<Deployment>> listDeployments(const ListOptions& options);  // filters: plan, state
   Result<Deployment> setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                        const std::string& state, Generation generation, const std::string& actor,
+                                        DeploymentState state, Generation generation, const std::string& actor,
                                         const std::string& message = "");
   Result<Deployment> setRolloutState(const std::string& plan, const std::string& deployment_id,
                                      const Json& rollout_state, Generation generation, const std::string& actor);
@@ -223,7 +231,7 @@ class Ledger {
                                        const std::string& control, const std::string& reason, const std::string& actor,
                                        const std::string& rollback_to = "");
   struct RestoreRequest {
-    std::string final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
+    DeploymentState final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
     std::string message;      // the deployment's terminal message
     std::string kind;         // rollback | abort
     std::string reason;
@@ -285,7 +293,7 @@ class Ledger {
                                           const std::string& actor);
   Result<MetaInstance> getMetaInstance(const std::string& name);
   Result<Page<MetaInstance>> listMetaInstances(const ListOptions& options);  // filters: plan, deployment_id, state
-  Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state, Generation generation,
+  Result<MetaInstance> setMetaInstanceState(const std::string& name, MetaState state, Generation generation,
                                             const std::string& actor, const std::string& message = "");
   // Moves a meta instance to another deployment of its plan: one that wants exactly the
   // coordinates it runs (adoption without an operation), or after an UPDATE installed them.
@@ -377,7 +385,7 @@ class Ledger {
   // active one passive, in one transaction (the switch of a make-before-break RELOCATE).
   Result<RuntimeInstance> activateRuntimeInstance(int64_t id, const std::string& actor);
   // Moving to TERMINATED or FAILED releases the reservation in the same transaction.
-  Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
+  Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, RuntimeState state, Generation generation,
                                                   const std::string& actor, const std::string& message = "");
 
   // --- operations ----------------------------------------------------------------------
@@ -397,9 +405,8 @@ class Ledger {
   // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.
   // REJECTED, CANCELLED and FAILED give back a growth held for an UPDATE
   // (resizeForOperation) that its instance still holds.
-  Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
-                                      const std::string& actor, const std::string& message = "",
-                                      const std::string& approved_by = "");
+  Result<Operation> setOperationState(int64_t id, OperationState state, Generation generation, const std::string& actor,
+                                      const std::string& message = "", const std::string& approved_by = "");
 
   // Cancels operation `id` on behalf of `actor` (the `operation.state` event to CANCELLED
   // names them, with `message`): only one that has not started — PENDING,

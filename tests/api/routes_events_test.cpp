@@ -86,14 +86,16 @@ int64_t recordHistory(ApiHarness& h) {
   REQUIRE(meta.isOk());
   model::Operation create;
   create.meta_instance = meta->name;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "deployment-1";
   create.requested_by = kOperatorName;
   auto op = h.ledger->createOperation(create, "controller");
   REQUIRE(op.isOk());
-  REQUIRE(h.ledger->setOperationState(op->meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(h.ledger->setOperationState(op->meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+              .isOk());
   h.clock.advance(std::chrono::hours(1));
-  REQUIRE(h.ledger->setOperationState(op->meta.id, "REJECTED", std::nullopt, kApproverName).isOk());
+  REQUIRE(
+      h.ledger->setOperationState(op->meta.id, model::OperationState::kRejected, std::nullopt, kApproverName).isOk());
   REQUIRE(h.ledger->appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
   return op->meta.id;
 }

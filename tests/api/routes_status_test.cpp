@@ -42,21 +42,27 @@ struct Fleet {
     }
     addDeployment(kMrdsPlanName, "deployment-1", 3);
     addDeployment("other-plan", "other-1", 1);
-    for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
+    for (model::DeploymentState state : {model::DeploymentState::kInProgress, model::DeploymentState::kCompleted}) {
       REQUIRE(h.ledger->setDeploymentState("other-plan", "other-1", state, std::nullopt, "controller").isOk());
     }
     run("other-plan", "other-1");
     addDeployment("other-plan", "other-2", 1);
-    REQUIRE(h.ledger->setDeploymentState("other-plan", "other-2", "IN_PROGRESS", std::nullopt, "controller").isOk());
+    REQUIRE(h.ledger
+                ->setDeploymentState("other-plan", "other-2", model::DeploymentState::kInProgress, std::nullopt,
+                                     "controller")
+                .isOk());
     REQUIRE(h.ledger->controlDeployment("other-plan", "other-2", "pause", "", kOperatorName).isOk());
 
-    REQUIRE(
-        h.ledger->setDeploymentState(kMrdsPlanName, "deployment-1", "IN_PROGRESS", std::nullopt, "controller").isOk());
+    REQUIRE(h.ledger
+                ->setDeploymentState(kMrdsPlanName, "deployment-1", model::DeploymentState::kInProgress, std::nullopt,
+                                     "controller")
+                .isOk());
     run(kMrdsPlanName, "deployment-1");
     waiting = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+    REQUIRE(
+        h.ledger->setOperationState(waiting, model::OperationState::kPendingApproval, std::nullopt, "approval").isOk());
     vetoed = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->setOperationState(vetoed, "APPROVED", std::nullopt, "approval").isOk());
+    REQUIRE(h.ledger->setOperationState(vetoed, model::OperationState::kApproved, std::nullopt, "approval").isOk());
     ledger::Ledger::OperationUpdate veto;
     veto.message = model::hookHoldMessage(true, "gate", "no deploys at night");
     REQUIRE(h.ledger->updateOperation(vetoed, veto, "executor").isOk());
@@ -74,7 +80,7 @@ struct Fleet {
   // A new meta instance of the deployment with its CREATE, left PENDING.
   model::Operation create(const std::string& plan, const std::string& deployment) {
     model::Operation operation;
-    operation.type = "CREATE";
+    operation.type = model::OperationType::kCreate;
     operation.intent = deployment;
     operation.requested_by = kOperatorName;
     auto created = h.ledger->createInstanceWithOperation(plan, deployment, operation, "controller");
@@ -88,7 +94,8 @@ struct Fleet {
     auto reserved = h.ledger->reserveForOperation(op.meta.id, runtimeOn(op.meta_instance, "kind-worker"), "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     moveRuntime(h, reserved->meta.id, {"STARTING", "RUNNING"});
-    for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    for (model::OperationState state :
+         {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
       REQUIRE(h.ledger->setOperationState(op.meta.id, state, std::nullopt, "executor").isOk());
     }
   }
@@ -169,7 +176,9 @@ TEST_CASE("api: status names each held rollout with every reason it is held") {
   CHECK(holdsOf(status, "other-plan", "other-1").is_null());  // completed: not a rollout any more
 
   // Once approved and no longer vetoed or waiting, the rollout is not held.
-  REQUIRE(fleet.h.ledger->setOperationState(fleet.waiting, "APPROVED", std::nullopt, kApproverName).isOk());
+  REQUIRE(
+      fleet.h.ledger->setOperationState(fleet.waiting, model::OperationState::kApproved, std::nullopt, kApproverName)
+          .isOk());
   for (int64_t id : {fleet.vetoed, fleet.unplaced}) {
     REQUIRE(fleet.h.ledger->cancelOperation(id, std::nullopt, kOperatorName, "not now").isOk());
   }

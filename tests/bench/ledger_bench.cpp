@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
       for (size_t i = next++; i < operations.size(); i = next++) {
-        for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+        for (model::OperationState state :
+             {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
           must(ledger->setOperationState(operations[i], state, std::nullopt, "bench"), std::string("to ") + state);
           ++transitions;
         }

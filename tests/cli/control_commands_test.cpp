@@ -69,7 +69,8 @@ TEST_CASE("cli: node show of a draining node shows who drained it and what is le
   Json json = Json::parse(live.run({"node", "show", "kind-worker", "-o", "json"}).out);
   CHECK(json["drain"]["instances_left"] == 1);
 
-  REQUIRE(live.ledger->setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
+  REQUIRE(live.ledger->setRuntimeInstanceState(created->meta.id, model::RuntimeState::kFailed, std::nullopt, "test")
+              .isOk());
   CHECK(contains(live.run({"node", "show", "kind-worker"}).out, "The node is empty: it can be deleted\n"));
   CHECK(live.run({"node", "delete", "kind-worker"}).out == "Node kind-worker deleted\n");
 }

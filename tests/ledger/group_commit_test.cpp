@@ -176,7 +176,7 @@ TEST_CASE("the change feed names every row a commit touched, once per commit, an
   auto meta = f.ledger->getMetaInstance(instance);
   REQUIRE(meta.isOk());
   commits.clear();
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "STOPPED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->setMetaInstanceState(instance, model::MetaState::kStopped, std::nullopt, "t").isOk());
   REQUIRE(commits.size() == 1);
   std::set<std::string> tables;
   bool names_instance = false;
@@ -187,7 +187,7 @@ TEST_CASE("the change feed names every row a commit touched, once per commit, an
   CHECK(names_instance);
   CHECK(tables.count("events") == 1);
   f.ledger->unsubscribe(id);
-  REQUIRE(f.ledger->setMetaInstanceState(instance, "ACTIVE", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->setMetaInstanceState(instance, model::MetaState::kActive, std::nullopt, "t").isOk());
   CHECK(commits.size() == 1);
 }
 

@@ -51,9 +51,9 @@ struct RefereeFixture : LedgerFixture {
     auto reserved = ledger->reserveForOperation(create.meta.id, instance, "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     const int64_t id = reserved->meta.id;
-    REQUIRE(ledger->setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+    REQUIRE(ledger->setRuntimeInstanceState(id, model::RuntimeState::kStarting, std::nullopt, "executor").isOk());
+    REQUIRE(ledger->setRuntimeInstanceState(id, model::RuntimeState::kRunning, std::nullopt, "executor").isOk());
+    REQUIRE(ledger->setOperationState(create.meta.id, model::OperationState::kCancelled, std::nullopt, "test").isOk());
     return id;
   }
 
@@ -121,7 +121,8 @@ TEST_CASE("soak referee: an operation that stays in one state past stuck_after i
   CHECK(stuck[0].what.find(meta) != std::string::npos);
 
   // Moving on (a new state) starts its clock again.
-  REQUIRE(f.ledger->setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->setOperationState(create.meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+              .isOk());
   CHECK(f.checker.check(f.t0 + kAllowance + milliseconds(2)).empty());
   CHECK(f.checker.currentFindings().size() == 1);  // at the end, unfinished is unfinished
 }
@@ -131,14 +132,16 @@ TEST_CASE("soak referee: an operation failed by a transition another writer made
   const std::string meta = f.addInstance();
   const model::Operation raced = f.addOperation(meta);
   REQUIRE(f.ledger
-              ->setOperationState(raced.meta.id, "FAILED", std::nullopt, "executor",
+              ->setOperationState(raced.meta.id, model::OperationState::kFailed, std::nullopt, "executor",
                                   "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
                                   "(allowed from FAILED: TERMINATED)")
               .isOk());
   auto other = f.ledger->createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const model::Operation failed = f.addOperation(other->name);
-  REQUIRE(f.ledger->setOperationState(failed.meta.id, "FAILED", std::nullopt, "executor", "attempt 5: unavailable")
+  REQUIRE(f.ledger
+              ->setOperationState(failed.meta.id, model::OperationState::kFailed, std::nullopt, "executor",
+                                  "attempt 5: unavailable")
               .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"race " + std::to_string(raced.meta.id)});
@@ -151,9 +154,14 @@ TEST_CASE("soak referee: a RUNNING instance found gone from its driver was remov
   auto other = f.ledger->createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const int64_t crashed = f.runningInstance(other->name);
-  REQUIRE(f.ledger->setRuntimeInstanceState(removed, "FAILED", std::nullopt, "observer", "the driver does not know it")
+  REQUIRE(f.ledger
+              ->setRuntimeInstanceState(removed, model::RuntimeState::kFailed, std::nullopt, "observer",
+                                        "the driver does not know it")
               .isOk());
-  REQUIRE(f.ledger->setRuntimeInstanceState(crashed, "FAILED", std::nullopt, "observer", "exited with code 137").isOk());
+  REQUIRE(f.ledger
+              ->setRuntimeInstanceState(crashed, model::RuntimeState::kFailed, std::nullopt, "observer",
+                                        "exited with code 137")
+              .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"removed runtime/" + std::to_string(removed)});
   CHECK(f.checker.check(f.t0 + milliseconds(1)).empty());  // each event is read once
