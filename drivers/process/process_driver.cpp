@@ -572,8 +572,12 @@ Result<std::vector<RuntimeAnswer>> ProcessDriver::statusAll(const std::vector<Ru
       answers.push_back(badName("id", refs[i].id));
     } else if (seen[i]) {
       answers.push_back(describe(refs[i].id, *seen[i]));
+    } else if (Result<RuntimeStatus> journal = statusFromJournal(refs[i].id); journal.isOk()) {
+      // Built in place from its alternative: moving a whole Result makes GCC 12 see the
+      // status's enum as maybe uninitialized.
+      answers.emplace_back(std::move(journal).value());
     } else {
-      answers.push_back(statusFromJournal(refs[i].id));
+      answers.emplace_back(journal.status());
     }
   }
   return answers;
