@@ -75,7 +75,7 @@ struct RuntimeRef {
 };
 
 struct RuntimeStatus {
-  std::string state;  // PENDING | STARTING | RUNNING | STOPPED | EXITED | UNKNOWN
+  model::WorkloadState state = model::WorkloadState::kUnknown;
   std::string handle;
   Json ports = Json::object();  // {"tcp/80": 31080}
   int exit_code = 0;            // for EXITED

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "host/core/json_reader.h"
+#include "host/model/transitions.h"
 
 namespace tide::drivers {
 namespace {
@@ -16,12 +17,12 @@ const ReportedInstance* findReported(const AgentReport& report, const std::strin
 
 bool stoppedOrGone(const AgentReport& report, const std::string& id) {
   const ReportedInstance* instance = findReported(report, id);
-  return instance == nullptr || instance->status.state == "STOPPED" || instance->status.state == "EXITED";
+  return instance == nullptr || model::hasEnded(instance->status.state);
 }
 
 RuntimeStatus pending() {
   RuntimeStatus status;
-  status.state = "PENDING";
+  status.state = model::WorkloadState::kPending;
   return status;
 }
 
@@ -100,7 +101,8 @@ Result<RuntimeStatus> AgentDriver::status(const RuntimeRef& ref) {
   if (auto desired = hub_.desiredInstance(ref.node, ref.id);
       desired && (report->epoch != hub_.epoch() || report->applied_revision < desired->second)) {
     if (const ReportedInstance* instance = findReported(*report, ref.id);
-        instance != nullptr && desired->first.want == kWantRunning && instance->status.state == "RUNNING") {
+        instance != nullptr && desired->first.want == kWantRunning &&
+        instance->status.state == model::WorkloadState::kRunning) {
       return instance->status;
     }
     // An agent that has stopped heartbeating will not apply it soon: say so now, rather than

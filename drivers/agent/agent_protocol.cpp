@@ -9,8 +9,6 @@
 namespace tide::drivers {
 namespace {
 
-const std::set<std::string> kReportedStates = {"PENDING", "STARTING", "RUNNING", "STOPPED", "EXITED", "UNKNOWN"};
-
 constexpr JsonBounds kAtLeastZero{0, std::numeric_limits<double>::max()};
 
 JsonBounds atLeast(int64_t min) { return {static_cast<double>(min), static_cast<double>(INT64_MAX)}; }
@@ -182,8 +180,11 @@ Result<AgentReport> reportFromJson(const Json& json) {
       instance.id = entry.string("id", JsonNeed::kRequired).value_or("");
       if (!instance.id.empty() && !seen.insert(instance.id).second) entry.bad("id", "is listed twice");
       RuntimeStatus& status = instance.status;
-      status.state = entry.string("state", JsonNeed::kRequired).value_or("");
-      if (!status.state.empty() && !kReportedStates.count(status.state)) {
+      // An empty state says nothing: UNKNOWN.
+      const std::string state = entry.string("state", JsonNeed::kRequired).value_or("");
+      if (std::optional<model::WorkloadState> reported = model::parse<model::WorkloadState>(state)) {
+        status.state = *reported;
+      } else if (!state.empty()) {
         entry.bad("state", "must be RUNNING, STOPPED, EXITED, STARTING, PENDING or UNKNOWN");
       }
       status.handle = entry.string("handle", JsonNeed::kOptional).value_or("");

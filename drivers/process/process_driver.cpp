@@ -572,8 +572,12 @@ Result<std::vector<RuntimeAnswer>> ProcessDriver::statusAll(const std::vector<Ru
       answers.push_back(badName("id", refs[i].id));
     } else if (seen[i]) {
       answers.push_back(describe(refs[i].id, *seen[i]));
+    } else if (Result<RuntimeStatus> journal = statusFromJournal(refs[i].id); journal.isOk()) {
+      // Built in place from its alternative: moving a whole Result makes GCC 12 see the
+      // status's enum as maybe uninitialized.
+      answers.emplace_back(std::move(journal).value());
     } else {
-      answers.push_back(statusFromJournal(refs[i].id));
+      answers.emplace_back(journal.status());
     }
   }
   return answers;
@@ -598,7 +602,7 @@ RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& see
   status.handle = handleOf(seen.workload);
   status.ports = portsJson(seen.ports);
   if (!seen.gone && isRunning(seen.workload)) {
-    status.state = "RUNNING";
+    status.state = model::WorkloadState::kRunning;
     status.message = "pid " + std::to_string(seen.workload.pid);
     return status;
   }
@@ -618,7 +622,7 @@ RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& see
       if (code) it->second.exit_code = code;
     }
   }
-  status.state = seen.stop_requested ? "STOPPED" : "EXITED";
+  status.state = seen.stop_requested ? model::WorkloadState::kStopped : model::WorkloadState::kExited;
   status.exit_code = code.value_or(-1);
   if (seen.workload.pid <= 0) {
     status.message = "never started";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "host/core/json_reader.h"
+#include "host/model/transitions.h"
 
 namespace tide::drivers {
 namespace {
@@ -198,7 +199,7 @@ Result<RuntimeStatus> SimDriver::ensure(const RuntimeSpec& spec) {
   if (it != instances_.end()) {
     Instance& instance = it->second;
     RuntimeStatus current = describe(spec.id, instance, now);
-    if (current.state == "STARTING" || current.state == "RUNNING") {
+    if (model::runsOrStarts(current.state)) {
       instance.stop_at.reset();  // stopping, not stopped yet: it runs on
       return current;
     }
@@ -235,29 +236,29 @@ RuntimeStatus SimDriver::describe(const std::string& id, const Instance& instanc
   status.handle = instance.handle;
   status.ports = instance.ports;
   if (instance.stop_at && now >= *instance.stop_at + options_.stop_latency) {
-    status.state = "STOPPED";
+    status.state = model::WorkloadState::kStopped;
     status.message = "stopped";
     return status;
   }
   const TimePoint running_from = instance.started_at + options_.start_latency;
   if (now < running_from) {
-    status.state = "STARTING";
+    status.state = model::WorkloadState::kStarting;
     return status;
   }
   if (instance.fate.start_fails) {
-    status.state = "EXITED";
+    status.state = model::WorkloadState::kExited;
     status.exit_code = kStartFailureExitCode;
     status.message = "sim: start " + std::to_string(instance.starts) + " of " + id + " failed (start_failure_rate)";
     return status;
   }
   if (instance.fate.crash_after && now >= running_from + *instance.fate.crash_after) {
-    status.state = "EXITED";
+    status.state = model::WorkloadState::kExited;
     status.exit_code = kCrashExitCode;
     status.message = "sim: crashed after " + std::to_string(instance.fate.crash_after->count()) +
                      " ms of running (crash_rate_per_hour)";
     return status;
   }
-  status.state = "RUNNING";
+  status.state = model::WorkloadState::kRunning;
   status.healthy = !instance.fate.unhealthy;
   if (instance.fate.unhealthy) status.message = "sim: unhealthy (unhealthy_rate)";
   return status;
@@ -294,9 +295,9 @@ Result<std::vector<RuntimeAnswer>> SimDriver::statusAll(const std::vector<Runtim
   for (const RuntimeRef& ref : refs) {
     auto it = findOrAdopt(ref, now);
     if (it == instances_.end()) {
-      answers.push_back(Status::notFound("no sim instance " + ref.id));
+      answers.emplace_back(Status::notFound("no sim instance " + ref.id));
     } else {
-      answers.push_back(describe(ref.id, it->second, now));
+      answers.emplace_back(describe(ref.id, it->second, now));
     }
   }
   return answers;

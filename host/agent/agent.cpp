@@ -248,7 +248,7 @@ Status Agent::applyInstance(const DesiredInstance& instance) {
     // observer marks the instance FAILED and a RESTART places a new one). Starting it again
     // here would run it beside that new one, outside the ledger.
     auto current = driver_->status(ref);
-    if (current.isOk() && current->state == "EXITED") return Status::ok();
+    if (current.isOk() && current->state == model::WorkloadState::kExited) return Status::ok();
   }
   // Only whether ensure() worked matters here; the host reads the instance's status itself.
   TIDE_RETURN_IF_ERROR(driver_->ensure(spec).status());
@@ -325,9 +325,10 @@ Json Agent::buildReport() {
                   {"ports", status.ports},    {"exit_code", status.exit_code}, {"message", status.message}};
     if (auto failed = failures_.find(refs[i].id); failed != failures_.end()) entry["message"] = failed->second;
     auto wanted = desired.find(refs[i].id);
-    if (status.state == "RUNNING" && status.healthy) {
+    if (status.state == model::WorkloadState::kRunning && status.healthy) {
       entry["healthy"] = *status.healthy;  // a runtime that judges health itself (sim) has the word
-    } else if (status.state == "RUNNING" && wanted != desired.end() && wanted->second->spec.health_check) {
+    } else if (status.state == model::WorkloadState::kRunning && wanted != desired.end() &&
+               wanted->second->spec.health_check) {
       entry["healthy"] = health_.healthy(refs[i].id).value_or(false);
     }
     reported.insert(refs[i].id);
@@ -337,8 +338,12 @@ Json Agent::buildReport() {
   // with why, so the host does not wait for it.
   for (const auto& [id, why] : failures_) {
     if (reported.count(id) != 0) continue;
-    instances.push_back(
-        {{"id", id}, {"state", "EXITED"}, {"handle", ""}, {"ports", Json::object()}, {"exit_code", -1}, {"message", why}});
+    instances.push_back({{"id", id},
+                         {"state", model::WorkloadState::kExited},
+                         {"handle", ""},
+                         {"ports", Json::object()},
+                         {"exit_code", -1},
+                         {"message", why}});
   }
   Json volumes = Json::array();
   if (desired_) {
@@ -386,7 +391,7 @@ void Agent::pumpHealth() {
   if (auto statuses = driver_->statusAll(refs); statuses.isOk()) {
     for (size_t i = 0; i < refs.size(); ++i) {
       const drivers::RuntimeAnswer& answer = (*statuses)[i];
-      if (!answer.isOk() || answer->state != "RUNNING" || answer->healthy) continue;
+      if (!answer.isOk() || answer->state != model::WorkloadState::kRunning || answer->healthy) continue;
       subjects.push_back({refs[i].id, answer->handle, *checked[i]->spec.health_check, drivers::localTarget(answer->ports)});
     }
   }

@@ -60,7 +60,7 @@ ApiResponse deletedReply(std::string_view kind, std::string_view name) {
   return jsonReply(Json{{"deleted", true}, {"kind", kind}, {"name", name}});
 }
 
-model::Operation userOperation(const ApiRequest& request, const std::string& type, const std::string& reason) {
+model::Operation userOperation(const ApiRequest& request, model::OperationType type, const std::string& reason) {
   model::Operation operation;
   operation.type = type;
   operation.intent = "user";

@@ -199,6 +199,6 @@ constexpr int64_t kUserOperationPriority = 10;
 
 // An operation of `type` the caller asks for (its meta_instance left to the caller): intent
 // "user", requested by the caller, priority kUserOperationPriority, message `reason`.
-model::Operation userOperation(const ApiRequest& request, const std::string& type, const std::string& reason);
+model::Operation userOperation(const ApiRequest& request, model::OperationType type, const std::string& reason);
 
 }  // namespace tide::api

@@ -8,7 +8,7 @@
 namespace tide::api::clusters {
 namespace {
 
-Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
+Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, model::ClusterState state) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(model::Cluster cluster, context.ledger.inventory().setClusterState(
@@ -49,11 +49,11 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
 }
 
 Result<ApiResponse> activate(ApiContext& context, const ApiRequest& request) {
-  return moveTo(context, request, "ACTIVE");
+  return moveTo(context, request, model::ClusterState::kActive);
 }
 
 Result<ApiResponse> deactivate(ApiContext& context, const ApiRequest& request) {
-  return moveTo(context, request, "INACTIVE");
+  return moveTo(context, request, model::ClusterState::kInactive);
 }
 
 }  // namespace tide::api::clusters

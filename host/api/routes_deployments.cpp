@@ -67,8 +67,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment));
   TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.plans().getPlan(deployment.plan));
   TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created,
-                        context.ledger.plans().addDeployment(deployment, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.plans().addDeployment(deployment, request.principal.name));
   return recordReply(created, 201);
 }
 
@@ -94,8 +93,8 @@ Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(
       model::Deployment deployment,
-      context.ledger.plans().setDeploymentState(request.param("name"), request.param("id"), "CANCELLED", generation,
-                                                request.principal.name, "cancelled through the API"));
+      context.ledger.plans().setDeploymentState(request.param("name"), request.param("id"), model::DeploymentState::kCancelled,
+                                        generation, request.principal.name, "cancelled through the API"));
   return recordReply(deployment);
 }
 
@@ -127,10 +126,9 @@ Result<ApiResponse> control(ApiContext& context, const ApiRequest& request, cons
     }
     if (body["full"].get<bool>()) what = "promote_full";
   }
-  TIDE_ASSIGN_OR_RETURN(
-      model::Deployment deployment,
-      context.ledger.plans().controlDeployment(request.param("name"), request.param("id"), what, reason.value_or(""),
-                                               request.principal.name, to.value_or("")));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment deployment,
+                        context.ledger.plans().controlDeployment(request.param("name"), request.param("id"), what,
+                                                         reason.value_or(""), request.principal.name, to.value_or("")));
   return recordReply(deployment);
 }
 
@@ -168,12 +166,12 @@ Result<ApiResponse> approve(ApiContext& context, const ApiRequest& request) {
                         context.ledger.plans().getDeployment(request.param("name"), request.param("id")));
   TIDE_RETURN_IF_ERROR(operations::checkFourEyes(context, principal, deployment.added_by));
   model::GivenApproval approval{principal.name, roleName(principal.role), false, reason.value_or(""), "", {}};
-  TIDE_ASSIGN_OR_RETURN(deployment,
-                        context.ledger.plans().approveRollout(deployment.plan, deployment.deployment_id, approval));
+  TIDE_ASSIGN_OR_RETURN(deployment, context.ledger.plans().approveRollout(deployment.plan, deployment.deployment_id, approval));
 
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> waiting,
-                        listAll(context.ledger.operations(), &ledger::OperationRecords::listOperations,
-                                {{"plan", deployment.plan}, {"state", model::operation_state::kPendingApproval}}));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::Operation> waiting,
+      listAll(context.ledger.operations(), &ledger::OperationRecords::listOperations,
+              {{"plan", deployment.plan}, {"state", model::toString(model::OperationState::kPendingApproval)}}));
   Json outcomes = Json::array();
   for (const model::Operation& operation : waiting) {
     if (!model::inRolloutOf(operation, deployment)) continue;

@@ -18,14 +18,15 @@ constexpr int64_t kMaxLogOffset = (int64_t{1} << 53) - 1;
 
 std::string typeList() {
   std::string out;
-  for (const std::string& type : operationTypes()) out += (out.empty() ? "" : ", ") + type;
+  for (const std::string& type : model::namesOf<model::OperationType>()) out += (out.empty() ? "" : ", ") + type;
   return out;
 }
 
-Result<std::string> readOperationType(const Json& body) {
+Result<model::OperationType> readOperationType(const Json& body) {
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> type, readStringField(body, "type"));
-  const std::vector<std::string>& types = operationTypes();
-  if (type && std::find(types.begin(), types.end(), *type) != types.end()) return *type;
+  if (type) {
+    if (std::optional<model::OperationType> known = model::parse<model::OperationType>(*type)) return *known;
+  }
   std::string message =
       type ? "must be one of " + typeList() + ", got '" + *type + "'" : "is required: one of " + typeList();
   return Status::invalidArgument("body field 'type' " + message, {{"type", message, ""}});
@@ -66,7 +67,7 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"type", "reason"}));
-  TIDE_ASSIGN_OR_RETURN(std::string type, readOperationType(body));
+  TIDE_ASSIGN_OR_RETURN(model::OperationType type, readOperationType(body));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.instances().getMetaInstance(request.param("name")));
   model::Operation operation = userOperation(request, type, reason.value_or(""));

@@ -11,7 +11,7 @@
 namespace tide::api::nodes {
 namespace {
 
-Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, const std::string& state) {
+Result<ApiResponse> moveTo(ApiContext& context, const ApiRequest& request, model::NodeState state) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
   TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.inventory().setNodeState(request.param("name"), state,
@@ -78,7 +78,7 @@ Result<ApiResponse> get(ApiContext& context, const ApiRequest& request) {
     TIDE_ASSIGN_OR_RETURN(model::Node node, context.ledger.inventory().getNode(name));
     std::map<std::string, bool> agent_clusters;
     Json agent = agentView(context, node, agent_clusters);
-    const bool draining = node.state == model::node_state::kDraining;
+    const bool draining = node.state == model::NodeState::kDraining;
     changes_outside_ledger = draining || !agent.is_null();
     if (!changes_outside_ledger) return recordReply(node);
     ApiResponse reply = recordReply(node);
@@ -105,15 +105,15 @@ Result<ApiResponse> remove(ApiContext& context, const ApiRequest& request) {
 }
 
 Result<ApiResponse> cordon(ApiContext& context, const ApiRequest& request) {
-  return moveTo(context, request, "CORDONED");
+  return moveTo(context, request, model::NodeState::kCordoned);
 }
 
 Result<ApiResponse> uncordon(ApiContext& context, const ApiRequest& request) {
-  return moveTo(context, request, "ALLOCATED");
+  return moveTo(context, request, model::NodeState::kAllocated);
 }
 
 Result<ApiResponse> drain(ApiContext& context, const ApiRequest& request) {
-  return moveTo(context, request, "DRAINING");
+  return moveTo(context, request, model::NodeState::kDraining);
 }
 
 }  // namespace tide::api::nodes

@@ -25,7 +25,7 @@ Result<ApiResponse> operationReply(ledger::Ledger& ledger, const model::Operatio
     }
     view["approvals"] = Json{{"required", state.requirement.approvals},
                              {"counted", std::move(counted)},
-                             {"still_needed", operation.state == "PENDING_APPROVAL"
+                             {"still_needed", operation.state == model::OperationState::kPendingApproval
                                                   ? model::approvalsStillNeeded(state, operation.requested_by)
                                                   : 0},
                              {"summary", model::describeApprovals(operation.decision, operation.requested_by)}};
@@ -78,9 +78,9 @@ std::string messageOf(const OperationRequest& asked, const std::string& verb, co
 // Refuses a decision on `operation` unless it waits for people; a hard deny is named, since
 // nobody can override it (403 to an override, 409 otherwise).
 Status checkWaiting(const model::Operation& operation, const std::string& verb, bool override) {
-  if (operation.state == "PENDING_APPROVAL") return Status::ok();
+  if (operation.state == model::OperationState::kPendingApproval) return Status::ok();
   const std::string subject = "operation " + std::to_string(operation.meta.id);
-  const bool hard_denied = operation.state == "REJECTED" && operation.approved_by == "policy" &&
+  const bool hard_denied = operation.state == model::OperationState::kRejected && operation.approved_by == "policy" &&
                            operation.decision.is_object() && !operation.decision.value("overridable", false);
   if (hard_denied) {
     const std::string message = subject + " was rejected by policy (" +
@@ -88,8 +88,8 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
                                 "; a hard deny cannot be overridden by anyone";
     return override ? Status::permissionDenied(message) : Status::conflict(message);
   }
-  return Status::conflict(subject + " is " + operation.state + "; only an operation in PENDING_APPROVAL can be " +
-                          verb);
+  return Status::conflict(subject + " is " + model::toString(operation.state) +
+                          "; only an operation in PENDING_APPROVAL can be " + verb);
 }
 
 // model::judgeApproval for `principal` deciding `operation` now, under the host's four-eyes
@@ -98,8 +98,7 @@ Status checkWaiting(const model::Operation& operation, const std::string& verb, 
 Result<model::ApprovalRuling> judge(const ApiContext& context, const model::Operation& operation,
                                     const Principal& principal, model::ApprovalAct act, bool override,
                                     const std::string& reason) {
-  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by,
-                        context.ledger.tokens().mintersOf(operation.requested_by));
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> requester_minted_by, context.ledger.tokens().mintersOf(operation.requested_by));
   TIDE_ASSIGN_OR_RETURN(std::vector<std::string> minted_by, context.ledger.tokens().mintersOf(principal.name));
   return model::judgeApproval(
       {operation.meta.id, operation.requested_by, model::approvalStateOf(operation.decision), 1,
@@ -135,7 +134,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
                         readListOptions(request,
                                         {{"state", model::statesOf(model::RecordKind::kOperation), true},
                                          {"plan"},
-                                         {"type", operationTypes()},
+                                         {"type", model::namesOf<model::OperationType>()},
                                          {"meta_instance"},
                                          {"actor"}},
                                         {"since", "until"}));
@@ -176,8 +175,8 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(ruling.allowed);
   if (!asked.generation) asked.generation = operation.meta.generation;
   TIDE_ASSIGN_OR_RETURN(model::Operation rejected,
-                        context.ledger.operations().setOperationState(asked.id, "REJECTED", asked.generation, actor,
-                                                                      messageOf(asked, "rejected", actor), actor));
+                        context.ledger.operations().setOperationState(asked.id, model::OperationState::kRejected, asked.generation,
+                                                         actor, messageOf(asked, "rejected", actor), actor));
   return operationReply(context.ledger, rejected);
 }
 
@@ -186,9 +185,9 @@ Result<ApiResponse> reject(ApiContext& context, const ApiRequest& request) {
 Result<ApiResponse> cancel(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(OperationRequest asked, readOperationRequest(request));
   const std::string& actor = request.principal.name;
-  TIDE_ASSIGN_OR_RETURN(model::Operation cancelled,
-                        context.ledger.operations().cancelOperation(asked.id, asked.generation, actor,
-                                                                    messageOf(asked, "cancelled", actor)));
+  TIDE_ASSIGN_OR_RETURN(
+      model::Operation cancelled,
+      context.ledger.operations().cancelOperation(asked.id, asked.generation, actor, messageOf(asked, "cancelled", actor)));
   return operationReply(context.ledger, cancelled);
 }
 

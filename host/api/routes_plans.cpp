@@ -27,8 +27,7 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
   std::vector<ErrorDetail> warnings;
-  TIDE_ASSIGN_OR_RETURN(model::Plan created,
-                        context.ledger.plans().createPlan(plan, request.principal.name, &warnings));
+  TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.plans().createPlan(plan, request.principal.name, &warnings));
   return recordReply(created, warnings, 201);
 }
 
@@ -41,8 +40,7 @@ Result<ApiResponse> update(ApiContext& context, const ApiRequest& request) {
     const std::string problem = "must be '" + name + "', the plan in the path, got '" + plan.name + "'";
     return Status::invalidArgument("plan name " + problem, {{"name", problem, ""}});
   }
-  TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change,
-                        context.ledger.plans().updatePlan(plan, generation, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change, context.ledger.plans().updatePlan(plan, generation, request.principal.name));
   return recordReply(change.plan, change.warnings, 200, Json{{"changed", change.changed}});
 }
 
@@ -94,9 +92,10 @@ Result<ApiResponse> scaleToZero(ApiContext& context, const ApiRequest& request) 
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"reason"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> reason, readStringField(body, "reason"));
   const std::string& name = request.param("name");
-  TIDE_ASSIGN_OR_RETURN(ledger::PlanTeardown teardown, context.ledger.plans().scalePlanToZero(
-                                                           name, userOperation(request, "DELETE", reason.value_or("")),
-                                                           reason.value_or(""), request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(
+      ledger::PlanTeardown teardown,
+      context.ledger.plans().scalePlanToZero(name, userOperation(request, model::OperationType::kDelete, reason.value_or("")),
+                                     reason.value_or(""), request.principal.name));
   return jsonReply(Json{{"plan", name},
                         {"operations", teardown.operations},
                         {"cancelled_deployments", teardown.cancelled_deployments}});

@@ -29,11 +29,11 @@ Result<int64_t> lifetimeSeconds(const std::string& text) {
 
 // A token as the API shows it, never with its digest. `source`: "ledger" or "config".
 Json tokenJson(const model::ApiToken& token, const std::string& now, const std::string& source = "ledger") {
-  std::string state = "ACTIVE";
+  model::TokenState state = model::TokenState::kActive;
   if (!token.revoked_at.empty()) {
-    state = "REVOKED";
+    state = model::TokenState::kRevoked;
   } else if (!token.expires_at.empty() && token.expires_at <= now) {
-    state = "EXPIRED";
+    state = model::TokenState::kExpired;
   }
   return Json{{"name", token.name},
               {"role", token.role},

@@ -9,11 +9,6 @@
 
 namespace tide::api {
 
-const std::vector<std::string>& operationTypes() {
-  static const std::vector<std::string> kTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
-  return kTypes;
-}
-
 namespace {
 
 Json instanceCounts(const ledger::PlanCounts::Instances& n) {
@@ -63,7 +58,7 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   instance_summary["by_deployment"] = Json::object();
   for (const auto& [id, n] : counts.staying) instance_summary["by_deployment"][id] = instanceCounts(n);
   Json operations_summary = Json::object();
-  for (const std::string& type : operationTypes()) {
+  for (const std::string& type : model::namesOf<model::OperationType>()) {
     for (const std::string& state : model::statesOf(model::RecordKind::kOperation)) {
       operations_summary[type][state] = 0;
     }
@@ -75,7 +70,7 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
   // What waits for people, first come first: one page (the operations list has them all).
   ledger::ListOptions waiting_page;
   waiting_page.limit = kWaitingForApprovalShown;
-  waiting_page.filters = {{"plan", plan.name}, {"state", model::operation_state::kPendingApproval}};
+  waiting_page.filters = {{"plan", plan.name}, {"state", model::toString(model::OperationState::kPendingApproval)}};
   TIDE_ASSIGN_OR_RETURN(ledger::Page<model::Operation> waiting, ledger.operations().listOperations(waiting_page));
   Json waiting_for_approval = Json::array();
   for (const model::Operation& operation : waiting.items) {
@@ -104,11 +99,10 @@ Result<Json> planShowView(ledger::Ledger& ledger, const model::Plan& plan, const
 Result<Json> fleetStatusView(ledger::Ledger& ledger) {
   ledger::Ledger::Snapshot snapshot(ledger);
   TIDE_ASSIGN_OR_RETURN(std::vector<model::Plan> plans, listAll(ledger.plans(), &ledger::PlanRecords::listPlans));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments,
-                        listAll(ledger.plans(), &ledger::PlanRecords::listDeployments));
-  TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> unstarted,
-                        listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
-                                {{"state", "PENDING,PENDING_APPROVAL,APPROVED"}}));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::Deployment> deployments, listAll(ledger.plans(), &ledger::PlanRecords::listDeployments));
+  TIDE_ASSIGN_OR_RETURN(
+      std::vector<model::Operation> unstarted,
+      listAll(ledger.operations(), &ledger::OperationRecords::listOperations, {{"state", "PENDING,PENDING_APPROVAL,APPROVED"}}));
   TIDE_ASSIGN_OR_RETURN(std::optional<model::ControlHalt> halt, ledger.audit().controlHalt());
 
   std::map<std::string, std::vector<model::Deployment>> deployments_of;  // by plan, oldest first
@@ -172,18 +166,16 @@ Result<Json> controlLoopView(ledger::Ledger& ledger) {
 }
 
 Result<Json> drainProgressView(ledger::Ledger& ledger, const model::Node& node) {
-  TIDE_ASSIGN_OR_RETURN(
-      std::vector<model::RuntimeInstance> runtimes,
-      listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances, {{"node", node.name}}));
+  TIDE_ASSIGN_OR_RETURN(std::vector<model::RuntimeInstance> runtimes,
+                        listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances, {{"node", node.name}}));
   Json instances = Json::array();
   for (const model::RuntimeInstance& runtime : runtimes) {
     if (!model::holdsResources(runtime.state)) continue;
     TIDE_ASSIGN_OR_RETURN(std::vector<model::Operation> operations,
-                          listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
-                                  {{"meta_instance", runtime.meta_instance}}));
+                          listAll(ledger.operations(), &ledger::OperationRecords::listOperations, {{"meta_instance", runtime.meta_instance}}));
     Json operation = nullptr;
     for (const model::Operation& op : operations) {
-      if (model::isTerminalOperationState(op.state)) continue;
+      if (model::isTerminal(op.state)) continue;
       operation = Json{{"id", op.meta.id}, {"type", op.type}, {"state", op.state}, {"message", op.message}};
     }
     instances.push_back(Json{{"instance", runtime.meta_instance}, {"state", runtime.state}, {"operation", operation}});

@@ -14,7 +14,6 @@
 namespace tide::api {
 
 // CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE (docs/architecture.md#records-and-states).
-const std::vector<std::string>& operationTypes();
 
 using ledger::listAll;
 

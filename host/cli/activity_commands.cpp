@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "host/cli/commands.h"
+#include "host/cli/json_fields.h"
 #include "host/cli/log_follow.h"
 #include "host/cli/views.h"
 #include "host/core/whole_number.h"
@@ -33,7 +34,7 @@ struct InstanceListFlags {
 };
 
 bool isDeleted(const Json& entry) {
-  return entry.value(Json::json_pointer("/meta_instance/state"), std::string()) == "DELETED";
+  return spells(entry.value(Json::json_pointer("/meta_instance/state"), std::string()), model::MetaState::kDeleted);
 }
 
 // `list`: DELETED meta instances only with --all or when --state asks for them.

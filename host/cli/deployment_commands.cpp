@@ -141,7 +141,14 @@ struct DeleteFlags {
 // The states of a teardown's DELETE worth a look while it waits: waiting for a person, or
 // ended without removing its instance (the teardown cannot finish by itself), one query's
 // `state` list.
-constexpr const char* kDeletesToLookAt = "PENDING_APPROVAL,REJECTED,FAILED,CANCELLED";
+std::string deletesToLookAt() {
+  using enum model::OperationState;
+  std::string out;
+  for (model::OperationState state : {kPendingApproval, kRejected, kFailed, kCancelled}) {
+    out += (out.empty() ? "" : ",") + model::toString(state);
+  }
+  return out;
+}
 
 // How a teardown stands.
 struct TeardownProgress {
@@ -160,9 +167,10 @@ std::string idList(const std::vector<int64_t>& ids) {
 // The teardown's DELETEs (`asked`) of plan `plan` that wait for a person or ended without
 // removing their instance, in id order.
 Result<std::vector<Json>> askedToLookAt(Session& session, const std::string& plan, const std::set<int64_t>& asked) {
-  TIDE_ASSIGN_OR_RETURN(Json list, session.client.getAll("/v1/operations", {{"plan", plan},
-                                                                            {"type", "DELETE"},
-                                                                            {"state", kDeletesToLookAt}}));
+  TIDE_ASSIGN_OR_RETURN(
+      Json list, session.client.getAll("/v1/operations", {{"plan", plan},
+                                                          {"type", model::toString(model::OperationType::kDelete)},
+                                                          {"state", deletesToLookAt()}}));
   std::vector<Json> found;
   for (const Json& operation : list["items"]) {
     if (asked.count(operationId(operation))) found.push_back(operation);
@@ -210,7 +218,7 @@ Status waitForTeardown(Session& session, const std::string& plan, const std::set
     TIDE_ASSIGN_OR_RETURN(std::vector<Json> looked_at, askedToLookAt(session, plan, asked));
     for (const Json& operation : looked_at) {
       const std::string state = operation.value("state", "");
-      if (state == "PENDING_APPROVAL") {
+      if (spells(state, model::OperationState::kPendingApproval)) {
         progress.waiting_for_approval.push_back(operationId(operation));
         continue;
       }

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "host/cli/table.h"
+#include "host/model/states.h"
+#include "host/model/transitions.h"
 
 namespace tide::cli {
 
@@ -49,6 +52,25 @@ inline std::string text(const nlohmann::json& value) {
 
 inline std::string text(const nlohmann::json& json, std::initializer_list<const char*> path) {
   return text(at(json, path));
+}
+
+// The state or operation type at `path`, or nullopt when it is missing or not one E has (a
+// newer server's): the caller decides what an unknown one means and prints the text as is.
+template <model::Vocabulary E>
+std::optional<E> vocabularyAt(const nlohmann::json& json, std::initializer_list<const char*> path) {
+  return model::parse<E>(text(json, path));
+}
+
+// Whether `text` (as the server spelled it) is `value`.
+template <model::Vocabulary E>
+bool spells(const std::string& text, E value) {
+  return text == model::toString(value);
+}
+
+// Whether `state` (a deployment's, as the server spelled it) is a rollout that is over.
+inline bool rolloutOver(const std::string& state) {
+  const std::optional<model::DeploymentState> parsed = model::parse<model::DeploymentState>(state);
+  return parsed && model::isRolloutOver(*parsed);
 }
 
 }  // namespace tide::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/cli/json_fields.h"
 #include "host/cli/views.h"
 
 namespace tide::cli {
@@ -64,8 +65,10 @@ Result<std::vector<Json>> chooseWaiting(Session& session, const std::string& pla
     }
     return std::vector<Json>{std::move(operation)};
   }
-  TIDE_ASSIGN_OR_RETURN(Json list,
-                        session.client.getAll("/v1/operations", {{"plan", plan}, {"state", "PENDING_APPROVAL"}}));
+  TIDE_ASSIGN_OR_RETURN(
+      Json list,
+      session.client.getAll("/v1/operations",
+                            {{"plan", plan}, {"state", model::toString(model::OperationState::kPendingApproval)}}));
   std::vector<Json> waiting = itemsOf(std::move(list));
   if (waiting.empty()) {
     TIDE_RETURN_IF_ERROR(session.client.get(planPath(plan)).status());  // an unknown plan says so
@@ -133,17 +136,17 @@ struct OperateFlags {
   std::string reason;
 
   // REQUIRES: exactly one flag is set (the option group enforces it).
-  std::string type() const {
-    if (relocate) return "RELOCATE";
-    if (stop) return "STOP";
-    if (restart) return "RESTART";
-    return "DELETE";
+  model::OperationType type() const {
+    if (relocate) return model::OperationType::kRelocate;
+    if (stop) return model::OperationType::kStop;
+    if (restart) return model::OperationType::kRestart;
+    return model::OperationType::kDelete;
   }
 };
 
 bool isLive(const Json& instance) {
   std::string state = instance.value(Json::json_pointer("/meta_instance/state"), std::string());
-  return state != "DELETED" && state != "MARKED_FOR_DELETION";
+  return !spells(state, model::MetaState::kDeleted) && !spells(state, model::MetaState::kMarkedForDeletion);
 }
 
 // The meta instance of `plan` to operate on: --meta-instance-name's, else the plan's only

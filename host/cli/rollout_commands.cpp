@@ -11,6 +11,7 @@
 
 #include "host/cli/commands.h"
 #include "host/cli/event_waker.h"
+#include "host/cli/json_fields.h"
 #include "host/cli/rollout_view.h"
 #include "host/model/transitions.h"
 
@@ -36,7 +37,7 @@ struct Target {
 // nothing (after an automatic rollback, the plan's newest is the one rolled back).
 bool servesSomething(const Json& deployment) {
   const std::string state = deployment.value("state", "");
-  return state != "ROLLED_BACK" && state != "CANCELLED";
+  return !spells(state, model::DeploymentState::kRolledBack) && !spells(state, model::DeploymentState::kCancelled);
 }
 
 // -D's deployment, else the newest of `deployments` (a plan's, as the API lists them); with
@@ -167,7 +168,7 @@ std::string describeRolloutOutcome(const Json& outcome) {
   if (outcome.contains("refused")) return line + "not approved: " + outcome.value("refused", "");
   const std::string state = outcome.value("state", "");
   const std::string approvals = outcome.value("approvals", "");
-  if (state == "APPROVED") return line + "approved";
+  if (spells(state, model::OperationState::kApproved)) return line + "approved";
   return line + "still waiting" + (approvals.empty() ? "" : ": " + approvals);
 }
 
@@ -289,8 +290,8 @@ Status watchRollout(Session& session, const std::string& plan, const WatchFlags&
       }
       shown = sample;
     }
-    if (model::isRolloutOver(sample.state)) {
-      if (sample.state == "COMPLETED") return Status::ok();
+    if (rolloutOver(sample.state)) {
+      if (spells(sample.state, model::DeploymentState::kCompleted)) return Status::ok();
       return Status::conflict("deployment " + target.id + " of plan " + plan + " ended " + sample.state +
                               (sample.message.empty() ? "" : ": " + sample.message));
     }

@@ -88,7 +88,7 @@ constexpr int kDefaultTerminalWidth = 80;
 std::string progressBar(const RolloutSample& sample) {
   const int64_t wanted = std::max(sample.instance_count, sample.new_instances.total);
   int64_t filled = wanted > 0 ? sample.new_instances.ready * kProgressBarCells / wanted : 0;
-  if (sample.state == "COMPLETED") filled = kProgressBarCells;
+  if (spells(sample.state, model::DeploymentState::kCompleted)) filled = kProgressBarCells;
   filled = std::clamp<int64_t>(filled, 0, kProgressBarCells);
   return "[" + std::string(static_cast<size_t>(filled), '#') +
          std::string(static_cast<size_t>(kProgressBarCells - filled), '.') + "] " +
@@ -137,8 +137,8 @@ Json strategyParams(const Json& plan, const Json& deployment) {
 // it completed or, failing that, when its record last changed.
 TimePoint endOf(const Json& deployment, TimePoint now) {
   std::string state = text(deployment, {"state"});
-  if (!model::isRolloutOver(state)) return now;
-  if (state == "COMPLETED") {
+  if (!rolloutOver(state)) return now;
+  if (spells(state, model::DeploymentState::kCompleted)) {
     if (auto completed = timeOf(at(deployment, {"completed_at"}))) return *completed;
   }
   return timeOf(at(deployment, {"metadata", "updated_at"})).value_or(now);
@@ -232,7 +232,7 @@ RolloutSample sampleRollout(const Json& plan_view, const Json& deployment) {
   const Json& weights = at(rollout, {"weights"});
   if (weights.is_object()) sample.weights = weights;
   // A strategy's last word on what it waits for outlives an abort or a cancel.
-  if (!model::isRolloutOver(sample.state)) sample.waiting_for = text(rollout, {"waiting_for"});
+  if (!rolloutOver(sample.state)) sample.waiting_for = text(rollout, {"waiting_for"});
 
   // The plan's counts by deployment, of the instances staying (the plan view's summary, the
   // same at any fleet size): this deployment's are new, all others old.
@@ -323,7 +323,7 @@ void printRolloutSection(std::ostream& out, const Json& plan, const Json& deploy
                    (approval.reason.empty() ? "" : ": " + approval.reason);
   }
   if (!approved_by.empty()) printField(out, "Rollout Approved By", approved_by, true);
-  if (model::isRolloutOver(text(deployment, {"state"}))) return;
+  if (rolloutOver(text(deployment, {"state"}))) return;
   // What of it waits for people: each operation, and the approvals it still needs.
   std::string waiting;
   for (const Json& operation : items(waiting_for_approval)) {

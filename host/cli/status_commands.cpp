@@ -45,7 +45,7 @@ Result<Json> rolloutsInFlight(Session& session, const Json& plans) {
     TIDE_ASSIGN_OR_RETURN(Json deployments, session.client.getAll(planPath(name) + "/deployments"));
     Json view;  // read once per plan, when it has a rollout in flight
     for (const Json& deployment : items(deployments["items"])) {
-      if (model::isRolloutOver(text(deployment, {"state"}))) continue;
+      if (rolloutOver(text(deployment, {"state"}))) continue;
       if (view.is_null()) {
         TIDE_ASSIGN_OR_RETURN(view, session.client.get(planPath(name)));
       }
@@ -59,7 +59,9 @@ Result<Json> rolloutsInFlight(Session& session, const Json& plans) {
 }
 
 Result<Json> waitingForApproval(Session& session) {
-  TIDE_ASSIGN_OR_RETURN(Json waiting, session.client.getAll("/v1/operations", {{"state", "PENDING_APPROVAL"}}));
+  TIDE_ASSIGN_OR_RETURN(
+      Json waiting,
+      session.client.getAll("/v1/operations", {{"state", model::toString(model::OperationState::kPendingApproval)}}));
   Json operations = Json::array();
   for (const Json& op : items(waiting["items"])) {
     const std::string requested_by = text(op, {"requested_by"});

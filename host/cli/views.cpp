@@ -14,7 +14,6 @@ namespace tide::cli {
 namespace {
 
 constexpr std::string_view kEntrySeparator = "----------------";
-constexpr const char* kOperationTypes[] = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
 
 std::string join(const Json& values, std::string_view separator) {
   return joined(items(values), separator, [](const Json& value) { return text(value); });
@@ -27,8 +26,11 @@ std::string joinLines(const std::vector<std::string>& lines) { return joined(lin
 std::string approvedByText(const Json& operation) {
   const std::string approved_by = text(operation, {"approved_by"});
   // A rejection records who rejected in approved_by; it is not an approval.
-  if (text(operation, {"state"}) == "REJECTED") return approved_by.empty() ? "" : "rejected by " + approved_by;
-  if (!approved_by.empty() || text(operation, {"state"}) != "PENDING_APPROVAL") return approved_by;
+  const std::string operation_state = text(operation, {"state"});
+  if (spells(operation_state, model::OperationState::kRejected)) {
+    return approved_by.empty() ? "" : "rejected by " + approved_by;
+  }
+  if (!approved_by.empty() || !spells(operation_state, model::OperationState::kPendingApproval)) return approved_by;
   const Json& decision = at(operation, {"decision"});
   const model::ApprovalState state = model::approvalStateOf(decision);
   if (state.requirement.approvals <= 1 && state.given.empty() && !state.overridable) return "";
@@ -123,12 +125,13 @@ void printDeployments(std::ostream& out, const Json& deployments) {
 void printOperationsSummary(std::ostream& out, const Json& summary) {
   printHeading(out, "Operations Summary");
   Table table({"Operation Type", "# Pending Approval", "# Approved", "# Failed", "# Succeeded"}, {.show_total = false});
-  for (const char* type : kOperationTypes) {
-    auto count = [&](const char* state) {
-      const Json& n = at(summary, {type, state});
+  for (const std::string& type : model::namesOf<model::OperationType>()) {
+    auto count = [&](model::OperationState state) {
+      const Json& n = at(summary, {type.c_str(), model::toString(state).c_str()});
       return n.is_null() ? std::string("0") : text(n);
     };
-    table.addRow({type, count("PENDING_APPROVAL"), count("APPROVED"), count("FAILED"), count("SUCCEEDED")});
+    using enum model::OperationState;
+    table.addRow({type, count(kPendingApproval), count(kApproved), count(kFailed), count(kSucceeded)});
   }
   table.print(out);
 }
@@ -204,7 +207,7 @@ namespace {
 // TERMINATED runtime of a DELETED instance keeps its last probe).
 std::string healthyText(const Json& runtime) {
   const Json& healthy = at(runtime, {"health", "healthy"});
-  if (text(runtime, {"state"}) != "RUNNING" && healthy.is_boolean()) return "false";
+  if (!spells(text(runtime, {"state"}), model::RuntimeState::kRunning) && healthy.is_boolean()) return "false";
   return text(healthy);
 }
 
@@ -495,7 +498,7 @@ void printApprovals(std::ostream& out, const Json& view) {
   if (!approvals.is_object() && !asked.is_object()) return;
   printHeading(out, "Approvals");
   printField(out, "Progress", text(approvals, {"summary"}), true);
-  if (text(view, {"state"}) == "PENDING_APPROVAL")
+  if (spells(text(view, {"state"}), model::OperationState::kPendingApproval))
     printField(out, "Still Needed", text(approvals, {"still_needed"}), true);
   if (std::string role = text(asked, {"role"}); !role.empty()) printField(out, "Role Required", role, true);
   if (!items(at(asked, {"distinct_from"})).empty()) {
@@ -550,7 +553,7 @@ void printOperationInfo(std::ostream& out, const Json& view) {
   printHeading(out, "Status");
   printField(out, "State", text(view, {"state"}), true);
   printField(out, "Message", text(view, {"message"}), true);
-  const bool rejected = text(view, {"state"}) == "REJECTED";
+  const bool rejected = spells(text(view, {"state"}), model::OperationState::kRejected);
   printField(out, rejected ? "Rejected By" : "Approved By", text(view, {"approved_by"}), true);
   printField(out, "Attempts", text(view, {"attempts"}), true);
   if (std::string next = text(view, {"next_attempt_at"}); !next.empty()) printField(out, "Next Attempt At", next, true);

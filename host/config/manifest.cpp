@@ -362,7 +362,7 @@ model::Node readNode(const YamlNode& node, const std::string& path, Problems& pr
                 }
               });
   if (const YamlNode* v = m.get("labels")) out.labels = readLabels(*v, m.field("labels"), problems);
-  out.state = out.cluster.empty() ? "UNALLOCATED" : "ALLOCATED";
+  out.state = out.cluster.empty() ? model::NodeState::kUnallocated : model::NodeState::kAllocated;
   return out;
 }
 

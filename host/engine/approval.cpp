@@ -14,9 +14,9 @@ namespace {
 // nowhere (its process died after the operation was asked for), start it on a placement of
 // its own, as a CREATE would. A STOPPED instance stays stopped: its UPDATE fails.
 bool needsPlacement(const InstanceView& view, const model::Operation& op) {
-  if (op.type == "CREATE" || op.type == "RELOCATE") return true;
-  if (op.type == "UPDATE") return !view.active && view.meta.state == model::meta_state::kActive;
-  return op.type == "RESTART" && !view.active;
+  if (op.type == model::OperationType::kCreate || op.type == model::OperationType::kRelocate) return true;
+  if (op.type == model::OperationType::kUpdate) return !view.active && view.meta.state == model::MetaState::kActive;
+  return op.type == model::OperationType::kRestart && !view.active;
 }
 
 Json coordinatesList(const Json& by_payload) {
@@ -38,11 +38,12 @@ const std::string& deploymentOf(const World& world, const InstanceView* view, co
 }  // namespace
 
 Json targetCoordinates(const World& world, const InstanceView& view, const model::Operation& op) {
-  if (op.type == "CREATE" || op.type == "UPDATE") {
+  if (op.type == model::OperationType::kCreate || op.type == model::OperationType::kUpdate) {
     if (const auto* d = world.deployment(op.plan, op.intent)) return coordinatesOf(*d);
   }
-  if (view.active && op.type != "CREATE") return view.active->coordinates;
-  if (const auto* newest = view.newest(); newest && op.type != "CREATE" && op.type != "UPDATE") {
+  if (view.active && op.type != model::OperationType::kCreate) return view.active->coordinates;
+  if (const auto* newest = view.newest();
+      newest && op.type != model::OperationType::kCreate && op.type != model::OperationType::kUpdate) {
     return newest->coordinates;
   }
   if (const auto* d = world.deployment(op.plan, view.meta.deployment_id)) return coordinatesOf(*d);
@@ -138,7 +139,7 @@ int ApprovalStage::pass(const World& world, const UnreachableNodes& unreachable)
   auto visit = [&](auto first, auto last) {
     for (auto it = first; it != last && stopped_after.empty(); ++it) {
       const InstanceView& view = world.instances.at(*it);
-      if (view.unfinished->state != "PENDING") continue;
+      if (view.unfinished->state != model::OperationState::kPending) continue;
       if (!snapshot) snapshot = world.schedulerSnapshot(unreachable.nodes());
       if (decide(world, *snapshot, view, *view.unfinished).isOk()) ++changed;
       if (++decided >= options_.max_per_pass) stopped_after = *it;
@@ -157,13 +158,14 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
     ledger::OperationUpdate update;
     Json target = op.target.is_object() ? op.target : Json::object();
     target["coordinates"] = coordinates;
-    if (view.active && op.type == "RELOCATE") target["from_runtime_instance"] = view.active->meta.id;
+    if (view.active && op.type == model::OperationType::kRelocate)
+      target["from_runtime_instance"] = view.active->meta.id;
     update.target = target;
     TIDE_ASSIGN_OR_RETURN(op, ledger_.operations().updateOperation(op.meta.id, update, options_.actor));
   }
   if (!needsPlacement(view, op)) {
     if (!view.active) return std::string();
-    if (op.type == "UPDATE") TIDE_RETURN_IF_ERROR(resizeInPlace(world, snapshot, view, op));
+    if (op.type == model::OperationType::kUpdate) TIDE_RETURN_IF_ERROR(resizeInPlace(world, snapshot, view, op));
     return view.active->node;
   }
   if (op.target.contains("runtime_instance")) return op.target.value("node", "");
@@ -174,8 +176,9 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   sched::PlacementOptions placement_options;
   placement_options.max_per_node = plan.placement.max_per_node;
   placement_options.bin_pack = plan.placement.bin_pack;
-  if (op.type == "RELOCATE" && view.active) placement_options.exclude_nodes.push_back(view.active->node);
-  if (op.type == "CREATE" && op.intent != "user") {
+  if (op.type == model::OperationType::kRelocate && view.active)
+    placement_options.exclude_nodes.push_back(view.active->node);
+  if (op.type == model::OperationType::kCreate && op.intent != "user") {
     // Anti-affinity between versions where possible: a canary lands away from the nodes
     // of the version it is compared with, so a bad node does not look like a bad version.
     placement_options.avoid_nodes_of = otherVersions(world, op.plan, op.intent);
@@ -187,7 +190,7 @@ Result<std::string> ApprovalStage::reserve(const World& world, sched::ClusterSna
   model::RuntimeInstance instance;
   instance.meta_instance = view.meta.name;
   instance.node = placement.node;
-  instance.is_active = op.type != "RELOCATE" || !view.active;  // a relocation starts passive
+  instance.is_active = op.type != model::OperationType::kRelocate || !view.active;  // a relocation starts passive
   instance.coordinates = coordinates;
   instance.reservation = placement.reservation;
   instance.volumes = Json::array();
@@ -236,8 +239,8 @@ Status ApprovalStage::decide(const World& world, sched::ClusterSnapshot& snapsho
       // Best effort: an unwritten message still differs next pass, which writes both again.
       (void)ledger_.operations().updateOperation(op.meta.id, update, options_.actor);
       (void)ledger_.audit().appendEvent("operation.unschedulable", "operation/" + std::to_string(op.meta.id),
-                                        Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
-                                        options_.actor);
+                                Json{{"instance", op.meta_instance}, {"message", node.status().message()}},
+                                options_.actor);
     }
     return node.status();
   }
@@ -259,10 +262,10 @@ Result<lua::Evaluation> ApprovalStage::evaluate(const World& world, const model:
     // Best effort: the event may fail for the same reason; the operation stays undecided
     // either way, and the next pass evaluates it again.
     (void)ledger_.audit().appendEvent("operation.decision_unrecorded", "operation/" + std::to_string(op.meta.id),
-                                      Json{{"instance", op.meta_instance},
-                                           {"outcome", lua::outcomeName(evaluation.outcome)},
-                                           {"error", recorded.message()}},
-                                      options_.actor);
+                              Json{{"instance", op.meta_instance},
+                                   {"outcome", lua::outcomeName(evaluation.outcome)},
+                                   {"error", recorded.message()}},
+                              options_.actor);
     return recorded;
   }
   return evaluation;
@@ -275,12 +278,12 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
                 {"summary", evaluation.summary},
                 {"overridable", evaluation.overridable},
                 {"script_set_version", evaluation.script_set_version}};
-  std::string state = lua::outcomeName(evaluation.outcome);
+  model::OperationState state = lua::outcomeState(evaluation.outcome);
   std::string approved_by;
   if (evaluation.outcome == lua::Outcome::kPendingApproval) {
     // When it began to wait for a person (/metrics: tide_operations_waiting_approval_oldest_seconds):
     // kept across re-evaluations, so a script reload does not make an old wait look new.
-    const Json kept = op.state == model::operation_state::kPendingApproval && op.decision.is_object()
+    const Json kept = op.state == model::OperationState::kPendingApproval && op.decision.is_object()
                           ? op.decision.value("waiting_since", Json())
                           : Json();
     decision["waiting_since"] = kept.is_string() ? kept : Json(formatTimestamp(clock_.now()));
@@ -296,7 +299,7 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
     decision["approvals"] = model::approvalsJson(ruling.after);
     // What people approved before the policies changed still counts, and may be enough.
     if (!ruling.after.given.empty() && ruling.complete) {
-      state = "APPROVED";
+      state = model::OperationState::kApproved;
       approved_by = ruling.approved_by;
     }
   } else if (evaluation.outcome == lua::Outcome::kApproved) {
@@ -314,10 +317,9 @@ Result<bool> ApprovalStage::conclude(const World& world, const model::Operation&
   TIDE_RETURN_IF_ERROR(ledger_.operations().updateOperation(op.meta.id, update, options_.actor).status());
   if (state == op.state) return false;
   TIDE_RETURN_IF_ERROR(
-      ledger_.operations()
-          .setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
+      ledger_.operations().setOperationState(op.meta.id, state, std::nullopt, options_.actor, evaluation.summary, approved_by)
           .status());
-  if (state == model::operation_state::kPendingApproval) giveRolloutApprovals(world, op);
+  if (state == model::OperationState::kPendingApproval) giveRolloutApprovals(world, op);
   return true;
 }
 
@@ -332,16 +334,16 @@ void ApprovalStage::giveRolloutApprovals(const World& world, const model::Operat
     Result<model::Operation> given =
         ledger_.operations().addApproval(op.meta.id, std::nullopt, model::fromRolloutApproval(approval));
     if (given.isOk()) {
-      if (given->state != model::operation_state::kPendingApproval) return;  // approved
+      if (given->state != model::OperationState::kPendingApproval) return;  // approved
       continue;
     }
     // Best effort: the operation waits for people either way; this says why it still does.
     (void)ledger_.audit().appendEvent("operation.rollout_approval_refused", "operation/" + std::to_string(op.meta.id),
-                                      Json{{"instance", op.meta_instance},
-                                           {"deployment", op.intent},
-                                           {"actor", approval.actor},
-                                           {"error", given.status().message()}},
-                                      options_.actor);
+                              Json{{"instance", op.meta_instance},
+                                   {"deployment", op.intent},
+                                   {"actor", approval.actor},
+                                   {"error", given.status().message()}},
+                              options_.actor);
   }
 }
 
@@ -352,7 +354,7 @@ int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_ver
   bool failed = false;  // a decision that could not be written: tried again next pass
   std::string stopped_after;
   auto undecided = [&](const model::Operation& op) {
-    return op.state == "PENDING_APPROVAL" &&
+    return op.state == model::OperationState::kPendingApproval &&
            !(op.decision.is_object() && op.decision.value("script_set_version", uint64_t{0}) == script_set_version);
   };
   // From after where the last pass stopped to the end, then from the start up to there, as
@@ -387,11 +389,11 @@ int ApprovalStage::reevaluateWaiting(const World& world, uint64_t script_set_ver
       }
       // Best effort: the decision itself is written; this event only announces it.
       (void)ledger_.audit().appendEvent("operation.reevaluated", "operation/" + std::to_string(op.meta.id),
-                                        Json{{"instance", op.meta_instance},
-                                             {"script_set_version", script_set_version},
-                                             {"outcome", lua::outcomeName(evaluation.outcome)},
-                                             {"summary", evaluation.summary}},
-                                        options_.actor);
+                                Json{{"instance", op.meta_instance},
+                                     {"script_set_version", script_set_version},
+                                     {"outcome", lua::outcomeName(evaluation.outcome)},
+                                     {"summary", evaluation.summary}},
+                                options_.actor);
       if (*moved) ++changed;
     }
   };
@@ -414,11 +416,11 @@ void ApprovalStage::releaseUnused(const World& world) {
       wanted = view.unfinished->target["runtime_instance"].get<int64_t>();
     }
     auto release = [&](const model::RuntimeInstance& r) {
-      if (r.state != "PENDING" || r.meta.id == wanted) return;
+      if (r.state != model::RuntimeState::kPending || r.meta.id == wanted) return;
       // With the generation the pass read: one an operation claimed since is left alone.
       // Best effort: one not released now is still unclaimed next pass, which tries again.
-      (void)ledger_.instances().setRuntimeInstanceState(r.meta.id, "TERMINATED", r.meta.generation, options_.actor,
-                                                        "reservation released: no operation will use it");
+      (void)ledger_.instances().setRuntimeInstanceState(r.meta.id, model::RuntimeState::kTerminated, r.meta.generation,
+                                            options_.actor, "reservation released: no operation will use it");
     };
     if (view.active) release(*view.active);
     for (const auto& p : view.passive) release(p);

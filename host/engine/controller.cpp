@@ -8,10 +8,6 @@
 namespace tide::engine {
 namespace {
 
-bool unfinishedDeployment(const std::string& state) {
-  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
-}
-
 Json operationJson(const OperationSummary& o) {
   Json j{{"id", o.id}, {"type", o.type}, {"state", o.state}, {"intent", o.intent}};
   if (!o.message.empty()) j["message"] = o.message;
@@ -43,9 +39,11 @@ const model::Operation* operationHeldByHook(const World& world, const model::Dep
 // operation FAILED or was REJECTED (a person decides), nor when its deployment was
 // superseded, aborted or rolled back (the current strategy decides, usually removing it).
 const model::Deployment* wantingRepair(const World& world, const InstanceView& view) {
-  if (view.last && (view.last->state == "FAILED" || view.last->state == "REJECTED")) return nullptr;
+  if (view.last &&
+      (view.last->state == model::OperationState::kFailed || view.last->state == model::OperationState::kRejected))
+    return nullptr;
   const model::Deployment* own = world.deployment(view.meta.plan, view.meta.deployment_id);
-  if (!own || (own->state != "COMPLETED" && !unfinishedDeployment(own->state))) return nullptr;
+  if (!own || (own->state != model::DeploymentState::kCompleted && model::isRolloutOver(own->state))) return nullptr;
   return own;
 }
 
@@ -84,12 +82,12 @@ int DeploymentController::reconcileAll(const World& world, const UnreachableNode
   changes += withdrawRelocations(world, unreachable);
   changes += relocateOffNodes(world, unreachable);
   for (const auto& plan : world.plans) {
-    if (plan.state != "ACTIVE") continue;
+    if (plan.state != model::PlanState::kActive) continue;
     auto it = world.deployments.find(plan.name);
     if (it == world.deployments.end()) continue;
     std::vector<model::Deployment> unfinished;
     for (const auto& d : it->second) {
-      if (unfinishedDeployment(d.state)) unfinished.push_back(d);
+      if (!model::isRolloutOver(d.state)) unfinished.push_back(d);
     }
     if (unfinished.empty()) continue;
     changes += supersede(world, unfinished);
@@ -106,20 +104,21 @@ int DeploymentController::supersede(const World& world, const std::vector<model:
     for (const auto* view : world.instancesOf(old.plan)) {
       const auto& op = view->unfinished;
       if (!op || op->intent != old.deployment_id) continue;
-      if (op->state != "PENDING" && op->state != "PENDING_APPROVAL") continue;
-      if (ledger_.operations()
-              .setOperationState(op->meta.id, "CANCELLED", std::nullopt, options_.actor,
+      if (op->state != model::OperationState::kPending && op->state != model::OperationState::kPendingApproval)
+        continue;
+      if (ledger_
+              .operations().setOperationState(op->meta.id, model::OperationState::kCancelled, std::nullopt, options_.actor,
                                  "deployment " + old.deployment_id + " superseded by " + newest)
               .isOk()) {
         ++changes;
       }
     }
     // One being restored had completed before: it stays a rollback target.
-    auto ended = restoring(old)
-                     ? ledger_.plans().finishRestore(old.plan, old.deployment_id, "restored; superseded by " + newest,
-                                                     options_.actor)
-                     : ledger_.plans().setDeploymentState(old.plan, old.deployment_id, "CANCELLED", std::nullopt,
-                                                          options_.actor, "superseded by " + newest);
+    auto ended =
+        restoring(old)
+            ? ledger_.plans().finishRestore(old.plan, old.deployment_id, "restored; superseded by " + newest, options_.actor)
+            : ledger_.plans().setDeploymentState(old.plan, old.deployment_id, model::DeploymentState::kCancelled, std::nullopt,
+                                         options_.actor, "superseded by " + newest);
     if (ended.isOk()) ++changes;
   }
   return changes;
@@ -132,17 +131,15 @@ int DeploymentController::adopt(const World& world, const model::Deployment& dep
   const std::optional<model::Resources> size =
       deployed ? std::optional(sched::instanceResources(*deployed)) : std::nullopt;
   for (const auto* view : world.instancesOf(deployment.plan)) {
-    if (view->meta.deployment_id == deployment.deployment_id || view->meta.state != "ACTIVE") continue;
-    if (view->unfinished && view->unfinished->type == "DELETE") continue;
+    if (view->meta.deployment_id == deployment.deployment_id || view->meta.state != model::MetaState::kActive) continue;
+    if (view->unfinished && view->unfinished->type == model::OperationType::kDelete) continue;
     const model::Deployment* own = world.deployment(deployment.plan, view->meta.deployment_id);
     const Json runs = view->coordinates(own ? coordinatesOf(*own) : Json::object());
     if (runs != wanted) continue;
     // One that runs them with another reservation than the deployment's plan asks for is
     // left to the strategy, whose UPDATE re-reserves it (docs/architecture.md#changing-a-plan).
     if (view->active && size && !sched::sameResources(view->active->reservation, *size)) continue;
-    if (ledger_.instances()
-            .setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor)
-            .isOk()) {
+    if (ledger_.instances().setMetaInstanceDeployment(view->meta.name, deployment.deployment_id, options_.actor).isOk()) {
       ++changes;
     }
   }
@@ -157,7 +154,8 @@ int DeploymentController::repair(const World& world) {
     if (!own) continue;
     // Nothing runs it and nobody works on it: its process died (the observer marked the
     // runtime FAILED) or its CREATE was cancelled before it ran.
-    const model::Operation op = operationFor(*own, view.newest() ? "RESTART" : "CREATE", name);
+    const model::Operation op =
+        operationFor(*own, view.newest() ? model::OperationType::kRestart : model::OperationType::kCreate, name);
     if (ledger_.operations().createOperation(op, options_.actor).isOk()) ++changes;
   }
   // docs/architecture.md#stopping-workloads-on-exit: a host that stopped its workloads when it
@@ -165,7 +163,7 @@ int DeploymentController::repair(const World& world) {
   // there, through approval like every RESTART (and left alone once such a RESTART failed).
   for (const std::string& name : world.stopped_on_exit) {
     const model::Deployment* own = wantingRepair(world, world.instances.at(name));
-    if (own && ledger_.operations().createOperation(operationFor(*own, "RESTART", name), options_.actor).isOk())
+    if (own && ledger_.operations().createOperation(operationFor(*own, model::OperationType::kRestart, name), options_.actor).isOk())
       ++changes;
   }
   return changes;
@@ -179,7 +177,7 @@ int DeploymentController::relocateOffNodes(const World& world, const Unreachable
   };
   std::map<std::string, Leaving> leaving;
   for (const auto& node : world.nodes) {
-    if (node.state == model::node_state::kDraining) {
+    if (node.state == model::NodeState::kDraining) {
       leaving[node.name] = {"drain", node.drained_by.empty() ? options_.actor : node.drained_by};
     }
   }
@@ -188,16 +186,17 @@ int DeploymentController::relocateOffNodes(const World& world, const Unreachable
   // A scan of every instance, but only while some node drains or is lost.
   int changes = 0;
   for (const auto& [name, view] : world.instances) {
-    if (!view.active || view.unfinished || view.meta.state != "ACTIVE") continue;
-    if (view.active->state != "RUNNING") continue;  // anything else is the observer's or repair's
+    if (!view.active || view.unfinished || view.meta.state != model::MetaState::kActive) continue;
+    if (view.active->state != model::RuntimeState::kRunning) continue;  // anything else is the observer's or repair's
     auto node = leaving.find(view.active->node);
     if (node == leaving.end()) continue;
     // A relocation that failed or was refused is not asked for again and again: a person decides.
-    if (view.last && view.last->type == "RELOCATE" && (view.last->state == "FAILED" || view.last->state == "REJECTED"))
+    if (view.last && view.last->type == model::OperationType::kRelocate &&
+        (view.last->state == model::OperationState::kFailed || view.last->state == model::OperationState::kRejected))
       continue;
     model::Operation op;
     op.meta_instance = name;
-    op.type = "RELOCATE";
+    op.type = model::OperationType::kRelocate;
     op.intent = node->second.intent;
     op.requested_by = node->second.requested_by;
     if (ledger_.operations().createOperation(op, options_.actor).isOk()) ++changes;
@@ -210,14 +209,13 @@ int DeploymentController::withdrawRelocations(const World& world, const Unreacha
   for (const std::string& name : world.operating) {
     const InstanceView& view = world.instances.at(name);
     const model::Operation* op = view.unfinished.get();
-    if (op == nullptr || op->type != "RELOCATE" || op->intent != "unreachable") continue;
+    if (op == nullptr || op->type != model::OperationType::kRelocate || op->intent != "unreachable") continue;
     // Once started it runs to its end (make-before-break); one that has not may still go.
-    const bool started =
-        op->attempts > 0 || (op->state != "PENDING" && op->state != "PENDING_APPROVAL" && op->state != "APPROVED");
+    const bool started = op->attempts > 0 || !model::isBeforeRunning(op->state);
     if (started) continue;
     std::string why;
     const model::RuntimeInstance* runs = view.active ? &*view.active : nullptr;
-    if (runs == nullptr || runs->state != "RUNNING") {
+    if (runs == nullptr || runs->state != model::RuntimeState::kRunning) {
       why = name + " no longer runs: there is nothing to relocate";
     } else if (!unreachable.contains(runs->node) && !isUnreachableMessage(runs->message, runs->node)) {
       // Reachable, and the observer has heard from the instance since (a host restarted
@@ -325,8 +323,7 @@ void DeploymentController::reportError(const model::Deployment& deployment, cons
   const std::string key = deployment.plan + "/" + deployment.deployment_id;
   if (last_error_[key] == message) return;
   // Remembered once reported, so an event the ledger refused is written when it fails again next pass.
-  if (ledger_.audit()
-          .appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}}, options_.actor)
+  if (ledger_.audit().appendEvent("deployment.strategy_error", "deployment/" + key, Json{{"message", message}}, options_.actor)
           .isOk()) {
     last_error_[key] = message;
   }
@@ -335,11 +332,12 @@ void DeploymentController::reportError(const model::Deployment& deployment, cons
 int DeploymentController::reconcile(const World& world, const model::Deployment& d) {
   int changes = 0;
   model::Deployment deployment = d;
-  if (deployment.state == "PENDING") {
+  if (deployment.state == model::DeploymentState::kPending) {
     // With the generation this pass read: a control that landed since (an abort of the
     // PENDING deployment, FAILED now) wins, and the next pass sees what it left.
-    auto started = ledger_.plans().setDeploymentState(deployment.plan, deployment.deployment_id, "IN_PROGRESS",
-                                                      deployment.meta.generation, options_.actor, "rolling out");
+    auto started =
+        ledger_.plans().setDeploymentState(deployment.plan, deployment.deployment_id, model::DeploymentState::kInProgress,
+                                   deployment.meta.generation, options_.actor, "rolling out");
     if (!started.isOk()) return changes;
     deployment = std::move(started).value();
     ++changes;
@@ -347,9 +345,10 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   if (held(deployment)) {
     // A person paused the rollout: no new steps until resume (or promote). Operations
     // already asked for run on; the time does not count toward the progress deadline.
-    if (deployment.state == "IN_PROGRESS" &&
-        ledger_.plans()
-            .setDeploymentState(deployment.plan, deployment.deployment_id, "PAUSED", std::nullopt, options_.actor,
+    if (deployment.state == model::DeploymentState::kInProgress &&
+        ledger_
+            .plans().setDeploymentState(deployment.plan, deployment.deployment_id, model::DeploymentState::kPaused,
+                                std::nullopt, options_.actor,
                                 "paused by " + deployment.signals["hold"].value("by", "someone"))
             .isOk()) {
       ++changes;
@@ -360,10 +359,10 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
   // rollout is held PAUSED, so the wait counts toward no step and no progress deadline, and
   // its strategy is not asked until the hook lets the operation go.
   if (const model::Operation* op = operationHeldByHook(world, deployment)) {
-    if (deployment.state != "PAUSED" || !heldForHook(deployment) || deployment.message != op->message) {
+    if (deployment.state != model::DeploymentState::kPaused || !heldForHook(deployment) ||
+        deployment.message != op->message) {
       const ledger::HookHold hold{op->meta.id, std::string(model::hookHoldKind(*op)), op->message};
-      if (ledger_.plans().holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk())
-        ++changes;
+      if (ledger_.plans().holdForHook(deployment.plan, deployment.deployment_id, hold, options_.actor).isOk()) ++changes;
     }
     return changes;
   }
@@ -395,14 +394,13 @@ int DeploymentController::reconcile(const World& world, const model::Deployment&
       if (!model::isPersistentSignal(key)) seen[key] = value;
     }
   }
-  if (!seen.empty() &&
-      ledger_.plans().consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
+  if (!seen.empty() && ledger_.plans().consumeSignals(deployment.plan, deployment.deployment_id, seen, options_.actor).isOk()) {
     ++changes;
   }
   return changes;
 }
 
-model::Operation DeploymentController::operationFor(const model::Deployment& deployment, const std::string& type,
+model::Operation DeploymentController::operationFor(const model::Deployment& deployment, model::OperationType type,
                                                     const std::string& meta_instance) const {
   model::Operation op;
   op.meta_instance = meta_instance;
@@ -422,12 +420,16 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
     if (hold) break;
     switch (action.kind) {
       case Kind::kCreate: changes += createInstances(deployment, action.count); break;
-      case Kind::kUpdate: changes += requestOperations(world, deployment, "UPDATE", action.instances); break;
-      case Kind::kRelocate: changes += requestOperations(world, deployment, "RELOCATE", action.instances); break;
+      case Kind::kUpdate:
+        changes += requestOperations(world, deployment, model::OperationType::kUpdate, action.instances);
+        break;
+      case Kind::kRelocate:
+        changes += requestOperations(world, deployment, model::OperationType::kRelocate, action.instances);
+        break;
       case Kind::kDelete: {
         std::vector<std::string> names = action.instances;
         if (names.empty() && action.count > 0) names = chooseForScaleDown(world, deployment, action.count);
-        changes += requestOperations(world, deployment, "DELETE", names);
+        changes += requestOperations(world, deployment, model::OperationType::kDelete, names);
         break;
       }
       case Kind::kPause:
@@ -437,9 +439,9 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
       case Kind::kRoute: changes += route(world, deployment, action.weights, hold); break;
       case Kind::kComplete: changes += completeRollout(deployment, action.reason); break;
       case Kind::kFail:
-        changes += ledger_.plans()
-                       .setDeploymentState(deployment.plan, deployment.deployment_id, "FAILED", std::nullopt,
-                                           options_.actor, action.reason)
+        changes += ledger_
+                       .plans().setDeploymentState(deployment.plan, deployment.deployment_id, model::DeploymentState::kFailed,
+                                           std::nullopt, options_.actor, action.reason)
                        .isOk();
         break;
       case Kind::kRollback: changes += rollBack(deployment, action.reason); break;
@@ -447,9 +449,10 @@ int DeploymentController::apply(const World& world, const model::Deployment& dep
   }
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  if (!paused && deployment.state == "PAUSED" &&
-      ledger_.plans()
-          .setDeploymentState(plan, id, "IN_PROGRESS", std::nullopt, options_.actor, hold ? *hold : "resumed")
+  if (!paused && deployment.state == model::DeploymentState::kPaused &&
+      ledger_
+          .plans().setDeploymentState(plan, id, model::DeploymentState::kInProgress, std::nullopt, options_.actor,
+                              hold ? *hold : "resumed")
           .isOk()) {
     ++changes;
   }
@@ -478,10 +481,8 @@ int DeploymentController::createInstances(const model::Deployment& deployment, i
   count = std::min<int64_t>(count, creates_left_);
   creates_left_ -= static_cast<int>(count);
   for (int64_t i = 0; i < count; ++i) {
-    const model::Operation op = operationFor(deployment, "CREATE", "");
-    if (ledger_.operations()
-            .createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor)
-            .isOk()) {
+    const model::Operation op = operationFor(deployment, model::OperationType::kCreate, "");
+    if (ledger_.operations().createInstanceWithOperation(deployment.plan, deployment.deployment_id, op, options_.actor).isOk()) {
       ++changes;
     }
   }
@@ -489,7 +490,7 @@ int DeploymentController::createInstances(const model::Deployment& deployment, i
 }
 
 int DeploymentController::requestOperations(const World& world, const model::Deployment& deployment,
-                                            const std::string& type, const std::vector<std::string>& names) {
+                                            model::OperationType type, const std::vector<std::string>& names) {
   int changes = 0;
   for (const auto& name : names) {
     auto it = world.instances.find(name);
@@ -506,7 +507,7 @@ std::vector<std::string> DeploymentController::chooseForScaleDown(const World& w
   // (docs/architecture.md#scheduling); old versions before new ones.
   std::vector<sched::InstanceFact> old_facts, new_facts;
   for (const auto* view : world.instancesOf(deployment.plan)) {
-    if (view->unfinished || view->meta.state != "ACTIVE") continue;
+    if (view->unfinished || view->meta.state != model::MetaState::kActive) continue;
     sched::InstanceFact fact;
     fact.meta_instance = view->meta.name;
     fact.plan = deployment.plan;
@@ -528,10 +529,11 @@ std::vector<std::string> DeploymentController::chooseForScaleDown(const World& w
 int DeploymentController::pauseRollout(const model::Deployment& deployment, const std::string& reason) {
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
-  if (deployment.state == "IN_PROGRESS") {
-    return ledger_.plans().setDeploymentState(plan, id, "PAUSED", std::nullopt, options_.actor, reason).isOk();
+  if (deployment.state == model::DeploymentState::kInProgress) {
+    return ledger_.plans().setDeploymentState(plan, id, model::DeploymentState::kPaused, std::nullopt, options_.actor, reason)
+        .isOk();
   }
-  if (deployment.state == "PAUSED" && deployment.message != reason) {
+  if (deployment.state == model::DeploymentState::kPaused && deployment.message != reason) {
     return ledger_.plans().setDeploymentMessage(plan, id, reason, options_.actor).isOk();
   }
   return 0;
@@ -575,8 +577,9 @@ int DeploymentController::completeRollout(const model::Deployment& deployment, c
         "restored after the " + restore.value("kind", "rollback") + " of " + restore.value("from", "?");
     return ledger_.plans().finishRestore(plan, id, message, options_.actor).isOk();
   }
-  return ledger_.plans()
-      .setDeploymentState(plan, id, "COMPLETED", std::nullopt, options_.actor, reason.empty() ? "promoted" : reason)
+  return ledger_
+      .plans().setDeploymentState(plan, id, model::DeploymentState::kCompleted, std::nullopt, options_.actor,
+                          reason.empty() ? "promoted" : reason)
       .isOk();
 }
 
@@ -586,11 +589,12 @@ int DeploymentController::rollBack(const model::Deployment& deployment, const st
   const std::string& plan = deployment.plan;
   const std::string& id = deployment.deployment_id;
   auto rolled = ledger_.plans().restoreDeployment(
-      plan, id, {"ROLLED_BACK", "rolled back: " + reason, "rollback", reason, ""}, options_.actor);
+      plan, id, {model::DeploymentState::kRolledBack, "rolled back: " + reason, "rollback", reason, ""},
+      options_.actor);
   if (rolled.isOk()) return 1;
   if (rolled.status().code() != Code::kUnprocessable) return 0;
-  return ledger_.plans()
-      .setDeploymentState(plan, id, "FAILED", std::nullopt, options_.actor,
+  return ledger_
+      .plans().setDeploymentState(plan, id, model::DeploymentState::kFailed, std::nullopt, options_.actor,
                           "rollback requested, but no earlier deployment completed: " + reason)
       .isOk();
 }

@@ -82,7 +82,7 @@ class DeploymentController {
   int apply(const World& world, const model::Deployment& deployment, const lua::StrategyResult& result);
   // The strategy's actions, one kind each; every one returns how many ledger changes it made.
   int createInstances(const model::Deployment& deployment, int64_t count);
-  int requestOperations(const World& world, const model::Deployment& deployment, const std::string& type,
+  int requestOperations(const World& world, const model::Deployment& deployment, model::OperationType type,
                         const std::vector<std::string>& names);
   std::vector<std::string> chooseForScaleDown(const World& world, const model::Deployment& deployment, int64_t count);
   int pauseRollout(const model::Deployment& deployment, const std::string& reason);
@@ -96,7 +96,7 @@ class DeploymentController {
   // An operation asked for on a deployment's behalf: its intent is the deployment, and it is
   // requested by whoever added the deployment (the controller's own actor for a deployment with
   // no recorded author), so the four-eyes rule needs someone else to approve the rollout.
-  model::Operation operationFor(const model::Deployment& deployment, const std::string& type,
+  model::Operation operationFor(const model::Deployment& deployment, model::OperationType type,
                                 const std::string& meta_instance) const;
   // Records a strategy error once per distinct message (not on every pass).
   void reportError(const model::Deployment& deployment, const std::string& message);

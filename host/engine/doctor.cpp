@@ -18,14 +18,12 @@ struct LedgerView {
 
 Result<LedgerView> readLedgerView(ledger::Ledger& ledger) {
   LedgerView view;
-  TIDE_ASSIGN_OR_RETURN(auto runtimes,
-                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances));
+  TIDE_ASSIGN_OR_RETURN(auto runtimes, ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances));
   for (auto& r : runtimes) view.runtimes.emplace(std::to_string(r.meta.id), std::move(r));
-  for (const char* state : {model::operation_state::kPending, model::operation_state::kPendingApproval,
-                            model::operation_state::kApproved, model::operation_state::kRunning}) {
+  for (model::OperationState state : model::valuesOf<model::OperationState>()) {
+    if (!model::isUnfinished(state)) continue;
     TIDE_ASSIGN_OR_RETURN(
-        auto operations,
-        ledger::listAll(ledger.operations(), &ledger::OperationRecords::listOperations, {{"state", state}}));
+        auto operations, ledger::listAll(ledger.operations(), &ledger::OperationRecords::listOperations, {{"state", model::toString(state)}}));
     for (const auto& op : operations) view.under_way.insert(op.meta_instance);
   }
   TIDE_ASSIGN_OR_RETURN(auto nodes, ledger::listAll(ledger.inventory(), &ledger::InventoryRecords::listNodes));
@@ -36,8 +34,9 @@ Result<LedgerView> readLedgerView(ledger::Ledger& ledger) {
 // Whether a driver's status says something runs (or is about to) under that id.
 bool isAlive(const drivers::RuntimeAnswer& answer) {
   if (!answer.isOk()) return false;
-  const std::string& state = answer->state;
-  return state == "RUNNING" || state == "STARTING" || state == "PENDING";
+  using enum model::WorkloadState;
+  const model::WorkloadState state = answer->state;
+  return state == kRunning || state == kStarting || state == kPending;
 }
 
 // One cluster's inventory against the ledger: leaks, duplicates and missing instances.
@@ -74,7 +73,7 @@ void examineCluster(const std::string& cluster, drivers::Driver& driver, const L
     if (!model::holdsResources(r.state)) {
       report.findings.push_back({"leak", true, "runtime/" + id,
                                  "cluster " + cluster + " runs runtime " + id + " of " + r.meta_instance +
-                                     ", which the ledger has as " + r.state});
+                                     ", which the ledger has as " + model::toString(r.state)});
       continue;
     }
     alive_by_meta[r.meta_instance].push_back(id);
@@ -91,7 +90,7 @@ void examineCluster(const std::string& cluster, drivers::Driver& driver, const L
   // reported since the host started) is neither missing nor found: its node is skipped, once said.
   std::map<std::string, std::string> unanswered_nodes;
   for (const auto& [id, r] : view.runtimes) {
-    if (r.state != model::runtime_state::kRunning || alive.count(id)) continue;
+    if (r.state != model::RuntimeState::kRunning || alive.count(id)) continue;
     auto node = view.cluster_of_node.find(r.node);
     if (node == view.cluster_of_node.end() || node->second != cluster) continue;
     if (unanswered_nodes.count(r.node)) continue;
@@ -127,7 +126,7 @@ Result<DoctorReport> examine(ledger::Ledger& ledger, DriverSet& drivers) {
     // The control loop reserves a PENDING runtime instance for the operation that will start
     // it (InstanceRecords::reserveForOperation); once no operation is under way, nothing will start it
     // or release what it holds.
-    if (r.state == model::runtime_state::kPending && !view.under_way.count(r.meta_instance)) {
+    if (r.state == model::RuntimeState::kPending && !view.under_way.count(r.meta_instance)) {
       report.findings.push_back({"reservation", true, "ledger",
                                  "runtime instance " + id + " of " + r.meta_instance + " (PENDING on node " + r.node +
                                      ") holds a reservation no operation will use or release"});

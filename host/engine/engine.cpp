@@ -176,8 +176,8 @@ PassReport Engine::runPass() {
 }
 
 bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
-  auto running =
-      ledger::listAll(ledger_.operations(), &ledger::OperationRecords::listOperations, {{"state", "RUNNING"}});
+  auto running = ledger::listAll(ledger_.operations(), &ledger::OperationRecords::listOperations,
+                                 {{"state", model::toString(model::OperationState::kRunning)}});
   if (!running.isOk()) {
     report.error = running.status().toString();
     return false;
@@ -188,10 +188,11 @@ bool Engine::finishOperationsOfDeletedInstances(PassReport& report) {
       report.error = meta.status().toString();
       return false;
     }
-    if (meta->state != "DELETED") continue;
-    const bool deleted = op.type == "DELETE";
+    if (meta->state != model::MetaState::kDeleted) continue;
+    const bool deleted = op.type == model::OperationType::kDelete;
     auto ended = ledger_.operations().setOperationState(
-        op.meta.id, deleted ? "SUCCEEDED" : "FAILED", std::nullopt, options_.executor.actor,
+        op.meta.id, deleted ? model::OperationState::kSucceeded : model::OperationState::kFailed, std::nullopt,
+        options_.executor.actor,
         deleted ? "its instance was deleted before the host restarted" : "its instance was deleted");
     if (!ended.isOk()) {
       report.error = ended.status().toString();
@@ -233,16 +234,17 @@ int Engine::dispatch(const World& world) {
   std::vector<const model::Operation*> ready;
   for (const std::string& name : world.operating) {
     const auto& op = world.instances.at(name).unfinished;
-    if (op->state != "APPROVED" && op->state != "RUNNING") continue;
+    if (!model::isInFlight(op->state)) continue;
     if (executor_.busy(op->meta.id)) continue;
-    if (op->state == "APPROVED" && !op->next_attempt_at.empty()) {
+    if (op->state == model::OperationState::kApproved && !op->next_attempt_at.empty()) {
       auto at = parseTimestamp(op->next_attempt_at);
       if (at && *at > now) continue;
     }
     ready.push_back(&*op);
   }
   std::sort(ready.begin(), ready.end(), [](auto* a, auto* b) {
-    if ((a->state == "RUNNING") != (b->state == "RUNNING")) return a->state == "RUNNING";
+    if ((a->state == model::OperationState::kRunning) != (b->state == model::OperationState::kRunning))
+      return a->state == model::OperationState::kRunning;
     return a->meta.id < b->meta.id;
   });
   int dispatched = 0;

@@ -69,7 +69,7 @@ struct Executor::Attempt {
     if (!was_cancelled && now >= next_cancel_check) {
       next_cancel_check = now + std::chrono::milliseconds(500);
       auto current = ledger.operations().getOperation(op.meta.id);
-      was_cancelled = current.isOk() && current->state == "CANCELLED";
+      was_cancelled = current.isOk() && current->state == model::OperationState::kCancelled;
     }
     return was_cancelled;
   }
@@ -214,23 +214,24 @@ bool Executor::holdForHooks(const model::Operation& op) {
     target["hook_delay_done"] = attempt;
     hold.target = std::move(target);
   }
-  if (!ledger_.operations().updateOperation(op.meta.id, hold, options_.actor).isOk())
-    return true;  // asked again next pass
+  if (!ledger_.operations().updateOperation(op.meta.id, hold, options_.actor).isOk()) return true;  // asked again next pass
   if (message != op.message) {
     // Best effort: the hold itself is written; the event only announces it.
     (void)ledger_.audit().appendEvent("operation.held", "operation/" + std::to_string(op.meta.id),
-                                      Json{{"hook", gate.hook},
-                                           {"reason", reason},
-                                           {"kind", veto ? "veto" : "delay"},
-                                           {"until", *hold.next_attempt_at}},
-                                      options_.actor);
+                              Json{{"hook", gate.hook},
+                                   {"reason", reason},
+                                   {"kind", veto ? "veto" : "delay"},
+                                   {"until", *hold.next_attempt_at}},
+                              options_.actor);
   }
   return true;
 }
 
 bool Executor::holdForDrain(const model::Operation& op) {
   if (!options_.before_stop) return false;
-  if (op.type != "STOP" && op.type != "DELETE" && op.type != "UPDATE" && op.type != "RELOCATE") return false;
+  if (op.type != model::OperationType::kStop && op.type != model::OperationType::kDelete &&
+      op.type != model::OperationType::kUpdate && op.type != model::OperationType::kRelocate)
+    return false;
   const std::optional<std::string> wait = options_.before_stop(op);
   if (!wait) return false;
   ledger::OperationUpdate hold;
@@ -247,16 +248,16 @@ void Executor::execute(int64_t id) {
   if (!loaded.isOk()) return;
   Attempt a;
   a.op = std::move(loaded).value();
-  if (a.op.state == "APPROVED") {
+  if (a.op.state == model::OperationState::kApproved) {
     if (holdForHooks(a.op) || holdForDrain(a.op)) return;
     ledger::OperationUpdate count;
     count.attempts = a.op.attempts + 1;
     if (!ledger_.operations().updateOperation(id, count, options_.actor).isOk()) return;
-    auto started = ledger_.operations().setOperationState(id, "RUNNING", std::nullopt, options_.actor,
-                                                          "attempt " + std::to_string(a.op.attempts + 1));
+    auto started = ledger_.operations().setOperationState(id, model::OperationState::kRunning, std::nullopt, options_.actor,
+                                             "attempt " + std::to_string(a.op.attempts + 1));
     if (!started.isOk()) return;
     a.op = std::move(started).value();
-  } else if (a.op.state != "RUNNING") {
+  } else if (a.op.state != model::OperationState::kRunning) {
     return;  // finished or cancelled since it was queued
   }
   a.deadline = clock_.now() + options_.operation_deadline;
@@ -270,47 +271,46 @@ void Executor::execute(int64_t id) {
   if (stopping_ && !status.isOk()) return;  // shutting down: the next start runs it again
   if (a.was_cancelled || a.cancelled(ledger_, clock_)) {
     // Cancelled while it ran: what it started must not keep running or hold resources.
-    metrics_.countAttempt(a.op.type, "cancelled");
-    if (a.op.type != "STOP" && a.op.type != "DELETE" &&
-        (a.op.type != "UPDATE" || a.op.target.contains("runtime_instance"))) {
+    metrics_.countAttempt(model::toString(a.op.type), "cancelled");
+    if (a.op.type != model::OperationType::kStop && a.op.type != model::OperationType::kDelete &&
+        (a.op.type != model::OperationType::kUpdate || a.op.target.contains("runtime_instance"))) {
       cleanUpAfterFailure(a);
     }
     return;
   }
   if (status.isOk()) {
-    metrics_.countAttempt(a.op.type, "succeeded");
+    metrics_.countAttempt(model::toString(a.op.type), "succeeded");
     // Best effort: an operation left RUNNING is submitted again next pass and its run converges.
-    (void)ledger_.operations().setOperationState(id, "SUCCEEDED", std::nullopt, options_.actor, "");
+    (void)ledger_.operations().setOperationState(id, model::OperationState::kSucceeded, std::nullopt, options_.actor, "");
     return;
   }
   if (transient(status.code()) && a.op.attempts < options_.max_attempts) {
-    metrics_.countAttempt(a.op.type, "retry");
+    metrics_.countAttempt(model::toString(a.op.type), "retry");
     const auto delay = backoff(a.op.attempts);
     ledger::OperationUpdate retry;
     retry.next_attempt_at = formatTimestamp(clock_.now() + delay);
     // Best effort: left RUNNING, it is submitted again next pass and retried at once.
     (void)ledger_.operations().updateOperation(id, retry, options_.actor);
-    (void)ledger_.operations().setOperationState(id, "APPROVED", std::nullopt, options_.actor,
-                                                 "attempt " + std::to_string(a.op.attempts) +
-                                                     " failed: " + status.message() + "; retrying in " +
-                                                     std::to_string(delay.count() / 1000.0).substr(0, 4) + " s");
+    (void)ledger_.operations().setOperationState(id, model::OperationState::kApproved, std::nullopt, options_.actor,
+                                    "attempt " + std::to_string(a.op.attempts) + " failed: " + status.message() +
+                                        "; retrying in " + std::to_string(delay.count() / 1000.0).substr(0, 4) + " s");
     return;
   }
-  metrics_.countAttempt(a.op.type, "failed");
+  metrics_.countAttempt(model::toString(a.op.type), "failed");
   cleanUpAfterFailure(a);
   // Best effort: left RUNNING, it is submitted again next pass and fails (or succeeds) then.
-  (void)ledger_.operations().setOperationState(id, "FAILED", std::nullopt, options_.actor,
-                                               "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
+  (void)ledger_.operations().setOperationState(id, model::OperationState::kFailed, std::nullopt, options_.actor,
+                                  "attempt " + std::to_string(a.op.attempts) + ": " + status.message());
 }
 
 Status Executor::run(Attempt& a) {
-  if (a.op.type == "CREATE") return runCreate(a);
-  if (a.op.type == "UPDATE") return runUpdate(a);
-  if (a.op.type == "RELOCATE") return runRelocate(a);
-  if (a.op.type == "STOP") return runStop(a);
-  if (a.op.type == "RESTART") return runRestart(a);
-  if (a.op.type == "DELETE") return runDelete(a);
-  return Status::invalidArgument("unknown operation type " + a.op.type);
+  if (a.op.type == model::OperationType::kCreate) return runCreate(a);
+  if (a.op.type == model::OperationType::kUpdate) return runUpdate(a);
+  if (a.op.type == model::OperationType::kRelocate) return runRelocate(a);
+  if (a.op.type == model::OperationType::kStop) return runStop(a);
+  if (a.op.type == model::OperationType::kRestart) return runRestart(a);
+  if (a.op.type == model::OperationType::kDelete) return runDelete(a);
+  return Status::invalidArgument("unknown operation type " + model::toString(a.op.type));
 }
 
 Result<model::RuntimeInstance> Executor::runtime(int64_t id) { return ledger_.instances().getRuntimeInstance(id); }
@@ -322,12 +322,12 @@ Result<model::RuntimeInstance> Executor::reservedRuntime(const model::Operation&
   TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, runtime(op.target["runtime_instance"].get<int64_t>()));
   if (!model::holdsResources(r.state)) {
     return Status(Code::kUnprocessable,
-                  "the reserved runtime instance " + std::to_string(r.meta.id) + " is " + r.state);
+                  "the reserved runtime instance " + std::to_string(r.meta.id) + " is " + model::toString(r.state));
   }
   return r;
 }
 
-Status Executor::setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message) {
+Status Executor::setRuntimeState(model::RuntimeInstance& r, model::RuntimeState state, const std::string& message) {
   return writeRuntime(ledger_, r, [&](ledger::Generation generation) -> Result<model::RuntimeInstance> {
     if (r.state == state) return r;  // also when a re-read finds it there already
     return ledger_.instances().setRuntimeInstanceState(r.meta.id, state, generation, options_.actor, message);
@@ -344,8 +344,8 @@ namespace {
 
 // The live runtime instances of a meta instance.
 Result<std::vector<model::RuntimeInstance>> liveRuntimes(ledger::Ledger& ledger, const std::string& meta) {
-  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
-                                                  {{"meta_instance", meta}}));
+  TIDE_ASSIGN_OR_RETURN(auto all,
+                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances, {{"meta_instance", meta}}));
   std::vector<model::RuntimeInstance> live;
   for (auto& r : all) {
     if (model::holdsResources(r.state)) live.push_back(std::move(r));
@@ -380,15 +380,15 @@ std::vector<drivers::VolumeSpec> volumeSpecs(const model::RuntimeInstance& r) {
 
 Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
-  if (r.state == "PENDING" || r.state == "STOPPED") {
+  if (r.state == model::RuntimeState::kPending || r.state == model::RuntimeState::kStopped) {
     for (const auto& volume : volumeSpecs(r)) {
       TIDE_RETURN_IF_ERROR(metrics_.timeDriverCall("ensure_volume", [&] { return driver->ensureVolume(volume); })
                                .withPrefix("volume " + volume.id));
     }
-    TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STARTING"));
+    TIDE_RETURN_IF_ERROR(setRuntimeState(r, model::RuntimeState::kStarting));
   }
-  if (r.state != "STARTING" && r.state != "RUNNING") {
-    return Status::conflict("runtime instance " + std::to_string(r.meta.id) + " is " + r.state);
+  if (!model::runsOrStarts(r.state)) {
+    return Status::conflict("runtime instance " + std::to_string(r.meta.id) + " is " + model::toString(r.state));
   }
   const model::Application* app = a.app();
   drivers::RuntimeSpec spec;
@@ -411,8 +411,8 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   TIDE_RETURN_IF_ERROR(updateRuntime(r, facts));
 
   drivers::RuntimeRef ref{spec.id, r.node, status.handle};
-  while (status.state != "RUNNING") {
-    if (status.state == "EXITED" || status.state == "STOPPED") {
+  while (status.state != model::WorkloadState::kRunning) {
+    if (model::hasEnded(status.state)) {
       return Status::unavailable("instance exited with code " + std::to_string(status.exit_code) +
                                  (status.message.empty() ? "" : ": " + status.message));
     }
@@ -429,7 +429,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
     running.ports = status.ports;
     TIDE_RETURN_IF_ERROR(updateRuntime(r, running));
   }
-  TIDE_RETURN_IF_ERROR(setRuntimeState(r, "RUNNING"));
+  TIDE_RETURN_IF_ERROR(setRuntimeState(r, model::RuntimeState::kRunning));
 
   if (status.healthy) {
     // The driver knows the instance's health: its word stands in for any check.
@@ -467,9 +467,10 @@ Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r
                                      const drivers::RuntimeRef& ref, drivers::RuntimeStatus status,
                                      std::chrono::milliseconds interval) {
   while (!status.healthy.value_or(false)) {
-    if (status.state != "RUNNING") {
-      return Status::unavailable("instance " + status.state + " (exit code " + std::to_string(status.exit_code) +
-                                 ") before it was healthy" + (status.message.empty() ? "" : ": " + status.message));
+    if (status.state != model::WorkloadState::kRunning) {
+      return Status::unavailable("instance " + model::toString(status.state) + " (exit code " +
+                                 std::to_string(status.exit_code) + ") before it was healthy" +
+                                 (status.message.empty() ? "" : ": " + status.message));
     }
     if (a.cancelled(ledger_, clock_)) return Status(Code::kConflict, "cancelled while starting");
     if (a.expired(clock_) || stopping_) {
@@ -488,14 +489,15 @@ Status Executor::waitReportedHealthy(Attempt& a, const model::RuntimeInstance& r
 }
 
 Status Executor::stopRuntime(Attempt&, model::RuntimeInstance& r, bool remove) {
-  const std::string goal = remove ? "TERMINATED" : "STOPPED";
+  const model::RuntimeState goal = remove ? model::RuntimeState::kTerminated : model::RuntimeState::kStopped;
   if (r.state == goal || !model::holdsResources(r.state)) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(drivers::Driver * driver, drivers_.forNode(r.node));
-  if (r.state == "STARTING" || r.state == "RUNNING") TIDE_RETURN_IF_ERROR(setRuntimeState(r, "STOPPING"));
+  if (model::runsOrStarts(r.state)) TIDE_RETURN_IF_ERROR(setRuntimeState(r, model::RuntimeState::kStopping));
   const drivers::RuntimeRef ref{std::to_string(r.meta.id), r.node, r.driver_handle};
   TIDE_RETURN_IF_ERROR(metrics_.timeDriverCall(remove ? "remove" : "stop",
                                                [&] { return remove ? driver->remove(ref) : driver->stop(ref); }));
-  if (r.state == "PENDING" && !remove) return setRuntimeState(r, "TERMINATED");  // never started
+  if (r.state == model::RuntimeState::kPending && !remove)
+    return setRuntimeState(r, model::RuntimeState::kTerminated);  // never started
   return setRuntimeState(r, goal);
 }
 
@@ -519,9 +521,9 @@ Status Executor::runCreate(Attempt& a) {
 }
 
 Status Executor::runUpdate(Attempt& a) {
-  if (a.meta.state != model::meta_state::kActive) {
+  if (a.meta.state != model::MetaState::kActive) {
     // A person stopped it: a rollout does not start it again (its UPDATE fails, saying so).
-    return model::checkOperationFits("UPDATE", a.meta.state, "");
+    return model::checkOperationFits(model::OperationType::kUpdate, a.meta.state, std::nullopt);
   }
   if (a.op.target.contains("runtime_instance")) {
     // Placed at approval: the instance ran nowhere then. Its reserved runtime instance
@@ -536,8 +538,9 @@ Status Executor::runUpdate(Attempt& a) {
     // and nothing was placed for it: nothing is left to update. The UPDATE ends without
     // effect; a FAILED one would fail its rollout and leave the instance to a person,
     // while now the controller starts the instance again and its strategy asks anew.
-    TIDE_RETURN_IF_ERROR(ledger_.operations()
-                             .setOperationState(a.op.meta.id, "CANCELLED", std::nullopt, options_.actor,
+    TIDE_RETURN_IF_ERROR(ledger_
+                             .operations().setOperationState(a.op.meta.id, model::OperationState::kCancelled, std::nullopt,
+                                                options_.actor,
                                                 "instance '" + a.meta.name +
                                                     "' stopped running before this UPDATE ran; it is asked again")
                              .status());
@@ -600,10 +603,10 @@ Status Executor::runRelocate(Attempt& a) {
 Status Executor::runStop(Attempt& a) {
   TIDE_ASSIGN_OR_RETURN(auto live, liveRuntimes(ledger_, a.meta.name));
   for (auto& r : live) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
-  if (a.meta.state == "ACTIVE") {
-    TIDE_RETURN_IF_ERROR(ledger_.instances()
-                             .setMetaInstanceState(a.meta.name, "STOPPED", std::nullopt, options_.actor, "stopped")
-                             .status());
+  if (a.meta.state == model::MetaState::kActive) {
+    TIDE_RETURN_IF_ERROR(
+        ledger_.instances().setMetaInstanceState(a.meta.name, model::MetaState::kStopped, std::nullopt, options_.actor, "stopped")
+            .status());
   }
   return Status::ok();
 }
@@ -613,10 +616,11 @@ Status Executor::runRestart(Attempt& a) {
     // Placed again at approval: the meta instance was stopped or had nothing running.
     TIDE_ASSIGN_OR_RETURN(model::RuntimeInstance r, reservedRuntime(a.op));
     TIDE_RETURN_IF_ERROR(startRuntime(a, r));
-    if (a.meta.state == "STOPPED") {
-      TIDE_RETURN_IF_ERROR(ledger_.instances()
-                               .setMetaInstanceState(a.meta.name, "ACTIVE", std::nullopt, options_.actor, "restarted")
-                               .status());
+    if (a.meta.state == model::MetaState::kStopped) {
+      TIDE_RETURN_IF_ERROR(
+          ledger_
+              .instances().setMetaInstanceState(a.meta.name, model::MetaState::kActive, std::nullopt, options_.actor, "restarted")
+              .status());
     }
     return Status::ok();
   }
@@ -633,12 +637,12 @@ Status Executor::runRestart(Attempt& a) {
 }
 
 Status Executor::runDelete(Attempt& a) {
-  if (a.meta.state == "ACTIVE" || a.meta.state == "STOPPED") {
-    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.instances().setMetaInstanceState(a.meta.name, "MARKED_FOR_DELETION",
-                                                                           std::nullopt, options_.actor, "deleting"));
+  if (a.meta.state == model::MetaState::kActive || a.meta.state == model::MetaState::kStopped) {
+    TIDE_ASSIGN_OR_RETURN(a.meta, ledger_.instances().setMetaInstanceState(a.meta.name, model::MetaState::kMarkedForDeletion,
+                                                               std::nullopt, options_.actor, "deleting"));
   }
-  TIDE_ASSIGN_OR_RETURN(auto all, ledger::listAll(ledger_.instances(), &ledger::InstanceRecords::listRuntimeInstances,
-                                                  {{"meta_instance", a.meta.name}}));
+  TIDE_ASSIGN_OR_RETURN(
+      auto all, ledger::listAll(ledger_.instances(), &ledger::InstanceRecords::listRuntimeInstances, {{"meta_instance", a.meta.name}}));
   // Instances first, then their volumes (never a volume under a running instance).
   for (auto& r : all) TIDE_RETURN_IF_ERROR(stopRuntime(a, r, /*remove=*/true));
   std::set<std::pair<std::string, std::string>> removed;
@@ -652,8 +656,7 @@ Status Executor::runDelete(Attempt& a) {
       TIDE_RETURN_IF_ERROR(gone.withPrefix("volume " + volume.id));
     }
   }
-  return ledger_.instances()
-      .setMetaInstanceState(a.meta.name, "DELETED", std::nullopt, options_.actor, "deleted")
+  return ledger_.instances().setMetaInstanceState(a.meta.name, model::MetaState::kDeleted, std::nullopt, options_.actor, "deleted")
       .status();
 }
 
@@ -664,7 +667,7 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   std::optional<int64_t> id;
   if (a.op.target.contains("runtime_instance")) {
     id = a.op.target["runtime_instance"].get<int64_t>();  // placed for this operation
-  } else if (a.op.type == "UPDATE" || a.op.type == "RESTART") {
+  } else if (a.op.type == model::OperationType::kUpdate || a.op.type == model::OperationType::kRestart) {
     auto active = activeRuntime(ledger_, a.op.meta_instance);
     if (active.isOk()) id = active.value().meta.id;
   }
@@ -674,12 +677,13 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
   // A RELOCATE that failed after the switch (while removing the old instance) leaves the new
   // one serving: it is not touched. The old, passive one stops counting (FAILED); should its
   // driver still run it, the observer removes it as an orphan after the grace period.
-  if (a.op.type == "RELOCATE" && r.value().is_active) {
+  if (a.op.type == model::OperationType::kRelocate && r.value().is_active) {
     if (!a.op.target.contains("from_runtime_instance")) return;
     auto old = runtime(a.op.target["from_runtime_instance"].get<int64_t>());
     if (old.isOk() && !old.value().is_active && model::holdsResources(old.value().state)) {
       // Best effort: one still holding resources is the observer's to judge next pass.
-      (void)setRuntimeState(old.value(), "FAILED", "left behind after RELOCATE failed after the switch");
+      (void)setRuntimeState(old.value(), model::RuntimeState::kFailed,
+                            "left behind after RELOCATE failed after the switch");
     }
     return;
   }
@@ -691,7 +695,8 @@ void Executor::cleanUpAfterFailure(Attempt& a) {
     });
   }
   // Best effort: one not marked FAILED here is the observer's to judge next pass.
-  (void)setRuntimeState(r.value(), "FAILED", "removed after " + a.op.type + " failed");
+  (void)setRuntimeState(r.value(), model::RuntimeState::kFailed,
+                        "removed after " + model::toString(a.op.type) + " failed");
 }
 
 }  // namespace tide::engine

@@ -161,7 +161,7 @@ class Executor {
   Result<model::RuntimeInstance> reservedRuntime(const model::Operation& op);
   // Both write with the generation `r` was read at (reading again when another writer moved
   // it) and leave in `r` what the ledger holds.
-  Status setRuntimeState(model::RuntimeInstance& r, const std::string& state, const std::string& message = "");
+  Status setRuntimeState(model::RuntimeInstance& r, model::RuntimeState state, const std::string& message = "");
   Status updateRuntime(model::RuntimeInstance& r, const ledger::RuntimeUpdate& update);
   std::chrono::milliseconds backoff(int64_t attempts);
 

@@ -14,12 +14,12 @@ namespace {
 Status stopAndRecord(ledger::Ledger& ledger, DriverSet& drivers, const model::RuntimeInstance& r,
                      const std::string& actor) {
   TIDE_ASSIGN_OR_RETURN(auto driver, drivers.forNode(r.node));
-  TIDE_ASSIGN_OR_RETURN(auto stopping, ledger.instances().setRuntimeInstanceState(
-                                           r.meta.id, model::runtime_state::kStopping, r.meta.generation, actor,
-                                           "stopping: the host exits (--stop-workloads-on-exit)"));
+  TIDE_ASSIGN_OR_RETURN(
+      auto stopping, ledger.instances().setRuntimeInstanceState(r.meta.id, model::RuntimeState::kStopping, r.meta.generation, actor,
+                                                    "stopping: the host exits (--stop-workloads-on-exit)"));
   TIDE_RETURN_IF_ERROR(driver->stop({std::to_string(r.meta.id), r.node, r.driver_handle}));
-  return ledger.instances()
-      .setRuntimeInstanceState(r.meta.id, model::runtime_state::kStopped, stopping.meta.generation, actor,
+  return ledger
+      .instances().setRuntimeInstanceState(r.meta.id, model::RuntimeState::kStopped, stopping.meta.generation, actor,
                                "stopped by the host on exit (--stop-workloads-on-exit)")
       .status();
 }
@@ -36,12 +36,11 @@ Result<StoppedWorkloads> stopWorkloadsOnExit(ledger::Ledger& ledger, DriverSet& 
   std::map<std::string, bool> runs_processes;  // by node
   for (const auto& n : nodes) runs_processes[n.name] = process_clusters.count(n.cluster) > 0;
   TIDE_ASSIGN_OR_RETURN(auto under_way, ledger::listAll(ledger.operations(), &ledger::OperationRecords::listOperations,
-                                                        {{"state", model::operation_state::kRunning}}));
+                                                        {{"state", model::toString(model::OperationState::kRunning)}}));
   std::set<std::string> busy;
   for (const auto& op : under_way) busy.insert(op.meta_instance);
-  TIDE_ASSIGN_OR_RETURN(auto running,
-                        ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
-                                        {{"state", model::runtime_state::kRunning}}));
+  TIDE_ASSIGN_OR_RETURN(auto running, ledger::listAll(ledger.instances(), &ledger::InstanceRecords::listRuntimeInstances,
+                                                      {{"state", model::toString(model::RuntimeState::kRunning)}}));
 
   StoppedWorkloads result;
   for (const model::RuntimeInstance& r : running) {

@@ -6,8 +6,8 @@
 namespace tide::engine {
 namespace {
 
-std::string rolloutOf(const std::string& deployment_state) {
-  using namespace model::deployment_state;
+std::string rolloutOf(model::DeploymentState deployment_state) {
+  using enum model::DeploymentState;
   if (deployment_state == kPending || deployment_state == kInProgress) return "in_progress";
   if (deployment_state == kPaused) return "held";
   if (deployment_state == kFailed) return "failed";
@@ -36,7 +36,7 @@ std::optional<TimePoint> waitingSince(const model::Operation& op) {
 FleetGauges fleetGauges(const World& world) {
   FleetGauges out;
   for (const model::Plan& plan : world.plans) {
-    if (plan.state != model::plan_state::kActive) continue;
+    if (plan.state != model::PlanState::kActive) continue;
     PlanGauges& g = out.plans[plan.name];
     g.active = true;
     g.running_instances = world.runningInstances(plan.name);
@@ -52,7 +52,7 @@ FleetGauges fleetGauges(const World& world) {
   }
   for (const std::string& name : world.operating) {
     const model::Operation& op = *world.instances.at(name).unfinished;
-    if (op.state != model::operation_state::kPendingApproval) continue;
+    if (op.state != model::OperationState::kPendingApproval) continue;
     PlanGauges& g = out.plans[op.plan];
     ++g.waiting_approval;
     const std::optional<TimePoint> since = waitingSince(op);

@@ -43,7 +43,7 @@ double weight(const Json& weights, const char* key) {
 }  // namespace
 
 Json operationHookArgument(const model::Operation& op) {
-  const bool started = op.state != "PENDING" && op.state != "PENDING_APPROVAL" && op.state != "APPROVED";
+  const bool started = !model::isBeforeRunning(op.state);
   return Json{{"id", op.meta.id},
               {"type", op.type},
               {"state", op.state},
@@ -62,8 +62,8 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
                                                     const Json& previous) {
   const Json& data = event.data;
   if (event.kind == "operation.state") {
-    const std::string to = text(data, "to");
-    if (!model::isTerminalOperationState(to)) return std::nullopt;
+    const std::optional<model::OperationState> to = model::parse<model::OperationState>(text(data, "to"));
+    if (!to || !model::isTerminal(*to)) return std::nullopt;
     Json arg;
     if (operation) {
       arg = operationHookArgument(*operation);
@@ -79,7 +79,7 @@ std::optional<HookNotification> hookNotificationFor(const model::Event& event,
                  {"node", ""}};
     }
     // The event, not the record, says what happened: the record may have moved on since.
-    arg["state"] = to;
+    arg["state"] = *to;
     arg["from"] = text(data, "from");
     arg["message"] = text(data, "message");
     return HookNotification{"operation.after", std::move(arg)};
@@ -187,8 +187,8 @@ void HookRunner::loop(int64_t after) {
 
 Json HookRunner::previousDeployment(const model::Event& event) {
   const auto [plan, deployment] = deploymentOf(event.subject);
-  auto completed =
-      ledger::listAll(ledger_.plans(), &ledger::PlanRecords::listDeployments, {{"plan", plan}, {"state", "COMPLETED"}});
+  auto completed = ledger::listAll(ledger_.plans(), &ledger::PlanRecords::listDeployments,
+                                   {{"plan", plan}, {"state", model::toString(model::DeploymentState::kCompleted)}});
   if (!completed.isOk()) return nullptr;
   const model::Deployment* newest = nullptr;
   for (const model::Deployment& d : *completed) {
@@ -202,7 +202,8 @@ void HookRunner::handle(const model::Event& event) {
     std::optional<model::Operation> operation;
     Json previous = nullptr;
     if (event.kind == "operation.state") {
-      if (!model::isTerminalOperationState(text(event.data, "to"))) return;
+      const std::optional<model::OperationState> to = model::parse<model::OperationState>(text(event.data, "to"));
+      if (!to || !model::isTerminal(*to)) return;
       auto loaded = ledger_.operations().getOperation(idAfter(event.subject, "operation/"));
       if (loaded.isOk()) operation = std::move(loaded).value();
     } else if (event.kind == "deployment.route" && !(event.data.is_object() && event.data.contains("previous"))) {
@@ -253,8 +254,8 @@ void HookRunner::recordFailures(const std::vector<lua::HookFailure>& failures) {
     if (failure.event == "operation.before") data["failed_open"] = failure.failed_open;
     if (suppressed > 0) data["suppressed"] = suppressed;
     // Best effort: a hook's failure is only reported; what it guarded already failed open or closed.
-    (void)ledger_.audit().appendEvent(
-        "hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook), data, options_.actor);
+    (void)ledger_.audit().appendEvent("hook.failed", "hook/" + (failure.hook.empty() ? std::string("host") : failure.hook),
+                              data, options_.actor);
   }
 }
 

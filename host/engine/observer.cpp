@@ -107,14 +107,15 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const Sli
       auto node = world.node_by_name.find(r->node);
       if (node == world.node_by_name.end() || !listed_clusters_.count(node->second->cluster)) continue;
       if (unreachable.contains(r->node)) {
-        if (r->state == "RUNNING") seen.unknown.push_back(r);
+        if (r->state == model::RuntimeState::kRunning) seen.unknown.push_back(r);
         continue;
       }
-      if ((r->state == "STARTING" || r->state == "STOPPING") && !view.unfinished) {
-        seen.gone.push_back({&view, *r, "left " + r->state + " by an operation that ended"});
+      if ((r->state == model::RuntimeState::kStarting || r->state == model::RuntimeState::kStopping) &&
+          !view.unfinished) {
+        seen.gone.push_back({&view, *r, "left " + model::toString(r->state) + " by an operation that ended"});
         continue;
       }
-      if (r->state != "RUNNING") continue;
+      if (r->state != model::RuntimeState::kRunning) continue;
       auto& batch = batches[node->second->cluster];
       asked.push_back({&view, r, &node->second->cluster, batch.size()});
       batch.push_back({std::to_string(r->meta.id), r->node, r->driver_handle});
@@ -142,13 +143,13 @@ Observer::Observation Observer::compareWithDrivers(const World& world, const Sli
       continue;
     }
     const auto& s = status.value();
-    if (s.state == "EXITED" || s.state == "STOPPED") {
+    if (model::hasEnded(s.state)) {
       seen.gone.push_back(
           {a.view, *a.runtime,
            "exited with code " + std::to_string(s.exit_code) + (s.message.empty() ? "" : ": " + s.message)});
       continue;
     }
-    if (s.state == "RUNNING") seen.running.push_back({a.runtime, s.healthy, s.message});
+    if (s.state == model::WorkloadState::kRunning) seen.running.push_back({a.runtime, s.healthy, s.message});
   }
   return seen;
 }
@@ -179,8 +180,9 @@ int Observer::markGone(const std::vector<Gone>& gone) {
     // (STOPPING it, say) wins, and the next pass judges what it left. The ledger first, the
     // driver after: a judgement the write refuses is stale, and acting on it in the driver
     // removed an instance an executor had just started (the soak's "removed underfoot").
-    if (!ledger_.instances()
-             .setRuntimeInstanceState(g.runtime.meta.id, "FAILED", g.runtime.meta.generation, options_.actor, g.why)
+    if (!ledger_
+             .instances().setRuntimeInstanceState(g.runtime.meta.id, model::RuntimeState::kFailed, g.runtime.meta.generation,
+                                      options_.actor, g.why)
              .isOk()) {
       continue;
     }
@@ -244,7 +246,9 @@ int Observer::recordProbeResults(const World& world, const std::set<std::string>
     for (const auto& passive : view->second.passive) {
       if (passive.meta.id == id) r = &passive;
     }
-    if (r != nullptr && r->state == "RUNNING" && recordHealth(*r, p.tracker.healthy(), result.message)) ++changes;
+    if (r != nullptr && r->state == model::RuntimeState::kRunning &&
+        recordHealth(*r, p.tracker.healthy(), result.message))
+      ++changes;
   }
   return changes;
 }
@@ -316,12 +320,11 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       auto [it, first] = orphans_seen_.emplace(key, now);
       if (first) {
         // Best effort: the grace period runs from orphans_seen_, whether or not this is written.
-        (void)ledger_.audit().appendEvent(
-            "driver.orphan", "runtime/" + id,
-            Json{{"cluster", cluster},
-                 {"message", "the driver runs something the ledger does not; removing it after " +
-                                 std::to_string(options_.orphan_grace.count()) + " s"}},
-            options_.actor);
+        (void)ledger_.audit().appendEvent("driver.orphan", "runtime/" + id,
+                                  Json{{"cluster", cluster},
+                                       {"message", "the driver runs something the ledger does not; removing it after " +
+                                                       std::to_string(options_.orphan_grace.count()) + " s"}},
+                                  options_.actor);
         continue;
       }
       if (now - it->second < options_.orphan_grace) continue;
@@ -330,8 +333,7 @@ int Observer::collectOrphans(const World& world, const Inventories& inventories)
       const drivers::RuntimeRef& orphan = ref;  // clang's C++20 captures no structured binding
       if (metrics_.timeDriverCall("remove", [&] { return driver.value()->remove(orphan); }).isOk()) {
         // Best effort: the removal itself happened; the event only reports it.
-        (void)ledger_.audit().appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}},
-                                          options_.actor);
+        (void)ledger_.audit().appendEvent("driver.orphan_removed", "runtime/" + id, Json{{"cluster", cluster}}, options_.actor);
         orphans_seen_.erase(it);
         ++changes;
       }

@@ -3,10 +3,19 @@
 #include <algorithm>
 #include <vector>
 
+#include "host/model/transitions.h"
+
 namespace tide::engine {
 namespace {
 
-const std::vector<std::string> kNonTerminalStates = {"PENDING", "PENDING_APPROVAL", "APPROVED", "RUNNING"};
+// The wire spelling of every operation state `holds` is true of.
+std::vector<std::string> operationStatesWhere(bool (*holds)(model::OperationState)) {
+  std::vector<std::string> out;
+  for (model::OperationState state : model::valuesOf<model::OperationState>()) {
+    if (holds(state)) out.push_back(model::toString(state));
+  }
+  return out;
+}
 
 std::string stringFilter(const Json& filter, const char* key) {
   auto it = filter.find(key);
@@ -20,7 +29,7 @@ LedgerPolicyDataSource::LedgerPolicyDataSource(ledger::Ledger& ledger, const Clo
 
 Result<int64_t> LedgerPolicyDataSource::inFlight(const Json& filter) {
   int64_t total = 0;
-  for (const char* state : {"APPROVED", "RUNNING"}) {
+  for (const std::string& state : operationStatesWhere(model::isInFlight)) {
     TIDE_ASSIGN_OR_RETURN(int64_t n, countInState(state, filter, std::nullopt));
     total += n;
   }
@@ -28,7 +37,7 @@ Result<int64_t> LedgerPolicyDataSource::inFlight(const Json& filter) {
 }
 
 Result<int64_t> LedgerPolicyDataSource::count(const Json& filter) {
-  std::vector<std::string> states = kNonTerminalStates;
+  std::vector<std::string> states = operationStatesWhere(model::isUnfinished);
   if (auto it = filter.find("state"); it != filter.end()) {
     if (it->is_string()) {
       states = {it->get<std::string>()};
@@ -50,7 +59,8 @@ Result<int64_t> LedgerPolicyDataSource::count(const Json& filter) {
 Result<int64_t> LedgerPolicyDataSource::recentFailures(const Json& filter) {
   int64_t seconds = 3600;
   if (auto it = filter.find("seconds"); it != filter.end() && it->is_number()) seconds = it->get<int64_t>();
-  return countInState("FAILED", filter, clock_.now() - std::chrono::seconds(seconds));
+  return countInState(model::toString(model::OperationState::kFailed), filter,
+                      clock_.now() - std::chrono::seconds(seconds));
 }
 
 Result<int64_t> LedgerPolicyDataSource::countInState(const std::string& state, const Json& filter,

@@ -165,7 +165,7 @@ int TrafficController::pass(const World& world) {
   if (router_ == nullptr) return 0;
   std::vector<const model::Plan*> traffic_plans;
   for (const auto& plan : world.plans) {
-    if (plan.state == "ACTIVE" && plan.traffic.declared()) traffic_plans.push_back(&plan);
+    if (plan.state == model::PlanState::kActive && plan.traffic.declared()) traffic_plans.push_back(&plan);
   }
   if (traffic_plans.empty() && !ever_applied_) return 0;  // zero cost until a plan declares traffic
   if (!started_) {
@@ -196,7 +196,7 @@ int TrafficController::pass(const World& world) {
     std::vector<BackendServer> servers;
     std::map<std::string, int> counts;  // deployment → servers taking requests
     for (const InstanceView* view : world.instancesOf(plan->name)) {
-      if (!view->active || view->active->state != "RUNNING") continue;
+      if (!view->active || view->active->state != model::RuntimeState::kRunning) continue;
       const model::RuntimeInstance& rt = *view->active;
       const std::string id = std::to_string(rt.meta.id);
       live_runtimes.insert(id);

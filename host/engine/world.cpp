@@ -27,10 +27,12 @@ const model::RuntimeInstance* InstanceView::newest() const {
 }
 
 std::string InstanceView::effectiveState() const {
-  if (meta.state != "ACTIVE") return meta.state;
-  if (active) return active->state;
-  if (const auto* runtime = newest(); runtime && runtime->state == "FAILED") return "FAILED";
-  return "PENDING";
+  if (meta.state != model::MetaState::kActive) return model::toString(meta.state);
+  if (active) return model::toString(active->state);
+  if (const auto* runtime = newest(); runtime && runtime->state == model::RuntimeState::kFailed) {
+    return model::toString(model::RuntimeState::kFailed);
+  }
+  return model::toString(model::RuntimeState::kPending);
 }
 
 Json InstanceView::coordinates(const Json& fallback) const {
@@ -63,7 +65,7 @@ void placeRuntime(InstanceView& view, model::RuntimeInstance r) {
 
 void placeOperation(InstanceView& view, model::Operation o) {
   view.last = OperationSummary::of(o);
-  if (!model::isTerminalOperationState(o.state)) {
+  if (!model::isTerminal(o.state)) {
     view.unfinished = std::make_unique<model::Operation>(std::move(o));
   } else {
     view.unfinished.reset();
@@ -134,7 +136,7 @@ Result<World> World::load(ledger::Ledger& ledger) {
   TIDE_ASSIGN_OR_RETURN(auto operations, ledger.operations().latestOperations());
   std::map<std::string, InstanceView> views;
   for (auto& m : metas) {
-    if (m.state == "DELETED") continue;
+    if (m.state == model::MetaState::kDeleted) continue;
     std::string name = m.name;
     views[std::move(name)].meta = std::move(m);
   }
@@ -182,7 +184,7 @@ Status World::refresh(ledger::Ledger& ledger, const std::vector<ledger::RowChang
       if (!inventory) reserve(old->second, -1);
       dropInstance(old);
     }
-    if (m.state == "DELETED") continue;
+    if (m.state == model::MetaState::kDeleted) continue;
     InstanceView view;
     view.meta = std::move(m);
     fresh.emplace(view.meta.name, std::move(view));
@@ -258,8 +260,10 @@ const model::Deployment* World::lastCompleted(const std::string& plan, const std
     if (d.deployment_id == except) before = d.meta.id;
   }
   for (auto d = it->second.rbegin(); d != it->second.rend(); ++d) {
-    if (d->meta.id >= before || d->completed_at.empty() || d->state == "ROLLED_BACK") continue;
-    if (d->state == "COMPLETED" || d->state == "IN_PROGRESS" || d->state == "PAUSED") return &*d;
+    if (d->meta.id >= before || d->completed_at.empty() || d->state == model::DeploymentState::kRolledBack) continue;
+    if (d->state == model::DeploymentState::kCompleted || d->state == model::DeploymentState::kInProgress ||
+        d->state == model::DeploymentState::kPaused)
+      return &*d;
   }
   return nullptr;
 }
@@ -285,12 +289,12 @@ std::vector<const InstanceView*> World::instancesOf(const std::string& plan) con
 
 namespace {
 
-bool running(const InstanceView& view) { return view.active && view.active->state == model::runtime_state::kRunning; }
+bool running(const InstanceView& view) { return view.active && view.active->state == model::RuntimeState::kRunning; }
 
 bool holdsReservation(const InstanceView& view) {
-  if (view.active && view.active->state == "PENDING") return true;
+  if (view.active && view.active->state == model::RuntimeState::kPending) return true;
   for (const auto& p : view.passive) {
-    if (p.state == "PENDING") return true;
+    if (p.state == model::RuntimeState::kPending) return true;
   }
   return false;
 }
@@ -302,8 +306,9 @@ void World::addInstance(InstanceView view) {
   names_by_plan_[view.meta.plan].insert(name);
   if (running(view)) ++running_by_plan_[view.meta.plan];
   if (view.unfinished) operating.insert(name);
-  if (view.meta.state == "ACTIVE" && !view.active && !view.unfinished) unplaced.insert(name);
-  if (view.meta.state == "ACTIVE" && view.active && view.active->state == "STOPPED" && !view.unfinished) {
+  if (view.meta.state == model::MetaState::kActive && !view.active && !view.unfinished) unplaced.insert(name);
+  if (view.meta.state == model::MetaState::kActive && view.active &&
+      view.active->state == model::RuntimeState::kStopped && !view.unfinished) {
     stopped_on_exit.insert(name);
   }
   if (holdsReservation(view)) reserving.insert(name);
@@ -347,11 +352,7 @@ sched::ClusterSnapshot World::schedulerSnapshot(const std::set<std::string>& unr
     if (view.active) add(*view.active);
     for (const auto& p : view.passive) add(p);
   }
-  std::vector<model::Node> placeable = nodes;
-  for (auto& node : placeable) {
-    if (unreachable.count(node.name)) node.state = "UNREACHABLE";
-  }
-  return sched::ClusterSnapshot::build(std::move(placeable), clusters, capabilities, std::move(facts));
+  return sched::ClusterSnapshot::build(nodes, clusters, capabilities, std::move(facts), unreachable);
 }
 
 }  // namespace tide::engine

@@ -27,8 +27,8 @@ using Json = nlohmann::json;
 // meta instance had, which a strategy sees as `last_operation`.
 struct OperationSummary {
   int64_t id = 0;
-  std::string type;
-  std::string state;
+  model::OperationType type = model::OperationType::kCreate;
+  model::OperationState state = model::OperationState::kPending;
   std::string intent;
   std::string message;
 
@@ -54,7 +54,7 @@ struct InstanceView {
   // PENDING when nothing runs yet, the active runtime's state, or the meta instance's
   // STOPPED; FAILED when the newest runtime failed and nothing replaced it.
   std::string effectiveState() const;
-  bool healthy() const { return active && active->state == "RUNNING" && active->healthy; }
+  bool healthy() const { return active && active->state == model::RuntimeState::kRunning && active->healthy; }
   // The coordinates it runs, or would run: the active runtime's, else `fallback`.
   Json coordinates(const Json& fallback) const;
 };

@@ -265,21 +265,25 @@ Result<std::optional<AuditCheckpoint>> pruneEvents(Tx& tx, const RetentionPolicy
 }
 
 // Deletes at most policy.batch rows of `table` by `select_ids` (a SELECT of their ids, in id
-// order, bound to :cutoff, decisions_max_age_days ago, and :batch); 0 when the rule is off.
+// order, bound to :cutoff, decisions_max_age_days ago, and :batch, and to whatever else
+// `values` binds); 0 when the rule is off.
 int64_t pruneByDecisionsAge(Db& db, const RetentionPolicy& policy, TimePoint now, const std::string& table,
-                            const std::string& select_ids) {
+                            const std::string& select_ids, Bindings values) {
   if (policy.decisions_max_age_days <= 0) return 0;
-  const std::string cutoff = formatTimestamp(now - std::chrono::hours(24) * policy.decisions_max_age_days);
-  const long long batch = policy.batch;
-  return db.update("DELETE FROM " + table + " WHERE id IN (" + select_ids + " LIMIT :batch)", soci::use(cutoff),
-                   soci::use(batch));
+  values.set("cutoff", formatTimestamp(now - std::chrono::hours(24) * policy.decisions_max_age_days));
+  values.set("batch", static_cast<long long>(policy.batch));
+  return db.update("DELETE FROM " + table + " WHERE id IN (" + select_ids + " LIMIT :batch)", values);
 }
 
 int64_t pruneDecisions(Db& db, const RetentionPolicy& policy, TimePoint now) {
+  Bindings values;
+  const std::string unfinished = boundStates(values, "unfinished", unfinishedOperationStates());
   return pruneByDecisionsAge(
       db, policy, now, "decisions",
       "SELECT d.id FROM decisions d WHERE d.at < :cutoff AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.id = "
-      "d.operation_id AND o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES ") ORDER BY d.id");
+      "d.operation_id AND o.state IN " +
+          unfinished + ") ORDER BY d.id",
+      values);
 }
 
 // The approvals people gave an operation go together, once the operation has been finished
@@ -287,10 +291,14 @@ int64_t pruneDecisions(Db& db, const RetentionPolicy& policy, TimePoint now) {
 // too), or when it is gone: none outlives its operation's record, none of an operation that
 // is unfinished or finished recently goes.
 int64_t pruneApprovals(Db& db, const RetentionPolicy& policy, TimePoint now) {
+  Bindings values;
+  const std::string unfinished = boundStates(values, "unfinished", unfinishedOperationStates());
   return pruneByDecisionsAge(
       db, policy, now, "operation_approvals",
       "SELECT a.id FROM operation_approvals a LEFT JOIN operations o ON o.id = a.operation_id WHERE o.id IS NULL OR "
-      "(o.updated_at < :cutoff AND o.state NOT IN " TIDE_SQL_UNFINISHED_OPERATION_STATES ") ORDER BY a.id");
+      "(o.updated_at < :cutoff AND o.state NOT IN " +
+          unfinished + ") ORDER BY a.id",
+      values);
 }
 
 int64_t pruneScriptVersions(Db& db, const RetentionPolicy& policy) {

@@ -22,7 +22,7 @@ MetaInstance metaFromRow(const soci::row& r) {
   m.name = rowString(r, 4);
   m.plan = rowString(r, 5);
   m.deployment_id = rowString(r, 6);
-  m.state = rowString(r, 7);
+  m.state = rowEnum<MetaState>(r, 7);
   m.message = rowString(r, 8);
   return m;
 }
@@ -52,7 +52,7 @@ RuntimeInstance runtimeFromRow(const soci::row& r) {
   ri.driver_handle = rowString(r, 12);
   ri.healthy = rowInt(r, 13) != 0;
   ri.ready_since = rowString(r, 14);
-  ri.state = rowString(r, 15);
+  ri.state = rowEnum<RuntimeState>(r, 15);
   ri.message = rowString(r, 16);
   return ri;
 }
@@ -73,7 +73,7 @@ Operation operationFromRow(const soci::row& r) {
   o.meta = {rowInt(r, 0), rowInt(r, 1), rowString(r, 2), rowString(r, 3)};
   o.meta_instance = rowString(r, 4);
   o.plan = rowString(r, 5);
-  o.type = rowString(r, 6);
+  o.type = rowEnum<OperationType>(r, 6);
   o.intent = rowString(r, 7);
   o.requested_by = rowString(r, 8);
   o.approved_by = rowString(r, 9);
@@ -81,7 +81,7 @@ Operation operationFromRow(const soci::row& r) {
   o.attempts = rowInt(r, 11);
   o.next_attempt_at = rowString(r, 12);
   o.priority = rowInt(r, 13);
-  o.state = rowString(r, 14);
+  o.state = rowEnum<OperationState>(r, 14);
   o.message = rowString(r, 15);
   o.target = rowJson(r, 16);
   return o;
@@ -92,8 +92,6 @@ Result<Operation> loadOperation(Db& db, int64_t id) {
   where.raw("o.id = " + where.bind(std::to_string(id)));
   return fetchOne(db, where, "operation " + std::to_string(id) + " not found", operationFromRow);
 }
-
-const std::vector<std::string> kOperationTypes = {"CREATE", "UPDATE", "RELOCATE", "STOP", "RESTART", "DELETE"};
 
 std::string operationSubject(const Operation& o) { return "operation/" + std::to_string(o.meta.id); }
 
@@ -110,14 +108,17 @@ Status checkVolumeRoom(Tx& tx, long long node_id, const RuntimeInstance& instanc
   std::map<std::string, double> asked;
   for (const Json& v : instance.volumes) asked[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
   std::map<std::string, double> used;
+  Bindings values;
+  values.set("id", node_id);
   tx.db().forEachRow(
-      "SELECT volumes FROM runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
+      "SELECT volumes FROM runtime_instances WHERE node_id = :id AND state NOT IN " +
+          boundStates(values, "released", model::kReleasedRuntimeStates),
       [&](const soci::row& row) {
         const Json volumes = Json::parse(rowString(row, 0), nullptr, false);
         if (!volumes.is_array()) return;
         for (const Json& v : volumes) used[v.value("local_volume", "")] += v.value("capacity_gib", 0.0);
       },
-      soci::use(node_id));
+      values);
   for (const auto& [local, gib] : asked) {
     auto found = capacity.find(local);
     if (found == capacity.end()) {
@@ -163,10 +164,13 @@ Result<NodeRoom> nodeRoom(Tx& tx, const std::string& node) {
     return Status::notFound("node '" + node + "' not found");
   }
   soci::row used;
+  Bindings values;
+  values.set("id", room.id);
   tx.db().run(
       "SELECT COALESCE(SUM(reserved_cores), 0), COALESCE(SUM(reserved_memory_gib), 0) FROM "
-      "runtime_instances WHERE node_id = :id AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-      soci::use(room.id), soci::into(used));
+      "runtime_instances WHERE node_id = :id AND state NOT IN " +
+          boundStates(values, "released", model::kReleasedRuntimeStates),
+      values, soci::into(used));
   room.free_cores = total_cores - reserved_cores - rowDouble(used, 0);
   room.free_memory = total_memory - reserved_memory - rowDouble(used, 1);
   return room;
@@ -209,8 +213,8 @@ Result<RuntimeInstance> insertRuntime(Tx& tx, const RuntimeInstance& instance) {
     return Status::invalidArgument("reservation must not be negative", {{"reservation", "negative", ""}});
   }
   TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), instance.meta_instance));
-  if (meta.state == "DELETED" || meta.state == "MARKED_FOR_DELETION") {
-    return Status::conflict("instance '" + meta.name + "' is " + meta.state);
+  if (meta.state == MetaState::kDeleted || meta.state == MetaState::kMarkedForDeletion) {
+    return Status::conflict("instance '" + meta.name + "' is " + model::toString(meta.state));
   }
   TIDE_ASSIGN_OR_RETURN(const NodeRoom room, nodeRoom(tx, instance.node));
   const long long node_id = room.id;
@@ -219,17 +223,20 @@ Result<RuntimeInstance> insertRuntime(Tx& tx, const RuntimeInstance& instance) {
   const long long meta_id = meta.meta.id;
   if (instance.is_active) {
     long long active = 0;
+    Bindings values;
+    values.set("m", meta_id);
     tx.db().run(
         "SELECT COUNT(*) FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state "
-        "NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(meta_id), soci::into(active));
+        "NOT IN " +
+            boundStates(values, "released", model::kReleasedRuntimeStates),
+        values, soci::into(active));
     if (active > 0) {
       return Status::conflict("instance '" + meta.name + "' already has an active runtime instance");
     }
   }
   const int is_active = instance.is_active ? 1 : 0;
   const std::string coordinates = instance.coordinates.dump(), ports = instance.ports.dump(),
-                    volumes = instance.volumes.dump(), state = "PENDING";
+                    volumes = instance.volumes.dump(), state = model::toString(RuntimeState::kPending);
   long long id = 0;
   tx.db().run(
       "INSERT INTO runtime_instances (meta_instance_id, node_id, is_active, coordinates, reserved_cores, "
@@ -249,32 +256,34 @@ Result<RuntimeInstance> insertRuntime(Tx& tx, const RuntimeInstance& instance) {
 
 // The body of setRuntimeInstanceState, for the writes that end a runtime instance with
 // something else in one transaction.
-Status changeRuntimeState(Tx& tx, const RuntimeInstance& ri, const std::string& state, Generation generation,
+Status changeRuntimeState(Tx& tx, const RuntimeInstance& ri, RuntimeState state, Generation generation,
                           const std::string& message) {
   Json extra{{"instance", ri.meta_instance}, {"node", ri.node}};
   // The reservation stops counting the moment the state is terminal (see the node
   // derivation); say so in the event for anyone auditing capacity.
   if (!model::holdsResources(state)) extra["released"] = ri.reservation;
-  return changeState(tx, RecordKind::kRuntimeInstance, "runtime_instances", ri.meta.id,
-                     "runtime/" + std::to_string(ri.meta.id), ri.state, state, generation, message, extra);
+  return changeState(tx, "runtime_instances", ri.meta.id, "runtime/" + std::to_string(ri.meta.id), ri.state, state,
+                     generation, message, extra);
 }
 
-// The state of the meta instance's active runtime instance that holds resources, "" when
-// none does.
-std::string activeRuntimeState(Db& db, const MetaInstance& meta) {
-  const long long meta_id = meta.meta.id;
-  std::string state;
-  soci::indicator ind = soci::i_null;
-  db.run(
-      "SELECT state FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 "
-      "AND state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-      soci::use(meta_id), soci::into(state, ind));
-  return ind == soci::i_ok ? state : std::string();
+// The state of the meta instance's active runtime instance that holds resources, nullopt
+// when none does.
+std::optional<RuntimeState> activeRuntimeState(Db& db, const MetaInstance& meta) {
+  soci::row row;
+  Bindings values;
+  values.set("m", static_cast<long long>(meta.meta.id));
+  if (!db.run("SELECT state FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 "
+              "AND state NOT IN " +
+                  boundStates(values, "released", model::kReleasedRuntimeStates),
+              values, soci::into(row))) {
+    return std::nullopt;
+  }
+  return rowEnum<RuntimeState>(row, 0);
 }
 
 }  // namespace
 
-Status settleResize(Tx& tx, int64_t operation_id, const Json& target, const std::string& state) {
+Status settleResize(Tx& tx, int64_t operation_id, const Json& target, OperationState state) {
   if (!target.is_object() || !target.contains("resize")) return Status::ok();
   const Json& resize = target["resize"];
   auto ri = loadRuntime(tx.db(), resize.value("runtime_instance", int64_t{0}));
@@ -285,7 +294,7 @@ Status settleResize(Tx& tx, int64_t operation_id, const Json& target, const std:
   if (!model::holdsResources(ri->state) || !sameReservation(ri->reservation, held) || sameReservation(held, from)) {
     return Status::ok();
   }
-  return resizeRuntime(tx, *ri, from, "operation " + std::to_string(operation_id) + " " + state);
+  return resizeRuntime(tx, *ri, from, "operation " + std::to_string(operation_id) + " " + model::toString(state));
 }
 
 namespace {
@@ -295,47 +304,46 @@ namespace {
 // released. A rejected one whose meta instance is ACTIVE with nothing left running (a
 // CREATE, or a RESTART of an instance whose process died) leaves the meta instance
 // STOPPED: it holds nothing and nothing starts it again unless someone asks (RESTART).
-Status settleUnstartedOperation(Tx& tx, const Operation& o, const std::string& state) {
+Status settleUnstartedOperation(Tx& tx, const Operation& o, OperationState state) {
   TIDE_RETURN_IF_ERROR(settleResize(tx, o.meta.id, o.target, state));
   if (o.target.is_object() && o.target.contains("runtime_instance")) {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance reserved, loadRuntime(tx.db(), o.target["runtime_instance"].get<int64_t>()));
-    if (reserved.state == "PENDING") {
-      TIDE_RETURN_IF_ERROR(
-          changeRuntimeState(tx, reserved, "TERMINATED", std::nullopt,
-                             "reservation released: operation " + std::to_string(o.meta.id) + " " + state));
+    if (reserved.state == RuntimeState::kPending) {
+      TIDE_RETURN_IF_ERROR(changeRuntimeState(
+          tx, reserved, RuntimeState::kTerminated, std::nullopt,
+          "reservation released: operation " + std::to_string(o.meta.id) + " " + model::toString(state)));
     }
   }
-  if (state != "REJECTED") return Status::ok();
+  if (state != OperationState::kRejected) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), o.meta_instance));
-  if (meta.state != "ACTIVE" || !activeRuntimeState(tx.db(), meta).empty()) return Status::ok();
-  return changeState(tx, RecordKind::kMetaInstance, "meta_instances", meta.meta.id, "instance/" + meta.name, meta.state,
-                     "STOPPED", std::nullopt,
-                     "nothing runs: its " + o.type + " (operation " + std::to_string(o.meta.id) + ") was rejected");
+  if (meta.state != MetaState::kActive || activeRuntimeState(tx.db(), meta).has_value()) return Status::ok();
+  return changeState(
+      tx, "meta_instances", meta.meta.id, "instance/" + meta.name, meta.state, MetaState::kStopped, std::nullopt,
+      "nothing runs: its " + model::toString(o.type) + " (operation " + std::to_string(o.meta.id) + ") was rejected");
 }
 
 // The body of createOperation, shared with createInstanceWithOperation.
 Result<Operation> insertOperation(Tx& tx, const MetaInstance& meta, const Operation& operation) {
-  if (std::find(kOperationTypes.begin(), kOperationTypes.end(), operation.type) == kOperationTypes.end()) {
-    return Status::invalidArgument(
-        "operation type '" + operation.type + "' is not one of CREATE, UPDATE, RELOCATE, STOP, RESTART, DELETE",
-        {{"type", "unknown operation type", ""}});
+  if (meta.state == MetaState::kDeleted) {
+    return Status::conflict("instance '" + meta.name + "' is " + model::toString(meta.state));
   }
-  if (meta.state == "DELETED") return Status::conflict("instance '" + meta.name + "' is DELETED");
   Where open(kOperationSelect);
-  open.eq("m.name", meta.name).raw("o.state NOT IN ('SUCCEEDED', 'FAILED', 'REJECTED', 'CANCELLED')");
+  open.eq("m.name", meta.name)
+      .raw("o.state IN " + boundStates(open.values(), "unfinished", unfinishedOperationStates()));
   std::vector<Operation> unfinished;
   tx.db().forEachRow(
       open.clause(), [&](const soci::row& row) { unfinished.push_back(operationFromRow(row)); }, open.values());
   for (const auto& existing : unfinished) {
-    const bool replaceable = existing.state == "PENDING" || existing.state == "PENDING_APPROVAL";
+    const bool replaceable =
+        existing.state == OperationState::kPending || existing.state == OperationState::kPendingApproval;
     if (!replaceable || existing.priority >= operation.priority) {
       return Status::conflict("instance '" + meta.name + "' already has operation " + std::to_string(existing.meta.id) +
-                              " (" + existing.type + ", " + existing.state + ")");
+                              " (" + model::toString(existing.type) + ", " + model::toString(existing.state) + ")");
     }
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", existing.meta.id,
-                                     operationSubject(existing), existing.state, "CANCELLED", std::nullopt,
-                                     "superseded by a " + operation.type + " of higher priority"));
-    TIDE_RETURN_IF_ERROR(settleResize(tx, existing.meta.id, existing.target, "CANCELLED"));
+    TIDE_RETURN_IF_ERROR(changeState(tx, "operations", existing.meta.id, operationSubject(existing), existing.state,
+                                     OperationState::kCancelled, std::nullopt,
+                                     "superseded by a " + model::toString(operation.type) + " of higher priority"));
+    TIDE_RETURN_IF_ERROR(settleResize(tx, existing.meta.id, existing.target, OperationState::kCancelled));
   }
   // After the check above, so that a busy instance says so first; a refusal here rolls the
   // supersede back with everything else.
@@ -346,14 +354,15 @@ Result<Operation> insertOperation(Tx& tx, const MetaInstance& meta, const Operat
   }
   const long long meta_id = meta.meta.id, priority = operation.priority;
   const std::string requested_by = operation.requested_by.empty() ? tx.actor() : operation.requested_by;
-  const std::string state = "PENDING", decision = operation.decision.dump();
+  const std::string type = model::toString(operation.type), state = model::toString(OperationState::kPending),
+                    decision = operation.decision.dump();
   long long id = 0;
   // The requester's reason is the operation's first message (a later state change replaces
   // it) and stays in the operation.created event.
   tx.db().run(
       "INSERT INTO operations (meta_instance_id, type, intent, requested_by, decision, priority, state, message, "
       "created_at, updated_at) VALUES (:m, :t, :i, :r, :d, :p, :s, :msg, :c, :u) RETURNING id",
-      soci::use(meta_id), soci::use(operation.type), soci::use(intent), soci::use(requested_by), soci::use(decision),
+      soci::use(meta_id), soci::use(type), soci::use(intent), soci::use(requested_by), soci::use(decision),
       soci::use(priority), soci::use(state), soci::use(operation.message), soci::use(tx.now()), soci::use(tx.now()),
       soci::into(id));
   Json created = {{"instance", meta.name}, {"type", operation.type}, {"intent", intent}};
@@ -367,7 +376,9 @@ Result<Operation> insertOperation(Tx& tx, const MetaInstance& meta, const Operat
 Result<Operation> insertDeleteOnce(Tx& tx, const Operation& operation) {
   TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), operation.meta_instance));
   Where open(kOperationSelect);
-  open.eq("m.name", meta.name).eq("o.type", "DELETE").raw("o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES);
+  open.eq("m.name", meta.name)
+      .eq("o.type", model::toString(OperationType::kDelete))
+      .raw("o.state IN " + boundStates(open.values(), "unfinished", unfinishedOperationStates()));
   if (Result<Operation> asked = fetchOne(tx.db(), open, "", operationFromRow); asked.isOk()) return asked;
   return insertOperation(tx, meta, operation);
 }
@@ -389,7 +400,7 @@ Result<MetaInstance> insertMeta(Tx& tx, const std::string& plan, const std::stri
   do {
     name = randomName(service, 10);
   } while (liveIdByName(tx.db(), "meta_instances", name) != 0);
-  const std::string state = "ACTIVE";
+  const std::string state = model::toString(MetaState::kActive);
   long long id = 0;
   tx.db().run(
       "INSERT INTO meta_instances (name, plan_id, deployment_ref, state, created_at, updated_at) "
@@ -446,14 +457,14 @@ Result<Page<MetaInstance>> InstanceRecords::listMetaInstances(const ListOptions&
   });
 }
 
-Result<MetaInstance> InstanceRecords::setMetaInstanceState(const std::string& name, const std::string& state,
+Result<MetaInstance> InstanceRecords::setMetaInstanceState(const std::string& name, MetaState state,
                                                            Generation generation, const std::string& actor,
                                                            const std::string& message) {
   return write("set instance state", actor, [&](Tx& tx) -> Result<MetaInstance> {
     TIDE_ASSIGN_OR_RETURN(MetaInstance m, loadMeta(tx.db(), name));
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kMetaInstance, "meta_instances", m.meta.id, "instance/" + name,
-                                     m.state, state, generation, message));
-    if (state == "DELETED") {
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, "meta_instances", m.meta.id, "instance/" + name, m.state, state, generation, message));
+    if (state == MetaState::kDeleted) {
       Bindings values;
       values.set("deleted_at", tx.now());
       TIDE_RETURN_IF_ERROR(
@@ -499,18 +510,19 @@ Result<Operation> OperationRecords::resizeForOperation(int64_t operation_id, con
   return write("resize for operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), operation_id));
     const std::string subject = "operation " + std::to_string(operation_id);
-    if (o.type != "UPDATE" || o.state != "PENDING") {
-      return Status::conflict(subject + " is a " + o.state + " " + o.type + "; only a PENDING UPDATE is resized");
+    if (o.type != OperationType::kUpdate || o.state != OperationState::kPending) {
+      return Status::conflict(subject + " is a " + model::toString(o.state) + " " + model::toString(o.type) +
+                              "; only a PENDING UPDATE is resized");
     }
     if (o.target.is_object() && o.target.contains("resize")) return o;
     TIDE_ASSIGN_OR_RETURN(MetaInstance meta, loadMeta(tx.db(), o.meta_instance));
     long long active_id = 0;
     soci::indicator ind = soci::i_null;
-    const long long meta_id = meta.meta.id;
-    tx.db().run(
-        "SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT "
-        "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(meta_id), soci::into(active_id, ind));
+    Bindings active_of;
+    active_of.set("m", static_cast<long long>(meta.meta.id));
+    tx.db().run("SELECT id FROM runtime_instances WHERE meta_instance_id = :m AND is_active = 1 AND state NOT IN " +
+                    boundStates(active_of, "released", model::kReleasedRuntimeStates),
+                active_of, soci::into(active_id, ind));
     if (ind != soci::i_ok) return Status::conflict("instance '" + meta.name + "' runs nowhere: nothing to resize");
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance active, loadRuntime(tx.db(), active_id));
     const Resources from = active.reservation;
@@ -555,7 +567,8 @@ Result<RuntimeInstance> InstanceRecords::updateRuntimeInstance(int64_t id, const
     if (update.message) assign.set("message", *update.message);
     if (update.reservation) {
       if (!model::holdsResources(ri.state)) {
-        return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state + ": it reserves nothing");
+        return Status::conflict("runtime instance " + std::to_string(id) + " is " + model::toString(ri.state) +
+                                ": it reserves nothing");
       }
       if (generation && *generation != ri.meta.generation) {
         return Status::conflict("runtime instance " + std::to_string(id) + " changed since generation " +
@@ -585,7 +598,7 @@ Result<std::vector<RuntimeInstance>> InstanceRecords::currentRuntimeInstances() 
   return read("current runtime instances", [&](Db& db) -> Result<std::vector<RuntimeInstance>> {
     Where where(kRuntimeSelect);
     where.raw("m.deleted_at IS NULL")
-        .raw("(r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
+        .raw("(r.state NOT IN " + boundStates(where.values(), "released", model::kReleasedRuntimeStates) +
              " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 "
              "GROUP BY r2.meta_instance_id))");
     std::vector<RuntimeInstance> out;
@@ -610,6 +623,24 @@ std::string idList(const std::vector<int64_t>& ids) {
 
 constexpr size_t kIdsPerQuery = 500;
 
+// Calls `each(const soci::row&)` for every row of `query` with `values` bound, on a statement
+// of its own: for text that differs on every call (an IN list of ids), which would only churn
+// the statement cache.
+template <class Each>
+void forEachOneOffRow(Db& db, const std::string& query, const Bindings& values, Each&& each) {
+  soci::row row;
+  soci::statement statement(db.session());
+  statement.alloc();
+  statement.prepare(query);
+  statement.exchange(soci::into(row));
+  values.exchangeInto(statement);
+  statement.define_and_bind();
+  if (!statement.execute(true)) return;
+  do {
+    each(static_cast<const soci::row&>(row));
+  } while (statement.fetch());
+}
+
 // Runs `each` with `ids` in slices small enough for one statement.
 template <class Fn>
 void inSlices(const std::vector<int64_t>& ids, Fn&& each) {
@@ -624,54 +655,52 @@ void inSlices(const std::vector<int64_t>& ids, Fn&& each) {
 Result<InstanceSlice> InstanceRecords::instanceSlice(const std::vector<int64_t>& meta_ids,
                                                      const std::vector<int64_t>& runtime_ids,
                                                      const std::vector<int64_t>& operation_ids) {
-  return read("instance slice",
-              [&](Db& db) -> Result<InstanceSlice> {
-                // Every IN list makes a new query text: these run past the statement cache.
-                std::vector<int64_t> metas = meta_ids;
-                auto owners = [&](const char* table, const std::vector<int64_t>& ids) {
-                  inSlices(ids, [&](const std::string& in) {
-                    soci::rowset<soci::row> rows =
-                        (db.session().prepare
-                         << std::string("SELECT meta_instance_id FROM ") + table + " WHERE id IN " + in);
-                    for (const auto& row : rows) metas.push_back(rowInt(row, 0));
-                  });
-                };
-                owners("runtime_instances", runtime_ids);
-                owners("operations", operation_ids);
-                std::sort(metas.begin(), metas.end());
-                metas.erase(std::unique(metas.begin(), metas.end()), metas.end());
+  return read("instance slice", [&](Db& db) -> Result<InstanceSlice> {
+    // Every IN list makes a new query text: these run past the statement cache.
+    std::vector<int64_t> metas = meta_ids;
+    auto owners = [&](const char* table, const std::vector<int64_t>& ids) {
+      inSlices(ids, [&](const std::string& in) {
+        soci::rowset<soci::row> rows =
+            (db.session().prepare << std::string("SELECT meta_instance_id FROM ") + table + " WHERE id IN " + in);
+        for (const auto& row : rows) metas.push_back(rowInt(row, 0));
+      });
+    };
+    owners("runtime_instances", runtime_ids);
+    owners("operations", operation_ids);
+    std::sort(metas.begin(), metas.end());
+    metas.erase(std::unique(metas.begin(), metas.end()), metas.end());
 
-                InstanceSlice slice;
-                inSlices(metas, [&](const std::string& in) {
-                  soci::rowset<soci::row> meta_rows =
-                      (db.session().prepare << std::string(kMetaSelect) + " WHERE m.id IN " + in);
-                  for (const auto& row : meta_rows) slice.metas.push_back(metaFromRow(row));
-                  soci::rowset<soci::row> runtime_rows =
-                      (db.session().prepare
-                       << std::string(kRuntimeSelect) + " WHERE r.meta_instance_id IN " + in +
-                              " AND (r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-                              " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 WHERE r2.meta_instance_id IN " +
-                              in + " GROUP BY r2.meta_instance_id)) ORDER BY r.id");
-                  for (const auto& row : runtime_rows) slice.runtimes.push_back(runtimeFromRow(row));
-                  soci::rowset<soci::row> operation_rows =
-                      (db.session().prepare
-                       << std::string(kOperationSelect) +
-                              " WHERE o.id IN (SELECT MAX(o2.id) FROM operations o2 WHERE o2.meta_instance_id IN " +
-                              in + " GROUP BY o2.meta_instance_id) ORDER BY o.id");
-                  for (const auto& row : operation_rows) slice.operations.push_back(operationFromRow(row));
-                });
-                return slice;
-              });
+    InstanceSlice slice;
+    inSlices(metas, [&](const std::string& in) {
+      soci::rowset<soci::row> meta_rows = (db.session().prepare << std::string(kMetaSelect) + " WHERE m.id IN " + in);
+      for (const auto& row : meta_rows) slice.metas.push_back(metaFromRow(row));
+      Bindings released;
+      forEachOneOffRow(db,
+                       std::string(kRuntimeSelect) + " WHERE r.meta_instance_id IN " + in + " AND (r.state NOT IN " +
+                           boundStates(released, "released", model::kReleasedRuntimeStates) +
+                           " OR r.id IN (SELECT MAX(r2.id) FROM runtime_instances r2 WHERE r2.meta_instance_id IN " +
+                           in + " GROUP BY r2.meta_instance_id)) ORDER BY r.id",
+                       released, [&](const soci::row& row) { slice.runtimes.push_back(runtimeFromRow(row)); });
+      soci::rowset<soci::row> operation_rows =
+          (db.session().prepare
+           << std::string(kOperationSelect) +
+                  " WHERE o.id IN (SELECT MAX(o2.id) FROM operations o2 WHERE o2.meta_instance_id IN " + in +
+                  " GROUP BY o2.meta_instance_id) ORDER BY o.id");
+      for (const auto& row : operation_rows) slice.operations.push_back(operationFromRow(row));
+    });
+    return slice;
+  });
 }
 
 Result<std::vector<Operation>> OperationRecords::unfinishedOperations(const std::vector<int64_t>& meta_ids) {
   return read("unfinished operations", [&](Db& db) -> Result<std::vector<Operation>> {
     std::vector<Operation> out;
     inSlices(meta_ids, [&](const std::string& in) {
-      soci::rowset<soci::row> rows =
-          (db.session().prepare << std::string(kOperationSelect) + " WHERE o.meta_instance_id IN " + in +
-                                       " AND o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " ORDER BY o.id");
-      for (const auto& row : rows) out.push_back(operationFromRow(row));
+      Bindings unfinished;
+      forEachOneOffRow(db,
+                       std::string(kOperationSelect) + " WHERE o.meta_instance_id IN " + in + " AND o.state IN " +
+                           boundStates(unfinished, "unfinished", unfinishedOperationStates()) + " ORDER BY o.id",
+                       unfinished, [&](const soci::row& row) { out.push_back(operationFromRow(row)); });
     });
     return out;
   });
@@ -680,31 +709,35 @@ Result<std::vector<Operation>> OperationRecords::unfinishedOperations(const std:
 Result<PlanCounts> InstanceRecords::planCounts(const std::string& plan) {
   return read("count plan instances", [&](Db& db) -> Result<PlanCounts> {
     PlanCounts counts;
+    Bindings values;
+    values.set("plan", plan);
+    values.set("deleted", model::toString(MetaState::kDeleted));
     db.forEachRow(
         "SELECT d.deployment_id, m.state, COALESCE(r.state, ''), COALESCE(r.healthy, 0), COUNT(*) "
         "FROM meta_instances m JOIN plans p ON p.id = m.plan_id JOIN deployments d ON d.id = m.deployment_ref "
         "LEFT JOIN runtime_instances r ON r.id = (SELECT MAX(r2.id) FROM runtime_instances r2 "
         "WHERE r2.meta_instance_id = m.id AND r2.is_active = 1) "
-        "WHERE p.name = :plan AND m.state <> 'DELETED' GROUP BY 1, 2, 3, 4",
+        "WHERE p.name = :plan AND m.state <> :deleted GROUP BY 1, 2, 3, 4",
         [&](const soci::row& row) {
-          const std::string runtime_state = rowString(row, 2);
+          // No runtime instance reads as "", which no state spells: pending.
+          const std::optional<RuntimeState> runtime_state = model::parse<RuntimeState>(rowString(row, 2));
           const bool healthy = rowInt(row, 3) != 0;
           const int64_t n = rowInt(row, 4);
           auto add = [&](PlanCounts::Instances& to) {
             to.total += n;
-            if (runtime_state == "RUNNING") {
+            if (runtime_state == RuntimeState::kRunning) {
               to.running += n;
               if (healthy) to.ready += n;
-            } else if (runtime_state == "FAILED") {
+            } else if (runtime_state == RuntimeState::kFailed) {
               to.failed += n;
             } else {
               to.pending += n;
             }
           };
           add(counts.live);
-          if (rowString(row, 1) != "MARKED_FOR_DELETION") add(counts.staying[rowString(row, 0)]);
+          if (rowEnum<MetaState>(row, 1) != MetaState::kMarkedForDeletion) add(counts.staying[rowString(row, 0)]);
         },
-        soci::use(plan));
+        values);
     db.forEachRow(
         "SELECT o.type, o.state, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
         "JOIN plans p ON p.id = m.plan_id WHERE p.name = :plan GROUP BY 1, 2",
@@ -717,7 +750,9 @@ Result<PlanCounts> InstanceRecords::planCounts(const std::string& plan) {
 Result<Page<MetaInstance>> InstanceRecords::livePlanInstances(const std::string& plan, const ListOptions& options) {
   return read("list plan instances", [&](Db& db) -> Result<Page<MetaInstance>> {
     Where where(kMetaSelect);
-    where.greater("m.id", options.after).eq("p.name", plan).raw("m.state <> 'DELETED'");
+    where.greater("m.id", options.after)
+        .eq("p.name", plan)
+        .raw("m.state <> " + where.bind(model::toString(MetaState::kDeleted)));
     return fetchPage<MetaInstance>(db, where, "m.id", options, metaFromRow);
   });
 }
@@ -726,15 +761,18 @@ Result<RuntimeInstance> InstanceRecords::activateRuntimeInstance(int64_t id, con
   return write("activate runtime instance", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     if (!model::holdsResources(ri.state)) {
-      return Status::conflict("runtime instance " + std::to_string(id) + " is " + ri.state);
+      return Status::conflict("runtime instance " + std::to_string(id) + " is " + model::toString(ri.state));
     }
     if (ri.is_active) return ri;
     long long previous = 0;
     soci::indicator ind = soci::i_null;
+    Bindings values;
+    values.set("m", ri.meta_instance);
     const bool found = tx.db().run(
         "SELECT r.id FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id WHERE "
-        "m.name = :m AND r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(ri.meta_instance), soci::into(previous, ind));
+        "m.name = :m AND r.is_active = 1 AND r.state NOT IN " +
+            boundStates(values, "released", model::kReleasedRuntimeStates),
+        values, soci::into(previous, ind));
     Bindings passive, active;
     passive.set("is_active", 0);
     active.set("is_active", 1);
@@ -749,9 +787,8 @@ Result<RuntimeInstance> InstanceRecords::activateRuntimeInstance(int64_t id, con
   });
 }
 
-Result<RuntimeInstance> InstanceRecords::setRuntimeInstanceState(int64_t id, const std::string& state,
-                                                                 Generation generation, const std::string& actor,
-                                                                 const std::string& message) {
+Result<RuntimeInstance> InstanceRecords::setRuntimeInstanceState(int64_t id, RuntimeState state, Generation generation,
+                                                                 const std::string& actor, const std::string& message) {
   return write("set runtime instance state", actor, [&](Tx& tx) -> Result<RuntimeInstance> {
     TIDE_ASSIGN_OR_RETURN(RuntimeInstance ri, loadRuntime(tx.db(), id));
     TIDE_RETURN_IF_ERROR(changeRuntimeState(tx, ri, state, generation, message));
@@ -834,18 +871,18 @@ Result<Page<Operation>> OperationRecords::listOperations(const ListOptions& opti
   });
 }
 
-Result<Operation> OperationRecords::setOperationState(int64_t id, const std::string& state, Generation generation,
+Result<Operation> OperationRecords::setOperationState(int64_t id, OperationState state, Generation generation,
                                                       const std::string& actor, const std::string& message,
                                                       const std::string& approved_by) {
   return write("set operation state", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     Json extra{{"instance", o.meta_instance}, {"type", o.type}};
     if (!approved_by.empty()) extra["approved_by"] = approved_by;
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, state,
-                                     generation, message, extra));
-    if (state == "REJECTED") {
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, "operations", id, operationSubject(o), o.state, state, generation, message, extra));
+    if (state == OperationState::kRejected) {
       TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, state));
-    } else if (state == "CANCELLED" || state == "FAILED") {
+    } else if (state == OperationState::kCancelled || state == OperationState::kFailed) {
       TIDE_RETURN_IF_ERROR(settleResize(tx, o.meta.id, o.target, state));
     }
     if (!approved_by.empty()) {
@@ -861,20 +898,19 @@ Result<Operation> OperationRecords::cancelOperation(int64_t id, Generation gener
                                                     const std::string& message) {
   return write("cancel operation", actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
-    const bool unstarted =
-        o.state == "PENDING" || o.state == "PENDING_APPROVAL" || (o.state == "APPROVED" && o.attempts == 0);
+    const bool unstarted = model::isBeforeRunning(o.state) && (o.state != OperationState::kApproved || o.attempts == 0);
     if (!unstarted) {
-      const std::string state = o.state == "APPROVED" ? "APPROVED after " + std::to_string(o.attempts) + " attempt" +
-                                                            (o.attempts == 1 ? "" : "s")
-                                                      : o.state;
+      const std::string state = o.state == OperationState::kApproved
+                                    ? model::toString(o.state) + " after " + std::to_string(o.attempts) + " attempt" +
+                                          (o.attempts == 1 ? "" : "s")
+                                    : model::toString(o.state);
       return Status::conflict("operation " + std::to_string(id) + " is " + state +
                               "; only an operation that has not started (PENDING, PENDING_APPROVAL, or APPROVED before "
                               "its first attempt) can be cancelled");
     }
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state,
-                                     "CANCELLED", generation, message,
-                                     Json{{"instance", o.meta_instance}, {"type", o.type}}));
-    TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, "CANCELLED"));
+    TIDE_RETURN_IF_ERROR(changeState(tx, "operations", id, operationSubject(o), o.state, OperationState::kCancelled,
+                                     generation, message, Json{{"instance", o.meta_instance}, {"type", o.type}}));
+    TIDE_RETURN_IF_ERROR(settleUnstartedOperation(tx, o, OperationState::kCancelled));
     return loadOperation(tx.db(), id);
   });
 }
@@ -883,8 +919,9 @@ Result<Operation> OperationRecords::addApproval(int64_t id, Generation generatio
   return write("add approval", approval.actor, [&](Tx& tx) -> Result<Operation> {
     TIDE_ASSIGN_OR_RETURN(Operation o, loadOperation(tx.db(), id));
     const std::string subject = "operation " + std::to_string(id);
-    if (o.state != "PENDING_APPROVAL") {
-      return Status::conflict(subject + " is " + o.state + "; only an operation in PENDING_APPROVAL can be approved");
+    if (o.state != OperationState::kPendingApproval) {
+      return Status::conflict(subject + " is " + model::toString(o.state) +
+                              "; only an operation in PENDING_APPROVAL can be approved");
     }
     // Again in this transaction, against what is written now, with both parties' minters as
     // the tokens table holds them now. The host's four-eyes rule is the API's to add: it asked
@@ -923,9 +960,9 @@ Result<Operation> OperationRecords::addApproval(int64_t id, Generation generatio
 
     const std::string& approved_by = ruling.approved_by;
     const std::string message = approval.reason.empty() ? "approved by " + approved_by : approval.reason;
-    TIDE_RETURN_IF_ERROR(changeState(
-        tx, RecordKind::kOperation, "operations", id, operationSubject(o), o.state, "APPROVED", std::nullopt, message,
-        Json{{"instance", o.meta_instance}, {"type", o.type}, {"approved_by", approved_by}}));
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, "operations", id, operationSubject(o), o.state, OperationState::kApproved, std::nullopt,
+                    message, Json{{"instance", o.meta_instance}, {"type", o.type}, {"approved_by", approved_by}}));
     Bindings approver;
     approver.set("approved_by", approved_by);
     TIDE_RETURN_IF_ERROR(updateGuarded(tx, "operations", id, std::nullopt, "approved_by = :approved_by", approver));

@@ -70,7 +70,7 @@ class InstanceRecords : public Repository {
                                           const std::string& actor);
   Result<MetaInstance> getMetaInstance(const std::string& name);
   Result<Page<MetaInstance>> listMetaInstances(const ListOptions& options);  // filters: plan, deployment_id, state
-  Result<MetaInstance> setMetaInstanceState(const std::string& name, const std::string& state, Generation generation,
+  Result<MetaInstance> setMetaInstanceState(const std::string& name, MetaState state, Generation generation,
                                             const std::string& actor, const std::string& message = "");
   // Moves a meta instance to another deployment of its plan: one that wants exactly the
   // coordinates it runs (adoption without an operation), or after an UPDATE installed them.
@@ -106,7 +106,7 @@ class InstanceRecords : public Repository {
   // active one passive, in one transaction (the switch of a make-before-break RELOCATE).
   Result<RuntimeInstance> activateRuntimeInstance(int64_t id, const std::string& actor);
   // Moving to TERMINATED or FAILED releases the reservation in the same transaction.
-  Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, const std::string& state, Generation generation,
+  Result<RuntimeInstance> setRuntimeInstanceState(int64_t id, RuntimeState state, Generation generation,
                                                   const std::string& actor, const std::string& message = "");
 };
 

@@ -40,27 +40,36 @@ Cluster clusterFromRow(const soci::row& r) {
   c.name = rowString(r, 4);
   c.driver_kind = rowString(r, 5);
   c.driver_config = rowJson(r, 6);
-  c.state = rowString(r, 7);
+  c.state = rowEnum<ClusterState>(r, 7);
   c.message = rowString(r, 8);
   return c;
 }
 
 // --- nodes ---
 
-// Remaining resources are derived here, on every read (see ledger.h).
-const char* kNodeSelect =
-    "SELECT n.id, n.generation, n.created_at, n.updated_at, n.name, COALESCE(c.name, ''), n.update_domain, "
-    "n.total_cores, n.total_memory_gib, n.reserved_cores, n.reserved_memory_gib, n.spec, n.state, n.message, "
-    "(SELECT COALESCE(SUM(r.reserved_cores), 0) FROM runtime_instances r "
-    " WHERE r.node_id = n.id AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-    "), "
-    "(SELECT COALESCE(SUM(r.reserved_memory_gib), 0) FROM runtime_instances r "
-    " WHERE r.node_id = n.id AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-    "), n.drained_by "
-    // Correlated per node (index runtime_instances_node), so reading one node costs its
-    // own instances, not an aggregate over the whole fleet.
-    "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
-    "WHERE n.deleted_at IS NULL";
+// Remaining resources are derived here, on every read (see ledger.h). A Where over the live
+// nodes, the released runtime states it sums around bound.
+Where nodeSelect() {
+  static const std::string kNodeSelect =
+      "SELECT n.id, n.generation, n.created_at, n.updated_at, n.name, COALESCE(c.name, ''), n.update_domain, "
+      "n.total_cores, n.total_memory_gib, n.reserved_cores, n.reserved_memory_gib, n.spec, n.state, n.message, "
+      "(SELECT COALESCE(SUM(r.reserved_cores), 0) FROM runtime_instances r "
+      " WHERE r.node_id = n.id AND r.state NOT IN " +
+      placeholderList("released_c", model::kReleasedRuntimeStates.size()) +
+      "), "
+      "(SELECT COALESCE(SUM(r.reserved_memory_gib), 0) FROM runtime_instances r "
+      " WHERE r.node_id = n.id AND r.state NOT IN " +
+      placeholderList("released_m", model::kReleasedRuntimeStates.size()) +
+      "), n.drained_by "
+      // Correlated per node (index runtime_instances_node), so reading one node costs its
+      // own instances, not an aggregate over the whole fleet.
+      "FROM nodes n LEFT JOIN clusters c ON c.id = n.cluster_id "
+      "WHERE n.deleted_at IS NULL";
+  Where where(kNodeSelect);
+  boundStates(where.values(), "released_c", model::kReleasedRuntimeStates);
+  boundStates(where.values(), "released_m", model::kReleasedRuntimeStates);
+  return where;
+}
 
 Node nodeFromRow(const soci::row& r) {
   Node n;
@@ -74,7 +83,7 @@ Node nodeFromRow(const soci::row& r) {
   n.capabilities = spec.value("capabilities", std::vector<std::string>{});
   n.local_volumes = spec.value("local_volumes", std::vector<LocalVolume>{});
   n.labels = spec.value("labels", std::map<std::string, std::string>{});
-  n.state = rowString(r, 12);
+  n.state = rowEnum<NodeState>(r, 12);
   n.message = rowString(r, 13);
   n.remaining = {n.total.cores - n.system_reserved.cores - rowDouble(r, 14),
                  n.total.memory_gib - n.system_reserved.memory_gib - rowDouble(r, 15)};
@@ -83,7 +92,7 @@ Node nodeFromRow(const soci::row& r) {
 }
 
 Result<Node> loadNode(Db& db, const std::string& name) {
-  Where where(kNodeSelect);
+  Where where = nodeSelect();
   where.eq("n.name", name);
   return fetchOne(db, where, "node '" + name + "' not found", nodeFromRow);
 }
@@ -179,7 +188,7 @@ Result<Cluster> insertCluster(Tx& tx, const Cluster& cluster) {
       return Status::alreadyExists("cluster '" + cluster.name + "' already exists");
     }
     const std::string config = cluster.driver_config.is_null() ? "{}" : cluster.driver_config.dump();
-    const std::string state = "ACTIVE";
+    const std::string state = model::toString(ClusterState::kActive);
     long long id = 0;
     tx.db().run(
         "INSERT INTO clusters (name, driver_kind, driver_config, state, created_at, updated_at) "
@@ -211,13 +220,12 @@ Result<Page<Cluster>> InventoryRecords::listClusters(const ListOptions& options)
   });
 }
 
-Result<Cluster> InventoryRecords::setClusterState(const std::string& name, const std::string& state,
-                                                  Generation generation, const std::string& actor,
-                                                  const std::string& message) {
+Result<Cluster> InventoryRecords::setClusterState(const std::string& name, ClusterState state, Generation generation,
+                                                  const std::string& actor, const std::string& message) {
   return write("set cluster state", actor, [&](Tx& tx) -> Result<Cluster> {
     TIDE_ASSIGN_OR_RETURN(Cluster c, loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow));
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kCluster, "clusters", c.meta.id, "cluster/" + name, c.state, state,
-                                     generation, message));
+    TIDE_RETURN_IF_ERROR(
+        changeState(tx, "clusters", c.meta.id, "cluster/" + name, c.state, state, generation, message));
     return loadOne<Cluster>(tx.db(), kClusterSelect, name, "cluster", clusterFromRow);
   });
 }
@@ -273,7 +281,7 @@ Result<Node> insertNode(Tx& tx, const Node& node, std::vector<ErrorDetail>* warn
                            "' is not declared: plans match it by name (IN, EQ, NOT_IN), not by score (GTE, LTE)",
                        ""});
     }
-    const std::string state = "ALLOCATED";
+    const std::string state = model::toString(NodeState::kAllocated);
     const std::string spec = Json{
         {"capabilities", node.capabilities},
         {"local_volumes", node.local_volumes},
@@ -309,22 +317,21 @@ Result<Page<Node>> InventoryRecords::listNodes(const ListOptions& options) {
       {"state", "n.state"}, {"cluster", "c.name"}, {"update_domain", "n.update_domain"}};
   TIDE_RETURN_IF_ERROR(checkFilters(options, kNodesFilters));
   return read("list nodes", [&](Db& db) -> Result<Page<Node>> {
-    Where where(kNodeSelect);
+    Where where = nodeSelect();
     where.greater("n.id", options.after).filters(options, kNodesFilters);
     return fetchPage<Node>(db, where, "n.id", options, nodeFromRow);
   });
 }
 
-Result<Node> InventoryRecords::setNodeState(const std::string& name, const std::string& state, Generation generation,
+Result<Node> InventoryRecords::setNodeState(const std::string& name, NodeState state, Generation generation,
                                             const std::string& actor, const std::string& message) {
   return write("set node state", actor, [&](Tx& tx) -> Result<Node> {
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
-    if (state == "ALLOCATED" && n.cluster.empty()) {
+    if (state == NodeState::kAllocated && n.cluster.empty()) {
       return Status(Code::kUnprocessable, "node '" + name + "' has no cluster; it cannot be ALLOCATED");
     }
-    TIDE_RETURN_IF_ERROR(
-        changeState(tx, RecordKind::kNode, "nodes", n.meta.id, "node/" + name, n.state, state, generation, message));
-    const std::string drained_by = state == "DRAINING" ? actor : "";
+    TIDE_RETURN_IF_ERROR(changeState(tx, "nodes", n.meta.id, "node/" + name, n.state, state, generation, message));
+    const std::string drained_by = state == NodeState::kDraining ? actor : "";
     const long long id = n.meta.id;
     tx.db().update("UPDATE nodes SET drained_by = :by WHERE id = :id", soci::use(drained_by), soci::use(id));
     return loadNode(tx.db(), name);
@@ -353,11 +360,13 @@ Status InventoryRecords::deleteNode(const std::string& name, Generation generati
   return write("delete node", actor, [&](Tx& tx) -> Status {
     TIDE_ASSIGN_OR_RETURN(Node n, loadNode(tx.db(), name));
     long long live = 0;
-    const long long id = n.meta.id;
+    Bindings values;
+    values.set("id", static_cast<long long>(n.meta.id));
     tx.db().run(
         "SELECT COUNT(*) FROM runtime_instances WHERE node_id = :id AND state NOT "
-        "IN " TIDE_SQL_RELEASED_RUNTIME_STATES,
-        soci::use(id), soci::into(live));
+        "IN " +
+            boundStates(values, "released", model::kReleasedRuntimeStates),
+        values, soci::into(live));
     if (live > 0) {
       return Status::conflict("node '" + name + "' still holds " + std::to_string(live) +
                               " runtime instance(s); drain it first");

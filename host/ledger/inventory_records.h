@@ -31,7 +31,7 @@ class InventoryRecords : public Repository {
   Result<Cluster> createCluster(const Cluster& cluster, const std::string& actor);
   Result<Cluster> getCluster(const std::string& name);
   Result<Page<Cluster>> listClusters(const ListOptions& options);  // filters: state
-  Result<Cluster> setClusterState(const std::string& name, const std::string& state, Generation generation,
+  Result<Cluster> setClusterState(const std::string& name, ClusterState state, Generation generation,
                                   const std::string& actor, const std::string& message = "");
   // Refused (kConflict) while live nodes belong to the cluster.
   Status deleteCluster(const std::string& name, Generation generation, const std::string& actor);
@@ -45,8 +45,8 @@ class InventoryRecords : public Repository {
   Result<Node> getNode(const std::string& name);
   Result<Page<Node>> listNodes(const ListOptions& options);  // filters: state, cluster, update_domain
   // Moving to DRAINING records `actor` as the node's drained_by; any other state clears it.
-  Result<Node> setNodeState(const std::string& name, const std::string& state, Generation generation,
-                            const std::string& actor, const std::string& message = "");
+  Result<Node> setNodeState(const std::string& name, NodeState state, Generation generation, const std::string& actor,
+                            const std::string& message = "");
   // Refused (kConflict) while the node holds runtime instances that are not terminal.
   Status deleteNode(const std::string& name, Generation generation, const std::string& actor);
   // The node's total resources as its agent measured them (docs/agents.md#clusters-and-nodes),

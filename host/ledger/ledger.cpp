@@ -7,6 +7,35 @@
 
 namespace tide::ledger {
 
+#define TIDE_INSTANTIATE_CHANGE_STATE(E)                                                                  \
+  template Status changeState<E>(Tx&, const char*, int64_t, const std::string&, E, E, Generation, \
+                                 const std::string&, Json);
+TIDE_INSTANTIATE_CHANGE_STATE(ClusterState)
+TIDE_INSTANTIATE_CHANGE_STATE(NodeState)
+TIDE_INSTANTIATE_CHANGE_STATE(PlanState)
+TIDE_INSTANTIATE_CHANGE_STATE(DeploymentState)
+TIDE_INSTANTIATE_CHANGE_STATE(MetaState)
+TIDE_INSTANTIATE_CHANGE_STATE(RuntimeState)
+TIDE_INSTANTIATE_CHANGE_STATE(OperationState)
+#undef TIDE_INSTANTIATE_CHANGE_STATE
+
+std::string placeholderList(const std::string& name, std::size_t count) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < count; ++i) out += (i == 0 ? ":" : ", :") + name + std::to_string(i);
+  return out + ")";
+}
+
+const std::vector<model::OperationState>& unfinishedOperationStates() {
+  static const std::vector<model::OperationState> kUnfinished = [] {
+    std::vector<model::OperationState> out;
+    for (model::OperationState state : model::valuesOf<model::OperationState>()) {
+      if (model::isUnfinished(state)) out.push_back(state);
+    }
+    return out;
+  }();
+  return kUnfinished;
+}
+
 // --- Ledger ------------------------------------------------------------------------------------
 
 Ledger::Ledger(std::unique_ptr<LedgerCore> core)
@@ -77,49 +106,63 @@ Result<std::vector<InvariantViolation>> Ledger::findInvariantViolations() {
     std::vector<InvariantViolation> out;
     // (meta instances holding more than one of something, what they hold, the rule)
     struct AtMostOne {
-      const char* query;
+      std::string query;
       const char* held;
       const char* rule;
+      Bindings values;
     };
-    const AtMostOne kAtMostOne[] = {
-        {"SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
-         "WHERE r.is_active = 1 AND r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-         " GROUP BY m.name HAVING COUNT(*) > 1",
-         "active runtime instances", "active_runtimes"},
-        {"SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
-         "WHERE o.state IN " TIDE_SQL_UNFINISHED_OPERATION_STATES " GROUP BY m.name HAVING COUNT(*) > 1",
-         "unfinished operations", "unfinished_operations"}};
-    for (const auto& check : kAtMostOne) {
-      db.forEachRow(check.query, [&](const soci::row& r) {
-        out.push_back({check.rule, "meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) + " " +
-                                       check.held + " (at most one allowed)"});
-      });
+    AtMostOne active_runtimes{"", "active runtime instances", "active_runtimes", {}};
+    active_runtimes.query =
+        "SELECT m.name, COUNT(*) FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+        "WHERE r.is_active = 1 AND r.state NOT IN " +
+        boundStates(active_runtimes.values, "released", model::kReleasedRuntimeStates) +
+        " GROUP BY m.name HAVING COUNT(*) > 1";
+    AtMostOne unfinished_operations{"", "unfinished operations", "unfinished_operations", {}};
+    unfinished_operations.query =
+        "SELECT m.name, COUNT(*) FROM operations o JOIN meta_instances m ON m.id = o.meta_instance_id "
+        "WHERE o.state IN " +
+        boundStates(unfinished_operations.values, "unfinished", unfinishedOperationStates()) +
+        " GROUP BY m.name HAVING COUNT(*) > 1";
+    for (auto* check : {&active_runtimes, &unfinished_operations}) {
+      db.forEachRow(
+          check->query,
+          [&](const soci::row& r) {
+            out.push_back({check->rule, "meta instance " + rowString(r, 0) + " has " + std::to_string(rowInt(r, 1)) +
+                                            " " + check->held + " (at most one allowed)"});
+          },
+          check->values);
     }
     {
+      Bindings values;
       db.forEachRow(
           "SELECT n.name, n.total_cores - n.reserved_cores - COALESCE(SUM(r.reserved_cores), 0), "
           "n.total_memory_gib - n.reserved_memory_gib - COALESCE(SUM(r.reserved_memory_gib), 0) "
           "FROM nodes n LEFT JOIN runtime_instances r ON r.node_id = n.id AND r.state NOT "
-          "IN " TIDE_SQL_RELEASED_RUNTIME_STATES
-          " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
-          "n.total_memory_gib, n.reserved_memory_gib",
+          "IN " +
+              boundStates(values, "released", model::kReleasedRuntimeStates) +
+              " GROUP BY n.id, n.name, n.total_cores, n.reserved_cores, "
+              "n.total_memory_gib, n.reserved_memory_gib",
           [&](const soci::row& r) {
             if (rowDouble(r, 1) < -1e-9 || rowDouble(r, 2) < -1e-9) {
               out.push_back({"over_committed", "node " + rowString(r, 0) + " is over-committed (remaining cores " +
                                                    std::to_string(rowDouble(r, 1)) + ", memory " +
                                                    std::to_string(rowDouble(r, 2)) + " GiB)"});
             }
-          });
+          },
+          values);
     }
     // A reservation is what a runtime instance that holds resources reserved on its node: it is
     // never negative, sits on a live node, and belongs to an instance that is meant to run or
     // to an operation still under way.
+    Bindings reservation_values;
     db.forEachRow(
         "SELECT r.id, m.name, r.state, m.state, n.name, n.deleted_at IS NOT NULL, r.reserved_cores, "
-        "r.reserved_memory_gib, EXISTS (SELECT 1 FROM operations o WHERE o.meta_instance_id = m.id AND o.state IN "
-        TIDE_SQL_UNFINISHED_OPERATION_STATES ") "
-        "FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
-        "JOIN nodes n ON n.id = r.node_id WHERE r.state NOT IN " TIDE_SQL_RELEASED_RUNTIME_STATES " ORDER BY r.id",
+        "r.reserved_memory_gib, EXISTS (SELECT 1 FROM operations o WHERE o.meta_instance_id = m.id AND o.state IN " +
+            boundStates(reservation_values, "unfinished", unfinishedOperationStates()) +
+            ") "
+            "FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
+            "JOIN nodes n ON n.id = r.node_id WHERE r.state NOT IN " +
+            boundStates(reservation_values, "released", model::kReleasedRuntimeStates) + " ORDER BY r.id",
         [&](const soci::row& r) {
           const std::string runtime = "runtime instance " + rowString(r, 0) + " of " + rowString(r, 1) + " (" +
                                       rowString(r, 2) + " on node " + rowString(r, 4) + ")";
@@ -129,11 +172,12 @@ Result<std::vector<InvariantViolation>> Ledger::findInvariantViolations() {
             wrong = "reserves a negative amount";
           } else if (rowInt(r, 5) != 0) {
             wrong = "holds a reservation on a deleted node";
-          } else if (rowString(r, 3) != model::meta_state::kActive && !under_way) {
+          } else if (rowString(r, 3) != model::toString(model::MetaState::kActive) && !under_way) {
             wrong = "holds a reservation for a meta instance that is " + rowString(r, 3) + " with no operation under way";
           }
           if (!wrong.empty()) out.push_back({"reservation", runtime + " " + wrong});
-        });
+        },
+        reservation_values);
     for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
                             RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
       static const std::map<RecordKind, const char*> kTables = {{RecordKind::kCluster, "clusters"},

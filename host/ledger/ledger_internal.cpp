@@ -107,12 +107,13 @@ Status updateGuarded(Tx& tx, const char* table, int64_t id, Generation generatio
                           ", the record is now at " + std::to_string(current));
 }
 
-Status changeState(Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
-                   const std::string& from, const std::string& to, Generation generation, const std::string& message,
-                   Json extra) {
-  TIDE_RETURN_IF_ERROR(checkTransition(kind, from, to).withPrefix(subject));
+template <model::RecordState E>
+Status changeState(Tx& tx, const char* table, int64_t id, const std::string& subject, E from, E to,
+                   Generation generation, const std::string& message, Json extra) {
+  constexpr RecordKind kind = model::recordKindOf<E>();
+  TIDE_RETURN_IF_ERROR(checkTransition(from, to).withPrefix(subject));
   Bindings values;
-  values.set("state", to);
+  values.set("state", model::toString(to));
   values.set("message", message);
   TIDE_RETURN_IF_ERROR(
       updateGuarded(tx, table, id, generation, "state = :state, message = :message", values).withPrefix(subject));

@@ -4,7 +4,10 @@
 
 #include <soci/soci.h>
 
+#include <cstddef>
 #include <initializer_list>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,14 +17,34 @@
 #include "host/ledger/ledger_core.h"
 #include "host/model/transitions.h"
 
-// The SQL spelling of model::kReleasedRuntimeStates, for queries that sum reservations
-// (string literals concatenate with it); a ledger test checks that the two agree.
-#define TIDE_SQL_RELEASED_RUNTIME_STATES "('TERMINATED', 'FAILED')"
-// The SQL spelling of the unfinished operation states (those isTerminalOperationState says
-// no); a ledger test checks that the two agree.
-#define TIDE_SQL_UNFINISHED_OPERATION_STATES "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING')"
-
 namespace tide::ledger {
+
+// --- states in SQL ------------------------------------------------------------------------
+// SQL text names no state: a query compares with bound parameters, spelled by model::toString.
+
+// "(:<name>0, :<name>1, ...)": the placeholders of an IN list of `count` values.
+std::string placeholderList(const std::string& name, std::size_t count);
+
+// Binds each of `states` to the placeholders of placeholderList(name, size) in `values`, and
+// returns that list: `"r.state NOT IN " + boundStates(values, "released", kReleasedRuntimeStates)`.
+template <class States>
+std::string boundStates(Bindings& values, const std::string& name, const States& states) {
+  std::size_t i = 0;
+  for (auto state : states) values.set(name + std::to_string(i++), model::toString(state));
+  return placeholderList(name, i);
+}
+
+// The operation states that are not terminal (model::isUnfinished), in lifecycle order.
+const std::vector<model::OperationState>& unfinishedOperationStates();
+
+// The state or operation type a row holds in column `i`. Throws (guarded() turns it into an
+// error naming the text) when the column holds a string that E does not have.
+template <model::Vocabulary E>
+E rowEnum(const soci::row& r, std::size_t i) {
+  const std::string text = rowString(r, i);
+  if (std::optional<E> value = model::parse<E>(text)) return *value;
+  throw std::runtime_error("the ledger holds an unknown " + std::string(model::Spelling<E>::kWhat) + " '" + text + "'");
+}
 
 // --- the event chain (ledger_audit.cpp) ---------------------------------------------------
 
@@ -145,16 +168,16 @@ std::vector<std::string> mintersOf(Db& db, const std::string& name);
 Status updateGuarded(Tx& tx, const char* table, int64_t id, Generation generation, const std::string& assignments,
                      Bindings& values);
 
-// Validates `from` → `to` for `kind`, then updates the row's state and message and
+// Validates `from` → `to` for E's record kind, then updates the row's state and message and
 // appends a "<kind>.state" event for `subject`.
-Status changeState(Tx& tx, RecordKind kind, const char* table, int64_t id, const std::string& subject,
-                   const std::string& from, const std::string& to, Generation generation, const std::string& message,
-                   Json extra = Json::object());
+template <model::RecordState E>
+Status changeState(Tx& tx, const char* table, int64_t id, const std::string& subject, E from, E to,
+                   Generation generation, const std::string& message, Json extra = Json::object());
 
 // What ends with an UPDATE that held a growth for its instance (OperationRecords::resizeForOperation)
 // and ends in `state` other than SUCCEEDED, in its transaction: the runtime instance still
 // holding the larger size goes back to the size it had. `target` is the operation's.
-Status settleResize(Tx& tx, int64_t operation_id, const Json& target, const std::string& state);
+Status settleResize(Tx& tx, int64_t operation_id, const Json& target, OperationState state);
 
 // The bodies of the create calls, shared with applyManifest so a whole manifest is one
 // transaction. Each validates, inserts, and appends its ".created" event.

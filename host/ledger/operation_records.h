@@ -49,9 +49,8 @@ class OperationRecords : public Repository {
   // instance STOPPED when that is ACTIVE with nothing running, in the same transaction.
   // REJECTED, CANCELLED and FAILED give back a growth held for an UPDATE
   // (resizeForOperation) that its instance still holds.
-  Result<Operation> setOperationState(int64_t id, const std::string& state, Generation generation,
-                                      const std::string& actor, const std::string& message = "",
-                                      const std::string& approved_by = "");
+  Result<Operation> setOperationState(int64_t id, OperationState state, Generation generation, const std::string& actor,
+                                      const std::string& message = "", const std::string& approved_by = "");
 
   // Cancels operation `id` on behalf of `actor` (the `operation.state` event to CANCELLED
   // names them, with `message`): only one that has not started — PENDING,

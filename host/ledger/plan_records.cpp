@@ -55,7 +55,7 @@ Plan planFromRow(const soci::row& r) {
   p.ns = rowString(r, 5);
   p.service_name = rowString(r, 6);
   readSpec(rowJson(r, 7), p);
-  p.state = rowString(r, 8);
+  p.state = rowEnum<PlanState>(r, 8);
   p.message = rowString(r, 9);
   p.placement.max_per_node = static_cast<int>(rowInt(r, 10));
   p.placement.bin_pack = rowInt(r, 11) != 0;
@@ -86,7 +86,7 @@ Deployment deploymentFromRow(const soci::row& r) {
   d.strategy = spec.contains("strategy") ? spec["strategy"] : Json(nullptr);
   d.instance_count = rowInt(r, 7);
   d.rollout_state = rowJson(r, 8);
-  d.state = rowString(r, 9);
+  d.state = rowEnum<DeploymentState>(r, 9);
   d.message = rowString(r, 10);
   d.signals = rowJson(r, 11);
   d.started_at = rowString(r, 12);
@@ -139,29 +139,26 @@ void writeSignals(Tx& tx, const Deployment& d, const Json& signals,
   (void)updateGuarded(tx, "deployments", d.meta.id, std::nullopt, set.sql(), set.values());
 }
 
-bool unfinishedDeploymentState(const std::string& state) {
-  return state == "PENDING" || state == "IN_PROGRESS" || state == "PAUSED";
-}
-
 // Moves deployment `d` to `to` and keeps the host's rollout timing in the same transaction:
 // started_at on the first IN_PROGRESS (and again when a restore or retry re-opens it),
 // paused_since while PAUSED, paused_seconds summing closed pauses, completed_at.
-Status changeDeploymentState(Tx& tx, const Deployment& d, const std::string& to, Generation generation,
+Status changeDeploymentState(Tx& tx, const Deployment& d, DeploymentState to, Generation generation,
                              const std::string& message) {
-  TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kDeployment, "deployments", d.meta.id,
-                                   subjectOf(d.plan, d.deployment_id), d.state, to, generation, message));
+  TIDE_RETURN_IF_ERROR(
+      changeState(tx, "deployments", d.meta.id, subjectOf(d.plan, d.deployment_id), d.state, to, generation, message));
   Assignments timing;
-  const bool reopened = to == "IN_PROGRESS" && (d.state == "COMPLETED" || d.state == "FAILED");
-  if (to == "IN_PROGRESS" && (d.started_at.empty() || reopened)) timing.set("started_at", tx.now());
+  const bool reopened = to == DeploymentState::kInProgress &&
+                        (d.state == DeploymentState::kCompleted || d.state == DeploymentState::kFailed);
+  if (to == DeploymentState::kInProgress && (d.started_at.empty() || reopened)) timing.set("started_at", tx.now());
   if (reopened) timing.set("paused_seconds", 0.0);
-  if (d.state == "PAUSED" && to != "PAUSED") {
+  if (d.state == DeploymentState::kPaused && to != DeploymentState::kPaused) {
     if (!reopened) timing.set("paused_seconds", d.paused_seconds + secondsBetween(d.paused_since, tx.now()));
     timing.set("paused_since", std::string());
   }
-  if (to == "PAUSED" && d.state != "PAUSED") timing.set("paused_since", tx.now());
-  if (to == "COMPLETED") timing.set("completed_at", tx.now());
+  if (to == DeploymentState::kPaused && d.state != DeploymentState::kPaused) timing.set("paused_since", tx.now());
+  if (to == DeploymentState::kCompleted) timing.set("completed_at", tx.now());
   // A hook's hold (PlanRecords::holdForHook) ends with the rollout.
-  if (!unfinishedDeploymentState(to) && d.signals.is_object() && d.signals.contains(model::kHookHoldSignal)) {
+  if (model::isRolloutOver(to) && d.signals.is_object() && d.signals.contains(model::kHookHoldSignal)) {
     Json signals = d.signals;
     signals.erase(model::kHookHoldSignal);
     writeSignals(tx, d, signals);
@@ -334,7 +331,7 @@ Result<Plan> insertPlan(Tx& tx, const Plan& plan, std::vector<ErrorDetail>* warn
   std::vector<ErrorDetail> found;
   TIDE_RETURN_IF_ERROR(checkCapabilityNames(tx.db(), plan, found));
   const std::string spec = specOf(plan).dump();
-  const std::string state = "ACTIVE";
+  const std::string state = model::toString(PlanState::kActive);
   const int max_per_node = plan.placement.max_per_node;
   const int bin_pack = plan.placement.bin_pack ? 1 : 0;
   long long id = 0;
@@ -362,12 +359,19 @@ std::string joinedNames(const std::vector<std::string>& names) {
 // operation of a deployment, which keeps the plan it was made with.
 std::vector<std::pair<std::string, std::string>> placedInstances(Db& db, int64_t plan_id) {
   std::vector<std::pair<std::string, std::string>> out;
+  Bindings values;
+  values.set("p", static_cast<long long>(plan_id));
+  values.set("deleted", model::toString(MetaState::kDeleted));
+  std::vector<RuntimeState> runs_or_starts;
+  for (RuntimeState state : model::valuesOf<RuntimeState>()) {
+    if (model::runsOrStarts(state)) runs_or_starts.push_back(state);
+  }
   db.forEachRow(
       "SELECT m.name, n.name FROM runtime_instances r JOIN meta_instances m ON m.id = r.meta_instance_id "
-      "JOIN nodes n ON n.id = r.node_id WHERE m.plan_id = :p AND m.state <> 'DELETED' "
-      "AND r.state IN ('STARTING', 'RUNNING') ORDER BY m.name",
-      [&](const soci::row& r) { out.emplace_back(rowString(r, 0), rowString(r, 1)); },
-      soci::use(static_cast<long long>(plan_id)));
+      "JOIN nodes n ON n.id = r.node_id WHERE m.plan_id = :p AND m.state <> :deleted "
+      "AND r.state IN " +
+          boundStates(values, "runs", runs_or_starts) + " ORDER BY m.name",
+      [&](const soci::row& r) { out.emplace_back(rowString(r, 0), rowString(r, 1)); }, values);
   return out;
 }
 
@@ -376,9 +380,12 @@ std::vector<std::pair<std::string, std::string>> placedInstances(Db& db, int64_t
 std::vector<ErrorDetail> strandedBy(Db& db, const Plan& current, const Plan& next) {
   std::vector<ErrorDetail> problems;
   std::vector<std::string> live;
+  Bindings values;
+  values.set("p", static_cast<long long>(current.meta.id));
+  values.set("deleted", model::toString(MetaState::kDeleted));
   db.forEachRow(
-      "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> 'DELETED' ORDER BY name",
-      [&](const soci::row& r) { live.push_back(rowString(r, 0)); }, soci::use(static_cast<long long>(current.meta.id)));
+      "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> :deleted ORDER BY name",
+      [&](const soci::row& r) { live.push_back(rowString(r, 0)); }, values);
   if (live.empty()) return problems;
   for (const auto& app : current.applications) {
     const bool kept = std::any_of(next.applications.begin(), next.applications.end(),
@@ -509,12 +516,11 @@ Result<Page<Plan>> PlanRecords::listPlans(const ListOptions& options) {
   });
 }
 
-Result<Plan> PlanRecords::setPlanState(const std::string& name, const std::string& state, Generation generation,
+Result<Plan> PlanRecords::setPlanState(const std::string& name, PlanState state, Generation generation,
                                        const std::string& actor, const std::string& message) {
   return write("set plan state", actor, [&](Tx& tx) -> Result<Plan> {
     TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
-    TIDE_RETURN_IF_ERROR(
-        changeState(tx, RecordKind::kPlan, "plans", p.meta.id, "plan/" + name, p.state, state, generation, message));
+    TIDE_RETURN_IF_ERROR(changeState(tx, "plans", p.meta.id, "plan/" + name, p.state, state, generation, message));
     return loadPlan(tx.db(), name);
   });
 }
@@ -524,12 +530,19 @@ Status PlanRecords::deletePlan(const std::string& name, Generation generation, c
     TIDE_ASSIGN_OR_RETURN(Plan p, loadPlan(tx.db(), name));
     const long long id = p.meta.id;
     long long live_instances = 0, unfinished = 0;
-    tx.db().run("SELECT COUNT(*) FROM meta_instances WHERE plan_id = :id AND state <> 'DELETED'", soci::use(id),
+    Bindings live_values, unfinished_values;
+    live_values.set("id", id);
+    live_values.set("deleted", model::toString(MetaState::kDeleted));
+    tx.db().run("SELECT COUNT(*) FROM meta_instances WHERE plan_id = :id AND state <> :deleted", live_values,
                 soci::into(live_instances));
-    tx.db().run(
-        "SELECT COUNT(*) FROM deployments WHERE plan_id = :id AND state IN "
-        "('PENDING', 'IN_PROGRESS', 'PAUSED')",
-        soci::use(id), soci::into(unfinished));
+    std::vector<DeploymentState> under_way;
+    for (DeploymentState state : model::valuesOf<DeploymentState>()) {
+      if (!model::isRolloutOver(state)) under_way.push_back(state);
+    }
+    unfinished_values.set("id", id);
+    tx.db().run("SELECT COUNT(*) FROM deployments WHERE plan_id = :id AND state IN " +
+                    boundStates(unfinished_values, "under_way", under_way),
+                unfinished_values, soci::into(unfinished));
     if (live_instances > 0 || unfinished > 0) {
       return Status::conflict("plan '" + name + "' still has " + std::to_string(live_instances) + " instance(s) and " +
                               std::to_string(unfinished) + " unfinished deployment(s); scale it to 0 first");
@@ -555,8 +568,9 @@ Result<Deployment> insertDeployment(Tx& tx, const Deployment& deployment) {
   }
   {
     TIDE_ASSIGN_OR_RETURN(Plan plan, loadPlan(tx.db(), deployment.plan));
-    if (plan.state != "ACTIVE") {
-      return Status(Code::kUnprocessable, "plan '" + plan.name + "' is " + plan.state + "; activate it first");
+    if (plan.state != PlanState::kActive) {
+      return Status(Code::kUnprocessable,
+                    "plan '" + plan.name + "' is " + model::toString(plan.state) + "; activate it first");
     }
     std::set<std::string> payloads;
     for (const auto& app : plan.applications) payloads.insert(app.payload_name);
@@ -590,7 +604,7 @@ Result<Deployment> insertDeployment(Tx& tx, const Deployment& deployment) {
     Json spec{{"payload_coordinates", deployment.payload_coordinates}, {"plan", snapshotOf(plan)}};
     if (!deployment.strategy.is_null()) spec["strategy"] = deployment.strategy;
     const std::string spec_text = spec.dump();
-    const std::string state = "PENDING";
+    const std::string state = model::toString(DeploymentState::kPending);
     const long long count = deployment.instance_count;
     long long id = 0;
     tx.db().run(
@@ -624,7 +638,7 @@ Result<Page<Deployment>> PlanRecords::listDeployments(const ListOptions& options
 }
 
 Result<Deployment> PlanRecords::setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                                   const std::string& state, Generation generation,
+                                                   DeploymentState state, Generation generation,
                                                    const std::string& actor, const std::string& message) {
   return write("set deployment state", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
@@ -669,22 +683,28 @@ std::vector<Deployment> deploymentsOf(Db& db, const std::string& plan) {
 // way; the 1 h soak found one cancelled between two attempts).
 Status cancelOperationsOf(Tx& tx, const Deployment& d, const std::string& message) {
   std::vector<std::pair<long long, std::string>> ops;
-  std::vector<std::tuple<long long, std::string, std::string, std::string, std::string>> found;
+  std::vector<std::tuple<long long, OperationState, std::string, std::string, std::string>> found;
+  Bindings values;
+  values.set("d", static_cast<long long>(d.meta.id));
+  values.set("intent", d.deployment_id);
+  values.set("delete", model::toString(OperationType::kDelete));
+  values.set("running", model::toString(OperationState::kRunning));
   tx.db().forEachRow(
       "SELECT o.id, o.state, m.name, o.type, o.target FROM operations o JOIN meta_instances m ON m.id = "
       "o.meta_instance_id "
-      "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN "
-      "('PENDING', 'PENDING_APPROVAL', 'APPROVED', 'RUNNING') "
-      "AND NOT (o.type = 'DELETE' AND (o.state = 'RUNNING' OR o.attempts > 0))",
+      "WHERE m.plan_id = (SELECT plan_id FROM deployments WHERE id = :d) AND o.intent = :intent AND o.state IN " +
+          boundStates(values, "unfinished", unfinishedOperationStates()) +
+          " AND NOT (o.type = :delete AND (o.state = :running OR o.attempts > 0))",
       [&](const soci::row& r) {
-        found.emplace_back(rowInt(r, 0), rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4));
+        found.emplace_back(rowInt(r, 0), rowEnum<OperationState>(r, 1), rowString(r, 2), rowString(r, 3),
+                           rowString(r, 4));
       },
-      soci::use(static_cast<long long>(d.meta.id)), soci::use(d.deployment_id));
+      values);
   for (const auto& [id, state, instance, type, target] : found) {
-    TIDE_RETURN_IF_ERROR(changeState(tx, RecordKind::kOperation, "operations", id, "operation/" + std::to_string(id),
-                                     state, "CANCELLED", std::nullopt, message,
+    TIDE_RETURN_IF_ERROR(changeState(tx, "operations", id, "operation/" + std::to_string(id), state,
+                                     OperationState::kCancelled, std::nullopt, message,
                                      Json{{"instance", instance}, {"type", type}}));
-    TIDE_RETURN_IF_ERROR(settleResize(tx, id, Json::parse(target, nullptr, false), "CANCELLED"));
+    TIDE_RETURN_IF_ERROR(settleResize(tx, id, Json::parse(target, nullptr, false), OperationState::kCancelled));
   }
   return Status::ok();
 }
@@ -701,15 +721,15 @@ Result<Deployment> PlanRecords::restoreDeployment(const std::string& plan, const
                                                   const RestoreRequest& request, const std::string& actor) {
   return write("restore deployment", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
-    TIDE_RETURN_IF_ERROR(checkTransition(RecordKind::kDeployment, d.state, request.final_state)
-                             .withPrefix(subjectOf(plan, deployment_id)));
+    TIDE_RETURN_IF_ERROR(checkTransition(d.state, request.final_state).withPrefix(subjectOf(plan, deployment_id)));
     // The target: the newest earlier deployment that completed and was not rolled back
     // since (one already being restored counts: it completed before).
     const Deployment* target = nullptr;
     const std::vector<Deployment> all = deploymentsOf(tx.db(), plan);
     for (const auto& other : all) {
-      if (other.meta.id >= d.meta.id || other.completed_at.empty() || other.state == "ROLLED_BACK") continue;
-      if (other.state != "COMPLETED" && !unfinishedDeploymentState(other.state)) continue;
+      if (other.meta.id >= d.meta.id || other.completed_at.empty() || other.state == DeploymentState::kRolledBack)
+        continue;
+      if (other.state != DeploymentState::kCompleted && model::isRolloutOver(other.state)) continue;
       target = &other;
     }
     std::vector<const Deployment*> passed;  // completed ones between the named target and `d`
@@ -721,15 +741,17 @@ Result<Deployment> PlanRecords::restoreDeployment(const std::string& plan, const
       if (named->meta.id >= d.meta.id) {
         return Status(Code::kUnprocessable, cannot + "it is not an earlier deployment of the plan");
       }
-      if (named->state == "ROLLED_BACK") {
+      if (named->state == DeploymentState::kRolledBack) {
         return Status(Code::kUnprocessable, cannot + "it was rolled back itself (" + named->message + ")");
       }
-      if (named->completed_at.empty() || (named->state != "COMPLETED" && !unfinishedDeploymentState(named->state))) {
-        return Status(Code::kUnprocessable, cannot + "it never completed (it is " + named->state + ")");
+      if (named->completed_at.empty() ||
+          (named->state != DeploymentState::kCompleted && model::isRolloutOver(named->state))) {
+        return Status(Code::kUnprocessable,
+                      cannot + "it never completed (it is " + model::toString(named->state) + ")");
       }
       target = &*named;
       for (const Deployment& other : all) {
-        if (other.meta.id > named->meta.id && other.meta.id < d.meta.id && other.state == "COMPLETED") {
+        if (other.meta.id > named->meta.id && other.meta.id < d.meta.id && other.state == DeploymentState::kCompleted) {
           passed.push_back(&other);
         }
       }
@@ -739,7 +761,7 @@ Result<Deployment> PlanRecords::restoreDeployment(const std::string& plan, const
                                               "' has nothing to roll back to: no earlier deployment completed");
     }
     for (const Deployment* skipped : passed) {
-      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, *skipped, "ROLLED_BACK", std::nullopt,
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, *skipped, DeploymentState::kRolledBack, std::nullopt,
                                                  "rolled back past by " + actor + " to " + request.to +
                                                      (request.reason.empty() ? "" : ": " + request.reason)));
     }
@@ -759,8 +781,8 @@ Result<Deployment> PlanRecords::restoreDeployment(const std::string& plan, const
       Json restore{{"from", deployment_id}, {"kind", request.kind}, {"reason", request.reason}, {"at", tx.now()}};
       Json target_signals = Json::object();
       target_signals["restore"] = restore;
-      if (t.state == "COMPLETED") {
-        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, t, "IN_PROGRESS", std::nullopt,
+      if (t.state == DeploymentState::kCompleted) {
+        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, t, DeploymentState::kInProgress, std::nullopt,
                                                    "restoring after the " + request.kind + " of " + deployment_id));
         TIDE_ASSIGN_OR_RETURN(t, loadDeployment(tx.db(), plan, target->deployment_id));
       }
@@ -777,40 +799,44 @@ Result<Deployment> PlanRecords::controlDeployment(const std::string& plan, const
   if (control == "abort" || control == "rollback") {
     TIDE_ASSIGN_OR_RETURN(Deployment d, getDeployment(plan, deployment_id));
     const bool allowed = control == "abort"
-                             ? unfinishedDeploymentState(d.state)
-                             : d.state != "ROLLED_BACK" && d.state != "CANCELLED" && d.state != "PENDING";
+                             ? !model::isRolloutOver(d.state)
+                             : d.state != DeploymentState::kRolledBack && d.state != DeploymentState::kCancelled &&
+                                   d.state != DeploymentState::kPending;
     if (!allowed) {
-      return Status::conflict("deployment '" + deployment_id + "' is " + d.state + "; " +
+      return Status::conflict("deployment '" + deployment_id + "' is " + model::toString(d.state) + "; " +
                               (control == "abort"
                                    ? "only a rollout in progress can be aborted"
                                    : "only a rollout in progress, completed or failed can be rolled back"));
     }
   }
   if (control == "abort") {
-    return restoreDeployment(plan, deployment_id, {"FAILED", "aborted by " + by, "abort", reason, ""}, actor);
+    return restoreDeployment(plan, deployment_id, {DeploymentState::kFailed, "aborted by " + by, "abort", reason, ""},
+                             actor);
   }
   if (control == "rollback") {
     return restoreDeployment(plan, deployment_id,
-                             {"ROLLED_BACK", "rolled back by " + by, "rollback", reason, rollback_to}, actor);
+                             {DeploymentState::kRolledBack, "rolled back by " + by, "rollback", reason, rollback_to},
+                             actor);
   }
   return write("control deployment", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     const std::string subject = subjectOf(plan, deployment_id);
     Json signals = d.signals.is_object() ? d.signals : Json::object();
     auto refuse = [&](const std::string& what) {
-      return Status::conflict("deployment '" + deployment_id + "' is " + d.state + "; " + what);
+      return Status::conflict("deployment '" + deployment_id + "' is " + model::toString(d.state) + "; " + what);
     };
-    const bool running = d.state == "IN_PROGRESS" || d.state == "PAUSED" || d.state == "PENDING";
+    const bool running = !model::isRolloutOver(d.state);
     if (control == "promote" || control == "promote_full") {
       if (!running) return refuse("only a rollout in progress can be promoted");
       signals[control] = stamp(tx, reason);
       signals.erase("hold");  // promoting a rollout a person paused resumes it
     } else if (control == "pause") {
-      if (d.state != "IN_PROGRESS" && d.state != "PAUSED") return refuse("only a rollout in progress can be paused");
+      if (d.state != DeploymentState::kInProgress && d.state != DeploymentState::kPaused)
+        return refuse("only a rollout in progress can be paused");
       signals["hold"] = stamp(tx, reason);
       const std::string message = "paused by " + by;
-      if (d.state == "IN_PROGRESS") {
-        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "PAUSED", std::nullopt, message));
+      if (d.state == DeploymentState::kInProgress) {
+        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, DeploymentState::kPaused, std::nullopt, message));
       } else {
         Bindings values;
         values.set("message", message);
@@ -818,20 +844,22 @@ Result<Deployment> PlanRecords::controlDeployment(const std::string& plan, const
       }
     } else if (control == "resume") {
       if (!running) return refuse("only a paused rollout can be resumed");
-      if (!signals.contains("hold") && d.state != "PAUSED") return refuse("it is not paused");
+      if (!signals.contains("hold") && d.state != DeploymentState::kPaused) return refuse("it is not paused");
       signals.erase("hold");
-      if (d.state == "PAUSED") {
-        TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "IN_PROGRESS", std::nullopt, "resumed by " + actor));
+      if (d.state == DeploymentState::kPaused) {
+        TIDE_RETURN_IF_ERROR(
+            changeDeploymentState(tx, d, DeploymentState::kInProgress, std::nullopt, "resumed by " + actor));
       }
     } else if (control == "retry") {
-      if (d.state != "FAILED") return refuse("only a FAILED (aborted) rollout can be retried");
+      if (d.state != DeploymentState::kFailed) return refuse("only a FAILED (aborted) rollout can be retried");
       for (const auto& other : deploymentsOf(tx.db(), plan)) {
         if (other.meta.id > d.meta.id) {
           return Status::conflict("deployment '" + deployment_id + "' has been followed by '" + other.deployment_id +
                                   "'; only the newest deployment can be retried");
         }
       }
-      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "IN_PROGRESS", std::nullopt, "retried by " + by));
+      TIDE_RETURN_IF_ERROR(
+          changeDeploymentState(tx, d, DeploymentState::kInProgress, std::nullopt, "retried by " + by));
       TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
       writeSignals(tx, d, Json::object(), Json::object());
       tx.event("deployment.control", subject, Json{{"control", control}, {"by", actor}, {"reason", reason}});
@@ -852,8 +880,8 @@ Result<Deployment> PlanRecords::approveRollout(const std::string& plan, const st
                                                model::GivenApproval approval) {
   return write("approve rollout", approval.actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
-    if (!unfinishedDeploymentState(d.state)) {
-      return Status::conflict("deployment '" + deployment_id + "' is " + d.state +
+    if (model::isRolloutOver(d.state)) {
+      return Status::conflict("deployment '" + deployment_id + "' is " + model::toString(d.state) +
                               "; only a rollout in progress can be approved");
     }
     Json signals = d.signals.is_object() ? d.signals : Json::object();
@@ -909,7 +937,7 @@ Result<Deployment> PlanRecords::finishRestore(const std::string& plan, const std
                                               const std::string& message, const std::string& actor) {
   return write("finish restore", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
-    TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "COMPLETED", std::nullopt, message));
+    TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, DeploymentState::kCompleted, std::nullopt, message));
     TIDE_ASSIGN_OR_RETURN(d, loadDeployment(tx.db(), plan, deployment_id));
     Json signals = d.signals.is_object() ? d.signals : Json::object();
     signals.erase("restore");
@@ -923,12 +951,12 @@ Result<Deployment> PlanRecords::holdForHook(const std::string& plan, const std::
   return write("hold deployment for hook", actor, [&](Tx& tx) -> Result<Deployment> {
     TIDE_ASSIGN_OR_RETURN(Deployment d, loadDeployment(tx.db(), plan, deployment_id));
     const std::string subject = subjectOf(plan, deployment_id);
-    if (d.state != "IN_PROGRESS" && d.state != "PAUSED") {
-      return Status::conflict("deployment '" + deployment_id + "' is " + d.state +
+    if (d.state != DeploymentState::kInProgress && d.state != DeploymentState::kPaused) {
+      return Status::conflict("deployment '" + deployment_id + "' is " + model::toString(d.state) +
                               "; only a rollout in progress can be held by a hook");
     }
-    if (d.state == "IN_PROGRESS") {
-      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "PAUSED", std::nullopt, hold.message));
+    if (d.state == DeploymentState::kInProgress) {
+      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, DeploymentState::kPaused, std::nullopt, hold.message));
     } else if (d.message != hold.message) {
       Bindings values;
       values.set("message", hold.message);
@@ -958,7 +986,7 @@ Result<Deployment> PlanRecords::releaseHookHold(const std::string& plan, const s
     signals.erase(model::kHookHoldSignal);
     writeSignals(tx, d, signals);
     const std::string message = note.value("message", "");
-    if (d.state == "PAUSED" && d.message == message) {
+    if (d.state == DeploymentState::kPaused && d.message == message) {
       Bindings values;
       values.set("message", "hold ended: " + message);
       TIDE_RETURN_IF_ERROR(updateGuarded(tx, "deployments", d.meta.id, std::nullopt, "message = :message", values));
@@ -977,16 +1005,19 @@ Result<PlanTeardown> PlanRecords::scalePlanToZero(const std::string& name, const
     PlanTeardown teardown;
     const std::string why = "plan " + name + " scaled to zero by " + actor;
     for (const Deployment& d : deploymentsOf(tx.db(), name)) {
-      if (!unfinishedDeploymentState(d.state)) continue;
-      TIDE_RETURN_IF_ERROR(changeDeploymentState(tx, d, "CANCELLED", std::nullopt, "cancelled: " + why));
+      if (model::isRolloutOver(d.state)) continue;
+      TIDE_RETURN_IF_ERROR(
+          changeDeploymentState(tx, d, DeploymentState::kCancelled, std::nullopt, "cancelled: " + why));
       TIDE_RETURN_IF_ERROR(cancelOperationsOf(tx, d, "deployment " + d.deployment_id + " cancelled: " + why));
       teardown.cancelled_deployments.push_back(d.deployment_id);
     }
     std::vector<std::string> instances;
+    Bindings values;
+    values.set("p", static_cast<long long>(plan.meta.id));
+    values.set("deleted", model::toString(MetaState::kDeleted));
     tx.db().forEachRow(
-        "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> 'DELETED' ORDER BY id",
-        [&](const soci::row& row) { instances.push_back(rowString(row, 0)); },
-        soci::use(static_cast<long long>(plan.meta.id)));
+        "SELECT name FROM meta_instances WHERE plan_id = :p AND state <> :deleted ORDER BY id",
+        [&](const soci::row& row) { instances.push_back(rowString(row, 0)); }, values);
     std::vector<ErrorDetail> busy;
     Json operation_ids = Json::array();
     for (const std::string& instance : instances) {

@@ -21,7 +21,7 @@ struct PlanTeardown {
 };
 
 struct RestoreRequest {
-  std::string final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
+  DeploymentState final_state;  // ROLLED_BACK (rollback) or FAILED (abort)
   std::string message;      // the deployment's terminal message
   std::string kind;         // rollback | abort
   std::string reason;
@@ -71,8 +71,8 @@ class PlanRecords : public Repository {
   // traffic.applied events tell the story); a no-op when unchanged.
   Status setPlanTrafficRoute(const std::string& plan, const Json& route, const std::string& actor);
   Result<Page<Plan>> listPlans(const ListOptions& options);  // filters: namespace, state
-  Result<Plan> setPlanState(const std::string& name, const std::string& state, Generation generation,
-                            const std::string& actor, const std::string& message = "");
+  Result<Plan> setPlanState(const std::string& name, PlanState state, Generation generation, const std::string& actor,
+                            const std::string& message = "");
   // Refused (kConflict) while the plan has live meta instances or unfinished deployments.
   Status deletePlan(const std::string& name, Generation generation, const std::string& actor);
   // Tears plan `name` down in one transaction (docs/architecture.md#scaling-a-plan-to-zero):
@@ -93,7 +93,7 @@ class PlanRecords : public Repository {
   Result<Deployment> getDeployment(const std::string& plan, const std::string& deployment_id);
   Result<Page<Deployment>> listDeployments(const ListOptions& options);  // filters: plan, state
   Result<Deployment> setDeploymentState(const std::string& plan, const std::string& deployment_id,
-                                        const std::string& state, Generation generation, const std::string& actor,
+                                        DeploymentState state, Generation generation, const std::string& actor,
                                         const std::string& message = "");
   Result<Deployment> setRolloutState(const std::string& plan, const std::string& deployment_id,
                                      const Json& rollout_state, Generation generation, const std::string& actor);

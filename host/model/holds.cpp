@@ -13,8 +13,8 @@ constexpr std::string_view kWaitingForPlacement = "waiting for placement: ";
 
 // "operation 12 (CREATE of nginx-service-x)".
 std::string nameOf(const Operation& operation) {
-  return "operation " + std::to_string(operation.meta.id) + " (" + operation.type + " of " + operation.meta_instance +
-         ")";
+  return "operation " + std::to_string(operation.meta.id) + " (" + toString(operation.type) + " of " +
+         operation.meta_instance + ")";
 }
 
 }  // namespace
@@ -24,7 +24,7 @@ std::string hookHoldMessage(bool veto, const std::string& hook, const std::strin
 }
 
 std::string_view hookHoldKind(const Operation& operation) {
-  if (operation.state != operation_state::kApproved) return "";
+  if (operation.state != OperationState::kApproved) return "";
   if (std::string_view(operation.message).starts_with(kHeldByHook)) return "veto";
   if (std::string_view(operation.message).starts_with(kDelayedByHook)) return "delay";
   return "";
@@ -38,7 +38,7 @@ bool isRouterHoldMessage(std::string_view message) {
 
 std::optional<Hold> operationHold(const Operation& operation) {
   const int64_t id = operation.meta.id;
-  if (operation.state == operation_state::kPendingApproval) {
+  if (operation.state == OperationState::kPendingApproval) {
     const std::string approvals = describeApprovals(operation.decision, operation.requested_by);
     return Hold{"approval",
                 "waiting for approval of " + nameOf(operation) + (approvals.empty() ? "" : ": " + approvals), id};
@@ -47,7 +47,7 @@ std::optional<Hold> operationHold(const Operation& operation) {
   if (!hookHoldKind(operation).empty()) {
     return Hold{"hook", nameOf(operation) + " " + operation.message, id};
   }
-  if (operation.state == operation_state::kPending && message.starts_with(kWaitingForPlacement)) {
+  if (operation.state == OperationState::kPending && message.starts_with(kWaitingForPlacement)) {
     return Hold{"placement", nameOf(operation) + " is " + operation.message, id};
   }
   return std::nullopt;
@@ -56,7 +56,7 @@ std::optional<Hold> operationHold(const Operation& operation) {
 std::vector<Hold> deploymentHolds(const Deployment& deployment) {
   std::vector<Hold> holds;
   if (isRolloutOver(deployment.state)) return holds;
-  if (deployment.state == deployment_state::kPaused) {
+  if (deployment.state == DeploymentState::kPaused) {
     holds.push_back({"paused", deployment.message.empty() ? "paused" : deployment.message, 0});
   } else if (isRouterHoldMessage(deployment.message)) {
     holds.push_back({"router", deployment.message, 0});

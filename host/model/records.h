@@ -3,8 +3,9 @@
 // (ledger rows, API bodies, manifests, Lua snapshots) is one of these. JSON conversion
 // (to_json/from_json, snake_case keys) lives in records.cpp and is the API's wire shape.
 //
-// State names are the upper-case strings of docs/architecture.md#records-and-states; the legal moves between them are
-// in transitions.h, the only place that knows them.
+// States and operation types are the enums of states.h (their JSON form the upper-case strings of
+// docs/architecture.md#records-and-states); the legal moves between them are in transitions.h, the only place that
+// knows them.
 
 #include <cstdint>
 #include <map>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/model/states.h"
 #include "host/model/traffic.h"
 
 namespace tide::model {
@@ -47,7 +49,7 @@ struct Cluster {
   std::string name;
   std::string driver_kind = "process";  // process | fault | ssh | lua:<script> | kubernetes
   Json driver_config = Json::object();
-  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
+  ClusterState state = ClusterState::kActive;
   std::string message;
 };
 
@@ -67,7 +69,7 @@ struct Node {
   std::vector<std::string> capabilities;  // capability names
   std::vector<LocalVolume> local_volumes;
   std::map<std::string, std::string> labels;
-  std::string state = "UNALLOCATED";
+  NodeState state = NodeState::kUnallocated;
   std::string message;
   // Who moved the node to DRAINING: the relocations that empty it count as requested by
   // this person (four eyes). Empty unless DRAINING.
@@ -154,7 +156,7 @@ struct Plan {
   // (PlanRecords::setPlanTrafficRoute): {"deployment": id, "weights": {deployment id: percent}},
   // {} before any. Not part of the spec: a plan update neither changes nor compares it.
   Json traffic_route = Json::object();
-  std::string state = "ACTIVE";  // ACTIVE | INACTIVE
+  PlanState state = PlanState::kActive;
   std::string message;
 };
 
@@ -180,7 +182,7 @@ struct Deployment {
   // deployment was re-opened after a newer one was rolled back or aborted) and kHookHoldSignal (a runtime hook
   // holds one of its operations: PlanRecords::holdForHook).
   Json signals = Json::object();
-  std::string state = "PENDING";
+  DeploymentState state = DeploymentState::kPending;
   std::string message;
   std::string started_at;     // first IN_PROGRESS; "" before
   std::string completed_at;   // last COMPLETED; "" if it never completed
@@ -202,7 +204,7 @@ struct MetaInstance {
   std::string name;  // <service>-<random>
   std::string plan;
   std::string deployment_id;  // the deployment it belongs to now
-  std::string state = "ACTIVE";
+  MetaState state = MetaState::kActive;
   std::string message;
 };
 
@@ -218,7 +220,7 @@ struct RuntimeInstance {
   std::string driver_handle;
   bool healthy = false;
   std::string ready_since;
-  std::string state = "PENDING";
+  RuntimeState state = RuntimeState::kPending;
   std::string message;
 };
 
@@ -226,7 +228,7 @@ struct Operation {
   Meta meta;
   std::string meta_instance;
   std::string plan;
-  std::string type;    // CREATE | UPDATE | RELOCATE | STOP | RESTART | DELETE
+  OperationType type = OperationType::kCreate;
   std::string intent;  // deployment id, or "user"
   std::string requested_by;
   std::string approved_by;
@@ -237,7 +239,7 @@ struct Operation {
   // What the control loop keeps between steps: {"runtime_instance": id reserved at
   // approval, "from_runtime_instance": id it replaces, "node", "coordinates"}.
   Json target = Json::object();
-  std::string state = "PENDING";
+  OperationState state = OperationState::kPending;
   std::string message;
 };
 

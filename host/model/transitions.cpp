@@ -1,7 +1,7 @@
 #include "host/model/transitions.h"
 
 #include <algorithm>
-#include <map>
+#include <utility>
 
 #include "host/model/records.h"
 #include "host/model/states.h"
@@ -9,100 +9,118 @@
 namespace tide::model {
 namespace {
 
-struct Table {
-  std::vector<std::string> states;
-  std::map<std::string, std::vector<std::string>, std::less<>> next;
-};
+// A kind's table: every state (in lifecycle order) with the states that may follow it.
+template <class E>
+using Table = std::vector<std::pair<E, std::vector<E>>>;
 
-Table makeTable(RecordKind kind) {
-  switch (kind) {
-    case RecordKind::kCluster: {
-      using namespace cluster_state;
-      return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
-    }
-    case RecordKind::kNode: {
-      using namespace node_state;
-      // A node joins a cluster (ALLOCATED), may be cordoned (no new placements) or
-      // drained (instances relocated away, then CORDONED), is sanitized before it is
-      // handed back (UNALLOCATED), and may be evicted for good from any state.
-      return {{kUnallocated, kAllocated, kCordoned, kDraining, kSanitizing, kEvicted},
-              {{kUnallocated, {kAllocated, kEvicted}},
-               {kAllocated, {kCordoned, kDraining, kSanitizing, kEvicted}},
-               {kCordoned, {kAllocated, kDraining, kSanitizing, kEvicted}},
-               {kDraining, {kCordoned, kAllocated, kSanitizing, kEvicted}},
-               {kSanitizing, {kUnallocated, kEvicted}},
-               {kEvicted, {}}}};
-    }
-    case RecordKind::kPlan: {
-      using namespace plan_state;
-      return {{kActive, kInactive}, {{kActive, {kInactive}}, {kInactive, {kActive}}}};
-    }
-    case RecordKind::kDeployment: {
-      using namespace deployment_state;
-      return {{kPending, kInProgress, kPaused, kCompleted, kFailed, kCancelled, kRolledBack},
-              {{kPending, {kInProgress, kCancelled, kFailed}},
-               {kInProgress, {kPaused, kCompleted, kFailed, kCancelled, kRolledBack}},
-               {kPaused, {kInProgress, kCompleted, kFailed, kCancelled, kRolledBack}},
-               // A completed deployment is re-opened when a newer one is rolled back or
-               // aborted (restore), and may itself be rolled back; a FAILED one is retried.
-               {kCompleted, {kInProgress, kRolledBack}},
-               {kFailed, {kInProgress, kRolledBack}},
-               {kCancelled, {}},
-               {kRolledBack, {}}}};
-    }
-    case RecordKind::kMetaInstance: {
-      using namespace meta_state;
-      return {{kActive, kStopped, kMarkedForDeletion, kDeleted},
-              {{kActive, {kStopped, kMarkedForDeletion}},
-               {kStopped, {kActive, kMarkedForDeletion}},
-               {kMarkedForDeletion, {kDeleted}},
-               {kDeleted, {}}}};
-    }
-    case RecordKind::kRuntimeInstance: {
-      using namespace runtime_state;
-      // FAILED and TERMINATED hold no resources. A FAILED instance is only ever cleaned
-      // up (TERMINATED); a retry places a new runtime instance.
-      return {{kPending, kStarting, kRunning, kStopping, kStopped, kTerminated, kFailed},
-              {{kPending, {kStarting, kTerminated, kFailed}},
-               {kStarting, {kRunning, kStopping, kFailed}},
-               {kRunning, {kStopping, kFailed}},
-               {kStopping, {kStopped, kTerminated, kFailed}},
-               {kStopped, {kStarting, kTerminated}},
-               {kFailed, {kTerminated}},
-               {kTerminated, {}}}};
-    }
-    case RecordKind::kOperation: {
-      using namespace operation_state;
-      // RUNNING → APPROVED is a retry after backoff (attempts counts them).
-      return {{kPending, kPendingApproval, kApproved, kRunning, kSucceeded, kFailed, kRejected, kCancelled},
-              {{kPending, {kPendingApproval, kApproved, kRejected, kCancelled, kFailed}},
-               {kPendingApproval, {kApproved, kRejected, kCancelled}},
-               {kApproved, {kRunning, kCancelled, kFailed}},
-               {kRunning, {kSucceeded, kFailed, kApproved, kCancelled}},
-               {kSucceeded, {}},
-               {kFailed, {}},
-               {kRejected, {}},
-               {kCancelled, {}}}};
+template <RecordState E>
+const Table<E>& tableOf();
+
+template <>
+const Table<ClusterState>& tableOf() {
+  using enum ClusterState;
+  static const Table<ClusterState> kTable = {{kActive, {kInactive}}, {kInactive, {kActive}}};
+  return kTable;
+}
+
+template <>
+const Table<NodeState>& tableOf() {
+  using enum NodeState;
+  // A node joins a cluster (ALLOCATED), may be cordoned (no new placements) or
+  // drained (instances relocated away, then CORDONED), is sanitized before it is
+  // handed back (UNALLOCATED), and may be evicted for good from any state.
+  static const Table<NodeState> kTable = {{kUnallocated, {kAllocated, kEvicted}},
+                                          {kAllocated, {kCordoned, kDraining, kSanitizing, kEvicted}},
+                                          {kCordoned, {kAllocated, kDraining, kSanitizing, kEvicted}},
+                                          {kDraining, {kCordoned, kAllocated, kSanitizing, kEvicted}},
+                                          {kSanitizing, {kUnallocated, kEvicted}},
+                                          {kEvicted, {}}};
+  return kTable;
+}
+
+template <>
+const Table<PlanState>& tableOf() {
+  using enum PlanState;
+  static const Table<PlanState> kTable = {{kActive, {kInactive}}, {kInactive, {kActive}}};
+  return kTable;
+}
+
+template <>
+const Table<DeploymentState>& tableOf() {
+  using enum DeploymentState;
+  static const Table<DeploymentState> kTable = {
+      {kPending, {kInProgress, kCancelled, kFailed}},
+      {kInProgress, {kPaused, kCompleted, kFailed, kCancelled, kRolledBack}},
+      {kPaused, {kInProgress, kCompleted, kFailed, kCancelled, kRolledBack}},
+      // A completed deployment is re-opened when a newer one is rolled back or
+      // aborted (restore), and may itself be rolled back; a FAILED one is retried.
+      {kCompleted, {kInProgress, kRolledBack}},
+      {kFailed, {kInProgress, kRolledBack}},
+      {kCancelled, {}},
+      {kRolledBack, {}}};
+  return kTable;
+}
+
+template <>
+const Table<MetaState>& tableOf() {
+  using enum MetaState;
+  static const Table<MetaState> kTable = {{kActive, {kStopped, kMarkedForDeletion}},
+                                          {kStopped, {kActive, kMarkedForDeletion}},
+                                          {kMarkedForDeletion, {kDeleted}},
+                                          {kDeleted, {}}};
+  return kTable;
+}
+
+template <>
+const Table<RuntimeState>& tableOf() {
+  using enum RuntimeState;
+  // FAILED and TERMINATED hold no resources. A FAILED instance is only ever cleaned
+  // up (TERMINATED); a retry places a new runtime instance.
+  static const Table<RuntimeState> kTable = {{kPending, {kStarting, kTerminated, kFailed}},
+                                             {kStarting, {kRunning, kStopping, kFailed}},
+                                             {kRunning, {kStopping, kFailed}},
+                                             {kStopping, {kStopped, kTerminated, kFailed}},
+                                             {kStopped, {kStarting, kTerminated}},
+                                             {kTerminated, {}},
+                                             {kFailed, {kTerminated}}};
+  return kTable;
+}
+
+template <>
+const Table<OperationState>& tableOf() {
+  using enum OperationState;
+  // RUNNING → APPROVED is a retry after backoff (attempts counts them).
+  static const Table<OperationState> kTable = {
+      {kPending, {kPendingApproval, kApproved, kRejected, kCancelled, kFailed}},
+      {kPendingApproval, {kApproved, kRejected, kCancelled}},
+      {kApproved, {kRunning, kCancelled, kFailed}},
+      {kRunning, {kSucceeded, kFailed, kApproved, kCancelled}},
+      {kSucceeded, {}},
+      {kFailed, {}},
+      {kRejected, {}},
+      {kCancelled, {}}};
+  return kTable;
+}
+
+template <RecordState E>
+const std::vector<E>& successorsOf(E state) {
+  const auto& table = tableOf<E>();
+  auto it = std::find_if(table.begin(), table.end(), [&](const auto& row) { return row.first == state; });
+  static const std::vector<E> kNone;
+  return it == table.end() ? kNone : it->second;
+}
+
+template <class E>
+std::string joined(const std::vector<E>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ", ";
+    if constexpr (std::is_same_v<E, std::string>) {
+      out += item;
+    } else {
+      out += toString(item);
     }
   }
-  return {};
-}
-
-const Table& tableOf(RecordKind kind) {
-  static const std::map<RecordKind, Table> kTables = [] {
-    std::map<RecordKind, Table> tables;
-    for (auto k : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
-                   RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
-      tables.emplace(k, makeTable(k));
-    }
-    return tables;
-  }();
-  return kTables.at(kind);
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out.empty() ? "none (terminal)" : out;
 }
 
@@ -121,7 +139,19 @@ const char* recordKindName(RecordKind kind) {
   return "record";
 }
 
-const std::vector<std::string>& statesOf(RecordKind kind) { return tableOf(kind).states; }
+const std::vector<std::string>& statesOf(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kCluster: return namesOf<ClusterState>();
+    case RecordKind::kNode: return namesOf<NodeState>();
+    case RecordKind::kPlan: return namesOf<PlanState>();
+    case RecordKind::kDeployment: return namesOf<DeploymentState>();
+    case RecordKind::kMetaInstance: return namesOf<MetaState>();
+    case RecordKind::kRuntimeInstance: return namesOf<RuntimeState>();
+    case RecordKind::kOperation: return namesOf<OperationState>();
+  }
+  static const std::vector<std::string> kNone;
+  return kNone;
+}
 
 const std::vector<std::string>& everyState() {
   static const std::vector<std::string> kEvery = [] {
@@ -139,29 +169,68 @@ const std::vector<std::string>& everyState() {
 }
 
 bool isKnownState(RecordKind kind, std::string_view state) {
-  const auto& states = tableOf(kind).states;
+  const auto& states = statesOf(kind);
   return std::find(states.begin(), states.end(), state) != states.end();
 }
 
-bool isTerminalState(RecordKind kind, std::string_view state) {
-  const auto& next = tableOf(kind).next;
-  auto it = next.find(state);
-  return it != next.end() && it->second.empty();
+template <RecordState E>
+Result<E> parseState(std::string_view text) {
+  if (std::optional<E> state = parse<E>(text)) return *state;
+  const RecordKind kind = recordKindOf<E>();
+  return Status::invalidArgument(std::string(recordKindName(kind)) + " has no state '" + std::string(text) +
+                                 "' (states: " + joined(statesOf(kind)) + ")");
 }
 
-bool isTerminalOperationState(std::string_view state) { return isTerminalState(RecordKind::kOperation, state); }
-
-bool holdsResources(std::string_view state) {
-  return isKnownState(RecordKind::kRuntimeInstance, state) &&
-         std::find(kReleasedRuntimeStates.begin(), kReleasedRuntimeStates.end(), state) == kReleasedRuntimeStates.end();
+template <RecordState E>
+bool isTerminal(E state) {
+  return successorsOf(state).empty();
 }
 
-bool isRolloutOver(std::string_view state) {
-  using namespace deployment_state;
-  for (const char* over : {kCompleted, kFailed, kCancelled, kRolledBack}) {
-    if (state == over) return true;
+template <RecordState E>
+Status checkTransition(E from, E to) {
+  const auto& next = successorsOf(from);
+  if (std::find(next.begin(), next.end(), to) == next.end()) {
+    return Status::conflict(std::string(recordKindName(recordKindOf<E>())) + " cannot move from " + toString(from) +
+                            " to " + toString(to) + " (allowed from " + toString(from) + ": " + joined(next) + ")");
   }
-  return false;
+  return Status::ok();
+}
+
+#define TIDE_INSTANTIATE_STATE_FUNCTIONS(E)           \
+  template Result<E> parseState<E>(std::string_view); \
+  template bool isTerminal<E>(E);                     \
+  template Status checkTransition<E>(E, E);
+TIDE_INSTANTIATE_STATE_FUNCTIONS(ClusterState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(NodeState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(PlanState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(DeploymentState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(MetaState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(RuntimeState)
+TIDE_INSTANTIATE_STATE_FUNCTIONS(OperationState)
+#undef TIDE_INSTANTIATE_STATE_FUNCTIONS
+
+bool isInFlight(OperationState state) {
+  return state == OperationState::kApproved || state == OperationState::kRunning;
+}
+
+bool isBeforeRunning(OperationState state) {
+  return state == OperationState::kPending || state == OperationState::kPendingApproval ||
+         state == OperationState::kApproved;
+}
+
+bool holdsResources(RuntimeState state) {
+  return std::find(kReleasedRuntimeStates.begin(), kReleasedRuntimeStates.end(), state) == kReleasedRuntimeStates.end();
+}
+
+bool runsOrStarts(RuntimeState state) { return state == RuntimeState::kStarting || state == RuntimeState::kRunning; }
+
+bool hasEnded(WorkloadState state) { return state == WorkloadState::kStopped || state == WorkloadState::kExited; }
+
+bool runsOrStarts(WorkloadState state) { return state == WorkloadState::kStarting || state == WorkloadState::kRunning; }
+
+bool isRolloutOver(DeploymentState state) {
+  using enum DeploymentState;
+  return state == kCompleted || state == kFailed || state == kCancelled || state == kRolledBack;
 }
 
 const Deployment* currentDeployment(const std::vector<Deployment>& oldest_first) {
@@ -169,27 +238,9 @@ const Deployment* currentDeployment(const std::vector<Deployment>& oldest_first)
     if (!isRolloutOver(d->state)) return &*d;
   }
   for (auto d = oldest_first.rbegin(); d != oldest_first.rend(); ++d) {
-    if (d->state == deployment_state::kCompleted) return &*d;
+    if (d->state == DeploymentState::kCompleted) return &*d;
   }
   return nullptr;
-}
-
-Status checkTransition(RecordKind kind, std::string_view from, std::string_view to) {
-  const std::string what = recordKindName(kind);
-  if (!isKnownState(kind, to)) {
-    return Status::invalidArgument(what + " has no state '" + std::string(to) + "' (states: " + joined(statesOf(kind)) +
-                                   ")");
-  }
-  const auto& next = tableOf(kind).next;
-  auto it = next.find(from);
-  if (it == next.end()) {
-    return Status::internal(what + " is in unknown state '" + std::string(from) + "'");
-  }
-  if (std::find(it->second.begin(), it->second.end(), to) == it->second.end()) {
-    return Status::conflict(what + " cannot move from " + std::string(from) + " to " + std::string(to) +
-                            " (allowed from " + std::string(from) + ": " + joined(it->second) + ")");
-  }
-  return Status::ok();
 }
 
 namespace {
@@ -198,43 +249,45 @@ namespace {
 // whether the instance must run (an active runtime instance past PENDING: something was
 // started, so there is something to update or move), must not, or either.
 struct OperationFit {
-  std::string_view type;
-  std::vector<std::string_view> meta_states;
+  OperationType type;
+  std::vector<MetaState> meta_states;
   enum class Runs { kEither, kYes, kNo } runs;
   std::string_view needs;
 };
 
 const std::vector<OperationFit>& operationFits() {
-  using namespace meta_state;
+  using enum MetaState;
   using Runs = OperationFit::Runs;
   static const std::vector<OperationFit> kFits = {
-      {"CREATE", {kActive}, Runs::kNo, "an ACTIVE instance that runs nowhere"},
-      {"UPDATE", {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
-      {"RELOCATE", {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
-      {"STOP", {kActive}, Runs::kEither, "an ACTIVE instance"},
-      {"RESTART", {kActive, kStopped}, Runs::kEither, "an ACTIVE or STOPPED instance"},
+      {OperationType::kCreate, {kActive}, Runs::kNo, "an ACTIVE instance that runs nowhere"},
+      {OperationType::kUpdate, {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
+      {OperationType::kRelocate, {kActive}, Runs::kYes, "an ACTIVE instance that runs"},
+      {OperationType::kStop, {kActive}, Runs::kEither, "an ACTIVE instance"},
+      {OperationType::kRestart, {kActive, kStopped}, Runs::kEither, "an ACTIVE or STOPPED instance"},
       // A DELETE that failed left its instance MARKED_FOR_DELETION; another finishes it.
-      {"DELETE", {kActive, kStopped, kMarkedForDeletion}, Runs::kEither, "an instance that is not DELETED"},
+      {OperationType::kDelete,
+       {kActive, kStopped, kMarkedForDeletion},
+       Runs::kEither,
+       "an instance that is not DELETED"},
   };
   return kFits;
 }
 
 }  // namespace
 
-Status checkOperationFits(std::string_view type, std::string_view meta_state, std::string_view runtime_state) {
+Status checkOperationFits(OperationType type, MetaState meta_state, std::optional<RuntimeState> runtime_state) {
   const auto& fits = operationFits();
   auto fit = std::find_if(fits.begin(), fits.end(), [&](const OperationFit& f) { return f.type == type; });
-  if (fit == fits.end()) return Status::invalidArgument("unknown operation type '" + std::string(type) + "'");
-  const bool runs = !runtime_state.empty() && runtime_state != runtime_state::kPending;
+  if (fit == fits.end()) return Status::invalidArgument("unknown operation type '" + toString(type) + "'");
+  const bool runs = runtime_state.has_value() && *runtime_state != RuntimeState::kPending;
   const bool state_fits =
       std::find(fit->meta_states.begin(), fit->meta_states.end(), meta_state) != fit->meta_states.end();
   const bool runs_fits = fit->runs == OperationFit::Runs::kEither || runs == (fit->runs == OperationFit::Runs::kYes);
   if (state_fits && runs_fits) return Status::ok();
-  std::string is = std::string(meta_state);
-  if (meta_state == meta_state::kActive) {
-    is += runs ? " and its runtime instance is " + std::string(runtime_state) : " and runs nowhere";
-  }
-  return Status::conflict(std::string(type) + " needs " + std::string(fit->needs) + "; the instance is " + is);
+  std::string is = toString(meta_state);
+  if (meta_state == MetaState::kActive)
+    is += runs ? " and its runtime instance is " + toString(*runtime_state) : " and runs nowhere";
+  return Status::conflict(toString(type) + " needs " + std::string(fit->needs) + "; the instance is " + is);
 }
 
 }  // namespace tide::model

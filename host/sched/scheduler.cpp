@@ -15,6 +15,13 @@
 namespace tide::sched {
 namespace {
 
+// What a placement's reasons call a node that takes nothing for its state: its record's state,
+// or UNREACHABLE, which is no state of the record (the ledger's node stays ALLOCATED) but the
+// engine's word for a node whose agent went quiet.
+std::string stateWord(bool unreachable, const model::Node& node) {
+  return unreachable ? "UNREACHABLE" : model::toString(node.state);
+}
+
 // In filter order: a node is counted under the first one it fails.
 enum class Filter : uint8_t { kNone, kExcluded, kState, kCluster, kCapability, kMaxPerNode, kCores, kMemory, kVolume };
 
@@ -252,9 +259,9 @@ std::string PlacementRun::failure(size_t placed, int count) {
     if (r.filter == Filter::kNone) continue;
     if (r.filter == Filter::kVolume) r.detail = firstAlike(r.detail);
     const auto& record = s_.records_[node];
-    const std::string& subject = r.filter == Filter::kState     ? record.state
-                                 : r.filter == Filter::kCluster ? record.cluster
-                                                                : std::string();
+    const std::string subject = r.filter == Filter::kState     ? stateWord(s_.nodes_[node].unreachable, record)
+                                : r.filter == Filter::kCluster ? record.cluster
+                                                               : std::string();
     ++tally[{r.filter, r.detail, subject}];
   }
   std::vector<std::pair<int, std::tuple<Filter, int, std::string>>> ranked;
@@ -289,7 +296,7 @@ std::string PlacementRun::describe(Filter filter, int detail, const std::string&
     case Filter::kCluster: {
       auto it = s_.cluster_states_.find(subject);
       if (it == s_.cluster_states_.end()) return n + is + "in unknown cluster '" + subject + "'";
-      return n + is + "in " + it->second + " cluster '" + subject + "'";
+      return n + is + "in " + model::toString(it->second) + " cluster '" + subject + "'";
     }
     case Filter::kCapability: {
       const PlanDemand::Rule& rule = demand_.rules()[detail];

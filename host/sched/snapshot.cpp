@@ -17,10 +17,10 @@ int intern(const std::string& name, std::vector<std::string>& names, std::unorde
 }  // namespace
 
 ClusterSnapshot ClusterSnapshot::build(std::vector<model::Node> nodes, std::vector<model::Cluster> clusters,
-                                       std::vector<model::Capability> capabilities,
-                                       std::vector<InstanceFact> instances) {
+                                       std::vector<model::Capability> capabilities, std::vector<InstanceFact> instances,
+                                       const std::set<std::string>& unreachable) {
   ClusterSnapshot s;
-  for (auto& cluster : clusters) s.cluster_states_.emplace(std::move(cluster.name), std::move(cluster.state));
+  for (auto& cluster : clusters) s.cluster_states_.emplace(std::move(cluster.name), cluster.state);
   for (auto& capability : capabilities) {
     CapabilityEntry& entry = s.capabilities_[s.internCapability(capability.name)];
     entry.type = std::move(capability.type);
@@ -50,9 +50,10 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<model::Node> nodes, std::vect
       s.volume_free_.push_back(volume.capacity_gib);
       s.volume_class_.push_back(s.internStorageClass(volume.storage_class));
     }
-    entry.allocated = node.state == "ALLOCATED";
+    entry.unreachable = unreachable.count(node.name) > 0;
+    entry.allocated = node.state == model::NodeState::kAllocated && !entry.unreachable;
     auto cluster = s.cluster_states_.find(node.cluster);
-    entry.cluster_active = cluster != s.cluster_states_.end() && cluster->second == "ACTIVE";
+    entry.cluster_active = cluster != s.cluster_states_.end() && cluster->second == model::ClusterState::kActive;
     s.node_index_.emplace(node.name, static_cast<int>(s.nodes_.size()));
     s.nodes_.push_back(entry);
     s.records_.push_back(std::move(node));

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -37,10 +38,12 @@ class ClusterSnapshot {
   // Indexes ledger records. Nodes are kept in name order (the scheduler's tie-break); a
   // repeated node name keeps its first record. A node whose cluster is not listed counts
   // as being in a cluster that is not ACTIVE. A fact naming an unknown node still counts
-  // toward its plan's update domain when the fact names one.
+  // toward its plan's update domain when the fact names one. The nodes named in
+  // `unreachable` (their agents went quiet) take no placement, whatever their state.
   // Cost: O(N log N + V + F·v) for N nodes, V local volumes, F facts of v volumes each.
   static ClusterSnapshot build(std::vector<model::Node> nodes, std::vector<model::Cluster> clusters,
-                               std::vector<model::Capability> capabilities, std::vector<InstanceFact> instances);
+                               std::vector<model::Capability> capabilities, std::vector<InstanceFact> instances,
+                               const std::set<std::string>& unreachable = {});
 
   // Records an instance placed after the snapshot was built, typically once the ledger
   // has written its reservation, so the next place() sees it: subtracts the reservation,
@@ -94,6 +97,7 @@ class ClusterSnapshot {
     int first_volume = 0;  // [first_volume, +volume_count) of volume_free_ / volume_class_
     int volume_count = 0;
     bool allocated = false;  // state is ALLOCATED
+    bool unreachable = false;  // named unreachable to build(): takes nothing either
     bool cluster_active = false;
   };
   struct CapabilityEntry {
@@ -127,7 +131,7 @@ class ClusterSnapshot {
   std::unordered_map<std::string, int> capability_index_;
   std::vector<std::string> storage_classes_;
   std::unordered_map<std::string, int> storage_class_index_;
-  std::unordered_map<std::string, std::string> cluster_states_;  // name -> state
+  std::unordered_map<std::string, model::ClusterState> cluster_states_;  // name -> state
   std::vector<double> volume_free_;                              // per local volume, grouped by node
   std::vector<int> volume_class_;                                // per local volume: index into storage_classes_
   std::unordered_map<std::string, PlanUsage> plans_;

@@ -78,7 +78,7 @@ struct AgentFixture {
 
   std::string stateOf(const std::string& id) {
     auto status = agent->driver().status({id, "n1", ""});
-    return status.isOk() ? status->state : std::string(codeName(status.status().code()));
+    return status.isOk() ? model::toString(status->state) : std::string(codeName(status.status().code()));
   }
   std::string handleOf(const std::string& id) {
     auto status = agent->driver().status({id, "n1", ""});

@@ -17,6 +17,7 @@
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
 #include "tests/support/text.h"
+#include "tests/support/vocabulary.h"
 
 namespace tide::testing {
 
@@ -150,8 +151,10 @@ inline model::RuntimeInstance runtimeOn(const std::string& meta_instance, const 
 
 // Moves runtime instance `id` through `states`, in order, in the ledger.
 inline void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
-  for (const char* state : states)
-    REQUIRE(h.ledger->instances().setRuntimeInstanceState(id, state, std::nullopt, "test").isOk());
+  for (const char* state : states) {
+    REQUIRE(h.ledger->instances().setRuntimeInstanceState(id, testing::parsed<model::RuntimeState>(state), std::nullopt, "test")
+                .isOk());
+  }
 }
 
 // MRDS-shaped inventory: three capabilities, cluster "local", two nodes in it.

@@ -24,12 +24,13 @@ TEST_CASE("api: the instance list carries each instance's unfinished operation o
   const std::string done = newInstance(), placing = newInstance(), idle = newInstance();
 
   model::Operation create;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "deployment-1";
   create.meta_instance = done;
   auto finished = h.ledger->operations().createOperation(create, "test");
   REQUIRE(finished.isOk());
-  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+  for (model::OperationState state :
+       {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
     REQUIRE(h.ledger->operations().setOperationState(finished->meta.id, state, std::nullopt, "test").isOk());
   }
   create.meta_instance = placing;

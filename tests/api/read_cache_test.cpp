@@ -138,7 +138,8 @@ TEST_CASE("read cache: over a file ledger, whose reads have connections of their
     REQUIRE(f.ledger->inventory().createCluster(cluster, "test").isOk());
     f.addNode("n1", "c1");
     REQUIRE(cache.get("n1", generation).value() == 1);
-    for (const char* state : {"CORDONED", "ALLOCATED", "CORDONED"}) {
+    for (model::NodeState state :
+         {model::NodeState::kCordoned, model::NodeState::kAllocated, model::NodeState::kCordoned}) {
       REQUIRE(f.ledger->inventory().setNodeState("n1", state, std::nullopt, "test").isOk());
       CHECK(cache.get("n1", generation).value() == f.ledger->inventory().getNode("n1")->meta.generation);
     }

@@ -86,14 +86,16 @@ int64_t recordHistory(ApiHarness& h) {
   REQUIRE(meta.isOk());
   model::Operation create;
   create.meta_instance = meta->name;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "deployment-1";
   create.requested_by = kOperatorName;
   auto op = h.ledger->operations().createOperation(create, "controller");
   REQUIRE(op.isOk());
-  REQUIRE(h.ledger->operations().setOperationState(op->meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(h.ledger->operations().setOperationState(op->meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+              .isOk());
   h.clock.advance(std::chrono::hours(1));
-  REQUIRE(h.ledger->operations().setOperationState(op->meta.id, "REJECTED", std::nullopt, kApproverName).isOk());
+  REQUIRE(
+      h.ledger->operations().setOperationState(op->meta.id, model::OperationState::kRejected, std::nullopt, kApproverName).isOk());
   REQUIRE(h.ledger->audit().appendEvent("traffic.applied", "plan/other-plan", Json::object(), "traffic").isOk());
   return op->meta.id;
 }
@@ -325,8 +327,7 @@ TEST_CASE("api: stopping the server ends an open event stream") {
 TEST_CASE("api: audit verify proves the chain after a prune, to a viewer") {
   ApiHarness h;
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
-  for (int i = 0; i < 20; ++i)
-    REQUIRE(h.ledger->audit().appendEvent("test.ping", "test/1", Json{{"n", i}}, "tester").isOk());
+  for (int i = 0; i < 20; ++i) REQUIRE(h.ledger->audit().appendEvent("test.ping", "test/1", Json{{"n", i}}, "tester").isOk());
   model::RetentionPolicy policy;
   policy.events_max_count = 10;
   auto pruned = h.ledger->audit().prune(policy, "retention");

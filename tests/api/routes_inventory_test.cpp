@@ -272,7 +272,8 @@ TEST_CASE("api: GET /v1/nodes/{name} shows what the ledger says after every chan
     // State changes through the API and straight in the ledger.
     REQUIRE(h.post("/v1/nodes/kind-worker/cordon", "", "", kOperatorToken).status == 200);
     checkNodeAsLedgerSays(h, "kind-worker");
-    REQUIRE(h.ledger->inventory().setNodeState("kind-worker", "DRAINING", std::nullopt, "test", "going away").isOk());
+    REQUIRE(
+        h.ledger->inventory().setNodeState("kind-worker", model::NodeState::kDraining, std::nullopt, "test", "going away").isOk());
     checkNodeAsLedgerSays(h, "kind-worker");
     CHECK(h.get("/v1/nodes/kind-worker").json()["message"] == "going away");
     REQUIRE(h.del("/v1/nodes/kind-worker").status == 200);
@@ -302,7 +303,7 @@ TEST_CASE("api: a DRAINING node shows who drained it and the instances still on 
   // The relocation the control loop asks for shows at once (the reply is not kept stale).
   model::Operation relocate;
   relocate.meta_instance = meta->name;
-  relocate.type = "RELOCATE";
+  relocate.type = model::OperationType::kRelocate;
   relocate.intent = "drain";
   relocate.requested_by = kOperatorName;
   auto asked = h.ledger->operations().createOperation(relocate, "controller");

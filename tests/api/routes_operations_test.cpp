@@ -15,6 +15,7 @@
 
 #include "host/model/approvals.h"
 #include "tests/api/api_test_support.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -44,7 +45,7 @@ struct Fixture {
                            const std::string& requested_by = "controller") {
     model::Operation operation;
     operation.meta_instance = meta_instance;
-    operation.type = type;
+    operation.type = testing::parsed<model::OperationType>(type);
     operation.intent = "deployment-1";
     operation.requested_by = requested_by;
     auto created = h.ledger->operations().createOperation(operation, "controller");
@@ -55,8 +56,8 @@ struct Fixture {
   // The same, moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
   model::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
     model::Operation operation = pending(meta_instance, "CREATE", requested_by);
-    auto moved = h.ledger->operations().setOperationState(operation.meta.id, "PENDING_APPROVAL", std::nullopt, "engine",
-                                                          "a policy asked for a person");
+    auto moved = h.ledger->operations().setOperationState(operation.meta.id, model::OperationState::kPendingApproval, std::nullopt,
+                                             "engine", "a policy asked for a person");
     REQUIRE(moved.isOk());
     return *moved;
   }
@@ -76,10 +77,11 @@ struct Fixture {
     runtime.reservation = {1, 1};
     auto reserved = h.ledger->instances().reserveForOperation(create.meta.id, runtime, "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
-    for (const char* state : {"STARTING", "RUNNING"}) {
+    for (model::RuntimeState state : {model::RuntimeState::kStarting, model::RuntimeState::kRunning}) {
       REQUIRE(h.ledger->instances().setRuntimeInstanceState(reserved->meta.id, state, std::nullopt, "executor").isOk());
     }
-    for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    for (model::OperationState state :
+         {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
       REQUIRE(h.ledger->operations().setOperationState(create.meta.id, state, std::nullopt, "executor").isOk());
     }
   }
@@ -139,8 +141,8 @@ api::ServerOptions readingLogsFrom(const std::shared_ptr<FakeLogs>& logs) {
 TEST_CASE("api: an approver approves an operation waiting for approval") {
   Fixture f;
   model::Operation op = f.waiting(f.instance);
-  REQUIRE(f.h.ledger->operations()
-              .recordDecisions(
+  REQUIRE(f.h.ledger
+              ->operations().recordDecisions(
                   {{0, op.meta.id, "prod-guard", "abc123", "manual", Json::array({"deletes in prod"}), 40, "", ""}})
               .isOk());
 
@@ -182,7 +184,7 @@ TEST_CASE("api: reject records the approver, and a default message without a rea
   CHECK(rejected.json()["state"] == "REJECTED");
   CHECK(rejected.json()["approved_by"] == kApproverName);
   CHECK(rejected.json()["message"] == "rejected by " + kApproverName);
-  CHECK(f.operation(op.meta.id).state == "REJECTED");
+  CHECK(f.operation(op.meta.id).state == model::OperationState::kRejected);
 }
 
 TEST_CASE("api: approving and rejecting need the approver role") {
@@ -322,7 +324,7 @@ TEST_CASE("api: a user operation supersedes a pending controller operation and i
   CHECK(operation["requested_by"] == kOperatorName);
   CHECK(operation["state"] == "PENDING");
   CHECK(operation["meta_instance"] == f.instance);
-  CHECK(f.operation(controller.meta.id).state == "CANCELLED");
+  CHECK(f.operation(controller.meta.id).state == model::OperationState::kCancelled);
 
   // An equal-priority operation is unfinished now: the next one is refused.
   Json before = f.h.everything();
@@ -334,11 +336,12 @@ TEST_CASE("api: a user operation supersedes a pending controller operation and i
   // So is one behind an approved controller operation, whatever its priority.
   std::string other = f.newInstance();
   model::Operation approved = f.pending(other);
-  REQUIRE(f.h.ledger->operations().setOperationState(approved.meta.id, "APPROVED", std::nullopt, "engine").isOk());
+  REQUIRE(
+      f.h.ledger->operations().setOperationState(approved.meta.id, model::OperationState::kApproved, std::nullopt, "engine").isOk());
   Reply behind_approved =
       f.h.post("/v1/instances/" + other + "/operations", R"({"type": "DELETE"})", "application/json", kOperatorToken);
   CHECK(behind_approved.status == 409);
-  CHECK(f.operation(approved.meta.id).state == "APPROVED");
+  CHECK(f.operation(approved.meta.id).state == model::OperationState::kApproved);
 }
 
 TEST_CASE("api: a user operation names a known type on a live instance") {
@@ -368,11 +371,12 @@ TEST_CASE("api: a user operation names a known type on a live instance") {
           .status == 404);
   CHECK(f.h.everything() == before);
 
-  REQUIRE(f.h.ledger->instances().setMetaInstanceState(f.instance, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(
+      f.h.ledger->instances().setMetaInstanceState(f.instance, model::MetaState::kMarkedForDeletion, std::nullopt, "test").isOk());
   Reply marked = f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken);
   CHECK(marked.status == 409);
   CHECK(contains(errorMessage(marked), "MARKED_FOR_DELETION"));
-  REQUIRE(f.h.ledger->instances().setMetaInstanceState(f.instance, "DELETED", std::nullopt, "test").isOk());
+  REQUIRE(f.h.ledger->instances().setMetaInstanceState(f.instance, model::MetaState::kDeleted, std::nullopt, "test").isOk());
   CHECK(f.h.post(path, R"({"type": "RESTART"})", "application/json", kOperatorToken).status == 409);
 }
 
@@ -409,15 +413,16 @@ TEST_CASE("api: an operator cancels an operation that has not started, and the i
 TEST_CASE("api: cancelling a running or finished operation is 409 naming its state, and writes nothing") {
   Fixture f;
   model::Operation op = f.pending(f.instance);
-  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, model::OperationState::kApproved, std::nullopt, "approval").isOk());
+  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, model::OperationState::kRunning, std::nullopt, "executor").isOk());
   Json before = f.h.everything();
   Reply running = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
   CHECK(running.status == 409);
   CHECK(contains(errorMessage(running), "operation " + std::to_string(op.meta.id) + " is RUNNING"));
   CHECK(f.h.everything() == before);
 
-  REQUIRE(f.h.ledger->operations().setOperationState(op.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  REQUIRE(
+      f.h.ledger->operations().setOperationState(op.meta.id, model::OperationState::kSucceeded, std::nullopt, "executor").isOk());
   Reply finished = f.h.post(operationPath(op, "cancel"), "", "", kOperatorToken);
   CHECK(finished.status == 409);
   CHECK(contains(errorMessage(finished), "is SUCCEEDED"));
@@ -425,7 +430,7 @@ TEST_CASE("api: cancelling a running or finished operation is 409 naming its sta
   model::Operation waiting = f.waiting(f.newInstance());
   Reply stale = f.h.post(operationPath(waiting, "cancel"), R"({"generation": 1})", "application/json", kOperatorToken);
   CHECK(stale.status == 409);
-  CHECK(f.operation(waiting.meta.id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(waiting.meta.id).state == model::OperationState::kPendingApproval);
   Reply odd = f.h.post(operationPath(waiting, "cancel"), R"({"why": "x"})", "application/json", kOperatorToken);
   CHECK(odd.status == 400);
   CHECK(odd.detailNames("why"));
@@ -449,7 +454,7 @@ TEST_CASE("api: a user operation that does not fit the instance's state is 409 n
   CHECK(update.status == 409);
   CHECK(contains(errorMessage(update), "UPDATE needs an ACTIVE instance that runs;"));
   CHECK(contains(errorMessage(update), "the instance is ACTIVE and runs nowhere"));
-  REQUIRE(f.h.ledger->instances().setMetaInstanceState(idle, "STOPPED", std::nullopt, "test").isOk());
+  REQUIRE(f.h.ledger->instances().setMetaInstanceState(idle, model::MetaState::kStopped, std::nullopt, "test").isOk());
   before = f.h.everything();
   Reply stop =
       f.h.post("/v1/instances/" + idle + "/operations", R"({"type": "STOP"})", "application/json", kOperatorToken);
@@ -601,8 +606,8 @@ TEST_CASE("api: a token minted by the requester cannot approve, nor can the mint
   }
   SUBCASE("the ledger records each approval's minters from its own tokens table") {
     model::Operation op = f.waiting(f.instance, kApproverName);
-    auto approved = f.h.ledger->operations().addApproval(
-        op.meta.id, std::nullopt, model::GivenApproval{"deputy-approver", "approver", false, "", "", {}});
+    auto approved = f.h.ledger->operations().addApproval(op.meta.id, std::nullopt,
+                                            model::GivenApproval{"deputy-approver", "approver", false, "", "", {}});
     REQUIRE_MESSAGE(approved.isOk(), approved.status().toString());
     const model::ApprovalState state = model::approvalStateOf(approved->decision);
     REQUIRE(state.given.size() == 1);
@@ -637,10 +642,10 @@ TEST_CASE("api: approving a rollout approves each of its operations waiting now,
   for (const Json& outcome : reply["operations"]) CHECK(outcome["state"] == "APPROVED");
   for (const model::Operation& op : {first, second}) {
     const model::Operation now = f.operation(op.meta.id);
-    CHECK(now.state == "APPROVED");
+    CHECK(now.state == model::OperationState::kApproved);
     CHECK(now.approved_by == kApproverName);
   }
-  CHECK(f.operation(other.meta.id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(other.meta.id).state == model::OperationState::kPendingApproval);
 
   // One approval record per operation, by the approver, saying where it came from.
   Json given = eventsOfKind(f.h, "operation.approval");
@@ -684,10 +689,10 @@ TEST_CASE("api: whoever added a rollout cannot approve it, nor can a viewer or a
         404);
   CHECK(f.h.everything() == before);
   CHECK(model::rolloutApprovals(f.h.ledger->plans().getDeployment(kMrdsPlanName, "deployment-1")->signals).empty());
-  CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(op.meta.id).state == model::OperationState::kPendingApproval);
 
-  auto cancelled =
-      f.h.ledger->plans().setDeploymentState(kMrdsPlanName, "deployment-1", "CANCELLED", std::nullopt, "test");
+  auto cancelled = f.h.ledger->plans().setDeploymentState(kMrdsPlanName, "deployment-1", model::DeploymentState::kCancelled,
+                                                  std::nullopt, "test");
   REQUIRE_MESSAGE(cancelled.isOk(), cancelled.status().toString());
   Reply over = f.h.post(kRolloutApprove, "", "", kApproverToken);
   CHECK(over.status == 409);
@@ -708,7 +713,7 @@ TEST_CASE("api: a rollout's approval leaves an operation waiting when its polici
   const Json outcome = approved.json()["operations"][0];
   CHECK(outcome["state"] == "PENDING_APPROVAL");
   CHECK_MESSAGE(contains(outcome.value("refused", ""), "admin"), outcome.dump());
-  CHECK(f.operation(op.meta.id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(op.meta.id).state == model::OperationState::kPendingApproval);
 }
 
 TEST_CASE("api: the operations list filters by actor and creation time, alone, combined and paged") {

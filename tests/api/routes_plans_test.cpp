@@ -167,7 +167,7 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
     return created->name;
   };
   std::string running = meta(), failed = meta(), waiting = meta(), gone = meta(), leaving = meta();
-  REQUIRE(h.ledger->instances().setMetaInstanceState(leaving, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(leaving, model::MetaState::kMarkedForDeletion, std::nullopt, "test").isOk());
 
   auto r1 = h.ledger->instances().createRuntimeInstance(runtimeOn(running, "kind-worker"), "test");
   REQUIRE(r1.isOk());
@@ -175,29 +175,31 @@ TEST_CASE("api: the plan show view summarises deployments, instances and operati
   auto r2 = h.ledger->instances().createRuntimeInstance(runtimeOn(failed, "kind-worker2"), "test");
   REQUIRE(r2.isOk());
   moveRuntime(h, r2->meta.id, {"STARTING", "FAILED"});
-  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
-  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, "DELETED", std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, model::MetaState::kMarkedForDeletion, std::nullopt, "test").isOk());
+  REQUIRE(h.ledger->instances().setMetaInstanceState(gone, model::MetaState::kDeleted, std::nullopt, "test").isOk());
 
   model::Operation create;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "deployment-1";
   create.meta_instance = running;
   auto op1 = h.ledger->operations().createOperation(create, "test");
   REQUIRE(op1.isOk());
-  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+  for (model::OperationState state :
+       {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
     REQUIRE(h.ledger->operations().setOperationState(op1->meta.id, state, std::nullopt, "test").isOk());
   }
   model::Operation stop = create;
-  stop.type = "STOP";
+  stop.type = model::OperationType::kStop;
   REQUIRE(h.ledger->operations().createOperation(stop, "test").isOk());  // the newest of `running`'s two
   create.meta_instance = waiting;
   REQUIRE(h.ledger->operations().createOperation(create, "test").isOk());
   model::Operation restart = create;
-  restart.type = "RESTART";
+  restart.type = model::OperationType::kRestart;
   restart.meta_instance = failed;
   auto op3 = h.ledger->operations().createOperation(restart, "test");
   REQUIRE(op3.isOk());
-  REQUIRE(h.ledger->operations().setOperationState(op3->meta.id, "PENDING_APPROVAL", std::nullopt, "test").isOk());
+  REQUIRE(
+      h.ledger->operations().setOperationState(op3->meta.id, model::OperationState::kPendingApproval, std::nullopt, "test").isOk());
 
   Reply shown = h.get("/v1/plans/" + kMrdsPlanName, kViewerToken);
   REQUIRE(shown.status == 200);

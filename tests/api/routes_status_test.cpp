@@ -42,24 +42,27 @@ struct Fleet {
     }
     addDeployment(kMrdsPlanName, "deployment-1", 3);
     addDeployment("other-plan", "other-1", 1);
-    for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
+    for (model::DeploymentState state : {model::DeploymentState::kInProgress, model::DeploymentState::kCompleted}) {
       REQUIRE(h.ledger->plans().setDeploymentState("other-plan", "other-1", state, std::nullopt, "controller").isOk());
     }
     run("other-plan", "other-1");
     addDeployment("other-plan", "other-2", 1);
-    REQUIRE(h.ledger->plans()
-                .setDeploymentState("other-plan", "other-2", "IN_PROGRESS", std::nullopt, "controller")
+    REQUIRE(h.ledger
+                ->plans().setDeploymentState("other-plan", "other-2", model::DeploymentState::kInProgress, std::nullopt,
+                                     "controller")
                 .isOk());
     REQUIRE(h.ledger->plans().controlDeployment("other-plan", "other-2", "pause", "", kOperatorName).isOk());
 
-    REQUIRE(h.ledger->plans()
-                .setDeploymentState(kMrdsPlanName, "deployment-1", "IN_PROGRESS", std::nullopt, "controller")
+    REQUIRE(h.ledger
+                ->plans().setDeploymentState(kMrdsPlanName, "deployment-1", model::DeploymentState::kInProgress, std::nullopt,
+                                     "controller")
                 .isOk());
     run(kMrdsPlanName, "deployment-1");
     waiting = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->operations().setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+    REQUIRE(
+        h.ledger->operations().setOperationState(waiting, model::OperationState::kPendingApproval, std::nullopt, "approval").isOk());
     vetoed = create(kMrdsPlanName, "deployment-1").meta.id;
-    REQUIRE(h.ledger->operations().setOperationState(vetoed, "APPROVED", std::nullopt, "approval").isOk());
+    REQUIRE(h.ledger->operations().setOperationState(vetoed, model::OperationState::kApproved, std::nullopt, "approval").isOk());
     ledger::OperationUpdate veto;
     veto.message = model::hookHoldMessage(true, "gate", "no deploys at night");
     REQUIRE(h.ledger->operations().updateOperation(vetoed, veto, "executor").isOk());
@@ -77,7 +80,7 @@ struct Fleet {
   // A new meta instance of the deployment with its CREATE, left PENDING.
   model::Operation create(const std::string& plan, const std::string& deployment) {
     model::Operation operation;
-    operation.type = "CREATE";
+    operation.type = model::OperationType::kCreate;
     operation.intent = deployment;
     operation.requested_by = kOperatorName;
     auto created = h.ledger->operations().createInstanceWithOperation(plan, deployment, operation, "controller");
@@ -88,11 +91,11 @@ struct Fleet {
   // A new meta instance of the deployment, placed, RUNNING, its CREATE SUCCEEDED.
   void run(const std::string& plan, const std::string& deployment) {
     const model::Operation op = create(plan, deployment);
-    auto reserved =
-        h.ledger->instances().reserveForOperation(op.meta.id, runtimeOn(op.meta_instance, "kind-worker"), "approval");
+    auto reserved = h.ledger->instances().reserveForOperation(op.meta.id, runtimeOn(op.meta_instance, "kind-worker"), "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     moveRuntime(h, reserved->meta.id, {"STARTING", "RUNNING"});
-    for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+    for (model::OperationState state :
+         {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
       REQUIRE(h.ledger->operations().setOperationState(op.meta.id, state, std::nullopt, "executor").isOk());
     }
   }
@@ -174,7 +177,8 @@ TEST_CASE("api: status names each held rollout with every reason it is held") {
 
   // Once approved and no longer vetoed or waiting, the rollout is not held.
   REQUIRE(
-      fleet.h.ledger->operations().setOperationState(fleet.waiting, "APPROVED", std::nullopt, kApproverName).isOk());
+      fleet.h.ledger->operations().setOperationState(fleet.waiting, model::OperationState::kApproved, std::nullopt, kApproverName)
+          .isOk());
   for (int64_t id : {fleet.vetoed, fleet.unplaced}) {
     REQUIRE(fleet.h.ledger->operations().cancelOperation(id, std::nullopt, kOperatorName, "not now").isOk());
   }
@@ -182,9 +186,8 @@ TEST_CASE("api: status names each held rollout with every reason it is held") {
   CHECK(holdsOf(status, kMrdsPlanName, "deployment-1").is_null());
 
   // A halted control loop holds every rollout.
-  REQUIRE(fleet.h.ledger->audit()
-              .haltControlLoop("alarm.discrepancy", "6 instances disagree", Json::object(), "observer")
-              .isOk());
+  REQUIRE(
+      fleet.h.ledger->audit().haltControlLoop("alarm.discrepancy", "6 instances disagree", Json::object(), "observer").isOk());
   status = fleet.status();
   CHECK(holdsOf(status, kMrdsPlanName, "deployment-1")["halted"]["reason"] ==
         "the control loop is halted: 6 instances disagree");

@@ -71,8 +71,7 @@ int main(int argc, char** argv) {
     op.intent = "d1";
     op.requested_by = "bench";
     for (int i = 0; i < instances; ++i) {
-      operations.push_back(
-          must(ledger->operations().createInstanceWithOperation(fleet.plan, "d1", op, "bench"), "create").meta.id);
+      operations.push_back(must(ledger->operations().createInstanceWithOperation(fleet.plan, "d1", op, "bench"), "create").meta.id);
     }
   }
   const ledger::WriteStats before = ledger->writeStats();
@@ -84,9 +83,9 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
       for (size_t i = next++; i < operations.size(); i = next++) {
-        for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
-          must(ledger->operations().setOperationState(operations[i], state, std::nullopt, "bench"),
-               std::string("to ") + state);
+        for (model::OperationState state :
+             {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
+          must(ledger->operations().setOperationState(operations[i], state, std::nullopt, "bench"), std::string("to ") + state);
           ++transitions;
         }
       }

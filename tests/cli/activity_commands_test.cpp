@@ -313,16 +313,16 @@ int64_t recordActivity(const LiveServer& live) {
   int64_t waiting = 0;
   for (int i = 0; i < 3; ++i) {
     tide::model::Operation create;
-    create.type = "CREATE";
+    create.type = tide::model::OperationType::kCreate;
     create.intent = "deployment-2";
     create.requested_by = kDeployer;
-    auto created =
-        live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
+    auto created = live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
     if (i == 0) {
       waiting = created->meta.id;
-      REQUIRE(
-          live.ledger->operations().setOperationState(waiting, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+      REQUIRE(live.ledger
+                  ->operations().setOperationState(waiting, tide::model::OperationState::kPendingApproval, std::nullopt, "approval")
+                  .isOk());
     }
   }
   return waiting;

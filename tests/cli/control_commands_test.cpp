@@ -24,9 +24,9 @@ TEST_CASE("cli: deployment show warns of a halted control loop and tide resume e
   CHECK(not_halted.code == 1);
   CHECK(contains(not_halted.err, "the control loop is not halted"));
 
-  REQUIRE(live.ledger->audit()
-              .haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers", Json::object(),
-                               "observer")
+  REQUIRE(live.ledger
+              ->audit().haltControlLoop("alarm.discrepancy", "6 running instances disagree with their drivers", Json::object(),
+                                "observer")
               .isOk());
   CliRun show = live.run({"deployment", "show", "nginx-deployment-plan"});
   REQUIRE_MESSAGE(show.code == 0, show.err);
@@ -69,7 +69,8 @@ TEST_CASE("cli: node show of a draining node shows who drained it and what is le
   Json json = Json::parse(live.run({"node", "show", "kind-worker", "-o", "json"}).out);
   CHECK(json["drain"]["instances_left"] == 1);
 
-  REQUIRE(live.ledger->instances().setRuntimeInstanceState(created->meta.id, "FAILED", std::nullopt, "test").isOk());
+  REQUIRE(live.ledger->instances().setRuntimeInstanceState(created->meta.id, model::RuntimeState::kFailed, std::nullopt, "test")
+              .isOk());
   CHECK(contains(live.run({"node", "show", "kind-worker"}).out, "The node is empty: it can be deleted\n"));
   CHECK(live.run({"node", "delete", "kind-worker"}).out == "Node kind-worker deleted\n");
 }

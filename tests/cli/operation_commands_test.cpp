@@ -12,6 +12,7 @@
 
 #include "host/model/approvals.h"
 #include "tests/cli/cli_test_support.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using namespace tide::testing;
@@ -40,7 +41,7 @@ struct OperationFixture {
   int64_t waiting(const std::string& instance) {
     model::Operation operation;
     operation.meta_instance = instance;
-    operation.type = "CREATE";
+    operation.type = model::OperationType::kCreate;
     operation.intent = "deployment-1";
     operation.requested_by = "controller";
     auto created = live.ledger->operations().createOperation(operation, "controller");
@@ -50,8 +51,9 @@ struct OperationFixture {
   }
 
   void moveTo(int64_t id, const std::string& state) {
-    REQUIRE(live.ledger->operations()
-                .setOperationState(id, state, std::nullopt, "engine", "a policy asked for a person")
+    REQUIRE(live.ledger
+                ->operations().setOperationState(id, testing::parsed<model::OperationState>(state), std::nullopt, "engine",
+                                    "a policy asked for a person")
                 .isOk());
   }
 
@@ -92,7 +94,7 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
   CliRun approved = f.live.run({"deployment", "approve-operation", kExamplePlan});
   REQUIRE_MESSAGE(approved.code == 0, approved.err);
   CHECK(approved.out == "approved operation " + described(only, "CREATE", first) + "\n");
-  CHECK(f.operation(only).state == "APPROVED");
+  CHECK(f.operation(only).state == model::OperationState::kApproved);
   CHECK(f.operation(only).approved_by == kBootstrapAdmin);
   CHECK(f.operation(only).message == "approved by " + kBootstrapAdmin);
 
@@ -108,14 +110,14 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
                            "\n"
                            "  operation " +
                            described(three, "CREATE", third) + "\n");
-  CHECK(f.operation(two).state == "PENDING_APPROVAL");
+  CHECK(f.operation(two).state == model::OperationState::kPendingApproval);
 
   CliRun chosen = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", std::to_string(three),
                               "--reason", "canary is fine"});
   REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
   CHECK(chosen.out == "approved operation " + described(three, "CREATE", third) + "\n");
   CHECK(f.operation(three).message == "canary is fine");
-  CHECK(f.operation(two).state == "PENDING_APPROVAL");
+  CHECK(f.operation(two).state == model::OperationState::kPendingApproval);
 
   CliRun twice = f.live.run({"deployment", "approve-operation", kExamplePlan, "--operation-id", std::to_string(three)});
   CHECK(twice.code == 1);
@@ -136,7 +138,7 @@ TEST_CASE("cli: approve-operation approves the plan's only waiting operation, or
   CHECK(items[1]["metadata"]["id"] == four);
   CHECK(items[1]["state"] == "APPROVED");
   CHECK(items[1]["approved_by"] == kBootstrapAdmin);
-  CHECK(f.operation(four).state == "APPROVED");
+  CHECK(f.operation(four).state == model::OperationState::kApproved);
 }
 
 TEST_CASE("cli: reject-operation --all rejects every waiting operation with the reason") {
@@ -148,7 +150,7 @@ TEST_CASE("cli: reject-operation --all rejects every waiting operation with the 
   CHECK(rejected.out == "rejected operation " + described(one, "CREATE", first) + "\n" + "rejected operation " +
                             described(two, "CREATE", second) + "\n");
   for (int64_t id : {one, two}) {
-    CHECK(f.operation(id).state == "REJECTED");
+    CHECK(f.operation(id).state == model::OperationState::kRejected);
     CHECK(f.operation(id).message == "not during the freeze");
     CHECK(f.operation(id).approved_by == kBootstrapAdmin);
   }
@@ -204,7 +206,8 @@ TEST_CASE("cli: operate acts on the plan's only live instance or lists the candi
   CHECK(contains(refused.err, "already has operation"));
 
   // A meta instance on its way out is not a candidate.
-  REQUIRE(f.live.ledger->instances().setMetaInstanceState(first, "MARKED_FOR_DELETION", std::nullopt, "test").isOk());
+  REQUIRE(
+      f.live.ledger->instances().setMetaInstanceState(first, model::MetaState::kMarkedForDeletion, std::nullopt, "test").isOk());
   CliRun only_live = f.live.run({"deployment", "operate", kExamplePlan, "--relocate"});
   CHECK(only_live.code == 1);
   CHECK(contains(only_live.err, "instance '" + second + "' already has operation"));
@@ -226,7 +229,7 @@ TEST_CASE("cli: approving one's own operation is refused unless approver_must_di
     CliRun own = f.live.run({"deployment", "approve-operation", kExamplePlan});
     CHECK(own.code == 1);
     CHECK(contains(own.err, "was requested by " + kBootstrapAdmin));
-    CHECK(f.operation(id).state == "PENDING_APPROVAL");
+    CHECK(f.operation(id).state == model::OperationState::kPendingApproval);
   }
   SUBCASE("allowed when the host says so") {
     OperationFixture f([](api::ServerOptions& options) { options.approver_must_differ = false; });
@@ -236,7 +239,7 @@ TEST_CASE("cli: approving one's own operation is refused unless approver_must_di
     f.moveTo(id, "PENDING_APPROVAL");
     CliRun own = f.live.run({"deployment", "approve-operation", kExamplePlan});
     REQUIRE_MESSAGE(own.code == 0, own.err);
-    CHECK(f.operation(id).state == "APPROVED");
+    CHECK(f.operation(id).state == model::OperationState::kApproved);
   }
 }
 
@@ -308,7 +311,7 @@ TEST_CASE("cli: operations cancel withdraws an operation that has not started, a
   CliRun cancelled = f.live.run({"operations", "cancel", std::to_string(id), "--reason", "wrong instance"});
   REQUIRE_MESSAGE(cancelled.code == 0, cancelled.err);
   CHECK(cancelled.out == "cancelled operation " + described(id, "CREATE", instance) + "\n");
-  CHECK(f.operation(id).state == "CANCELLED");
+  CHECK(f.operation(id).state == model::OperationState::kCancelled);
   CHECK(f.operation(id).message == "wrong instance");
 
   CliRun again = f.live.run({"operations", "cancel", std::to_string(id)});
@@ -368,7 +371,7 @@ TEST_CASE("cli: operations approve counts one of the approvals an operation need
   REQUIRE_MESSAGE(first.code == 0, first.err);
   const std::string progress = "1 of 2 approvals (alice)";
   CHECK(first.out == "approved operation " + described(id, "CREATE", instance) + ": " + progress + "; 1 more needed\n");
-  CHECK(f.operation(id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(id).state == model::OperationState::kPendingApproval);
 
   CliRun list = f.live.run({"operations", "list", "--state", "PENDING_APPROVAL"});
   REQUIRE_MESSAGE(list.code == 0, list.err);
@@ -387,7 +390,7 @@ TEST_CASE("cli: operations approve counts one of the approvals an operation need
   CliRun second = approveAs(id, bob_token);
   REQUIRE_MESSAGE(second.code == 0, second.err);
   CHECK(contains(second.out, "2 of 2 approvals (alice, bob)"));
-  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).state == model::OperationState::kApproved);
   CHECK(f.operation(id).approved_by == "alice,bob");
 }
 
@@ -410,13 +413,13 @@ TEST_CASE("cli: operations approve --override --reason overrides a soft deny, a 
       f.live.run({"operations", "approve", std::to_string(id), "--override", "--reason", "hotfix for INC-42"});
   REQUIRE_MESSAGE(overridden.code == 0, overridden.err);
   CHECK(overridden.out == "approved operation " + described(id, "CREATE", instance) + "\n");
-  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).state == model::OperationState::kApproved);
   CHECK(f.operation(id).message == "hotfix for INC-42");
 
   const int64_t other = f.waiting(f.newInstance());
   CliRun rejected = f.live.run({"operations", "reject", std::to_string(other), "--reason", "not now"});
   REQUIRE_MESSAGE(rejected.code == 0, rejected.err);
-  CHECK(f.operation(other).state == "REJECTED");
+  CHECK(f.operation(other).state == model::OperationState::kRejected);
 }
 
 TEST_CASE("cli: deployment approve-operation --override --reason overrides a soft deny of the plan's operation") {
@@ -431,13 +434,13 @@ TEST_CASE("cli: deployment approve-operation --override --reason overrides a sof
   CliRun reasonless = f.live.run({"deployment", "approve-operation", kExamplePlan, "--override"});
   CHECK(reasonless.code == 1);
   CHECK(contains(reasonless.err, "reason"));
-  CHECK(f.operation(id).state == "PENDING_APPROVAL");
+  CHECK(f.operation(id).state == model::OperationState::kPendingApproval);
 
   CliRun overridden = f.live.run(
       {"deployment", "approve-operation", kExamplePlan, "--override", "--reason", "hotfix for INC-42", "-o", "json"});
   REQUIRE_MESSAGE(overridden.code == 0, overridden.err);
   CHECK(Json::parse(overridden.out)["items"][0]["state"] == "APPROVED");
-  CHECK(f.operation(id).state == "APPROVED");
+  CHECK(f.operation(id).state == model::OperationState::kApproved);
   CHECK(f.operation(id).message == "hotfix for INC-42");
   const auto given = f.live.ledger->operations().listApprovals(id);
   REQUIRE(given.isOk());

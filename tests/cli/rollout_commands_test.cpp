@@ -183,9 +183,8 @@ TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, 
   // Deployments 1 and 2 completed; 3 rolled back on its own (as a failed analysis does), which
   // re-opened 2; the control loop does not run here, so the test completes it again.
   auto complete = [&](const std::string& id) {
-    for (const char* state : {"IN_PROGRESS", "COMPLETED"}) {
-      auto moved =
-          fixture.live.ledger->plans().setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
+    for (model::DeploymentState state : {model::DeploymentState::kInProgress, model::DeploymentState::kCompleted}) {
+      auto moved = fixture.live.ledger->plans().setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
       REQUIRE_MESSAGE(moved.isOk(), moved.status().toString());
     }
   };
@@ -194,14 +193,16 @@ TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, 
   }
   complete("deployment-1");
   complete("deployment-2");
-  REQUIRE(fixture.live.ledger->plans()
-              .setDeploymentState(kExamplePlan, "deployment-3", "IN_PROGRESS", std::nullopt, "controller", "")
+  REQUIRE(fixture.live.ledger
+              ->plans().setDeploymentState(kExamplePlan, "deployment-3", model::DeploymentState::kInProgress, std::nullopt,
+                                   "controller", "")
               .isOk());
-  REQUIRE(fixture.live.ledger->plans()
-              .controlDeployment(kExamplePlan, "deployment-3", "rollback", "failed analysis", "controller")
-              .isOk());
-  REQUIRE(fixture.live.ledger->plans()
-              .setDeploymentState(kExamplePlan, "deployment-2", "COMPLETED", std::nullopt, "controller", "")
+  REQUIRE(
+      fixture.live.ledger->plans().controlDeployment(kExamplePlan, "deployment-3", "rollback", "failed analysis", "controller")
+          .isOk());
+  REQUIRE(fixture.live.ledger
+              ->plans().setDeploymentState(kExamplePlan, "deployment-2", model::DeploymentState::kCompleted, std::nullopt,
+                                   "controller", "")
               .isOk());
 
   CliRun rolled = fixture.live.run({"deployment", "rollback", kExamplePlan, "--reason", "v2 too"});
@@ -318,13 +319,14 @@ TEST_CASE("cli: deployment approve approves the rollout's waiting operations and
   REQUIRE(meta.isOk());
   tide::model::Operation asked;
   asked.meta_instance = meta->name;
-  asked.type = "CREATE";
+  asked.type = model::OperationType::kCreate;
   asked.intent = "deployment-1";
   asked.requested_by = "ops";
   auto created = live.ledger->operations().createOperation(asked, "controller");
   REQUIRE(created.isOk());
-  REQUIRE(live.ledger->operations()
-              .setOperationState(created->meta.id, "PENDING_APPROVAL", std::nullopt, "approval", "a person")
+  REQUIRE(live.ledger
+              ->operations().setOperationState(created->meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval",
+                                  "a person")
               .isOk());
 
   // Whoever added it may not approve it.

@@ -56,15 +56,15 @@ TEST_CASE("cli: status shows an under-replicated plan, its held rollout and a sc
   REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
   REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-2.yaml")}).code == 0);
   // deployment-2 asks for three instances: one runs, the CREATE of a second waits for people.
-  REQUIRE(live.ledger->plans()
-              .setDeploymentState(kExamplePlan, "deployment-2", "IN_PROGRESS", std::nullopt, "controller")
+  REQUIRE(live.ledger
+              ->plans().setDeploymentState(kExamplePlan, "deployment-2", model::DeploymentState::kInProgress, std::nullopt,
+                                   "controller")
               .isOk());
   model::Operation create;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "deployment-2";
   create.requested_by = "deployer";
-  auto running =
-      live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
+  auto running = live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
   REQUIRE(running.isOk());
   model::RuntimeInstance runtime;
   runtime.meta_instance = running->meta_instance;
@@ -72,14 +72,13 @@ TEST_CASE("cli: status shows an under-replicated plan, its held rollout and a sc
   runtime.reservation = {1, 1};
   auto placed = live.ledger->instances().reserveForOperation(running->meta.id, runtime, "approval");
   REQUIRE_MESSAGE(placed.isOk(), placed.status().toString());
-  for (const char* state : {"STARTING", "RUNNING"}) {
+  for (model::RuntimeState state : {model::RuntimeState::kStarting, model::RuntimeState::kRunning}) {
     REQUIRE(live.ledger->instances().setRuntimeInstanceState(placed->meta.id, state, std::nullopt, "executor").isOk());
   }
-  auto waiting =
-      live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
+  auto waiting = live.ledger->operations().createInstanceWithOperation(kExamplePlan, "deployment-2", create, "controller");
   REQUIRE(waiting.isOk());
-  REQUIRE(live.ledger->operations()
-              .setOperationState(waiting->meta.id, "PENDING_APPROVAL", std::nullopt, "approval")
+  REQUIRE(live.ledger
+              ->operations().setOperationState(waiting->meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
               .isOk());
   const std::string id = std::to_string(waiting->meta.id);
 

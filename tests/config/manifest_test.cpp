@@ -112,7 +112,7 @@ TEST_CASE("manifest: MRDS node file is accepted verbatim") {
   CHECK(n.local_volumes[0].storage_class == "SSD");
   CHECK(n.local_volumes[0].capacity_gib == 1024);
   CHECK(n.cluster.empty());
-  CHECK(n.state == "UNALLOCATED");
+  CHECK(n.state == model::NodeState::kUnallocated);
   CHECK(m.plans.empty());
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("manifest: MRDS plan file is accepted verbatim") {
   CHECK(p.strategy.params == Json::object());
   CHECK(p.approval_policies.empty());
   CHECK(p.approval_min_approvals == 1);
-  CHECK(p.state == "ACTIVE");
+  CHECK(p.state == model::PlanState::kActive);
 }
 
 TEST_CASE("manifest: MRDS deployment file is accepted verbatim") {
@@ -161,7 +161,7 @@ TEST_CASE("manifest: MRDS deployment file is accepted verbatim") {
   CHECK(d.payload_coordinates[0].coordinates == Json{{"image", "nginx:latest"}});
   CHECK(d.instance_count == 1);
   CHECK(d.strategy.is_null());
-  CHECK(d.state == "PENDING");
+  CHECK(d.state == model::DeploymentState::kPending);
 }
 
 TEST_CASE("manifest: a single plan document is recognised by its keys") {
@@ -222,7 +222,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   }
 
   Json capabilityJson = model::Capability{{}, "nvidia-t4", "GPU", 50};
-  Json clusterJson = model::Cluster{{}, "local", "fault", Json{{"seed", 7}}, "ACTIVE", ""};
+  Json clusterJson = model::Cluster{{}, "local", "fault", Json{{"seed", 7}}, model::ClusterState::kActive, ""};
   for (const char* key : {"state", "message"}) clusterJson.erase(key);
 
   Json body = {{"capabilities", {capabilityJson}},
@@ -233,7 +233,7 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   Manifest m = parseOk(body.dump(2));
 
   REQUIRE(m.nodes.size() == 1);
-  node.state = "ALLOCATED";
+  node.state = model::NodeState::kAllocated;
   CHECK(Json(m.nodes[0].value) == Json(node));
   REQUIRE(m.plans.size() == 1);
   CHECK(Json(m.plans[0].value) == Json(plan));
@@ -322,12 +322,12 @@ deployments:
   CHECK(m.clusters[1].value.driver_config == Json{{"seed", 42}, {"inner", {{"kind", "process"}}}});
   CHECK(m.clusters[2].value.driver_kind == "lua:ssh");
   REQUIRE(m.nodes.size() == 2);
-  CHECK(m.nodes[0].value.state == "ALLOCATED");
+  CHECK(m.nodes[0].value.state == model::NodeState::kAllocated);
   CHECK(m.nodes[0].value.cluster == "c1");
   CHECK(m.nodes[0].value.system_reserved.memory_gib == 0.5);
   CHECK(m.nodes[0].value.local_volumes[0].capacity_gib == 1.5);
   CHECK(m.nodes[0].value.labels == std::map<std::string, std::string>{{"gpu", "true"}, {"zone", "eu-1"}});
-  CHECK(m.nodes[1].value.state == "UNALLOCATED");
+  CHECK(m.nodes[1].value.state == model::NodeState::kUnallocated);
   REQUIRE(m.plans.size() == 1);
   const model::Plan& p = m.plans[0].value;
   REQUIRE(p.matching_capabilities.size() == 4);
@@ -449,7 +449,7 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
   std::vector<std::string> domains;
   for (const auto& n : nodes->nodes) {
     CHECK(n.value.cluster == "local");
-    CHECK(n.value.state == "ALLOCATED");
+    CHECK(n.value.state == model::NodeState::kAllocated);
     CHECK(n.value.total.cores == 64);
     CHECK(n.value.system_reserved.memory_gib == 32);
     CHECK(n.value.local_volumes.size() == 2);
@@ -918,7 +918,7 @@ TEST_CASE("manifest: single-record parsers take exactly one object") {
       parseNode(R"({"name": "n", "update_domain": "u", "total": {"cores": 2, "memory_gib": 4}, "cluster": "local"})",
                 "request body");
   REQUIRE(node.isOk());
-  CHECK(node->state == "ALLOCATED");
+  CHECK(node->state == model::NodeState::kAllocated);
   CHECK(node->total.memory_gib == 4);
 
   auto bad = parseNode(

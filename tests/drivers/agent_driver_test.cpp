@@ -44,7 +44,7 @@ TEST_CASE("agent driver: ensure records the instance and returns at once, status
   AgentDriverFixture f;
   auto ensured = f.driver->ensure(webSpec("1"));
   REQUIRE(ensured.isOk());
-  CHECK(ensured->state == "PENDING");
+  CHECK(ensured->state == model::WorkloadState::kPending);
   REQUIRE(f.hub->document("n1").instances.size() == 1);
   CHECK(f.hub->document("n1").instances[0].want == kWantRunning);
   CHECK(f.driver->status({"1", "n1", ""}).status().code() == Code::kUnavailable);
@@ -52,11 +52,11 @@ TEST_CASE("agent driver: ensure records the instance and returns at once, status
   FakeAgent agent(*f.hub, "n1");
   CHECK(eventually([&] {
     auto status = f.driver->status({"1", "n1", ""});
-    return status.isOk() && status->state == "RUNNING";
+    return status.isOk() && status->state == model::WorkloadState::kRunning;
   }));
   auto status = f.driver->status({"1", "n1", ""});
   CHECK(status->ports == Json{{"tcp/80", 31080}});
-  CHECK(f.driver->ensure(webSpec("1"))->state == "RUNNING");
+  CHECK(f.driver->ensure(webSpec("1"))->state == model::WorkloadState::kRunning);
   CHECK(f.driver->status({"99", "n1", ""}).status().code() == Code::kNotFound);
   auto listed = f.driver->list();
   REQUIRE(listed.isOk());
@@ -71,7 +71,7 @@ TEST_CASE("agent driver: stop and remove wait for the agent to report them done"
   REQUIRE(f.driver->stop({"1", "n1", ""}).isOk());
   auto stopped = f.driver->status({"1", "n1", ""});
   REQUIRE(stopped.isOk());
-  CHECK(stopped->state == "STOPPED");
+  CHECK(stopped->state == model::WorkloadState::kStopped);
   CHECK(f.hub->document("n1").instances.at(0).want == kWantStopped);
   REQUIRE(f.driver->remove({"1", "n1", ""}).isOk());
   CHECK(f.driver->status({"1", "n1", ""}).status().code() == Code::kNotFound);
@@ -109,7 +109,7 @@ TEST_CASE("agent driver: stop on an unreachable node returns at once and stays i
   FakeAgent agent(*f.hub, "n1");
   CHECK(eventually([&] {
     auto status = f.driver->status({"1", "n1", ""});
-    return status.isOk() && status->state == "STOPPED";
+    return status.isOk() && status->state == model::WorkloadState::kStopped;
   }));
   CHECK(f.driver->unreachableNodes().size() == 1);  // n2 still never heard from
 }
@@ -190,7 +190,7 @@ TEST_CASE("agent driver: an instance its unreachable node has not applied is una
   heartbeat.epoch = f.hub->epoch();
   f.hub->report("n1", heartbeat);  // heard from, never applies anything
   REQUIRE(f.driver->ensure(webSpec("1")).isOk());
-  CHECK(f.driver->status({"1", "n1", ""})->state == "PENDING");  // reachable: it may yet apply it
+  CHECK(f.driver->status({"1", "n1", ""})->state == model::WorkloadState::kPending);  // reachable: it may yet apply it
 
   f.clock.advance(seconds(11));  // past the TTL: an operation waiting on it need not wait out its deadline
   auto waiting = f.driver->status({"1", "n1", ""});

@@ -6,6 +6,7 @@
 
 #include "tests/drivers/driver_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using namespace tide::drivers;
@@ -39,7 +40,7 @@ std::unique_ptr<AgentHub> openHub(const std::string& dir, const Clock& clock, Ag
 ReportedInstance reported(const std::string& id, const std::string& state) {
   ReportedInstance instance;
   instance.id = id;
-  instance.status.state = state;
+  instance.status.state = testing::parsed<model::WorkloadState>(state);
   return instance;
 }
 
@@ -220,7 +221,7 @@ TEST_CASE("agent protocol: a report with a bad field names it and yields nothing
   good.epoch = 3;
   good.applied_revision = 4;
   good.resources = model::Resources{8, 15.5};
-  RuntimeStatus running{"RUNNING", "pid:1:2", Json{{"tcp/80", 31080}}, 0, "", true};
+  RuntimeStatus running{model::WorkloadState::kRunning, "pid:1:2", Json{{"tcp/80", 31080}}, 0, "", true};
   good.instances = {{"118", running}};
   good.volumes = {{"v-0", true, ""}};
   auto round_trip = reportFromJson(reportToJson(good));

@@ -126,7 +126,7 @@ struct ProcessDriverFixture {
 
   std::string stateOf(const std::string& id) const {
     auto status = driver->status({id, "node-a", ""});
-    return status.isOk() ? status->state : std::string(codeName(status.status().code()));
+    return status.isOk() ? model::toString(status->state) : std::string(codeName(status.status().code()));
   }
 };
 

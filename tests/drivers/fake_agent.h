@@ -47,9 +47,10 @@ class FakeAgent {
       report.applied_revision = document.version.revision;
       for (const drivers::DesiredInstance& instance : document.instances) {
         drivers::RuntimeStatus status;
-        status.state = instance.want == drivers::kWantRunning ? "RUNNING" : "STOPPED";
+        status.state =
+            instance.want == drivers::kWantRunning ? model::WorkloadState::kRunning : model::WorkloadState::kStopped;
         if (exited(instance.spec.id)) {
-          status.state = "EXITED";
+          status.state = model::WorkloadState::kExited;
           status.exit_code = 1;
         }
         status.handle = "fake:" + instance.spec.id;

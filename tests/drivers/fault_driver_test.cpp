@@ -22,7 +22,7 @@ class CountingDriver final : public Driver {
   Status removeVolume(const VolumeRef&) override { return Status::ok(); }
   Result<RuntimeStatus> ensure(const RuntimeSpec&) override {
     ++ensures;
-    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, "", std::nullopt};
+    return RuntimeStatus{model::WorkloadState::kRunning, "fake", Json::object(), 0, "", std::nullopt};
   }
   Status stop(const RuntimeRef&) override {
     ++stops;
@@ -31,7 +31,7 @@ class CountingDriver final : public Driver {
   Status remove(const RuntimeRef&) override { return Status::ok(); }
   Result<RuntimeStatus> status(const RuntimeRef&) override {
     ++statuses;
-    return RuntimeStatus{"RUNNING", "fake", Json::object(), 0, "", std::nullopt};
+    return RuntimeStatus{model::WorkloadState::kRunning, "fake", Json::object(), 0, "", std::nullopt};
   }
   Result<std::vector<RuntimeRef>> list() override { return std::vector<RuntimeRef>{}; }
 };

@@ -66,7 +66,7 @@ TEST_CASE("driver: process ensure starts a command with its host ports in argv a
 
   auto started = f.driver->ensure(spec);
   REQUIRE_MESSAGE(started.isOk(), started.status().toString());
-  CHECK(started->state == "RUNNING");
+  CHECK(started->state == model::WorkloadState::kRunning);
   CHECK(started->handle.rfind("pid:", 0) == 0);
   int host_port = started->ports.at("tcp/80").get<int>();
   CHECK(host_port >= f.options.port_range_start);
@@ -85,7 +85,7 @@ TEST_CASE("driver: process ensure twice keeps one process") {
   REQUIRE(first.isOk());
   auto second = f.driver->ensure(spec);
   REQUIRE(second.isOk());
-  CHECK(second->state == "RUNNING");
+  CHECK(second->state == model::WorkloadState::kRunning);
   CHECK(second->handle == first->handle);
   CHECK(second->ports == first->ports);
   CHECK(f.driver->list()->size() == 1);
@@ -104,7 +104,7 @@ TEST_CASE("driver: process stop terminates the whole process group, grandchildre
   CHECK(eventually([&] { return !processAlive(leader) && !processAlive(grandchild); }));
   auto stopped = f.driver->status({"1", "node-a", ""});
   REQUIRE(stopped.isOk());
-  CHECK(stopped->state == "STOPPED");
+  CHECK(stopped->state == model::WorkloadState::kStopped);
   CHECK(f.driver->stop({"1", "node-a", ""}).isOk());  // idempotent
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("driver: process stop escalates to SIGKILL after the grace period") {
   CHECK_FALSE(processAlive(parseHandle(started->handle).pid));
   auto stopped = f.driver->status({"1", "node-a", ""});
   REQUIRE(stopped.isOk());
-  CHECK(stopped->state == "STOPPED");
+  CHECK(stopped->state == model::WorkloadState::kStopped);
   CHECK(stopped->exit_code == 128 + SIGKILL);
 }
 
@@ -180,11 +180,11 @@ TEST_CASE("driver: a new process driver over the same state dir re-adopts its in
   std::unique_ptr<ProcessDriver> restarted = f.another();
   auto adopted = restarted->status({"run", "node-a", ""});
   REQUIRE(adopted.isOk());
-  CHECK(adopted->state == "RUNNING");
+  CHECK(adopted->state == model::WorkloadState::kRunning);
   CHECK(adopted->handle == running->handle);
   auto exited = restarted->status({"exit", "node-a", ""});
   REQUIRE(exited.isOk());
-  CHECK(exited->state == "EXITED");
+  CHECK(exited->state == model::WorkloadState::kExited);
   CHECK(exited->exit_code == 7);
 
   auto refs = restarted->list();
@@ -213,7 +213,7 @@ TEST_CASE("driver: process ensure restarts an exited instance on the same host p
 
   auto second = f.driver->ensure(spec);
   REQUIRE_MESSAGE(second.isOk(), second.status().toString());
-  CHECK(second->state == "RUNNING");
+  CHECK(second->state == model::WorkloadState::kRunning);
   CHECK(second->handle != first->handle);
   CHECK(second->ports == first->ports);
 }
@@ -239,7 +239,7 @@ TEST_CASE("driver: a restart whose start was never recorded leaves one process o
   std::unique_ptr<ProcessDriver> restarted = f.another();
   auto again = restarted->ensure(spec);
   REQUIRE_MESSAGE(again.isOk(), again.status().toString());
-  CHECK(again->state == "RUNNING");
+  CHECK(again->state == model::WorkloadState::kRunning);
   CHECK(eventually([&] { return workloadsOf(f.options.state_dir).size() == 1; }));
   const std::vector<pid_t> running = workloadsOf(f.options.state_dir);
   REQUIRE(running.size() == 1);
@@ -266,7 +266,7 @@ TEST_CASE("driver: process records whose start time does not match are not ours 
   std::unique_ptr<ProcessDriver> driver = f.another();
   auto status = driver->status({"stale", "node-a", ""});
   REQUIRE(status.isOk());
-  CHECK(status->state == "EXITED");
+  CHECK(status->state == model::WorkloadState::kExited);
   CHECK(status->exit_code == -1);
   CHECK(driver->stop({"stale", "node-a", ""}).isOk());
   CHECK(driver->remove({"stale", "node-a", ""}).isOk());
@@ -517,7 +517,7 @@ TEST_CASE("driver: process status and list answer from memory, opening no state 
     CHECK(f.stateOf("run") == "RUNNING");
     auto answers = f.driver->statusAll(both);
     REQUIRE(answers.isOk());
-    CHECK(answers->at(1)->state == "RUNNING");
+    CHECK(answers->at(1)->state == model::WorkloadState::kRunning);
     CHECK(f.driver->list()->size() == 2);
   }
   CHECK(instances.events().empty());
@@ -527,13 +527,13 @@ TEST_CASE("driver: process status and list answer from memory, opening no state 
   // (on a loaded machine the waiter may take longer than status() waits for it).
   REQUIRE(eventually([&] {
     auto died = f.driver->status({"die", "node-a", ""});
-    return died.isOk() && died->state == "EXITED" && died->exit_code == 3;
+    return died.isOk() && died->state == model::WorkloadState::kExited && died->exit_code == 3;
   }));
   (void)instances.events();  // the waiter wrote the exit file, the driver read it
   for (int i = 0; i < 50; ++i) {
     auto died = f.driver->status({"die", "node-a", ""});
     REQUIRE(died.isOk());
-    CHECK(died->state == "EXITED");
+    CHECK(died->state == model::WorkloadState::kExited);
     CHECK(died->exit_code == 3);
     CHECK(f.driver->statusAll(both)->at(1)->exit_code == 3);
   }
@@ -544,7 +544,7 @@ TEST_CASE("driver: process status and list answer from memory, opening no state 
   const std::vector<std::string> read_at_start = instances.events();
   CHECK(std::count(read_at_start.begin(), read_at_start.end(), "open die.json") == 1);
   CHECK(reopened->status({"die", "node-a", ""})->exit_code == 3);
-  CHECK(reopened->status({"run", "node-a", ""})->state == "RUNNING");
+  CHECK(reopened->status({"run", "node-a", ""})->state == model::WorkloadState::kRunning);
 }
 
 TEST_CASE("driver: process status finds what another driver over the same state dir recorded later") {
@@ -554,7 +554,7 @@ TEST_CASE("driver: process status finds what another driver over the same state 
   CHECK(f.stateOf("late") == "RUNNING");
   auto answers = f.driver->statusAll({{"late", "node-a", ""}, {"never", "node-a", ""}});
   REQUIRE(answers.isOk());
-  CHECK(answers->at(0)->state == "RUNNING");
+  CHECK(answers->at(0)->state == model::WorkloadState::kRunning);
   CHECK(answers->at(1).status().code() == Code::kNotFound);
   REQUIRE(f.driver->remove({"late", "node-a", ""}).isOk());
   CHECK(f.driver->status({"late", "node-a", ""}).status().code() == Code::kNotFound);

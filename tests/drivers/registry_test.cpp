@@ -71,7 +71,7 @@ TEST_CASE("driver: a fault cluster over processes loses replies yet stays idempo
 
   auto status = driver.status({"1", "node-a", ""});
   REQUIRE(status.isOk());
-  CHECK(status->state == "RUNNING");
+  CHECK(status->state == model::WorkloadState::kRunning);
   auto refs = driver.list();
   REQUIRE(refs.isOk());
   CHECK(refs->size() == 1);

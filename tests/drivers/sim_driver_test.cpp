@@ -63,7 +63,7 @@ TEST_CASE("driver: sim ensure is idempotent by runtime id and gives fake host po
 
   auto first = driver->ensure(simSpec("1"));
   REQUIRE_MESSAGE(first.isOk(), first.status().toString());
-  CHECK(first->state == "RUNNING");
+  CHECK(first->state == model::WorkloadState::kRunning);
   CHECK(first->healthy == std::optional<bool>(true));
   CHECK(first->ports == Json{{"tcp/80", 40000}, {"udp/53", 40001}});
   auto again = driver->ensure(simSpec("1"));
@@ -100,32 +100,32 @@ TEST_CASE("driver: sim start and stop latencies run on the injected clock") {
 
   auto started = driver->ensure(simSpec("1"));
   REQUIRE(started.isOk());
-  CHECK(started->state == "STARTING");
+  CHECK(started->state == model::WorkloadState::kStarting);
   CHECK_FALSE(started->healthy.has_value());
   clock.advance(milliseconds(499));
-  CHECK(statusOf(*driver, "1").state == "STARTING");
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kStarting);
   clock.advance(milliseconds(1));
-  CHECK(statusOf(*driver, "1").state == "RUNNING");
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kRunning);
 
   REQUIRE(driver->stop({"1", "node-1", ""}).isOk());
   clock.advance(milliseconds(199));
-  CHECK(statusOf(*driver, "1").state == "RUNNING");  // as a process runs out its grace period
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kRunning);  // as a process runs out its grace period
   clock.advance(milliseconds(1));
-  CHECK(statusOf(*driver, "1").state == "STOPPED");
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kStopped);
 
   // Ensure of a stopped instance starts it again, on the same ports.
   auto restarted = driver->ensure(simSpec("1"));
   REQUIRE(restarted.isOk());
-  CHECK(restarted->state == "STARTING");
+  CHECK(restarted->state == model::WorkloadState::kStarting);
   CHECK(restarted->handle != started->handle);
   CHECK(restarted->ports == started->ports);
 
   // Ensure while stopping calls the stop off.
   clock.advance(milliseconds(500));
   REQUIRE(driver->stop({"1", "node-1", ""}).isOk());
-  REQUIRE(driver->ensure(simSpec("1"))->state == "RUNNING");
+  REQUIRE(driver->ensure(simSpec("1"))->state == model::WorkloadState::kRunning);
   clock.advance(milliseconds(1000));
-  CHECK(statusOf(*driver, "1").state == "RUNNING");
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kRunning);
 }
 
 TEST_CASE("driver: sim outcomes follow from the seed and the runtime id") {
@@ -146,11 +146,11 @@ TEST_CASE("driver: sim outcomes follow from the seed and the runtime id") {
     if (fate.start_fails) {
       ++failed;
       failed_ids.insert(id);
-      CHECK(status->state == "EXITED");
+      CHECK(status->state == model::WorkloadState::kExited);
       CHECK(status->exit_code == kStartFailureExitCode);
-      CHECK(statusOf(*twin, id).state == "EXITED");
+      CHECK(statusOf(*twin, id).state == model::WorkloadState::kExited);
     } else {
-      CHECK(status->state == "RUNNING");
+      CHECK(status->state == model::WorkloadState::kRunning);
       CHECK(status->healthy == std::optional<bool>(!fate.unhealthy));
       CHECK(statusOf(*twin, id).healthy == status->healthy);
       unhealthy += fate.unhealthy ? 1 : 0;
@@ -173,7 +173,8 @@ TEST_CASE("driver: sim outcomes follow from the seed and the runtime id") {
   const std::string id = *failed_ids.begin();
   auto retried = driver->ensure(simSpec(id));
   REQUIRE(retried.isOk());
-  CHECK(retried->state == (simFate(options, id, 2).start_fails ? "EXITED" : "RUNNING"));
+  CHECK(retried->state ==
+        (simFate(options, id, 2).start_fails ? model::WorkloadState::kExited : model::WorkloadState::kRunning));
 }
 
 TEST_CASE("driver: sim running instances crash when their fate says, at the clock's time") {
@@ -186,14 +187,14 @@ TEST_CASE("driver: sim running instances crash when their fate says, at the cloc
 
   REQUIRE(driver->ensure(simSpec("1")).isOk());
   clock.advance(milliseconds(100) + *fate.crash_after - milliseconds(1));
-  CHECK(statusOf(*driver, "1").state == "RUNNING");
+  CHECK(statusOf(*driver, "1").state == model::WorkloadState::kRunning);
   clock.advance(milliseconds(1));
   RuntimeStatus crashed = statusOf(*driver, "1");
-  CHECK(crashed.state == "EXITED");
+  CHECK(crashed.state == model::WorkloadState::kExited);
   CHECK(crashed.exit_code == kCrashExitCode);
   CHECK(crashed.message.find("crash_rate_per_hour") != std::string::npos);
 
-  CHECK(driver->ensure(simSpec("1"))->state == "STARTING");  // restarted, with its second fate
+  CHECK(driver->ensure(simSpec("1"))->state == model::WorkloadState::kStarting);  // restarted, with its second fate
   SimOptions calm = options;
   calm.crash_rate_per_hour = 0;
   CHECK_FALSE(simFate(calm, "1", 1).crash_after.has_value());
@@ -252,9 +253,9 @@ TEST_CASE("driver: sim statusAll answers every ref in order, kNotFound for unkno
   auto answers = driver->statusAll({{"1", "node-1", ""}, {"nope", "node-1", ""}, {"2", "node-1", ""}});
   REQUIRE(answers.isOk());
   REQUIRE(answers->size() == 3);
-  CHECK(answers->at(0)->state == "RUNNING");
+  CHECK(answers->at(0)->state == model::WorkloadState::kRunning);
   CHECK(answers->at(1).status().code() == Code::kNotFound);
-  CHECK(answers->at(2)->state == "STARTING");
+  CHECK(answers->at(2)->state == model::WorkloadState::kStarting);
   CHECK(driver->statusAll({})->empty());
 }
 
@@ -324,16 +325,16 @@ TEST_CASE("driver: sim with adopt answers for instances it never started, as run
   auto answers = adopting->statusAll({{"7", "node-1", "sim:7:1"}, {"8", "node-2", ""}});
   REQUIRE(answers.isOk());
   REQUIRE(answers->at(0).isOk());
-  CHECK(answers->at(0)->state == "RUNNING");
+  CHECK(answers->at(0)->state == model::WorkloadState::kRunning);
   CHECK(answers->at(0)->handle == "sim:7:1");
   CHECK(answers->at(0)->healthy == std::optional<bool>(true));
-  CHECK(answers->at(1)->state == "RUNNING");
+  CHECK(answers->at(1)->state == model::WorkloadState::kRunning);
   // Adopted instances belong to the inventory from then on, and stop like any other.
   auto listed = adopting->list();
   REQUIRE(listed.isOk());
   CHECK(listed->size() == 2);
   REQUIRE(adopting->stop({"7", "node-1", ""}).isOk());
-  CHECK(statusOf(*adopting, "7").state == "STOPPED");
+  CHECK(statusOf(*adopting, "7").state == model::WorkloadState::kStopped);
   auto bad = makeDriver("sim", {{"adopt", "yes"}}, DriverContext{});
   CHECK(fields(bad.status()) == std::vector<std::string>{"driver_config.adopt"});
 }

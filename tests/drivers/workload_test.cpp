@@ -195,7 +195,7 @@ TEST_CASE("driver: process driver runs the built-in workload from the image cata
   REQUIRE(f.driver->stop({"1", "node-a", ""}).isOk());
   auto stopped = f.driver->status({"1", "node-a", ""});
   REQUIRE(stopped.isOk());
-  CHECK(stopped->state == "STOPPED");
+  CHECK(stopped->state == model::WorkloadState::kStopped);
   CHECK(stopped->exit_code == 0);
 }
 

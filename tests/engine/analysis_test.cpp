@@ -183,7 +183,7 @@ struct AnalysisFixture : EngineFixture {
     return eventually(done, std::chrono::seconds(seconds));
   }
 
-  bool waitState(const std::string& id, const std::string& state) {
+  bool waitState(const std::string& id, model::DeploymentState state) {
     return waitFor([&] { return deployment(id).state == state; });
   }
 
@@ -216,7 +216,8 @@ std::string canaryJudgedBy(const std::string& analysis, const std::string& analy
 
 std::string stateOf(AnalysisFixture& f, const std::string& id) {
   auto d = f.ledger->plans().getDeployment("web", id);
-  return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
+  return d.isOk() ? model::toString(d->state) + ": " + d->message + " " + d->rollout_state.dump()
+                  : d.status().toString();
 }
 
 }  // namespace
@@ -226,7 +227,7 @@ TEST_CASE("analysis: a canary's error_rate on Prometheus passes a good version a
   AnalysisFixture f;
   f.start(rolloutPlan("canary", canaryJudgedBy("error_rate", kErrorRateParams)));
   f.apply(engineDeployment("d1", 2, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
+  REQUIRE_MESSAGE(f.waitState("d1", model::DeploymentState::kCompleted), stateOf(f, "d1"));
 
   // The good version: the analysis passes at step 1, which then waits for a promotion.
   f.apply(engineDeployment("d2", 2, "v2"));
@@ -235,17 +236,17 @@ TEST_CASE("analysis: a canary's error_rate on Prometheus passes a good version a
   CHECK(f.deployment("d2").rollout_state.value("step", 0) == 1);
   CHECK(f.deployment("d2").rollout_state.value("analysis_failures", -1) == 0);
   f.control("d2", "promote");
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), stateOf(f, "d2"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
 
   // The bad version: 20% of its answers are 500, above max_error_rate, so step 1 rolls back.
   f.apply(erroringDeployment("d3", 2, "v3", 0.2));
-  REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), stateOf(f, "d3"));
+  REQUIRE_MESSAGE(f.waitState("d3", model::DeploymentState::kRolledBack), stateOf(f, "d3"));
   const std::string message = f.deployment("d3").message;
   CHECK_MESSAGE(message.find("step 1 of 2 (50% new): analysis 'error_rate' failed: error rate ") != std::string::npos,
                 message);
   CHECK_MESSAGE(message.find("above 10.0% (max_error_rate)") != std::string::npos, message);
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), stateOf(f, "d2"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
   CHECK(f.traffic->requests() > 0);
 }
@@ -259,11 +260,11 @@ TEST_CASE("analysis: a blue-green's pre-promotion error_rate on Prometheus gates
                                                  "analysis_inconclusive_limit: 100000, analysis_params: ") +
                                          kErrorRateParams + "}"));
   f.apply(engineDeployment("d1", 2, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
+  REQUIRE_MESSAGE(f.waitState("d1", model::DeploymentState::kCompleted), stateOf(f, "d1"));
 
   // A preview answering 20% 5xx never gets the traffic: the rollout rolls back before the switch.
   f.apply(erroringDeployment("d2", 2, "v2", 0.2));
-  REQUIRE_MESSAGE(f.waitState("d2", "ROLLED_BACK"), stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kRolledBack), stateOf(f, "d2"));
   const model::Deployment refused = f.deployment("d2");
   CHECK_MESSAGE(refused.message.find("pre-promotion analysis 'error_rate' failed: error rate ") != std::string::npos,
                 refused.message);
@@ -272,7 +273,7 @@ TEST_CASE("analysis: a blue-green's pre-promotion error_rate on Prometheus gates
 
   // A healthy preview passes the analysis and takes the traffic.
   f.apply(engineDeployment("d3", 2, "v3"));
-  REQUIRE_MESSAGE(f.waitState("d3", "COMPLETED"), stateOf(f, "d3"));
+  REQUIRE_MESSAGE(f.waitState("d3", model::DeploymentState::kCompleted), stateOf(f, "d3"));
   const model::Deployment switched = f.deployment("d3");
   CHECK(switched.rollout_state.value("pre_analysis", "") == "passed");
   CHECK(switched.rollout_state.contains("switched_at"));
@@ -382,14 +383,14 @@ struct RouterAnalysisFixture : EngineFixture {
     if (host_metrics_thread.joinable()) host_metrics_thread.join();
   }
 
-  bool waitState(const std::string& id, const std::string& state) {
+  bool waitState(const std::string& id, model::DeploymentState state) {
     return eventually([&] { return deployment(id).state == state; }, std::chrono::seconds(120));
   }
 
   // d1 of v1 completes; d2 of v2 passes its analysis at step 1 and is promoted to the end.
   void completeTwoGoodVersions() {
     apply(engineDeployment("d1", 2, "v1"));
-    REQUIRE_MESSAGE(waitState("d1", "COMPLETED"), stateOf("d1"));
+    REQUIRE_MESSAGE(waitState("d1", model::DeploymentState::kCompleted), stateOf("d1"));
     apply(engineDeployment("d2", 2, "v2"));
     REQUIRE_MESSAGE(eventually([&] { return deployment("d2").rollout_state.value("analysis", "") == "passed"; },
                                std::chrono::seconds(120)),
@@ -397,12 +398,13 @@ struct RouterAnalysisFixture : EngineFixture {
     CHECK(deployment("d2").rollout_state.value("step", 0) == 1);
     passed_reason = deployment("d2").rollout_state.value("analysis_reason", "");
     REQUIRE(ledger->plans().controlDeployment("web", "d2", "promote", "", "alice").isOk());
-    REQUIRE_MESSAGE(waitState("d2", "COMPLETED"), stateOf("d2"));
+    REQUIRE_MESSAGE(waitState("d2", model::DeploymentState::kCompleted), stateOf("d2"));
   }
 
   std::string stateOf(const std::string& id) {
     auto d = ledger->plans().getDeployment("web", id);
-    return d.isOk() ? d->state + ": " + d->message + " " + d->rollout_state.dump() : d.status().toString();
+    return d.isOk() ? model::toString(d->state) + ": " + d->message + " " + d->rollout_state.dump()
+                    : d.status().toString();
   }
 
   std::filesystem::path prometheus_dir;
@@ -438,11 +440,11 @@ TEST_CASE("analysis: router_error_rate judges a canary on the answers the router
 
   // 20% of the bad version's answers are 500: above max_error_rate at the router.
   f.apply(erroringDeployment("d3", 2, "v3", 0.2));
-  REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
+  REQUIRE_MESSAGE(f.waitState("d3", model::DeploymentState::kRolledBack), f.stateOf("d3"));
   const std::string message = f.deployment("d3").message;
   CHECK_MESSAGE(message.find("analysis 'router_error_rate' failed: router error rate ") != std::string::npos, message);
   CHECK_MESSAGE(message.find("above 10.0% (max_error_rate)") != std::string::npos, message);
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), f.stateOf("d2"));
   CHECK(f.load->requests() > 0);
 }
 
@@ -458,11 +460,11 @@ void rollsBackASlowCanary(const std::string& analysis, const std::string& max_pa
   CHECK_MESSAGE(f.passed_reason.starts_with(what + " "), f.passed_reason);
 
   f.apply(slowDeployment("d3", 2, "v3", 0.3));
-  REQUIRE_MESSAGE(f.waitState("d3", "ROLLED_BACK"), f.stateOf("d3"));
+  REQUIRE_MESSAGE(f.waitState("d3", model::DeploymentState::kRolledBack), f.stateOf("d3"));
   const std::string message = f.deployment("d3").message;
   CHECK_MESSAGE(message.find("analysis '" + analysis + "' failed: " + what + " ") != std::string::npos, message);
   CHECK_MESSAGE(message.find("above 0.100 s (" + max_param + ")") != std::string::npos, message);
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), f.stateOf("d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), f.stateOf("d2"));
 }
 
 }  // namespace
@@ -485,7 +487,7 @@ TEST_CASE("analysis: the router analyses are inconclusive, saying why, for a pla
   AnalysisFixture f;
   f.start(rolloutPlan("canary", canaryJudgedBy("router_error_rate", kErrorRateParams)));
   f.apply(engineDeployment("d1", 2, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d1", "COMPLETED"), stateOf(f, "d1"));
+  REQUIRE_MESSAGE(f.waitState("d1", model::DeploymentState::kCompleted), stateOf(f, "d1"));
   f.apply(engineDeployment("d2", 2, "v2"));
   REQUIRE_MESSAGE(f.waitFor([&] {
     return f.deployment("d2")
@@ -493,5 +495,5 @@ TEST_CASE("analysis: the router analyses are inconclusive, saying why, for a pla
                .find("router error rate: the plan has no traffic router") != std::string::npos;
   }),
                   stateOf(f, "d2"));
-  CHECK(f.deployment("d2").state == "IN_PROGRESS");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kInProgress);
 }

@@ -126,7 +126,7 @@ TEST_CASE("four eyes: whoever added a deployment cannot approve its rollout, som
   auto waiting = f.operations("PENDING_APPROVAL");
   REQUIRE(waiting.size() == 2);
   for (const auto& op : waiting) {
-    CHECK(op.type == "CREATE");
+    CHECK(op.type == model::OperationType::kCreate);
     CHECK(op.intent == "d1");
     CHECK(op.requested_by == kApproverName);  // not "controller": the person who added it
   }
@@ -136,7 +136,7 @@ TEST_CASE("four eyes: whoever added a deployment cannot approve its rollout, som
   CHECK(own.json()["error"].value("message", "").find("approver_must_differ") != std::string::npos);
   auto unchanged = f.ledger->operations().getOperation(waiting[0].meta.id);
   REQUIRE(unchanged.isOk());
-  CHECK(unchanged->state == "PENDING_APPROVAL");
+  CHECK(unchanged->state == model::OperationState::kPendingApproval);
 
   Reply other = api.post(approvePath(waiting[0]), "", "", testing::kAdminToken);
   REQUIRE_MESSAGE(other.status == 200, other.body);
@@ -259,7 +259,7 @@ TEST_CASE("approvals: a soft deny waits for an approver who overrides it with a 
   CHECK(plain.body.find("override") != std::string::npos);
   Reply reasonless = api.post(approvePath(op), R"({"override": true})", "application/json", testing::kApproverToken);
   CHECK(reasonless.status == 400);
-  CHECK(reread(f, op).state == "PENDING_APPROVAL");
+  CHECK(reread(f, op).state == model::OperationState::kPendingApproval);
 
   Reply overridden = api.post(approvePath(op), R"({"override": true, "reason": "hotfix for INC-42"})",
                               "application/json", testing::kApproverToken);
@@ -294,7 +294,7 @@ TEST_CASE("approvals: nobody can override a hard deny, and the refusal names the
   Reply plain = api.post(approvePath(rejected[0]), "", "", testing::kAdminToken);
   CHECK(plain.status == 409);
   CHECK(plain.body.find("never-in-prod") != std::string::npos);
-  CHECK(reread(f, rejected[0]).state == "REJECTED");
+  CHECK(reread(f, rejected[0]).state == model::OperationState::kRejected);
 }
 
 TEST_CASE("approvals: a new policy version re-evaluates what waits, and approvals already given still count") {
@@ -303,13 +303,13 @@ TEST_CASE("approvals: a new policy version re-evaluates what waits, and approval
   Api api(f, approverOptions());
   const model::Operation op = waitingOperation(f);
   REQUIRE(api.post(approvePath(op), "", "", testing::kApproverToken).status == 200);
-  REQUIRE(reread(f, op).state == "PENDING_APPROVAL");
+  REQUIRE(reread(f, op).state == model::OperationState::kPendingApproval);
 
   // The fix asks for one approval: alice's, given before it, is enough.
   writePolicy(f, "two.lua", policy("two-approvers", "hard", R"(manual("one person approves"))"));
   f.engine->settle();
   const model::Operation now = reread(f, op);
-  CHECK(now.state != "PENDING_APPROVAL");
+  CHECK(now.state != model::OperationState::kPendingApproval);
   CHECK(now.approved_by == "alice");
   CHECK(now.decision["approvals"]["required"] == 1);
   Reply events = api.get("/v1/events?kind=operation.reevaluated");
@@ -326,11 +326,11 @@ TEST_CASE("approvals: a fixed policy approves, or a new deny rejects, an operati
     f.engine->settle();
     const model::Operation now = reread(f, op);
     if (verdict == "approve()") {
-      CHECK(now.state != "PENDING_APPROVAL");
-      CHECK(now.state != "REJECTED");
+      CHECK(now.state != model::OperationState::kPendingApproval);
+      CHECK(now.state != model::OperationState::kRejected);
       CHECK(now.approved_by == "policy:gate");
     } else {
-      CHECK(now.state == "REJECTED");
+      CHECK(now.state == model::OperationState::kRejected);
       CHECK(now.decision["summary"] == "denied by gate: not today");
     }
   }
@@ -404,7 +404,7 @@ TEST_CASE("approvals: an operation whose decision records cannot be written stay
   auto recorded = f.ledger->operations().listDecisions(pending[0].meta.id);
   REQUIRE(recorded.isOk());
   CHECK(recorded->size() == 1);
-  CHECK(reread(f, pending[0]).state != "PENDING");
+  CHECK(reread(f, pending[0]).state != model::OperationState::kPending);
 }
 
 }  // namespace tide
@@ -425,7 +425,7 @@ TEST_CASE("approvals: a rollout approved as a whole has each operation approved 
   REQUIRE_MESSAGE(approved.status == 200, approved.body);
   CHECK(approved.json()["operations"].empty());
   f.engine->settle();
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(f.operations("PENDING_APPROVAL").empty());
   const std::vector<model::Operation> first = f.operations();
   REQUIRE(first.size() == 3);
@@ -437,14 +437,14 @@ TEST_CASE("approvals: a rollout approved as a whole has each operation approved 
   f.engine->settle();
   const size_t waiting = f.operations("PENDING_APPROVAL").size();
   CHECK(waiting > 0);
-  CHECK(f.deployment("d2").state == "IN_PROGRESS");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kInProgress);
 
   // Approved as a whole now: those waiting are approved at once, the later waves as they come.
   approved = api.post("/v1/plans/web/deployments/d2/approve", "", "", testing::kApproverToken);
   REQUIRE_MESSAGE(approved.status == 200, approved.body);
   CHECK(approved.json()["operations"].size() == waiting);
   f.engine->settle();
-  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kCompleted);
   CHECK(f.operations("PENDING_APPROVAL").empty());
   size_t second = 0;
   for (const model::Operation& op : f.operations()) {
@@ -468,7 +468,7 @@ TEST_CASE("approvals: a rollout's approval counts as one person's, so a policy a
   CHECK(model::describeApprovals(waiting[0].decision, waiting[0].requested_by) == "1 of 2 approvals (alice)");
   // A second person's approval of the rollout completes it.
   REQUIRE(api.post("/v1/plans/web/deployments/d1/approve", "", "", kBobToken).status == 200);
-  CHECK(reread(f, waiting[0]).state == "APPROVED");
+  CHECK(reread(f, waiting[0]).state == model::OperationState::kApproved);
 }
 
 }  // namespace tide

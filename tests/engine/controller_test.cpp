@@ -20,12 +20,12 @@ TEST_CASE("controller: a deployment aborted while PENDING stays FAILED though th
   f.apply(engineDeployment("d1", 1, "v1"));
   auto before_abort = engine::World::load(*f.ledger);
   REQUIRE(before_abort.isOk());
-  REQUIRE(f.deployment("d1").state == "PENDING");
+  REQUIRE(f.deployment("d1").state == model::DeploymentState::kPending);
   REQUIRE(f.ledger->plans().controlDeployment("web", "d1", "abort", "changed my mind", "alice").isOk());
 
   lua::StrategyEngine strategies(*f.scripts, f.clock);
   engine::DeploymentController controller(*f.ledger, strategies, f.clock, {});
   controller.pass(*before_abort, {});
-  CHECK(f.deployment("d1").state == "FAILED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kFailed);
   CHECK(f.deployment("d1").message == "aborted by alice: changed my mind");
 }

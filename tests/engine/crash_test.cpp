@@ -165,8 +165,9 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       REQUIRE(runtimes.isOk());
       std::set<std::string> metas;
       for (const auto& r : runtimes->items) {
-        if (r.state == "TERMINATED" || r.state == "FAILED") continue;
-        CHECK_MESSAGE(r.state == "RUNNING", "runtime " << r.meta.id << " is " << r.state);  // no leaked reservation
+        if (r.state == model::RuntimeState::kTerminated || r.state == model::RuntimeState::kFailed) continue;
+        CHECK_MESSAGE(r.state == model::RuntimeState::kRunning,
+                      "runtime " << r.meta.id << " is " << r.state);  // no leaked reservation
         CHECK(r.is_active);
         metas.insert(r.meta_instance);
       }
@@ -175,8 +176,9 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       REQUIRE(operations.isOk());
       int created = 0;
       for (const auto& op : operations->items) {
-        CHECK_MESSAGE(op.state == "SUCCEEDED", "operation " << op.meta.id << " " << op.type << " is " << op.state);
-        created += op.type == "CREATE";
+        CHECK_MESSAGE(op.state == model::OperationState::kSucceeded,
+                      "operation " << op.meta.id << " " << op.type << " is " << op.state);
+        created += op.type == model::OperationType::kCreate;
       }
       CHECK(created == 3);
       // One process per instance: none started twice, none left behind.

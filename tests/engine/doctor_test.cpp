@@ -10,9 +10,10 @@
 
 #include "drivers/agent/agent_driver.h"
 #include "drivers/sim/sim_driver.h"
-#include "tests/support/files.h"
 #include "tests/ledger/ledger_test_util.h"
+#include "tests/support/files.h"
 #include "tests/support/raw_sql.h"
+#include "tests/support/vocabulary.h"
 
 namespace tide {
 namespace {
@@ -32,7 +33,8 @@ struct DoctorFixture {
   }
 
   // A runtime instance of `meta` on node-a, moved through the ledger's states to `state`.
-  model::RuntimeInstance runtime(const std::string& state, bool active = true) {
+  model::RuntimeInstance runtime(const std::string& state_name, bool active = true) {
+    const model::RuntimeState state = testing::parsed<model::RuntimeState>(state_name);
     model::RuntimeInstance ri;
     ri.meta_instance = meta;
     ri.node = "node-a";
@@ -40,8 +42,8 @@ struct DoctorFixture {
     ri.reservation = {4, 64};
     auto created = f.ledger->instances().createRuntimeInstance(ri, "test");
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());
-    const std::vector<std::string> path = {"STARTING", "RUNNING", "FAILED"};
-    for (const std::string& next : path) {
+    using enum model::RuntimeState;
+    for (model::RuntimeState next : {kStarting, kRunning, kFailed}) {
       if (created->state == state) break;
       created = f.ledger->instances().setRuntimeInstanceState(created->meta.id, next, std::nullopt, "test");
       REQUIRE_MESSAGE(created.isOk(), created.status().toString());
@@ -58,7 +60,7 @@ struct DoctorFixture {
     spec.meta_instance = meta;
     auto ran = driver->ensure(spec);
     REQUIRE_MESSAGE(ran.isOk(), ran.status().toString());
-    REQUIRE(ran->state == "RUNNING");
+    REQUIRE(ran->state == model::WorkloadState::kRunning);
   }
   void run(const model::RuntimeInstance& r) { run(std::to_string(r.meta.id)); }
 
@@ -175,7 +177,7 @@ TEST_CASE("doctor: a reservation no operation will use or release is a violation
 TEST_CASE("doctor: a live runtime of a stopped meta instance holds a reservation it should not") {
   DoctorFixture d;
   d.run(d.runtime("RUNNING"));
-  REQUIRE(d.f.ledger->instances().setMetaInstanceState(d.meta, "STOPPED", std::nullopt, "test").isOk());
+  REQUIRE(d.f.ledger->instances().setMetaInstanceState(d.meta, model::MetaState::kStopped, std::nullopt, "test").isOk());
   auto reservations = findingsOf(d.examine(), "reservation");
   REQUIRE(reservations.size() == 1);
   CHECK(mentions(reservations[0], "meta instance that is STOPPED"));

@@ -13,7 +13,7 @@ using testing::EngineFixture;
 using testing::relocations;
 
 void drain(EngineFixture& f, const std::string& node, const std::string& by) {
-  REQUIRE(f.ledger->inventory().setNodeState(node, "DRAINING", std::nullopt, by).isOk());
+  REQUIRE(f.ledger->inventory().setNodeState(node, model::NodeState::kDraining, std::nullopt, by).isOk());
 }
 
 TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node can then be deleted") {
@@ -34,12 +34,12 @@ TEST_CASE("drain: every instance on a DRAINING node moves elsewhere and the node
   auto moved = relocations(f);
   REQUIRE(moved.size() == 1);
   CHECK(moved[0].meta_instance == before.meta_instance);
-  CHECK(moved[0].state == "SUCCEEDED");
+  CHECK(moved[0].state == model::OperationState::kSucceeded);
   CHECK(moved[0].requested_by == "dora");
   CHECK(moved[0].intent == "drain");
   auto old = f.ledger->instances().getRuntimeInstance(before.meta.id);
   REQUIRE(old.isOk());
-  CHECK(old->state == "TERMINATED");  // broken after the new one was made: make-before-break
+  CHECK(old->state == model::RuntimeState::kTerminated);  // broken after the new one was made: make-before-break
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
   CHECK(relocations(f).size() == 1);  // nothing more is asked of an empty DRAINING node
   CHECK(f.ledger->inventory().deleteNode(node, std::nullopt, "dora").isOk());
@@ -56,7 +56,7 @@ TEST_CASE("drain: the relocations wait for a person other than the one who drain
   f.engine->settle();
   auto waiting = relocations(f);
   REQUIRE(waiting.size() == 1);
-  CHECK(waiting[0].state == "PENDING_APPROVAL");
+  CHECK(waiting[0].state == model::OperationState::kPendingApproval);
   CHECK(waiting[0].requested_by == "dora");
   CHECK(activeOn(f, node).size() == 1);  // nothing moves before the approval
 
@@ -75,7 +75,7 @@ TEST_CASE("drain: when no other node fits, the relocation waits with its reason 
   f.engine->settle();
   auto waiting = relocations(f);
   REQUIRE(waiting.size() == 1);
-  CHECK(waiting[0].state == "PENDING");
+  CHECK(waiting[0].state == model::OperationState::kPending);
   CHECK(waiting[0].message.starts_with("waiting for placement: "));
   ledger::ListOptions o;
   o.filters["kind"] = "operation.unschedulable";
@@ -88,7 +88,7 @@ TEST_CASE("drain: when no other node fits, the relocation waits with its reason 
   f.engine->settle();
   CHECK(activeOn(f, "sim-1").empty());
   CHECK(activeOn(f, "sim-3").size() == 1);
-  CHECK(relocations(f)[0].state == "SUCCEEDED");
+  CHECK(relocations(f)[0].state == model::OperationState::kSucceeded);
 }
 
 }  // namespace

@@ -72,17 +72,17 @@ TEST_CASE("engine metrics: a rollout shows in progress, then held for as long as
   EngineFixture f({"auto_approve_dev.lua"});
   deploySimFleet(f, 4, 2);
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
   CHECK(f.engine->metrics().render().find("tide_rollouts{plan=\"web\"") == std::string::npos);
 
   f.apply(engineDeployment("v2", 2, "2"));
   f.engine->runPass();
-  REQUIRE(f.deployment("v2").state == "IN_PROGRESS");
+  REQUIRE(f.deployment("v2").state == model::DeploymentState::kInProgress);
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"in_progress\"}") == 1);
 
   REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "pause", "the test holds it", "alice").isOk());
   f.engine->runPass();
-  REQUIRE(f.deployment("v2").state == "PAUSED");
+  REQUIRE(f.deployment("v2").state == model::DeploymentState::kPaused);
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"held\"}") == 1);
   CHECK_FALSE(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"in_progress\"}"));
   const std::string held = "tide_rollout_held_seconds{plan=\"web\"}";
@@ -93,7 +93,7 @@ TEST_CASE("engine metrics: a rollout shows in progress, then held for as long as
 
   REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "abort", "the test gives up", "alice").isOk());
   f.engine->runPass();
-  REQUIRE(f.deployment("v2").state == "FAILED");
+  REQUIRE(f.deployment("v2").state == model::DeploymentState::kFailed);
   CHECK(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"failed\"}") == 1);
   CHECK_FALSE(loopMetric(f, "tide_rollouts{plan=\"web\",state=\"held\"}"));
   CHECK_FALSE(loopMetric(f, held));
@@ -110,7 +110,7 @@ TEST_CASE("engine metrics: a plan's running instances fall short of its desired 
       "nodes:\n  - {name: sim-3, cluster: sim, update_domain: ud-1, total: {cores: 2, memory_gib: 4}, "
       "capabilities: [intel-xeon]}\n");
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
   CHECK(loopMetric(f, "tide_plan_running_instances{plan=\"web\"}") == 3);
   CHECK(loopMetric(f, "tide_plan_desired_instances{plan=\"web\"}") == 3);
 }
@@ -126,7 +126,7 @@ return {
 )");
   deploySimFleet(f, 4, 3);
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
   // One event for the three failures alike (hook_runner.h), and all three counted.
   CHECK(testing::events(f, "hook.failed").size() == 1);
   const auto failures = loopMetric(f, "tide_hook_failures_total{hook=\"broken\",event=\"operation.before\"}");

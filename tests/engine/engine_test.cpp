@@ -49,17 +49,17 @@ model::RuntimeInstance firstInstanceRunning(EngineFixture& f) {
 TEST_CASE("engine: a deployment waits for approval, then runs processes that answer HTTP") {
   EngineFixture f;
   const model::Operation waiting = firstCreateWaiting(f);
-  CHECK(waiting.type == "CREATE");
+  CHECK(waiting.type == model::OperationType::kCreate);
   CHECK(waiting.target.contains("runtime_instance"));  // placement reserved before approval
   CHECK(f.running().empty());
-  CHECK(f.deployment("d1").state == "IN_PROGRESS");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kInProgress);
 
   f.settleApproving();
   auto running = f.activeRunning();
   REQUIRE(running.size() == 1);
   CHECK(running[0].healthy);
   CHECK(httpGet(hostPort(running[0]), "/version").find("1.0") != std::string::npos);
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   auto done = f.operations("SUCCEEDED");
   REQUIRE(done.size() == 1);
   CHECK(done[0].approved_by == "alice");
@@ -74,7 +74,7 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
 
   f.apply(engineDeployment("d2", 3, "1.0"));
   f.settleApproving();
-  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kCompleted);
   auto three = f.activeRunning();
   REQUIRE(three.size() == 3);
   std::set<std::string> domains, nodes;
@@ -85,11 +85,11 @@ TEST_CASE("engine: scale out across update domains, new version in place, scale 
   CHECK(nodes.size() == 3);    // anti-affinity
   CHECK(domains.size() == 2);  // spread over both update domains
   // Same coordinates: the first instance was adopted, not updated.
-  for (const auto& op : f.operations()) CHECK(op.type != "UPDATE");
+  for (const auto& op : f.operations()) CHECK(op.type != model::OperationType::kUpdate);
 
   f.apply(engineDeployment("d3", 1, "2.0"));
   f.settleApproving();
-  CHECK(f.deployment("d3").state == "COMPLETED");
+  CHECK(f.deployment("d3").state == model::DeploymentState::kCompleted);
   auto one = f.activeRunning();
   REQUIRE(one.size() == 1);
   CHECK(httpGet(hostPort(one[0]), "/version").find("2.0") != std::string::npos);
@@ -121,7 +121,8 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
       auto page = f.ledger->instances().listRuntimeInstances(o);
       bool serving = false;
       if (page.isOk()) {
-        for (const auto& r : page->items) serving |= r.is_active && r.state == "RUNNING" && r.healthy;
+        for (const auto& r : page->items)
+          serving |= r.is_active && r.state == model::RuntimeState::kRunning && r.healthy;
       }
       if (!serving) ++gaps;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -144,14 +145,14 @@ TEST_CASE("engine: relocate is make-before-break, stop frees the node, restart b
   f.engine->settle();
   CHECK(f.activeRunning().empty());
   CHECK(f.driverInventory() == 0);
-  CHECK(f.ledger->instances().getMetaInstance(meta)->state == "STOPPED");
+  CHECK(f.ledger->instances().getMetaInstance(meta)->state == model::MetaState::kStopped);
   CHECK(f.ledger->inventory().getNode(after[0].node)->remaining.cores == doctest::Approx(free_before_stop + 2));
 
   requestOperation(f, meta, "RESTART");
   f.engine->settle();
   auto back = f.activeRunning();
   REQUIRE(back.size() == 1);
-  CHECK(f.ledger->instances().getMetaInstance(meta)->state == "ACTIVE");
+  CHECK(f.ledger->instances().getMetaInstance(meta)->state == model::MetaState::kActive);
   CHECK_FALSE(httpGet(hostPort(back[0]), "/healthz").empty());
 }
 
@@ -169,14 +170,15 @@ TEST_CASE("engine: an instance whose process dies is marked FAILED and restarted
 
   f.engine->settle();
   auto failed = f.ledger->instances().getRuntimeInstance(before[0].meta.id);
-  CHECK(failed->state == "FAILED");
+  CHECK(failed->state == model::RuntimeState::kFailed);
   auto after = f.activeRunning();
   REQUIRE(after.size() == 1);
   CHECK(after[0].meta_instance == before[0].meta_instance);
   CHECK(after[0].meta.id != before[0].meta.id);
   bool restarted = false;
   // Asked for on the deployment's behalf: requested by whoever added it (f.apply's actor).
-  for (const auto& op : f.operations("SUCCEEDED")) restarted |= op.type == "RESTART" && op.requested_by == "test";
+  for (const auto& op : f.operations("SUCCEEDED"))
+    restarted |= op.type == model::OperationType::kRestart && op.requested_by == "test";
   CHECK(restarted);
 }
 
@@ -185,15 +187,16 @@ TEST_CASE("engine: a rejected operation releases its reservation and fails the r
   const model::Operation waiting = firstCreateWaiting(f);
   const std::string node = waiting.target["node"];
   const double reserved = f.ledger->inventory().getNode(node)->remaining.cores;
-  REQUIRE(f.ledger->operations()
-              .setOperationState(waiting.meta.id, "REJECTED", std::nullopt, "alice", "no", "alice")
-              .isOk());
+  REQUIRE(
+      f.ledger
+          ->operations().setOperationState(waiting.meta.id, model::OperationState::kRejected, std::nullopt, "alice", "no", "alice")
+          .isOk());
   f.engine->settle();
   CHECK(f.ledger->inventory().getNode(node)->remaining.cores == doctest::Approx(reserved + 2));
-  CHECK(f.deployment("d1").state == "FAILED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kFailed);
   CHECK(f.driverInventory() == 0);
   // Nothing runs it and nothing will start it unless someone asks: STOPPED, not ACTIVE.
-  CHECK(f.ledger->instances().getMetaInstance(waiting.meta_instance)->state == "STOPPED");
+  CHECK(f.ledger->instances().getMetaInstance(waiting.meta_instance)->state == model::MetaState::kStopped);
   CHECK(f.operations("PENDING").empty());
   CHECK(f.operations("PENDING_APPROVAL").empty());
 }
@@ -203,14 +206,15 @@ TEST_CASE("engine: a cancelled operation is never executed, and its instance tak
   const model::Operation waiting = firstCreateWaiting(f);
   const int64_t reserved = waiting.target["runtime_instance"];
   // Approved, but cancelled before any pass could dispatch it.
-  REQUIRE(f.ledger->operations()
-              .setOperationState(waiting.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice")
-              .isOk());
+  REQUIRE(
+      f.ledger
+          ->operations().setOperationState(waiting.meta.id, model::OperationState::kApproved, std::nullopt, "alice", "ok", "alice")
+          .isOk());
   REQUIRE(f.ledger->operations().cancelOperation(waiting.meta.id, std::nullopt, "bob", "cancelled by bob").isOk());
   f.engine->settle();
-  CHECK(f.ledger->operations().getOperation(waiting.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(waiting.meta.id)->state == model::OperationState::kCancelled);
   CHECK(f.ledger->operations().getOperation(waiting.meta.id)->attempts == 0);
-  CHECK(f.ledger->instances().getRuntimeInstance(reserved)->state == "TERMINATED");
+  CHECK(f.ledger->instances().getRuntimeInstance(reserved)->state == model::RuntimeState::kTerminated);
   CHECK(f.driverInventory() == 0);
 
   // The rollout still wants the instance: the controller asks again, and that one runs.
@@ -219,7 +223,7 @@ TEST_CASE("engine: a cancelled operation is never executed, and its instance tak
   REQUIRE(running.size() == 1);
   CHECK(running[0].meta_instance == waiting.meta_instance);
   CHECK(running[0].meta.id != reserved);
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(f.ledger->checkInvariants()->empty());
 }
 
@@ -231,20 +235,20 @@ TEST_CASE("engine: a DELETE whose host died after marking its instance DELETED s
   const std::string meta = firstInstanceRunning(f).meta_instance;
   const int64_t id = requestOperation(f, meta, "DELETE");
   f.settleApproving();
-  REQUIRE(f.ledger->operations().getOperation(id)->state == "SUCCEEDED");
-  REQUIRE(f.ledger->instances().getMetaInstance(meta)->state == "DELETED");
+  REQUIRE(f.ledger->operations().getOperation(id)->state == model::OperationState::kSucceeded);
+  REQUIRE(f.ledger->instances().getMetaInstance(meta)->state == model::MetaState::kDeleted);
 
   // The host is gone, and its last commit was the instance's: the operation still RUNNING.
   f.engine.reset();
   testing::execRawSql(f.dir.file("tide.db"), "UPDATE operations SET state = 'RUNNING' WHERE id = " + std::to_string(id));
-  REQUIRE(f.ledger->operations().getOperation(id)->state == "RUNNING");
+  REQUIRE(f.ledger->operations().getOperation(id)->state == model::OperationState::kRunning);
 
   engine::EngineOptions options = EngineFixture::fastOptions();
   options.hooks_output_dir = f.hooksOutputDir();
   f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
   f.engine->settle();
   const model::Operation after = *f.ledger->operations().getOperation(id);
-  CHECK(after.state == "SUCCEEDED");
+  CHECK(after.state == model::OperationState::kSucceeded);
   CHECK(f.ledger->checkInvariants()->empty());
   CHECK(f.driverInventory() == 0);
 }
@@ -258,9 +262,9 @@ TEST_CASE("engine: a new deployment supersedes one that waits for approval") {
   REQUIRE(f.operations("PENDING_APPROVAL").size() == 2);
   f.apply(engineDeployment("d2", 1, "1.0"));
   f.settleApproving();
-  CHECK(f.deployment("d1").state == "CANCELLED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCancelled);
   CHECK(f.deployment("d1").message == "superseded by d2");
-  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kCompleted);
   CHECK(f.activeRunning().size() == 1);
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
@@ -305,7 +309,7 @@ nodes:
   f.apply(plan("packed", true));
   f.apply(deployment("packed", 6));
   f.settleApproving();
-  CHECK(f.ledger->plans().getDeployment("packed", "d1")->state == "COMPLETED");
+  CHECK(f.ledger->plans().getDeployment("packed", "d1")->state == model::DeploymentState::kCompleted);
   CHECK(f.activeRunning().size() == 6);
   CHECK(nodesInOrder("packed") ==
         std::vector<std::string>{"worker-1", "worker-1", "worker-1", "worker-2", "worker-2", "worker-2"});
@@ -353,7 +357,7 @@ TEST_CASE("engine: a plan change applies to the next deployment, the one under w
   REQUIRE(waiting.size() == 1);
   CHECK(reservationOf(f, waiting[0]).cores == doctest::Approx(2));
   f.settleApproving();
-  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  REQUIRE(f.deployment("d1").state == model::DeploymentState::kCompleted);
   auto first = f.activeRunning();
   REQUIRE(first.size() == 1);
   CHECK(first[0].reservation.cores == doctest::Approx(2));
@@ -364,7 +368,7 @@ TEST_CASE("engine: a plan change applies to the next deployment, the one under w
   f.engine->settle();
   bool created = false;
   for (const auto& op : f.operations("PENDING_APPROVAL")) {
-    if (op.type != "CREATE" || op.intent != "d2") continue;
+    if (op.type != model::OperationType::kCreate || op.intent != "d2") continue;
     CHECK(reservationOf(f, op).cores == doctest::Approx(3));
     created = true;
   }
@@ -415,11 +419,11 @@ TEST_CASE("engine: an UPDATE to a plan with other resources re-reserves them in 
   f.engine->settle();
   auto waiting = f.operations("PENDING_APPROVAL");
   REQUIRE(waiting.size() == 1);
-  CHECK(waiting[0].type == "UPDATE");
+  CHECK(waiting[0].type == model::OperationType::kUpdate);
   CHECK(waiting[0].target["resize"]["node"] == node);
   checkResources(remainingOn(f, node), 3, 10);
   f.settleApproving();
-  REQUIRE(f.deployment("d2").state == "COMPLETED");
+  REQUIRE(f.deployment("d2").state == model::DeploymentState::kCompleted);
   auto grown = f.activeRunning();
   REQUIRE(grown.size() == 1);
   CHECK(grown[0].meta.id == first.meta.id);  // in place: the same runtime instance
@@ -436,7 +440,7 @@ TEST_CASE("engine: an UPDATE to a plan with other resources re-reserves them in 
   REQUIRE(f.operations("PENDING_APPROVAL").size() == 1);
   checkResources(remainingOn(f, node), 3, 10);
   f.settleApproving();
-  REQUIRE(f.deployment("d3").state == "COMPLETED");
+  REQUIRE(f.deployment("d3").state == model::DeploymentState::kCompleted);
   auto shrunk = f.activeRunning();
   REQUIRE(shrunk.size() == 1);
   checkResources(shrunk[0].reservation, 1, 2);
@@ -448,7 +452,7 @@ TEST_CASE("engine: an UPDATE to a plan with other resources re-reserves them in 
   resizePlan(f, 2, 4);
   f.apply(engineDeployment("d4", 1, "3.0"));
   f.settleApproving();
-  REQUIRE(f.deployment("d4").state == "COMPLETED");
+  REQUIRE(f.deployment("d4").state == model::DeploymentState::kCompleted);
   auto same = f.activeRunning();
   REQUIRE(same.size() == 1);
   CHECK(same[0].meta.id == first.meta.id);
@@ -467,7 +471,7 @@ TEST_CASE("engine: an UPDATE whose node cannot hold the new size waits, naming t
   f.engine->settle();
   auto pending = f.operations("PENDING");
   REQUIRE(pending.size() == 1);
-  CHECK(pending[0].type == "UPDATE");
+  CHECK(pending[0].type == model::OperationType::kUpdate);
   CHECK(pending[0].message == "waiting for placement: node '" + node +
                                   "' cannot hold the instance at 10 cores / 4 GiB instead of 2 cores / 4 GiB: it "
                                   "lacks 2 cores (6 cores / 12 GiB left)");

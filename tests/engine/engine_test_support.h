@@ -23,6 +23,7 @@
 #include "host/ledger/ledger.h"
 #include "host/lua/registry/script_registry.h"
 #include "tests/drivers/driver_test_support.h"
+#include "tests/support/vocabulary.h"
 
 namespace tide::testing {
 
@@ -218,7 +219,8 @@ struct EngineFixture {
     int n = 0;
     for (const auto& op : operations("PENDING_APPROVAL")) {
       REQUIRE(
-          ledger->operations().setOperationState(op.meta.id, "APPROVED", std::nullopt, "alice", "ok", "alice").isOk());
+          ledger->operations().setOperationState(op.meta.id, model::OperationState::kApproved, std::nullopt, "alice", "ok", "alice")
+              .isOk());
       ++n;
     }
     return n;
@@ -261,7 +263,7 @@ struct EngineFixture {
 inline int64_t requestOperation(EngineFixture& f, const std::string& meta, const std::string& type) {
   model::Operation op;
   op.meta_instance = meta;
-  op.type = type;
+  op.type = testing::parsed<model::OperationType>(type);
   op.intent = "user";
   op.requested_by = "bob";
   auto created = f.ledger->operations().createOperation(op, "bob");

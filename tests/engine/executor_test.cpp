@@ -54,11 +54,11 @@ TEST_CASE("executor: the instance of a submitted operation is busy before a work
   // its operation instead of marking it FAILED.
   REQUIRE(driver.stop({runtimeId(serving), serving.node, ""}).isOk());
   f.engine->runPass();
-  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kRunning);
 
   f.engine->settle();
-  CHECK(f.ledger->operations().getOperation(stop)->state == "SUCCEEDED");
-  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "TERMINATED");
+  CHECK(f.ledger->operations().getOperation(stop)->state == model::OperationState::kSucceeded);
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kTerminated);
 }
 
 TEST_CASE("executor: one worker per instance: another operation of a busy instance waits until the first lets go") {
@@ -75,7 +75,7 @@ TEST_CASE("executor: one worker per instance: another operation of a busy instan
   model::Operation next;
   next.meta.id = stop + 1000;
   next.meta_instance = serving.meta_instance;
-  next.type = "UPDATE";
+  next.type = model::OperationType::kUpdate;
   CHECK_FALSE(f.engine->executor().submit(next));
   CHECK_FALSE(f.engine->executor().busy(next.meta.id));
 
@@ -104,7 +104,7 @@ TEST_CASE("executor: a runtime write refused for a stale generation is read agai
   CHECK(moved >= 2);
   CHECK(f.activeRunning().size() == 2);
   CHECK(f.operations("FAILED").empty());
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
 }
 
 TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instance serving") {
@@ -126,7 +126,7 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   REQUIRE(*refused);
   auto failed = f.ledger->operations().getOperation(relocate);
   REQUIRE(failed.isOk());
-  CHECK(failed->state == "FAILED");
+  CHECK(failed->state == model::OperationState::kFailed);
 
   // The instance it moved to serves, the same one, never replaced.
   auto serving = f.activeRunning();
@@ -135,8 +135,8 @@ TEST_CASE("executor: a RELOCATE that fails after the switch keeps the new instan
   CHECK(serving[0].node != old.node);
   auto status = driver.status({runtimeId(serving[0]), serving[0].node, serving[0].driver_handle});
   REQUIRE_MESSAGE(status.isOk(), status.status().toString());
-  CHECK(status->state == "RUNNING");
-  CHECK(f.ledger->instances().getRuntimeInstance(old.meta.id)->state == "FAILED");
+  CHECK(status->state == model::WorkloadState::kRunning);
+  CHECK(f.ledger->instances().getRuntimeInstance(old.meta.id)->state == model::RuntimeState::kFailed);
 }
 
 TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places it again") {
@@ -160,7 +160,7 @@ TEST_CASE("executor: a rollout's UPDATE of an instance that runs nowhere places 
   *refusing = false;
   f.apply(engineDeployment("v2", 1, "2"));
   f.engine->settle();
-  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
   CHECK(f.operations("FAILED").size() == 1);
   auto serving = f.activeRunning();
   REQUIRE(serving.size() == 1);
@@ -175,15 +175,15 @@ TEST_CASE("executor: a rollout's UPDATE of an instance a person stopped fails an
   const model::RuntimeInstance first = f.activeRunning().at(0);
   requestOperation(f, first.meta_instance, "STOP");
   f.engine->settle();
-  REQUIRE(f.ledger->instances().getMetaInstance(first.meta_instance)->state == "STOPPED");
+  REQUIRE(f.ledger->instances().getMetaInstance(first.meta_instance)->state == model::MetaState::kStopped);
 
   f.apply(engineDeployment("v2", 1, "2"));
   f.engine->settle();
   auto failed = f.operations("FAILED");
   REQUIRE(failed.size() == 1);
-  CHECK(failed[0].type == "UPDATE");
+  CHECK(failed[0].type == model::OperationType::kUpdate);
   CHECK(failed[0].message.find("the instance is STOPPED") != std::string::npos);
-  CHECK(f.ledger->instances().getMetaInstance(first.meta_instance)->state == "STOPPED");
+  CHECK(f.ledger->instances().getMetaInstance(first.meta_instance)->state == model::MetaState::kStopped);
   CHECK(f.running().empty());
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
@@ -195,7 +195,7 @@ TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held 
   // A hook delays every UPDATE by two minutes (once per attempt), as operation.before may.
   options.executor.before_operation = [](const model::Operation& op) {
     engine::HookGate gate;
-    if (op.type != "UPDATE") return gate;
+    if (op.type != model::OperationType::kUpdate) return gate;
     gate.kind = engine::HookGate::Kind::kDelay;
     gate.hook = "test";
     gate.delay = std::chrono::minutes(2);
@@ -208,25 +208,25 @@ TEST_CASE("executor: an UPDATE whose instance stopped running while a hook held 
   f.engine->settle();
   auto held = f.operations("APPROVED");
   REQUIRE(held.size() == 1);
-  REQUIRE(held[0].type == "UPDATE");
+  REQUIRE(held[0].type == model::OperationType::kUpdate);
 
   // Meanwhile its process dies; the observer marks it FAILED (no worker holds it).
   REQUIRE(driver.stop({runtimeId(first), first.node, first.driver_handle}).isOk());
   f.engine->settle();
-  REQUIRE(f.ledger->instances().getRuntimeInstance(first.meta.id)->state == "FAILED");
+  REQUIRE(f.ledger->instances().getRuntimeInstance(first.meta.id)->state == model::RuntimeState::kFailed);
 
   // The attempt finds nothing to update: the UPDATE ends without effect (CANCELLED, not
   // FAILED, which would fail the rollout), the instance runs again and the rollout completes.
-  for (int wait = 0; wait < 3 && f.deployment("v2").state != "COMPLETED"; ++wait) {
+  for (int wait = 0; wait < 3 && f.deployment("v2").state != model::DeploymentState::kCompleted; ++wait) {
     f.clock.advance(std::chrono::minutes(2));
     f.engine->settle();
   }
   auto update = f.ledger->operations().getOperation(held[0].meta.id);
   REQUIRE(update.isOk());
-  CHECK(update->state == "CANCELLED");
+  CHECK(update->state == model::OperationState::kCancelled);
   CHECK(update->message.find("stopped running") != std::string::npos);
   CHECK(f.operations("FAILED").empty());
-  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
   auto serving = f.activeRunning();
   REQUIRE(serving.size() == 1);
   CHECK(serving[0].coordinates.dump().find("nginx:2") != std::string::npos);
@@ -315,7 +315,7 @@ TEST_CASE("executor: volumes are made before their instance and removed after it
   // DELETE: every instance, then the volumes.
   requestOperation(f, moved.meta_instance, "DELETE");
   f.engine->settle();
-  CHECK(f.ledger->instances().getMetaInstance(moved.meta_instance)->state == "DELETED");
+  CHECK(f.ledger->instances().getMetaInstance(moved.meta_instance)->state == model::MetaState::kDeleted);
   checkVolumesRemovedAfter(log, moved);
 }
 
@@ -329,7 +329,7 @@ class PortsLaterDriver final : public drivers::Driver {
   Result<drivers::RuntimeStatus> ensure(const drivers::RuntimeSpec& spec) override {
     TIDE_RETURN_IF_ERROR(inner_->ensure(spec).status());
     drivers::RuntimeStatus pending;
-    pending.state = "PENDING";
+    pending.state = model::WorkloadState::kPending;
     return pending;
   }
   Status stop(const drivers::RuntimeRef& ref) override { return inner_->stop(ref); }

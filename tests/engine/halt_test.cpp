@@ -59,7 +59,7 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   f.apply(engineDeployment("v2", 8, "2"));
   model::Operation restart;
   restart.meta_instance = f.activeRunning().back().meta_instance;
-  restart.type = "RESTART";
+  restart.type = model::OperationType::kRestart;
   restart.requested_by = "bob";
   restart.priority = 10;
   auto asked = f.ledger->operations().createOperation(restart, "bob");
@@ -72,8 +72,8 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   CHECK(f.engine->halted());
   CHECK(f.ledger->writeStats().writes == writes);
   CHECK(f.ledger->audit().lastEventSeq() == seq);
-  CHECK(f.deployment("v2").state == "PENDING");
-  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == "PENDING");
+  CHECK(f.deployment("v2").state == model::DeploymentState::kPending);
+  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == model::OperationState::kPending);
 
   // The halt is in the ledger: a restarted engine is halted as well, and writes nothing.
   f.engine.reset();
@@ -92,8 +92,8 @@ TEST_CASE("halt: more instances missing than the threshold halts every writer un
   f.engine->settle();
   CHECK_FALSE(f.engine->halted());
   CHECK(f.eventCount("alarm.discrepancy") == 1);  // not halted again on what was acknowledged
-  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == "SUCCEEDED");
-  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.ledger->operations().getOperation(asked->meta.id)->state == model::OperationState::kSucceeded);
+  CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
   CHECK(f.activeRunning().size() == 8);
 }
 

@@ -52,7 +52,7 @@ void canaryOnSim(EngineFixture& f) {
   f.apply(plan);
   f.apply(engineDeployment("v1", 2, "1"));
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
 }
 
 // Seconds the rollout of `d` has been in progress, paused time left out (as its strategy sees
@@ -86,15 +86,15 @@ TEST_CASE("engine hooks: a veto holds a canary step, its time counting toward no
     f.engine->settle();
   }
   model::Deployment held = f.deployment("v2");
-  CHECK(held.state == "PAUSED");
+  CHECK(held.state == model::DeploymentState::kPaused);
   CHECK(held.message == "held by hook freeze: change freeze");
   REQUIRE(held.signals.contains(model::kHookHoldSignal));
   CHECK(held.signals[model::kHookHoldSignal]["kind"] == "veto");
   CHECK(progressSeconds(f, held) < 60);
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
   auto vetoed = f.operations("APPROVED");
   REQUIRE(vetoed.size() == 1);
-  CHECK(vetoed[0].type == "CREATE");
+  CHECK(vetoed[0].type == model::OperationType::kCreate);
   CHECK(vetoed[0].attempts == 0);
   CHECK(held.signals[model::kHookHoldSignal]["operation"] == vetoed[0].meta.id);
   auto held_events = events(f, "deployment.held");
@@ -112,13 +112,13 @@ TEST_CASE("engine hooks: a veto holds a canary step, its time counting toward no
     REQUIRE(released.size() == 1);
     CHECK(released[0].data["held_seconds"].get<double>() >= 15 * 60);
     const model::Deployment paused = f.deployment("v2");
-    CHECK(paused.state == "PAUSED");
+    CHECK(paused.state == model::DeploymentState::kPaused);
     CHECK(paused.message.find("step 1 of 2 (50% new): paused until ") == 0);
     CHECK_FALSE(paused.signals.contains(model::kHookHoldSignal));
 
     f.clock.advance(61s);  // the step's own pause
     f.engine->settle();
-    CHECK(f.deployment("v2").state == "COMPLETED");
+    CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
     CHECK(f.deployment("v2").message == "promoted");
     auto serving = f.activeRunning();
     REQUIRE(serving.size() == 2);
@@ -130,9 +130,9 @@ TEST_CASE("engine hooks: a veto holds a canary step, its time counting toward no
     auto rolled = f.ledger->plans().controlDeployment("web", "v2", "rollback", "not today", "alice");
     REQUIRE_MESSAGE(rolled.isOk(), rolled.status().toString());
     f.engine->settle();
-    CHECK(f.deployment("v2").state == "ROLLED_BACK");
+    CHECK(f.deployment("v2").state == model::DeploymentState::kRolledBack);
     CHECK_FALSE(f.deployment("v2").signals.contains(model::kHookHoldSignal));
-    CHECK(f.deployment("v1").state == "COMPLETED");
+    CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
     CHECK(f.operations("APPROVED").empty());  // the held CREATE was cancelled with it
     for (const auto& r : f.activeRunning()) CHECK(r.coordinates.dump().find("nginx:1") != std::string::npos);
   }
@@ -164,7 +164,7 @@ TEST_CASE("engine hooks: a veto holds the operation with the hook's reason until
   f.writeScript("hooks/freeze.lua", std::nullopt);
   f.clock.advance(400ms);
   f.engine->settle();
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(f.running().size() == 1);
   auto done = f.operations("SUCCEEDED");
   REQUIRE(done.size() == 1);
@@ -185,7 +185,7 @@ TEST_CASE("engine hooks: a delay puts the attempt off once, then it runs") {
 
   f.clock.advance(1100ms);
   f.engine->settle();  // the hook still says "delay", but this attempt was delayed already
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(events(f, "operation.held").size() == 1);
 }
 
@@ -208,7 +208,7 @@ return {
 }
 )");
   deployWeb(f);
-  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  REQUIRE(f.deployment("d1").state == model::DeploymentState::kCompleted);
   auto done = f.operations("SUCCEEDED");
   REQUIRE(done.size() == 1);
   auto running = f.running();
@@ -244,7 +244,7 @@ return {
   f.apply(plan);
   f.apply(engineDeployment("d1", 1, "1.0"));
   f.engine->settle();
-  REQUIRE(f.deployment("d1").state == "COMPLETED");
+  REQUIRE(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(eventually([&] { return !f.hookOutput("route-web.json").empty(); }));
   const Json route = Json::parse(f.hookOutput("route-web.json"));
   CHECK(route == Json{{"deployment", "d1"}, {"previous", nullptr}, {"new", 100}, {"old", 0}});
@@ -269,7 +269,7 @@ TEST_CASE("engine hooks: an operation.before that errors holds the operation: no
   CHECK(held[0].attempts == 0);
   CHECK(f.driverInventory() == 0);
   CHECK(f.running().empty());
-  CHECK(f.deployment("d1").state != "COMPLETED");
+  CHECK(f.deployment("d1").state != model::DeploymentState::kCompleted);
   auto held_events = events(f, "operation.held");
   REQUIRE(held_events.size() == 1);
   CHECK(held_events[0].data["hook"] == "broken");
@@ -286,7 +286,7 @@ TEST_CASE("engine hooks: an operation.before that errors holds the operation: no
   f.writeScript("hooks/broken.lua", hook("fail_open = true,"));
   f.clock.advance(400ms);
   f.engine->settle();
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(f.running().size() == 1);
   failed = events(f, "hook.failed");
   REQUIRE(failed.size() == 2);
@@ -310,7 +310,7 @@ TEST_CASE("engine hooks: a hook file broken from the start holds operations unti
   f.writeScript("hooks/gate.lua", "return { name = 'gate', on = { ['operation.before'] = function(op) end } }\n");
   f.clock.advance(400ms);
   f.engine->settle();
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
 }
 
 TEST_CASE("engine hooks: a failing hook writes hook.failed, once per error, and the rollout still completes") {
@@ -327,7 +327,7 @@ return {
 }
 )");
   deployWeb(f, 2);
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
   CHECK(f.running().size() == 2);
 
   auto failedFor = [&](const std::string& event) {

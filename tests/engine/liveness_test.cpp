@@ -32,7 +32,7 @@ CountingDriver& runningFleet(EngineFixture& f, int nodes, int instances) {
   CountingDriver& driver = deploySimFleet(f, nodes, instances);
   f.engine->settle();
   REQUIRE(f.activeRunning().size() == static_cast<size_t>(instances));
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
   return driver;
 }
 
@@ -47,7 +47,7 @@ TEST_CASE("liveness: an unreachable node's instances are not failed, their healt
 
   auto seen = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(seen.isOk());
-  CHECK(seen->state == "RUNNING");
+  CHECK(seen->state == model::RuntimeState::kRunning);
   CHECK_FALSE(seen->healthy);
   CHECK(seen->message.rfind("node " + lost.node + " unreachable since ", 0) == 0);
   CHECK_FALSE(f.engine->halted());
@@ -70,7 +70,7 @@ TEST_CASE("liveness: an unreachable node's instances are not failed, their healt
   CHECK(events(f, "node.unreachable").size() == 1);  // once per change
   seen = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(seen.isOk());
-  CHECK(seen->state == "RUNNING");
+  CHECK(seen->state == model::RuntimeState::kRunning);
   CHECK(seen->healthy);  // the driver's word again
   CHECK(seen->message.empty());
   CHECK(f.engine->metrics().render().find("tide_unreachable_nodes 0\n") != std::string::npos);
@@ -114,15 +114,15 @@ TEST_CASE(
   auto moved = relocations(f);
   REQUIRE(moved.size() == 1);
   CHECK(moved[0].meta_instance == lost.meta_instance);
-  CHECK(moved[0].state == "SUCCEEDED");
+  CHECK(moved[0].state == model::OperationState::kSucceeded);
   CHECK(moved[0].intent == "unreachable");
   CHECK(moved[0].requested_by == "controller");
   CHECK(activeOn(f, lost.node).empty());
   CHECK(f.activeRunning().size() == 2);
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
   auto old = f.ledger->instances().getRuntimeInstance(lost.meta.id);
   REQUIRE(old.isOk());
-  CHECK(old->state == "TERMINATED");
+  CHECK(old->state == model::RuntimeState::kTerminated);
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
   CHECK(relocations(f).size() == 1);  // nothing more is asked of the lost node
 }
@@ -203,7 +203,7 @@ return {
   f.engine->settle();
   auto refused = relocations(f);
   REQUIRE(refused.size() == 1);
-  CHECK(refused[0].state == "REJECTED");
+  CHECK(refused[0].state == model::OperationState::kRejected);
 
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
   CHECK(relocations(f).size() == 1);
@@ -222,7 +222,7 @@ std::pair<std::string, model::Operation> relocationWaitingForRoom(EngineFixture&
   auto moved = relocations(f);
   REQUIRE(moved.size() == 1);
   REQUIRE(moved[0].meta_instance == stranded);
-  REQUIRE(moved[0].state == "PENDING");
+  REQUIRE(moved[0].state == model::OperationState::kPending);
   REQUIRE(moved[0].message.rfind("waiting for placement: ", 0) == 0);
   return {stranded, moved[0]};
 }
@@ -231,7 +231,7 @@ std::pair<std::string, model::Operation> relocationWaitingForRoom(EngineFixture&
 // instance stays where it runs, and deployment v2 rolls out over every instance.
 void checkWithdrawnAndRolledOut(EngineFixture& f, const std::string& stranded, int64_t relocate) {
   const model::Operation withdrawn = *f.ledger->operations().getOperation(relocate);
-  CHECK(withdrawn.state == "CANCELLED");
+  CHECK(withdrawn.state == model::OperationState::kCancelled);
   INFO(withdrawn.message);
   CHECK(withdrawn.message.find("sim-1 is reachable again") != std::string::npos);
   bool said = false;
@@ -245,7 +245,7 @@ void checkWithdrawnAndRolledOut(EngineFixture& f, const std::string& stranded, i
 
   f.apply(testing::engineDeployment("v2", 2, "2"));
   f.engine->settle();
-  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
   for (const auto& r : f.activeRunning()) CHECK(r.coordinates.dump().find("nginx:2") != std::string::npos);
   CHECK(relocations(f).size() == 1);  // nothing more is asked of the node that came back
   CHECK(f.ledger->checkInvariants()->empty());
@@ -272,9 +272,9 @@ TEST_CASE(
   driver.unreachable.clear();
   f.engine->settle();
   const model::Operation withdrawn = *f.ledger->operations().getOperation(relocate.meta.id);
-  CHECK(withdrawn.state == "CANCELLED");
+  CHECK(withdrawn.state == model::OperationState::kCancelled);
   CHECK(withdrawn.message == stranded + " no longer runs: there is nothing to relocate");
-  CHECK(f.ledger->instances().getRuntimeInstance(died.meta.id)->state == "FAILED");
+  CHECK(f.ledger->instances().getRuntimeInstance(died.meta.id)->state == model::RuntimeState::kFailed);
   // Repaired like any instance whose process died: started again, on the node free for it.
   REQUIRE(activeOn(f, "sim-1").size() == 1);
   CHECK(activeOn(f, "sim-1").front().meta_instance == stranded);
@@ -298,13 +298,14 @@ TEST_CASE("liveness: a host restarted while a node is lost keeps its RELOCATE wa
   options.hooks_output_dir = f.hooksOutputDir();
   f.engine = std::make_unique<engine::Engine>(*f.ledger, *f.scripts, *f.drivers, f.clock, options);
   f.engine->settle();
-  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state == "PENDING");  // nobody has seen it run since
+  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state ==
+        model::OperationState::kPending);  // nobody has seen it run since
 
   // Still lost after the heartbeat TTL: it keeps waiting for room.
   loseNodes(f, driver, {"sim-1"});
   f.clock.advance(kReplaceAfter);
   f.engine->settle();
-  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state == "PENDING");
+  CHECK(f.ledger->operations().getOperation(relocate.meta.id)->state == model::OperationState::kPending);
   CHECK(relocations(f).size() == 1);
 
   // Back, and its instance answers again.

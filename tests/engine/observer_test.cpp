@@ -93,7 +93,7 @@ TEST_CASE("observer: a pass judges a slice of the fleet, every instance once a r
   for (int pass = 0; pass < 3; ++pass) f.engine->runPass();
   auto failed = f.ledger->instances().getRuntimeInstance(running[9].meta.id);
   REQUIRE(failed.isOk());
-  CHECK(failed->state == "FAILED");
+  CHECK(failed->state == model::RuntimeState::kFailed);
   f.engine->settle();
   CHECK(f.activeRunning().size() == 10);
 }
@@ -108,7 +108,7 @@ TEST_CASE("observer: records the health a driver reports instead of running the 
     CHECK(r.healthy);
     CHECK_FALSE(r.ready_since.empty());
   }
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
 
   driver.reported_health = 0;
   CHECK(f.engine->runPass().observer_changes == 3);
@@ -147,7 +147,7 @@ TEST_CASE("observer: an instance its driver reports exited becomes FAILED and is
   f.engine->runPass();
   auto failed = f.ledger->instances().getRuntimeInstance(running[0].meta.id);
   REQUIRE(failed.isOk());
-  CHECK(failed->state == "FAILED");
+  CHECK(failed->state == model::RuntimeState::kFailed);
   f.engine->settle();
   CHECK(f.activeRunning().size() == 2);
 }
@@ -183,7 +183,7 @@ TEST_CASE("observer: a workload that exited leaves its driver once FAILED, its l
     std::ofstream(cue).close();
     REQUIRE(eventually([&] {
       f.engine->runPass();
-      return f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "FAILED";
+      return f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kFailed;
     }));
     crashed.push_back(serving.meta.id);
   }
@@ -220,7 +220,7 @@ TEST_CASE("observer: a workload that exited on a node agent leaves the node's do
     c.agent->exit(id);
     REQUIRE(eventually([&] {
       f.engine->runPass();
-      return f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "FAILED";
+      return f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kFailed;
     }));
     // No longer wanted running: an agent that starts what its document lists would start it
     // again beside the instance the RESTART places.
@@ -261,13 +261,13 @@ TEST_CASE("observer: a judgement made on a record that moved since is not writte
   driver.before_call = [&](const std::string& call, const std::string&) {
     if (call != "status_all" || taken_over) return Status::ok();
     taken_over = true;
-    REQUIRE(
-        f.ledger->instances().setRuntimeInstanceState(serving.meta.id, "STOPPING", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->instances().setRuntimeInstanceState(serving.meta.id, model::RuntimeState::kStopping, std::nullopt, "executor")
+                .isOk());
     return driver.stop({std::to_string(serving.meta.id), serving.node, ""});
   };
   f.engine->runPass();
   REQUIRE(taken_over);
-  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "STOPPING");
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kStopping);
 }
 
 TEST_CASE("observer: an instance judged left STARTING is not removed from its driver when an executor started it since") {
@@ -275,7 +275,8 @@ TEST_CASE("observer: an instance judged left STARTING is not removed from its dr
   CountingDriver& driver = rollOutOnOneCluster(f, 1);
   const model::RuntimeInstance serving = f.activeRunning().at(0);
   // What the pass reads: STARTING with no operation under way (one that ended and left it so).
-  for (const char* state : {"STOPPING", "STOPPED", "STARTING"}) {
+  for (model::RuntimeState state :
+       {model::RuntimeState::kStopping, model::RuntimeState::kStopped, model::RuntimeState::kStarting}) {
     REQUIRE(f.ledger->instances().setRuntimeInstanceState(serving.meta.id, state, std::nullopt, "executor").isOk());
   }
   // While the pass lists the driver, an executor finishes starting it: the judgement is stale.
@@ -283,13 +284,14 @@ TEST_CASE("observer: an instance judged left STARTING is not removed from its dr
   driver.before_call = [&](const std::string& call, const std::string&) {
     if (call != "list" || started) return Status::ok();
     started = true;
-    REQUIRE(f.ledger->instances().setRuntimeInstanceState(serving.meta.id, "RUNNING", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->instances().setRuntimeInstanceState(serving.meta.id, model::RuntimeState::kRunning, std::nullopt, "executor")
+                .isOk());
     return Status::ok();
   };
   f.engine->runPass();
   REQUIRE(started);
   driver.before_call = nullptr;
-  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == "RUNNING");
+  CHECK(f.ledger->instances().getRuntimeInstance(serving.meta.id)->state == model::RuntimeState::kRunning);
   // Still in its driver: the ledger's RUNNING is true.
   CHECK(driver.status({std::to_string(serving.meta.id), serving.node, serving.driver_handle}).isOk());
 }

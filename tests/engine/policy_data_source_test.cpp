@@ -4,6 +4,7 @@
 
 #include "host/engine/policy_data_source.h"
 #include "tests/ledger/ledger_test_util.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using tide::testing::LedgerFixture;
@@ -36,7 +37,7 @@ struct BridgeFixture : LedgerFixture {
       }
       model::Operation op;
       op.meta_instance = meta->name;
-      op.type = "CREATE";
+      op.type = model::OperationType::kCreate;
       op.intent = "d1";
       auto created = ledger->operations().createOperation(op, "test");
       REQUIRE_MESSAGE(created.isOk(), created.status().toString());
@@ -51,8 +52,9 @@ struct BridgeFixture : LedgerFixture {
     if (state == "RUNNING") path = {"APPROVED", "RUNNING"};
     if (state == "FAILED") path = {"APPROVED", "RUNNING", "FAILED"};
     if (state == "PENDING_APPROVAL") path = {"PENDING_APPROVAL"};
-    for (const std::string& s : path)
-      REQUIRE(ledger->operations().setOperationState(id, s, std::nullopt, "test").isOk());
+    for (const std::string& s : path) {
+      REQUIRE(ledger->operations().setOperationState(id, testing::parsed<model::OperationState>(s), std::nullopt, "test").isOk());
+    }
   }
 };
 

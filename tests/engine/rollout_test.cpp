@@ -54,7 +54,7 @@ struct RolloutFixture : EngineFixture {
     return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size()));
   }
 
-  bool waitState(const std::string& id, const std::string& state, int seconds = 90) {
+  bool waitState(const std::string& id, model::DeploymentState state, int seconds = 90) {
     return waitFor([&] { return deployment(id).state == state; }, seconds);
   }
 
@@ -79,8 +79,9 @@ struct RolloutFixture : EngineFixture {
     apply(engineDeployment(id, count, tag));
     REQUIRE(waitFor([&] {
       auto d = deployment(id);
-      if (d.state == "PAUSED" && !d.signals.contains("promote_full")) control(id, "promote_full");
-      return d.state == "COMPLETED";
+      if (d.state == model::DeploymentState::kPaused && !d.signals.contains("promote_full"))
+        control(id, "promote_full");
+      return d.state == model::DeploymentState::kCompleted;
     }));
     REQUIRE(waitFor([&] { return versions() == std::map<std::string, int>{{tag, count}}; }));
   }
@@ -139,7 +140,7 @@ class ServingWatch {
 // cannot evaluate one while it reports another.
 std::string stateOf(RolloutFixture& f, const std::string& id) {
   auto d = f.ledger->plans().getDeployment("web", id);
-  return d.isOk() ? d->state + ": " + d->message : d.status().toString();
+  return d.isOk() ? model::toString(d->state) + ": " + d->message : d.status().toString();
 }
 
 const char* kCanaryParams = "{steps: [50, 100], min_ready_seconds: 0, health_timeout_seconds: 4}";
@@ -149,22 +150,22 @@ const char* kCanaryParams = "{steps: [50, 100], min_ready_seconds: 0, health_tim
 TEST_CASE("rollout: canary v1→v2 pauses at the first step, promote completes it") {
   RolloutFixture f(rolloutPlan("canary", kCanaryParams));
   f.apply(engineDeployment("d1", 2, "v1"));
-  REQUIRE(f.waitState("d1", "COMPLETED"));  // the first deployment has nothing to compare with
+  REQUIRE(f.waitState("d1", model::DeploymentState::kCompleted));  // the first deployment has nothing to compare with
   CHECK(f.versions() == std::map<std::string, int>{{"v1", 2}});
 
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   // Step 1 of 2 (50 %): one instance of each version, and it stays that way while paused.
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}}; }));
   model::Deployment paused = f.deployment("d2");
   CHECK(paused.rollout_state.value("step", 0) == 1);
   CHECK(paused.rollout_state.value("steps", 0) == 2);
   f.skip(std::chrono::seconds(1));
-  CHECK(f.deployment("d2").state == "PAUSED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kPaused);
   CHECK(f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 1}});
 
   f.control("d2", "promote");
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d2").message == "promoted");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
   REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));
@@ -179,10 +180,10 @@ TEST_CASE("rollout: a canary whose new version fails its health check rolls back
 
   ServingWatch watch(f, "v2");
   f.apply(unhealthyDeployment("d3", 2, "v3"));
-  REQUIRE(f.waitState("d3", "ROLLED_BACK"));
+  REQUIRE(f.waitState("d3", model::DeploymentState::kRolledBack));
   CHECK(f.deployment("d3").message.rfind("rolled back: ", 0) == 0);
   // d2 is the rollback target: re-opened, its own strategy brings the instances back.
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d2").message == "restored after the rollback of d3");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
   REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));  // no v3 process left
@@ -190,7 +191,8 @@ TEST_CASE("rollout: a canary whose new version fails its health check rolls back
   CHECK(watch.samples() > 10);
   CHECK(watch.gaps() == 0);
   for (const auto& op : f.operations()) {
-    if (op.intent == "d3") CHECK_MESSAGE(op.state != "RUNNING", "operation " << op.meta.id << " still running");
+    if (op.intent == "d3")
+      CHECK_MESSAGE(op.state != model::OperationState::kRunning, "operation " << op.meta.id << " still running");
   }
   CHECK(f.ledger->checkInvariants()->empty());
 }
@@ -206,15 +208,15 @@ TEST_CASE("rollout: rollback --to an earlier deployment brings its version back 
   CHECK(rollback("d3", "nope").status().code() == Code::kNotFound);
   CHECK(rollback("d3", "d3").status().message() ==
         "cannot roll deployment 'd3' back to 'd3': it is not an earlier deployment of the plan");
-  CHECK(f.deployment("d3").state == "COMPLETED");  // nothing written by a refusal
-  CHECK(f.deployment("d2").state == "COMPLETED");
+  CHECK(f.deployment("d3").state == model::DeploymentState::kCompleted);  // nothing written by a refusal
+  CHECK(f.deployment("d2").state == model::DeploymentState::kCompleted);
 
   REQUIRE(rollback("d3", "d1").isOk());
-  CHECK(f.deployment("d3").state == "ROLLED_BACK");
+  CHECK(f.deployment("d3").state == model::DeploymentState::kRolledBack);
   // d2 is rolled back with it, so no later rollback brings v2 back.
-  CHECK(f.deployment("d2").state == "ROLLED_BACK");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kRolledBack);
   CHECK(f.deployment("d2").message == "rolled back past by alice to d1: bad release");
-  REQUIRE(f.waitState("d1", "COMPLETED"));
+  REQUIRE(f.waitState("d1", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d1").message == "restored after the rollback of d3");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
 
@@ -230,10 +232,10 @@ TEST_CASE("rollout: promote --full skips the remaining steps") {
   RolloutFixture f(rolloutPlan("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   CHECK(f.deployment("d2").rollout_state.value("step", 0) == 1);
   f.control("d2", "promote_full");
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d2").message == "fast-promoted");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
   CHECK(f.controlEvents("d2", "promote_full") == 1);
@@ -245,19 +247,19 @@ TEST_CASE(
   RolloutFixture f(rolloutPlan("canary", kCanaryParams));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
 
   f.apply(engineDeployment("d3", 2, "v3"));
-  REQUIRE(f.waitState("d2", "CANCELLED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCancelled));
   CHECK(f.deployment("d2").message == "superseded by d3");
-  REQUIRE(f.waitState("d3", "PAUSED"));
+  REQUIRE(f.waitState("d3", model::DeploymentState::kPaused));
   REQUIRE(f.waitFor([&] { return f.versions()["v3"] == 1 && f.versions()["v2"] == 0; }));
 
   // d2 never completed, so rolling d3 back goes to d1.
   f.control("d3", "rollback", "wrong build");
-  CHECK(f.deployment("d3").state == "ROLLED_BACK");
+  CHECK(f.deployment("d3").state == model::DeploymentState::kRolledBack);
   CHECK(f.deployment("d3").message == "rolled back by alice: wrong build");
-  REQUIRE(f.waitState("d1", "COMPLETED"));
+  REQUIRE(f.waitState("d1", model::DeploymentState::kCompleted));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
   CHECK(f.controlEvents("d3", "rollback") == 1);
 }
@@ -268,20 +270,20 @@ TEST_CASE("rollout: pause and resume do not consume the progress deadline") {
   RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0, progress_deadline_seconds: 60}"));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));  // the strategy's own pause: waiting for promotion
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));  // the strategy's own pause: waiting for promotion
   f.skip(std::chrono::seconds(40));
   // A person pauses too; the strategy is not even asked while the hold lasts.
   f.control("d2", "pause", "checking dashboards");
   CHECK(f.deployment("d2").message == "paused by alice: checking dashboards");
   f.skip(std::chrono::seconds(40));
-  CHECK(f.deployment("d2").state == "PAUSED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kPaused);
   f.control("d2", "resume");
-  REQUIRE(f.waitState("d2", "PAUSED"));  // back in the strategy's pause
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));  // back in the strategy's pause
   const model::Deployment d = f.deployment("d2");
   CHECK(d.paused_seconds >= 79.5);  // both pauses were counted as paused time
   f.control("d2", "promote");
   // 80 s paused, more than the 60 s deadline: no rollback.
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), stateOf(f, "d2"));
   CHECK(f.deployment("d2").message == "promoted");
   CHECK(f.controlEvents("d2", "pause") == 1);
   CHECK(f.controlEvents("d2", "resume") == 1);
@@ -291,7 +293,7 @@ TEST_CASE("rollout: editing canary.lua while a rollout is paused takes effect at
   RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0}"));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   // The operator replaces the strategy: no more pauses, straight to the end.
   f.writeScript("rollout/canary.lua", R"(
 return {
@@ -307,7 +309,7 @@ return {
   end,
 }
 )");
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d2").message == "edited strategy");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
 }
@@ -320,7 +322,7 @@ TEST_CASE("rollout: blue-green switches the route only after promote and keeps b
   CHECK(f.route().value("new", -1) == 100);
 
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
   f.skip(std::chrono::seconds(1));
   // The preview is up and healthy, but nothing routes to it before promotion.
@@ -331,7 +333,7 @@ TEST_CASE("rollout: blue-green switches the route only after promote and keeps b
   REQUIRE(f.waitFor([&] { return f.route().value("deployment", "") == "d2" && f.route().value("new", -1) == 100; }));
   // Switched; blue stays up for the scale-down delay, so switching back would be instant.
   CHECK(f.versions()["v1"] == 2);
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   CHECK(f.deployment("d2").message == "promoted");
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 2}}; }));
 }
@@ -341,14 +343,14 @@ TEST_CASE("rollout: abort during blue-green leaves blue serving and removes gree
       rolloutPlan("blue_green", "{auto_promotion: never, min_ready_seconds: 0, abort_scale_down_delay_seconds: 1}"));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 2, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   REQUIRE(f.waitFor([&] { return f.versions()["v2"] == 2; }));
 
   ServingWatch watch(f, "v1");
   f.control("d2", "abort", "latency");
-  CHECK(f.deployment("d2").state == "FAILED");
+  CHECK(f.deployment("d2").state == model::DeploymentState::kFailed);
   CHECK(f.deployment("d2").message == "aborted by alice: latency");
-  REQUIRE(f.waitState("d1", "COMPLETED"));
+  REQUIRE(f.waitState("d1", model::DeploymentState::kCompleted));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
   REQUIRE(f.waitFor([&] { return f.driverInventory() == 2; }));
   CHECK(f.route().value("deployment", "") == "d1");
@@ -359,9 +361,9 @@ TEST_CASE("rollout: abort during blue-green leaves blue serving and removes gree
 
   // Retry starts the aborted rollout again from the beginning.
   f.control("d2", "retry");
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}, {"v2", 2}}; }));
-  CHECK(f.deployment("d1").state == "COMPLETED");
+  CHECK(f.deployment("d1").state == model::DeploymentState::kCompleted);
 }
 
 TEST_CASE("rollout: a canary with no node left for its surge replaces an old instance instead") {
@@ -369,10 +371,10 @@ TEST_CASE("rollout: a canary with no node left for its surge replaces an old ins
   RolloutFixture f(rolloutPlan("canary", "{steps: [50, 100], min_ready_seconds: 0}"));
   f.rollOut("d1", 3, "v1");
   f.apply(engineDeployment("d2", 3, "v2"));
-  REQUIRE(f.waitState("d2", "PAUSED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kPaused));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}, {"v2", 2}}; }));
   f.control("d2", "promote");
-  REQUIRE(f.waitState("d2", "COMPLETED"));
+  REQUIRE(f.waitState("d2", model::DeploymentState::kCompleted));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v2", 3}}; }));
 }
 
@@ -385,13 +387,13 @@ void checkScalesToZero(const std::string& script, const std::string& params) {
   RolloutFixture f(rolloutPlan(script, params));
   f.rollOut("d1", 2, "v1");
   f.apply(engineDeployment("d2", 0, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), script, ": ", stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), script, ": ", stateOf(f, "d2"));
   REQUIRE(f.waitFor([&] { return f.versions().empty() && f.driverInventory() == 0; }));
   CHECK(f.ledger->checkInvariants()->empty());
 
   // And back up from 0: no old instance to shift traffic from, so no steps either.
   f.apply(engineDeployment("d3", 2, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d3", "COMPLETED"), script, ": ", stateOf(f, "d3"));
+  REQUIRE_MESSAGE(f.waitState("d3", model::DeploymentState::kCompleted), script, ": ", stateOf(f, "d3"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 2}}; }));
 }
 
@@ -407,6 +409,6 @@ TEST_CASE("rollout: a canary of the running version with a smaller count removes
   RolloutFixture f(rolloutPlan("canary", "{steps: [10, 50, 100], min_ready_seconds: 0}"));
   f.rollOut("d1", 3, "v1");
   f.apply(engineDeployment("d2", 1, "v1"));
-  REQUIRE_MESSAGE(f.waitState("d2", "COMPLETED"), stateOf(f, "d2"));
+  REQUIRE_MESSAGE(f.waitState("d2", model::DeploymentState::kCompleted), stateOf(f, "d2"));
   REQUIRE(f.waitFor([&] { return f.versions() == std::map<std::string, int>{{"v1", 1}}; }));
 }

@@ -20,7 +20,7 @@ TEST_CASE("engine: a plan on a sim cluster rolls 200 instances out to RUNNING an
   f.apply(engineDeployment("v1", 200, "1"));
   f.engine->settle(1000);
 
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
   auto running = f.running();
   CHECK(running.size() == 200);
   std::set<std::string> nodes;
@@ -55,8 +55,9 @@ TEST_CASE("engine: a rollout completes when pushing its snapshot to the strategy
   // A policy preempted past its 2 ms says `manual`: approving those keeps the test about
   // the strategy. A pass whose strategy call still timed out changes nothing, which ends a
   // settle early: settle again.
-  for (int round = 0; round < 20 && f.deployment("v1").state != "COMPLETED"; ++round) f.settleApproving();
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  for (int round = 0; round < 20 && f.deployment("v1").state != model::DeploymentState::kCompleted; ++round)
+    f.settleApproving();
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
   CHECK(f.running().size() == 1000);
 }
 
@@ -75,7 +76,7 @@ TEST_CASE("engine: the controller creates at most max_creates_per_pass instances
   f.engine->runPass();
   CHECK(f.operations().size() == 20);
   f.engine->settle(1000);
-  CHECK(f.deployment("v1").state == "COMPLETED");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kCompleted);
   CHECK(f.running().size() == 20);
 }
 
@@ -91,7 +92,7 @@ TEST_CASE("engine: the approval stage decides at most approval_chunk operations 
   auto decided = [&] {
     int n = 0;
     for (const auto& op : f.operations()) {
-      if (op.state != "PENDING" || op.message.rfind("waiting for placement", 0) == 0) ++n;
+      if (op.state != model::OperationState::kPending || op.message.rfind("waiting for placement", 0) == 0) ++n;
     }
     return n;
   };
@@ -131,11 +132,11 @@ TEST_CASE("engine: a rolling surge that has no room until old instances go compl
   f.apply(onePerNodeSurgingPlan());
   f.apply(engineDeployment("v1", 2, "1"));
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "COMPLETED");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kCompleted);
 
   f.apply(engineDeployment("v2", 2, "2"));
   f.engine->settle();
-  CHECK(f.deployment("v2").state == "COMPLETED");
+  CHECK(f.deployment("v2").state == model::DeploymentState::kCompleted);
   auto serving = f.activeRunning();
   REQUIRE(serving.size() == 2);
   for (const auto& r : serving) CHECK(r.coordinates.dump().find("nginx:2") != std::string::npos);
@@ -148,18 +149,18 @@ TEST_CASE("engine: a rolling rollout that cannot go on fails at its progress dea
   f.apply(onePerNodeSurgingPlan());
   f.apply(engineDeployment("v1", 4, "1"));
   f.engine->settle();
-  REQUIRE(f.deployment("v1").state == "IN_PROGRESS");
+  REQUIRE(f.deployment("v1").state == model::DeploymentState::kInProgress);
   CHECK(f.activeRunning().size() == 3);
 
   // Ten minutes without progress (the default progress_deadline_seconds) are not enough;
   // a little more is.
   f.clock.advance(std::chrono::seconds(590));
   f.engine->settle();
-  CHECK(f.deployment("v1").state == "IN_PROGRESS");
+  CHECK(f.deployment("v1").state == model::DeploymentState::kInProgress);
   f.clock.advance(std::chrono::seconds(20));
   f.engine->settle();
   const model::Deployment failed = f.deployment("v1");
-  CHECK(failed.state == "FAILED");
+  CHECK(failed.state == model::DeploymentState::kFailed);
   CHECK(failed.message.find("progress deadline exceeded") != std::string::npos);
   INFO(failed.message);
   CHECK(failed.message.find("3 of 4 new instances to be ready") != std::string::npos);

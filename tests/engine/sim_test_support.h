@@ -122,7 +122,7 @@ class CountingDriver final : public drivers::Driver {
  private:
   drivers::RuntimeAnswer report(drivers::RuntimeAnswer answer) const {
     const int health = reported_health;
-    if (answer.isOk() && answer->state == "RUNNING") {
+    if (answer.isOk() && answer->state == model::WorkloadState::kRunning) {
       answer->healthy = health < 0 ? std::nullopt : std::optional<bool>(health == 1);
       if (health == 0) answer->message = "the test says so";
     }
@@ -176,7 +176,7 @@ inline std::vector<model::RuntimeInstance> activeOn(EngineFixture& f, const std:
 inline std::vector<model::Operation> relocations(EngineFixture& f) {
   std::vector<model::Operation> out;
   for (auto& op : f.operations()) {
-    if (op.type == "RELOCATE") out.push_back(op);
+    if (op.type == model::OperationType::kRelocate) out.push_back(op);
   }
   return out;
 }

@@ -271,7 +271,8 @@ TEST_CASE("traffic: instances join when ready, with equal weights without a rout
   f.apply(trafficPlan("rolling", "{}", freePort()));
   CHECK(router.starts == 0);  // nothing declared traffic before the plan: the router was not started
   f.apply(engineDeployment("v1", 2, "1.25"));
-  REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 2; }));
+  REQUIRE(
+      f.passUntil([&] { return f.deployment("v1").state == model::DeploymentState::kCompleted && f.servers() == 2; }));
   CHECK(router.starts == 1);
   const auto asked = router.askedFor("web");
   CHECK(asked.endpoint.listen.starts_with("127.0.0.1:"));
@@ -295,7 +296,10 @@ TEST_CASE("traffic: route(...) holds the canary until the router applies it, a r
   f.apply(kEngineNodes);
   f.apply(trafficPlan("canary", "{steps: [50], pause_seconds: 3600}", freePort()));
   f.apply(engineDeployment("v1", 3, "1.25"));
-  REQUIRE_MESSAGE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 3; }), (std::string(f.deployment("v1").state) + " " + f.deployment("v1").message + " servers " + std::to_string(f.servers()) + "\n" + f.eventLog()));
+  REQUIRE_MESSAGE(
+      f.passUntil([&] { return f.deployment("v1").state == model::DeploymentState::kCompleted && f.servers() == 3; }),
+      (model::toString(f.deployment("v1").state) + " " + f.deployment("v1").message + " servers " +
+       std::to_string(f.servers()) + "\n" + f.eventLog()));
 
   router.set([](FakeRouter& r) { r.lagging = true; });  // keeps serving v1 only
   f.apply(engineDeployment("v2", 3, "1.26"));
@@ -353,19 +357,20 @@ TEST_CASE("traffic: a promote that asks for a switch the router has not applied 
   f.apply(kEngineNodes);
   f.apply(trafficPlan("blue_green", "{auto_promotion: never, scale_down_delay_seconds: 0}", freePort()));
   f.apply(engineDeployment("v1", 2, "1.25"));
-  REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 2; }));
+  REQUIRE(
+      f.passUntil([&] { return f.deployment("v1").state == model::DeploymentState::kCompleted && f.servers() == 2; }));
   f.apply(engineDeployment("v2", 2, "1.26"));
-  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == "PAUSED"; }));
+  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == model::DeploymentState::kPaused; }));
 
   router.set([](FakeRouter& r) { r.lagging = true; });
   REQUIRE(f.ledger->plans().controlDeployment("web", "v2", "promote", "switch", "alice").isOk());
   REQUIRE(f.passUntil([&] { return f.deployment("v2").message.starts_with("waiting for the router"); }));
-  CHECK(f.deployment("v2").state == "IN_PROGRESS");  // promoted: no longer paused
+  CHECK(f.deployment("v2").state == model::DeploymentState::kInProgress);  // promoted: no longer paused
   CHECK(f.deployment("v2").signals.empty());          // the promote was used up...
   CHECK(f.deployment("v2").rollout_state.value("promoted", false));  // ...and remembered
 
   router.set([](FakeRouter& r) { r.lagging = false; });
-  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == "COMPLETED"; }));
+  REQUIRE(f.passUntil([&] { return f.deployment("v2").state == model::DeploymentState::kCompleted; }));
   CHECK(f.weightsByDeployment() == std::map<std::string, int>{{"v2", engine::kMaxServerWeight * 2}});
 }
 
@@ -375,7 +380,8 @@ TEST_CASE("traffic: a leaving instance drains before it is stopped") {
   f.apply(kEngineNodes);
   f.apply(trafficPlan("rolling", "{}", freePort(), 30));
   f.apply(engineDeployment("v1", 2, "1.25"));
-  REQUIRE(f.passUntil([&] { return f.deployment("v1").state == "COMPLETED" && f.servers() == 2; }));
+  REQUIRE(
+      f.passUntil([&] { return f.deployment("v1").state == model::DeploymentState::kCompleted && f.servers() == 2; }));
   const auto servers = router.askedFor("web").servers;
   router.set([&](FakeRouter& r) {
     for (const auto& s : servers) r.sessions[s.id] = 3;
@@ -384,7 +390,7 @@ TEST_CASE("traffic: a leaving instance drains before it is stopped") {
   f.apply(engineDeployment("v2", 1, "1.25"));
   REQUIRE(f.passUntil([&] {
     for (const auto& op : f.operations("APPROVED")) {
-      if (op.type == "DELETE" && op.message.starts_with("draining")) return true;
+      if (op.type == model::OperationType::kDelete && op.message.starts_with("draining")) return true;
     }
     return false;
   }));

@@ -18,13 +18,15 @@ using engine::WorldFeed;
 using testing::LedgerFixture;
 
 std::string idOf(const model::RuntimeInstance* r) {
-  return r ? std::to_string(r->meta.id) + ":" + r->state + (r->healthy ? "+" : "") : "-";
+  return r ? std::to_string(r->meta.id) + ":" + model::toString(r->state) + (r->healthy ? "+" : "") : "-";
 }
 
-std::string idOf(const model::Operation* o) { return o ? std::to_string(o->meta.id) + ":" + o->state : "-"; }
+std::string idOf(const model::Operation* o) {
+  return o ? std::to_string(o->meta.id) + ":" + model::toString(o->state) : "-";
+}
 
 std::string idOf(const std::optional<engine::OperationSummary>& o) {
-  return o ? std::to_string(o->id) + ":" + o->state : "-";
+  return o ? std::to_string(o->id) + ":" + model::toString(o->state) : "-";
 }
 
 // Everything the loop's decisions read from a World, as text, so a difference shows.
@@ -36,7 +38,7 @@ std::string describe(const World& w) {
     int64_t running = 0;
     for (const InstanceView* view : w.instancesOf(p.name)) {
       out << " " << view->meta.name;
-      if (view->active && view->active->state == "RUNNING") ++running;
+      if (view->active && view->active->state == model::RuntimeState::kRunning) ++running;
     }
     out << "\n";
     CHECK(w.runningInstances(p.name) == running);  // counted as instances come and go, not walked
@@ -101,7 +103,7 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
   f.checkInStep("a deployment added");
 
   model::Operation create;
-  create.type = "CREATE";
+  create.type = model::OperationType::kCreate;
   create.intent = "d1";
   create.requested_by = "controller";
   std::vector<model::Operation> ops;
@@ -122,32 +124,36 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
     auto r = f.ledger->instances().reserveForOperation(ops[i].meta.id, instance, "approval");
     REQUIRE_MESSAGE(r.isOk(), r.status().toString());
     runtimes.push_back(*r);
-    REQUIRE(f.ledger->operations()
-                .setOperationState(ops[i].meta.id, "APPROVED", std::nullopt, "approval", "", "policy")
+    REQUIRE(f.ledger
+                ->operations().setOperationState(ops[i].meta.id, model::OperationState::kApproved, std::nullopt, "approval", "",
+                                    "policy")
                 .isOk());
   }
   f.checkInStep("reserved and approved: nodes' remaining resources fall");
 
   for (size_t i = 0; i < ops.size(); ++i) {
-    REQUIRE(f.ledger->operations().setOperationState(ops[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
-    REQUIRE(f.ledger->instances()
-                .setRuntimeInstanceState(runtimes[i].meta.id, "STARTING", std::nullopt, "executor")
-                .isOk());
     REQUIRE(
-        f.ledger->instances().setRuntimeInstanceState(runtimes[i].meta.id, "RUNNING", std::nullopt, "executor").isOk());
+        f.ledger->operations().setOperationState(ops[i].meta.id, model::OperationState::kRunning, std::nullopt, "executor").isOk());
+    REQUIRE(
+        f.ledger->instances().setRuntimeInstanceState(runtimes[i].meta.id, model::RuntimeState::kStarting, std::nullopt, "executor")
+            .isOk());
+    REQUIRE(
+        f.ledger->instances().setRuntimeInstanceState(runtimes[i].meta.id, model::RuntimeState::kRunning, std::nullopt, "executor")
+            .isOk());
     ledger::RuntimeUpdate healthy;
     healthy.healthy = true;
     REQUIRE(f.ledger->instances().updateRuntimeInstance(runtimes[i].meta.id, healthy, std::nullopt, "executor").isOk());
-    REQUIRE(f.ledger->operations().setOperationState(ops[i].meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+    REQUIRE(f.ledger->operations().setOperationState(ops[i].meta.id, model::OperationState::kSucceeded, std::nullopt, "executor")
+                .isOk());
   }
   f.checkInStep("running and healthy");
   CHECK(f.world->runningInstances("web") == 3);
 
   // A failure releases the reservation; a relocation holds a passive instance beside the active one.
-  REQUIRE(
-      f.ledger->instances().setRuntimeInstanceState(runtimes[0].meta.id, "FAILED", std::nullopt, "observer").isOk());
+  REQUIRE(f.ledger->instances().setRuntimeInstanceState(runtimes[0].meta.id, model::RuntimeState::kFailed, std::nullopt, "observer")
+              .isOk());
   model::Operation relocate;
-  relocate.type = "RELOCATE";
+  relocate.type = model::OperationType::kRelocate;
   relocate.intent = "user";
   relocate.requested_by = "alice";
   relocate.meta_instance = ops[1].meta_instance;
@@ -159,23 +165,24 @@ TEST_CASE("world: a picture refreshed from the change feed equals one loaded afr
   REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
   f.checkInStep("one failed, one relocating");
 
-  REQUIRE(f.ledger->instances()
-              .setMetaInstanceState(ops[2].meta_instance, "MARKED_FOR_DELETION", std::nullopt, "t")
+  REQUIRE(f.ledger->instances().setMetaInstanceState(ops[2].meta_instance, model::MetaState::kMarkedForDeletion, std::nullopt, "t")
               .isOk());
   REQUIRE(
-      f.ledger->instances().setRuntimeInstanceState(runtimes[2].meta.id, "STOPPING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->instances()
-              .setRuntimeInstanceState(runtimes[2].meta.id, "TERMINATED", std::nullopt, "executor")
-              .isOk());
-  REQUIRE(f.ledger->instances().setMetaInstanceState(ops[2].meta_instance, "DELETED", std::nullopt, "t").isOk());
+      f.ledger->instances().setRuntimeInstanceState(runtimes[2].meta.id, model::RuntimeState::kStopping, std::nullopt, "executor")
+          .isOk());
+  REQUIRE(
+      f.ledger->instances().setRuntimeInstanceState(runtimes[2].meta.id, model::RuntimeState::kTerminated, std::nullopt, "executor")
+          .isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(ops[2].meta_instance, model::MetaState::kDeleted, std::nullopt, "t").isOk());
   f.checkInStep("one deleted: it leaves the picture and its node's resources come back");
   CHECK(f.world->runningInstances("web") == 1);  // one failed, one deleted
 
-  REQUIRE(f.ledger->inventory().setNodeState("node-a", "CORDONED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->inventory().setNodeState("node-a", model::NodeState::kCordoned, std::nullopt, "t").isOk());
   REQUIRE(f.ledger->inventory().createNode(LedgerFixture::node("node-c"), "t").isOk());
   f.checkInStep("inventory changed: a node cordoned and one added");
 
-  REQUIRE(f.ledger->plans().setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller").isOk());
+  REQUIRE(f.ledger->plans().setDeploymentState("web", "d1", model::DeploymentState::kInProgress, std::nullopt, "controller")
+              .isOk());
   REQUIRE(f.ledger->plans().setRolloutState("web", "d1", {{"step", 2}}, std::nullopt, "controller").isOk());
   f.checkInStep("the deployment moved on");
   CHECK(f.feed.lastDirty() > 0);

@@ -290,14 +290,12 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   LedgerFixture f;
   const Operation unfinished = f.addOperation(f.addInstance());
   const int64_t finished_id = unfinished.meta.id + 1000;  // gone: counts as finished
-  REQUIRE(f.ledger->operations()
-              .recordDecisions({{0, unfinished.meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
-                                {0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
+  REQUIRE(f.ledger
+              ->operations().recordDecisions({{0, unfinished.meta.id, "p", "sha", "manual", Json::array(), 1, "", ""},
+                                 {0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
               .isOk());
   f.clock.advance(std::chrono::hours(24 * 5));
-  REQUIRE(f.ledger->operations()
-              .recordDecisions({{0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}})
-              .isOk());
+  REQUIRE(f.ledger->operations().recordDecisions({{0, finished_id, "p", "sha", "approve", Json::array(), 1, "", ""}}).isOk());
 
   model::RetentionPolicy policy;
   policy.decisions_max_age_days = 3;
@@ -314,7 +312,8 @@ TEST_CASE("audit: decisions go by age, but never those of an unfinished operatio
   CHECK(recorded.data["through_seq"] == 0);
   CHECK(verified(*f.ledger).ok);
 
-  REQUIRE(f.ledger->operations().setOperationState(unfinished.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(unfinished.meta.id, model::OperationState::kCancelled, std::nullopt, "test").isOk());
   CHECK(f.ledger->audit().prune(policy, "retention")->decisions == 1);
   CHECK(f.ledger->operations().listDecisions(unfinished.meta.id)->empty());
 }
@@ -334,16 +333,16 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
   const std::string meta = f.addInstance();
   // An operation approved by two people that then finished, six days before the prune.
   const Operation old_op = f.addOperation(meta);
-  REQUIRE(
-      f.ledger->operations().setOperationState(old_op.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(old_op.meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+              .isOk());
   Json two{{"approvals", {{"required", 2}}}};
   OperationUpdate needs_two;
   needs_two.decision = two;
   REQUIRE(f.ledger->operations().updateOperation(old_op.meta.id, needs_two, "approval").isOk());
   approveOnce(*f.ledger, old_op.meta.id, "alice");
   approveOnce(*f.ledger, old_op.meta.id, "carol");
-  REQUIRE(f.ledger->operations().getOperation(old_op.meta.id)->state == "APPROVED");
-  REQUIRE(f.ledger->operations().setOperationState(old_op.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+  REQUIRE(f.ledger->operations().getOperation(old_op.meta.id)->state == model::OperationState::kApproved);
+  REQUIRE(f.ledger->operations().setOperationState(old_op.meta.id, model::OperationState::kCancelled, std::nullopt, "test").isOk());
   // A row whose operation does not exist (written by hand: nothing in tide writes one).
   {
     soci::session raw(soci::sqlite3, "db=" + db_file);
@@ -354,7 +353,8 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
   // One still waiting with an approval given six days ago, and one that finished today.
   const Operation waiting = f.addOperation(meta);
   REQUIRE(
-      f.ledger->operations().setOperationState(waiting.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+      f.ledger->operations().setOperationState(waiting.meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+          .isOk());
   REQUIRE(f.ledger->operations().updateOperation(waiting.meta.id, needs_two, "approval").isOk());
   approveOnce(*f.ledger, waiting.meta.id, "alice");
   f.clock.advance(std::chrono::hours(24 * 6));
@@ -380,8 +380,10 @@ TEST_CASE("audit: approvals go with the operations that finished before the deci
 
   // Finished now, it keeps its approval until it has been finished for three days.
   approveOnce(*f.ledger, waiting.meta.id, "carol");
-  REQUIRE(f.ledger->operations().setOperationState(waiting.meta.id, "RUNNING", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->operations().setOperationState(waiting.meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(waiting.meta.id, model::OperationState::kRunning, std::nullopt, "executor").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(waiting.meta.id, model::OperationState::kSucceeded, std::nullopt, "executor").isOk());
   CHECK(f.ledger->audit().prune(policy, "retention")->approvals == 0);
   CHECK(f.ledger->operations().listApprovals(waiting.meta.id)->size() == 2);
   f.clock.advance(std::chrono::hours(24 * 4));
@@ -420,9 +422,10 @@ TEST_CASE("audit: script versions beyond the kept count go with their texts, but
   CHECK(verified(*f.ledger).ok);
 }
 
-TEST_CASE("audit: the SQL list of unfinished operation states spells isTerminalOperationState") {
-  for (const std::string& state : model::statesOf(model::RecordKind::kOperation)) {
-    const bool listed = std::string(TIDE_SQL_UNFINISHED_OPERATION_STATES).find("'" + state + "'") != std::string::npos;
-    CHECK_MESSAGE(listed == !model::isTerminalOperationState(state), state);
+TEST_CASE("audit: the unfinished operation states the SQL binds are those isTerminal says no to") {
+  const std::vector<model::OperationState>& unfinished = unfinishedOperationStates();
+  for (model::OperationState state : model::valuesOf<model::OperationState>()) {
+    const bool listed = std::find(unfinished.begin(), unfinished.end(), state) != unfinished.end();
+    CHECK_MESSAGE(listed == !model::isTerminal(state), state);
   }
 }

@@ -34,9 +34,7 @@ struct ScratchLedger {
 
 model::Capability capability(const std::string& name) { return {{}, name, "CPU", 10}; }
 
-bool hasCapability(ledger::Ledger& ledger, const std::string& name) {
-  return ledger.inventory().getCapability(name).isOk();
-}
+bool hasCapability(ledger::Ledger& ledger, const std::string& name) { return ledger.inventory().getCapability(name).isOk(); }
 
 TEST_CASE("a batch commits its writes in one transaction and a failing write rolls back alone") {
   ScratchLedger scratch;
@@ -46,8 +44,7 @@ TEST_CASE("a batch commits its writes in one transaction and a failing write rol
   {
     ledger::Ledger::Batch batch(*f.ledger);
     for (int i = 0; i < 20; ++i)
-      REQUIRE(
-          f.ledger->inventory().createCapability(capability(std::string("c").append(std::to_string(i))), "t").isOk());
+      REQUIRE(f.ledger->inventory().createCapability(capability(std::string("c").append(std::to_string(i))), "t").isOk());
     // A duplicate name fails inside the batch; the writes around it stay.
     auto duplicate = f.ledger->inventory().createCapability(capability("c3"), "t");
     CHECK_FALSE(duplicate.isOk());
@@ -117,10 +114,7 @@ TEST_CASE("a batch cut off by a crash leaves nothing of itself behind") {
     if (!ledger.isOk()) ::_exit(2);
     ledger::Ledger::Batch batch(**ledger);
     for (int i = 0; i < 50; ++i) {
-      if (!(*ledger)
-               ->inventory()
-               .createCapability(capability(std::string("lost").append(std::to_string(i))), "t")
-               .isOk())
+      if (!(*ledger)->inventory().createCapability(capability(std::string("lost").append(std::to_string(i))), "t").isOk())
         ::_exit(3);
     }
     ::_exit(0);  // dies with the batch open: no destructor, no commit
@@ -175,13 +169,14 @@ TEST_CASE("the change feed names every row a commit touched, once per commit, an
   LedgerFixture f;
   REQUIRE(f.ledger->changesTracked());
   std::vector<std::vector<ledger::RowChange>> commits;
-  const int id = f.ledger->subscribe([&](const std::vector<ledger::RowChange>& rows) { commits.push_back(rows); });
+  const int id =
+      f.ledger->subscribe([&](const std::vector<ledger::RowChange>& rows) { commits.push_back(rows); });
   const std::string instance = f.addInstance();
   REQUIRE(!commits.empty());
   auto meta = f.ledger->instances().getMetaInstance(instance);
   REQUIRE(meta.isOk());
   commits.clear();
-  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "STOPPED", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, model::MetaState::kStopped, std::nullopt, "t").isOk());
   REQUIRE(commits.size() == 1);
   std::set<std::string> tables;
   bool names_instance = false;
@@ -192,7 +187,7 @@ TEST_CASE("the change feed names every row a commit touched, once per commit, an
   CHECK(names_instance);
   CHECK(tables.count("events") == 1);
   f.ledger->unsubscribe(id);
-  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "ACTIVE", std::nullopt, "t").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, model::MetaState::kActive, std::nullopt, "t").isOk());
   CHECK(commits.size() == 1);
 }
 

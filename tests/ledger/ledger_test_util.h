@@ -9,6 +9,7 @@
 
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/support/vocabulary.h"
 
 namespace tide::testing {
 
@@ -82,7 +83,7 @@ struct LedgerFixture {
                                 const std::string& actor = "controller") {
     model::Operation op;
     op.meta_instance = meta;
-    op.type = type;
+    op.type = testing::parsed<model::OperationType>(type);
     op.intent = "d1";
     auto created = ledger->operations().createOperation(op, actor);
     REQUIRE_MESSAGE(created.isOk(), created.status().toString());

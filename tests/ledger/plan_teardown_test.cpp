@@ -18,7 +18,7 @@ namespace {
 // A DELETE as a person asks for it through the API.
 model::Operation teardownDelete() {
   model::Operation operation;
-  operation.type = "DELETE";
+  operation.type = model::OperationType::kDelete;
   operation.intent = "user";
   operation.requested_by = "alice";
   operation.priority = 10;
@@ -40,20 +40,23 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   const std::string busy = f.addInstance();
   auto idle = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(idle.isOk());
-  REQUIRE(f.ledger->plans()
-              .setDeploymentState("web", "d1", "IN_PROGRESS", std::nullopt, "controller", "rolling out")
+  REQUIRE(f.ledger
+              ->plans().setDeploymentState("web", "d1", model::DeploymentState::kInProgress, std::nullopt, "controller",
+                                   "rolling out")
               .isOk());
   const model::Operation create = f.addOperation(idle->name, "CREATE");
   // A person's RESTART under way: it is nobody's rollout, so cancelling d1 leaves it running.
   model::Operation restart;
   restart.meta_instance = busy;
-  restart.type = "RESTART";
+  restart.type = model::OperationType::kRestart;
   restart.intent = "user";
   restart.priority = 10;
   auto running = f.ledger->operations().createOperation(restart, "bob");
   REQUIRE(running.isOk());
-  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "APPROVED", std::nullopt, "approval").isOk());
-  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "RUNNING", std::nullopt, "executor").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(running->meta.id, model::OperationState::kApproved, std::nullopt, "approval").isOk());
+  REQUIRE(
+      f.ledger->operations().setOperationState(running->meta.id, model::OperationState::kRunning, std::nullopt, "executor").isOk());
   const int64_t events_before = f.eventCount();
 
   auto refused = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
@@ -66,11 +69,12 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   CHECK(refused.status().details()[0].message ==
         "instance '" + busy + "' already has operation " + std::to_string(running->meta.id) + " (RESTART, RUNNING)");
   // Nothing was written: the rollout goes on, its CREATE waits, no DELETE, no event.
-  CHECK(f.ledger->plans().getDeployment("web", "d1")->state == "IN_PROGRESS");
-  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == "PENDING");
+  CHECK(f.ledger->plans().getDeployment("web", "d1")->state == model::DeploymentState::kInProgress);
+  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == model::OperationState::kPending);
   CHECK(f.eventCount() == events_before);
 
-  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, "SUCCEEDED", std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(running->meta.id, model::OperationState::kSucceeded, std::nullopt, "executor")
+              .isOk());
   auto teardown = f.ledger->plans().scalePlanToZero("web", teardownDelete(), "retire", "alice");
   REQUIRE_MESSAGE(teardown.isOk(), teardown.status().toString());
   CHECK(teardown->cancelled_deployments == std::vector<std::string>{"d1"});
@@ -78,16 +82,16 @@ TEST_CASE("ledger: scaling a plan to zero with a busy instance is refused whole,
   CHECK(teardown->operations[0].meta_instance == busy);
   CHECK(teardown->operations[1].meta_instance == idle->name);
   for (const model::Operation& operation : teardown->operations) {
-    CHECK(operation.type == "DELETE");
-    CHECK(operation.state == "PENDING");
+    CHECK(operation.type == model::OperationType::kDelete);
+    CHECK(operation.state == model::OperationState::kPending);
     CHECK(operation.intent == "user");
     CHECK(operation.priority == 10);
     CHECK(operation.requested_by == "alice");
   }
   auto cancelled = f.ledger->plans().getDeployment("web", "d1");
-  CHECK(cancelled->state == "CANCELLED");
+  CHECK(cancelled->state == model::DeploymentState::kCancelled);
   CHECK(cancelled->message == "cancelled: plan web scaled to zero by alice");
-  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == "CANCELLED");
+  CHECK(f.ledger->operations().getOperation(create.meta.id)->state == model::OperationState::kCancelled);
   const std::vector<model::Event> events = teardownEvents(f);
   REQUIRE(events.size() == 1);
   CHECK(events[0].subject == "plan/web");
@@ -127,11 +131,13 @@ TEST_CASE("ledger: a deleted plan's operations and its deleted instances' stay l
   REQUIRE(teardown.isOk());
   REQUIRE(teardown->operations.size() == 1);
   const int64_t removal = teardown->operations[0].meta.id;
-  for (const char* state : {"APPROVED", "RUNNING", "SUCCEEDED"}) {
+  for (model::OperationState state :
+       {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
     REQUIRE(f.ledger->operations().setOperationState(removal, state, std::nullopt, "executor").isOk());
   }
-  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "MARKED_FOR_DELETION", std::nullopt, "executor").isOk());
-  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, "DELETED", std::nullopt, "executor").isOk());
+  REQUIRE(
+      f.ledger->instances().setMetaInstanceState(instance, model::MetaState::kMarkedForDeletion, std::nullopt, "executor").isOk());
+  REQUIRE(f.ledger->instances().setMetaInstanceState(instance, model::MetaState::kDeleted, std::nullopt, "executor").isOk());
   REQUIRE(f.ledger->plans().deletePlan("web", std::nullopt, "alice").isOk());
 
   auto ids = [&](std::map<std::string, std::string> filters) {
@@ -151,7 +157,7 @@ TEST_CASE("ledger: a deleted plan's operations and its deleted instances' stay l
   REQUIRE(shown.isOk());
   CHECK(shown->plan == "web");
   CHECK(shown->meta_instance == instance);
-  CHECK(shown->state == "SUCCEEDED");
+  CHECK(shown->state == model::OperationState::kSucceeded);
 }
 
 TEST_CASE("ledger: an operations state filter may list several states, matching any of them") {

@@ -8,6 +8,7 @@
 
 #include "host/ledger/ledger.h"
 #include "tests/ledger/ledger_test_util.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using tide::testing::LedgerFixture;
@@ -20,15 +21,17 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   auto operationOn = [&](const std::string& instance, const std::string& type) {
     model::Operation operation;
     operation.meta_instance = instance;
-    operation.type = type;
+    operation.type = testing::parsed<model::OperationType>(type);
     operation.intent = "d1";
     auto created = f.ledger->operations().createOperation(operation, "test");
     REQUIRE(created.isOk());
     return created->meta.id;
   };
   auto moveTo = [&](int64_t id, std::initializer_list<const char*> states) {
-    for (const char* state : states)
-      REQUIRE(f.ledger->operations().setOperationState(id, state, std::nullopt, "test").isOk());
+    for (const char* state : states) {
+      REQUIRE(
+          f.ledger->operations().setOperationState(id, testing::parsed<model::OperationState>(state), std::nullopt, "test").isOk());
+    }
   };
   // names[0]: one CREATE that SUCCEEDED, then a STOP under way.
   moveTo(operationOn(names[0], "CREATE"), {"APPROVED", "RUNNING", "SUCCEEDED"});
@@ -46,7 +49,7 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   REQUIRE(unfinished->size() == 2);
   CHECK((*unfinished)[0].meta.id == stopping);
   CHECK((*unfinished)[0].meta_instance == names[0]);
-  CHECK((*unfinished)[0].state == "RUNNING");
+  CHECK((*unfinished)[0].state == model::OperationState::kRunning);
   CHECK((*unfinished)[1].meta.id == waiting);
   CHECK((*unfinished)[1].plan == "web");
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "host/model/holds.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using namespace tide::model;
@@ -15,9 +16,9 @@ namespace {
 Operation operationIn(const std::string& state, const std::string& message = "") {
   Operation op;
   op.meta.id = 12;
-  op.type = "UPDATE";
+  op.type = model::OperationType::kUpdate;
   op.meta_instance = "web-x";
-  op.state = state;
+  op.state = testing::parsed<model::OperationState>(state);
   op.message = message;
   return op;
 }
@@ -54,7 +55,7 @@ TEST_CASE("model: an operation's hold is read back from what the engine wrote, b
 
 TEST_CASE("model: a deployment holds itself when paused or waiting for the router, and not once over") {
   Deployment d;
-  d.state = "PAUSED";
+  d.state = model::DeploymentState::kPaused;
   d.message = "paused by alice";
   REQUIRE(deploymentHolds(d).size() == 1);
   CHECK(deploymentHolds(d)[0].kind == "paused");
@@ -62,7 +63,7 @@ TEST_CASE("model: a deployment holds itself when paused or waiting for the route
   d.message = "";
   CHECK(deploymentHolds(d)[0].reason == "paused");
 
-  d.state = "IN_PROGRESS";
+  d.state = model::DeploymentState::kInProgress;
   d.message = std::string(kRouterWaitPrefix) + ": asked new 10 / old 90, applied new 0 / old 100";
   REQUIRE(deploymentHolds(d).size() == 1);
   CHECK(deploymentHolds(d)[0].kind == "router");
@@ -71,7 +72,7 @@ TEST_CASE("model: a deployment holds itself when paused or waiting for the route
   d.message = "rolling out";
   CHECK(deploymentHolds(d).empty());
 
-  d.state = "COMPLETED";
+  d.state = model::DeploymentState::kCompleted;
   d.message = "paused by alice";
   CHECK(deploymentHolds(d).empty());
 }

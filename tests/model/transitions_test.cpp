@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,53 +11,78 @@
 using namespace tide;
 using namespace tide::model;
 
-TEST_CASE("model: every state of every kind is reachable or initial, and terminal states lead nowhere") {
-  for (RecordKind kind : {RecordKind::kCluster, RecordKind::kNode, RecordKind::kPlan, RecordKind::kDeployment,
-                          RecordKind::kMetaInstance, RecordKind::kRuntimeInstance, RecordKind::kOperation}) {
-    const auto& states = statesOf(kind);
-    REQUIRE_FALSE(states.empty());
-    for (size_t i = 1; i < states.size(); ++i) {
-      bool reachable = false;
-      for (const auto& from : states) reachable = reachable || checkTransition(kind, from, states[i]).isOk();
-      CHECK_MESSAGE(reachable, recordKindName(kind), " state ", states[i], " is unreachable");
-    }
-    for (const auto& from : states) {
-      if (!isTerminalState(kind, from)) continue;
-      for (const auto& to : states) CHECK_FALSE(checkTransition(kind, from, to).isOk());
-    }
+namespace {
+
+// The value a test names by its wire string.
+template <Vocabulary E>
+E as(std::string_view text) {
+  const std::optional<E> value = parse<E>(text);
+  REQUIRE_MESSAGE(value.has_value(), text);
+  return *value;
+}
+
+template <RecordState E>
+void checkReachableAndTerminal() {
+  const auto states = valuesOf<E>();
+  for (size_t i = 1; i < states.size(); ++i) {
+    bool reachable = false;
+    for (E from : states) reachable = reachable || checkTransition(from, states[i]).isOk();
+    CHECK_MESSAGE(reachable, recordKindName(recordKindOf<E>()), " state ", states[i], " is unreachable");
   }
+  for (E from : states) {
+    if (!isTerminal(from)) continue;
+    for (E to : states) CHECK_FALSE(checkTransition(from, to).isOk());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("model: every state of every kind is reachable or initial, and terminal states lead nowhere") {
+  checkReachableAndTerminal<ClusterState>();
+  checkReachableAndTerminal<NodeState>();
+  checkReachableAndTerminal<PlanState>();
+  checkReachableAndTerminal<DeploymentState>();
+  checkReachableAndTerminal<MetaState>();
+  checkReachableAndTerminal<RuntimeState>();
+  checkReachableAndTerminal<OperationState>();
 }
 
 TEST_CASE("model: transition checks name both states and what is allowed") {
-  CHECK(checkTransition(RecordKind::kNode, "ALLOCATED", "CORDONED").isOk());
-  CHECK(checkTransition(RecordKind::kNode, "CORDONED", "ALLOCATED").isOk());
-  Status bad = checkTransition(RecordKind::kNode, "UNALLOCATED", "CORDONED");
+  CHECK(checkTransition(as<NodeState>("ALLOCATED"), as<NodeState>("CORDONED")).isOk());
+  CHECK(checkTransition(as<NodeState>("CORDONED"), as<NodeState>("ALLOCATED")).isOk());
+  Status bad = checkTransition(as<NodeState>("UNALLOCATED"), as<NodeState>("CORDONED"));
   CHECK(bad.code() == Code::kConflict);
   CHECK(bad.message().find("UNALLOCATED to CORDONED") != std::string::npos);
   CHECK(bad.message().find("ALLOCATED, EVICTED") != std::string::npos);
-  CHECK(checkTransition(RecordKind::kOperation, "PENDING", "BOGUS").code() == Code::kInvalidArgument);
-  CHECK(checkTransition(RecordKind::kDeployment, "CANCELLED", "IN_PROGRESS").code() == Code::kConflict);
-  CHECK(checkTransition(RecordKind::kDeployment, "COMPLETED", "IN_PROGRESS").isOk());  // a restore
-  CHECK(checkTransition(RecordKind::kRuntimeInstance, "FAILED", "STARTING").code() == Code::kConflict);
-  CHECK(isTerminalState(RecordKind::kOperation, "SUCCEEDED"));
-  CHECK_FALSE(isTerminalState(RecordKind::kOperation, "RUNNING"));
+  Result<OperationState> bogus = parseState<OperationState>("BOGUS");
+  CHECK(bogus.status().code() == Code::kInvalidArgument);
+  CHECK(bogus.status().message().find("operation has no state 'BOGUS' (states: PENDING, ") != std::string::npos);
+  CHECK(checkTransition(as<DeploymentState>("CANCELLED"), as<DeploymentState>("IN_PROGRESS")).code() ==
+        Code::kConflict);
+  CHECK(checkTransition(as<DeploymentState>("COMPLETED"), as<DeploymentState>("IN_PROGRESS")).isOk());  // a restore
+  CHECK(checkTransition(as<RuntimeState>("FAILED"), as<RuntimeState>("STARTING")).code() == Code::kConflict);
+  CHECK(isTerminal(as<OperationState>("SUCCEEDED")));
+  CHECK_FALSE(isTerminal(as<OperationState>("RUNNING")));
 }
 
 TEST_CASE("model: the state predicates agree with the transition table") {
-  for (const std::string& state : statesOf(RecordKind::kOperation)) {
-    CHECK(isTerminalOperationState(state) == isTerminalState(RecordKind::kOperation, state));
+  for (OperationState state : valuesOf<OperationState>()) {
+    CHECK(isUnfinished(state) == !isTerminal(state));
+    if (isInFlight(state) || isBeforeRunning(state)) CHECK(isUnfinished(state));
   }
-  CHECK(holdsResources(runtime_state::kStopped));
-  CHECK(holdsResources(runtime_state::kPending));
-  CHECK_FALSE(holdsResources(runtime_state::kTerminated));
-  CHECK_FALSE(holdsResources(runtime_state::kFailed));
-  CHECK_FALSE(holdsResources("NO_SUCH_STATE"));
+  CHECK(holdsResources(RuntimeState::kStopped));
+  CHECK(holdsResources(RuntimeState::kPending));
+  CHECK_FALSE(holdsResources(RuntimeState::kTerminated));
+  CHECK_FALSE(holdsResources(RuntimeState::kFailed));
+  for (RuntimeState state : valuesOf<RuntimeState>()) {
+    if (runsOrStarts(state)) CHECK(holdsResources(state));
+  }
   // A rollout is over in every state the deployment's own progress cannot leave.
-  for (const std::string& state : statesOf(RecordKind::kDeployment)) {
-    const bool moves_on = state == deployment_state::kPending || state == deployment_state::kInProgress ||
-                          state == deployment_state::kPaused;
+  for (DeploymentState state : valuesOf<DeploymentState>()) {
+    const bool moves_on = state == DeploymentState::kPending || state == DeploymentState::kInProgress ||
+                          state == DeploymentState::kPaused;
     CHECK_MESSAGE(isRolloutOver(state) == !moves_on, state);
-    if (isTerminalState(RecordKind::kDeployment, state)) CHECK(isRolloutOver(state));
+    if (isTerminal(state)) CHECK(isRolloutOver(state));
   }
 }
 
@@ -95,8 +121,11 @@ TEST_CASE("model: an operation fits its meta instance's state, or the refusal na
       {"DELETE", "DELETED", "", false},
       {"STOP", "MARKED_FOR_DELETION", "", false},
   };
+  auto runtime = [](const char* state) {
+    return std::string(state).empty() ? std::nullopt : std::optional<RuntimeState>(as<RuntimeState>(state));
+  };
   for (const Case& c : cases) {
-    const Status fits = checkOperationFits(c.type, c.meta, c.runtime);
+    const Status fits = checkOperationFits(as<OperationType>(c.type), as<MetaState>(c.meta), runtime(c.runtime));
     CHECK_MESSAGE(fits.isOk() == c.fits, c.type, " on ", c.meta, "/", c.runtime, ": ", fits.toString());
     if (fits.isOk()) continue;
     CHECK(fits.code() == Code::kConflict);
@@ -105,9 +134,9 @@ TEST_CASE("model: an operation fits its meta instance's state, or the refusal na
     if (std::string(c.runtime) == "RUNNING") CHECK(fits.message().find("RUNNING") != std::string::npos);
   }
   CHECK(
-      checkOperationFits("CREATE", "ACTIVE", "RUNNING").message() ==
+      checkOperationFits(OperationType::kCreate, MetaState::kActive, RuntimeState::kRunning).message() ==
       "CREATE needs an ACTIVE instance that runs nowhere; the instance is ACTIVE and its runtime instance is RUNNING");
-  CHECK(checkOperationFits("EXPLODE", "ACTIVE", "").code() == Code::kInvalidArgument);
+  CHECK_FALSE(parse<OperationType>("EXPLODE").has_value());
 }
 
 TEST_CASE("model: every state names each state of any kind once, sorted") {
@@ -129,7 +158,7 @@ TEST_CASE("model: a plan's current deployment is its newest unfinished one, else
     for (const char* state : states) {
       Deployment d;
       d.deployment_id = "d" + std::to_string(out.size() + 1);
-      d.state = state;
+      d.state = as<DeploymentState>(state);
       out.push_back(d);
     }
     return out;

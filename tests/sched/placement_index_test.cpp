@@ -10,6 +10,7 @@
 
 #include "host/sched/scheduler.h"
 #include "tests/sched/sched_test_support.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using sched::ClusterSnapshot;
@@ -54,7 +55,7 @@ ClusterSnapshot mixedSnapshotOf(std::vector<model::Node> nodes, std::vector<Inst
   main.name = "main";
   model::Cluster old;
   old.name = "old";
-  old.state = "INACTIVE";
+  old.state = model::ClusterState::kInactive;
   std::vector<model::Capability> capabilities = {
       {{}, "gpu-big", "GPU", 90}, {{}, "gpu-mid", "GPU", 70}, {{}, "gpu-small", "GPU", 50}, {{}, "xeon", "CPU", 10}};
   return ClusterSnapshot::build(std::move(nodes), {main, old}, capabilities, std::move(facts));
@@ -70,7 +71,7 @@ ClusterSnapshot randomSnapshot(Random& random, int nodes, int domains) {
   for (int i = 0; i < nodes; ++i) {
     const double cores = 8 + 8 * random.below(4);
     model::Node n = makeNode(numbered("n", i), numbered("ud-", random.below(domains)), cores, cores * 4);
-    n.state = kStates[random.below(6)];
+    n.state = testing::parsed<model::NodeState>(kStates[random.below(6)]);
     if (random.below(10) == 0) n.cluster = "old";
     const double used = random.below(60) / 100.0;
     n.remaining = {cores * (1 - used), cores * 4 * (1 - used)};

@@ -15,7 +15,7 @@ inline model::Node makeNode(const std::string& name, const std::string& domain =
   n.update_domain = domain;
   n.total = {cores, memory};
   n.remaining = n.total;
-  n.state = "ALLOCATED";
+  n.state = model::NodeState::kAllocated;
   return n;
 }
 

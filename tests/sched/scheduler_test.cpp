@@ -7,6 +7,7 @@
 
 #include "host/sched/scheduler.h"
 #include "tests/sched/sched_test_support.h"
+#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using sched::ClusterSnapshot;
@@ -58,7 +59,7 @@ std::vector<model::Cluster> clusters() {
   active.name = "main";
   model::Cluster inactive;
   inactive.name = "old";
-  inactive.state = "INACTIVE";
+  inactive.state = model::ClusterState::kInactive;
   return {active, inactive};
 }
 
@@ -112,7 +113,7 @@ TEST_CASE("sched: only ALLOCATED nodes take instances") {
   std::vector<model::Node> nodes;
   for (const char* state : {"UNALLOCATED", "ALLOCATED", "CORDONED", "DRAINING", "SANITIZING", "EVICTED"}) {
     model::Node n = makeNode(std::string("n-") + state);
-    n.state = state;
+    n.state = testing::parsed<model::NodeState>(state);
     nodes.push_back(n);
   }
   auto snapshot = snapshotOf(nodes);
@@ -364,7 +365,7 @@ TEST_CASE("sched: the failure message counts rejected nodes per reason, most fir
     return withCapabilities(makeNode(name, "ud-1", 16, 64), {capability});
   };
   model::Node cordoned = gpu("g-cordoned", "nvidia-a100");
-  cordoned.state = "CORDONED";
+  cordoned.state = model::NodeState::kCordoned;
   model::Node busy1 = gpu("g-busy-1", "nvidia-v100");
   busy1.remaining = {2, 64};
   model::Node busy2 = gpu("g-busy-2", "nvidia-v100");

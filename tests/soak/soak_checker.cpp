@@ -9,7 +9,7 @@
 namespace tide::soak {
 namespace {
 
-bool isUnfinishedOperationState(const std::string& state) { return !model::isTerminalOperationState(state); }
+bool isUnfinishedOperationState(model::OperationState state) { return model::isUnfinished(state); }
 
 // Whether a driver object in `state` is a workload that runs or is on its way to running.
 bool runsOrStarts(const std::string& state) { return state == "RUNNING" || state == "STARTING" || state == "PENDING"; }
@@ -113,7 +113,7 @@ std::vector<Finding> SoakChecker::driversAgainstLedger() {
                                             " runtimes in its driver (" + list + ")"});
   }
   for (const auto& [id, r] : live) {
-    if (r->state != "RUNNING") continue;
+    if (r->state != model::RuntimeState::kRunning) continue;
     auto object = held.find(id);
     if (object == held.end() || object->second->state != "RUNNING") {
       out.push_back({"lost " + id, "lost: runtime " + id + " of " + r->meta_instance + " is RUNNING in the ledger, " +
@@ -141,15 +141,15 @@ std::vector<Finding> SoakChecker::unfinishedOperations() {
   if (!latest.isOk()) return out;
   for (const model::Operation& op : *latest) {
     if (!isUnfinishedOperationState(op.state)) continue;
-    if (op.state == "PENDING" && op.message.rfind("waiting for placement", 0) == 0) {
+    if (op.state == model::OperationState::kPending && op.message.rfind("waiting for placement", 0) == 0) {
       ++waiting_for_placement_;
       continue;
     }
     // The same state and attempt for longer than an attempt may take: nothing moves it.
     const std::string id = std::to_string(op.meta.id);
-    out.push_back({"stuck " + id + " " + op.state + " " + std::to_string(op.attempts),
-                   "stuck: operation " + id + " (" + op.type + " of " + op.meta_instance + ") " + op.state +
-                       " at attempt " + std::to_string(op.attempts) + ": " + op.message});
+    out.push_back({"stuck " + id + " " + model::toString(op.state) + " " + std::to_string(op.attempts),
+                   "stuck: operation " + id + " (" + model::toString(op.type) + " of " + op.meta_instance + ") " +
+                       model::toString(op.state) + " at attempt " + std::to_string(op.attempts) + ": " + op.message});
   }
   return out;
 }
@@ -163,7 +163,7 @@ std::vector<Finding> SoakChecker::writersThatRaced() {
   for (const model::Operation& op : *failed) {
     if (op.message.find(" cannot move from ") == std::string::npos) continue;
     const std::string id = std::to_string(op.meta.id);
-    out.push_back({"race " + id, "race: operation " + id + " (" + op.type + " of " + op.meta_instance +
+    out.push_back({"race " + id, "race: operation " + id + " (" + model::toString(op.type) + " of " + op.meta_instance +
                                      ") FAILED on a transition another writer had made impossible: " + op.message});
   }
   return out;
@@ -200,7 +200,7 @@ Result<std::vector<InventoryObject>> readInventory(const std::string& cluster, d
   std::vector<InventoryObject> out;
   for (size_t i = 0; i < refs.size() && i < answers.size(); ++i) {
     if (!answers[i].isOk()) continue;
-    out.push_back({cluster, refs[i].id, answers[i]->state});
+    out.push_back({cluster, refs[i].id, model::toString(answers[i]->state)});
   }
   return out;
 }

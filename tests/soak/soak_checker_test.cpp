@@ -51,9 +51,9 @@ struct RefereeFixture : LedgerFixture {
     auto reserved = ledger->instances().reserveForOperation(create.meta.id, instance, "approval");
     REQUIRE_MESSAGE(reserved.isOk(), reserved.status().toString());
     const int64_t id = reserved->meta.id;
-    REQUIRE(ledger->instances().setRuntimeInstanceState(id, "STARTING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->instances().setRuntimeInstanceState(id, "RUNNING", std::nullopt, "executor").isOk());
-    REQUIRE(ledger->operations().setOperationState(create.meta.id, "CANCELLED", std::nullopt, "test").isOk());
+    REQUIRE(ledger->instances().setRuntimeInstanceState(id, model::RuntimeState::kStarting, std::nullopt, "executor").isOk());
+    REQUIRE(ledger->instances().setRuntimeInstanceState(id, model::RuntimeState::kRunning, std::nullopt, "executor").isOk());
+    REQUIRE(ledger->operations().setOperationState(create.meta.id, model::OperationState::kCancelled, std::nullopt, "test").isOk());
     return id;
   }
 
@@ -121,8 +121,8 @@ TEST_CASE("soak referee: an operation that stays in one state past stuck_after i
   CHECK(stuck[0].what.find(meta) != std::string::npos);
 
   // Moving on (a new state) starts its clock again.
-  REQUIRE(
-      f.ledger->operations().setOperationState(create.meta.id, "PENDING_APPROVAL", std::nullopt, "approval").isOk());
+  REQUIRE(f.ledger->operations().setOperationState(create.meta.id, model::OperationState::kPendingApproval, std::nullopt, "approval")
+              .isOk());
   CHECK(f.checker.check(f.t0 + kAllowance + milliseconds(2)).empty());
   CHECK(f.checker.currentFindings().size() == 1);  // at the end, unfinished is unfinished
 }
@@ -131,16 +131,17 @@ TEST_CASE("soak referee: an operation failed by a transition another writer made
   RefereeFixture f;
   const std::string meta = f.addInstance();
   const model::Operation raced = f.addOperation(meta);
-  REQUIRE(f.ledger->operations()
-              .setOperationState(raced.meta.id, "FAILED", std::nullopt, "executor",
-                                 "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
-                                 "(allowed from FAILED: TERMINATED)")
+  REQUIRE(f.ledger
+              ->operations().setOperationState(raced.meta.id, model::OperationState::kFailed, std::nullopt, "executor",
+                                  "attempt 1: runtime/45: runtime_instance cannot move from FAILED to RUNNING "
+                                  "(allowed from FAILED: TERMINATED)")
               .isOk());
   auto other = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const model::Operation failed = f.addOperation(other->name);
-  REQUIRE(f.ledger->operations()
-              .setOperationState(failed.meta.id, "FAILED", std::nullopt, "executor", "attempt 5: unavailable")
+  REQUIRE(f.ledger
+              ->operations().setOperationState(failed.meta.id, model::OperationState::kFailed, std::nullopt, "executor",
+                                  "attempt 5: unavailable")
               .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"race " + std::to_string(raced.meta.id)});
@@ -153,11 +154,13 @@ TEST_CASE("soak referee: a RUNNING instance found gone from its driver was remov
   auto other = f.ledger->instances().createMetaInstance("web", "d1", "test");
   REQUIRE(other.isOk());
   const int64_t crashed = f.runningInstance(other->name);
-  REQUIRE(f.ledger->instances()
-              .setRuntimeInstanceState(removed, "FAILED", std::nullopt, "observer", "the driver does not know it")
+  REQUIRE(f.ledger
+              ->instances().setRuntimeInstanceState(removed, model::RuntimeState::kFailed, std::nullopt, "observer",
+                                        "the driver does not know it")
               .isOk());
-  REQUIRE(f.ledger->instances()
-              .setRuntimeInstanceState(crashed, "FAILED", std::nullopt, "observer", "exited with code 137")
+  REQUIRE(f.ledger
+              ->instances().setRuntimeInstanceState(crashed, model::RuntimeState::kFailed, std::nullopt, "observer",
+                                        "exited with code 137")
               .isOk());
 
   CHECK(f.keys(f.checker.check(f.t0)) == std::vector<std::string>{"removed runtime/" + std::to_string(removed)});

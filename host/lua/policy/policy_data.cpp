@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "host/lua/runtime/time_zone.h"
+#include "host/model/transitions.h"
 
 namespace tide::lua {
 namespace {
@@ -22,16 +23,22 @@ bool matchesFilter(const Json& op, const Json& filter) {
   return true;
 }
 
+// The operation's state, nullopt when it has none that operations have.
+std::optional<model::OperationState> stateOf(const Json& op) {
+  return model::parse<model::OperationState>(stringField(op, "state"));
+}
+
 bool isInFlight(const Json& op, const Json&, TimePoint) {
-  const std::string state = stringField(op, "state");
-  return state == "APPROVED" || state == "RUNNING";
+  const std::optional<model::OperationState> state = stateOf(op);
+  return state && model::isInFlight(*state);
 }
 
 bool matchesState(const Json& op, const Json& filter, TimePoint) {
   const std::string state = stringField(op, "state");
   auto wanted = filter.find("state");
   if (wanted == filter.end()) {
-    return state == "PENDING" || state == "PENDING_APPROVAL" || state == "APPROVED" || state == "RUNNING";
+    const std::optional<model::OperationState> known = stateOf(op);
+    return known && model::isUnfinished(*known);
   }
   if (wanted->is_string()) return state == wanted->get<std::string>();
   if (wanted->is_array()) return std::find(wanted->begin(), wanted->end(), Json(state)) != wanted->end();
@@ -39,7 +46,7 @@ bool matchesState(const Json& op, const Json& filter, TimePoint) {
 }
 
 bool failedRecently(const Json& op, const Json& filter, TimePoint now) {
-  if (stringField(op, "state") != "FAILED") return false;
+  if (stateOf(op) != model::OperationState::kFailed) return false;
   const std::string finished = stringField(op, "finished_at");
   if (finished.empty()) return true;
   auto at = parseTimestamp(finished);

@@ -34,14 +34,16 @@ const char* levelName(Level level) {
   return "hard";
 }
 
-const char* outcomeName(Outcome outcome) {
+model::OperationState outcomeState(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kApproved: return "APPROVED";
-    case Outcome::kRejected: return "REJECTED";
-    case Outcome::kPendingApproval: return "PENDING_APPROVAL";
+    case Outcome::kApproved: return model::OperationState::kApproved;
+    case Outcome::kRejected: return model::OperationState::kRejected;
+    case Outcome::kPendingApproval: return model::OperationState::kPendingApproval;
   }
-  return "PENDING_APPROVAL";
+  return model::OperationState::kPendingApproval;
 }
+
+const char* outcomeName(Outcome outcome) { return model::toString(outcomeState(outcome)).c_str(); }
 
 std::optional<Verdict> parseVerdict(std::string_view name) {
   for (Verdict v : {Verdict::kApprove, Verdict::kDeny, Verdict::kManual, Verdict::kAbstain}) {

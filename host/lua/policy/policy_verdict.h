@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "host/model/approvals.h"
+#include "host/model/states.h"
 
 namespace tide::lua {
 
@@ -26,7 +27,9 @@ enum class Outcome { kApproved, kRejected, kPendingApproval };
 
 const char* verdictName(Verdict verdict);  // approve | deny | manual | abstain
 const char* levelName(Level level);        // advisory | soft | hard
-const char* outcomeName(Outcome outcome);  // APPROVED | REJECTED | PENDING_APPROVAL (operation states)
+// The operation state an outcome moves its operation to, and its name (the state's).
+model::OperationState outcomeState(Outcome outcome);
+const char* outcomeName(Outcome outcome);  // APPROVED | REJECTED | PENDING_APPROVAL
 std::optional<Verdict> parseVerdict(std::string_view name);
 std::optional<Level> parseLevel(std::string_view name);
 

@@ -11,6 +11,7 @@
 #include "host/lua/runtime/bindings_readonly.h"
 #include "host/lua/runtime/test_table.h"
 #include "host/lua/strategy/bindings_strategy.h"
+#include "host/model/states.h"
 
 namespace tide::lua {
 namespace {
@@ -71,7 +72,8 @@ Status normalizeInstance(Json& instance, size_t i, const std::string& deployment
       return Status::invalidArgument("rollout snapshot: " + where + key + " must be an object or null");
     }
   }
-  instance["ready"] = instance["state"] == "RUNNING" && instance["healthy"] == true && instance["operation"].is_null();
+  instance["ready"] = instance["state"] == model::toString(model::RuntimeState::kRunning) &&
+                      instance["healthy"] == true && instance["operation"].is_null();
   return Status::ok();
 }
 
