@@ -414,9 +414,10 @@ class Harness {
     if (!runtimes.isOk()) return "the ledger does not list: " + runtimes.status().toString();
     int active_running = 0;
     for (const auto& r : *runtimes) {
-      if (r.state == "TERMINATED" || r.state == "FAILED") continue;
-      if (r.state != "RUNNING" || !r.is_active) {
-        return "runtime instance " + std::to_string(r.meta.id) + " of " + r.meta_instance + " is left " + r.state +
+      if (!model::holdsResources(r.state)) continue;  // TERMINATED or FAILED
+      if (r.state != model::RuntimeState::kRunning || !r.is_active) {
+        return "runtime instance " + std::to_string(r.meta.id) + " of " + r.meta_instance + " is left " +
+               model::toString(r.state) +
                (r.is_active ? "" : " (passive)");
       }
       ++active_running;

@@ -442,7 +442,7 @@ json unfinishedDeployments(ledger::Ledger& ledger) {
   auto all = ledger::listAll(ledger.plans(), &ledger::PlanRecords::listDeployments);
   if (!all.isOk()) return out;
   for (const auto& d : *all) {
-    if (!model::isRolloutOver(d.state)) out.push_back(d.plan + "/" + d.deployment_id + " " + d.state + ": " + d.message);
+    if (!model::isRolloutOver(d.state)) out.push_back(d.plan + "/" + d.deployment_id + " " + model::toString(d.state) + ": " + d.message);
   }
   return out;
 }
@@ -455,7 +455,10 @@ json summary(SoakHost& host, const SoakChecker& checker, const Tally& tally, con
   }
   json deployments = json::object();
   if (auto all = ledger::listAll(host.ledger().plans(), &ledger::PlanRecords::listDeployments); all.isOk()) {
-    for (const auto& d : *all) deployments[d.state] = deployments.value(d.state, 0) + 1;
+    for (const auto& d : *all) {
+      const std::string& state = model::toString(d.state);
+      deployments[state] = deployments.value(state, 0) + 1;
+    }
   }
   json faults = json::object();
   for (auto& [cluster, driver] : host.drivers().built()) {
