@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/core/json_reader.h"
+#include "host/core/utf8.h"
 #include "host/core/whole_number.h"
 #include "host/lua/registry/script_registry.h"
 #include "host/lua/strategy/strategy_engine.h"
@@ -37,9 +38,13 @@ Status badField(const std::string& field, const std::string& message) {
   return Status::invalidArgument("body field '" + field + "' " + message, {{field, message, ""}});
 }
 
-int lineOfOffset(std::string_view text, size_t offset) {
+// "<line>:<column>" (1-based, the column in bytes) of byte `offset` of `text`.
+std::string lineAndColumnOf(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  const std::string_view before = text.substr(0, offset);
+  const size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+  const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+  return std::to_string(line) + ":" + std::to_string(offset - line_start + 1);
 }
 
 }  // namespace
@@ -204,7 +209,20 @@ Status checkNestingDepth(std::string_view body, int max_depth) {
   return Status::ok();
 }
 
-Result<std::string_view> readBodyText(const ApiRequest& request) {
+Result<std::string> readSourceParam(const ApiRequest& request) {
+  auto it = request.query.find("source");
+  if (it == request.query.end() || it->second.empty()) return kBodySource;
+  const std::string& source = it->second;
+  if (source.size() > 1024) return badParam("source", "must be at most 1024 bytes");
+  const bool control = std::any_of(source.begin(), source.end(),
+                                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (control || firstInvalidUtf8(source) != std::string::npos) {
+    return badParam("source", "must be a file name: UTF-8 without control characters");
+  }
+  return source;
+}
+
+Result<std::string_view> readBodyText(const ApiRequest& request, const std::string& source) {
   const std::string& type = request.content_type;
   if (type.empty()) {
     std::string message = "is required: application/json or application/yaml";
@@ -222,10 +240,9 @@ Result<std::string_view> readBodyText(const ApiRequest& request) {
       nlohmann::json parsed = nlohmann::json::parse(request.body);
       static_cast<void>(parsed);
     } catch (const nlohmann::json::parse_error& error) {
-      int line = lineOfOffset(request.body, error.byte == 0 ? 0 : error.byte - 1);
       std::string what = error.what();
       if (size_t cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);
-      std::string location = kBodySource + ":" + std::to_string(line);
+      std::string location = source + ":" + lineAndColumnOf(request.body, error.byte == 0 ? 0 : error.byte - 1);
       return Status::invalidArgument("malformed JSON at " + location + ": " + what, {{"body", what, location}});
     } catch (const std::exception& error) {
       return Status::invalidArgument(std::string("malformed JSON: ") + error.what(), {{"body", error.what(), ""}});

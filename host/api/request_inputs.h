@@ -15,8 +15,14 @@
 
 namespace tide::api {
 
-// The `source` handed to the manifest parsers, so locations read "request body:3".
+// The `source` handed to the manifest parsers, so locations read "request body:3:5", when
+// the client does not name its file (readSourceParam).
 inline const std::string kBodySource = "request body";
+
+// The `source` query parameter: the name of the file the body was read from, for error
+// locations ("nodes.yaml:3:5"); kBodySource when absent. kInvalidArgument when longer than
+// 1024 bytes, not UTF-8 or holding a control character (it is echoed into messages).
+Result<std::string> readSourceParam(const ApiRequest& request);
 
 // A filter a list route accepts: the query parameter, which is also the ledger's filter
 // key, and the values it may take (any when empty). An empty value means "no filter".
@@ -70,8 +76,8 @@ Status checkNestingDepth(std::string_view body, int max_depth);
 
 // The body of a create request: Content-Type must be JSON (application/json) or YAML
 // (application/yaml, application/x-yaml, text/yaml); JSON is syntax-checked here so the
-// error names its line and column. YAML syntax is left to the manifest parsers.
-Result<std::string_view> readBodyText(const ApiRequest& request);
+// error names its "<source>:<line>:<column>". YAML syntax is left to the manifest parsers.
+Result<std::string_view> readBodyText(const ApiRequest& request, const std::string& source = kBodySource);
 
 // An optional JSON object body: a blank body reads as {}; otherwise Content-Type must be
 // application/json and the object may hold only the `accepted` keys.

@@ -61,7 +61,8 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   if (plan_entry != nullptr && deployment.plan != plan) {
     const std::string& key = plan_entry->first.scalar;
     std::string message = "names plan '" + deployment.plan + "' but the URL names '" + plan + "'";
-    std::string location = kBodySource + ":" + std::to_string(plan_entry->second.line);
+    std::string location =
+        kBodySource + ":" + std::to_string(plan_entry->second.line) + ":" + std::to_string(plan_entry->second.column);
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment));

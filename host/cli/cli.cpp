@@ -1,8 +1,10 @@
 #include "host/cli/cli.h"
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,16 +18,43 @@
 namespace tide::cli {
 namespace {
 
-// Error messages and details mostly come from the server.
-void printError(std::ostream& err, const Status& status) {
-  std::string text = "error: " + status.message() + '\n';
-  for (const ErrorDetail& detail : status.details()) {
+// Error messages and details mostly come from the server. The problems of an input, each
+// located, print one per line as a compiler's do ("file:line:column: field: message") after
+// a line counting them; other details print indented under the message. With `-o json`
+// the error prints as the API answers it, details and all.
+void printError(std::ostream& err, const Status& status, bool json) {
+  if (json) {
+    Json details = Json::array();
+    for (const ErrorDetail& d : status.details()) {
+      details.push_back({{"field", d.field}, {"message", d.message}, {"location", d.location}});
+    }
+    err << Json{{"error", {{"code", codeName(status.code())}, {"message", status.message()}, {"details", details}}}}
+               .dump(2)
+        << '\n';
+    return;
+  }
+  const std::vector<ErrorDetail>& details = status.details();
+  const bool located = !details.empty() && std::all_of(details.begin(), details.end(),
+                                                       [](const ErrorDetail& d) { return !d.location.empty(); });
+  std::string text;
+  if (located) {
+    const size_t n = details.size();
+    const std::string source = sourceOfLocation(details.front().location);
+    text = "error: " + std::to_string(n) + (n == 1 ? " error" : " errors") + " in " +
+           (source.empty() ? details.front().location : source) + '\n';
+  } else {
+    text = "error: " + status.message() + '\n';
+  }
+  for (const ErrorDetail& detail : details) {
     std::string line;
     if (!detail.location.empty()) line += detail.location + ": ";
     if (!detail.field.empty()) line += detail.field + ": ";
     line += detail.message;
-    // A lone problem is usually the message itself.
-    if (line != status.message()) text += "  " + line + '\n';
+    if (located) {
+      text += line + '\n';
+    } else if (line != status.message()) {  // a lone problem is usually the message itself
+      text += "  " + line + '\n';
+    }
   }
   if (status.code() == Code::kUnauthenticated) {
     text += "hint: pass --token or set TIDE_TOKEN (`tide serve` writes an admin token to <data-dir>/admin.token)\n";
@@ -118,7 +147,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   out.flush();
   if (status.isOk()) return 0;
-  printError(err, status);
+  printError(err, status, verbs.jsonOutput());
   return 1;
 }
 

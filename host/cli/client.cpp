@@ -186,8 +186,9 @@ Result<Json> Client::post(const std::string& path, const Json& body) {
   return send("POST", path, {}, body.dump(), "application/json");
 }
 
-Result<Json> Client::postText(const std::string& path, const std::string& text, const std::string& content_type) {
-  return send("POST", path, {}, text, content_type);
+Result<Json> Client::postText(const std::string& path, const std::string& text, const std::string& content_type,
+                              const Query& query) {
+  return send("POST", path, query, text, content_type);
 }
 
 Result<Json> Client::putText(const std::string& path, const std::string& text, const std::string& content_type,

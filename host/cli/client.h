@@ -91,7 +91,8 @@ class Client {
   Result<Json> getAll(const std::string& path, Query query = {}, int64_t after = 0, int64_t at_most = 0);
   Result<Json> post(const std::string& path, const Json& body = Json::object());
   // A body that is not JSON, e.g. a YAML manifest ("application/yaml").
-  Result<Json> postText(const std::string& path, const std::string& text, const std::string& content_type);
+  Result<Json> postText(const std::string& path, const std::string& text, const std::string& content_type,
+                        const Query& query = {});
   // PUT with a body that replaces the record; `if_match` (a generation, "" for none) makes it
   // conditional: the server answers 412 when the record has moved past it.
   Result<Json> putText(const std::string& path, const std::string& text, const std::string& content_type,

@@ -81,12 +81,10 @@ Result<Json> readBack(Session& session, const std::string& kind, const Json& nam
   return records;
 }
 
-// The server only saw a request body, so its error locations are made to name `path`.
+// The server names `path` in its error locations (and warnings): the CLI sends it along.
 Result<Json> applyManifestFile(Session& session, const std::string& path) {
   TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(path));
-  Result<Json> reply = session.client.postText("/v1/manifests", text, "application/yaml");
-  if (!reply.isOk()) return locateInFile(reply.status(), path);
-  return reply;
+  return session.client.postText("/v1/manifests", text, "application/yaml", {{"source", path}});
 }
 
 // A manifests reply names the created records by kind:
@@ -114,7 +112,7 @@ Status printCreated(Session& session, const Json& created) {
 
 }  // namespace
 
-// "request body:7" → "<path>:7": the server parsed the upload without knowing its name.
+// "request body:7:3" → "<path>:7:3": the server parsed the upload without knowing its name.
 namespace {
 
 std::string relocate(const std::string& location, const std::string& from, const std::string& to) {
@@ -123,14 +121,24 @@ std::string relocate(const std::string& location, const std::string& from, const
 
 }  // namespace
 
+std::string sourceOfLocation(const std::string& location) {
+  std::string_view rest = location;
+  for (int part = 0; part < 2; ++part) {
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789", colon + 1) != std::string_view::npos) {
+      break;
+    }
+    rest = rest.substr(0, colon);
+  }
+  return rest.size() == location.size() ? "" : std::string(rest);
+}
+
 Status locateInFile(const Status& status, const std::string& path) {
   std::string source;
   for (const ErrorDetail& detail : status.details()) {
-    size_t colon = detail.location.rfind(':');
-    if (colon != std::string::npos) {
-      source = detail.location.substr(0, colon);
-      break;
-    }
+    source = sourceOfLocation(detail.location);
+    if (!source.empty()) break;
   }
   if (source.empty()) return status;
   std::vector<ErrorDetail> details = status.details();
@@ -141,8 +149,8 @@ Status locateInFile(const Status& status, const std::string& path) {
 void printWarnings(Session& session, const Json& reply, const std::string& path) {
   for (const Json& warning : reply.value("warnings", Json::array())) {
     std::string location = warning.value("location", "");
-    if (size_t colon = location.rfind(':'); !path.empty() && colon != std::string::npos) {
-      location = relocate(location, location.substr(0, colon), path);
+    if (const std::string source = sourceOfLocation(location); !path.empty() && !source.empty()) {
+      location = relocate(location, source, path);
     }
     session.out << "warning: " << (location.empty() ? "" : location + ": ") << warning.value("field", "") << ": "
                 << warning.value("message", "") << '\n';

@@ -72,6 +72,8 @@ class Verbs {
   CLI::App* add(CLI::App& parent, const std::string& name, const std::string& description, VerbAction action);
 
   bool chosen() const { return chosen_ != nullptr; }
+  // Whether the command line asked for `-o json`.
+  bool jsonOutput() const { return flags_.output == "json"; }
   // Runs the chosen verb, its output passed through stripTerminalControls. REQUIRES: chosen().
   Status runChosen(std::ostream& out) const;
 
@@ -118,6 +120,9 @@ void printMoreFollow(std::ostream& out, const Json& list);
 CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& description);
 // `status` with the server's "request body:N" locations pointing into the file at `path`.
 Status locateInFile(const Status& status, const std::string& path);
+// The source of an error location: "broken.yaml" of "broken.yaml:5:14" (or of
+// "broken.yaml:5"); "" when the location ends in no line.
+std::string sourceOfLocation(const std::string& location);
 // One "warning: <location>: <field>: <message>" line per entry of the reply's `warnings`
 // (what the server accepted but the user should look at), locations pointing into `path`.
 void printWarnings(Session& session, const Json& reply, const std::string& path = "");

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "host/core/names.h"
+#include "host/core/suggest.h"
 
 namespace tide::config {
 namespace {
@@ -106,27 +107,6 @@ std::string quote(std::string_view s) {
   return out + "\"";
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 const KeySpec* lookup(const KeyTable& table, std::string_view spelled) {
   for (const auto& spec : table) {
     for (auto spelling : spec.spellings) {
@@ -138,19 +118,9 @@ const KeySpec* lookup(const KeyTable& table, std::string_view spelled) {
 
 std::string unknownKeyMessage(std::string_view spelled, const KeyTable& table) {
   std::string message = "unknown key " + quote(spelled);
-  std::string_view best;
-  size_t bestDistance = 3;  // suggest only near misses
-  std::string wanted = lower(spelled);
-  for (const auto& spec : table) {
-    for (auto spelling : spec.spellings) {
-      // The distance is at least the difference in length: a key of 100 KiB costs nothing.
-      const size_t longer = std::max(wanted.size(), spelling.size());
-      if (longer - std::min(wanted.size(), spelling.size()) >= bestDistance) continue;
-      size_t d = editDistance(wanted, lower(spelling));
-      if (d < bestDistance) bestDistance = d, best = spelling;
-    }
-  }
-  if (!best.empty()) message += " (did you mean " + quote(best) + "?)";
+  std::vector<std::string_view> spellings;
+  for (const auto& spec : table) spellings.insert(spellings.end(), spec.spellings.begin(), spec.spellings.end());
+  if (auto nearest = nearestName(spelled, spellings)) message += " (did you mean " + quote(*nearest) + "?)";
   message += "; known keys: ";
   for (size_t i = 0; i < table.size(); ++i) {
     if (i > 0) message += ", ";
@@ -167,21 +137,67 @@ std::string outOfBounds(double v, Bounds b) {
 
 bool inBounds(double v, Bounds b) { return (b.min_exclusive ? v > b.min : v >= b.min) && v <= b.max; }
 
-}  // namespace
-
-void Problems::add(int line, std::string field, std::string message) {
-  details_.push_back({std::move(field), std::move(message), location(line)});
+// The line and column ending `location` ("<source>:<line>:<column>"); nullopt for another shape.
+std::optional<std::pair<long, long>> lineAndColumn(const std::string& location) {
+  const size_t column_colon = location.rfind(':');
+  if (column_colon == std::string::npos || column_colon == 0) return std::nullopt;
+  const size_t line_colon = location.rfind(':', column_colon - 1);
+  if (line_colon == std::string::npos) return std::nullopt;
+  const std::string_view line = std::string_view(location).substr(line_colon + 1, column_colon - line_colon - 1);
+  const std::string_view column = std::string_view(location).substr(column_colon + 1);
+  if (!isDigits(line, 10) || !isDigits(column, 10) || line.size() > 9 || column.size() > 9) return std::nullopt;
+  return std::pair{std::stol(std::string(line)), std::stol(std::string(column))};
 }
 
-Status Problems::toStatus() const {
-  const ErrorDetail& first = details_.front();
-  std::string message = first.location + ": ";
+}  // namespace
+
+void Problems::add(const YamlNode& at, std::string field, std::string message) {
+  details_.push_back({std::move(field), std::move(message), location(at)});
+}
+
+std::string Problems::location(const YamlNode& at) const {
+  return source_ + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+}
+
+void Problems::place(const std::string& field, std::string_view canonical_key, const YamlNode& key,
+                     const YamlNode& value) {
+  const size_t dot = field.size() - key.scalar.size();  // field is childPath(parent, key.scalar)
+  const std::string parent = dot == 0 ? "" : field.substr(0, dot - 1);
+  std::string canonical = childPath(canonicalPath(parent), canonical_key);
+  canonical_[field] = canonical;
+  places_.emplace_back(std::move(canonical), model::FieldPlace{field, location(key), location(value)});
+}
+
+void Problems::placeItem(const std::string& field, const YamlNode& item) {
+  places_.emplace_back(canonicalPath(field), model::FieldPlace{field, location(item), location(item)});
+}
+
+std::string Problems::canonicalPath(const std::string& field) const {
+  if (auto it = canonical_.find(field); it != canonical_.end()) return it->second;
+  if (field.ends_with(']')) {
+    if (size_t open = field.rfind('['); open != std::string::npos) {
+      return canonicalPath(field.substr(0, open)) + field.substr(open);
+    }
+  }
+  return field;
+}
+
+Status Problems::toStatus() const { return problemsStatus(details_); }
+
+Status problemsStatus(std::vector<ErrorDetail> details) {
+  std::stable_sort(details.begin(), details.end(), [](const ErrorDetail& a, const ErrorDetail& b) {
+    const auto at = lineAndColumn(a.location), bt = lineAndColumn(b.location);
+    if (!at || !bt) return at.has_value() && !bt.has_value();
+    return *at < *bt;
+  });
+  const ErrorDetail& first = details.front();
+  std::string message = first.location.empty() ? "" : first.location + ": ";
   if (!first.field.empty()) message += first.field + ": ";
   message += first.message;
-  if (size_t more = details_.size() - 1; more > 0) {
+  if (size_t more = details.size() - 1; more > 0) {
     message += " (and " + std::to_string(more) + (more == 1 ? " more error)" : " more errors)");
   }
-  return Status::invalidArgument(std::move(message), details_);
+  return Status::invalidArgument(std::move(message), std::move(details));
 }
 
 std::string indexPath(const std::string& path, size_t index) { return path + "[" + std::to_string(index) + "]"; }
@@ -303,6 +319,7 @@ std::optional<std::vector<std::string>> readStringList(const YamlNode& node, con
   std::vector<std::string> out;
   bool ok = true;
   for (size_t i = 0; i < node.items.size(); ++i) {
+    problems.placeItem(indexPath(field, i), node.items[i]);
     auto item = readString(node.items[i], indexPath(field, i), problems);
     if (item)
       out.push_back(std::move(*item));
@@ -331,6 +348,7 @@ std::optional<Json> readJson(const YamlNode& node, const std::string& field, Pro
       Json out = Json::array();
       bool ok = true;
       for (size_t i = 0; i < node.items.size(); ++i) {
+        problems.placeItem(indexPath(field, i), node.items[i]);
         auto item = readJson(node.items[i], indexPath(field, i), problems);
         if (item)
           out.push_back(std::move(*item));
@@ -350,6 +368,7 @@ std::optional<Json> readJson(const YamlNode& node, const std::string& field, Pro
           continue;
         }
         std::string path = childPath(field, key.scalar);
+        problems.place(path, key.scalar, key, value);
         if (out.contains(key.scalar)) {
           problems.add(key, path, "key given twice");
           ok = false;
@@ -400,6 +419,7 @@ MapReader::MapReader(const YamlNode& node, std::string path, const KeyTable& tab
                         std::to_string(earlier->value->line) + ")");
       continue;
     }
+    problems_.place(field, spec->key, key, value);
     found_.push_back({spec, key.scalar, &value});
   }
 }
@@ -418,7 +438,7 @@ const YamlNode* MapReader::get(std::string_view key, Need need) {
     if (f != nullptr)
       problems_.add(*f->value, field(key), "is required, got nothing (null)");
     else
-      problems_.add(node_.line, field(key), "is required");
+      problems_.add(node_, field(key), "is required");
   }
   return nullptr;
 }

@@ -1,11 +1,13 @@
 #pragma once
 // Reading a YamlNode tree into typed values while collecting every problem, not just the
 // first. Shared by the manifest and host-config parsers so both report the same way:
-// each problem is an ErrorDetail{field, message, "<source>:<line>"} where field is the
-// dotted path as the user spelled it ("nodes[0].totalResources.cores").
+// each problem is an ErrorDetail{field, message, "<source>:<line>:<column>"} where field is
+// the dotted path as the user spelled it ("nodes[0].totalResources.cores") and the column
+// (1-based) is that of the key or value at fault.
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,31 +17,50 @@
 
 #include "host/config/yaml_tree.h"
 #include "host/core/status.h"
+#include "host/model/manifest.h"
 
 namespace tide::config {
 
-// Every problem found in one input.
+// Every problem found in one input, and where each key read from it was written (so checks
+// made after parsing can still name the line and column of what they refuse).
 class Problems {
  public:
   explicit Problems(std::string source) : source_(std::move(source)) {}
 
-  void add(int line, std::string field, std::string message);
-  void add(const YamlNode& at, std::string field, std::string message) {
-    add(at.line, std::move(field), std::move(message));
-  }
+  void add(const YamlNode& at, std::string field, std::string message);
   bool empty() const { return details_.empty(); }
   size_t count() const { return details_.size(); }
   const std::string& source() const { return source_; }
-  std::string location(int line) const { return source_ + ":" + std::to_string(line); }
+  const std::vector<ErrorDetail>& details() const { return details_; }
+  // "<source>:<line>:<column>".
+  std::string location(const YamlNode& at) const;
 
-  // kInvalidArgument: the first problem as "<location>: <field>: <message>", then
-  // " (and N more errors)", with every problem in details. REQUIRES: !empty().
+  // Records that the key `key` at `field` (the path as spelled), whose canonical spelling
+  // is `canonical_key`, holds `value`.
+  void place(const std::string& field, std::string_view canonical_key, const YamlNode& key, const YamlNode& value);
+  // Records that item `field` ("capabilityIDs[2]", the path as spelled) of a list is `item`.
+  void placeItem(const std::string& field, const YamlNode& item);
+  // The canonical path of `field` (a path as spelled): each key as its KeyTable names it.
+  std::string canonicalPath(const std::string& field) const;
+  // The places recorded so far by canonical path, in reading order; places().size() marks
+  // a point to slice from.
+  const std::vector<std::pair<std::string, model::FieldPlace>>& places() const { return places_; }
+
+  // problemsStatus(details()). REQUIRES: !empty().
   Status toStatus() const;
 
  private:
   std::string source_;
   std::vector<ErrorDetail> details_;
+  std::vector<std::pair<std::string, model::FieldPlace>> places_;
+  std::map<std::string, std::string> canonical_;  // spelled path → canonical path
 };
+
+// kInvalidArgument holding every problem of one input in file order (by line, then column,
+// of "<source>:<line>:<column>" locations; unlocated ones last, each kind keeping its order),
+// whose message is the first as "<location>: <field>: <message>" then " (and N more errors)".
+// REQUIRES: !details.empty().
+Status problemsStatus(std::vector<ErrorDetail> details);
 
 // One key a mapping may hold and the spellings accepted for it. The first spelling is
 // the one suggestions show.
@@ -87,14 +108,14 @@ Result<std::string> readInputFile(const std::string& path);
 enum class Need { kOptional, kRequired };
 
 // One mapping read against one KeyTable. Construction reports a non-mapping value, unknown
-// keys (suggesting the known ones), non-scalar keys, and a key given twice under any
-// spelling. Getters report a missing required key at the mapping's line.
+// keys (suggesting the nearest and listing the known ones), non-scalar keys, and a key given
+// twice under any spelling, and places every key it knows (Problems::place). Getters report
+// a missing required key at the mapping's position.
 class MapReader {
  public:
   MapReader(const YamlNode& node, std::string path, const KeyTable& table, Problems& problems);
 
   bool isMapping() const { return mapping_; }
-  int line() const { return node_.line; }
   const std::string& path() const { return path_; }
   Problems& problems() { return problems_; }
 

@@ -222,7 +222,7 @@ void readProcess(const YamlNode& node, const std::string& path, HostConfig::Proc
   readInt(m, "port_range_end", kPortRange, out.port_range_end);
   if (problems.count() == before && out.port_range_start >= out.port_range_end) {
     std::string_view key = m.get("port_range_end") != nullptr ? "port_range_end" : "port_range_start";
-    problems.add(m.get(key)->line, m.field(key),
+    problems.add(*m.get(key), m.field(key),
                  "port_range_start (" + std::to_string(out.port_range_start) + ") must be below port_range_end (" +
                      std::to_string(out.port_range_end) + ")");
   }

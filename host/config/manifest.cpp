@@ -170,11 +170,15 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Items of a list with their paths, or none after reporting a non-list.
+// Items of a list with their paths (each placed: Problems::placeItem), or none after
+// reporting a non-list.
 template <class Fn>
-void forEachItem(const YamlNode* list, const std::string& field, Fn&& fn) {
+void forEachItem(const YamlNode* list, const std::string& field, Problems& problems, Fn&& fn) {
   if (list == nullptr) return;
-  for (size_t i = 0; i < list->items.size(); ++i) fn(list->items[i], indexPath(field, i));
+  for (size_t i = 0; i < list->items.size(); ++i) {
+    problems.placeItem(indexPath(field, i), list->items[i]);
+    fn(list->items[i], indexPath(field, i));
+  }
 }
 
 // Reports the second and later occurrences of a key within one scope.
@@ -184,17 +188,16 @@ class DuplicateCheck {
 
   void see(const std::string& key, const YamlNode& at, const std::string& field) {
     if (key.empty()) return;
-    auto [it, inserted] = first_.try_emplace(key, at.line);
+    auto [it, inserted] = first_.try_emplace(key, problems_.location(at));
     if (!inserted) {
-      problems_.add(at, field,
-                    "duplicate " + what_ + " \"" + key + "\" (first at " + problems_.location(it->second) + ")");
+      problems_.add(at, field, "duplicate " + what_ + " \"" + key + "\" (first at " + it->second + ")");
     }
   }
 
  private:
   Problems& problems_;
   std::string what_;
-  std::map<std::string, int> first_;
+  std::map<std::string, std::string> first_;  // key → where it was first seen
 };
 
 std::optional<std::string> canonicalComparator(std::string_view written) {
@@ -354,7 +357,7 @@ model::Node readNode(const YamlNode& node, const std::string& path, Problems& pr
     }
   }
   DuplicateCheck mountPaths(problems, "mount path");
-  forEachItem(m.sequence("local_volumes", Need::kOptional), m.field("local_volumes"),
+  forEachItem(m.sequence("local_volumes", Need::kOptional), m.field("local_volumes"), problems,
               [&](const YamlNode& item, const std::string& field) {
                 out.local_volumes.push_back(readLocalVolume(item, field, problems));
                 if (const auto* e = findEntry(item, kLocalVolumeKeys, "mount_path")) {
@@ -380,7 +383,7 @@ model::CapabilityMatch readCapabilityMatch(const YamlNode& node, const std::stri
   }
   if (const YamlNode* list = m.sequence("names", Need::kRequired)) {
     if (list->items.empty()) problems.add(*list, m.field("names"), "must name at least one capability");
-    forEachItem(list, m.field("names"), [&](const YamlNode& item, const std::string& field) {
+    forEachItem(list, m.field("names"), problems, [&](const YamlNode& item, const std::string& field) {
       if (auto name = readName(item, field, problems)) out.names.push_back(*name);
     });
   }
@@ -463,14 +466,14 @@ model::Application readApplication(const YamlNode& node, const std::string& path
   if (const YamlNode* v = m.get("resources", Need::kRequired)) {
     if (auto r = readResources(*v, m.field("resources"), problems)) out.resources = *r;
   }
-  forEachItem(m.sequence("ports", Need::kOptional), m.field("ports"),
+  forEachItem(m.sequence("ports", Need::kOptional), m.field("ports"), problems,
               [&](const YamlNode& item, const std::string& field) {
                 out.ports.push_back(readPort(item, field, problems));
                 const model::Port& p = out.ports.back();
                 if (p.port != 0) ports.see(p.protocol + "/" + std::to_string(p.port), item, field);
               });
   DuplicateCheck mountPaths(problems, "mount path");
-  forEachItem(m.sequence("persistent_volumes", Need::kOptional), m.field("persistent_volumes"),
+  forEachItem(m.sequence("persistent_volumes", Need::kOptional), m.field("persistent_volumes"), problems,
               [&](const YamlNode& item, const std::string& field) {
                 out.persistent_volumes.push_back(readPersistentVolume(item, field, problems));
                 if (const auto* e = findEntry(item, kPersistentVolumeKeys, "mount_path")) {
@@ -532,7 +535,7 @@ model::PlanTraffic readTraffic(const YamlNode& node, const std::string& path, Pr
         problems.add(*health.get("path"), health.field("path"), "must start with '/'");
     }
   }
-  forEachItem(m.sequence("header_routes", Need::kOptional), m.field("header_routes"),
+  forEachItem(m.sequence("header_routes", Need::kOptional), m.field("header_routes"), problems,
               [&](const YamlNode& item, const std::string& field) {
                 MapReader route(item, field, kHeaderRouteKeys, problems);
                 model::HeaderRoute r;
@@ -562,7 +565,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
   if (auto v = m.name("name", Need::kRequired)) out.name = *v;
   if (auto v = m.name("namespace", Need::kRequired)) out.ns = *v;
   if (auto v = m.name("service_name", Need::kRequired)) out.service_name = *v;
-  forEachItem(m.sequence("matching_capabilities", Need::kOptional), m.field("matching_capabilities"),
+  forEachItem(m.sequence("matching_capabilities", Need::kOptional), m.field("matching_capabilities"), problems,
               [&](const YamlNode& item, const std::string& field) {
                 out.matching_capabilities.push_back(readCapabilityMatch(item, field, problems));
               });
@@ -571,7 +574,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
   DuplicateCheck payloads(problems, "payload name");
   if (const YamlNode* list = m.sequence("applications", Need::kRequired)) {
     if (list->items.empty()) problems.add(*list, m.field("applications"), "must hold at least one application");
-    forEachItem(list, m.field("applications"), [&](const YamlNode& item, const std::string& field) {
+    forEachItem(list, m.field("applications"), problems, [&](const YamlNode& item, const std::string& field) {
       out.applications.push_back(readApplication(item, field, ports, problems));
       if (const auto* e = findEntry(item, kApplicationKeys, "payload_name")) {
         payloads.see(out.applications.back().payload_name, e->second, childPath(field, e->first.scalar));
@@ -581,7 +584,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
   if (const YamlNode* v = m.get("strategy")) out.strategy = readPlanStrategy(*v, m.field("strategy"), problems);
   if (const YamlNode* v = m.get("approval")) {
     MapReader approval(*v, m.field("approval"), kApprovalKeys, problems);
-    forEachItem(approval.sequence("policies", Need::kOptional), approval.field("policies"),
+    forEachItem(approval.sequence("policies", Need::kOptional), approval.field("policies"), problems,
                 [&](const YamlNode& item, const std::string& field) {
                   if (auto name = readName(item, field, problems)) out.approval_policies.push_back(*name);
                 });
@@ -635,7 +638,7 @@ model::Deployment readDeployment(const YamlNode& node, const std::string& path, 
   DuplicateCheck payloads(problems, "payload name");
   if (const YamlNode* list = m.sequence("payload_coordinates", Need::kRequired)) {
     if (list->items.empty()) problems.add(*list, m.field("payload_coordinates"), "must hold at least one payload");
-    forEachItem(list, m.field("payload_coordinates"), [&](const YamlNode& item, const std::string& field) {
+    forEachItem(list, m.field("payload_coordinates"), problems, [&](const YamlNode& item, const std::string& field) {
       out.payload_coordinates.push_back(readPayloadCoordinates(item, field, problems));
       if (const auto* e = findEntry(item, kPayloadCoordinatesKeys, "payload_name")) {
         payloads.see(out.payload_coordinates.back().payload_name, e->second, childPath(field, e->first.scalar));
@@ -653,15 +656,31 @@ model::Deployment readListedDeployment(const YamlNode& node, const std::string& 
 
 // --- documents ------------------------------------------------------------------------------
 
+// `record` read from `node` at `path`, with the places of the keys recorded since
+// `firstPlace` (Problems::places), each by its canonical path below the record.
+template <class Record>
+Sourced<Record> sourced(Record record, const YamlNode& node, const std::string& path, size_t firstPlace,
+                        const Problems& problems) {
+  Sourced<Record> out{std::move(record), problems.location(node), problems.canonicalPath(path)};
+  const auto& places = problems.places();
+  const size_t prefix = out.path.empty() ? 0 : out.path.size() + 1;  // "plans[1]."
+  for (size_t i = firstPlace; i < places.size(); ++i) {
+    const auto& [field, place] = places[i];
+    if (field.size() > prefix) out.fields.emplace(field.substr(prefix), place);
+  }
+  return out;
+}
+
 // Reads every item of one top-level list, reporting names defined twice in the manifest.
 template <class Record, class ReadFn, class KeyFn>
 void readList(const YamlNode* list, const std::string& field, const KeyTable& keys, std::string_view idKey, ReadFn read,
               KeyFn key, DuplicateCheck& duplicates, std::vector<Sourced<Record>>& out, Problems& problems) {
-  forEachItem(list, field, [&](const YamlNode& item, const std::string& path) {
+  forEachItem(list, field, problems, [&](const YamlNode& item, const std::string& path) {
+    const size_t firstPlace = problems.places().size();
     Record record = read(item, path, problems);
     if (const auto* e = findEntry(item, keys, idKey))
       duplicates.see(key(record), e->second, childPath(path, e->first.scalar));
-    out.push_back({std::move(record), problems.location(item.line)});
+    out.push_back(sourced(std::move(record), item, path, firstPlace, problems));
   });
 }
 
@@ -710,9 +729,10 @@ struct ManifestBuilder {
   template <class Record, class ReadFn, class KeyFn>
   void readOne(const YamlNode& doc, const KeyTable& keys, std::string_view idKey, ReadFn read, KeyFn key,
                DuplicateCheck& duplicates, std::vector<Sourced<Record>>& out) {
+    const size_t firstPlace = problems.places().size();
     Record record = read(doc, "", problems);
     if (const auto* e = findEntry(doc, keys, idKey)) duplicates.see(key(record), e->second, e->first.scalar);
-    out.push_back({std::move(record), problems.location(doc.line)});
+    out.push_back(sourced(std::move(record), doc, "", firstPlace, problems));
   }
 
   Problems& problems;
@@ -720,7 +740,7 @@ struct ManifestBuilder {
   DuplicateCheck capabilityNames, clusterNames, nodeNames, planNames, deploymentIds;
 };
 
-void reportEmpty(Problems& problems) { problems.add(1, "", "empty document: nothing to read"); }
+void reportEmpty(Problems& problems) { problems.add(YamlNode(), "", "empty document: nothing to read"); }
 
 // One record from a single-document body; `read(doc, path, problems)` reads it.
 template <class Record, class ReadFn>
@@ -742,20 +762,25 @@ Result<Record> parseOne(std::string_view text, const std::string& source, ReadFn
 
 }  // namespace
 
-Result<Manifest> parseManifest(std::string_view text, const std::string& source) {
+Result<ManifestReading> readManifest(std::string_view text, const std::string& source) {
   TIDE_ASSIGN_OR_RETURN(std::vector<YamlNode> docs, parseYamlDocuments(text, source));
   Problems problems(source);
   if (docs.empty()) {
     reportEmpty(problems);
-    return problems.toStatus();
+    return ManifestReading{{}, problems.details()};
   }
   ManifestBuilder builder(problems);
   for (const auto& doc : docs) builder.readDocument(doc);
   if (problems.empty() && builder.manifest.empty()) {
     problems.add(docs.front(), "", "the manifest defines no capabilities, clusters, nodes, plans or deployments");
   }
-  if (!problems.empty()) return problems.toStatus();
-  return std::move(builder.manifest);
+  return ManifestReading{std::move(builder.manifest), problems.details()};
+}
+
+Result<Manifest> parseManifest(std::string_view text, const std::string& source) {
+  TIDE_ASSIGN_OR_RETURN(ManifestReading reading, readManifest(text, source));
+  if (!reading.problems.empty()) return problemsStatus(std::move(reading.problems));
+  return std::move(reading.manifest);
 }
 
 Result<Manifest> loadManifestFile(const std::string& path) {

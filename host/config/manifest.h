@@ -11,10 +11,11 @@
 // manifest.cpp. Capability types are case-insensitive and stored upper-case ("GPU");
 // comparators are stored as IN/NOT_IN/EQ/GTE/LTE and protocols as TCP/UDP.
 //
-// Errors: kInvalidArgument whose message is the first problem ("<source>:<line>: <field>:
-// <message> (and N more errors)") and whose details hold every problem, each with field
-// (dotted path as spelled, e.g. "nodes[0].totalResources.cores") and location
-// ("<source>:<line>"). A manifest with any problem yields no records. Nothing here throws.
+// Errors: kInvalidArgument whose message is the first problem ("<source>:<line>:<column>:
+// <field>: <message> (and N more errors)") and whose details hold every problem in file
+// order, each with field (dotted path as spelled, e.g. "nodes[0].totalResources.cores") and
+// location ("<source>:<line>:<column>", the key or value at fault). A manifest with any
+// problem yields no records. Nothing here throws.
 // A null value counts as an absent key. `metadata` is accepted so a client can name the
 // generation it read; other server-owned keys (state, message, remaining, rollout_state)
 // are unknown keys.
@@ -37,6 +38,16 @@ using model::Sourced;
 // `source` names the input in error locations: a file path, or "request body".
 // An input without any record (empty text, only comments, `nodes: []`) is an error.
 Result<Manifest> parseManifest(std::string_view text, const std::string& source);
+
+// A manifest read as far as it goes: every record it could read (one with a problem read in
+// part) and every problem found, for a caller that checks the records further and answers
+// with its own problems and these at once (problemsStatus in host/config/field_reader.h).
+struct ManifestReading {
+  Manifest manifest;
+  std::vector<ErrorDetail> problems;
+};
+// Fails only on what leaves nothing to read: text that is not YAML.
+Result<ManifestReading> readManifest(std::string_view text, const std::string& source);
 // kNotFound when the file cannot be read; otherwise as parseManifest with source = path.
 Result<Manifest> loadManifestFile(const std::string& path);
 

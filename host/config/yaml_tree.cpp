@@ -19,14 +19,20 @@ constexpr int kMaxDepth = 64;
 constexpr size_t kMaxValues = 100'000;
 const std::string kTooDeep = "nesting deeper than " + std::to_string(kMaxDepth) + " levels";
 
-Status syntaxError(const std::string& source, int line, const std::string& message) {
-  std::string location = source + ":" + std::to_string(line);
-  return Status::invalidArgument(location + ": " + message, {{"", message, location}});
+// Where a problem is: a YamlNode's line and column, or a yaml-cpp Mark's (0-based, -1 unknown).
+struct Position {
+  int line = 1;
+  int column = 1;
+};
+
+Position positionOf(const YAML::Mark& mark, Position fallback = {}) {
+  if (mark.line < 0) return fallback;
+  return {mark.line + 1, mark.column < 0 ? 1 : mark.column + 1};
 }
 
-int lineOf(const YAML::Node& node, int fallback) {
-  int line = node.Mark().line;
-  return line < 0 ? fallback : line + 1;
+Status syntaxError(const std::string& source, Position at, const std::string& message) {
+  std::string location = source + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+  return Status::invalidArgument(location + ": " + message, {{"", message, location}});
 }
 
 // Copies yaml-cpp's node graph into a tree. Aliases share nodes in yaml-cpp, so the copy
@@ -35,19 +41,21 @@ class Converter {
  public:
   explicit Converter(const std::string& source) : source_(source) {}
 
-  Status convert(const YAML::Node& in, int fallbackLine, int depth, YamlNode& out) {
+  Status convert(const YAML::Node& in, Position fallback, int depth, YamlNode& out) {
     if (++values_ > kMaxValues) {
-      return syntaxError(source_, fallbackLine, "document too large (more than 100000 values after alias expansion)");
+      return syntaxError(source_, fallback, "document too large (more than 100000 values after alias expansion)");
     }
-    if (depth > kMaxDepth) return syntaxError(source_, fallbackLine, kTooDeep);
-    out.line = lineOf(in, fallbackLine);
+    if (depth > kMaxDepth) return syntaxError(source_, fallback, kTooDeep);
+    const Position at = positionOf(in.Mark(), fallback);
+    out.line = at.line;
+    out.column = at.column;
     switch (in.Type()) {
       case YAML::NodeType::Scalar: {
         out.kind = YamlNode::Kind::kScalar;
         out.scalar = in.Scalar();
         // Escapes cannot produce such bytes (yaml-cpp refuses "\uD800" and "\U00110000"); raw bytes can.
         if (size_t bad = firstInvalidUtf8(out.scalar); bad != std::string::npos) {
-          return syntaxError(source_, out.line, "not UTF-8: byte " + std::to_string(bad + 1) + " of a key or value");
+          return syntaxError(source_, at, "not UTF-8: byte " + std::to_string(bad + 1) + " of a key or value");
         }
         const std::string& tag = in.Tag();
         out.quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
@@ -57,7 +65,7 @@ class Converter {
         out.kind = YamlNode::Kind::kSequence;
         for (const auto& item : in) {
           out.items.emplace_back();
-          TIDE_RETURN_IF_ERROR(convert(item, out.line, depth + 1, out.items.back()));
+          TIDE_RETURN_IF_ERROR(convert(item, at, depth + 1, out.items.back()));
         }
         return Status::ok();
       case YAML::NodeType::Map:
@@ -65,11 +73,12 @@ class Converter {
         for (auto it = in.begin(); it != in.end(); ++it) {
           out.entries.emplace_back();
           auto& [key, value] = out.entries.back();
-          TIDE_RETURN_IF_ERROR(convert(it->first, out.line, depth + 1, key));
-          // yaml-cpp marks an empty value at the next token, often the next line.
-          int valueFallback = key.line;
-          TIDE_RETURN_IF_ERROR(convert(it->second, valueFallback, depth + 1, value));
-          if (value.kind == YamlNode::Kind::kNull) value.line = key.line;
+          TIDE_RETURN_IF_ERROR(convert(it->first, at, depth + 1, key));
+          // yaml-cpp marks an empty value at the next token, often the next line: the key
+          // stands for it.
+          const Position keyAt{key.line, key.column};
+          TIDE_RETURN_IF_ERROR(convert(it->second, keyAt, depth + 1, value));
+          if (value.kind == YamlNode::Kind::kNull) value.line = key.line, value.column = key.column;
         }
         return Status::ok();
       case YAML::NodeType::Null:
@@ -136,17 +145,17 @@ Result<std::vector<YamlNode>> parseYamlDocuments(std::string_view text, const st
     for (const auto& document : documents) {
       if (document.IsNull() || !document.IsDefined()) continue;
       YamlNode node;
-      TIDE_RETURN_IF_ERROR(converter.convert(document, 1, 0, node));
+      TIDE_RETURN_IF_ERROR(converter.convert(document, Position{}, 0, node));
       out.push_back(std::move(node));
     }
     return out;
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own guard, far deeper than kMaxDepth, against overflowing its parser's stack.
-    return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, kTooDeep);
+    return syntaxError(source, positionOf(e.mark), kTooDeep);
   } catch (const YAML::Exception& e) {
-    return syntaxError(source, e.mark.line < 0 ? 1 : e.mark.line + 1, "YAML syntax error: " + e.msg);
+    return syntaxError(source, positionOf(e.mark), "YAML syntax error: " + e.msg);
   } catch (const std::exception& e) {
-    return syntaxError(source, 1, std::string("YAML syntax error: ") + e.what());
+    return syntaxError(source, Position{}, std::string("YAML syntax error: ") + e.what());
   }
 }
 

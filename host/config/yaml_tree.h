@@ -19,6 +19,7 @@ struct YamlNode {
   std::string scalar;           // kScalar: the text as written, escapes resolved
   bool quoted = false;          // kScalar: quoted or tagged !!str, so a string whatever it looks like
   int line = 1;                 // 1-based line where the value starts
+  int column = 1;               // 1-based column where the value starts
   std::vector<YamlNode> items;  // kSequence
   std::vector<std::pair<YamlNode, YamlNode>> entries;  // kMapping, document order, duplicates kept
 
@@ -28,7 +29,7 @@ struct YamlNode {
 };
 
 // Every non-empty document of `text`, in order (documents that hold nothing are skipped).
-// Fails with kInvalidArgument and one detail located at "<source>:<line>" on a syntax
+// Fails with kInvalidArgument and one detail located at "<source>:<line>:<column>" on a syntax
 // error, on a value that is not UTF-8 (host/core/utf8.h: nothing downstream could write it
 // as JSON), on nesting deeper than 64 levels and on documents whose aliases expand beyond
 // 100k values (recursive aliases and "billion laughs").

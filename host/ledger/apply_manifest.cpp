@@ -7,16 +7,39 @@
 namespace tide::ledger {
 namespace {
 
-// Prefixes the record's manifest location ("nodes.yaml:14") to the error and its details
-// so the user can find the line even for errors only the ledger can see.
-Status located(const Status& status, const std::string& location) {
-  if (status.isOk() || location.empty()) return status;
-  std::vector<ErrorDetail> details = status.details();
-  if (details.empty()) details.push_back({"", status.message(), location});
-  for (auto& d : details) {
-    if (d.location.empty()) d.location = location;
+// Where `detail` (whose field is a path below `item`, as the ledger names fields) is in the
+// manifest: at the value of its field (of the list, for an item of one: "capabilities[0]"),
+// named as written, where the record spells it out; else at the record. A detail already
+// located is left as it is.
+template <class T>
+void place(ErrorDetail& detail, const model::Sourced<T>& item) {
+  if (!detail.location.empty()) return;
+  detail.location = item.location;
+  std::string field = detail.field;
+  std::string items;  // the "[i]" suffix left out
+  while (!field.empty()) {
+    if (const auto it = item.fields.find(field); it != item.fields.end()) {
+      detail.field = it->second.field + items;
+      detail.location = it->second.value;
+      return;
+    }
+    const size_t open = field.rfind('[');
+    if (!field.ends_with(']') || open == std::string::npos) return;
+    items = field.substr(open) + items;
+    field.resize(open);
   }
-  return Status(status.code(), location + ": " + status.message(), std::move(details));
+}
+
+// Locates the error and its details in the manifest so the user can find the line even for
+// errors only the ledger can see; the message starts with the first detail's location.
+template <class T>
+Status located(const Status& status, const model::Sourced<T>& item) {
+  if (status.isOk() || item.location.empty()) return status;
+  std::vector<ErrorDetail> details = status.details();
+  if (details.empty()) details.push_back({"", status.message(), ""});
+  for (auto& d : details) place(d, item);
+  std::string message = details.front().location + ": " + status.message();
+  return Status(status.code(), std::move(message), std::move(details));
 }
 
 template <class T, class Insert>
@@ -24,7 +47,7 @@ Status insertAll(Tx& tx, const std::vector<model::Sourced<T>>& items, std::vecto
                  Insert&& insert) {
   for (const auto& item : items) {
     auto result = insert(tx, item.value);
-    if (!result.isOk()) return located(result.status(), item.location);
+    if (!result.isOk()) return located(result.status(), item);
     names.push_back(item.value.name);
   }
   return Status::ok();
@@ -38,7 +61,7 @@ Status insertAllWarned(Tx& tx, const std::vector<model::Sourced<T>>& items, std:
     const size_t before = warnings.size();
     auto result = insert(t, value, &warnings);
     const auto& item = items[names.size()];
-    for (size_t i = before; i < warnings.size(); ++i) warnings[i].location = item.location;
+    for (size_t i = before; i < warnings.size(); ++i) place(warnings[i], item);
     return result;
   });
 }
@@ -55,7 +78,7 @@ Result<AppliedManifest> Ledger::applyManifest(const model::Manifest& manifest, c
     TIDE_RETURN_IF_ERROR(insertAllWarned(tx, manifest.plans, applied.plans, applied.warnings, insertPlan));
     for (const auto& item : manifest.deployments) {
       auto result = insertDeployment(tx, item.value);
-      if (!result.isOk()) return located(result.status(), item.location);
+      if (!result.isOk()) return located(result.status(), item);
       applied.deployments.push_back(item.value.plan + "/" + item.value.deployment_id);
     }
     return applied;

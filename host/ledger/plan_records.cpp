@@ -572,23 +572,7 @@ Result<Deployment> insertDeployment(Tx& tx, const Deployment& deployment) {
       return Status(Code::kUnprocessable,
                     "plan '" + plan.name + "' is " + model::toString(plan.state) + "; activate it first");
     }
-    std::set<std::string> payloads;
-    for (const auto& app : plan.applications) payloads.insert(app.payload_name);
-    std::vector<ErrorDetail> problems;
-    std::set<std::string> given;
-    for (size_t i = 0; i < deployment.payload_coordinates.size(); ++i) {
-      const auto& pc = deployment.payload_coordinates[i];
-      if (!payloads.count(pc.payload_name)) {
-        problems.push_back({"payload_coordinates[" + std::to_string(i) + "].payload_name",
-                            "plan '" + plan.name + "' has no application '" + pc.payload_name + "'", ""});
-      }
-      given.insert(pc.payload_name);
-    }
-    for (const auto& payload : payloads) {
-      if (!given.count(payload)) {
-        problems.push_back({"payload_coordinates", "no coordinates for application '" + payload + "'", ""});
-      }
-    }
+    const std::vector<ErrorDetail> problems = model::payloadCoordinateProblems(plan, deployment);
     if (!problems.empty()) {
       return Status(Code::kUnprocessable, "deployment '" + deployment.deployment_id + "': " + problems.front().message,
                     problems);

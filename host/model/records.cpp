@@ -1,6 +1,7 @@
 #include "host/model/records.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tide::model {
 
@@ -18,6 +19,27 @@ EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployme
     if (auto it = deployment.strategy.find("params"); it != deployment.strategy.end()) out.deployment_params = *it;
   }
   return out;
+}
+
+std::vector<ErrorDetail> payloadCoordinateProblems(const Plan& plan, const Deployment& deployment) {
+  std::set<std::string> payloads;
+  for (const auto& app : plan.applications) payloads.insert(app.payload_name);
+  std::vector<ErrorDetail> problems;
+  std::set<std::string> given;
+  for (size_t i = 0; i < deployment.payload_coordinates.size(); ++i) {
+    const auto& pc = deployment.payload_coordinates[i];
+    if (!payloads.count(pc.payload_name)) {
+      problems.push_back({"payload_coordinates[" + std::to_string(i) + "].payload_name",
+                          "plan '" + plan.name + "' has no application '" + pc.payload_name + "'", ""});
+    }
+    given.insert(pc.payload_name);
+  }
+  for (const auto& payload : payloads) {
+    if (!given.count(payload)) {
+      problems.push_back({"payload_coordinates", "no coordinates for application '" + payload + "'", ""});
+    }
+  }
+  return problems;
 }
 
 bool isPersistentSignal(const std::string& key) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/core/status.h"
 #include "host/model/states.h"
 #include "host/model/traffic.h"
 
@@ -308,6 +309,12 @@ struct EffectiveStrategy {
   Json deployment_params = Json::object();
 };
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment);
+
+// What is wrong with the payloads `deployment` gives coordinates for, against `plan`'s
+// applications: a payload the plan has no application for (field
+// "payload_coordinates[i].payload_name"), and an application left without coordinates
+// (field "payload_coordinates"). Empty when each application has them.
+std::vector<ErrorDetail> payloadCoordinateProblems(const Plan& plan, const Deployment& deployment);
 
 // Whether a deployment's signal stays until its rollout ends (a hold, a restore, a hook's
 // hold, the approvals of the whole rollout) rather than being used up once its strategy saw it

@@ -205,7 +205,7 @@ applications:
   CHECK(event["subject"] == "plan/gpu");
   CHECK(event["data"]["warnings"][0]["field"] == "matching_capabilities[0].names");
 
-  // In a manifest, each warning carries its document's location.
+  // In a manifest, each warning is placed at the value it is about, named as written.
   Reply applied = h.post("/v1/manifests", "plans:\n  - name: gpu2\n    namespace: ml\n    serviceName: t2\n"
                                           "    matchingComputeCapabilities:\n"
                                           "      - {capabilityType: GPU, comparator: in, capabilityNames: [tpu]}\n"
@@ -214,7 +214,8 @@ applications:
                          "application/yaml");
   REQUIRE_MESSAGE(applied.status == 201, applied.body);
   REQUIRE(applied.json()["warnings"].size() == 1);
-  CHECK(applied.json()["warnings"][0]["location"] == "request body:2");
+  CHECK(applied.json()["warnings"][0]["location"] == "request body:6:64");
+  CHECK(applied.json()["warnings"][0]["field"] == "plans[0].matchingComputeCapabilities[0].capabilityNames");
 }
 
 TEST_CASE("api: a node without a cluster joins the default cluster, undeclared capabilities are warned about") {

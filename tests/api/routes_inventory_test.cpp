@@ -110,7 +110,7 @@ TEST_CASE("api: a field problem is 400 with details naming the field, nothing is
                           "application/yaml");
   CHECK(bad_node.status == 400);
   CHECK(bad_node.detailNames("totalResources.cores"));
-  CHECK(bad_node.json()["error"]["details"][0]["location"] == "request body:4");
+  CHECK(bad_node.json()["error"]["details"][0]["location"] == "request body:4:10");
 
   Reply unknown_key = h.post("/v1/clusters", R"({"name":"c2","colour":"blue"})");
   CHECK(unknown_key.status == 400);

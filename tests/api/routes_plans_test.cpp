@@ -118,7 +118,7 @@ TEST_CASE("api: deployments are added to the plan named in the path") {
   Reply mismatch = h.post(kMrdsDeployments, other_plan, "application/yaml");
   CHECK(mismatch.status == 400);
   CHECK(mismatch.detailNames("deployment_plan_name"));
-  CHECK(mismatch.json()["error"]["details"][0]["location"] == "request body:1");
+  CHECK(mismatch.json()["error"]["details"][0]["location"] == "request body:1:23");
   Reply mismatch_json = h.post(kMrdsDeployments, R"({"plan":"x","deployment_id":"d9","instance_count":1,
       "payload_coordinates":[{"payload_name":"nginx-payload","coordinates":{"image":"a"}}]})");
   CHECK(mismatch_json.status == 400);

@@ -349,3 +349,109 @@ TEST_CASE("wire: a deployment whose strategy params the script does not accept i
   CHECK(manifest.status == 400);
   CHECK_MESSAGE(manifest.body.find("params.stepz") != std::string::npos, manifest.body);
 }
+
+namespace {
+
+// A manifest with a problem of each layer: a key the parser does not know (line 7), params
+// the rolling strategy does not take (a near miss of max_surge, and a value below its
+// bound), a value of the wrong type, and a payload the deployment's plan does not have.
+const char* kManifestOfManyErrors = R"(capabilities:
+  - {name: gpu-a, type: GPU}
+plans:
+  - name: web
+    namespace: prod
+    serviceName: web
+    colour: blue
+    applications:
+      - payloadName: web
+        resources: {cores: 1, memory: 1}
+    strategy:
+      script: rolling
+      params:
+        max_surg: 1
+        progress_deadline_seconds: 0
+deployments:
+  - deployment_plan_name: web
+    deployment_id: web-1
+    instance_count: lots
+    payload_coordinates:
+      - payload_name: webb
+        coordinates: {image: "nginx:1"}
+)";
+
+// What POST /v1/manifests answers kManifestOfManyErrors from `source`: every problem, in
+// file order, each at the line and column of the key or value at fault.
+std::vector<ErrorDetail> manyErrorsExpected(const std::string& source) {
+  return {
+      {"plans[0].colour",
+       "unknown key \"colour\"; known keys: metadata, name, namespace, serviceName, "
+       "matchingComputeCapabilities, applications, strategy, approval, placement, traffic",
+       source + ":7:5"},
+      {"plans[0].strategy.params.max_surg",
+       "unknown plan param 'max_surg' (did you mean 'max_surge'?); rolling knows max_surge, max_unavailable, "
+       "progress_deadline_seconds",
+       source + ":14:9"},
+      {"plans[0].strategy.params.progress_deadline_seconds",
+       "plan param 'progress_deadline_seconds' must be at least 1, not 0", source + ":15:36"},
+      {"deployments[0].instance_count", "expected an integer, got the string \"lots\"", source + ":19:21"},
+      {"deployments[0].payload_coordinates", "no coordinates for application 'web'", source + ":21:7"},
+      {"deployments[0].payload_coordinates[0].payload_name", "plan 'web' has no application 'webb'", source + ":21:23"},
+  };
+}
+
+std::vector<ErrorDetail> detailsOf(const Json& error) {
+  std::vector<ErrorDetail> out;
+  for (const Json& d : error["details"]) out.push_back({d["field"], d["message"], d["location"]});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("wire: a manifest's errors of every layer come at once, in file order, each at its line and column") {
+  ScriptsHarness h;
+  fs::copy(kSourceTree / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
+  REQUIRE(h.registry->reloadAll().failed == 0);
+
+  Reply named = h.api->post("/v1/manifests?source=web.yaml", kManifestOfManyErrors, "application/yaml");
+  CHECK(named.status == 400);
+  const Json error = named.json()["error"];
+  CHECK(error["code"] == "invalid_argument");
+  CHECK(detailsOf(error) == manyErrorsExpected("web.yaml"));
+  CHECK(error["message"] ==
+        "web.yaml:7:5: plans[0].colour: " + manyErrorsExpected("web.yaml")[0].message + " (and 5 more errors)");
+
+  // Without a name the body is the source.
+  Reply unnamed = h.api->post("/v1/manifests", kManifestOfManyErrors, "application/yaml");
+  CHECK(detailsOf(unnamed.json()["error"]) == manyErrorsExpected("request body"));
+  Reply control = h.api->post("/v1/manifests?source=a%1Bb", kManifestOfManyErrors, "application/yaml");
+  CHECK(control.status == 400);
+  CHECK(control.detailNames("source"));
+
+  // Nothing is written.
+  CHECK(h.api->get("/v1/capabilities").json()["items"].empty());
+  CHECK(h.api->get("/v1/plans").json()["items"].empty());
+}
+
+TEST_CASE(
+    "wire: tide deployment create prints every error of the file, one per line, as file:line:column: field: message") {
+  ScriptsHarness h;
+  fs::copy(kSourceTree / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
+  REQUIRE(h.registry->reloadAll().failed == 0);
+  const std::string file = (h.root / "web.yaml").string();
+  std::ofstream(file) << kManifestOfManyErrors;
+  const std::string server = "http://127.0.0.1:" + std::to_string(h.api->server->port());
+
+  CliRun created = runCli({"deployment", "create", "-m", file, "--server", server, "--token", kOperatorToken});
+  CHECK(created.code == 1);
+  std::string expected = "error: 6 errors in " + file + "\n";
+  for (const ErrorDetail& d : manyErrorsExpected(file))
+    expected += d.location + ": " + d.field + ": " + d.message + "\n";
+  CHECK(created.err == expected);
+
+  CliRun json = runCli({"node", "create", "-m", file, "--server", server, "--token", kOperatorToken, "-o", "json"});
+  CHECK(json.code == 1);
+  const Json error = Json::parse(json.err)["error"];
+  CHECK(error["code"] == "invalid_argument");
+  CHECK(detailsOf(error) == manyErrorsExpected(file));
+  CHECK(h.api->get("/v1/plans").json()["items"].empty());
+}

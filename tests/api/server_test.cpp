@@ -182,7 +182,7 @@ TEST_CASE("api: bodies must be JSON or YAML, and malformed ones name the line") 
   Reply bad_json = h.post("/v1/capabilities", "{\n  \"name\": \"x\",\n  \"type\": GPU\n}");
   CHECK(bad_json.status == 400);
   CHECK(bad_json.errorCode() == "invalid_argument");
-  CHECK(bad_json.json()["error"]["details"][0]["location"] == "request body:3");
+  CHECK(bad_json.json()["error"]["details"][0]["location"] == "request body:3:11");
 
   Reply bad_yaml = h.post("/v1/capabilities", "name: x\ntype: [GPU\n", "application/yaml");
   CHECK(bad_yaml.status == 400);
@@ -195,7 +195,7 @@ TEST_CASE("api: bodies must be JSON or YAML, and malformed ones name the line") 
   // a handler; found by api_body_fuzz).
   Reply not_utf8 = h.post("/v1/capabilities", "name: x\ntype: \"GPU\xF2\"\n", "application/yaml");
   CHECK(not_utf8.status == 400);
-  CHECK(not_utf8.json()["error"]["details"][0]["location"] == "request body:2");
+  CHECK(not_utf8.json()["error"]["details"][0]["location"] == "request body:2:7");
 
   CHECK(h.everything() == before);
 }

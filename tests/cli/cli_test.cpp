@@ -174,14 +174,14 @@ TEST_CASE("cli: a broken manifest names file, line and field and leaves the ledg
   CliRun broken = live.run({"node", "create", "-m", fixture("broken-nodes.yaml")});
   CHECK(broken.code == 1);
   CHECK(broken.out.empty());
-  CHECK(contains(broken.err, fixture("broken-nodes.yaml") + ":13: nodes[1].totalResources.cores: "));
+  CHECK(contains(broken.err, fixture("broken-nodes.yaml") + ":13:29: nodes[1].totalResources.cores: "));
   CHECK_FALSE(contains(broken.err, "request body"));
 
   CHECK(live.run({"node", "list", "-o", "json"}).out == before);
 
   CliRun no_id = live.run({"deployment", "add-deployment", "-m", fixture("broken-deployment.yaml")});
   CHECK(no_id.code == 1);
-  CHECK(contains(no_id.err, fixture("broken-deployment.yaml") + ":2: deployment_id: "));
+  CHECK(contains(no_id.err, fixture("broken-deployment.yaml") + ":2:1: deployment_id: "));
 
   CliRun unreadable = live.run({"node", "create", "-m", fixture("no-such-file.yaml")});
   CHECK(unreadable.code == 1);
@@ -229,7 +229,7 @@ TEST_CASE("cli: the tide binary talks to tide serve, both as processes") {
 
   CliRun broken = serve.tide("node create -m " + fixture("broken-nodes.yaml"));
   CHECK(broken.code == 1);
-  CHECK(contains(broken.err, "broken-nodes.yaml:13: nodes[1].totalResources.cores"));
+  CHECK(contains(broken.err, "broken-nodes.yaml:13:29: nodes[1].totalResources.cores"));
   CHECK(serve.tide("node list -o json").out == list.out);
 
   CHECK(serve.stop() == 0);

@@ -62,7 +62,8 @@ TEST_CASE("mrds: MRDS's README manifests run unchanged, the plan waiting for the
   // MRDS's nodes: no cluster (they join "default"), capabilities nobody declared (warned).
   CliRun nodes = serve.tide("node create -m " + mrds("node.yaml"));
   REQUIRE_MESSAGE(nodes.code == 0, nodes.err);
-  CHECK(contains(nodes.out, "warning: " + mrds("node.yaml") + ":2: capabilities[0]: capability 'capability-1' is not declared"));
+  CHECK(contains(nodes.out, "warning: " + mrds("node.yaml") +
+                                ":11:9: nodes[0].capabilityIDs[0]: capability 'capability-1' is not declared"));
   Json listed = Json::parse(serve.tide("node list -o json").out);
   REQUIRE(listed["items"].size() == 4);
   for (const Json& node : listed["items"]) {

@@ -244,23 +244,23 @@ default_verdict: approve
 )");
   auto at = [&](const std::string& field) { return configDetailAt(details, field); };
   CHECK(at("listen") ==
-        ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1"});
+        ErrorDetail{"listen", "\"localhost\" must be host:port with a port between 0 and 65535", "tide.yaml:1:9"});
   CHECK(
       at("data_dri").message.starts_with("unknown key \"data_dri\" (did you mean \"data_dir\"?); known keys: listen"));
-  CHECK(at("data_dri").location == "tide.yaml:2");
+  CHECK(at("data_dri").location == "tide.yaml:2:1");
   CHECK(at("database").message == "must be sqlite://<path> or postgresql://<connection>");
   CHECK(at("auth.enabled").message == "expected true or false, got the string \"yes\"");
-  CHECK(at("auth.tokens[0].name").location == "tide.yaml:7");
+  CHECK(at("auth.tokens[0].name").location == "tide.yaml:7:14");
   CHECK(at("auth.tokens[0].token").message == "must be at least 16 characters");
   CHECK(at("auth.tokens[0].role").message == "unknown role \"root\"; expected viewer, operator, approver or admin");
   CHECK(at("auth.tokens[2].name").message == "token name given twice");
   CHECK(at("auth.tokens[2].token").message == "the same token is given to two names");
   CHECK(at("process.port_range_start").message == "must be between 1024 and 65535, got 80");
-  CHECK(at("process.port_range_end").location == "tide.yaml:12");
+  CHECK(at("process.port_range_end").location == "tide.yaml:12:19");
   CHECK(at("process.image_catalog").message == "expected a mapping, got a list");
   CHECK(at("limits.lua_deadline_ms").message == "must be between 1 and 60000, got 0");
   CHECK(at("limits.executor_workers").message == "expected an integer, got the string \"four\"");
-  CHECK(at("limits.max_body_bytes").location == "tide.yaml:17");
+  CHECK(at("limits.max_body_bytes").location == "tide.yaml:17:19");
   CHECK(at("default_verdict").message == "unknown verdict \"approve\"; expected manual or deny");
   CHECK(details.size() == 16);
   for (const auto& d : details) CHECK_FALSE(contains(d.message, "0123456789abcdef"));  // secrets stay out
@@ -281,16 +281,26 @@ TEST_CASE("host config error: the process isolation keys name what is wrong") {
 TEST_CASE("host config error: tls.cert and tls.key come together, HTTP limits have bounds") {
   auto details = configErrors("tls: {cert: /etc/tide/cert.pem}\nlimits: {max_connections: 0, max_json_depth: 100000}\n");
   REQUIRE(details.size() == 3);
+  // In file order.
+  CHECK(details[0] == ErrorDetail{"tls.cert", "tls.cert and tls.key must be given together", "tide.yaml:1:13"});
+  CHECK(details[1].field == "limits.max_connections");
+  CHECK(details[2] == ErrorDetail{"limits.max_json_depth", "must be between 8 and 512, got 100000", "tide.yaml:2:46"});
+}
+
+TEST_CASE("host config error: a problem names the line and the column of the key or value at fault") {
+  auto details = configErrors("listen: 127.0.0.1:7700\nlimits:\n  max_connections: 0\n  colour: red\n");
+  REQUIRE(details.size() == 2);
   CHECK(details[0].field == "limits.max_connections");
-  CHECK(details[1] == ErrorDetail{"limits.max_json_depth", "must be between 8 and 512, got 100000", "tide.yaml:2"});
-  CHECK(details[2] == ErrorDetail{"tls.cert", "tls.cert and tls.key must be given together", "tide.yaml:1"});
+  CHECK(details[0].location == "tide.yaml:3:20");  // the value
+  CHECK(details[1].field == "limits.colour");
+  CHECK(details[1].location == "tide.yaml:4:3");  // the key
 }
 
 TEST_CASE("host config error: port range start must be below its end") {
   auto details = configErrors("process:\n  port_range_start: 31000\n  port_range_end: 31000\n");
   REQUIRE(details.size() == 1);
   CHECK(details[0] == ErrorDetail{"process.port_range_end",
-                                  "port_range_start (31000) must be below port_range_end (31000)", "tide.yaml:3"});
+                                  "port_range_start (31000) must be below port_range_end (31000)", "tide.yaml:3:19"});
   auto onlyStart = configErrors("process: {port_range_start: 40000}\n");
   CHECK(onlyStart[0].field == "process.port_range_start");
 }
@@ -298,18 +308,19 @@ TEST_CASE("host config error: port range start must be below its end") {
 TEST_CASE("host config error: catalog entries, sections and documents") {
   auto catalog = configErrors("process:\n  image_catalog:\n    \"a:*\": []\n    \"b:*\": /bin/b\n    \"\": [x]\n");
   REQUIRE(catalog.size() == 3);
-  CHECK(catalog[0] == ErrorDetail{"process.image_catalog.a:*", "must hold at least the program to run", "tide.yaml:3"});
+  CHECK(catalog[0] ==
+        ErrorDetail{"process.image_catalog.a:*", "must hold at least the program to run", "tide.yaml:3:12"});
   CHECK(catalog[1].message == "expected a list, got the string \"/bin/b\"");
   CHECK(catalog[2].message == "image pattern must not be empty");
 
   auto section = configErrors("auth: true\nlimits: [1]\n");
   CHECK(section.size() == 2);
-  CHECK(section[0] == ErrorDetail{"auth", "expected a mapping, got the boolean true", "tide.yaml:1"});
+  CHECK(section[0] == ErrorDetail{"auth", "expected a mapping, got the boolean true", "tide.yaml:1:7"});
 
   CHECK(configErrors("listen: a:1\n---\nlisten: b:2\n")[0].message == "expected one document, got 2");
   CHECK(configErrors("[listen]\n")[0].message == "expected a mapping, got a list");
   auto syntax = configErrors("limits:\n  max_attempts: [1\n");
-  CHECK(syntax[0].location == "tide.yaml:3");
+  CHECK(syntax[0].location == "tide.yaml:3:1");
   CHECK(contains(syntax[0].message, "YAML syntax error"));
 }
 
@@ -333,10 +344,10 @@ retention:
   REQUIRE(details.size() == 5);
   auto at = [&](const std::string& field) { return configDetailAt(details, field); };
   CHECK(at("retention.events_max_count") ==
-        ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2"});
+        ErrorDetail{"retention.events_max_count", "must be 0 (off) or at least 10", "tide.yaml:2:21"});
   CHECK(at("retention.events_max_age_days").message == "must be between 0 and 36500, got -1");
   CHECK(at("retention.batch").message == "must be between 100 and 100000, got 10");
-  CHECK(at("retention.interval_minutes").location == "tide.yaml:5");
+  CHECK(at("retention.interval_minutes").location == "tide.yaml:5:21");
   CHECK(at("retention.keep_forever").message.starts_with("unknown key \"keep_forever\""));
 }
 
@@ -421,7 +432,7 @@ TEST_CASE("host config error: a metric provider's type, url, timeout and json_pa
   CHECK(at("analysis.providers.b.timeout_ms").message == "must be between 1 and 60000, got 0");
   CHECK(at("analysis.providers.c.json_path").message ==
         "an http provider needs json_path (where its number is in the answer)");
-  CHECK(at("analysis.providers.d.type").location == "tide.yaml:6");
+  CHECK(at("analysis.providers.d.type").location == "tide.yaml:6:8");
   CHECK(details.size() == 5);
 }
 

@@ -99,7 +99,7 @@ TEST_CASE("manifest: MRDS node file is accepted verbatim") {
   Manifest m = parseOk(kMrdsNodes);
   REQUIRE(m.nodes.size() == 1);
   const model::Node& n = m.nodes[0].value;
-  CHECK(m.nodes[0].location == "m.yaml:2");
+  CHECK(m.nodes[0].location == "m.yaml:2:5");
   CHECK(n.name == "kind-worker");
   CHECK(n.update_domain == "update-domain-1");
   CHECK(n.total.cores == 64);
@@ -153,7 +153,7 @@ TEST_CASE("manifest: MRDS deployment file is accepted verbatim") {
   Manifest m = parseOk(kMrdsDeployment);
   REQUIRE(m.deployments.size() == 1);
   const model::Deployment& d = m.deployments[0].value;
-  CHECK(m.deployments[0].location == "m.yaml:1");
+  CHECK(m.deployments[0].location == "m.yaml:1:1");
   CHECK(d.plan == "nginx-deployment-plan");
   CHECK(d.deployment_id == "deployment-1");
   REQUIRE(d.payload_coordinates.size() == 1);
@@ -178,7 +178,7 @@ TEST_CASE("manifest: a single plan document is recognised by its keys") {
   Manifest m = parseOk(single);
   REQUIRE(m.plans.size() == 1);
   CHECK(m.plans[0].value.name == "nginx-deployment-plan");
-  CHECK(m.plans[0].location == "m.yaml:1");
+  CHECK(m.plans[0].location == "m.yaml:1:1");
 }
 
 TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records") {
@@ -428,8 +428,8 @@ TEST_CASE("manifest: several documents combine into one manifest") {
   CHECK(m.nodes.size() == 1);
   CHECK(m.plans.size() == 1);
   CHECK(m.deployments.size() == 1);
-  CHECK(m.nodes[0].location == "m.yaml:3");
-  CHECK(m.deployments[0].location == "m.yaml:26");
+  CHECK(m.nodes[0].location == "m.yaml:3:5");
+  CHECK(m.deployments[0].location == "m.yaml:26:1");
 }
 
 TEST_CASE("manifest: every file in examples/ loads from disk") {
@@ -459,7 +459,7 @@ TEST_CASE("manifest: every file in examples/ loads from disk") {
   CHECK(domains ==
         std::vector<std::string>{"update-domain-1", "update-domain-1", "update-domain-2", "update-domain-2"});
   CHECK(nodes->nodes[3].value.name == "kind-worker4");
-  CHECK(nodes->nodes[0].location == dir + "nodes.yaml:16");
+  CHECK(nodes->nodes[0].location == dir + "nodes.yaml:16:5");
 
   auto plan = loadManifestFile(dir + "nginx-plan.yaml");
   INFO(plan.status().toString());
@@ -515,10 +515,10 @@ TEST_CASE("manifest: a file that cannot be read is not found") {
 TEST_CASE("manifest error: YAML syntax error names its line") {
   auto details = parseErrors("nodes:\n  - name: a\n    totalResources: {cores: 1, memory: 2\n  - name: b\n");
   REQUIRE(details.size() == 1);
-  CHECK(details[0].location == "m.yaml:4");
+  CHECK(details[0].location == "m.yaml:4:9");
   CHECK(contains(details[0].message, "YAML syntax error"));
   auto r = parseManifest("a: [1, 2\nb: 3\n", "body");
-  CHECK(r.status().message().starts_with("body:2: YAML syntax error"));
+  CHECK(r.status().message().starts_with("body:2:2: YAML syntax error"));
 }
 
 TEST_CASE("manifest error: a value or key that is not UTF-8 names its line") {
@@ -529,7 +529,7 @@ TEST_CASE("manifest error: a value or key that is not UTF-8 names its line") {
     CAPTURE(text);
     auto details = parseErrors(text);
     REQUIRE(details.size() == 1);
-    CHECK(details[0].location == "m.yaml:3");
+    CHECK(details[0].location.starts_with("m.yaml:3:"));
     CHECK(contains(details[0].message, "not UTF-8"));
   }
 }
@@ -541,7 +541,7 @@ TEST_CASE("manifest error: unknown key suggests the known ones") {
     totalResources: {cores: 1, memory: 1}
 )");
   ErrorDetail unknown = detailAt(details, "nodes[0].updateDomian");
-  CHECK(unknown.location == "m.yaml:3");
+  CHECK(unknown.location == "m.yaml:3:5");
   CHECK(contains(unknown.message, "unknown key \"updateDomian\" (did you mean \"updateDomain\"?)"));
   CHECK(contains(unknown.message, "known keys: metadata, name, cluster, updateDomain, totalResources"));
   // The real key is then missing.
@@ -564,10 +564,10 @@ TEST_CASE("manifest error: wrong types") {
     labels: [a]
 )");
   CHECK(detailAt(details, "nodes[0].totalResources.cores").message == "expected a number, got the string \"lots\"");
-  CHECK(detailAt(details, "nodes[0].totalResources.cores").location == "m.yaml:4");
+  CHECK(detailAt(details, "nodes[0].totalResources.cores").location == "m.yaml:4:29");
   CHECK(detailAt(details, "nodes[0].totalResources.memory").message == "expected a number, got the boolean true");
   CHECK(detailAt(details, "nodes[0].systemReservedResources").message == "expected a mapping, got a list");
-  CHECK(detailAt(details, "nodes[0].systemReservedResources").location == "m.yaml:5");
+  CHECK(detailAt(details, "nodes[0].systemReservedResources").location == "m.yaml:5:30");
   CHECK(detailAt(details, "nodes[0].capabilityIDs").message == "expected a list, got the string \"gpu\"");
   CHECK(detailAt(details, "nodes[0].localVolumes").message == "expected a list, got a mapping");
   CHECK(detailAt(details, "nodes[0].labels").message == "expected a mapping, got a list");
@@ -583,7 +583,7 @@ payload_coordinates:
   CHECK(detailAt(more, "instance_count").message == "expected an integer, got the number 1.5");
   CHECK(detailAt(more, "payload_coordinates[0].payload_name").message == "expected a string, got a list");
   CHECK(detailAt(more, "payload_coordinates[0].coordinates").message == "expected a mapping, got the string \"nginx\"");
-  CHECK(detailAt(more, "payload_coordinates[0].coordinates").location == "m.yaml:6");
+  CHECK(detailAt(more, "payload_coordinates[0].coordinates").location == "m.yaml:6:18");
 
   auto top = parseErrors("- name: n1\n");
   CHECK(contains(top[0].message, "got a list"));
@@ -605,13 +605,13 @@ clusters:
   - {driver: process}
 )");
   CHECK(detailAt(details, "nodes[0].name").message == "is required");
-  CHECK(detailAt(details, "nodes[0].name").location == "m.yaml:2");
+  CHECK(detailAt(details, "nodes[0].name").location == "m.yaml:2:5");
   CHECK(detailAt(details, "nodes[0].updateDomain").message == "is required");
-  CHECK(detailAt(details, "plans[0].namespace").location == "m.yaml:4");
+  CHECK(detailAt(details, "plans[0].namespace").location == "m.yaml:4:5");
   CHECK(detailAt(details, "plans[0].serviceName").message == "is required");
   CHECK(detailAt(details, "plans[0].applications").message == "is required");
   CHECK(detailAt(details, "deployments[0].deployment_id").message == "is required, got nothing (null)");
-  CHECK(detailAt(details, "deployments[0].deployment_id").location == "m.yaml:7");
+  CHECK(detailAt(details, "deployments[0].deployment_id").location == "m.yaml:7:5");
   CHECK(detailAt(details, "deployments[0].payload_coordinates").message == "is required");
   CHECK(detailAt(details, "deployments[0].instance_count").message == "is required");
   CHECK(detailAt(details, "capabilities[0].type").message == "is required");
@@ -620,8 +620,8 @@ clusters:
 
   auto apps = parseErrors(
       "name: p\nnamespace: ns\nserviceName: s\napplications:\n  - payloadName: a\n  - resources: {cores: 1}\n");
-  CHECK(detailAt(apps, "applications[0].resources").location == "m.yaml:5");
-  CHECK(detailAt(apps, "applications[1].payloadName").location == "m.yaml:6");
+  CHECK(detailAt(apps, "applications[0].resources").location == "m.yaml:5:5");
+  CHECK(detailAt(apps, "applications[1].payloadName").location == "m.yaml:6:5");
   CHECK(detailAt(apps, "applications[1].resources.memory").message == "is required");
   CHECK(apps.size() == 3);
 }
@@ -642,7 +642,7 @@ TEST_CASE("manifest error: negative and absurd numbers") {
   CHECK(detailAt(nodes, "nodes[0].localVolumes[0].storageCapacity").message ==
         "must be greater than 0 and at most 10000000, got 0");
   ErrorDetail reserved = detailAt(nodes, "nodes[1].systemReservedResources.cores");
-  CHECK(reserved.location == "m.yaml:9");
+  CHECK(reserved.location == "m.yaml:9:38");
   CHECK(reserved.message == "9 exceeds the total 8 (nodes[1].totalResources.cores)");
   CHECK(nodes.size() == 4);  // reserved memory equal to the total is fine
 
@@ -653,19 +653,19 @@ TEST_CASE("manifest error: negative and absurd numbers") {
 )"));
   CHECK(detailAt(plan, "applications[0].ports[0].port").message == "must be between 1 and 65535, got 0");
   CHECK(detailAt(plan, "applications[0].ports[1].port").message == "must be between 1 and 65535, got 65536");
-  CHECK(detailAt(plan, "applications[0].persistentVolumes[0].capacity").location == "m.yaml:8");
+  CHECK(detailAt(plan, "applications[0].persistentVolumes[0].capacity").location == "m.yaml:8:55");
   CHECK(detailAt(plan, "applications[0].healthCheck.intervalSeconds").message ==
         "must be greater than 0 and at most 86400, got 0");
-  CHECK(detailAt(plan, "applications[0].healthCheck.timeoutSeconds").location == "m.yaml:9");
+  CHECK(detailAt(plan, "applications[0].healthCheck.timeoutSeconds").location == "m.yaml:9:79");
   CHECK(detailAt(plan, "applications[0].healthCheck.healthyThreshold").message == "must be between 1 and 1000, got 0");
-  CHECK(detailAt(plan, "applications[0].healthCheck.unhealthyThreshold").location == "m.yaml:10");
+  CHECK(detailAt(plan, "applications[0].healthCheck.unhealthyThreshold").location == "m.yaml:10:39");
   CHECK(plan.size() == 7);
 
   auto count =
       parseErrors(std::string(kMrdsDeployment)
                       .replace(std::string(kMrdsDeployment).find("instance_count: 1"), 17, "instance_count: 10001"));
   CHECK(detailAt(count, "instance_count").message == "must be between 0 and 10000, got 10001");
-  CHECK(detailAt(count, "instance_count").location == "m.yaml:7");
+  CHECK(detailAt(count, "instance_count").location == "m.yaml:7:17");
   auto negative = parseErrors(
       "deployment_plan_name: p\ndeployment_id: d\ninstance_count: -1\n"
       "payload_coordinates: [{payload_name: a, coordinates: {image: x}}]\n");
@@ -679,10 +679,10 @@ TEST_CASE("manifest error: negative and absurd numbers") {
 TEST_CASE("manifest error: placement takes max_per_node 1..1000, a boolean bin_pack and nothing else") {
   auto bounds = parseErrors(planWith("", "placement:\n  max_per_node: 0\n  bin_pack: yes please\n"));
   ErrorDetail zero = detailAt(bounds, "placement.max_per_node");
-  CHECK(zero.location == "m.yaml:5");
+  CHECK(zero.location == "m.yaml:5:17");
   CHECK(zero.message == "must be between 1 and 1000, got 0");
   ErrorDetail pack = detailAt(bounds, "placement.bin_pack");
-  CHECK(pack.location == "m.yaml:6");
+  CHECK(pack.location == "m.yaml:6:13");
   CHECK(pack.message == "expected true or false, got the string \"yes please\"");
   CHECK(bounds.size() == 2);
 
@@ -697,7 +697,7 @@ TEST_CASE("manifest error: placement takes max_per_node 1..1000, a boolean bin_p
 
   auto unknown = parseErrors(planWith("", "placement: {max_per_node: 2, spread: zone}\n"));
   ErrorDetail spread = detailAt(unknown, "placement.spread");
-  CHECK(spread.location == "m.yaml:4");
+  CHECK(spread.location == "m.yaml:4:30");
   CHECK(contains(spread.message, "unknown key \"spread\"; known keys: maxPerNode, binPack"));
   CHECK(unknown.size() == 1);
 }
@@ -711,10 +711,10 @@ capabilities:
   - {name: kind-worker, type: CPU}
 )");
   ErrorDetail node = detailAt(details, "nodes[1].name");
-  CHECK(node.location == "m.yaml:9");
-  CHECK(node.message == "duplicate node name \"kind-worker\" (first at m.yaml:2)");
+  CHECK(node.location == "m.yaml:9:11");
+  CHECK(node.message == "duplicate node name \"kind-worker\" (first at m.yaml:2:11)");
   CHECK(detailAt(details, "capabilities[1].name").message ==
-        "duplicate capability name \"kind-worker\" (first at m.yaml:13)");
+        "duplicate capability name \"kind-worker\" (first at m.yaml:13:12)");
   CHECK(details.size() == 2);  // a node and a capability may share a name
 
   // Deployments are keyed by plan and deployment id, across documents too.
@@ -722,9 +722,9 @@ capabilities:
   other.replace(other.find("nginx-deployment-plan"), 21, "other-plan");
   auto deployments = parseErrors(std::string(kMrdsDeployment) + "---\n" + other + "---\n" + kMrdsDeployment);
   ErrorDetail dup = detailAt(deployments, "deployment_id");
-  CHECK(dup.location == "m.yaml:18");
+  CHECK(dup.location == "m.yaml:18:16");
   CHECK(dup.message ==
-        "duplicate deployment (plan/deployment_id) \"nginx-deployment-plan/deployment-1\" (first at m.yaml:2)");
+        "duplicate deployment (plan/deployment_id) \"nginx-deployment-plan/deployment-1\" (first at m.yaml:2:16)");
 }
 
 TEST_CASE("manifest error: duplicates inside a record") {
@@ -742,11 +742,12 @@ applications:
     resources: {cores: 1, memory: 1}
     ports: [{port: 80}]
 )");
-  CHECK(detailAt(plan, "applications[0].ports[2]").message == "duplicate port \"TCP/80\" (first at m.yaml:7)");
-  CHECK(detailAt(plan, "applications[1].ports[0]").location == "m.yaml:13");
+  CHECK(detailAt(plan, "applications[0].ports[2]").message == "duplicate port \"TCP/80\" (first at m.yaml:7:13)");
+  CHECK(detailAt(plan, "applications[1].ports[0]").location == "m.yaml:13:13");
   CHECK(detailAt(plan, "applications[0].persistentVolumes[1].mountPath").message ==
-        "duplicate mount path \"/data\" (first at m.yaml:9)");
-  CHECK(detailAt(plan, "applications[1].payloadName").message == "duplicate payload name \"web\" (first at m.yaml:5)");
+        "duplicate mount path \"/data\" (first at m.yaml:9:53)");
+  CHECK(detailAt(plan, "applications[1].payloadName").message ==
+        "duplicate payload name \"web\" (first at m.yaml:5:18)");
   CHECK(plan.size() == 4);
 
   auto node = parseErrors(R"(nodes:
@@ -758,8 +759,8 @@ applications:
       - {mountPath: /mnt/a, storageClass: SSD, storageCapacity: 1}
       - {mount_path: /mnt/a, storage_class: HDD, capacity_gib: 1}
 )");
-  CHECK(detailAt(node, "nodes[0].capabilityIDs[2]").message == "duplicate capability \"a\" (first at m.yaml:5)");
-  CHECK(detailAt(node, "nodes[0].localVolumes[1].mount_path").location == "m.yaml:8");
+  CHECK(detailAt(node, "nodes[0].capabilityIDs[2]").message == "duplicate capability \"a\" (first at m.yaml:5:21)");
+  CHECK(detailAt(node, "nodes[0].localVolumes[1].mount_path").location == "m.yaml:8:22");
   CHECK(node.size() == 2);
 
   auto deployment = parseErrors(R"(deployment_plan_name: p
@@ -770,7 +771,7 @@ payload_coordinates:
   - {payload_name: a, coordinates: {image: y}}
 )");
   CHECK(detailAt(deployment, "payload_coordinates[1].payload_name").message ==
-        "duplicate payload name \"a\" (first at m.yaml:5)");
+        "duplicate payload name \"a\" (first at m.yaml:5:20)");
 
   auto twice = parseErrors(
       "nodes:\n  - name: n\n    name: m\n    updateDomain: u\n    capabilityIDs: []\n"
@@ -804,17 +805,17 @@ deployments:
   CHECK(detailAt(details, "capabilities[0].name").message == "\"\" " + nameProblem(""));
   CHECK(detailAt(details, "clusters[0].name").message == "\"Local\" " + nameProblem("Local"));
   CHECK(detailAt(details, "nodes[0].name").message == "\"kind_worker..1\" must not contain '..'");
-  CHECK(detailAt(details, "nodes[0].name").location == "m.yaml:6");
+  CHECK(detailAt(details, "nodes[0].name").location == "m.yaml:6:11");
   CHECK(detailAt(details, "nodes[0].cluster").message == "\"-c\" " + nameProblem("-c"));
   CHECK(detailAt(details, "nodes[0].updateDomain").message == "\"Update Domain\" " + nameProblem("Update Domain"));
-  CHECK(detailAt(details, "nodes[0].capabilityIDs[0]").location == "m.yaml:10");
+  CHECK(detailAt(details, "nodes[0].capabilityIDs[0]").location == "m.yaml:10:21");
   CHECK(detailAt(details, "plans[0].namespace").message == "\"ns/prod\" " + nameProblem("ns/prod"));
-  CHECK(detailAt(details, "plans[0].serviceName").location == "m.yaml:14");
-  CHECK(detailAt(details, "plans[0].matchingComputeCapabilities[0].capabilityNames[0]").location == "m.yaml:15");
-  CHECK(detailAt(details, "plans[0].applications[0].payloadName").location == "m.yaml:16");
-  CHECK(detailAt(details, "plans[0].strategy.script").location == "m.yaml:17");
-  CHECK(detailAt(details, "plans[0].approval.policies[0]").location == "m.yaml:18");
-  CHECK(detailAt(details, "deployments[0].plan").location == "m.yaml:20");
+  CHECK(detailAt(details, "plans[0].serviceName").location == "m.yaml:14:18");
+  CHECK(detailAt(details, "plans[0].matchingComputeCapabilities[0].capabilityNames[0]").location == "m.yaml:15:91");
+  CHECK(detailAt(details, "plans[0].applications[0].payloadName").location == "m.yaml:16:34");
+  CHECK(detailAt(details, "plans[0].strategy.script").location == "m.yaml:17:24");
+  CHECK(detailAt(details, "plans[0].approval.policies[0]").location == "m.yaml:18:27");
+  CHECK(detailAt(details, "deployments[0].plan").location == "m.yaml:20:12");
   CHECK(detailAt(details, "deployments[0].deployment_id").message == "\"d 1\" " + nameProblem("d 1"));
   CHECK(details.size() == 14);
 }
@@ -826,7 +827,7 @@ TEST_CASE("manifest error: mount paths must be absolute") {
                            "      - {storageClass: SSD, capacity: 1, mountPath: /data/../etc}\n"));
   CHECK(detailAt(details, "applications[0].persistentVolumes[0].mountPath").message ==
         "\"data\" must be an absolute path");
-  CHECK(detailAt(details, "applications[0].persistentVolumes[0].mountPath").location == "m.yaml:8");
+  CHECK(detailAt(details, "applications[0].persistentVolumes[0].mountPath").location == "m.yaml:8:53");
   CHECK(detailAt(details, "applications[0].persistentVolumes[1].mountPath").message ==
         "\"/data/../etc\" must not contain '..'");
   auto local = parseErrors(
@@ -844,15 +845,15 @@ TEST_CASE("manifest error: unknown comparator, protocol and health-check type") 
                            "  - {capabilityType: GPU, comparator: Comparator_GT, capabilityNames: []}\n"));
   CHECK(detailAt(details, "matchingComputeCapabilities[0].comparator").message ==
         "unknown comparator \"gt\"; expected one of in, not_in, eq, gte, lte");
-  CHECK(detailAt(details, "matchingComputeCapabilities[0].comparator").location == "m.yaml:5");
-  CHECK(detailAt(details, "matchingComputeCapabilities[1].comparator").location == "m.yaml:6");
+  CHECK(detailAt(details, "matchingComputeCapabilities[0].comparator").location == "m.yaml:5:39");
+  CHECK(detailAt(details, "matchingComputeCapabilities[1].comparator").location == "m.yaml:6:39");
   CHECK(detailAt(details, "matchingComputeCapabilities[1].capabilityNames").message ==
         "must name at least one capability");
   CHECK(detailAt(details, "applications[0].ports[0].protocol").message ==
         "unknown protocol \"SCTP\"; expected TCP or UDP");
   CHECK(detailAt(details, "applications[0].healthCheck.type").message ==
         "unknown health check type \"grpc\"; expected http, tcp or exec");
-  CHECK(detailAt(details, "applications[0].healthCheck.type").location == "m.yaml:11");
+  CHECK(detailAt(details, "applications[0].healthCheck.type").location == "m.yaml:11:25");
   CHECK(details.size() == 5);
 }
 
@@ -875,16 +876,16 @@ TEST_CASE("manifest error: empty documents") {
   for (const char* text : {"", "   \n", "# nothing here\n", "---\n---\n"}) {
     auto details = parseErrors(text);
     REQUIRE(details.size() == 1);
-    CHECK(details[0].location == "m.yaml:1");
+    CHECK(details[0].location == "m.yaml:1:1");
     CHECK(details[0].message == "empty document: nothing to read");
   }
   auto lists = parseErrors("# comment\nnodes: []\nplans: []\n");
-  CHECK(lists[0].location == "m.yaml:2");
+  CHECK(lists[0].location == "m.yaml:2:1");
   CHECK(lists[0].message == "the manifest defines no capabilities, clusters, nodes, plans or deployments");
   auto unknownShape = parseErrors("name: lonely\n");
   CHECK(
       contains(unknownShape[0].message, "expected a mapping with capabilities, clusters, nodes, plans or deployments"));
-  CHECK(parseNode("", "request body").status().message() == "request body:1: empty document: nothing to read");
+  CHECK(parseNode("", "request body").status().message() == "request body:1:1: empty document: nothing to read");
 }
 
 TEST_CASE("manifest error: every problem is reported, the first one leads the message") {
@@ -901,13 +902,13 @@ TEST_CASE("manifest error: every problem is reported, the first one leads the me
   REQUIRE_FALSE(r.isOk());
   CHECK(r.status().code() == Code::kInvalidArgument);
   CHECK(r.status().message() ==
-        "nodes.yaml:4: nodes[0].totalResources.cores: must be between 0 and 100000, got -1 (and 3 more errors)");
+        "nodes.yaml:4:29: nodes[0].totalResources.cores: must be between 0 and 100000, got -1 (and 3 more errors)");
   REQUIRE(r.status().details().size() == 4);
   CHECK(r.status().details()[1] ==
-        ErrorDetail{"nodes[0].totalResources.memory", "must be between 0 and 10000000, got -1", "nodes.yaml:4"});
-  CHECK(r.status().details()[2].field == "nodes[1].colour");
-  CHECK(r.status().details()[3] ==
-        ErrorDetail{"nodes[1].name", "duplicate node name \"a\" (first at nodes.yaml:2)", "nodes.yaml:5"});
+        ErrorDetail{"nodes[0].totalResources.memory", "must be between 0 and 10000000, got -1", "nodes.yaml:4:41"});
+  CHECK(r.status().details()[2] ==
+        ErrorDetail{"nodes[1].name", "duplicate node name \"a\" (first at nodes.yaml:2:11)", "nodes.yaml:5:11"});
+  CHECK(r.status().details()[3].field == "nodes[1].colour");  // in file order, not the order they were found
 
   auto two = parseManifest("nodes:\n  - {name: a, updateDomain: u, totalResources: {cores: x, memory: y}}\n", "f");
   CHECK(contains(two.status().message(), "(and 1 more error)"));
@@ -926,13 +927,13 @@ TEST_CASE("manifest: single-record parsers take exactly one object") {
       "request body");
   REQUIRE_FALSE(bad.isOk());
   REQUIRE(bad.status().details().size() == 2);
-  CHECK(bad.status().details()[0] == ErrorDetail{"name", "\"N\" " + nameProblem("N"), "request body:2"});
+  CHECK(bad.status().details()[0] == ErrorDetail{"name", "\"N\" " + nameProblem("N"), "request body:2:11"});
   CHECK(bad.status().details()[1] ==
-        ErrorDetail{"total.memory_gib", "expected a number, got the string \"4\"", "request body:4"});
+        ErrorDetail{"total.memory_gib", "expected a number, got the string \"4\"", "request body:4:39"});
 
   auto two = parsePlan("name: a\n---\nname: b\n", "request body");
   REQUIRE_FALSE(two.isOk());
-  CHECK(two.status().details()[0].location == "request body:3");
+  CHECK(two.status().details()[0].location == "request body:3:1");
   CHECK(two.status().details()[0].message == "expected one document, got 2");
 
   auto list = parseDeployment(kMrdsDeployment, "d.yaml");
@@ -944,7 +945,7 @@ TEST_CASE("manifest: single-record parsers take exactly one object") {
   auto capability = parseCapability("{name: t4, type: GPU, score: 1000001}", "request body");
   CHECK(capability.status().details()[0].field == "score");
   auto cluster = parseCluster("{name: c, config: [1]}", "request body");
-  CHECK(cluster.status().details()[0] == ErrorDetail{"config", "expected a mapping, got a list", "request body:1"});
+  CHECK(cluster.status().details()[0] == ErrorDetail{"config", "expected a mapping, got a list", "request body:1:19"});
 }
 
 TEST_CASE("manifest: a deployment posted to a plan's URL may leave the plan out") {
@@ -966,7 +967,7 @@ TEST_CASE("manifest: a deployment posted to a plan's URL may leave the plan out"
   REQUIRE(other.status().details().size() == 1);
   CHECK(other.status().details()[0] ==
         ErrorDetail{"deployment_plan_name", "is \"nginx-deployment-plan\" but the request is for plan \"other-plan\"",
-                    "request body:1"});
+                    "request body:1:23"});
   CHECK(parseDeployment(
             "{deployment_id: d, instance_count: 1, payload_coordinates: [{payload_name: a, coordinates: {image: x}}]}",
             "request body")
@@ -1006,7 +1007,7 @@ TEST_CASE("manifest: a stray token where a document begins is an error, not an e
   }
   auto r = parseManifest("\n,", "body");
   REQUIRE_FALSE(r.isOk());
-  CHECK(contains(r.status().message(), "body:2: YAML syntax error: unexpected ','"));
+  CHECK(contains(r.status().message(), "body:2:1: YAML syntax error: unexpected ','"));
 }
 
 TEST_CASE("manifest: a node may leave total out, for its agent to report") {
@@ -1028,4 +1029,61 @@ TEST_CASE("manifest error: a plan's approval.min_approvals is a whole number fro
     REQUIRE(details.size() == 1);
     CHECK(details[0].field == "plans[0].approval.min_approvals");
   }
+}
+
+TEST_CASE("manifest error: every problem names the line and the column of the key or value at fault, in file order") {
+  auto details = parseErrors(
+      "nodes:\n"
+      "  - name: n1\n"
+      "    colour: blue\n"
+      "    updateDomain: ud\n"
+      "    totalResources: {cores: lots, memory: 1}\n"
+      "  - name: Bad_Name\n"
+      "    updateDomain: ud\n");
+  REQUIRE(details.size() == 3);
+  CHECK(details[0] == ErrorDetail{"nodes[0].colour", details[0].message, "m.yaml:3:5"});  // the key
+  CHECK(details[1].location == "m.yaml:5:29");                                            // the value "lots"
+  CHECK(details[1].field == "nodes[0].totalResources.cores");
+  CHECK(details[2].location == "m.yaml:6:11");  // "Bad_Name"
+  // A required key left out: where its mapping begins.
+  CHECK(detailAt(parseErrors("nodes:\n  - name: n1\n    totalResources: {cores: 1, memory: 1}\n"),
+                 "nodes[0].updateDomain")
+            .location == "m.yaml:2:5");
+  // JSON bodies too.
+  CHECK(detailAt(parseErrors("{\"nodes\": [{\"name\": \"n1\",\n  \"update_domain\": 7, \"colour\": 1}]}"),
+                 "nodes[0].colour")
+            .location == "m.yaml:2:23");
+  // The first in file order is the message, however the parser came to it.
+  CHECK(parseManifest("nodes:\n  - name: n1\n    colour: blue\n    updateDomain: ud\n", "m.yaml")
+            .status()
+            .message()
+            .starts_with("m.yaml:3:5: nodes[0].colour: unknown key"));
+}
+
+TEST_CASE("manifest error: a YAML syntax error names its line and column") {
+  auto details = parseErrors("nodes:\n  - name: a\n    labels: {zone: b\n  - name: b\n");
+  REQUIRE(details.size() == 1);
+  CHECK(details[0].location == "m.yaml:4:9");  // where yaml-cpp finds the flow mapping unclosed
+  CHECK(parseManifest("a: [1, 2\nb: 3\n", "body").status().message().starts_with("body:2:2: YAML syntax error"));
+}
+
+TEST_CASE("manifest: each record knows where its fields were written, by their canonical path") {
+  Manifest m = parseOk(std::string(kMrdsPlan) + "    strategy: {script: rolling, params: {max_surge: 1}}\n");
+  REQUIRE(m.plans.size() == 1);
+  const auto& plan = m.plans[0];
+  CHECK(plan.path == "plans[0]");
+  CHECK(plan.location == "m.yaml:2:5");
+  const model::FieldPlace& service = plan.fields.at("service_name");
+  CHECK(service.field == "plans[0].serviceName");
+  CHECK(service.key == "m.yaml:4:5");
+  CHECK(service.value == "m.yaml:4:18");
+  CHECK(plan.fields.at("matching_capabilities").field == "plans[0].matchingComputeCapabilities");
+  const model::FieldPlace& surge = plan.fields.at("strategy.params.max_surge");
+  CHECK(surge.field == "plans[0].strategy.params.max_surge");
+  CHECK(surge.key == "m.yaml:15:42");
+  CHECK(surge.value == "m.yaml:15:53");
+  // A document that is the record: paths below it have no prefix.
+  Manifest single = parseOk(kMrdsDeployment);
+  CHECK(single.deployments[0].path.empty());
+  CHECK(single.deployments[0].fields.at("payload_coordinates").field == "payload_coordinates");
 }

@@ -100,7 +100,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
     REQUIRE_FALSE(bad.isOk());
     REQUIRE(!bad.status().details().empty());
     CHECK(bad.status().details()[0].field == "traffic.listen");
-    CHECK(bad.status().details()[0].location == "p.yaml:9");  // line 9: "  listen: ..."
+    CHECK(bad.status().details()[0].location == "p.yaml:9:11");  // line 9: "  listen: ..."
     for (const char* address : {"8080", "web:8080", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:"}) {
       CHECK_FALSE(config::parsePlan(trafficPlanYaml(std::string("  listen: \"") + address + "\"\n"), "p.yaml").isOk());
     }
@@ -110,7 +110,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
                                  "p.yaml");
     REQUIRE_FALSE(bad.isOk());
     CHECK(bad.status().details()[0].field == "traffic.preview_listen");
-    CHECK(bad.status().details()[0].location == "p.yaml:10");
+    CHECK(bad.status().details()[0].location == "p.yaml:10:19");
   }
   SUBCASE("max_connections is a whole number of at least 1") {
     for (const char* value : {"0", "2.5", "-1", "many"}) {
@@ -118,7 +118,7 @@ TEST_CASE("traffic: the manifest's traffic section") {
           trafficPlanYaml(std::string("  listen: 127.0.0.1:8080\n  max_connections: ") + value + "\n"), "p.yaml");
       REQUIRE_FALSE(bad.isOk());
       CHECK(bad.status().details()[0].field == "traffic.max_connections");
-      CHECK(bad.status().details()[0].location == "p.yaml:10");
+      CHECK(bad.status().details()[0].location == "p.yaml:10:20");
     }
   }
   SUBCASE("an unknown key") {

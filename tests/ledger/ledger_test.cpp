@@ -521,8 +521,10 @@ nodes:
   auto applied = f.ledger->applyManifest(*manifest, "test");
   REQUIRE_FALSE(applied.isOk());
   CHECK(applied.status().code() == Code::kUnprocessable);
-  CHECK(applied.status().message().rfind("nodes.yaml:12: ", 0) == 0);
-  CHECK(applied.status().details().front().location == "nodes.yaml:12");
+  // At the value the ledger refuses, named as written.
+  CHECK(applied.status().message().rfind("nodes.yaml:13:14: ", 0) == 0);
+  CHECK(applied.status().details().front().location == "nodes.yaml:13:14");
+  CHECK(applied.status().details().front().field == "nodes[1].cluster");
   CHECK(f.eventCount() == 0);
   CHECK(f.ledger->inventory().listCapabilities({})->items.empty());
   CHECK(f.ledger->inventory().listNodes({})->items.empty());

@@ -222,4 +222,11 @@ Result<Json> StrategyEngine::resolveParams(const std::string& script, const Json
   return interpreter->resolveParams(*file, plan_params, deployment_params);
 }
 
+Result<ParamSpecs> StrategyEngine::declaredParams(const std::string& script) {
+  TIDE_ASSIGN_OR_RETURN(StrategyInterpreter * interpreter, refresh());
+  const ScriptFile* file = interpreter->scripts().find(ScriptKind::kStrategy, script);
+  if (!file) return Status::notFound("no rollout strategy named '" + script + "' is loaded");
+  return interpreter->declaredParams(*file);
+}
+
 }  // namespace tide::lua

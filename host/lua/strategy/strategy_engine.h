@@ -35,6 +35,7 @@
 #include "host/lua/runtime/lua_state.h"
 #include "host/lua/runtime/script_set.h"
 #include "host/lua/runtime/versioned_build.h"
+#include "host/lua/strategy/strategy_params.h"
 #include "host/model/analysis.h"
 
 namespace tide::lua {
@@ -100,6 +101,11 @@ class StrategyEngine {
   // Script defaults ← plan params ← deployment params, validated as above. For the API to
   // check a deployment's params before accepting it.
   Result<Json> resolveParams(const std::string& script, const Json& plan_params, const Json& deployment_params);
+
+  // The params `script` declares, for a caller that checks each source of params on its
+  // own (paramProblems). kNotFound when no such strategy is loaded; the script's load error
+  // when it failed to load.
+  Result<ParamSpecs> declaredParams(const std::string& script);
 
   // The ScriptSet version the engine's state was built from (0 before the first call).
   uint64_t loadedVersion() const;

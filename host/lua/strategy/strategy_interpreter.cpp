@@ -306,6 +306,11 @@ Result<Json> StrategyInterpreter::resolveParams(const ScriptFile& strategy, cons
   return lua::resolveParams(loaded->script.name, loaded->params, plan_params, deployment_params);
 }
 
+Result<ParamSpecs> StrategyInterpreter::declaredParams(const ScriptFile& strategy) const {
+  TIDE_ASSIGN_OR_RETURN(const Loaded* loaded, find(strategy));
+  return loaded->params;
+}
+
 Result<StrategyResult> StrategyInterpreter::reconcile(const ScriptFile& strategy, Json snapshot) {
   const auto started = std::chrono::steady_clock::now();
   TIDE_ASSIGN_OR_RETURN(const Loaded* loaded, find(strategy));

@@ -61,9 +61,10 @@ class StrategyInterpreter {
   const ScriptSet& scripts() const { return *set_; }
   LuaState& state() { return *state_; }
 
-  // See StrategyEngine::reconcile and StrategyEngine::resolveParams.
+  // See StrategyEngine::reconcile, StrategyEngine::resolveParams and StrategyEngine::declaredParams.
   Result<StrategyResult> reconcile(const ScriptFile& strategy, Json snapshot);
   Result<Json> resolveParams(const ScriptFile& strategy, const Json& plan_params, const Json& deployment_params) const;
+  Result<ParamSpecs> declaredParams(const ScriptFile& strategy) const;
 
   // The cases of `strategy`'s tests table (empty when it has none).
   Result<std::vector<StrategyTestCase>> testCases(const ScriptFile& strategy);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <regex>
 
+#include "host/core/suggest.h"
+
 namespace tide::lua {
 namespace {
 
@@ -143,33 +145,58 @@ std::string checkParam(const ParamSpec& spec, const Json& value) {
   return "";
 }
 
+std::vector<ParamProblem> paramProblems(const std::string& script, const ParamSpecs& specs, const Json& params,
+                                        const std::string& source) {
+  std::vector<ParamProblem> problems;
+  if (params.is_null()) return problems;
+  if (!params.is_object()) {
+    problems.push_back({"", false, "the " + source + "'s params must be an object"});
+    return problems;
+  }
+  std::vector<std::string_view> declared;
+  std::string known;
+  for (const auto& [name, unused] : specs) {
+    declared.push_back(name);
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  for (const auto& [name, value] : params.items()) {
+    if (value.is_null()) continue;
+    auto spec = specs.find(name);
+    if (spec == specs.end()) {
+      std::string message = "unknown " + source + " param '" + name + "'";
+      if (auto nearest = nearestName(name, declared)) message += " (did you mean '" + *nearest + "'?)";
+      message += "; " + script + " knows " + (known.empty() ? "no params" : known);
+      problems.push_back({name, true, std::move(message)});
+    } else if (std::string problem = checkParam(spec->second, value); !problem.empty()) {
+      problems.push_back({name, false, source + " param '" + name + "' " + problem});
+    }
+  }
+  return problems;
+}
+
 Result<Json> resolveParams(const std::string& script, const ParamSpecs& specs, const Json& plan_params,
                            const Json& deployment_params) {
+  std::vector<ErrorDetail> details;
+  for (auto [source, params] : {std::pair{"plan", &plan_params}, std::pair{"deployment", &deployment_params}}) {
+    for (ParamProblem& problem : paramProblems(script, specs, *params, source)) {
+      details.push_back({problem.name.empty() ? "params" : "params." + problem.name, std::move(problem.message), ""});
+    }
+  }
+  if (!details.empty()) {
+    std::string message = script + ": " + details.front().message;
+    if (size_t more = details.size() - 1; more > 0) {
+      message += " (and " + std::to_string(more) + (more == 1 ? " more error)" : " more errors)");
+    }
+    return Status::invalidArgument(std::move(message), std::move(details));
+  }
   Json out = Json::object();
   for (const auto& [name, spec] : specs) {
     if (!spec.default_value.is_null()) out[name] = spec.default_value;
   }
-  for (auto [source, params] : {std::pair{"plan", &plan_params}, std::pair{"deployment", &deployment_params}}) {
-    if (params->is_null()) continue;
-    if (!params->is_object()) {
-      const std::string message = std::string("the ") + source + "'s params must be an object";
-      return Status::invalidArgument(script + ": " + message, {{"params", message, ""}});
-    }
+  for (const Json* params : {&plan_params, &deployment_params}) {
+    if (!params->is_object()) continue;
     for (const auto& [name, value] : params->items()) {
-      if (value.is_null()) continue;
-      auto spec = specs.find(name);
-      if (spec == specs.end()) {
-        std::string known;
-        for (const auto& [known_name, unused] : specs) known += (known.empty() ? "" : ", ") + known_name;
-        const std::string message = std::string("unknown ") + source + " param '" + name + "' (" + script + " knows " +
-                                    (known.empty() ? "no params" : known) + ")";
-        return Status::invalidArgument(script + ": " + message, {{"params." + name, message, ""}});
-      }
-      if (std::string problem = checkParam(spec->second, value); !problem.empty()) {
-        const std::string message = std::string(source) + " param '" + name + "' " + problem;
-        return Status::invalidArgument(script + ": " + message, {{"params." + name, message, ""}});
-      }
-      out[name] = value;
+      if (!value.is_null()) out[name] = value;
     }
   }
   return out;

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,10 +45,23 @@ Result<ParamSpecs> parseParamSpecs(const nlohmann::json& declared);
 // percentage like \"25%\", not \"abc\"".
 std::string checkParam(const ParamSpec& spec, const nlohmann::json& value);
 
-// The defaults overlaid with `plan_params`, then `deployment_params` (objects, or null for
-// none; a null value means "not set"). Errors are kInvalidArgument with a detail whose field
-// is "params.<name>": an unknown name, a value of another type, a source that is not an
-// object. `script` names the strategy in messages.
+// One problem of the params a plan or a deployment gives a strategy.
+struct ParamProblem {
+  std::string name;     // the param as given; "" when the params are not an object
+  bool unknown;         // the name is at fault (no such param), else its value
+  std::string message;  // "unknown plan param 'max_surg' (did you mean 'max_surge'?); rolling knows ..."
+};
+
+// Every problem of `params` (an object, or null for none; a null value means "not set"),
+// given by `source` ("plan" or "deployment"), against `specs`, in the params' order: an
+// unknown name (with the nearest declared one when it is a near miss), a value of another
+// type or out of bounds, params that are not an object. `script` names the strategy.
+std::vector<ParamProblem> paramProblems(const std::string& script, const ParamSpecs& specs,
+                                        const nlohmann::json& params, const std::string& source);
+
+// The defaults overlaid with `plan_params`, then `deployment_params`. Errors are
+// kInvalidArgument naming the first problem (paramProblems), every problem of both in the
+// details, each with field "params.<name>" ("params" when the params are not an object).
 Result<nlohmann::json> resolveParams(const std::string& script, const ParamSpecs& specs,
                                      const nlohmann::json& plan_params, const nlohmann::json& deployment_params);
 

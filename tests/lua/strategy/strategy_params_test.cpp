@@ -36,7 +36,8 @@ TEST_CASE("lua: unknown params and params of another type are refused, naming th
   REQUIRE(!unknown.isOk());
   CHECK(unknown.status().code() == Code::kInvalidArgument);
   CHECK(unknown.status().message() ==
-        "rolling: unknown deployment param 'max_surg' (rolling knows max_surge, pause_seconds)");
+        "rolling: unknown deployment param 'max_surg' (did you mean 'max_surge'?); rolling knows max_surge, "
+        "pause_seconds");
   REQUIRE(unknown.status().details().size() == 1);
   CHECK(unknown.status().details()[0].field == "params.max_surg");
 
@@ -52,6 +53,32 @@ TEST_CASE("lua: unknown params and params of another type are refused, naming th
   auto negative = resolveParams("rolling", *specs, nullptr, Json{{"pause_seconds", -5}});
   CHECK(negative.status().message().find("must be at least 0") != std::string::npos);
   CHECK(!resolveParams("rolling", *specs, Json::array(), nullptr).isOk());
+}
+
+TEST_CASE("lua: every problem of the params is reported, an unknown name with the nearest declared one") {
+  auto specs = parseParamSpecs(Json{{"max_surge", {{"type", "count"}, {"default", 0}}},
+                                    {"max_unavailable", {{"type", "count"}, {"default", 1}}},
+                                    {"progress_deadline_seconds", {{"type", "number"}, {"min", 1}}}});
+  REQUIRE(specs.isOk());
+  const Json params{{"max_surg", 1}, {"progress_deadline_seconds", 0}, {"wholly_else", 2}};
+  std::vector<ParamProblem> problems = paramProblems("rolling", *specs, params, "plan");
+  REQUIRE(problems.size() == 3);
+  CHECK(problems[0].name == "max_surg");
+  CHECK(problems[0].unknown);
+  CHECK(problems[0].message ==
+        "unknown plan param 'max_surg' (did you mean 'max_surge'?); rolling knows max_surge, max_unavailable, "
+        "progress_deadline_seconds");
+  CHECK(problems[1].name == "progress_deadline_seconds");
+  CHECK_FALSE(problems[1].unknown);
+  CHECK(problems[1].message == "plan param 'progress_deadline_seconds' must be at least 1, not 0");
+  CHECK(problems[2].message.starts_with("unknown plan param 'wholly_else'; rolling knows"));  // no near miss
+
+  auto both = resolveParams("rolling", *specs, params, Json{{"max_unavailabel", 1}});
+  REQUIRE(!both.isOk());
+  CHECK(both.status().message().ends_with("(and 3 more errors)"));
+  REQUIRE(both.status().details().size() == 4);
+  CHECK(both.status().details()[3].field == "params.max_unavailabel");
+  CHECK(both.status().details()[3].message.find("did you mean 'max_unavailable'?") != std::string::npos);
 }
 
 TEST_CASE("lua: a bad params declaration is refused") {
