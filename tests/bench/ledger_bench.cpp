@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   {
     ledger::Ledger::Batch batch(*ledger);
     model::Operation op;
-    op.type = "CREATE";
+    op.type = model::OperationType::kCreate;
     op.intent = "d1";
     op.requested_by = "bench";
     for (int i = 0; i < instances; ++i) {
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       for (size_t i = next++; i < operations.size(); i = next++) {
         for (model::OperationState state :
              {model::OperationState::kApproved, model::OperationState::kRunning, model::OperationState::kSucceeded}) {
-          must(ledger->operations().setOperationState(operations[i], state, std::nullopt, "bench"), std::string("to ") + state);
+          must(ledger->operations().setOperationState(operations[i], state, std::nullopt, "bench"), std::string("to ") + model::toString(state));
           ++transitions;
         }
       }

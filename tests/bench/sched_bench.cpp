@@ -62,7 +62,7 @@ std::vector<model::Cluster> clusters() {
   out[0].name = "east";
   out[1].name = "west";
   out[2].name = "retired";
-  out[2].state = "INACTIVE";
+  out[2].state = model::ClusterState::kInactive;
   return out;
 }
 
@@ -78,7 +78,7 @@ std::vector<model::Node> inventory(int count, Random& random) {
     n.update_domain = numbered("ud-", i % kDomains, 2);
     const int roll = random.below(100);
     n.cluster = roll < 3 ? "retired" : (roll % 2 ? "east" : "west");
-    n.state = random.below(100) < 2 ? "CORDONED" : "ALLOCATED";
+    n.state = random.below(100) < 2 ? model::NodeState::kCordoned : model::NodeState::kAllocated;
     const double cores = kCores[random.below(4)];
     n.total = {cores, cores * (random.below(2) ? 4 : 8)};
     n.system_reserved = {2, 8};
@@ -160,7 +160,7 @@ std::vector<std::string> check(const std::vector<model::Node>& nodes, const std:
   std::vector<std::string> problems;
   for (const auto& p : placed) {
     const model::Node* node = by_name.at(p.placement.node);
-    if (node->state != "ALLOCATED" || node->cluster == "retired") {
+    if (node->state != model::NodeState::kAllocated || node->cluster == "retired") {
       problems.push_back(node->name + " is not schedulable");
     }
     reserved[node->name].cores += p.placement.reservation.cores;

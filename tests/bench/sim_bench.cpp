@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   for (const RuntimeRef& ref : refs) {
     auto status = driver.status(ref);
     const SimFate fate = simFate(options, ref.id, 1);
-    if (!status.isOk() || (status->state == "EXITED") != fate.start_fails) ++wrong;
+    if (!status.isOk() || (status->state == model::WorkloadState::kExited) != fate.start_fails) ++wrong;
   }
   report("status (one each)", count, status_watch);
 
@@ -89,9 +89,9 @@ int main(int argc, char** argv) {
       ++wrong;
       continue;
     }
-    failed += answer->state == "EXITED";
+    failed += answer->state == model::WorkloadState::kExited;
     unhealthy += answer->healthy == std::optional<bool>(false);
-    if ((answer->state == "EXITED") != fate.start_fails ||
+    if ((answer->state == model::WorkloadState::kExited) != fate.start_fails ||
         (answer->healthy == std::optional<bool>(false)) != (!fate.start_fails && fate.unhealthy))
       ++wrong;
   }
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   for (const RuntimeRef& ref : refs) (void)driver.stop(ref);
   report("stop", count, stop_watch);
   const auto stopped = driver.statusAll(refs);
-  for (const RuntimeAnswer& answer : *stopped) wrong += answer->state != "STOPPED";
+  for (const RuntimeAnswer& answer : *stopped) wrong += answer->state != model::WorkloadState::kStopped;
 
   std::printf("start failures %zu (%.2f%%), unhealthy %zu (%.2f%%), listed %zu\n", failed, 100.0 * failed / count,
               unhealthy, 100.0 * unhealthy / count, listed);
