@@ -7,35 +7,6 @@
 
 namespace tide::ledger {
 
-#define TIDE_INSTANTIATE_CHANGE_STATE(E)                                                                  \
-  template Status changeState<E>(Tx&, const char*, int64_t, const std::string&, E, E, Generation, \
-                                 const std::string&, Json);
-TIDE_INSTANTIATE_CHANGE_STATE(ClusterState)
-TIDE_INSTANTIATE_CHANGE_STATE(NodeState)
-TIDE_INSTANTIATE_CHANGE_STATE(PlanState)
-TIDE_INSTANTIATE_CHANGE_STATE(DeploymentState)
-TIDE_INSTANTIATE_CHANGE_STATE(MetaState)
-TIDE_INSTANTIATE_CHANGE_STATE(RuntimeState)
-TIDE_INSTANTIATE_CHANGE_STATE(OperationState)
-#undef TIDE_INSTANTIATE_CHANGE_STATE
-
-std::string placeholderList(const std::string& name, std::size_t count) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < count; ++i) out += (i == 0 ? ":" : ", :") + name + std::to_string(i);
-  return out + ")";
-}
-
-const std::vector<model::OperationState>& unfinishedOperationStates() {
-  static const std::vector<model::OperationState> kUnfinished = [] {
-    std::vector<model::OperationState> out;
-    for (model::OperationState state : model::valuesOf<model::OperationState>()) {
-      if (model::isUnfinished(state)) out.push_back(state);
-    }
-    return out;
-  }();
-  return kUnfinished;
-}
-
 // --- Ledger ------------------------------------------------------------------------------------
 
 Ledger::Ledger(std::unique_ptr<LedgerCore> core)

@@ -3,6 +3,7 @@
 
 #include "host/ledger/token_records.h"
 
+#include "host/core/names.h"
 #include "host/ledger/ledger_internal.h"
 
 namespace tide::ledger {

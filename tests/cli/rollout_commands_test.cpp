@@ -18,6 +18,7 @@
 #include "tests/support/eventually.h"
 
 using namespace tide::testing;
+namespace model = tide::model;
 
 namespace {
 
@@ -183,7 +184,7 @@ TEST_CASE("cli: rollback acts on the newest deployment not rolled back already, 
   // Deployments 1 and 2 completed; 3 rolled back on its own (as a failed analysis does), which
   // re-opened 2; the control loop does not run here, so the test completes it again.
   auto complete = [&](const std::string& id) {
-    for (model::DeploymentState state : {model::DeploymentState::kInProgress, model::DeploymentState::kCompleted}) {
+    for (tide::model::DeploymentState state : {tide::model::DeploymentState::kInProgress, tide::model::DeploymentState::kCompleted}) {
       auto moved = fixture.live.ledger->plans().setDeploymentState(kExamplePlan, id, state, std::nullopt, "controller", "");
       REQUIRE_MESSAGE(moved.isOk(), moved.status().toString());
     }
