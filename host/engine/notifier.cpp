@@ -127,6 +127,7 @@ void Notifier::follow(const model::Webhook& webhook, int64_t cursor) {
             return;
           }
           int64_t done = cursor;
+          int64_t written = cursor;  // what the cursor file says now
           for (const model::Event& event : page->items) {
             // Its own events are never posted: a dead receiver would feed itself.
             const bool wanted = !event.kind.starts_with("notification.") &&
@@ -135,9 +136,9 @@ void Notifier::follow(const model::Webhook& webhook, int64_t cursor) {
             if (wanted && !deliver(webhook, event)) break;  // stop() came first: this one is posted next time
             done = event.seq;
             // A delivered event is written at once, so a crash repeats at most the one in flight.
-            if (wanted) writeCursor(webhook, done);
+            if (wanted) writeCursor(webhook, written = done);
           }
-          if (done != cursor) writeCursor(webhook, done);
+          if (done != written) writeCursor(webhook, done);  // events none of the patterns matched
           cursor = done;
         },
         [&](const std::string& what) { reportLoopException(ledger_, "notifier " + webhook.name, what); });
