@@ -31,6 +31,11 @@ HandlerFunction create, list, show, update, remove, scaleToZero, scale, setImage
 }
 namespace deployments {
 HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollback, retry, approve;
+
+// Adds `deployment` on behalf of `principal` as POST /v1/plans/{name}/deployments does: the
+// raw-command rule (command_access.h) and the strategy's params checked, then the ledger.
+Result<model::Deployment> addChecked(ApiContext& context, const Principal& principal,
+                                     const model::Deployment& deployment);
 }
 namespace instances {
 HandlerFunction list, get, operate, logs;

@@ -65,11 +65,16 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
         kBodySource + ":" + std::to_string(plan_entry->second.line) + ":" + std::to_string(plan_entry->second.column);
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
-  TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, deployment));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment created, addChecked(context, request.principal, deployment));
+  return recordReply(created, 201);
+}
+
+Result<model::Deployment> addChecked(ApiContext& context, const Principal& principal,
+                                     const model::Deployment& deployment) {
+  TIDE_RETURN_IF_ERROR(checkCommandAccess(context, principal, deployment));
   TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.plans().getPlan(deployment.plan));
   TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, deployment));
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.plans().addDeployment(deployment, request.principal.name));
-  return recordReply(created, 201);
+  return context.ledger.plans().addDeployment(deployment, principal.name);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "host/api/command_access.h"
 #include "host/api/handler.h"
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
@@ -81,10 +80,7 @@ model::Deployment nextOf(const model::Deployment& current, std::string id) {
 // was made from.
 Result<ApiResponse> add(ApiContext& context, const ApiRequest& request, const model::Deployment& from,
                         const model::Deployment& next) {
-  TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, next));
-  TIDE_ASSIGN_OR_RETURN(model::Plan owner, context.ledger.plans().getPlan(next.plan));
-  TIDE_RETURN_IF_ERROR(checkDeploymentStrategy(context, owner, next));
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created, context.ledger.plans().addDeployment(next, request.principal.name));
+  TIDE_ASSIGN_OR_RETURN(model::Deployment created, deployments::addChecked(context, request.principal, next));
   return recordReply(created, {}, 201, Json{{"from_deployment", from.deployment_id}});
 }
 
