@@ -69,7 +69,7 @@ Authenticator::Authenticator(ledger::Ledger& ledger, bool enabled,
                              const std::vector<config::TokenConfig>& config_tokens, const Clock& clock)
     : ledger_(ledger), enabled_(enabled), clock_(clock), live_tokens_(ledger, {"tokens"}, kKeptTokens) {
   for (const config::TokenConfig& token : config_tokens) {
-    config_tokens_.push_back({sha256Hex(token.token), token.name, token.role});
+    config_tokens_.push_back({sha256Hex(token.token), token.name, token.role, token.namespaces});
   }
 }
 
@@ -86,6 +86,10 @@ Status Authenticator::checkConfig() const {
                             "' is not one of viewer, operator, approver, admin (agent tokens are bound to a node: "
                             "tide token create --role agent --node)";
       return Status::invalidArgument(field + " (" + token.name + "): " + message, {{field + ".role", message, ""}});
+    }
+    if (std::string problem = model::tokenScopeProblem(token.role, token.namespaces); !problem.empty()) {
+      return Status::invalidArgument(field + " (" + token.name + "): " + problem,
+                                     {{field + ".namespaces", problem, ""}});
     }
   }
   return Status::ok();
@@ -116,13 +120,13 @@ Status Authenticator::bootstrap(const std::string& data_dir) {
 
 Result<IssuedToken> Authenticator::issue(const std::string& name, const std::string& role,
                                          const std::string& expires_at, const std::string& actor,
-                                         const std::string& node) {
+                                         const std::string& node, const std::vector<std::string>& namespaces) {
   if (configToken(name) != nullptr) {
     return Status::alreadyExists("a token named '" + name + "' is configured in auth.tokens");
   }
   TIDE_ASSIGN_OR_RETURN(std::string secret, randomHex(32));
-  TIDE_ASSIGN_OR_RETURN(model::ApiToken record,
-                        ledger_.tokens().createToken(name, sha256Hex(secret), role, actor, expires_at, node));
+  TIDE_ASSIGN_OR_RETURN(model::ApiToken record, ledger_.tokens().createToken(name, sha256Hex(secret), role, actor,
+                                                                             expires_at, node, namespaces));
   return IssuedToken{std::move(record), std::move(secret)};
 }
 
@@ -138,7 +142,7 @@ Result<model::ApiToken> Authenticator::revoke(const std::string& name, const std
 
 std::vector<Authenticator::ConfigTokenInfo> Authenticator::configTokens() const {
   std::vector<ConfigTokenInfo> out;
-  for (const ConfigToken& token : config_tokens_) out.push_back({token.name, token.role});
+  for (const ConfigToken& token : config_tokens_) out.push_back({token.name, token.role, token.namespaces});
   return out;
 }
 
@@ -150,7 +154,7 @@ const Authenticator::ConfigToken* Authenticator::configToken(const std::string& 
 }
 
 Result<Principal> Authenticator::authenticate(std::string_view authorization) const {
-  if (!enabled_) return Principal{"anonymous", Role::kAdmin, ""};
+  if (!enabled_) return Principal{"anonymous", Role::kAdmin, "", {}};
   static constexpr std::string_view kScheme = "Bearer ";
   if (authorization.empty()) return Status::unauthenticated("missing 'Authorization: Bearer <token>' header");
   if (authorization.size() <= kScheme.size() ||
@@ -164,7 +168,9 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
 
   std::string digest = sha256Hex(token);
   for (const ConfigToken& config : config_tokens_) {
-    if (config.sha256 == digest) return Principal{config.name, parseRole(config.role).value_or(Role::kPublic), ""};
+    if (config.sha256 == digest) {
+      return Principal{config.name, parseRole(config.role).value_or(Role::kPublic), "", config.namespaces};
+    }
   }
   Result<model::ApiToken> found = live_tokens_.get(digest, [&] { return ledger_.tokens().findToken(digest); });
   // A kept token may have expired since; the ledger says so in its words. Timestamps share
@@ -179,7 +185,7 @@ Result<Principal> Authenticator::authenticate(std::string_view authorization) co
   }
   std::optional<Role> role = parseRole(found->role);
   if (!role) return Status::internal("token '" + found->name + "' has unknown role '" + found->role + "'");
-  return Principal{found->name, *role, found->node};
+  return Principal{found->name, *role, found->node, found->namespaces};
 }
 
 Status authorize(const Principal& principal, Role required, const std::string& node) {

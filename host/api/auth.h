@@ -57,8 +57,10 @@ class Authenticator {
   // A new random token named `name` in the ledger (`expires_at` "" for never). A name a
   // config token holds is kAlreadyExists, like the name of a live ledger token.
   // `node`: the node an agent token serves (required for role agent, refused for others).
+  // `namespaces`: the namespaces the role acts in (ApiToken::namespaces; empty: every one).
   Result<IssuedToken> issue(const std::string& name, const std::string& role, const std::string& expires_at,
-                            const std::string& actor, const std::string& node = "");
+                            const std::string& actor, const std::string& node = "",
+                            const std::vector<std::string>& namespaces = {});
   // Revokes the live ledger token `name`. A config token cannot be revoked here
   // (kInvalidArgument: edit auth.tokens), and the last admin token is kept (kConflict)
   // unless a config token holds the admin role.
@@ -67,6 +69,7 @@ class Authenticator {
   struct ConfigTokenInfo {
     std::string name;
     std::string role;
+    std::vector<std::string> namespaces;
   };
   // The configured tokens, without their secrets, in config order.
   std::vector<ConfigTokenInfo> configTokens() const;
@@ -76,6 +79,7 @@ class Authenticator {
     std::string sha256;
     std::string name;
     std::string role;
+    std::vector<std::string> namespaces;
   };
   const ConfigToken* configToken(const std::string& name) const;
 

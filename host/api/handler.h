@@ -63,6 +63,8 @@ struct Principal {
   std::string name;
   Role role = Role::kPublic;
   std::string node;  // for kAgent: the node its token is bound to
+  // The namespaces `role` acts in (ApiToken::namespaces); empty: every namespace.
+  std::vector<std::string> namespaces;
 };
 
 struct ApiRequest {

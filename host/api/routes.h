@@ -12,11 +12,22 @@
 
 namespace tide::api {
 
+// Where a route that changes things acts, for namespace-scoped tokens (namespace_scope.h).
+// Routes a viewer may call read, and reads are not scoped.
+enum class Scope {
+  kFleet,      // the whole fleet (nodes, clusters, tokens, scripts, control): needs an unscoped token
+  kPlan,       // the plan {name} names
+  kInstance,   // the plan of the meta instance {name} names
+  kOperation,  // the plan of the operation {id} names
+  kBody,       // the plans the body names: the handler calls authorizeNamespace for each
+};
+
 struct Route {
   std::string_view method;   // GET | POST | DELETE
   std::string_view pattern;  // "/v1/nodes/{name}/cordon": literal and {param} segments
   Role role;                 // least role allowed; kPublic needs no token
   Handler handler;
+  Scope scope = Scope::kFleet;  // where it acts, when `role` is above viewer
 };
 
 const std::vector<Route>& routeTable();

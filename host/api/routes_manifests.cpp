@@ -10,6 +10,7 @@
 
 #include "host/api/command_access.h"
 #include "host/api/handlers.h"
+#include "host/api/namespace_scope.h"
 #include "host/api/request_inputs.h"
 #include "host/config/field_reader.h"
 #include "host/config/manifest.h"
@@ -157,6 +158,7 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
     for (const auto& deployment : manifest.deployments) TIDE_RETURN_IF_ERROR(checks.checkDeployment(deployment));
   }
   if (!reading.problems.empty()) return config::problemsStatus(std::move(reading.problems));
+  TIDE_RETURN_IF_ERROR(authorizeManifest(context.ledger, request.principal, manifest));
   // Who may run raw commands: as POST /v1/plans and deployments check them.
   for (const auto& plan : manifest.plans) {
     TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan.value).withPrefix(plan.location));

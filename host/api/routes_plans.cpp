@@ -2,6 +2,7 @@
 
 #include "host/api/command_access.h"
 #include "host/api/handlers.h"
+#include "host/api/namespace_scope.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
 #include "host/config/manifest.h"
@@ -15,6 +16,7 @@ namespace {
 Result<model::Plan> readPlan(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, config::parsePlan(text, kBodySource));
+  TIDE_RETURN_IF_ERROR(authorizeNamespace(request.principal, plan.ns, "plan '" + plan.name + "'"));
   TIDE_RETURN_IF_ERROR(checkCommandAccess(context, request.principal, plan));
   TIDE_RETURN_IF_ERROR(checkTrafficServed(context, plan));
   TIDE_RETURN_IF_ERROR(checkStrategyParams(context, plan.strategy.script, plan.strategy.params, Json::object()));

@@ -27,6 +27,26 @@ Result<int64_t> lifetimeSeconds(const std::string& text) {
   return lifetime->count();
 }
 
+// "namespaces": an array of strings, or absent for every namespace.
+Result<std::vector<std::string>> readNamespaces(const Json& body) {
+  std::vector<std::string> out;
+  const auto found = body.find("namespaces");
+  if (found == body.end()) return out;
+  if (!found->is_array()) {
+    return Status::invalidArgument("namespaces must be an array of namespace names",
+                                   {{"namespaces", "must be an array of strings", found->dump()}});
+  }
+  for (size_t i = 0; i < found->size(); ++i) {
+    const Json& item = (*found)[i];
+    const std::string field = "namespaces[" + std::to_string(i) + "]";
+    if (!item.is_string()) {
+      return Status::invalidArgument(field + " must be a string", {{field, "must be a string", item.dump()}});
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 // A token as the API shows it, never with its digest. `source`: "ledger" or "config".
 Json tokenJson(const model::ApiToken& token, const std::string& now, const std::string& source = "ledger") {
   model::TokenState state = model::TokenState::kActive;
@@ -44,18 +64,21 @@ Json tokenJson(const model::ApiToken& token, const std::string& now, const std::
               {"expires_at", token.expires_at},
               {"revoked_at", token.revoked_at},
               {"revoked_by", token.revoked_by},
-              {"node", token.node}};
+              {"node", token.node},
+              {"namespaces", token.namespaces}};
 }
 
 }  // namespace
 
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
-  TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"name", "role", "expires_in", "node"}));
+  TIDE_ASSIGN_OR_RETURN(Json body,
+                        readOptionalJsonObject(request, {"name", "role", "expires_in", "node", "namespaces"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> name, readStringField(body, "name"));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> role, readStringField(body, "role"));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> expires_in, readStringField(body, "expires_in"));
   TIDE_ASSIGN_OR_RETURN(std::optional<std::string> node, readStringField(body, "node"));
+  TIDE_ASSIGN_OR_RETURN(std::vector<std::string> namespaces, readNamespaces(body));
   if (!name) return Status::invalidArgument("a token needs a name", {{"name", "is required", ""}});
   if (!role) return Status::invalidArgument("a token needs a role", {{"role", "is required", ""}});
   std::string expires_at;
@@ -63,7 +86,8 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
     TIDE_ASSIGN_OR_RETURN(int64_t seconds, lifetimeSeconds(*expires_in));
     expires_at = formatTimestamp(context.clock.now() + std::chrono::seconds(seconds));
   }
-  TIDE_ASSIGN_OR_RETURN(IssuedToken issued, context.auth->issue(*name, *role, expires_at, request.principal.name, node.value_or("")));
+  TIDE_ASSIGN_OR_RETURN(IssuedToken issued, context.auth->issue(*name, *role, expires_at, request.principal.name,
+                                                                node.value_or(""), namespaces));
   Json reply = tokenJson(issued.record, formatTimestamp(context.clock.now()));
   reply["token"] = issued.secret;
   return jsonReply(reply, 201);
@@ -81,6 +105,7 @@ Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {
       model::ApiToken from_config;
       from_config.name = token.name;
       from_config.role = token.role;
+      from_config.namespaces = token.namespaces;
       items.push_back(tokenJson(from_config, now, "config"));
     }
   }

@@ -11,6 +11,7 @@ Result<ApiResponse> show(ApiContext& context, const ApiRequest& request) {
   TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
   return jsonReply(Json{{"name", request.principal.name},
                         {"role", roleName(request.principal.role)},
+                        {"namespaces", request.principal.namespaces},
                         {"last_event_seq", context.ledger.audit().lastEventSeq()}});
 }
 

@@ -21,6 +21,7 @@
 #include "host/api/errors.h"
 #include "host/api/handler.h"
 #include "host/api/metrics.h"
+#include "host/api/namespace_scope.h"
 #include "host/api/read_cache.h"
 #include "host/api/request_inputs.h"
 #include "host/api/routes.h"
@@ -344,6 +345,7 @@ Result<ApiResponse> ApiServer::Impl::dispatch(const httplib::Request& http_reque
     TIDE_ASSIGN_OR_RETURN(request.principal, auth_.authenticate(http_request.get_header_value("Authorization")));
     t_trace.actor = request.principal.name;
     TIDE_RETURN_IF_ERROR(authorize(request.principal, route.role, request.param("node")));
+    if (route.role != Role::kViewer) TIDE_RETURN_IF_ERROR(authorizeScope(context_.ledger, route, request));
   }
   for (const auto& [name, value] : http_request.params) {
     if (!request.query.emplace(name, value).second) {

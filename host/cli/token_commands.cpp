@@ -15,6 +15,7 @@ struct CreateFlags {
   std::string role;
   std::string expires;
   std::string node;
+  std::vector<std::string> namespaces;
 };
 
 std::string orNever(const Json& token, const char* key, const char* none) {
@@ -22,20 +23,30 @@ std::string orNever(const Json& token, const char* key, const char* none) {
   return value.empty() ? none : value;
 }
 
+// "prod, staging", or "*" for a token that acts in every namespace.
+std::string namespacesText(const Json& token) {
+  std::string out;
+  for (const Json& ns : token.value("namespaces", Json::array()))
+    out += (out.empty() ? "" : ", ") + ns.get<std::string>();
+  return out.empty() ? "*" : out;
+}
+
 void printTokenTable(std::ostream& out, const Json& items) {
-  Table table({"Name", "Role", "Node", "Source", "State", "Created At", "Created By", "Expires At", "Revoked At",
-               "Revoked By"});
+  Table table({"Name", "Role", "Namespaces", "Node", "Source", "State", "Created At", "Created By", "Expires At",
+               "Revoked At", "Revoked By"});
   for (const Json& t : items) {
-    table.addRow({t.value("name", ""), t.value("role", ""), t.value("node", ""), t.value("source", ""),
-                  t.value("state", ""), t.value("created_at", ""), t.value("created_by", ""),
+    table.addRow({t.value("name", ""), t.value("role", ""), namespacesText(t), t.value("node", ""),
+                  t.value("source", ""), t.value("state", ""), t.value("created_at", ""), t.value("created_by", ""),
                   orNever(t, "expires_at", "never"), t.value("revoked_at", ""), t.value("revoked_by", "")});
   }
   table.print(out);  // with its "Total: N" line
 }
 
 void printIssued(std::ostream& out, const Json& token) {
-  out << "Token " << token.value("name", "") << " (" << token.value("role", "") << ", expires "
-      << orNever(token, "expires_at", "never") << "):\n"
+  const std::string scope = namespacesText(token);
+  out << "Token " << token.value("name", "") << " (" << token.value("role", "")
+      << (scope == "*" ? "" : " in namespaces " + scope) << ", expires " << orNever(token, "expires_at", "never")
+      << "):\n"
       << token.value("token", "") << "\n"
       << "Store it now: tide keeps only its digest and cannot show it again.\n";
 }
@@ -54,6 +65,7 @@ void addTokenCommands(CLI::App& app, Verbs& verbs) {
     Json body = {{"name", flags->name.empty() ? flags->positional_name : flags->name}, {"role", flags->role}};
     if (!flags->expires.empty()) body["expires_in"] = flags->expires;
     if (!flags->node.empty()) body["node"] = flags->node;
+    if (!flags->namespaces.empty()) body["namespaces"] = flags->namespaces;
     TIDE_ASSIGN_OR_RETURN(Json reply, session.client.post("/v1/tokens", body));
     session.print(reply, printIssued);
     return Status::ok();
@@ -62,6 +74,8 @@ void addTokenCommands(CLI::App& app, Verbs& verbs) {
   create->add_option("--name", flags->name, "the token's name (instead of NAME)");
   create->add_option("--role", flags->role, "viewer, operator, approver, admin, or agent (with --node)")->required();
   create->add_option("--node", flags->node, "for role agent: the node whose agent uses the token");
+  create->add_option("--namespace", flags->namespaces,
+                     "act only in this namespace (repeat for more); reads stay fleet-wide (default: every namespace)");
   create->add_option("--expires", flags->expires, "lifetime such as 90m, 12h or 30d (default: never)");
 
   addListVerb(*token, verbs, "tokens", printTokenTable);

@@ -4,6 +4,7 @@
 
 #include "host/config/field_reader.h"
 #include "host/config/yaml_tree.h"
+#include "host/model/records.h"
 
 namespace tide::config {
 namespace {
@@ -74,7 +75,8 @@ const KeyTable kAuthKeys = {
     {"approver_must_differ", {"approver_must_differ"}},
 };
 
-const KeyTable kTokenKeys = {{"name", {"name"}}, {"token", {"token"}}, {"role", {"role"}}};
+const KeyTable kTokenKeys = {
+    {"name", {"name"}}, {"token", {"token"}}, {"role", {"role"}}, {"namespaces", {"namespaces"}}};
 
 const KeyTable kProcessKeys = {
     {"port_range_start", {"port_range_start"}},
@@ -182,6 +184,12 @@ void readAuth(const YamlNode& node, const std::string& path, HostConfig::Auth& o
       if (!kRoles.contains(*v)) {
         problems.add(*t.get("role"), t.field("role"),
                      "unknown role \"" + *v + "\"; expected viewer, operator, approver or admin");
+      }
+    }
+    if (auto v = t.stringList("namespaces", Need::kOptional)) {
+      token.namespaces = *v;
+      if (std::string problem = model::tokenScopeProblem(token.role, *v); !problem.empty()) {
+        problems.add(*t.get("namespaces"), t.field("namespaces"), problem);
       }
     }
     out.tokens.push_back(std::move(token));

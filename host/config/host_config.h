@@ -20,6 +20,7 @@ struct TokenConfig {
   std::string name;
   std::string token;
   std::string role;  // viewer | operator | approver | admin
+  std::vector<std::string> namespaces;  // ApiToken::namespaces; empty: every namespace
 };
 
 // The images the process driver knows how to run: glob pattern → argv template, tried in

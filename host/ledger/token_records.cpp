@@ -13,11 +13,28 @@ namespace tide::ledger {
 namespace {
 
 const char* kTokenSelect =
-    "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by, node, created_by FROM tokens";
+    "SELECT id, name, role, created_at, expires_at, revoked_at, revoked_by, node, created_by, namespaces FROM tokens";
+
+// ApiToken::namespaces as the namespaces column holds them: comma-separated, NULL for none.
+std::string joinNamespaces(const std::vector<std::string>& namespaces) {
+  std::string out;
+  for (const std::string& ns : namespaces) out += (out.empty() ? "" : ",") + ns;
+  return out;
+}
+
+std::vector<std::string> splitNamespaces(const std::string& column) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < column.size();) {
+    size_t comma = std::min(column.find(',', start), column.size());
+    out.push_back(column.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
 
 ApiToken tokenFromRow(const soci::row& r) {
   return ApiToken{rowInt(r, 0),    rowString(r, 1), rowString(r, 2), rowString(r, 3), rowString(r, 4),
-                  rowString(r, 5), rowString(r, 6), rowString(r, 7), rowString(r, 8)};
+                  rowString(r, 5), rowString(r, 6), rowString(r, 7), rowString(r, 8), splitNamespaces(rowString(r, 9))};
 }
 
 }  // namespace
@@ -47,7 +64,8 @@ std::vector<std::string> mintersOf(Db& db, const std::string& name) {
 
 Result<ApiToken> TokenRecords::createToken(const std::string& name, const std::string& token_sha256,
                                            const std::string& role, const std::string& actor,
-                                           const std::string& expires_at, const std::string& node) {
+                                           const std::string& expires_at, const std::string& node,
+                                           const std::vector<std::string>& namespaces) {
   static const std::vector<std::string> kRoles = {"viewer", "operator", "approver", "admin", "agent"};
   if (std::string problem = nameProblem(name); !problem.empty()) {
     return Status::invalidArgument("token name '" + name + "': " + problem, {{"name", problem, ""}});
@@ -64,6 +82,9 @@ Result<ApiToken> TokenRecords::createToken(const std::string& name, const std::s
     return Status::invalidArgument("only agent tokens are bound to a node; '" + role + "' tokens are not",
                                    {{"node", "only for role agent", node}});
   }
+  if (std::string problem = model::tokenScopeProblem(role, namespaces); !problem.empty()) {
+    return Status::invalidArgument(problem, {{"namespaces", problem, joinNamespaces(namespaces)}});
+  }
   return write("create token", actor, [&](Tx& tx) -> Result<ApiToken> {
     if (!node.empty()) {
       long long nodes = 0;
@@ -78,16 +99,19 @@ Result<ApiToken> TokenRecords::createToken(const std::string& name, const std::s
     long long id = 0;
     soci::indicator expiry = expires_at.empty() ? soci::i_null : soci::i_ok;
     soci::indicator bound = node.empty() ? soci::i_null : soci::i_ok;
+    const std::string scope = joinNamespaces(namespaces);
+    soci::indicator scoped = scope.empty() ? soci::i_null : soci::i_ok;
     tx.db().run(
-        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at, node, created_by) "
-        "VALUES (:n, :s, :r, :c, :e, :nd, :by) RETURNING id",
+        "INSERT INTO tokens (name, token_sha256, role, created_at, expires_at, node, created_by, namespaces) "
+        "VALUES (:n, :s, :r, :c, :e, :nd, :by, :ns) RETURNING id",
         soci::use(name), soci::use(token_sha256), soci::use(role), soci::use(tx.now()), soci::use(expires_at, expiry),
-        soci::use(node, bound), soci::use(actor), soci::into(id));
+        soci::use(node, bound), soci::use(actor), soci::use(scope, scoped), soci::into(id));
     Json data{{"role", role}};
     if (!expires_at.empty()) data["expires_at"] = expires_at;
     if (!node.empty()) data["node"] = node;
+    if (!namespaces.empty()) data["namespaces"] = namespaces;
     tx.event("token.created", "token/" + name, data);
-    return ApiToken{id, name, role, tx.now(), expires_at, "", "", node, actor};
+    return ApiToken{id, name, role, tx.now(), expires_at, "", "", node, actor, namespaces};
   });
 }
 

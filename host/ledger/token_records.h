@@ -25,11 +25,12 @@ class TokenRecords : public Repository {
   // Only the token's sha256 is stored. Roles: viewer < operator < approver < admin, and
   // agent beside them, bound to `node` (docs/agents.md#tokens).
   // `expires_at` is a timestamp (formatTimestamp) or "" for never. kInvalidArgument for a bad
-  // name or role, a missing node for role agent or a node for another role; kNotFound for an
-  // unknown node; kAlreadyExists when a live token has the name.
+  // name or role, a missing node for role agent or a node for another role, namespaces
+  // model::tokenScopeProblem refuses; kNotFound for an unknown node; kAlreadyExists when a
+  // live token has the name. `namespaces` empty: the role acts in every namespace.
   Result<ApiToken> createToken(const std::string& name, const std::string& token_sha256, const std::string& role,
                                const std::string& actor, const std::string& expires_at = "",
-                               const std::string& node = "");
+                               const std::string& node = "", const std::vector<std::string>& namespaces = {});
   // The live token with this digest; kNotFound for an unknown, revoked or expired one (the
   // message says which of the last two).
   Result<ApiToken> findToken(const std::string& token_sha256);

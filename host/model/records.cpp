@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "host/core/names.h"
+
 namespace tide::model {
 
 EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployment) {
@@ -40,6 +42,20 @@ std::vector<ErrorDetail> payloadCoordinateProblems(const Plan& plan, const Deplo
     }
   }
   return problems;
+}
+
+std::string tokenScopeProblem(const std::string& role, const std::vector<std::string>& namespaces) {
+  if (namespaces.empty()) return "";
+  if (role != "operator" && role != "approver" && role != "admin") {
+    return "only operator, approver and admin tokens are scoped to namespaces; a " + role +
+           (role == "agent" ? " token serves one node" : " token reads every namespace");
+  }
+  std::set<std::string> seen;
+  for (const std::string& ns : namespaces) {
+    if (std::string problem = nameProblem(ns); !problem.empty()) return "namespace '" + ns + "': " + problem;
+    if (!seen.insert(ns).second) return "namespace '" + ns + "' is given twice";
+  }
+  return "";
 }
 
 bool isPersistentSignal(const std::string& key) {

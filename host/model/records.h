@@ -298,6 +298,9 @@ struct ApiToken {
   std::string revoked_by;
   std::string node;  // the node an agent token serves; "" for the other roles
   std::string created_by;  // the actor that minted it ("system" for the bootstrap token)
+  // The namespaces the role acts in (docs/architecture.md#namespace-scoped-tokens): its
+  // writes and approvals reach only plans of these namespaces. Empty: every namespace.
+  std::vector<std::string> namespaces;
 };
 
 // What a deployment runs: the script its own strategy override names, else its plan's, else
@@ -315,6 +318,12 @@ EffectiveStrategy effectiveStrategy(const Plan* plan, const Deployment& deployme
 // "payload_coordinates[i].payload_name"), and an application left without coordinates
 // (field "payload_coordinates"). Empty when each application has them.
 std::vector<ErrorDetail> payloadCoordinateProblems(const Plan& plan, const Deployment& deployment);
+
+// What is wrong with scoping a token of `role` to `namespaces` (ApiToken::namespaces), or ""
+// when nothing is: each a valid name (nameProblem), given once, and only for the roles that
+// change things (operator, approver, admin). A viewer reads every namespace and an agent
+// serves one node, so neither is scoped.
+std::string tokenScopeProblem(const std::string& role, const std::vector<std::string>& namespaces);
 
 // Whether a deployment's signal stays until its rollout ends (a hold, a restore, a hook's
 // hold, the approvals of the whole rollout) rather than being used up once its strategy saw it

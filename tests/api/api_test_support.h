@@ -27,19 +27,27 @@ inline const std::string kViewerToken = "viewer-secret";
 inline const std::string kOperatorToken = "operator-secret";
 inline const std::string kApproverToken = "approver-secret";
 inline const std::string kAdminToken = "admin-secret";
+// Namespace-scoped (docs/architecture.md#namespace-scoped-tokens): an approver of namespace
+// prod, and an operator of namespace staging.
+inline const std::string kProdApproverToken = "prod-approver-secret";
+inline const std::string kStagingOperatorToken = "staging-operator-secret";
 // The names those tokens act under (auth.tokens names), as events and approved_by show them.
 inline const std::string kViewerName = "vera";
 inline const std::string kOperatorName = "otto";
 inline const std::string kApproverName = "alice";
 inline const std::string kAdminName = "root";
+inline const std::string kProdApproverName = "pat";
+inline const std::string kStagingOperatorName = "sam";
 
 inline api::ServerOptions testServerOptions() {
   api::ServerOptions options;
   options.port = 0;
-  options.config_tokens = {{"vera", kViewerToken, "viewer"},
-                           {"otto", kOperatorToken, "operator"},
-                           {"alice", kApproverToken, "approver"},
-                           {"root", kAdminToken, "admin"}};
+  options.config_tokens = {{"vera", kViewerToken, "viewer", {}},
+                           {"otto", kOperatorToken, "operator", {}},
+                           {"alice", kApproverToken, "approver", {}},
+                           {"root", kAdminToken, "admin", {}},
+                           {"pat", kProdApproverToken, "approver", {"prod"}},
+                           {"sam", kStagingOperatorToken, "operator", {"staging"}}};
   return options;
 }
 

@@ -154,7 +154,7 @@ TEST_CASE("api: start refuses bad token configuration") {
   REQUIRE(opened.isOk());
   api::ServerOptions options;
   options.port = 0;
-  options.config_tokens = {{"t", "a-long-enough-secret", "superuser"}};
+  options.config_tokens = {{"t", "a-long-enough-secret", "superuser", {}}};
   api::ApiServer bad_role(options, **opened, clock);
   CHECK(bad_role.start().code() == Code::kInvalidArgument);
 

@@ -52,7 +52,7 @@ TEST_CASE("tokens: an admin creates a token, it works under its name and its sec
   Reply list = h.get("/v1/tokens");
   REQUIRE(list.status == 200);
   CHECK(list.body.find(secret) == std::string::npos);
-  CHECK(list.json()["items"].size() == 5);  // the four config tokens and ci-bot
+  CHECK(list.json()["items"].size() == 7);  // the six config tokens and ci-bot
   CHECK(listed(h, "ci-bot")["source"] == "ledger");
   CHECK(listed(h, kApproverName)["source"] == "config");
   CHECK(listed(h, kApproverName)["role"] == "approver");
@@ -183,10 +183,10 @@ TEST_CASE("tokens: the list pages through the ledger's tokens, the config file's
   const Json page = first.json();
   std::vector<std::string> names;
   for (const Json& item : page["items"]) names.push_back(item["name"]);
-  REQUIRE(names.size() == 6);  // the four config tokens, then two of the ledger's
-  CHECK(page["items"][3]["source"] == "config");
-  CHECK(names[4] == "bot-1");
-  CHECK(names[5] == "bot-2");
+  REQUIRE(names.size() == 8);  // the six config tokens, then two of the ledger's
+  CHECK(page["items"][5]["source"] == "config");
+  CHECK(names[6] == "bot-1");
+  CHECK(names[7] == "bot-2");
   REQUIRE(page.contains("next_after"));
 
   Reply second = h.get("/v1/tokens?limit=2&after=" + std::to_string(page["next_after"].get<int64_t>()));

@@ -111,3 +111,29 @@ nodes:
   CliRun twice = live.run({"token", "create", "x", "--name", "y", "--role", "viewer"});
   CHECK(twice.code != 0);
 }
+
+TEST_CASE("cli: token create --namespace scopes the token, list shows its namespaces") {
+  LiveServer live;
+  CliRun created = live.run(
+      {"token", "create", "prod-approver", "--role", "approver", "--namespace", "prod", "--namespace", "prod-eu"});
+  REQUIRE_MESSAGE(created.code == 0, created.err);
+  CHECK(contains(created.out, "Token prod-approver (approver in namespaces prod, prod-eu, expires never)"));
+  const std::string secret = secretOf(created.out);
+
+  CliRun table = live.run({"token", "list"});
+  REQUIRE(table.code == 0);
+  CHECK(contains(table.out, "Namespaces"));
+  CHECK(contains(table.out, "prod, prod-eu"));
+  CliRun json = live.run({"token", "list", "-o", "json"});
+  REQUIRE(json.code == 0);
+  CHECK(nlohmann::json::parse(json.out)["items"][1]["namespaces"] == nlohmann::json{"prod", "prod-eu"});
+
+  // Fleet-wide changes need a token without namespaces; the refusal says why.
+  CliRun cordon = runCli({"node", "cordon", "n1", "--server", live.url, "--token", secret});
+  CHECK(cordon.code == 1);
+  CHECK(contains(cordon.err, "acts only in namespaces prod, prod-eu"));
+
+  CliRun viewer = live.run({"token", "create", "v", "--role", "viewer", "--namespace", "prod"});
+  CHECK(viewer.code == 1);
+  CHECK(contains(viewer.err, "a viewer token reads every namespace"));
+}

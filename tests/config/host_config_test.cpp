@@ -130,7 +130,7 @@ auth:
   approver_must_differ: false
   tokens:
     - {name: alice, token: "0123456789abcdef-alice", role: approver}
-    - {name: ci, token: "0123456789abcdef-ci", role: operator}
+    - {name: ci, token: "0123456789abcdef-ci", role: operator, namespaces: [staging, dev]}
 process:
   port_range_start: 40000
   port_range_end: 40100
@@ -175,6 +175,8 @@ default_verdict: deny
   CHECK(c.auth.tokens[0].token == "0123456789abcdef-alice");
   CHECK(c.auth.tokens[0].role == "approver");
   CHECK(c.auth.tokens[1].role == "operator");
+  CHECK(c.auth.tokens[0].namespaces.empty());
+  CHECK(c.auth.tokens[1].namespaces == std::vector<std::string>{"staging", "dev"});
   CHECK(c.process.port_range_start == 40000);
   CHECK(c.process.port_range_end == 40100);
   CHECK(c.process.volume_root == "/data/volumes");
@@ -264,6 +266,24 @@ default_verdict: approve
   CHECK(at("default_verdict").message == "unknown verdict \"approve\"; expected manual or deny");
   CHECK(details.size() == 16);
   for (const auto& d : details) CHECK_FALSE(contains(d.message, "0123456789abcdef"));  // secrets stay out
+}
+
+TEST_CASE("host config error: a token's namespaces are names, given once, for a role that changes things") {
+  auto details = configErrors(R"(auth:
+  tokens:
+    - {name: a, token: "0123456789abcdef-a", role: viewer, namespaces: [prod]}
+    - {name: b, token: "0123456789abcdef-b", role: approver, namespaces: [prod, prod]}
+    - {name: c, token: "0123456789abcdef-c", role: operator, namespaces: [Prod]}
+    - {name: d, token: "0123456789abcdef-d", role: operator, namespaces: prod}
+)");
+  auto at = [&](const std::string& field) { return configDetailAt(details, field); };
+  CHECK(at("auth.tokens[0].namespaces").message ==
+        "only operator, approver and admin tokens are scoped to namespaces; a viewer token reads every namespace");
+  CHECK(at("auth.tokens[0].namespaces").location == "tide.yaml:3:72");
+  CHECK(at("auth.tokens[1].namespaces").message == "namespace 'prod' is given twice");
+  CHECK(contains(at("auth.tokens[2].namespaces").message, "namespace 'Prod': "));
+  CHECK(contains(at("auth.tokens[3].namespaces").message, "expected a list"));
+  CHECK(details.size() == 4);
 }
 
 TEST_CASE("host config error: the process isolation keys name what is wrong") {

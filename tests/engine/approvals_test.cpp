@@ -64,8 +64,8 @@ const std::string kRequesterToken = "requester-secret";
 
 api::ServerOptions approverOptions() {
   api::ServerOptions options = testing::testServerOptions();
-  options.config_tokens.push_back({"bob", kBobToken, "approver"});
-  options.config_tokens.push_back({"test", kRequesterToken, "approver"});
+  options.config_tokens.push_back({"bob", kBobToken, "approver", {}});
+  options.config_tokens.push_back({"test", kRequesterToken, "approver", {}});
   options.approver_must_differ = false;
   return options;
 }

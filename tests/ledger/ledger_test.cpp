@@ -29,7 +29,7 @@ std::filesystem::path tempDir(const std::string& name) {
 
 TEST_CASE("ledger: migrations are applied once and recorded") {
   LedgerFixture f;
-  CHECK(f.ledger->schemaVersion() == 14);
+  CHECK(f.ledger->schemaVersion() == 15);
   CHECK(f.eventCount() == 0);
 }
 
@@ -352,7 +352,7 @@ TEST_CASE("ledger: records survive closing and reopening the database") {
     f.addInstance();
   }
   LedgerFixture again(url);
-  CHECK(again.ledger->schemaVersion() == 14);
+  CHECK(again.ledger->schemaVersion() == 15);
   CHECK(again.ledger->inventory().listNodes({})->items.size() == 2);
   CHECK(again.ledger->plans().getDeployment("web", "d1")->state == model::DeploymentState::kPending);
   CHECK(again.ledger->instances().listMetaInstances({})->items.size() == 1);
@@ -418,7 +418,7 @@ TEST_CASE("ledger: plans of a ledger from before plan placement migrate to one p
                         "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')";
   }
   LedgerFixture migrated("sqlite://" + path);
-  CHECK(migrated.ledger->schemaVersion() == 14);
+  CHECK(migrated.ledger->schemaVersion() == 15);
   auto old = migrated.ledger->plans().getPlan("old");
   REQUIRE_MESSAGE(old.isOk(), old.status().toString());
   CHECK(old->applications.size() == 1);

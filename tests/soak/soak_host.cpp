@@ -49,7 +49,8 @@ Result<std::unique_ptr<SoakHost>> SoakHost::start(SoakHostOptions options) {
   server.host = "127.0.0.1";
   server.port = 0;
   server.data_dir = dir.string();
-  server.config_tokens = {{"soak-operator", kOperatorToken, "operator"}, {"soak-approver", kApproverToken, "approver"}};
+  server.config_tokens = {{"soak-operator", kOperatorToken, "operator", {}},
+                          {"soak-approver", kApproverToken, "approver", {}}};
   server.scripts = host->scripts_.get();
   server.lua_limits = options.engine.lua_limits;
   server.extra_metrics = [engine = host->engine_.get()] { return engine->metrics().render(); };
