@@ -36,6 +36,11 @@ HandlerFunction create, list, get, cancel, promote, abort, pause, resume, rollba
 // raw-command rule (command_access.h) and the strategy's params checked, then the ledger.
 Result<model::Deployment> addChecked(ApiContext& context, const Principal& principal,
                                      const model::Deployment& deployment);
+// addChecked for `request`, answered with the deployment and `extra` keys (201); with
+// ?dry_run=true rehearsed instead (dry_run.h), answered 200 with "dry_run" and "rollout"
+// (rolloutPreview): what it would roll out, nothing written.
+Result<ApiResponse> addAndReply(ApiContext& context, const ApiRequest& request, const model::Deployment& deployment,
+                                const Json& extra = Json::object());
 }
 namespace instances {
 HandlerFunction list, get, operate, logs;

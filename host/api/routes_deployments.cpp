@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "host/api/command_access.h"
+#include "host/api/dry_run.h"
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/config/manifest.h"
@@ -45,7 +46,7 @@ std::string withPlan(std::string_view text, const std::string& plan) {
 }  // namespace
 
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"dry_run"}));
   const std::string& plan = request.param("name");
   TIDE_RETURN_IF_ERROR(context.ledger.plans().getPlan(plan).status());
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request));
@@ -65,8 +66,23 @@ Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
         kBodySource + ":" + std::to_string(plan_entry->second.line) + ":" + std::to_string(plan_entry->second.column);
     return Status::invalidArgument(location + ": " + key + ": " + message, {{key, message, location}});
   }
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created, addChecked(context, request.principal, deployment));
-  return recordReply(created, 201);
+  return addAndReply(context, request, deployment);
+}
+
+Result<ApiResponse> addAndReply(ApiContext& context, const ApiRequest& request, const model::Deployment& deployment,
+                                const Json& extra) {
+  TIDE_ASSIGN_OR_RETURN(const bool dry_run, readDryRun(request));
+  if (!dry_run) {
+    TIDE_ASSIGN_OR_RETURN(model::Deployment created, addChecked(context, request.principal, deployment));
+    return extra.empty() ? recordReply(created, 201) : recordReply(created, {}, 201, extra);
+  }
+  ledger::Ledger::Rehearsal rehearsal(context.ledger);
+  TIDE_ASSIGN_OR_RETURN(model::Deployment would_be, addChecked(context, request.principal, deployment));
+  TIDE_ASSIGN_OR_RETURN(model::Plan plan, context.ledger.plans().getPlan(deployment.plan));
+  Json reply = extra;
+  reply["dry_run"] = true;
+  TIDE_ASSIGN_OR_RETURN(reply["rollout"], rolloutPreview(context, request.principal, plan, deployment));
+  return recordReply(would_be, {}, 200, reply);
 }
 
 Result<model::Deployment> addChecked(ApiContext& context, const Principal& principal,

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "host/api/command_access.h"
+#include "host/api/dry_run.h"
 #include "host/api/handlers.h"
 #include "host/api/namespace_scope.h"
 #include "host/api/request_inputs.h"
@@ -147,7 +148,8 @@ class HostChecks {
 }  // namespace
 
 Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"source"}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"source", "dry_run"}));
+  TIDE_ASSIGN_OR_RETURN(const bool dry_run, readDryRun(request));
   TIDE_ASSIGN_OR_RETURN(const std::string source, readSourceParam(request));
   TIDE_ASSIGN_OR_RETURN(std::string_view text, readBodyText(request, source));
   TIDE_ASSIGN_OR_RETURN(config::ManifestReading reading, config::readManifest(text, source));
@@ -167,6 +169,10 @@ Result<ApiResponse> apply(ApiContext& context, const ApiRequest& request) {
   for (const auto& deployment : manifest.deployments) {
     TIDE_RETURN_IF_ERROR(
         checkCommandAccess(context, request.principal, deployment.value).withPrefix(deployment.location));
+  }
+  if (dry_run) {
+    TIDE_ASSIGN_OR_RETURN(Json diff, manifestDryRun(context, request.principal, manifest));
+    return jsonReply(diff);
   }
   TIDE_ASSIGN_OR_RETURN(ledger::AppliedManifest applied,
                         context.ledger.applyManifest(manifest, request.principal.name));

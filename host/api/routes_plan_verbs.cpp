@@ -76,12 +76,11 @@ model::Deployment nextOf(const model::Deployment& current, std::string id) {
   return next;
 }
 
-// Adds `next` as POST /v1/plans/{name}/deployments would, and answers with it and what it
-// was made from.
+// Adds `next` as POST /v1/plans/{name}/deployments would (a dry run too), and answers with it
+// and what it was made from.
 Result<ApiResponse> add(ApiContext& context, const ApiRequest& request, const model::Deployment& from,
                         const model::Deployment& next) {
-  TIDE_ASSIGN_OR_RETURN(model::Deployment created, deployments::addChecked(context, request.principal, next));
-  return recordReply(created, {}, 201, Json{{"from_deployment", from.deployment_id}});
+  return deployments::addAndReply(context, request, next, Json{{"from_deployment", from.deployment_id}});
 }
 
 // "nginx:1.25" stays; a bare "1.25" is a tag for `current`'s repository ("nginx:latest" →
@@ -98,7 +97,7 @@ std::string imageFor(const std::string& current, const std::string& version) {
 
 // {"instances": N, "deployment_id"?: "..."}: the current deployment at N instances.
 Result<ApiResponse> scale(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"dry_run"}));
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"instances", "deployment_id"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> instances, readIntegerField(body, "instances", 0, kMaxInstances));
   if (!instances) {
@@ -119,7 +118,7 @@ Result<ApiResponse> scale(ApiContext& context, const ApiRequest& request) {
 // {"images": {"<payload>": "<image or tag>", ...}, "deployment_id"?: "..."}: the current
 // deployment with those payloads on new images.
 Result<ApiResponse> setImage(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"dry_run"}));
   TIDE_ASSIGN_OR_RETURN(Json body, readOptionalJsonObject(request, {"images", "deployment_id"}));
   const Json* images = body.contains("images") ? &body["images"] : nullptr;
   if (images == nullptr || !images->is_object() || images->empty()) {

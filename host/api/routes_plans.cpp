@@ -1,6 +1,7 @@
 // /v1/plans: deployment plans and their "show" view.
 
 #include "host/api/command_access.h"
+#include "host/api/dry_run.h"
 #include "host/api/handlers.h"
 #include "host/api/namespace_scope.h"
 #include "host/api/request_inputs.h"
@@ -26,24 +27,33 @@ Result<model::Plan> readPlan(ApiContext& context, const ApiRequest& request) {
 }  // namespace
 
 Result<ApiResponse> create(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"dry_run"}));
+  TIDE_ASSIGN_OR_RETURN(const bool dry_run, readDryRun(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
   std::vector<ErrorDetail> warnings;
+  std::optional<ledger::Ledger::Rehearsal> rehearsal;
+  if (dry_run) rehearsal.emplace(context.ledger);
   TIDE_ASSIGN_OR_RETURN(model::Plan created, context.ledger.plans().createPlan(plan, request.principal.name, &warnings));
+  if (dry_run) return recordReply(created, warnings, 200, Json{{"dry_run", true}});
   return recordReply(created, warnings, 201);
 }
 
 Result<ApiResponse> update(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation"}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"generation", "dry_run"}));
   TIDE_ASSIGN_OR_RETURN(ledger::Generation generation, readExpectedGeneration(request));
+  TIDE_ASSIGN_OR_RETURN(const bool dry_run, readDryRun(request));
   TIDE_ASSIGN_OR_RETURN(model::Plan plan, readPlan(context, request));
   const std::string& name = request.param("name");
   if (plan.name != name) {
     const std::string problem = "must be '" + name + "', the plan in the path, got '" + plan.name + "'";
     return Status::invalidArgument("plan name " + problem, {{"name", problem, ""}});
   }
+  std::optional<ledger::Ledger::Rehearsal> rehearsal;
+  if (dry_run) rehearsal.emplace(context.ledger);
   TIDE_ASSIGN_OR_RETURN(ledger::PlanChange change, context.ledger.plans().updatePlan(plan, generation, request.principal.name));
-  return recordReply(change.plan, change.warnings, 200, Json{{"changed", change.changed}});
+  Json extra{{"changed", change.changed}};
+  if (dry_run) extra["dry_run"] = true;
+  return recordReply(change.plan, change.warnings, 200, extra);
 }
 
 Result<ApiResponse> list(ApiContext& context, const ApiRequest& request) {

@@ -95,6 +95,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   addDeploymentCommands(app, verbs);
   addActivityCommands(app, verbs);
   addTokenCommands(app, verbs);
+  addPlanCommands(app, verbs);
   addAuditCommands(app, verbs);
   addControlCommands(app, verbs);
   addDoctorCommand(app, verbs);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "host/cli/dry_run_view.h"
 #include "host/cli/terminal_text.h"
 #include "host/cli/views.h"
 #include "host/config/field_reader.h"
@@ -81,11 +82,16 @@ Result<Json> readBack(Session& session, const std::string& kind, const Json& nam
   return records;
 }
 
-// The server names `path` in its error locations (and warnings): the CLI sends it along.
-Result<Json> applyManifestFile(Session& session, const std::string& path) {
+}  // namespace
+
+Result<Json> applyManifestFile(Session& session, const std::string& path, bool dry_run) {
   TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(path));
-  return session.client.postText("/v1/manifests", text, "application/yaml", {{"source", path}});
+  Query query = {{"source", path}};
+  if (dry_run) query.emplace_back("dry_run", "true");
+  return session.client.postText("/v1/manifests", text, "application/yaml", query);
 }
+
+namespace {
 
 // A manifests reply names the created records by kind:
 // {"capabilities":[names], "clusters", "nodes", "plans", "deployments":["plan/id"]}.
@@ -233,10 +239,15 @@ Status printPlanList(Session& session, const Json& plans) {
 
 CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& description) {
   auto file = std::make_shared<std::string>();
-  CLI::App* verb = verbs.add(noun, "create", description, [file](Session& session) -> Status {
-    TIDE_ASSIGN_OR_RETURN(Json created, applyManifestFile(session, *file));
+  auto dry_run = std::make_shared<bool>(false);
+  CLI::App* verb = verbs.add(noun, "create", description, [file, dry_run](Session& session) -> Status {
+    TIDE_ASSIGN_OR_RETURN(Json created, applyManifestFile(session, *file, *dry_run));
     if (session.json()) {
       session.printJson(created);
+      return Status::ok();
+    }
+    if (*dry_run) {
+      printManifestDiff(session.out, created);
       return Status::ok();
     }
     TIDE_RETURN_IF_ERROR(printCreated(session, created));
@@ -244,6 +255,7 @@ CLI::App* addCreateVerb(CLI::App& noun, Verbs& verbs, const std::string& descrip
     return Status::ok();
   });
   verb->add_option("-m,--manifest", *file, "YAML manifest")->required();
+  verb->add_flag("--dry-run", *dry_run, "say what it would create (and what exists already), write nothing");
   return verb;
 }
 

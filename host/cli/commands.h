@@ -143,6 +143,10 @@ void addRolloutVerbs(CLI::App& deployment, Verbs& verbs);
 void addScaleVerbs(CLI::App& deployment, Verbs& verbs);
 void addActivityCommands(CLI::App& app, Verbs& verbs);  // instances, operations, events, logs
 void addTokenCommands(CLI::App& app, Verbs& verbs);     // token
+void addPlanCommands(CLI::App& app, Verbs& verbs);      // plan diff
+// POST /v1/manifests of the file at `path` (its name goes along: the server's error locations
+// and warnings name it); with `dry_run`, the server's dry run of it (docs/api.md#dry-runs).
+Result<Json> applyManifestFile(Session& session, const std::string& path, bool dry_run = false);
 void addAuditCommands(CLI::App& app, Verbs& verbs);     // audit
 void addControlCommands(CLI::App& app, Verbs& verbs);   // resume
 void addDoctorCommand(CLI::App& app, Verbs& verbs);     // doctor

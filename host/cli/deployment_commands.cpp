@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/cli/dry_run_view.h"
 #include "host/cli/event_waker.h"
 #include "host/cli/joined.h"
 #include "host/cli/json_fields.h"
@@ -30,18 +31,29 @@ Status showPlan(Session& session, const std::string& plan) {
 
 void addAddDeploymentVerb(CLI::App& deployment, Verbs& verbs) {
   auto file = std::make_shared<std::string>();
-  verbs
-      .add(deployment, "add-deployment", "Roll out a new deployment under its plan (deployment_plan_name)",
-           [file](Session& session) -> Status {
-             TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
-             TIDE_ASSIGN_OR_RETURN(model::Deployment parsed, config::parseDeployment(text, *file));
-             TIDE_RETURN_IF_ERROR(
-                 session.client.postText(planPath(parsed.plan) + "/deployments", text, "application/yaml").status());
-             if (!session.json()) session.out << "Deployment added successfully: " << parsed.deployment_id << "\n\n";
-             return showPlan(session, parsed.plan);
-           })
-      ->add_option("-m,--manifest", *file, "deployment manifest (YAML)")
-      ->required();
+  auto dry_run = std::make_shared<bool>(false);
+  CLI::App* verb = verbs.add(
+      deployment, "add-deployment", "Roll out a new deployment under its plan (deployment_plan_name)",
+      [file, dry_run](Session& session) -> Status {
+        TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
+        TIDE_ASSIGN_OR_RETURN(model::Deployment parsed, config::parseDeployment(text, *file));
+        TIDE_ASSIGN_OR_RETURN(
+            Json added, session.client.postText(withDryRun(planPath(parsed.plan) + "/deployments", *dry_run), text,
+                                                "application/yaml"));
+        if (*dry_run) {
+          session.print(added, [&](std::ostream& out, const Json& reply) {
+            out << "Deployment " << parsed.deployment_id << " of plan " << parsed.plan << " would roll out:\n";
+            printRolloutPreview(out, at(reply, {"rollout"}));
+            out << kNothingWritten << "\n";
+          });
+          return Status::ok();
+        }
+        if (!session.json()) session.out << "Deployment added successfully: " << parsed.deployment_id << "\n\n";
+        return showPlan(session, parsed.plan);
+      });
+  verb->add_option("-m,--manifest", *file, "deployment manifest (YAML)")->required();
+  verb->add_flag("--dry-run", *dry_run,
+                 "say what it would roll out and which approvals and policies would decide it; write nothing");
 }
 
 // The plans a file holds, each as the body of its PUT: a file that is one plan goes as it is
@@ -75,22 +87,30 @@ Result<std::vector<std::pair<std::string, std::string>>> plansToPut(const std::s
 void addUpdateVerb(CLI::App& deployment, Verbs& verbs) {
   auto file = std::make_shared<std::string>();
   auto generation = std::make_shared<int64_t>(0);
+  auto dry_run = std::make_shared<bool>(false);
   CLI::App* verb = verbs.add(
       deployment, "update", "Change deployment plans for the deployments added from now on",
-      [file, generation](Session& session) -> Status {
+      [file, generation, dry_run](Session& session) -> Status {
         TIDE_ASSIGN_OR_RETURN(std::string text, config::readInputFile(*file));
         TIDE_ASSIGN_OR_RETURN(auto plans, plansToPut(text, *file));
         const std::string if_match = *generation > 0 ? std::to_string(*generation) : "";
         for (const auto& [name, body] : plans) {
           const bool yaml = body == text;  // the file itself, else a plan of its list as JSON
-          Result<Json> reply =
-              session.client.putText(planPath(name), body, yaml ? "application/yaml" : "application/json", if_match);
+          Result<Json> reply = session.client.putText(withDryRun(planPath(name), *dry_run), body,
+                                                      yaml ? "application/yaml" : "application/json", if_match);
           if (!reply.isOk()) return locateInFile(reply.status(), *file);
           if (session.json()) {
             session.printJson(*reply);
             continue;
           }
           const Json changed = reply->value("changed", Json::array());
+          if (*dry_run) {
+            session.out << "Deployment plan " << name << (changed.empty() ? ": no change" : " would change: ")
+                        << joined(changed, ", ", [](const Json& field) { return cli::text(field); }) << "\n";
+            printWarnings(session, *reply, *file);
+            session.out << kNothingWritten << "\n";
+            continue;
+          }
           if (changed.empty()) {
             session.out << "Deployment plan unchanged: " << name << "\n";
           } else {
@@ -107,6 +127,7 @@ void addUpdateVerb(CLI::App& deployment, Verbs& verbs) {
       });
   verb->add_option("-m,--manifest", *file, "a plan, or a `plans:` list (YAML): each plan whole, as it should be")
       ->required();
+  verb->add_flag("--dry-run", *dry_run, "say which fields would change, with the same checks; write nothing");
   verb->add_option("--generation", *generation,
                    "only if the plan is still at this generation (If-Match; `deployment show -o json` has it)");
 }

@@ -54,14 +54,23 @@ ApprovalStage::ApprovalStage(ledger::Ledger& ledger, lua::PolicyEngine& policies
                              ApprovalOptions options)
     : ledger_(ledger), policies_(policies), clock_(clock), options_(std::move(options)) {}
 
+namespace {
+
+// op.plan in the snapshot policies see.
+Json planSnapshot(const model::Plan& p) {
+  Json plan{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
+  if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
+  return plan;
+}
+
+}  // namespace
+
 Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, const std::string& node) {
   Json plan = Json::object();
   auto v = world.instances.find(op.meta_instance);
   const InstanceView* view = v == world.instances.end() ? nullptr : &v->second;
   if (const model::Plan* deployed = world.planAsDeployed(op.plan, deploymentOf(world, view, op))) {
-    const model::Plan& p = *deployed;
-    plan = Json{{"name", p.name}, {"namespace", p.ns}, {"service_name", p.service_name}};
-    if (!p.approval_policies.empty()) plan["approval"] = Json{{"policies", p.approval_policies}};
+    plan = planSnapshot(*deployed);
   }
   // A person's operation ("user"), a node drain's ("drain") or a lost node's replacement
   // ("unreachable") serves no deployment.
@@ -86,6 +95,24 @@ Json ApprovalStage::opSnapshot(const World& world, const model::Operation& op, c
               {"plan", plan},
               {"deployment", deployment},
               {"node", node_json}};
+}
+
+Json previewOpSnapshot(const model::Plan& plan, const model::Deployment* current, const model::Deployment& next,
+                       model::OperationType type, const std::string& requested_by) {
+  Json deployment{{"id", next.deployment_id},
+                  {"old_coordinates", current != nullptr && type != model::OperationType::kCreate
+                                          ? coordinatesList(coordinatesOf(*current))
+                                          : Json::array()},
+                  {"new_coordinates", coordinatesList(coordinatesOf(next))}};
+  return Json{{"id", 0},
+              {"type", type},
+              {"intent", next.deployment_id},
+              {"requested_by", requested_by},
+              {"meta_instance", ""},
+              {"attempt", 1},
+              {"plan", planSnapshot(model::planAsDeployed(plan, next))},
+              {"deployment", deployment},
+              {"node", Json{{"name", ""}, {"update_domain", ""}, {"labels", Json::object()}}}};
 }
 
 const std::vector<std::string>& ApprovalStage::otherVersions(const World& world, const std::string& plan,

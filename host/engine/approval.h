@@ -120,4 +120,11 @@ class ApprovalStage {
 // meta instance's deployment, else what it runs now.
 Json targetCoordinates(const World& world, const InstanceView& view, const model::Operation& op);
 
+// The op snapshot policies would see for an operation of `type` that a deployment `next` of
+// `plan`, not yet added, would ask for on behalf of `requested_by`, replacing instances that
+// run `current` (nullptr: none), on a node not yet chosen (dry runs, docs/api.md#dry-runs).
+// The same shape as ApprovalStage::opSnapshot, with id 0 and no meta instance.
+Json previewOpSnapshot(const model::Plan& plan, const model::Deployment* current, const model::Deployment& next,
+                       model::OperationType type, const std::string& requested_by);
+
 }  // namespace tide::engine

@@ -138,6 +138,22 @@ class Ledger {
     LedgerCore& core_;
     Db* reader_ = nullptr;  // null when it is not the outermost, or the ledger has no readers
   };
+  // While a Rehearsal is open on this thread, each write to this ledger runs whole — every
+  // check, error and warning it would give — and is then rolled back: nothing is written, no
+  // event is appended, and the write returns what it would have returned (dry runs, docs/
+  // api.md#dry-runs). Each write is rehearsed alone: a second one does not see the first's
+  // rows. Reads are not affected. A nested Rehearsal of the same thread leaves the work to
+  // the outer one.
+  class Rehearsal {
+   public:
+    explicit Rehearsal(Ledger& ledger);
+    ~Rehearsal();
+    Rehearsal(const Rehearsal&) = delete;
+    Rehearsal& operator=(const Rehearsal&) = delete;
+
+   private:
+    bool outermost_ = false;
+  };
   static constexpr int kMaxGroupWrites = 256;
   static constexpr std::chrono::milliseconds kMaxGroupAge{50};
 

@@ -154,6 +154,22 @@ Status LedgerCore::commitGroup() {
 
 void LedgerCore::recordChange(const char* table, int64_t id) { group_changes_.push_back({table, id}); }
 
+namespace {
+thread_local const LedgerCore* t_rehearsal_ledger = nullptr;
+}  // namespace
+
+bool LedgerCore::rehearsing() const { return t_rehearsal_ledger == this; }
+
+Ledger::Rehearsal::Rehearsal(Ledger& ledger) {
+  if (t_rehearsal_ledger != nullptr) return;
+  outermost_ = true;
+  t_rehearsal_ledger = ledger.core_.get();
+}
+
+Ledger::Rehearsal::~Rehearsal() {
+  if (outermost_) t_rehearsal_ledger = nullptr;
+}
+
 Ledger::Batch::Batch(Ledger& ledger) : core_(*ledger.core_) {
   if (t_batch_ledger != nullptr) return;
   outermost_ = true;

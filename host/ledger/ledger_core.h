@@ -54,6 +54,9 @@ class LedgerCore {
   Status finishWrite(std::unique_lock<std::mutex>& lock, uint64_t group);
   Status commitGroup();
   void recordChange(const char* table, int64_t id);  // the writer connection's update hook
+  // Whether this thread holds an open Ledger::Rehearsal of this ledger: write() then rolls
+  // every write back.
+  bool rehearsing() const;
 
   // Reader connections (empty for ":memory:": reads then share the writer under mu_).
   Db* acquireReader();
@@ -141,7 +144,7 @@ auto LedgerCore::write(const char* what, const std::string& actor, Fn&& fn) -> d
     group = joinGroup();
     Tx tx(*this, actor);
     R r = fn(tx);
-    if (r.isOk()) {
+    if (r.isOk() && !rehearsing()) {
       tx.commit();
       group_seq_ = std::max(group_seq_, tx.lastSeq());
     }

@@ -455,3 +455,45 @@ TEST_CASE(
   CHECK(detailsOf(error) == manyErrorsExpected(file));
   CHECK(h.api->get("/v1/plans").json()["items"].empty());
 }
+
+TEST_CASE("wire: a deployment's dry run names the approvals its operations would need and the policies deciding") {
+  ScriptsHarness h;
+  fs::copy(kSourceTree / "scripts" / "rollout", h.root / "scripts" / "rollout", fs::copy_options::recursive);
+  fs::copy_file(kSourceTree / "policies" / "auto_approve_dev.lua", h.policies / "auto_approve_dev.lua");
+  REQUIRE(h.registry->reloadAll().failed == 0);
+  REQUIRE(h.api->post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
+  for (const char* ns : {"dev-web", "prod-web"}) {
+    std::string plan = mrdsPlanNamed(std::string("web-") + ns);
+    plan.replace(plan.find("nginx-namespace"), 15, ns);
+    REQUIRE(h.api->post("/v1/plans", plan, "application/yaml").status == 201);
+  }
+  auto dryRun = [&](const std::string& plan) {
+    std::string body = kMrdsDeployment;
+    body.replace(body.find(kMrdsPlanName), kMrdsPlanName.size(), plan);
+    body.replace(body.find("instance_count: 1"), 17, "instance_count: 3");
+    Reply reply = h.api->post("/v1/plans/" + plan + "/deployments?dry_run=true", body, "application/yaml");
+    REQUIRE_MESSAGE(reply.status == 200, reply.body);
+    return reply.json();
+  };
+  const int64_t events = h.api->lastEventSeq();
+  const Json dev = dryRun("web-dev-web");
+  CHECK(dev["dry_run"] == true);
+  CHECK(dev["rollout"]["strategy"] == "rolling");
+  CHECK(dev["rollout"]["creates"] == 3);
+  CHECK(dev["rollout"]["updates"] == 0);
+  REQUIRE(dev["rollout"]["approvals"].size() == 1);
+  const Json creates = dev["rollout"]["approvals"][0];
+  CHECK(creates["type"] == "CREATE");
+  CHECK(creates["operations"] == 3);
+  CHECK(creates["outcome"] == "APPROVED");
+  REQUIRE(creates["decisions"].size() == 1);
+  CHECK(creates["decisions"][0]["policy"] == "auto-approve-dev");
+
+  const Json prod = dryRun("web-prod-web");
+  REQUIRE(prod["rollout"]["approvals"].size() == 1);
+  CHECK(prod["rollout"]["approvals"][0]["outcome"] == "PENDING_APPROVAL");  // no policy approves prod
+  for (const Json& decision : prod["rollout"]["approvals"][0]["decisions"]) CHECK(decision["verdict"] != "approve");
+  // Nothing was written: no deployment, no event.
+  CHECK(h.api->get("/v1/plans/web-dev-web/deployments").json()["items"].empty());
+  CHECK(h.api->lastEventSeq() == events);
+}

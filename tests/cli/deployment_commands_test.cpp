@@ -122,3 +122,49 @@ TEST_CASE("cli: deployment scale and set-image add a deployment from the current
   CHECK(unknown.code == 1);
   CHECK(contains(unknown.err, "has no payload 'web'"));
 }
+
+TEST_CASE("cli: plan diff and --dry-run say what an apply would do and write nothing") {
+  LiveServer live;
+  TempDir dir;
+  REQUIRE(live.run({"node", "create", "-m", example("nodes.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "create", "-m", example("nginx-plan.yaml")}).code == 0);
+  REQUIRE(live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml")}).code == 0);
+  const std::string events = live.run({"events", "-o", "json"}).out;
+
+  const std::string changed = editedPlan(dir, "cores: 4", "cores: 2");
+  CliRun diff = live.run({"plan", "diff", "-m", changed});
+  REQUIRE_MESSAGE(diff.code == 0, diff.err);
+  CHECK(contains(diff.out, "update"));
+  CHECK(contains(diff.out, "applications"));
+  CHECK(contains(diff.out, "Dry run: nothing was written."));
+  CliRun diff_json = live.run({"plan", "diff", "-m", changed, "-o", "json"});
+  REQUIRE(diff_json.code == 0);
+  CHECK(Json::parse(diff_json.out)["changes"][0]["action"] == "update");
+
+  CliRun create = live.run({"deployment", "create", "-m", example("nginx-plan.yaml"), "--dry-run"});
+  REQUIRE_MESSAGE(create.code == 0, create.err);
+  CHECK(contains(create.out, "unchanged"));
+
+  CliRun update = live.run({"deployment", "update", "-m", changed, "--dry-run"});
+  REQUIRE_MESSAGE(update.code == 0, update.err);
+  CHECK(contains(update.out, "Deployment plan nginx-deployment-plan would change: applications"));
+
+  CliRun scale = live.run({"deployment", "scale", "nginx-deployment-plan", "--instances", "3", "--dry-run"});
+  REQUIRE_MESSAGE(scale.code == 0, scale.err);
+  CHECK(contains(scale.out, "Deployment deployment-2 (3 instances, from deployment-1) would roll out:"));
+  CHECK(contains(scale.out, "strategy rolling, 3 instances"));
+  CHECK(contains(scale.out, "approvals: the host runs without scripts"));
+  CHECK(contains(scale.out, "Dry run: nothing was written."));
+  CliRun image = live.run({"deployment", "set-image", "nginx-deployment-plan", "nginx-payload=1.27", "--dry-run"});
+  REQUIRE_MESSAGE(image.code == 0, image.err);
+  CHECK(contains(image.out, "would roll out"));
+
+  CliRun add = live.run({"deployment", "add-deployment", "-m", example("deployment-1.yaml"), "--dry-run"});
+  CHECK(add.code == 1);  // refused as the real call would be: deployment-1 exists
+  CHECK(contains(add.err, "deployment-1"));
+
+  // Not one event since the first apply: nothing was written.
+  CHECK(live.run({"events", "-o", "json"}).out == events);
+  CHECK(Json::parse(live.run({"deployment", "show", "nginx-deployment-plan", "-o", "json"})
+                        .out)["plan"]["applications"][0]["resources"]["cores"] == 4);
+}

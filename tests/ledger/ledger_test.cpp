@@ -965,3 +965,35 @@ TEST_CASE("ledger: a hook's hold pauses a rollout, counts as paused time, and it
   CHECK_FALSE(cancelled->signals.contains(model::kHookHoldSignal));
   CHECK(f.ledger->plans().holdForHook("web", "d1", freeze, "controller").status().code() == Code::kConflict);
 }
+
+TEST_CASE("ledger: a rehearsed write answers as the write would and leaves nothing behind") {
+  for (const char* url : {"sqlite://:memory:", "file"}) {
+    CAPTURE(url);
+    const auto dir = tempDir("rehearsal");
+    LedgerFixture f(std::string(url) == "file" ? "sqlite://" + (dir / "ledger.db").string() : url);
+    f.addInventory();
+    const int64_t events = f.eventCount();
+    {
+      Ledger::Rehearsal rehearsal(*f.ledger);
+      Ledger::Rehearsal nested(*f.ledger);  // the outer one's work
+      auto created = f.ledger->plans().createPlan(LedgerFixture::plan("web"), "test");
+      REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+      CHECK(created->name == "web");
+      // The same checks and errors as a real write: an unknown cluster's node is refused.
+      auto refused = f.ledger->inventory().createNode(LedgerFixture::node("node-c", "nowhere"), "test");
+      CHECK_FALSE(refused.isOk());
+      // Each write is rehearsed alone: the plan above is not there for the next one.
+      CHECK(f.ledger->plans().getPlan("web").status().code() == Code::kNotFound);
+    }
+    CHECK(f.ledger->plans().getPlan("web").status().code() == Code::kNotFound);
+    CHECK(f.eventCount() == events);
+    CHECK(f.ledger->checkInvariants()->empty());
+    // Writes after it commit as always, and the event chain still holds.
+    REQUIRE(f.ledger->plans().createPlan(LedgerFixture::plan("web"), "test").isOk());
+    CHECK(f.eventCount() > events);
+    auto audit = f.ledger->audit().verifyAudit();
+    REQUIRE(audit.isOk());
+    CHECK(audit->ok);
+    std::filesystem::remove_all(dir);
+  }
+}

@@ -21,7 +21,7 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   auto operationOn = [&](const std::string& instance, const std::string& type) {
     model::Operation operation;
     operation.meta_instance = instance;
-    operation.type = testing::parsed<model::OperationType>(type);
+    operation.type = tide::testing::parsed<model::OperationType>(type);
     operation.intent = "d1";
     auto created = f.ledger->operations().createOperation(operation, "test");
     REQUIRE(created.isOk());
@@ -29,8 +29,9 @@ TEST_CASE("ledger: unfinishedOperations names the operation each asked instance 
   };
   auto moveTo = [&](int64_t id, std::initializer_list<const char*> states) {
     for (const char* state : states) {
-      REQUIRE(
-          f.ledger->operations().setOperationState(id, testing::parsed<model::OperationState>(state), std::nullopt, "test").isOk());
+      REQUIRE(f.ledger->operations()
+                  .setOperationState(id, tide::testing::parsed<model::OperationState>(state), std::nullopt, "test")
+                  .isOk());
     }
   };
   // names[0]: one CREATE that SUCCEEDED, then a STOP under way.
