@@ -154,6 +154,10 @@ std::string StateStore::exitPath(const std::string& id) const {
   return (fs::path(dir_) / "instances" / (id + ".exit")).string();
 }
 
+std::string StateStore::instancePath(const std::string& id) const {
+  return (fs::path(dir_) / "instances" / (id + ".json")).string();
+}
+
 std::string StateStore::workDir(const std::string& id) const {
   return (fs::path(dir_) / "workloads" / id).string();
 }
@@ -201,7 +205,7 @@ Status StateStore::removeLeftovers(const std::string& id) const {
 }
 
 Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string& id) const {
-  fs::path path = fs::path(dir_) / "instances" / (id + ".json");
+  fs::path path = instancePath(id);
   TIDE_ASSIGN_OR_RETURN(std::optional<Json> json, readJson(path));
   if (!json) return std::optional<InstanceRecord>();
   try {
@@ -212,12 +216,12 @@ Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string
 }
 
 Status StateStore::saveInstance(const InstanceRecord& record) const {
-  return writeFileDurably(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
+  return writeFileDurably(instancePath(record.id), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeInstance(const std::string& id) const {
   TIDE_RETURN_IF_ERROR(removeFile(exitPath(id), sync_));
-  return removeFile(fs::path(dir_) / "instances" / (id + ".json"), sync_);
+  return removeFile(instancePath(id), sync_);
 }
 
 std::vector<std::string> StateStore::instanceIds() const {
@@ -230,7 +234,7 @@ std::vector<std::string> StateStore::instanceIds() const {
 
 bool StateStore::hasInstance(const std::string& id) const {
   std::error_code ec;
-  return fs::exists(fs::path(dir_) / "instances" / (id + ".json"), ec);
+  return fs::exists(instancePath(id), ec);
 }
 
 std::optional<int> StateStore::readExitCode(const std::string& id) const {

@@ -90,6 +90,7 @@ class StateStore {
   const std::string& dir() const { return dir_; }
   std::string logPath(const std::string& id) const;
   std::string exitPath(const std::string& id) const;
+  std::string instancePath(const std::string& id) const;  // the record's file
   std::string workDir(const std::string& id) const;
 
   // The time marked by markGone, nullopt when there is no (readable) mark.
