@@ -354,14 +354,11 @@ Result<std::vector<MountedVolume>> ProcessDriver::mountVolumes(const RuntimeSpec
 // --- instances ----------------------------------------------------------------------
 
 std::set<int> ProcessDriver::portsOfOthers(const std::string& id) {
+  const std::map<std::string, FileStamp> stamps = store_.instanceStamps();
+  std::erase_if(record_ports_, [&stamps](const auto& entry) { return !stamps.count(entry.first); });
   std::set<int> taken;
-  const std::vector<std::string> ids = store_.instanceIds();
-  for (const std::string& other : ids) {
+  for (const auto& [other, stamp] : stamps) {
     if (other == id) continue;
-    struct stat file {};
-    if (::stat(store_.instancePath(other).c_str(), &file) != 0) continue;  // removed since the listing
-    const FileStamp stamp{file.st_ino, file.st_size,
-                          static_cast<int64_t>(file.st_mtim.tv_sec) * 1'000'000'000 + file.st_mtim.tv_nsec};
     RecordPorts& known = record_ports_[other];
     if (!(known.stamp == stamp)) {
       // Read after the stat: a write in between leaves a newer file than the stamp says,
@@ -375,8 +372,6 @@ std::set<int> ProcessDriver::portsOfOthers(const std::string& id) {
     }
     taken.insert(known.ports.begin(), known.ports.end());
   }
-  const std::set<std::string> listed(ids.begin(), ids.end());
-  std::erase_if(record_ports_, [&listed](const auto& entry) { return !listed.count(entry.first); });
   return taken;
 }
 

@@ -29,8 +29,6 @@
 // its exit code: the status it returned, 128 + signal when killed, -1 when unknown).
 // Thread-safe. Calls for one runtime id are serialised; stop() may block for the grace period.
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -176,12 +174,6 @@ class ProcessDriver final : public Driver {
   // The ports of each record file as last read, and which version of the file that was:
   // portsOfOthers() parses only the records that changed (it parsed all of them for every
   // start before, half the host's CPU while 1,000 workloads started).
-  struct FileStamp {
-    ino_t inode = 0;
-    off_t size = -1;
-    int64_t modified_ns = 0;
-    bool operator==(const FileStamp&) const = default;
-  };
   struct RecordPorts {
     FileStamp stamp;
     std::vector<int> ports;

@@ -1,7 +1,9 @@
 #include "drivers/process/state_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -230,6 +232,25 @@ std::vector<std::string> StateStore::instanceIds() const {
     ids.push_back(path.stem().string());
   }
   return ids;
+}
+
+std::map<std::string, FileStamp> StateStore::instanceStamps() const {
+  std::map<std::string, FileStamp> out;
+  const std::string dir = (fs::path(dir_) / "instances").string();
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return out;
+  constexpr std::string_view kExtension = ".json";
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (name.size() <= kExtension.size() || !name.ends_with(kExtension)) continue;
+    struct stat file {};
+    if (::fstatat(::dirfd(listing), entry->d_name, &file, 0) != 0 || !S_ISREG(file.st_mode)) continue;
+    out[std::string(name.substr(0, name.size() - kExtension.size()))] = {
+        static_cast<uint64_t>(file.st_ino), static_cast<int64_t>(file.st_size),
+        static_cast<int64_t>(file.st_mtim.tv_sec) * 1'000'000'000 + file.st_mtim.tv_nsec};
+  }
+  ::closedir(listing);
+  return out;
 }
 
 bool StateStore::hasInstance(const std::string& id) const {
