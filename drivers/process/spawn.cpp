@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -240,17 +241,16 @@ int copyUntilExit(pid_t workload, int output_fd, LogSink& sink) {
   return status;
 }
 
-// Names the waiter "tide-waiter <title>" in `ps` (its command line) and in top (its comm).
-// Async-signal-safe: it writes bytes only.
-void nameWaiter(const char* title) {
-  static constexpr char kName[] = "tide-waiter";
-  prctl(PR_SET_NAME, kName, 0, 0, 0);
+// Names this process "<name> <title>" in `ps` (its command line) and `name` in top (its
+// comm). Async-signal-safe: it writes bytes only.
+void nameProcess(const char* name, const char* title) {
+  prctl(PR_SET_NAME, name, 0, 0, 0);
   if (g_title_area == nullptr || g_title_area_size < 2) return;
   size_t at = 0;
   auto put = [&](const char* text) {
     for (; *text != '\0' && at + 1 < g_title_area_size; ++text) g_title_area[at++] = *text;
   };
-  put(kName);
+  put(name);
   if (title != nullptr && *title != '\0') {
     put(" ");
     put(title);
@@ -261,7 +261,7 @@ void nameWaiter(const char* title) {
 [[noreturn]] void runWaiter(const ChildPlan& plan) {
   setsid();
   resetSignals();
-  nameWaiter(plan.title);
+  nameProcess("tide-waiter", plan.title);
   Report report;
   int output[2];
   if (pipe2(output, O_CLOEXEC) != 0) {
@@ -440,7 +440,7 @@ bool decodePlan(const char* data, size_t size, DecodedPlan& plan) {
 // the host was when it started (single-threaded, a few MiB), so each fork copies little
 // and each waiter holds nothing of the host's later memory.
 [[noreturn]] void runHelper(int socket_fd) {
-  prctl(PR_SET_NAME, "tide-spawner", 0, 0, 0);
+  nameProcess("tide-spawner", "");  // not the host's command line: `pgrep -f "tide serve"` finds the host alone
   // It lives exactly as long as the host's end of the socket: a terminal's Ctrl-C or a
   // SIGTERM to the process group is the host's to handle. Its waiters are reaped by the kernel.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_IGN);
