@@ -353,15 +353,31 @@ Result<std::vector<MountedVolume>> ProcessDriver::mountVolumes(const RuntimeSpec
 
 // --- instances ----------------------------------------------------------------------
 
-Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec& spec,
-                                                              const std::map<std::string, int>& kept) const {
+std::set<int> ProcessDriver::portsOfOthers(const std::string& id) {
+  const std::map<std::string, FileStamp> stamps = store_.instanceStamps();
+  std::erase_if(record_ports_, [&stamps](const auto& entry) { return !stamps.count(entry.first); });
   std::set<int> taken;
-  for (const std::string& id : store_.instanceIds()) {
-    if (id == spec.id) continue;
-    Result<std::optional<InstanceRecord>> other = store_.loadInstance(id);
-    if (!other.isOk() || !other.value()) continue;  // an unreadable record's ports still fail the bind test
-    for (const auto& [key, host_port] : (*other)->ports) taken.insert(host_port);
+  for (const auto& [other, stamp] : stamps) {
+    if (other == id) continue;
+    RecordPorts& known = record_ports_[other];
+    if (!(known.stamp == stamp)) {
+      // Read after the stat: a write in between leaves a newer file than the stamp says,
+      // read again next time. An unreadable record's ports still fail the bind test.
+      known.stamp = stamp;
+      known.ports.clear();
+      Result<std::optional<InstanceRecord>> record = store_.loadInstance(other);
+      if (record.isOk() && record.value()) {
+        for (const auto& [key, host_port] : (*record)->ports) known.ports.push_back(host_port);
+      }
+    }
+    taken.insert(known.ports.begin(), known.ports.end());
   }
+  return taken;
+}
+
+Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec& spec,
+                                                              const std::map<std::string, int>& kept) {
+  std::set<int> taken = portsOfOthers(spec.id);
   std::map<std::string, int> ports;
   for (const model::Port& port : spec.ports) {
     std::string key = portKey(port);

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -12,10 +13,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "host/core/fd.h"
@@ -237,17 +241,16 @@ int copyUntilExit(pid_t workload, int output_fd, LogSink& sink) {
   return status;
 }
 
-// Names the waiter "tide-waiter <title>" in `ps` (its command line) and in top (its comm).
-// Async-signal-safe: it writes bytes only.
-void nameWaiter(const char* title) {
-  static constexpr char kName[] = "tide-waiter";
-  prctl(PR_SET_NAME, kName, 0, 0, 0);
+// Names this process "<name> <title>" in `ps` (its command line) and `name` in top (its
+// comm). Async-signal-safe: it writes bytes only.
+void nameProcess(const char* name, const char* title) {
+  prctl(PR_SET_NAME, name, 0, 0, 0);
   if (g_title_area == nullptr || g_title_area_size < 2) return;
   size_t at = 0;
   auto put = [&](const char* text) {
     for (; *text != '\0' && at + 1 < g_title_area_size; ++text) g_title_area[at++] = *text;
   };
-  put(kName);
+  put(name);
   if (title != nullptr && *title != '\0') {
     put(" ");
     put(title);
@@ -258,7 +261,7 @@ void nameWaiter(const char* title) {
 [[noreturn]] void runWaiter(const ChildPlan& plan) {
   setsid();
   resetSignals();
-  nameWaiter(plan.title);
+  nameProcess("tide-waiter", plan.title);
   Report report;
   int output[2];
   if (pipe2(output, O_CLOEXEC) != 0) {
@@ -315,6 +318,208 @@ void nameWaiter(const char* title) {
     writeAll(plan.report_fd, &report, sizeof(report));
   }
   _exit(0);
+}
+
+// --- the spawn helper (startSpawnHelper) -----------------------------------------------
+
+// The host's end of the helper's socket; -1 without a helper, or once it is gone.
+std::atomic<int> g_helper_fd{-1};
+
+// A request larger than this is forked by the host itself: a SOCK_SEQPACKET message must fit
+// the socket's send buffer (net.core.wmem_default, 208 KiB on Linux).
+constexpr size_t kMaxHelperRequest = 128 << 10;
+constexpr size_t kPlanFds = 4;  // report, exec, log, null: sent with the request (SCM_RIGHTS)
+
+// A ChildPlan as the helper receives it: its strings, length-prefixed in a fixed order.
+void putField(std::string& out, std::string_view field) {
+  const uint32_t size = static_cast<uint32_t>(field.size());
+  out.append(reinterpret_cast<const char*>(&size), sizeof size);
+  out.append(field);
+}
+
+std::string encodePlan(const ChildPlan& plan) {
+  std::string out;
+  for (const char* field : {plan.title, plan.executable, plan.exit_path, plan.exit_tmp_path, plan.log_path,
+                            plan.rotated_log_path, plan.rotating_log_path}) {
+    putField(out, field);
+  }
+  putField(out, plan.working_dir != nullptr ? plan.working_dir : "");
+  putField(out, std::to_string(plan.log_max_bytes));
+  putField(out, plan.user != nullptr ? "1" : "0");
+  if (plan.user != nullptr) {
+    putField(out, plan.user->name);
+    putField(out, std::to_string(plan.user->uid));
+    putField(out, std::to_string(plan.user->gid));
+    putField(out, std::to_string(plan.user->groups.size()));
+    for (gid_t group : plan.user->groups) putField(out, std::to_string(group));
+  }
+  for (char* const* list : {plan.argv, plan.envp}) {
+    size_t count = 0;
+    while (list[count] != nullptr) ++count;
+    putField(out, std::to_string(count));
+    for (size_t i = 0; i < count; ++i) putField(out, list[i]);
+  }
+  return out;
+}
+
+// What encodePlan wrote, owned, with the pointers a ChildPlan needs into it.
+struct DecodedPlan {
+  std::vector<std::string> paths;  // title, executable, exit, exit tmp, log, rotated, rotating, working dir
+  size_t log_max_bytes = 0;
+  std::optional<WorkloadUser> user;
+  std::vector<std::string> argv, env;
+  std::vector<char*> argv_ptrs, env_ptrs;
+};
+
+class PlanReader {
+ public:
+  PlanReader(const char* data, size_t size) : at_(data), end_(data + size) {}
+  bool next(std::string& field) {
+    uint32_t size = 0;
+    if (static_cast<size_t>(end_ - at_) < sizeof size) return false;
+    std::memcpy(&size, at_, sizeof size);
+    at_ += sizeof size;
+    if (static_cast<size_t>(end_ - at_) < size) return false;
+    field.assign(at_, size);
+    at_ += size;
+    return true;
+  }
+  bool number(unsigned long long& value) {
+    std::string field;
+    if (!next(field) || field.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    value = std::strtoull(field.c_str(), &end, 10);
+    return errno == 0 && *end == '\0';
+  }
+  bool list(std::vector<std::string>& items, std::vector<char*>& pointers) {
+    unsigned long long count = 0;
+    if (!number(count) || count > kMaxHelperRequest) return false;
+    items.resize(count);
+    for (std::string& item : items) {
+      if (!next(item)) return false;
+    }
+    for (std::string& item : items) pointers.push_back(item.data());
+    pointers.push_back(nullptr);
+    return true;
+  }
+  bool done() const { return at_ == end_; }
+
+ private:
+  const char* at_;
+  const char* end_;
+};
+
+bool decodePlan(const char* data, size_t size, DecodedPlan& plan) {
+  PlanReader in(data, size);
+  plan.paths.resize(8);
+  for (std::string& path : plan.paths) {
+    if (!in.next(path)) return false;
+  }
+  unsigned long long value = 0;
+  if (!in.number(value)) return false;
+  plan.log_max_bytes = static_cast<size_t>(value);
+  std::string has_user;
+  if (!in.next(has_user)) return false;
+  if (has_user == "1") {
+    WorkloadUser user;
+    unsigned long long uid = 0, gid = 0, groups = 0;
+    if (!in.next(user.name) || !in.number(uid) || !in.number(gid) || !in.number(groups) || groups > 65536) return false;
+    user.uid = static_cast<uid_t>(uid);
+    user.gid = static_cast<gid_t>(gid);
+    for (unsigned long long i = 0; i < groups; ++i) {
+      if (!in.number(value)) return false;
+      user.groups.push_back(static_cast<gid_t>(value));
+    }
+    plan.user = std::move(user);
+  }
+  return in.list(plan.argv, plan.argv_ptrs) && !plan.argv.empty() && in.list(plan.env, plan.env_ptrs) && in.done();
+}
+
+// Takes requests until the host's end closes, forking a waiter for each. It is the host as
+// the host was when it started (single-threaded, a few MiB), so each fork copies little
+// and each waiter holds nothing of the host's later memory.
+[[noreturn]] void runHelper(int socket_fd) {
+  nameProcess("tide-spawner", "");  // not the host's command line: `pgrep -f "tide serve"` finds the host alone
+  // It lives exactly as long as the host's end of the socket: a terminal's Ctrl-C or a
+  // SIGTERM to the process group is the host's to handle. Its waiters are reaped by the kernel.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_IGN);
+  std::vector<char> buffer(kMaxHelperRequest);
+  while (true) {
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kPlanFds)];
+    iovec io{buffer.data(), buffer.size()};
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    ssize_t n = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(0);  // the host is gone
+    std::vector<int> fds;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        fds.push_back(fd);
+      }
+    }
+    DecodedPlan decoded;
+    const bool whole = fds.size() == kPlanFds && (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0 &&
+                       decodePlan(buffer.data(), static_cast<size_t>(n), decoded);
+    if (whole) {
+      const std::vector<std::string>& p = decoded.paths;
+      ChildPlan plan{p[0].c_str(), p[1].c_str(), decoded.argv_ptrs.data(), decoded.env_ptrs.data(),
+                     p[2].c_str(), p[3].c_str(), p[4].c_str(), p[5].c_str(), p[6].c_str(),
+                     p[7].empty() ? nullptr : p[7].c_str(), decoded.user ? &*decoded.user : nullptr,
+                     decoded.log_max_bytes, fds[0], fds[1], fds[2], fds[3]};
+      pid_t waiter = fork();
+      if (waiter == 0) {
+        closeAllExcept({plan.report_fd, plan.exec_fd, plan.log_fd, plan.null_fd});
+        runWaiter(plan);
+      }
+      if (waiter < 0) {
+        Report report;
+        report.fork_errno = errno;
+        writeAll(plan.report_fd, &report, sizeof(report));
+      }
+    }
+    // A request it could not read is answered by closing its pipes: the host reads no report.
+    for (int fd : fds) close(fd);
+  }
+}
+
+// Hands `plan` to the helper, its descriptors with it. False when there is no helper, it
+// is gone, or the request is too large: the caller forks the waiter itself.
+bool sendToHelper(const ChildPlan& plan) {
+  const int socket_fd = g_helper_fd.load();
+  if (socket_fd < 0) return false;
+  const std::string request = encodePlan(plan);
+  if (request.size() > kMaxHelperRequest) return false;
+  const int fds[kPlanFds] = {plan.report_fd, plan.exec_fd, plan.log_fd, plan.null_fd};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  iovec io{const_cast<char*>(request.data()), request.size()};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&message);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  while (true) {
+    ssize_t sent = sendmsg(socket_fd, &message, MSG_NOSIGNAL);
+    if (sent == static_cast<ssize_t>(request.size())) return true;
+    if (sent < 0 && errno == EINTR) continue;
+    // Gone (EPIPE) or refusing: from now on the host forks. The descriptor stays open, so
+    // its number is never reused under a thread still sending on it.
+    if (sent < 0 && errno != EMSGSIZE && errno != ENOBUFS) g_helper_fd.store(-1);
+    return false;
+  }
 }
 
 // --- host side ---------------------------------------------------------------------
@@ -390,15 +595,17 @@ Result<SpawnedProcess> spawnDetached(const SpawnRequest& request) {
                  exec_write.get(),
                  log.get(),
                  null.get()};
-  pid_t intermediate = fork();
-  if (intermediate < 0) return Status::unavailable("fork: " + errnoText(errno));
-  if (intermediate == 0) runIntermediate(plan);
-
+  if (!sendToHelper(plan)) {
+    pid_t intermediate = fork();
+    if (intermediate < 0) return Status::unavailable("fork: " + errnoText(errno));
+    if (intermediate == 0) runIntermediate(plan);
+    while (waitpid(intermediate, nullptr, 0) < 0 && errno == EINTR) {}
+  }
+  // The waiter (or the helper, on its way to forking it) holds its own copies now.
   report_write.reset();
   exec_write.reset();
   log.reset();
   null.reset();
-  while (waitpid(intermediate, nullptr, 0) < 0 && errno == EINTR) {}
 
   Report report;
   if (readFully(report_read.get(), &report, sizeof(report)) != sizeof(report)) {
@@ -441,5 +648,29 @@ void setProcessTitleArea(int argc, char** argv) {
   g_title_area = argv[0];
   g_title_area_size = static_cast<size_t>(end - argv[0]);
 }
+
+bool startSpawnHelper() {
+  if (g_helper_fd.load() >= 0) return true;
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return false;
+  const pid_t parent = getpid();
+  const pid_t helper = fork();
+  if (helper < 0) {
+    close(ends[0]);
+    close(ends[1]);
+    return false;
+  }
+  if (helper == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // and the socket's end of file, should this be missed
+    if (getppid() != parent) _exit(0);
+    closeAllExcept({ends[1], -1, -1, -1});
+    runHelper(ends[1]);
+  }
+  close(ends[1]);
+  g_helper_fd.store(ends[0]);
+  return true;
+}
+
+bool spawnHelperRunning() { return g_helper_fd.load() >= 0; }
 
 }  // namespace tide::drivers

@@ -44,6 +44,20 @@ struct SpawnRequest {
 // it waiters keep the host's command line.
 void setProcessTitleArea(int argc, char** argv);
 
+// Starts the spawn helper: a process forked now, which forks every waiter spawnDetached()
+// starts from then on. Without it spawnDetached() forks the calling process, and a host with
+// hundreds of threads and tens of MiB pays for that fork with its page tables copied, every
+// page it writes afterwards copied again (copy on write), and a waiter that keeps the copy
+// alive: measured at 1,000 workloads, a third of the host's CPU and 8 MiB of private memory
+// per waiter (docs/performance.md). The helper is the caller as it is now, so call it where
+// the process is still small and single-threaded: the CLI calls it for `serve` and `agent`
+// after parsing their flags. It ends when this process does (the end of its socket). Best
+// effort: false when it could not start; while it is not there (or after it died)
+// spawnDetached() forks as before. Idempotent.
+bool startSpawnHelper();
+// Whether spawnDetached() hands its requests to the helper.
+bool spawnHelperRunning();
+
 struct SpawnedProcess {
   ProcessIdentity workload;  // leads its own session and process group
   ProcessIdentity waiter;

@@ -1,7 +1,9 @@
 #include "drivers/process/state_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +156,10 @@ std::string StateStore::exitPath(const std::string& id) const {
   return (fs::path(dir_) / "instances" / (id + ".exit")).string();
 }
 
+std::string StateStore::instancePath(const std::string& id) const {
+  return (fs::path(dir_) / "instances" / (id + ".json")).string();
+}
+
 std::string StateStore::workDir(const std::string& id) const {
   return (fs::path(dir_) / "workloads" / id).string();
 }
@@ -201,7 +207,7 @@ Status StateStore::removeLeftovers(const std::string& id) const {
 }
 
 Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string& id) const {
-  fs::path path = fs::path(dir_) / "instances" / (id + ".json");
+  fs::path path = instancePath(id);
   TIDE_ASSIGN_OR_RETURN(std::optional<Json> json, readJson(path));
   if (!json) return std::optional<InstanceRecord>();
   try {
@@ -212,12 +218,12 @@ Result<std::optional<InstanceRecord>> StateStore::loadInstance(const std::string
 }
 
 Status StateStore::saveInstance(const InstanceRecord& record) const {
-  return writeFileDurably(fs::path(dir_) / "instances" / (record.id + ".json"), toJson(record).dump(2) + "\n", sync_);
+  return writeFileDurably(instancePath(record.id), toJson(record).dump(2) + "\n", sync_);
 }
 
 Status StateStore::removeInstance(const std::string& id) const {
   TIDE_RETURN_IF_ERROR(removeFile(exitPath(id), sync_));
-  return removeFile(fs::path(dir_) / "instances" / (id + ".json"), sync_);
+  return removeFile(instancePath(id), sync_);
 }
 
 std::vector<std::string> StateStore::instanceIds() const {
@@ -228,9 +234,28 @@ std::vector<std::string> StateStore::instanceIds() const {
   return ids;
 }
 
+std::map<std::string, FileStamp> StateStore::instanceStamps() const {
+  std::map<std::string, FileStamp> out;
+  const std::string dir = (fs::path(dir_) / "instances").string();
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return out;
+  constexpr std::string_view kExtension = ".json";
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name = entry->d_name;
+    if (name.size() <= kExtension.size() || !name.ends_with(kExtension)) continue;
+    struct stat file {};
+    if (::fstatat(::dirfd(listing), entry->d_name, &file, 0) != 0 || !S_ISREG(file.st_mode)) continue;
+    out[std::string(name.substr(0, name.size() - kExtension.size()))] = {
+        static_cast<uint64_t>(file.st_ino), static_cast<int64_t>(file.st_size),
+        static_cast<int64_t>(file.st_mtim.tv_sec) * 1'000'000'000 + file.st_mtim.tv_nsec};
+  }
+  ::closedir(listing);
+  return out;
+}
+
 bool StateStore::hasInstance(const std::string& id) const {
   std::error_code ec;
-  return fs::exists(fs::path(dir_) / "instances" / (id + ".json"), ec);
+  return fs::exists(instancePath(id), ec);
 }
 
 std::optional<int> StateStore::readExitCode(const std::string& id) const {

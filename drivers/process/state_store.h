@@ -12,6 +12,7 @@
 //                                 several drivers (or hosts) over one state dir agree
 // Records are the only truth: a new driver over the same dir re-adopts everything.
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -59,6 +60,14 @@ struct VolumeRecord {
 // True for names usable as one path component: [A-Za-z0-9._-], not starting with '.'.
 bool isSafeName(const std::string& name);
 
+// Which version of a file: a write (a new file renamed into place) changes it.
+struct FileStamp {
+  uint64_t inode = 0;
+  int64_t size = -1;
+  int64_t modified_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 // Thread-safe: every call touches files only; callers serialise read-modify-write
 // sequences with lock().
 class StateStore {
@@ -90,6 +99,7 @@ class StateStore {
   const std::string& dir() const { return dir_; }
   std::string logPath(const std::string& id) const;
   std::string exitPath(const std::string& id) const;
+  std::string instancePath(const std::string& id) const;  // the record's file
   std::string workDir(const std::string& id) const;
 
   // The time marked by markGone, nullopt when there is no (readable) mark.
@@ -107,6 +117,9 @@ class StateStore {
   Status saveInstance(const InstanceRecord& record) const;
   Status removeInstance(const std::string& id) const;  // record and exit file; the log stays
   std::vector<std::string> instanceIds() const;        // sorted
+  // Every record's id and file stamp, by id: one directory read and a stat per record, no
+  // parsing.
+  std::map<std::string, FileStamp> instanceStamps() const;
   bool hasInstance(const std::string& id) const;       // a record exists (a stat, no read)
   // The code in the exit file, nullopt when the waiter has not written one.
   std::optional<int> readExitCode(const std::string& id) const;

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "drivers/process/spawn.h"
 #include "drivers/process/workload.h"
 #include "host/cli/agent_command.h"
 #include "host/cli/commands.h"
@@ -126,8 +127,12 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }
-  if (serve_command->parsed()) return runServe(serve, out, err);
-  if (agent_command->parsed()) return runAgent(agent, out, err);
+  if (serve_command->parsed() || agent_command->parsed()) {
+    // Before the host starts its threads and fills its memory: the workloads are forked from
+    // this small copy of it (drivers/process/spawn.h). Without the helper they still start.
+    if (!drivers::startSpawnHelper()) err << "tide: no spawn helper; workloads are forked by the host itself\n";
+    return serve_command->parsed() ? runServe(serve, out, err) : runAgent(agent, out, err);
+  }
   if (workload_command->parsed()) {
     std::vector<std::string> args = workload_command->remaining();
     args.insert(args.begin(), "workload");

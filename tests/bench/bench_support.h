@@ -221,6 +221,75 @@ class Server {
   std::string token_;
 };
 
+// A number from /proc/<pid>/status ("Threads", "VmRSS" in KiB); 0 when the process is gone.
+inline int64_t procStatus(pid_t pid, const std::string& key) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  }
+  return 0;
+}
+
+// User + system CPU seconds `pid` has used (its threads, not its children).
+inline double cpuSeconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t name_end = line.rfind(')');
+  if (name_end == std::string::npos) return 0;
+  std::istringstream rest(line.substr(name_end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; rest >> field && i <= 15; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Private memory of `pid` (Private_Clean + Private_Dirty of smaps_rollup), in KiB: what it
+// holds that no other process shares, unlike its RSS, which counts the shared binary.
+inline int64_t privateKib(pid_t pid) {
+  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  int64_t kib = 0;
+  while (std::getline(rollup, line)) {
+    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
+      kib += std::stoll(line.substr(line.find(':') + 1));
+    }
+  }
+  return kib;
+}
+
+// What the workloads of a data dir (and their waiters) use, one look at each: the figures a
+// rollout bench prints beside its times.
+inline Json workloadFootprint(const std::string& data_dir) {
+  std::vector<double> rss_mib, private_mib, threads, waiter_private_kib;
+  for (pid_t pid : testing::workloadsOf(data_dir)) {
+    const int64_t rss = procStatus(pid, "VmRSS");
+    if (rss == 0) continue;  // gone meanwhile
+    rss_mib.push_back(static_cast<double>(rss) / 1024.0);
+    private_mib.push_back(static_cast<double>(privateKib(pid)) / 1024.0);
+    threads.push_back(static_cast<double>(procStatus(pid, "Threads")));
+    if (const pid_t waiter = testing::parentOf(pid); waiter > 1) {
+      waiter_private_kib.push_back(static_cast<double>(privateKib(waiter)));
+    }
+  }
+  const auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  const auto max = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+  return Json{{"workloads_measured", rss_mib.size()},
+              {"workload_rss_mib_mean", mean(rss_mib)},
+              {"workload_rss_mib_max", max(rss_mib)},
+              {"workload_private_mib_mean", mean(private_mib)},
+              {"workload_threads_mean", mean(threads)},
+              {"workload_threads_max", max(threads)},
+              {"waiter_private_kib_mean", mean(waiter_private_kib)}};
+}
+
 // tide.yaml for a bench: no hooks of note, executor sized for a fleet.
 inline std::string benchConfig(int reconcile_interval_ms = 200) {
   std::ostringstream out;

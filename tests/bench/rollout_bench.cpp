@@ -3,7 +3,11 @@
 // as a user would: manifests posted over HTTP, the deployment polled until COMPLETED (every
 // instance RUNNING and healthy). Prints one JSON line:
 //   {"bench":"rollout_sim"|"rollout_process", "instances", "seconds", "operations_per_s",
-//    "approval_to_running_p50_ms", "approval_to_running_p99_ms", "commits", "writes", ...}
+//    "approval_to_running_p50_ms", "approval_to_running_p99_ms", "commits", "writes",
+//    "host_cpu_seconds" (user + system, from the deployment's post to COMPLETED),
+//    "host_cpu_percent_of_one_core", "host_threads_peak" (sampled once a second), ...}
+// and for process: the workloads' RSS, private memory and threads (mean and max), and
+// their waiters' private memory, read from /proc once the rollout completed.
 //
 //   rollout_bench [sim|process] [instances] [nodes] [max_per_node]
 //
@@ -92,13 +96,18 @@ int main(int argc, char** argv) {
   note(bench + ": " + std::to_string(fleet.instances) + " instances on " + std::to_string(fleet.nodes) + " nodes");
 
   const std::string before = server.client()->Get("/metrics")->body;
+  const double cpu_before = cpuSeconds(server.pid());
+  int64_t threads_peak = procStatus(server.pid(), "Threads");
   const auto started = Steady::now();
   server.post("/v1/manifests", deploymentManifest(fleet, "d1", "1"), "application/yaml");
   const bool done =
       waitRolledOut(server, fleet, "d1", 600, started, [&](double s, int64_t running, const std::string& state) {
+        threads_peak = std::max(threads_peak, procStatus(server.pid(), "Threads"));
         std::fprintf(stderr, "  %6.1f s  %5lld running  %s\n", s, static_cast<long long>(running), state.c_str());
       });
   const double seconds = secondsSince(started);
+  const double host_cpu = cpuSeconds(server.pid()) - cpu_before;
+  threads_peak = std::max(threads_peak, procStatus(server.pid(), "Threads"));
   if (!done) fail("deployment not COMPLETED after 600 s");
   const int64_t running = runningInstances(server, fleet.plan);
   if (running != fleet.instances) fail("COMPLETED with " + std::to_string(running) + " running instances");
@@ -119,7 +128,11 @@ int main(int argc, char** argv) {
                {"ledger_writes", writes},
                {"ledger_commits", commits},
                {"mean_batch", commits > 0 ? static_cast<double>(writes) / static_cast<double>(commits) : 0.0},
-               {"host_rss_mib", server.rssMib()}};
+               {"host_rss_mib", server.rssMib()},
+               {"host_cpu_seconds", host_cpu},
+               {"host_cpu_percent_of_one_core", 100.0 * host_cpu / seconds},
+               {"host_threads_peak", threads_peak}};
+  if (fleet.driver == "process") line.update(workloadFootprint(dir.path.string() + "/data"));
   std::printf("%s\n", line.dump().c_str());
   return 0;
 }

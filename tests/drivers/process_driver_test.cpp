@@ -559,3 +559,41 @@ TEST_CASE("driver: process status finds what another driver over the same state 
   REQUIRE(f.driver->remove({"late", "node-a", ""}).isOk());
   CHECK(f.driver->status({"late", "node-a", ""}).status().code() == Code::kNotFound);
 }
+
+TEST_CASE("driver: process ensure reads only the records that changed when it picks host ports") {
+  ProcessDriverFixture f;
+  for (const std::string id : {"a", "b", "c", "d"}) {
+    RuntimeSpec spec = f.command(id, "exec sleep 300");
+    spec.ports = {{"TCP", 80}};
+    REQUIRE(f.driver->ensure(spec).isOk());
+  }
+  // d's start read c, the one record written since the start before; d's own is read by
+  // the next start. Each start parsed every record of the state dir before: O(instances).
+  DirectoryWatch instances(f.options.state_dir + "/instances");
+  RuntimeSpec e0 = f.command("e0", "exec sleep 300");
+  e0.ports = {{"TCP", 80}};
+  REQUIRE(f.driver->ensure(e0).isOk());
+  for (const std::string& event : instances.events()) {
+    CHECK_MESSAGE(event.find("open a.json") == std::string::npos, event);
+    CHECK_MESSAGE(event.find("open b.json") == std::string::npos, event);
+    CHECK_MESSAGE(event.find("open c.json") == std::string::npos, event);
+  }
+
+  // A record another driver over the same state dir writes is read, and its port avoided.
+  std::unique_ptr<ProcessDriver> other = f.another();
+  RuntimeSpec e = f.command("e", "exec sleep 300");
+  e.ports = {{"TCP", 80}};
+  auto e_started = other->ensure(e);
+  REQUIRE(e_started.isOk());
+  RuntimeSpec g = f.command("g", "exec sleep 300");
+  g.ports = {{"TCP", 80}};
+  auto g_started = f.driver->ensure(g);
+  REQUIRE(g_started.isOk());
+  std::set<int> ports;
+  for (const auto& id : {"a", "b", "c", "d", "e0", "e", "g"}) {
+    auto status = f.driver->status({id, "node-a", ""});
+    REQUIRE(status.isOk());
+    ports.insert(status->ports.at("tcp/80").get<int>());
+  }
+  CHECK(ports.size() == 7);
+}

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "drivers/process/workload.h"
 #include "drivers/process/workload_metrics.h"
@@ -124,6 +126,31 @@ TEST_CASE("workload: listens with a server's backlog, alone on its port") {
   REQUIRE(workload.await("/healthz") == "ok");
   CHECK(listenBacklogOf(workload.port()) >= 128);  // the kernel caps the 1,024 asked at somaxconn
   CHECK_FALSE(portCanBeShared(workload.port()));
+}
+
+TEST_CASE("workload: answers health probes one after another on three threads") {
+  WorkloadProcess workload({});
+  REQUIRE(workload.await("/healthz") == "ok");
+  for (int i = 0; i < 20; ++i) {
+    httplib::Client c = workload.client();
+    auto reply = c.Get("/healthz");
+    REQUIRE(reply);
+    CHECK(reply->status == 200);
+  }
+  // The main thread, the listener and one connection thread: httplib's own pool started 8
+  // connection threads up front, 10 threads a workload (10,000 at the rollout bench's 1,000).
+  // A connection that came while the last one's thread was still closing got a second
+  // thread, which ends once idle (10 s).
+  const auto threads = [&] {
+    std::ifstream status("/proc/" + std::to_string(workload.pid()) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    }
+    return 0;
+  };
+  CHECK(threads() >= 2);
+  CHECK(eventually([&] { return threads() <= 3; }));
 }
 
 TEST_CASE("driver: workload health follows --healthy-after and --fail-health-after") {
