@@ -31,6 +31,8 @@ namespace fs = std::filesystem;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
 constexpr auto kKillTimeout = std::chrono::seconds(5);
+// How often a log read without a cursor starts again when the log rotated under it (readLogSlice).
+constexpr int kLogReadAttempts = 4;
 // How long status() waits for the waiter to write the exit code of a process that just died.
 constexpr auto kExitCodeWait = std::chrono::seconds(1);
 constexpr double kCapacityEpsilon = 1e-9;
@@ -675,15 +677,25 @@ Result<LogSlice> ProcessDriver::readLogSlice(const std::string& runtime_id, cons
   if (!current) return Status::notFound("no log for instance " + runtime_id);
   LogSlice slice;
   if (!from) {
-    slice.text = current->tail(max_bytes);
-    slice.end = LogCursor{current->name(), current->size()};
-    if (slice.text.size() < max_bytes) {
+    // <log>.1 is the file before <log> only while <log> has not rotated since it was opened:
+    // after two rotations it would be a newer file, whose text put first would be out of
+    // order (and could join with the older file's first line into a line of its own). So
+    // the pair is read again when <log> moved on meanwhile.
+    for (int attempt = 0;; ++attempt) {
+      slice.text = current->tail(max_bytes);
+      slice.end = LogCursor{current->name(), current->size()};
+      if (slice.text.size() >= max_bytes) return slice;
       std::optional<LogFile> rotated = LogFile::open(path + ".1", runtime_id);
+      std::optional<LogFile> now = LogFile::open(path, runtime_id);
+      if (attempt < kLogReadAttempts && now && now->name() != current->name()) {
+        current = std::move(now);
+        continue;
+      }
       if (rotated && rotated->name() != current->name()) {  // the same file while it rotates
         slice.text.insert(0, rotated->tail(max_bytes - slice.text.size()));
       }
+      return slice;
     }
-    return slice;
   }
   const bool in_current = from->file.empty() || from->file == current->name();
   if (in_current && from->offset <= current->size()) {

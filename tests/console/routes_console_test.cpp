@@ -114,7 +114,9 @@ TEST_CASE("whoami: names the token's principal and role, and where the event log
   REQUIRE(h.post("/v1/manifests", testing::kInventoryManifest, "application/yaml").status == 201);
   Reply alice = h.get("/v1/whoami", testing::kApproverToken);
   REQUIRE(alice.status == 200);
-  CHECK(alice.json() == Json{{"name", testing::kApproverName}, {"role", "approver"},
+  CHECK(alice.json() == Json{{"name", testing::kApproverName},
+                             {"role", "approver"},
+                             {"namespaces", Json::array()},
                              {"last_event_seq", h.lastEventSeq()}});
   CHECK(h.lastEventSeq() > 0);
   CHECK(h.get("/v1/whoami", testing::kViewerToken).json()["role"] == "viewer");
