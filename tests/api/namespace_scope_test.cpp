@@ -191,7 +191,8 @@ TEST_CASE("api: tokens minted with namespaces act only there, and whoami and the
                 "token 'ci' acts only in namespaces dev, staging; plan 'web2' is in namespace 'prod'");
 
   Reply list = h.get("/v1/tokens");
-  for (const Json& item : list.json()["items"]) {
+  const Json tokens = list.json();  // a range-for over a temporary's member would dangle
+  for (const Json& item : tokens["items"]) {
     if (item["name"] == "ci") CHECK(item["namespaces"] == Json{"dev", "staging"});
     if (item["name"] == kProdApproverName) CHECK(item["namespaces"] == Json{"prod"});
     if (item["name"] == kAdminName) CHECK(item["namespaces"] == Json::array());
