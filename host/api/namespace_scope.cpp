@@ -1,8 +1,9 @@
 #include "host/api/namespace_scope.h"
 
 #include <algorithm>
-#include <charconv>
 #include <map>
+
+#include "host/api/request_inputs.h"
 
 namespace tide::api {
 namespace {
@@ -35,11 +36,9 @@ Result<std::string> targetPlan(ledger::Ledger& ledger, const Route& route, const
       return meta->plan;
     }
     case Scope::kOperation: {
-      const std::string& text = request.param("id");
-      int64_t id = 0;
-      auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
-      if (error != std::errc() || end != text.data() + text.size()) return std::string();
-      Result<model::Operation> operation = ledger.operations().getOperation(id);
+      Result<int64_t> id = readIdParam(request, "id");
+      if (!id.isOk()) return std::string();
+      Result<model::Operation> operation = ledger.operations().getOperation(*id);
       if (operation.status().code() == Code::kNotFound) return std::string();
       if (!operation.isOk()) return operation.status();
       return operation->plan;

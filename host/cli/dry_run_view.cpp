@@ -1,12 +1,14 @@
 #include "host/cli/dry_run_view.h"
 
+#include "host/cli/joined.h"
+
 namespace tide::cli {
 namespace {
 
 // "1 approval (approver)" from the requirement a PENDING_APPROVAL evaluation carries.
 std::string needed(const Json& approvals) {
   if (!approvals.is_object()) return "";
-  const int64_t count = approvals.value("required", approvals.value("count", int64_t{0}));
+  const int64_t count = approvals.value("required", int64_t{0});
   std::string out = std::to_string(count) + (count == 1 ? " approval" : " approvals");
   if (const std::string role = text(approvals, {"role"}); !role.empty()) out += " (" + role + ")";
   return out;
@@ -23,7 +25,7 @@ void printRolloutPreview(std::ostream& out, const Json& rollout, const std::stri
   const Json& replaces = at(rollout, {"replaces"});
   out << indent << "strategy " << text(rollout, {"strategy"}) << ", " << text(rollout, {"instance_count"})
       << " instances: ";
-  if (replaces.value("deployment", Json()).is_string()) {
+  if (at(replaces, {"deployment"}).is_string()) {
     out << "replaces " << text(rollout, {"updates"}) << " of the " << text(replaces, {"instances"})
         << " live instances (deployment " << text(replaces, {"deployment"}) << ")";
   } else {
@@ -38,11 +40,9 @@ void printRolloutPreview(std::ostream& out, const Json& rollout, const std::stri
   for (const Json& step : approvals) {
     out << indent << text(step, {"type"}) << " x" << text(step, {"operations"}) << ": " << text(step, {"outcome"});
     if (const std::string need = needed(at(step, {"approvals"})); !need.empty()) out << ", needs " << need;
-    std::string policies;
-    for (const Json& decision : items(at(step, {"decisions"}))) {
-      policies +=
-          (policies.empty() ? "" : ", ") + text(decision, {"policy"}) + " (" + text(decision, {"verdict"}) + ")";
-    }
+    const std::string policies = joined(items(at(step, {"decisions"})), ", ", [](const Json& decision) {
+      return text(decision, {"policy"}) + " (" + text(decision, {"verdict"}) + ")";
+    });
     out << "; decided by " << (policies.empty() ? "no policy (the default verdict)" : policies) << "\n";
   }
 }
@@ -50,8 +50,8 @@ void printRolloutPreview(std::ostream& out, const Json& rollout, const std::stri
 void printManifestDiff(std::ostream& out, const Json& diff) {
   Table table({"Action", "Kind", "Name", "Changed", "Location"});
   for (const Json& change : items(at(diff, {"changes"}))) {
-    std::string changed;
-    for (const Json& field : items(at(change, {"changed"}))) changed += (changed.empty() ? "" : ", ") + text(field);
+    const std::string changed =
+        joined(items(at(change, {"changed"})), ", ", [](const Json& field) { return text(field); });
     table.addRow({text(change, {"action"}), text(change, {"kind"}), text(change, {"name"}), changed,
                   text(change, {"location"})});
   }

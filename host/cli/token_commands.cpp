@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "host/cli/commands.h"
+#include "host/cli/joined.h"
+#include "host/cli/json_fields.h"
 #include "host/cli/table.h"
 
 namespace tide::cli {
@@ -25,9 +27,7 @@ std::string orNever(const Json& token, const char* key, const char* none) {
 
 // "prod, staging", or "*" for a token that acts in every namespace.
 std::string namespacesText(const Json& token) {
-  std::string out;
-  for (const Json& ns : token.value("namespaces", Json::array()))
-    out += (out.empty() ? "" : ", ") + ns.get<std::string>();
+  const std::string out = joined(items(at(token, {"namespaces"})), ", ", [](const Json& ns) { return text(ns); });
   return out.empty() ? "*" : out;
 }
 

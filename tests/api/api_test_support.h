@@ -157,6 +157,23 @@ inline model::RuntimeInstance runtimeOn(const std::string& meta_instance, const 
   return r;
 }
 
+// An operation as the controller asks for it (a CREATE rolling out deployment-1 on behalf of
+// `requested_by`), moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
+inline model::Operation waitingOperation(ledger::Ledger& ledger, const std::string& meta_instance,
+                                         const std::string& requested_by = "controller") {
+  model::Operation operation;
+  operation.meta_instance = meta_instance;
+  operation.type = model::OperationType::kCreate;
+  operation.intent = "deployment-1";
+  operation.requested_by = requested_by;
+  auto created = ledger.operations().createOperation(operation, "controller");
+  REQUIRE_MESSAGE(created.isOk(), created.status().toString());
+  auto moved = ledger.operations().setOperationState(created->meta.id, model::OperationState::kPendingApproval,
+                                                     std::nullopt, "engine", "a policy asked for a person");
+  REQUIRE(moved.isOk());
+  return *moved;
+}
+
 // Moves runtime instance `id` through `states`, in order, in the ledger.
 inline void moveRuntime(ApiHarness& h, int64_t id, std::initializer_list<const char*> states) {
   for (const char* state : states) {
@@ -220,6 +237,14 @@ inline std::string mrdsPlanNamed(const std::string& name) {
   return plan;
 }
 
+// kMrdsPlan named `name` in namespace `ns`.
+inline std::string mrdsPlanIn(const std::string& name, const std::string& ns) {
+  std::string plan = mrdsPlanNamed(name);
+  const std::string written = "namespace: \"nginx-namespace\"";
+  plan.replace(plan.find(written), written.size(), "namespace: \"" + ns + "\"");
+  return plan;
+}
+
 // kInventoryManifest and kMrdsPlan, posted.
 inline void addInventoryAndPlan(ApiHarness& h) {
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
@@ -235,5 +260,12 @@ payload_coordinates:
       image: "nginx:latest"
 instance_count: 1
 )";
+
+// kMrdsDeployment of plan `plan`.
+inline std::string mrdsDeploymentOf(const std::string& plan) {
+  std::string deployment = kMrdsDeployment;
+  deployment.replace(deployment.find(kMrdsPlanName), kMrdsPlanName.size(), plan);
+  return deployment;
+}
 
 }  // namespace tide::testing

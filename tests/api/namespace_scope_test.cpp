@@ -7,26 +7,11 @@
 #include <string>
 
 #include "tests/api/api_test_support.h"
-#include "tests/support/vocabulary.h"
 
 using namespace tide;
 using namespace tide::testing;
 
 namespace {
-
-// kMrdsPlan named `name` in namespace `ns`.
-std::string planInNamespace(const std::string& name, const std::string& ns) {
-  std::string plan = mrdsPlanNamed(name);
-  const std::string written = "namespace: \"nginx-namespace\"";
-  plan.replace(plan.find(written), written.size(), "namespace: \"" + ns + "\"");
-  return plan;
-}
-
-std::string deploymentOfPlan(const std::string& plan) {
-  std::string deployment = kMrdsDeployment;
-  deployment.replace(deployment.find(kMrdsPlanName), kMrdsPlanName.size(), plan);
-  return deployment;
-}
 
 // The inventory, plan "web-prod" in namespace prod and "web-staging" in staging, each with a
 // deployment, a meta instance and an operation waiting for a person.
@@ -38,34 +23,20 @@ struct ScopedFleet {
   ScopedFleet() {
     REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
     for (const auto& [plan, ns] : {std::pair{"web-prod", "prod"}, std::pair{"web-staging", "staging"}}) {
-      REQUIRE(h.post("/v1/plans", planInNamespace(plan, ns), "application/yaml").status == 201);
-      REQUIRE(h.post(std::string("/v1/plans/") + plan + "/deployments", deploymentOfPlan(plan), "application/yaml")
+      REQUIRE(h.post("/v1/plans", mrdsPlanIn(plan, ns), "application/yaml").status == 201);
+      REQUIRE(h.post(std::string("/v1/plans/") + plan + "/deployments", mrdsDeploymentOf(plan), "application/yaml")
                   .status == 201);
     }
     prod_instance = newInstance("web-prod");
     staging_instance = newInstance("web-staging");
-    prod_operation = waiting(prod_instance);
-    staging_operation = waiting(staging_instance);
+    prod_operation = waitingOperation(*h.ledger, prod_instance).meta.id;
+    staging_operation = waitingOperation(*h.ledger, staging_instance).meta.id;
   }
 
   std::string newInstance(const std::string& plan) {
     auto created = h.ledger->instances().createMetaInstance(plan, "deployment-1", "test");
     REQUIRE(created.isOk());
     return created->name;
-  }
-
-  int64_t waiting(const std::string& meta_instance) {
-    model::Operation operation;
-    operation.meta_instance = meta_instance;
-    operation.type = model::OperationType::kCreate;
-    operation.intent = "deployment-1";
-    operation.requested_by = "controller";
-    auto created = h.ledger->operations().createOperation(operation, "controller");
-    REQUIRE(created.isOk());
-    auto moved = h.ledger->operations().setOperationState(created->meta.id, model::OperationState::kPendingApproval,
-                                                          std::nullopt, "engine", "a policy asked for a person");
-    REQUIRE(moved.isOk());
-    return created->meta.id;
   }
 
   model::OperationState stateOf(int64_t operation) {
@@ -112,13 +83,12 @@ TEST_CASE("api: a namespace-scoped operator changes only plans of its namespace,
   ScopedFleet f;
   const Json before = f.h.everything();
   SUBCASE("a plan created or moved into another namespace") {
-    refusedScoped(f.h.post("/v1/plans", planInNamespace("api-prod", "prod"), "application/yaml", kStagingOperatorToken),
+    refusedScoped(f.h.post("/v1/plans", mrdsPlanIn("api-prod", "prod"), "application/yaml", kStagingOperatorToken),
                   "token 'sam' acts only in namespace staging; plan 'api-prod' is in namespace 'prod'");
     httplib::Client client = f.h.client(kStagingOperatorToken);
-    refusedScoped(
-        toReply(client.Put("/v1/plans/web-staging", planInNamespace("web-staging", "prod"), "application/yaml")),
-        "plan 'web-staging' is in namespace 'prod'");
-    refusedScoped(toReply(client.Put("/v1/plans/web-prod", planInNamespace("web-prod", "staging"), "application/yaml")),
+    refusedScoped(toReply(client.Put("/v1/plans/web-staging", mrdsPlanIn("web-staging", "prod"), "application/yaml")),
+                  "plan 'web-staging' is in namespace 'prod'");
+    refusedScoped(toReply(client.Put("/v1/plans/web-prod", mrdsPlanIn("web-prod", "staging"), "application/yaml")),
                   "plan 'web-prod' is in namespace 'prod'");
   }
   SUBCASE("the verbs of a plan, its deployments, its instances and its operations") {
@@ -140,7 +110,7 @@ TEST_CASE("api: a namespace-scoped operator changes only plans of its namespace,
 
   // In its own namespace it does what any operator does.
   Reply created =
-      f.h.post("/v1/plans", planInNamespace("api-staging", "staging"), "application/yaml", kStagingOperatorToken);
+      f.h.post("/v1/plans", mrdsPlanIn("api-staging", "staging"), "application/yaml", kStagingOperatorToken);
   CHECK_MESSAGE(created.status == 201, created.body);
   Reply cancelled = f.h.post("/v1/operations/" + std::to_string(f.staging_operation) + "/cancel", "{}",
                              "application/json", kStagingOperatorToken);
@@ -165,7 +135,7 @@ TEST_CASE("api: a namespace-scoped token reads everything but is refused the fle
       "fleet");
   std::string two_plans = "plans:\n";
   for (const auto& [plan, ns] : {std::pair{"one", "staging"}, std::pair{"two", "prod"}}) {
-    std::string text = planInNamespace(plan, ns), indented = "  - ";
+    std::string text = mrdsPlanIn(plan, ns), indented = "  - ";
     for (char c : text) indented += c == '\n' ? std::string("\n    ") : std::string(1, c);
     two_plans += indented + "\n";
   }
@@ -186,8 +156,8 @@ TEST_CASE("api: tokens minted with namespaces act only there, and whoami and the
   CHECK(whoami.json()["namespaces"] == Json{"dev", "staging"});
   CHECK(h.get("/v1/whoami").json()["namespaces"] == Json::array());
   REQUIRE(h.post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
-  CHECK(h.post("/v1/plans", planInNamespace("web", "dev"), "application/yaml", secret).status == 201);
-  refusedScoped(h.post("/v1/plans", planInNamespace("web2", "prod"), "application/yaml", secret),
+  CHECK(h.post("/v1/plans", mrdsPlanIn("web", "dev"), "application/yaml", secret).status == 201);
+  refusedScoped(h.post("/v1/plans", mrdsPlanIn("web2", "prod"), "application/yaml", secret),
                 "token 'ci' acts only in namespaces dev, staging; plan 'web2' is in namespace 'prod'");
 
   Reply list = h.get("/v1/tokens");

@@ -463,13 +463,10 @@ TEST_CASE("wire: a deployment's dry run names the approvals its operations would
   REQUIRE(h.registry->reloadAll().failed == 0);
   REQUIRE(h.api->post("/v1/manifests", kInventoryManifest, "application/yaml").status == 201);
   for (const char* ns : {"dev-web", "prod-web"}) {
-    std::string plan = mrdsPlanNamed(std::string("web-") + ns);
-    plan.replace(plan.find("nginx-namespace"), 15, ns);
-    REQUIRE(h.api->post("/v1/plans", plan, "application/yaml").status == 201);
+    REQUIRE(h.api->post("/v1/plans", mrdsPlanIn(std::string("web-") + ns, ns), "application/yaml").status == 201);
   }
   auto dryRun = [&](const std::string& plan) {
-    std::string body = kMrdsDeployment;
-    body.replace(body.find(kMrdsPlanName), kMrdsPlanName.size(), plan);
+    std::string body = mrdsDeploymentOf(plan);
     body.replace(body.find("instance_count: 1"), 17, "instance_count: 3");
     Reply reply = h.api->post("/v1/plans/" + plan + "/deployments?dry_run=true", body, "application/yaml");
     REQUIRE_MESSAGE(reply.status == 200, reply.body);

@@ -195,14 +195,7 @@ class Server {
   }
 
   // Resident set size of the server, in MiB, from /proc.
-  double rssMib() const {
-    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-    }
-    return 0;
-  }
+  double rssMib() const { return static_cast<double>(testing::procStatus(pid_, "VmRSS")) / 1024.0; }
 
  private:
   // Forks `tide serve` on port_ with the scratch dir's config, data dir and log, in the source
@@ -221,16 +214,6 @@ class Server {
   std::string token_;
 };
 
-// A number from /proc/<pid>/status ("Threads", "VmRSS" in KiB); 0 when the process is gone.
-inline int64_t procStatus(pid_t pid, const std::string& key) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
-  }
-  return 0;
-}
-
 // User + system CPU seconds `pid` has used (its threads, not its children).
 inline double cpuSeconds(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -247,32 +230,18 @@ inline double cpuSeconds(pid_t pid) {
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// Private memory of `pid` (Private_Clean + Private_Dirty of smaps_rollup), in KiB: what it
-// holds that no other process shares, unlike its RSS, which counts the shared binary.
-inline int64_t privateKib(pid_t pid) {
-  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  int64_t kib = 0;
-  while (std::getline(rollup, line)) {
-    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
-      kib += std::stoll(line.substr(line.find(':') + 1));
-    }
-  }
-  return kib;
-}
-
 // What the workloads of a data dir (and their waiters) use, one look at each: the figures a
 // rollout bench prints beside its times.
 inline Json workloadFootprint(const std::string& data_dir) {
   std::vector<double> rss_mib, private_mib, threads, waiter_private_kib;
   for (pid_t pid : testing::workloadsOf(data_dir)) {
-    const int64_t rss = procStatus(pid, "VmRSS");
+    const int64_t rss = testing::procStatus(pid, "VmRSS");
     if (rss == 0) continue;  // gone meanwhile
     rss_mib.push_back(static_cast<double>(rss) / 1024.0);
-    private_mib.push_back(static_cast<double>(privateKib(pid)) / 1024.0);
-    threads.push_back(static_cast<double>(procStatus(pid, "Threads")));
+    private_mib.push_back(static_cast<double>(testing::privateKib(pid)) / 1024.0);
+    threads.push_back(static_cast<double>(testing::procStatus(pid, "Threads")));
     if (const pid_t waiter = testing::parentOf(pid); waiter > 1) {
-      waiter_private_kib.push_back(static_cast<double>(privateKib(waiter)));
+      waiter_private_kib.push_back(static_cast<double>(testing::privateKib(waiter)));
     }
   }
   const auto mean = [](const std::vector<double>& v) {

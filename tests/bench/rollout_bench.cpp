@@ -97,17 +97,17 @@ int main(int argc, char** argv) {
 
   const std::string before = server.client()->Get("/metrics")->body;
   const double cpu_before = cpuSeconds(server.pid());
-  int64_t threads_peak = procStatus(server.pid(), "Threads");
+  int64_t threads_peak = tide::testing::procStatus(server.pid(), "Threads");
   const auto started = Steady::now();
   server.post("/v1/manifests", deploymentManifest(fleet, "d1", "1"), "application/yaml");
   const bool done =
       waitRolledOut(server, fleet, "d1", 600, started, [&](double s, int64_t running, const std::string& state) {
-        threads_peak = std::max(threads_peak, procStatus(server.pid(), "Threads"));
+        threads_peak = std::max(threads_peak, tide::testing::procStatus(server.pid(), "Threads"));
         std::fprintf(stderr, "  %6.1f s  %5lld running  %s\n", s, static_cast<long long>(running), state.c_str());
       });
   const double seconds = secondsSince(started);
   const double host_cpu = cpuSeconds(server.pid()) - cpu_before;
-  threads_peak = std::max(threads_peak, procStatus(server.pid(), "Threads"));
+  threads_peak = std::max(threads_peak, tide::testing::procStatus(server.pid(), "Threads"));
   if (!done) fail("deployment not COMPLETED after 600 s");
   const int64_t running = runningInstances(server, fleet.plan);
   if (running != fleet.instances) fail("COMPLETED with " + std::to_string(running) + " running instances");

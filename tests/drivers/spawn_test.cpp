@@ -18,19 +18,6 @@ using namespace tide::testing;
 
 namespace {
 
-// Private_Clean + Private_Dirty of `pid`, in KiB.
-long privateMemoryKib(pid_t pid) {
-  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  long kib = 0;
-  while (std::getline(rollup, line)) {
-    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
-      kib += std::stol(line.substr(line.find(':') + 1));
-    }
-  }
-  return kib;
-}
-
 std::string processName(pid_t pid) {
   std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
   std::string name;
@@ -70,7 +57,7 @@ WaiterLook spawnFromABigHost(bool with_helper, const std::string& dir) {
     if (!spawned.isOk()) _exit(3);
     std::memset(memory.data(), 2, memory.size());  // what a busy host does to its pages
     WaiterLook look;
-    look.private_kib = privateMemoryKib(spawned->waiter.pid);
+    look.private_kib = privateKib(spawned->waiter.pid);
     const std::string parent = processName(parentOf(spawned->waiter.pid));
     (void)!write(result[1], &look.private_kib, sizeof look.private_kib);
     (void)!write(result[1], parent.c_str(), parent.size());

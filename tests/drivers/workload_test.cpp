@@ -11,6 +11,7 @@
 #include "drivers/process/workload.h"
 #include "drivers/process/workload_metrics.h"
 #include "tests/drivers/driver_test_support.h"
+#include "tests/support/workloads.h"
 
 using namespace tide;
 using namespace tide::drivers;
@@ -141,14 +142,7 @@ TEST_CASE("workload: answers health probes one after another on three threads") 
   // connection threads up front, 10 threads a workload (10,000 at the rollout bench's 1,000).
   // A connection that came while the last one's thread was still closing got a second
   // thread, which ends once idle (10 s).
-  const auto threads = [&] {
-    std::ifstream status("/proc/" + std::to_string(workload.pid()) + "/status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-    }
-    return 0;
-  };
+  const auto threads = [&] { return procStatus(workload.pid(), "Threads"); };
   CHECK(threads() >= 2);
   CHECK(eventually([&] { return threads() <= 3; }));
 }

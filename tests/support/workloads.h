@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,6 +54,30 @@ inline pid_t parentOf(pid_t pid) {
   pid_t parent = 0;
   rest >> state >> parent;
   return parent;
+}
+
+// A number from /proc/<pid>/status ("Threads", "VmRSS" in KiB); 0 when the process is gone.
+inline int64_t procStatus(pid_t pid, const std::string& key) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+  }
+  return 0;
+}
+
+// Private memory of `pid` (Private_Clean + Private_Dirty of smaps_rollup), in KiB: what it
+// holds that no other process shares, unlike its RSS, which counts the shared binary.
+inline int64_t privateKib(pid_t pid) {
+  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  int64_t kib = 0;
+  while (std::getline(rollup, line)) {
+    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
+      kib += std::stoll(line.substr(line.find(':') + 1));
+    }
+  }
+  return kib;
 }
 
 // Kills every workload of `data_dir` with its process group (each leads its own session).
