@@ -19,6 +19,7 @@
 //   judges (statusAll), so a driver that talks to a remote runtime can answer many
 //   instances in one round trip.
 
+#include <cctype>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/core/status.h"
@@ -48,6 +50,15 @@ struct VolumeRef {
   std::string node;
 };
 
+// One application of a plan, as an instance runs it (model::Application with its coordinates).
+struct ApplicationSpec {
+  std::string payload_name;
+  Json coordinates = Json::object();
+  std::vector<model::Port> ports;
+  model::Resources resources;
+  std::optional<model::HealthCheck> health_check;
+};
+
 struct RuntimeSpec {
   std::string id;             // the runtime instance id, as text
   std::string meta_instance;  // for names and logs
@@ -60,7 +71,21 @@ struct RuntimeSpec {
   // The plan's check for this application, for drivers that judge health themselves (a
   // node agent probes on its own machine); the others leave it to the host's probes.
   std::optional<model::HealthCheck> health_check;
+  // Every application of the plan the instance runs, in start order (each after the ones it
+  // depends_on; docs/architecture.md#applications). The single fields above describe the
+  // first. A driver itself sees one application at most: the host runs an instance of
+  // several through ApplicationGroupDriver (drivers/application_group.h), which asks its
+  // driver for one runtime per application, with these fields filled for that application.
+  std::vector<ApplicationSpec> applications;
 };
+
+// "TIDE_PORT_TCP_80" for the port key "tcp/80": the env name that gives a workload (and an
+// exec check) the host port of a declared port.
+inline std::string portEnvName(std::string_view port_key) {
+  std::string name = "TIDE_PORT_";
+  for (char c : port_key) name += c == '/' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
 
 // A node the driver cannot reach now: its agent missed heartbeats (docs/agents.md).
 struct UnreachableNode {

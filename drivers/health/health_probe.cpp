@@ -24,6 +24,7 @@
 
 #include <httplib.h>
 
+#include "drivers/driver.h"
 #include "host/core/fd.h"
 
 namespace tide::drivers {
@@ -514,9 +515,7 @@ ProbeTarget localTarget(const model::Json& ports) {
   ProbeTarget target;
   target.ports = ports;
   for (const auto& [declared, host_port] : ports.items()) {
-    std::string name = "TIDE_PORT_" + declared;
-    std::transform(name.begin(), name.end(), name.begin(), [](char c) { return c == '/' ? '_' : std::toupper(c); });
-    target.env[name] = std::to_string(host_port.get<int>());
+    target.env[portEnvName(declared)] = std::to_string(host_port.get<int>());
   }
   return target;
 }

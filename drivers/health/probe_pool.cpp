@@ -63,6 +63,30 @@ size_t ProbePool::threadsStarted() const {
   return threads_.size();
 }
 
+namespace {
+
+// `job`'s checks in turn, up to the first that fails.
+ProbeResult probeAll(const ProbeJob& job, ProbeCancel* cancel) {
+  ProbeResult result = probeOnce(job.check, job.target, cancel);
+  if (job.more.empty()) return result;
+  auto named = [](const std::string& application, ProbeResult failed) {
+    failed.message = "application '" + application + "': " + failed.message;
+    return failed;
+  };
+  if (!result.ok) return named(job.application, std::move(result));
+  for (const model::ApplicationCheck& next : job.more) {
+    ProbeResult more = probeOnce(next.check, job.target, cancel);
+    result.duration_us += more.duration_us;
+    if (!more.ok) {
+      more.duration_us = result.duration_us;
+      return named(next.application, std::move(more));
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
 void ProbePool::work() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -74,7 +98,7 @@ void ProbePool::work() {
     queue_.pop_front();
     ++running_;
     lock.unlock();
-    ProbeResult result = probeOnce(job.check, job.target, &cancel_);  // never throws
+    ProbeResult result = probeAll(job, &cancel_);  // never throws
     lock.lock();
     --running_;
     if (!stopping_) finished_.emplace_back(key, std::move(result));

@@ -30,6 +30,11 @@ namespace tide::drivers {
 struct ProbeJob {
   model::HealthCheck check;
   ProbeTarget target;
+  // The checks of an instance's further applications (docs/architecture.md#applications), each
+  // run after the ones before it passed: the probe passes when all do, and then a failure
+  // names its application (`application` is the payload name of `check`).
+  std::vector<model::ApplicationCheck> more;
+  std::string application;
 };
 
 class ProbePool {

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "drivers/driver.h"
+
 namespace tide::drivers {
 namespace {
 
@@ -188,9 +190,7 @@ Result<Launch> buildLaunch(const Json& coordinates, const ImageCatalog& catalog,
   launch.env["TIDE_RUNTIME_ID"] = context.runtime_id;
   launch.env["TIDE_NODE"] = context.node;
   for (const auto& [key, host_port] : context.ports) {
-    std::string name = "TIDE_PORT_" + upper(key);
-    name[name.find('/')] = '_';
-    launch.env[name] = std::to_string(host_port);
+    launch.env[portEnvName(key)] = std::to_string(host_port);
   }
   for (const auto& [mount_path, host_dir] : context.volumes) launch.env[volumeEnvName(mount_path)] = host_dir;
   return launch;

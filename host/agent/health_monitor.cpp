@@ -42,7 +42,8 @@ void HealthMonitor::pump(const std::vector<ProbeSubject>& subjects) {
     Watch& watch = kept.at(subject.id);
     if (watch.next_probe <= now && !pool_.inFlight(watch.key)) {
       // While a probe is in flight nothing else is submitted; its result sets the next time.
-      if (pool_.submit(watch.key, drivers::ProbeJob{watch.check, subject.target})) watch.next_probe = TimePoint::max();
+      if (pool_.submit(watch.key, drivers::ProbeJob{watch.check, subject.target, {}, ""}))
+        watch.next_probe = TimePoint::max();
     }
   }
   watches_ = std::move(kept);

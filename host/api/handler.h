@@ -123,9 +123,9 @@ struct ApiContext {
   lua::LuaLimits lua_limits = {};
   // Whether a person may approve or reject only operations someone else requested.
   bool approver_must_differ = true;
-  // A meta instance's log (ServerOptions::read_logs); null when the host cannot read logs
-  // (the logs route answers 503).
-  std::function<Result<drivers::LogSlice>(const std::string& meta_instance,
+  // A meta instance's log (ServerOptions::read_logs), of one of its plan's applications when
+  // `application` is not ""; null when the host cannot read logs (the logs route answers 503).
+  std::function<Result<drivers::LogSlice>(const std::string& meta_instance, const std::string& application,
                                           const std::optional<drivers::LogCursor>& from, size_t max_bytes)>
       read_logs;
   // Appended to /metrics when set.

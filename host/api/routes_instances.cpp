@@ -6,6 +6,7 @@
 #include "host/api/handlers.h"
 #include "host/api/request_inputs.h"
 #include "host/api/views.h"
+#include "host/core/names.h"
 #include "host/model/transitions.h"
 
 namespace tide::api::instances {
@@ -81,7 +82,7 @@ Result<ApiResponse> operate(ApiContext& context, const ApiRequest& request) {
 // the `file` a reply named), what follows that place, so a follower reads only new bytes.
 // Where the driver can resume (process nodes) the reply's headers say where it ends.
 Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
-  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes", "offset", "file"}));
+  TIDE_RETURN_IF_ERROR(acceptOnly(request, {"tail_bytes", "offset", "file", "application"}));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> tail_bytes,
                         readIntegerParam(request, "tail_bytes", 1, kMaxLogTailBytes));
   TIDE_ASSIGN_OR_RETURN(std::optional<int64_t> offset, readIntegerParam(request, "offset", 0, kMaxLogOffset));
@@ -94,7 +95,12 @@ Result<ApiResponse> logs(ApiContext& context, const ApiRequest& request) {
   TIDE_ASSIGN_OR_RETURN(model::MetaInstance meta, context.ledger.instances().getMetaInstance(request.param("name")));
   if (!context.read_logs) return Status::unavailable("logs are not available on this host");
   const size_t max_bytes = static_cast<size_t>(from ? kMaxLogTailBytes : tail_bytes.value_or(kDefaultLogTailBytes));
-  TIDE_ASSIGN_OR_RETURN(drivers::LogSlice slice, context.read_logs(meta.name, from, max_bytes));
+  std::string application;
+  if (auto it = request.query.find("application"); it != request.query.end()) {
+    if (std::string problem = nameProblem(it->second); !problem.empty()) return badParam("application", problem);
+    application = it->second;
+  }
+  TIDE_ASSIGN_OR_RETURN(drivers::LogSlice slice, context.read_logs(meta.name, application, from, max_bytes));
   if (!from && slice.text.size() > max_bytes) slice.text.erase(0, slice.text.size() - max_bytes);
   ApiResponse response;
   response.content_type = "text/plain; charset=utf-8";

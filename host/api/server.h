@@ -87,7 +87,7 @@ struct ServerOptions {
   // Reads a meta instance's log, its last `max_bytes` or from a place on, as
   // engine::readMetaInstanceLog (through the drivers; the server cannot). kNotFound when there is no log. Called on the server's threads, so it must be
   // thread-safe. Null: GET /v1/instances/{name}/logs answers 503.
-  std::function<Result<drivers::LogSlice>(const std::string& meta_instance,
+  std::function<Result<drivers::LogSlice>(const std::string& meta_instance, const std::string& application,
                                           const std::optional<drivers::LogCursor>& from, size_t max_bytes)>
       read_logs;
   // More Prometheus text appended to /metrics (the control loop's pass, driver-call and

@@ -160,6 +160,7 @@ void addEventsVerb(CLI::App& app, Verbs& verbs) {
 struct LogsFlags {
   int64_t tail_bytes = kDefaultTailBytes;
   bool follow = false;
+  std::string application;  // "" = the only one
 };
 
 // A log as the CLI prints it with -o json: bytes that are not UTF-8 become U+FFFD.
@@ -198,9 +199,11 @@ struct LogPlace {
 // last reply's end (docs/api.md#following-a-log); elsewhere (an agent node's log) it is
 // found by lining up the last `window` bytes with the look before (logUpdate). Nothing
 // while the instance has no log.
-Result<LogUpdate> readLogUpdate(Session& session, const std::string& name, int64_t window, LogPlace& place) {
+Result<LogUpdate> readLogUpdate(Session& session, const std::string& name, const std::string& application,
+                                int64_t window, LogPlace& place) {
   Query query = {{"tail_bytes", std::to_string(window)}};
   if (!place.file.empty()) query = {{"offset", std::to_string(place.offset)}, {"file", place.file}};
+  if (!application.empty()) query.emplace_back("application", application);
   Result<TextReply> reply = session.client.getTextReply(instancePath(name) + "/logs", query);
   if (!reply.isOk() && reply.status().code() == Code::kNotFound) return LogUpdate{};
   TIDE_RETURN_IF_ERROR(reply.status());
@@ -222,14 +225,14 @@ Result<LogUpdate> readLogUpdate(Session& session, const std::string& name, int64
 // Prints the end of the log, then what each look a second later adds, until the process is
 // interrupted or its output is closed. When the instance runs as a new runtime instance
 // (a restart, a relocation), a "==> ... <==" line says so before its log.
-Status followLog(Session& session, const std::string& name, int64_t tail_bytes) {
+Status followLog(Session& session, const std::string& name, const std::string& application, int64_t tail_bytes) {
   const int64_t window = std::max(tail_bytes, kFollowWindowBytes);
   LogPlace place;
   std::string runtime;
   bool first = true;
   while (session.out) {
     TIDE_ASSIGN_OR_RETURN(std::string runtime_now, newestRuntimeOf(session, name));
-    TIDE_ASSIGN_OR_RETURN(LogUpdate update, readLogUpdate(session, name, window, place));
+    TIDE_ASSIGN_OR_RETURN(LogUpdate update, readLogUpdate(session, name, application, window, place));
     std::string& added = update.added;
     if (first) added.erase(0, added.size() - std::min(added.size(), static_cast<size_t>(tail_bytes)));
     if (session.json()) {
@@ -253,22 +256,27 @@ Status followLog(Session& session, const std::string& name, int64_t tail_bytes) 
 // `tide logs INSTANCE`: the end of a meta instance's log, as the host's driver kept it.
 void addLogsVerb(CLI::App& app, Verbs& verbs) {
   auto flags = std::make_shared<LogsFlags>();
-  CLI::App* verb = addNamedVerb(
-      app, verbs, "logs", "Print the end of a meta instance's log; -f follows it", "meta instance name",
-      [flags](Session& session, const std::string& name) -> Status {
-        if (flags->follow) return followLog(session, name, flags->tail_bytes);
-        TIDE_ASSIGN_OR_RETURN(
-            std::string log,
-            session.client.getText(instancePath(name) + "/logs", {{"tail_bytes", std::to_string(flags->tail_bytes)}}));
-        if (session.json()) {
-          session.out << logJson(name, log, 2) << '\n';
-        } else {
-          session.out << log;
-        }
-        return Status::ok();
-      });
+  CLI::App* verb = addNamedVerb(app, verbs, "logs", "Print the end of a meta instance's log; -f follows it",
+                                "meta instance name", [flags](Session& session, const std::string& name) -> Status {
+                                  if (flags->follow)
+                                    return followLog(session, name, flags->application, flags->tail_bytes);
+                                  Query query = {{"tail_bytes", std::to_string(flags->tail_bytes)}};
+                                  if (!flags->application.empty())
+                                    query.emplace_back("application", flags->application);
+                                  TIDE_ASSIGN_OR_RETURN(std::string log,
+                                                        session.client.getText(instancePath(name) + "/logs", query));
+                                  if (session.json()) {
+                                    session.out << logJson(name, log, 2) << '\n';
+                                  } else {
+                                    session.out << log;
+                                  }
+                                  return Status::ok();
+                                });
   verb->add_option("--tail-bytes", flags->tail_bytes, "how many bytes from the end (default 65536, at most 8 MiB)")
       ->check(positiveWholeNumber());
+  verb->add_option("--application", flags->application,
+                   "the log of this application of the instance's plan (payload name); needed when the plan has "
+                   "several");
   verb->add_flag("-f,--follow", flags->follow,
                  "keep printing what the instance writes, across restarts, until interrupted");
 }

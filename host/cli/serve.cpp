@@ -349,9 +349,9 @@ int runServe(const ServeOptions& options, std::ostream& out, std::ostream& err) 
   server_options.scripts = &scripts;
   server_options.agents = agent_hub->get();
   server_options.agent_long_polls = config.agents.max_long_polls;
-  server_options.read_logs = [&](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
-                                 size_t max_bytes) {
-    return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, from, max_bytes);
+  server_options.read_logs = [&](const std::string& meta_instance, const std::string& application,
+                                 const std::optional<drivers::LogCursor>& from, size_t max_bytes) {
+    return engine::readMetaInstanceLog(ledger, driver_set, meta_instance, application, from, max_bytes);
   };
   // The control loop's, and the router's own (the HAProxy router's latency histograms).
   server_options.extra_metrics = [&] {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
+#include <set>
 
 #include "host/config/field_reader.h"
 #include "host/config/yaml_tree.h"
@@ -99,6 +101,7 @@ const KeyTable kApplicationKeys = {
     {"ports", {"ports"}},
     {"persistent_volumes", {"persistentVolumes", "persistent_volumes"}},
     {"health_check", {"healthCheck", "health_check"}},
+    {"depends_on", {"dependsOn", "depends_on"}},
 };
 
 const KeyTable kStrategyKeys = {{"script", {"script"}}, {"params", {"params"}}};
@@ -131,6 +134,7 @@ const KeyTable kTrafficKeys = {
     {"header_routes", {"headerRoutes", "header_routes"}},
     {"drain_seconds", {"drainSeconds", "drain_seconds"}},
     {"max_connections", {"maxConnections", "max_connections"}},
+    {"port", {"port"}},
 };
 const KeyTable kTrafficHealthKeys = {{"path", {"path"}}};
 const KeyTable kHeaderRouteKeys = {{"header", {"header"}}, {"value", {"value"}}};
@@ -484,7 +488,75 @@ model::Application readApplication(const YamlNode& node, const std::string& path
   if (const YamlNode* v = m.get("health_check")) {
     out.health_check = readHealthCheck(*v, m.field("health_check"), out.ports, problems);
   }
+  forEachItem(m.sequence("depends_on", Need::kOptional), m.field("depends_on"), problems,
+              [&](const YamlNode& item, const std::string& field) {
+                if (auto name = readName(item, field, problems)) out.depends_on.push_back(*name);
+              });
   return out;
+}
+
+// What depends_on of each application says wrong (docs/architecture.md#applications): a name
+// that is no application of the plan, the application itself, a name twice, a cycle.
+// `items[i]` is the manifest node of plan.applications[i], `fields[i]` its field path.
+void checkDependencies(const model::Plan& plan, const std::vector<const YamlNode*>& items,
+                       const std::vector<std::string>& fields, Problems& problems) {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < plan.applications.size(); ++i) index.emplace(plan.applications[i].payload_name, i);
+  bool named_well = true;
+  for (size_t i = 0; i < plan.applications.size() && i < items.size(); ++i) {
+    const model::Application& app = plan.applications[i];
+    const auto* entry = findEntry(*items[i], kApplicationKeys, "depends_on");
+    if (entry == nullptr) continue;
+    if (app.depends_on.size() != entry->second.items.size()) {  // a bad name, reported already
+      named_well = false;
+      continue;
+    }
+    const std::string field = childPath(fields[i], entry->first.scalar);
+    std::set<std::string> seen;
+    for (size_t k = 0; k < app.depends_on.size() && k < entry->second.items.size(); ++k) {
+      const std::string& name = app.depends_on[k];
+      const YamlNode& at = entry->second.items[k];
+      const std::string item_field = field + "[" + std::to_string(k) + "]";
+      if (name == app.payload_name) {
+        problems.add(at, item_field, "an application cannot depend on itself");
+      } else if (!index.count(name)) {
+        problems.add(at, item_field, "'" + name + "' is not an application of this plan");
+      } else if (!seen.insert(name).second) {
+        problems.add(at, item_field, "'" + name + "' is named twice");
+      } else {
+        continue;
+      }
+      named_well = false;
+    }
+  }
+  if (!named_well) return;
+  // A cycle: follow depends_on from each application; meeting one on the current path closes it.
+  std::vector<int> mark(plan.applications.size(), 0);  // 0 unseen, 1 on the path, 2 done
+  std::vector<size_t> path;
+  std::function<bool(size_t)> cycleFrom = [&](size_t i) {
+    mark[i] = 1;
+    path.push_back(i);
+    for (const std::string& name : plan.applications[i].depends_on) {
+      const size_t next = index.at(name);
+      if (mark[next] == 1) {
+        std::string loop;
+        for (auto it = std::find(path.begin(), path.end(), next); it != path.end(); ++it) {
+          loop += plan.applications[*it].payload_name + " → ";
+        }
+        loop += name;
+        const auto* entry = findEntry(*items[i], kApplicationKeys, "depends_on");
+        problems.add(entry->first, childPath(fields[i], entry->first.scalar), "depends on itself through " + loop);
+        return true;
+      }
+      if (mark[next] == 0 && cycleFrom(next)) return true;
+    }
+    mark[i] = 2;
+    path.pop_back();
+    return false;
+  };
+  for (size_t i = 0; i < plan.applications.size() && i < items.size(); ++i) {
+    if (mark[i] == 0 && cycleFrom(i)) return;
+  }
 }
 
 model::StrategyRef readPlanStrategy(const YamlNode& node, const std::string& path, Problems& problems) {
@@ -555,7 +627,22 @@ model::PlanTraffic readTraffic(const YamlNode& node, const std::string& path, Pr
   if (auto v = m.integer("max_connections", Need::kOptional, Bounds{1, model::kMaxServerConnections})) {
     out.max_connections = static_cast<int>(*v);
   }
+  if (auto v = m.integer("port", Need::kOptional, Bounds{1, 65535})) out.port = static_cast<int>(*v);
   return out;
+}
+
+// traffic.port names a TCP port one of the plan's applications declares.
+void checkTrafficPort(const model::Plan& plan, const YamlNode& traffic, const std::string& field, Problems& problems) {
+  if (plan.traffic.port == 0) return;
+  for (const auto& app : plan.applications) {
+    for (const auto& port : app.ports) {
+      if (port.port == plan.traffic.port && (port.protocol.empty() || port.protocol == "TCP")) return;
+    }
+  }
+  const auto* entry = findEntry(traffic, kTrafficKeys, "port");
+  if (entry == nullptr) return;
+  problems.add(entry->second, childPath(field, entry->first.scalar),
+               "must be a TCP port one of the plan's applications declares");
 }
 
 model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& problems) {
@@ -574,12 +661,17 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
   DuplicateCheck payloads(problems, "payload name");
   if (const YamlNode* list = m.sequence("applications", Need::kRequired)) {
     if (list->items.empty()) problems.add(*list, m.field("applications"), "must hold at least one application");
+    std::vector<const YamlNode*> items;
+    std::vector<std::string> fields;
     forEachItem(list, m.field("applications"), problems, [&](const YamlNode& item, const std::string& field) {
       out.applications.push_back(readApplication(item, field, ports, problems));
+      items.push_back(&item);
+      fields.push_back(field);
       if (const auto* e = findEntry(item, kApplicationKeys, "payload_name")) {
         payloads.see(out.applications.back().payload_name, e->second, childPath(field, e->first.scalar));
       }
     });
+    checkDependencies(out, items, fields, problems);
   }
   if (const YamlNode* v = m.get("strategy")) out.strategy = readPlanStrategy(*v, m.field("strategy"), problems);
   if (const YamlNode* v = m.get("approval")) {
@@ -593,7 +685,10 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
     }
   }
   if (const YamlNode* v = m.get("placement")) out.placement = readPlacement(*v, m.field("placement"), problems);
-  if (const YamlNode* v = m.get("traffic")) out.traffic = readTraffic(*v, m.field("traffic"), problems);
+  if (const YamlNode* v = m.get("traffic")) {
+    out.traffic = readTraffic(*v, m.field("traffic"), problems);
+    checkTrafficPort(out, *v, m.field("traffic"), problems);
+  }
   return out;
 }
 

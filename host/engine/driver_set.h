@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "drivers/application_group.h"
 #include "drivers/driver.h"
 #include "drivers/registry.h"
 #include "host/ledger/ledger.h"
@@ -28,26 +29,31 @@ class DriverSet {
   Result<drivers::Driver*> forNode(const std::string& node);
   Result<drivers::Driver*> forCluster(const std::string& cluster);
 
-  // Every driver built so far, by cluster name.
+  // Every driver built so far, by cluster name, as its kind built it: without the wrapper
+  // forNode and forCluster hand out, through which the control loop runs instances of several
+  // applications (drivers/application_group.h).
   std::map<std::string, drivers::Driver*> built();
 
-  // For tests: use `driver` for `cluster` instead of building one.
+  // For tests: use `driver` for `cluster` instead of building one (wrapped like a built one).
   void install(const std::string& cluster, std::unique_ptr<drivers::Driver> driver);
 
  private:
   ledger::Ledger& ledger_;
   drivers::DriverContext context_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<drivers::Driver>> drivers_;  // by cluster
-  std::map<std::string, std::string> cluster_of_;                    // node → cluster
+  // By cluster: the driver built, inside the wrapper that runs instances of several applications.
+  std::map<std::string, std::unique_ptr<drivers::ApplicationGroupDriver>> drivers_;
+  std::map<std::string, std::string> cluster_of_;  // node → cluster
 };
 
 // The log of `meta_instance`'s newest runtime instance, for `tide logs`: its last `max_bytes`,
 // or with `from` what follows that place (drivers::Driver::readLogSlice). A cursor into an
 // older runtime instance's log names a file the newest one does not have: its slice starts
-// again. kNotFound when the instance never ran.
+// again. kNotFound when the instance never ran. `application` names one of the plan's
+// applications (docs/architecture.md#applications); "" is the only one of a plan of one, and
+// refused (kInvalidArgument, naming them) for an instance that runs several.
 Result<drivers::LogSlice> readMetaInstanceLog(ledger::Ledger& ledger, DriverSet& drivers,
-                                              const std::string& meta_instance,
+                                              const std::string& meta_instance, const std::string& application,
                                               const std::optional<drivers::LogCursor>& from, size_t max_bytes);
 
 }  // namespace tide::engine

@@ -75,7 +75,6 @@ struct Executor::Attempt {
   }
   TimePoint next_cancel_check{};
   bool was_cancelled = false;
-  const model::Application* app() const { return plan.applications.empty() ? nullptr : &plan.applications[0]; }
 };
 
 Executor::Executor(ledger::Ledger& ledger, DriverSet& drivers, const Clock& clock, EngineMetrics& metrics,
@@ -390,17 +389,23 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   if (!model::runsOrStarts(r.state)) {
     return Status::conflict("runtime instance " + std::to_string(r.meta.id) + " is " + model::toString(r.state));
   }
-  const model::Application* app = a.app();
   drivers::RuntimeSpec spec;
   spec.id = std::to_string(r.meta.id);
   spec.meta_instance = r.meta_instance;
   spec.node = r.node;
-  if (app) {
-    spec.payload_name = app->payload_name;
-    spec.ports = app->ports;
-    spec.resources = app->resources;
-    spec.coordinates = r.coordinates.value(app->payload_name, Json::object());
-    spec.health_check = app->health_check;
+  // Every application of the plan, in start order (docs/architecture.md#applications); the
+  // single fields are the first's.
+  for (const model::Application* app : model::startOrder(a.plan)) {
+    spec.applications.push_back({app->payload_name, r.coordinates.value(app->payload_name, Json::object()), app->ports,
+                                 app->resources, app->health_check});
+  }
+  if (!spec.applications.empty()) {
+    const drivers::ApplicationSpec& first = spec.applications.front();
+    spec.payload_name = first.payload_name;
+    spec.ports = first.ports;
+    spec.resources = first.resources;
+    spec.coordinates = first.coordinates;
+    spec.health_check = first.health_check;
   }
   spec.volumes = volumeSpecs(r);
   TIDE_ASSIGN_OR_RETURN(drivers::RuntimeStatus status,
@@ -431,28 +436,33 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   }
   TIDE_RETURN_IF_ERROR(setRuntimeState(r, model::RuntimeState::kRunning));
 
+  const std::vector<model::ApplicationCheck> checks = model::healthChecksOf(a.plan);
   if (status.healthy) {
     // The driver knows the instance's health: its word stands in for any check.
-    const auto interval =
-        app && app->health_check
-            ? std::chrono::milliseconds(static_cast<int64_t>(std::min(app->health_check->interval_seconds, 0.5) * 1000))
-            : options_.poll_interval;
+    const auto interval = !checks.empty() ? std::chrono::milliseconds(static_cast<int64_t>(
+                                                std::min(checks.front().check.interval_seconds, 0.5) * 1000))
+                                          : options_.poll_interval;
     TIDE_RETURN_IF_ERROR(waitReportedHealthy(a, r, *driver, ref, status, interval));
-  } else if (app && app->health_check) {
+  } else {
+    // Each application's check in start order, while the deadline lasts.
     const drivers::ProbeTarget target = drivers::localTarget(r.ports);
-    // While starting, probe at least twice a second: an instance that is up should not
-    // wait a whole steady-state interval to be declared ready.
-    model::HealthCheck startup = *app->health_check;
-    startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
-    drivers::ProbeResult probe = drivers::waitHealthy(
-        startup, target, clock_, a.deadline, [&] { return stopping_.load() || a.cancelled(ledger_, clock_); },
-        &probe_cancel_);
-    if (!probe.ok) {
-      ledger::RuntimeUpdate unhealthy;
-      unhealthy.healthy = false;
-      unhealthy.message = probe.message;
-      (void)updateRuntime(r, unhealthy);  // best effort: the error returned says the same
-      return Status(Code::kDeadlineExceeded, "not healthy in time: " + probe.message);
+    for (const model::ApplicationCheck& named : checks) {
+      // While starting, probe at least twice a second: an instance that is up should not
+      // wait a whole steady-state interval to be declared ready.
+      model::HealthCheck startup = named.check;
+      startup.interval_seconds = std::min(startup.interval_seconds, 0.5);
+      drivers::ProbeResult probe = drivers::waitHealthy(
+          startup, target, clock_, a.deadline, [&] { return stopping_.load() || a.cancelled(ledger_, clock_); },
+          &probe_cancel_);
+      if (!probe.ok) {
+        const std::string why =
+            checks.size() > 1 ? "application '" + named.application + "': " + probe.message : probe.message;
+        ledger::RuntimeUpdate unhealthy;
+        unhealthy.healthy = false;
+        unhealthy.message = why;
+        (void)updateRuntime(r, unhealthy);  // best effort: the error returned says the same
+        return Status(Code::kDeadlineExceeded, "not healthy in time: " + why);
+      }
     }
   }
   ledger::RuntimeUpdate healthy;

@@ -5,14 +5,12 @@
 namespace tide::engine {
 namespace {
 
-// The health check of `meta_instance`'s application in the plan its deployment was made
-// with, or null when it has none.
-const model::HealthCheck* healthCheckOf(const World& world, const std::string& meta_instance) {
+// The health checks of `meta_instance`'s applications in the plan its deployment was made
+// with, in start order; empty when none has one.
+std::vector<model::ApplicationCheck> healthChecksOf(const World& world, const std::string& meta_instance) {
   const model::MetaInstance& meta = world.instances.at(meta_instance).meta;
   const model::Plan* plan = world.planAsDeployed(meta.plan, meta.deployment_id);
-  if (plan == nullptr || plan->applications.empty()) return nullptr;
-  const auto& check = plan->applications[0].health_check;
-  return check ? &*check : nullptr;
+  return plan == nullptr ? std::vector<model::ApplicationCheck>{} : model::healthChecksOf(*plan);
 }
 
 // Why an instance its driver reports unhealthy is so.
@@ -263,7 +261,7 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
     if (isUnreachableMessage(r->message, r->node)) {
       // Its node is back: its health is known again, by its driver's word or, until its
       // check says otherwise, as when it started (healthy without a check).
-      const bool healthy = seen.reported_healthy.value_or(healthCheckOf(world, r->meta_instance) == nullptr);
+      const bool healthy = seen.reported_healthy.value_or(healthChecksOf(world, r->meta_instance).empty());
       const std::string why =
           seen.reported_healthy ? unhealthyBecause(seen.message) : "not checked since its node came back";
       if (writeHealth(*r, healthy, healthy ? "" : why)) ++changes;
@@ -275,8 +273,11 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
       if (recordHealth(*r, *seen.reported_healthy, unhealthyBecause(seen.message))) ++changes;
       continue;
     }
-    const model::HealthCheck* check = healthCheckOf(world, r->meta_instance);
-    if (check == nullptr) continue;
+    std::vector<model::ApplicationCheck> checks = healthChecksOf(world, r->meta_instance);
+    if (checks.empty()) continue;
+    // The first application's check sets the interval and thresholds of the instance's probe;
+    // each probe runs every application's check (docs/architecture.md#applications).
+    const model::HealthCheck* check = &checks.front().check;
     auto it = probes_.find(r->meta.id);
     if (it == probes_.end()) {
       it = probes_.emplace(r->meta.id, Probe{drivers::HealthTracker(*check, r->healthy), now, r->meta_instance}).first;
@@ -284,7 +285,7 @@ int Observer::probeHealth(const World& world, const Slice& slice, const std::vec
     // Due, and not still running from an earlier pass: its result is recorded by the first
     // pass that finds it finished.
     if (it->second.next > now || submitted >= options_.max_probes_per_pass) continue;
-    drivers::ProbeJob job{*check, {}};
+    drivers::ProbeJob job{*check, {}, {checks.begin() + 1, checks.end()}, checks.front().application};
     job.target.ports = r->ports;
     if (!probe_pool_.submit(r->meta.id, std::move(job))) continue;
     ++submitted;

@@ -26,8 +26,10 @@ std::string currentDeployment(const World& world, const std::string& plan, std::
   return current->deployment_id;
 }
 
-// "tcp/8080": the runtime instance's ports key of the plan's first declared port.
-std::string firstPortKey(const model::Plan& plan) {
+// "tcp/8080": the runtime instance's ports key of the port the plan's traffic names, else of its
+// first declared port.
+std::string routedPortKey(const model::Plan& plan) {
+  if (plan.traffic.port > 0) return "tcp/" + std::to_string(plan.traffic.port);
   for (const auto& app : plan.applications) {
     for (const auto& port : app.ports) {
       std::string proto = port.protocol.empty() ? "tcp" : port.protocol;
@@ -205,7 +207,7 @@ int TrafficController::pass(const World& world) {
       if (deployed == nullptr) deployed = plan;
       const bool ready = hasHealthCheck(*deployed) ? rt.healthy : true;
       if (!ready && !draining) continue;  // joins only once ready
-      const std::string key = firstPortKey(*deployed);
+      const std::string key = routedPortKey(*deployed);
       if (key.empty() || !rt.ports.is_object() || !rt.ports.contains(key) || !rt.ports[key].is_number_integer()) {
         continue;
       }

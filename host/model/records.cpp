@@ -1,6 +1,8 @@
 #include "host/model/records.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "host/core/names.h"
@@ -186,7 +188,8 @@ void to_json(Json& j, const Application& v) {
            {"resources", v.resources},
            {"ports", v.ports},
            {"persistent_volumes", v.persistent_volumes},
-           {"health_check", v.health_check ? Json(*v.health_check) : Json(nullptr)}};
+           {"health_check", v.health_check ? Json(*v.health_check) : Json(nullptr)},
+           {"depends_on", v.depends_on}};
 }
 void from_json(const Json& j, Application& v) {
   v.payload_name = j.value("payload_name", "");
@@ -198,6 +201,34 @@ void from_json(const Json& j, Application& v) {
   } else {
     v.health_check.reset();
   }
+  v.depends_on = j.value("depends_on", std::vector<std::string>{});
+}
+
+std::vector<const Application*> startOrder(const Plan& plan) {
+  std::vector<const Application*> order;
+  std::set<std::string> started;
+  std::set<std::string> visiting;
+  std::map<std::string, const Application*> by_name;
+  for (const auto& app : plan.applications) by_name.emplace(app.payload_name, &app);
+  // Depth first, dependencies before the application, in declared order.
+  std::function<void(const Application&)> visit = [&](const Application& app) {
+    if (started.count(app.payload_name) || !visiting.insert(app.payload_name).second) return;
+    for (const std::string& name : app.depends_on) {
+      if (auto it = by_name.find(name); it != by_name.end()) visit(*it->second);
+    }
+    visiting.erase(app.payload_name);
+    if (started.insert(app.payload_name).second) order.push_back(&app);
+  };
+  for (const auto& app : plan.applications) visit(app);
+  return order;
+}
+
+std::vector<ApplicationCheck> healthChecksOf(const Plan& plan) {
+  std::vector<ApplicationCheck> checks;
+  for (const Application* app : startOrder(plan)) {
+    if (app->health_check) checks.push_back({app->payload_name, *app->health_check});
+  }
+  return checks;
 }
 
 void to_json(Json& j, const StrategyRef& v) { j = Json{{"script", v.script}, {"params", v.params}}; }

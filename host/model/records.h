@@ -116,6 +116,9 @@ struct Application {
   std::vector<Port> ports;
   std::vector<PersistentVolume> persistent_volumes;
   std::optional<HealthCheck> health_check;
+  // The applications of the same plan this one starts after (docs/architecture.md#applications):
+  // payload names, none of them itself, with no cycle among the plan's applications.
+  std::vector<std::string> depends_on;
 };
 
 // The strategy a plan runs when it names none.
@@ -160,6 +163,21 @@ struct Plan {
   PlanState state = PlanState::kActive;
   std::string message;
 };
+
+// The order an instance of `plan` starts its applications in: each after the ones it
+// depends_on, otherwise in the order the plan declares them. It stops them in reverse. A name
+// that is not one of the plan's applications is ignored, and a cycle is broken where the
+// declared order first meets it (the manifest refuses both).
+std::vector<const Application*> startOrder(const Plan& plan);
+
+// One application's health check.
+struct ApplicationCheck {
+  std::string application;  // its payload name
+  HealthCheck check;
+};
+// The health checks of `plan`'s applications that have one, in start order: an instance is
+// healthy when all of them pass.
+std::vector<ApplicationCheck> healthChecksOf(const Plan& plan);
 
 struct PayloadCoordinates {
   std::string payload_name;

@@ -49,6 +49,7 @@ void to_json(nlohmann::json& j, const PlanTraffic& v) {
   if (!v.health_path.empty()) j["health"] = nlohmann::json{{"path", v.health_path}};
   if (!v.header_routes.empty()) j["header_routes"] = v.header_routes;
   if (v.max_connections > 0) j["max_connections"] = v.max_connections;
+  if (v.port > 0) j["port"] = v.port;
 }
 
 void from_json(const nlohmann::json& j, PlanTraffic& v) {
@@ -60,6 +61,7 @@ void from_json(const nlohmann::json& j, PlanTraffic& v) {
   v.header_routes = j.value("header_routes", std::vector<HeaderRoute>{});
   v.drain_seconds = j.value("drain_seconds", 10.0);
   v.max_connections = j.value("max_connections", 0);
+  v.port = j.value("port", 0);
 }
 
 }  // namespace tide::model

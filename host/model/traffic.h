@@ -30,6 +30,9 @@ struct PlanTraffic {
   // How many connections the router opens to one instance at most; requests beyond wait in the
   // router's queue (HAProxy's per-server maxconn). 0: no limit.
   int max_connections = 0;
+  // The declared TCP port (of any application of the plan) the router sends requests to
+  // (docs/architecture.md#applications); 0: the plan's first declared port.
+  int port = 0;
 
   bool declared() const { return !listen.empty(); }
   bool operator==(const PlanTraffic&) const = default;
@@ -43,7 +46,7 @@ inline constexpr int kMaxServerConnections = 100000;
 // address or `localhost` and port is 1..65535.
 std::string trafficAddressProblem(const std::string& address);
 
-// {listen, preview_listen?, health?: {path}, header_routes?, drain_seconds, max_connections?}: the manifest's
+// {listen, preview_listen?, health?: {path}, header_routes?, drain_seconds, max_connections?, port?}: the manifest's
 // shape, which the ledger stores in the plan's spec and the API shows.
 void to_json(nlohmann::json& j, const HeaderRoute& v);
 void from_json(const nlohmann::json& j, HeaderRoute& v);

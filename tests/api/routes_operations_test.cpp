@@ -55,11 +55,7 @@ struct Fixture {
 
   // The same, moved on to PENDING_APPROVAL as the approval stage leaves it for a person.
   model::Operation waiting(const std::string& meta_instance, const std::string& requested_by = "controller") {
-    model::Operation operation = pending(meta_instance, "CREATE", requested_by);
-    auto moved = h.ledger->operations().setOperationState(operation.meta.id, model::OperationState::kPendingApproval, std::nullopt,
-                                             "engine", "a policy asked for a person");
-    REQUIRE(moved.isOk());
-    return *moved;
+    return waitingOperation(*h.ledger, meta_instance, requested_by);
   }
 
   model::Operation operation(int64_t id) {
@@ -111,11 +107,13 @@ void refusedToDecide(Fixture& f, const model::Operation& op, const std::string& 
 struct FakeLogs {
   std::mutex mu;
   std::vector<std::pair<std::string, size_t>> calls;
+  std::vector<std::string> applications;  // each call's
 
-  Result<drivers::LogSlice> read(const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
-                                 size_t max_bytes) {
+  Result<drivers::LogSlice> read(const std::string& meta_instance, const std::string& application,
+                                 const std::optional<drivers::LogCursor>& from, size_t max_bytes) {
     std::lock_guard<std::mutex> lock(mu);
     calls.emplace_back(meta_instance, max_bytes);
+    applications.push_back(application);
     std::string log;
     for (int line = 1; line <= 100; ++line) log += meta_instance + " log line " + std::to_string(line) + "\n";
     const auto size = static_cast<int64_t>(log.size());
@@ -131,8 +129,9 @@ struct FakeLogs {
 // The test server's options, its logs read from `logs`.
 api::ServerOptions readingLogsFrom(const std::shared_ptr<FakeLogs>& logs) {
   api::ServerOptions options = testServerOptions();
-  options.read_logs = [logs](const std::string& meta_instance, const std::optional<drivers::LogCursor>& from,
-                              size_t max_bytes) { return logs->read(meta_instance, from, max_bytes); };
+  options.read_logs = [logs](const std::string& meta_instance, const std::string& application,
+                             const std::optional<drivers::LogCursor>& from,
+                             size_t max_bytes) { return logs->read(meta_instance, application, from, max_bytes); };
   return options;
 }
 
@@ -491,6 +490,16 @@ TEST_CASE("api: instance logs come from the host's log reader") {
   }
   CHECK(f.h.get(path + "?tail_bytes=8388608", kViewerToken).status == 200);
   CHECK(f.h.get(path + "?lines=10", kViewerToken).status == 400);
+  // One application's log, for a plan of several (docs/architecture.md#applications).
+  REQUIRE(f.h.get(path + "?application=shipper", kViewerToken).status == 200);
+  {
+    std::lock_guard<std::mutex> lock(logs->mu);
+    CHECK(logs->applications.front().empty());
+    CHECK(logs->applications.back() == "shipper");
+  }
+  Reply bad_application = f.h.get(path + "?application=Ship%20Per", kViewerToken);
+  CHECK(bad_application.status == 400);
+  CHECK(bad_application.detailNames("application"));
   CHECK(f.h.get("/v1/instances/nginx-service-nope/logs", kViewerToken).status == 404);
   CHECK(f.h.get(path, "").status == 401);
 }

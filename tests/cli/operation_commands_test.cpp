@@ -274,8 +274,10 @@ TEST_CASE("cli: deployment show lists runtime instance details and who asked for
 TEST_CASE("cli: logs prints the end of an instance's log") {
   SUBCASE("from the host's log reader") {
     OperationFixture f([](api::ServerOptions& options) {
-      options.read_logs = [](const std::string& meta_instance, const std::optional<drivers::LogCursor>&,
-                             size_t) -> Result<drivers::LogSlice> {
+      options.read_logs = [](const std::string& meta_instance, const std::string& application,
+                             const std::optional<drivers::LogCursor>&, size_t) -> Result<drivers::LogSlice> {
+        if (!application.empty())
+          return drivers::LogSlice{.text = application + " of " + meta_instance + "\n", .end = std::nullopt};
         return drivers::LogSlice{.text = "started " + meta_instance + "\nlistening on :31080\n", .end = std::nullopt};
       };
     });
@@ -295,6 +297,9 @@ TEST_CASE("cli: logs prints the end of an instance's log") {
     CHECK(too_many.code == 1);
     CHECK(contains(too_many.err, "tail_bytes"));
     CHECK(f.live.run({"logs", "nginx-service-nope"}).code == 1);
+    CliRun shipper = f.live.run({"logs", instance, "--application", "shipper"});
+    REQUIRE_MESSAGE(shipper.code == 0, shipper.err);
+    CHECK(shipper.out == "shipper of " + instance + "\n");
   }
   SUBCASE("not when the host has no reader") {
     OperationFixture f;

@@ -202,8 +202,8 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   model::HealthCheck check;
   check.type = "tcp";
   check.port = 8080;
-  plan.applications = {{"app", {2, 4}, {{"TCP", 8080}}, {{"SSD", 5, "/data"}}, check},
-                       {"sidecar", {0.5, 0.25}, {}, {}, std::nullopt}};
+  plan.applications = {{"app", {2, 4}, {{"TCP", 8080}}, {{"SSD", 5, "/data"}}, check, {}},
+                       {"sidecar", {0.5, 0.25}, {}, {}, std::nullopt, {}}};
   plan.strategy = {"canary", Json{{"steps", {10, 50, 100}}}};
   plan.approval_policies = {"prod-guard"};
   plan.placement = {4, true};
@@ -1086,4 +1086,55 @@ TEST_CASE("manifest: each record knows where its fields were written, by their c
   Manifest single = parseOk(kMrdsDeployment);
   CHECK(single.deployments[0].path.empty());
   CHECK(single.deployments[0].fields.at("payload_coordinates").field == "payload_coordinates");
+}
+
+TEST_CASE("manifest: an application's depends_on names the plan's other applications") {
+  const model::Plan plan =
+      parseOk(planWith("    dependsOn: [web]\n") + "  - payloadName: web\n    resources: {cores: 1, memory: 1}\n")
+          .plans.at(0)
+          .value;
+  CHECK(plan.applications[0].depends_on == std::vector<std::string>{"web"});
+  // Started after what it depends on; otherwise as declared.
+  std::vector<std::string> order;
+  for (const model::Application* app : model::startOrder(plan)) order.push_back(app->payload_name);
+  CHECK(order == std::vector<std::string>{"web", "app"});
+  // The wire shape keeps it.
+  CHECK(model::Json(plan.applications[0])["depends_on"] == model::Json::array({"web"}));
+}
+
+TEST_CASE("manifest error: depends_on of an unknown application, of itself, twice, or in a cycle") {
+  SUBCASE("unknown, itself, twice") {
+    auto details = parseErrors(planWith("    dependsOn: [app, db]\n") +
+                               "  - payloadName: b\n    resources: {cores: 1, memory: 1}\n"
+                               "    depends_on: [app, app]\n");
+    CHECK(detailAt(details, "applications[0].dependsOn[0]").message == "an application cannot depend on itself");
+    CHECK(detailAt(details, "applications[0].dependsOn[1]").message == "'db' is not an application of this plan");
+    CHECK(detailAt(details, "applications[1].depends_on[1]").message == "'app' is named twice");
+    CHECK(details.size() == 3);
+  }
+  SUBCASE("a cycle") {
+    auto details = parseErrors(planWith("    dependsOn: [b]\n") +
+                               "  - payloadName: b\n    resources: {cores: 1, memory: 1}\n    dependsOn: [c]\n"
+                               "  - payloadName: c\n    resources: {cores: 1, memory: 1}\n    dependsOn: [app]\n");
+    REQUIRE(details.size() == 1);
+    CHECK(details[0].field == "applications[2].dependsOn");
+    CHECK(details[0].message == "depends on itself through app → b → c → app");
+  }
+}
+
+TEST_CASE("manifest error: traffic.port must be a TCP port one of the plan's applications declares") {
+  const std::string traffic = "traffic: {listen: \"127.0.0.1:18080\", port: 9100}\n";
+  SUBCASE("declared by the second application") {
+    const model::Plan plan =
+        parseOk(joined({planWith("    ports: [{port: 80}]\n", traffic),
+                        "  - payloadName: b\n    resources: {cores: 1, memory: 1}\n", "    ports: [{port: 9100}]\n"}))
+            .plans.at(0)
+            .value;
+    CHECK(plan.traffic.port == 9100);
+    CHECK(model::Json(plan.traffic)["port"] == 9100);
+  }
+  SUBCASE("declared by none, or only as UDP") {
+    auto details = parseErrors(planWith("    ports: [{port: 80}, {protocol: UDP, port: 9100}]\n", traffic));
+    CHECK(detailAt(details, "traffic.port").message == "must be a TCP port one of the plan's applications declares");
+  }
 }

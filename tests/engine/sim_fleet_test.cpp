@@ -35,7 +35,7 @@ TEST_CASE("engine: a plan on a sim cluster rolls 200 instances out to RUNNING an
   CHECK(driver.value()->list()->size() == 200);
 
   // tide logs of a sim instance: a clear refusal.
-  auto log = engine::readMetaInstanceLog(*f.ledger, *f.drivers, running.front().meta_instance, std::nullopt, 1024);
+  auto log = engine::readMetaInstanceLog(*f.ledger, *f.drivers, running.front().meta_instance, "", std::nullopt, 1024);
   CHECK(log.status().code() == Code::kUnprocessable);
   CHECK(log.status().message().find("sim driver keeps no logs") != std::string::npos);
 }

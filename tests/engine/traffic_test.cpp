@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <set>
 #include <sstream>
 
 #include "host/cli/views.h"
@@ -433,4 +434,41 @@ TEST_CASE("traffic: plan show prints the endpoint and both splits") {
   CHECK(text.find("v1 100%") != std::string::npos);
   CHECK(text.find("waiting for the router") != std::string::npos);
   CHECK(text.find("Router Metrics:       http://127.0.0.1:9101/metrics") != std::string::npos);
+}
+
+TEST_CASE("traffic: a plan of two applications routes to the port traffic.port names, of whichever application") {
+  FakeRouter router;
+  TrafficFixture f(router);
+  f.apply(kEngineNodes);
+  f.apply(R"(
+plans:
+  - name: web
+    namespace: web-dev
+    service_name: web
+    matching_capabilities: [{type: CPU, comparator: EQ, names: [intel-xeon]}]
+    traffic: {listen: "127.0.0.1:)" +
+          std::to_string(freePort()) + R"(", drain_seconds: 2, port: 9100}
+    applications:
+      - payload_name: web
+        resources: {cores: 1, memory_gib: 1}
+        ports: [{protocol: TCP, port: 80}]
+      - payload_name: api
+        resources: {cores: 1, memory_gib: 1}
+        ports: [{protocol: TCP, port: 9100}]
+        health_check: {type: http, port: 9100, path: /healthz, interval_seconds: 0.2, timeout_seconds: 1}
+)");
+  f.apply(R"(
+deployments:
+  - plan: web
+    deployment_id: v1
+    instance_count: 2
+    payload_coordinates:
+      - {payload_name: web, coordinates: {image: "nginx:1.25"}}
+      - {payload_name: api, coordinates: {command: ["{{tide}}", workload, --listen, "127.0.0.1:{{port.tcp.9100}}"]}}
+)");
+  REQUIRE(
+      f.passUntil([&] { return f.deployment("v1").state == model::DeploymentState::kCompleted && f.servers() == 2; }));
+  std::set<std::string> api_addresses;
+  for (const auto& r : f.running()) api_addresses.insert("127.0.0.1:" + std::to_string(r.ports.value("tcp/9100", 0)));
+  for (const auto& s : router.askedFor("web").servers) CHECK(api_addresses.count(s.address) == 1);
 }

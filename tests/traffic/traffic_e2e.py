@@ -27,6 +27,7 @@ time. Exits 77 (skipped) when haproxy is not installed (.ci/install-deps install
 
 import argparse
 import http.client
+import json
 import os
 import re
 import signal
@@ -294,6 +295,20 @@ def run(arguments):
         wait_state(host, "v2", "COMPLETED")
         settled_at(host, "v2", 100)
         assert tally(listen, 1000) == {"2": 1000}, "v2 serves every request once completed"
+
+        # Relocation under load (make-before-break): an instance moves to another node; its new
+        # runtime instance joins the backend once ready, the old one drains before it stops.
+        listed = host.get(f"/v1/instances?plan={kPlan}")
+        items = listed.get("items", []) if isinstance(listed, dict) else listed
+        moving = next(i for i in items if i.get("state") == "ACTIVE")
+        status, op, _ = host.call("POST", f"/v1/instances/{moving['name']}/operations", host.admin,
+                                  json.dumps({"type": "RELOCATE", "reason": "move it under load"}), "application/json")
+        assert status == 201, f"asking for a RELOCATE: {status} {op}"
+        operation_path = f"/v1/operations/{op['id']}"
+        poll("the relocation to succeed", lambda: host.get(operation_path).get("state") == "SUCCEEDED")
+        print(f"relocated {moving['name']}: {host.get(operation_path).get('message')}", flush=True)
+        settled_at(host, "v2", 100)
+        assert tally(listen, 1000) == {"2": 1000}, "v2 serves every request after the relocation"
 
         host.apply_text(deployment_manifest("v3", 3), "v3")
         wait_step(host, "v3", 1)
