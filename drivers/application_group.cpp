@@ -112,6 +112,17 @@ std::string applicationRuntimeId(const std::string& runtime_id, const std::strin
 
 Result<RuntimeStatus> ApplicationGroupDriver::ensure(const RuntimeSpec& spec) {
   if (spec.applications.size() <= 1) return inner_->ensure(spec);
+  // The instance's pods, by the application others join: it and they, all their ports.
+  std::map<std::string, PodSpec> pods;
+  for (const ApplicationSpec& application : spec.applications) {
+    if (!application.pod.empty()) pods[application.pod].name = applicationRuntimeId(spec.id, application.pod);
+  }
+  for (const ApplicationSpec& application : spec.applications) {
+    const std::string& owner = application.pod.empty() ? application.payload_name : application.pod;
+    if (auto pod = pods.find(owner); pod != pods.end()) {
+      pod->second.ports.insert(pod->second.ports.end(), application.ports.begin(), application.ports.end());
+    }
+  }
   std::vector<RuntimeRef> parts;
   std::vector<RuntimeAnswer> answers;
   Json started_ports = Json::object();  // the host ports of the applications started so far
@@ -124,6 +135,8 @@ Result<RuntimeStatus> ApplicationGroupDriver::ensure(const RuntimeSpec& spec) {
     part.ports = application.ports;
     part.resources = application.resources;
     part.health_check = application.health_check;
+    const std::string& owner = application.pod.empty() ? application.payload_name : application.pod;
+    if (auto pod = pods.find(owner); pod != pods.end()) part.pod = pod->second;
     if (!started_ports.empty()) {
       Json& env = part.coordinates["env"];
       if (env.is_null()) env = Json::object();

@@ -57,6 +57,15 @@ struct ApplicationSpec {
   std::vector<model::Port> ports;
   model::Resources resources;
   std::optional<model::HealthCheck> health_check;
+  std::string pod;  // model::Application::pod
+};
+
+// The pod a runtime joins (docs/architecture.md#applications): the network namespace some
+// applications of one instance share, which a driver that runs pods makes for the first of
+// them to start and removes with the last.
+struct PodSpec {
+  std::string name;                // "<runtime id>.<payload name of the application others join>"
+  std::vector<model::Port> ports;  // the declared ports of every application in it, published together
 };
 
 struct RuntimeSpec {
@@ -77,6 +86,9 @@ struct RuntimeSpec {
   // several through ApplicationGroupDriver (drivers/application_group.h), which asks its
   // driver for one runtime per application, with these fields filled for that application.
   std::vector<ApplicationSpec> applications;
+  // The pod this runtime joins; none when empty. Set only by ApplicationGroupDriver. A driver
+  // that runs no pods refuses a spec with one (kUnprocessable).
+  std::optional<PodSpec> pod;
 };
 
 // "TIDE_PORT_TCP_80" for the port key "tcp/80": the env name that gives a workload (and an
@@ -85,6 +97,14 @@ inline std::string portEnvName(std::string_view port_key) {
   std::string name = "TIDE_PORT_";
   for (char c : port_key) name += c == '/' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return name;
+}
+
+// What a driver that runs no pods answers a spec that joins one.
+inline Status noPods(const std::string& driver_kind, const PodSpec& pod) {
+  return Status(Code::kUnprocessable,
+                "the " + driver_kind + " driver runs no pods (pod " + pod.name +
+                    "): a plan whose applications share a pod runs on a container cluster",
+                {{"pod", "not supported by the " + driver_kind + " driver", ""}});
 }
 
 // A node the driver cannot reach now: its agent missed heartbeats (docs/agents.md).

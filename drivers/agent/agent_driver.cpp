@@ -71,6 +71,7 @@ Status AgentDriver::removeVolume(const VolumeRef& volume) {
 
 Result<RuntimeStatus> AgentDriver::ensure(const RuntimeSpec& spec) {
   if (spec.id.empty() || spec.node.empty()) return Status::invalidArgument("an instance needs an id and a node");
+  if (spec.pod) return noPods("agent", *spec.pod);
   TIDE_RETURN_IF_ERROR(hub_.setInstance({spec, kWantRunning}).status());
   Result<RuntimeStatus> reported = status({spec.id, spec.node, ""});
   if (!reported.isOk()) return pending();

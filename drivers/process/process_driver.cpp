@@ -412,6 +412,9 @@ Result<std::map<std::string, int>> ProcessDriver::assignPorts(const RuntimeSpec&
 }
 
 Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
+  // A later application finds an earlier one's port in TIDE_PORT_*, but no process shares
+  // another's network namespace.
+  if (spec.pod) return noPods("process", *spec.pod);
   if (!isSafeName(spec.id)) return badName("id", spec.id);
   if (!isSafeName(spec.node)) return badName("node", spec.node);
   std::shared_ptr<std::mutex> instance_mu = instanceMutex(spec.id);

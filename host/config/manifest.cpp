@@ -102,6 +102,7 @@ const KeyTable kApplicationKeys = {
     {"persistent_volumes", {"persistentVolumes", "persistent_volumes"}},
     {"health_check", {"healthCheck", "health_check"}},
     {"depends_on", {"dependsOn", "depends_on"}},
+    {"pod", {"pod"}},
 };
 
 const KeyTable kStrategyKeys = {{"script", {"script"}}, {"params", {"params"}}};
@@ -492,7 +493,32 @@ model::Application readApplication(const YamlNode& node, const std::string& path
               [&](const YamlNode& item, const std::string& field) {
                 if (auto name = readName(item, field, problems)) out.depends_on.push_back(*name);
               });
+  if (auto v = m.name("pod", Need::kOptional)) out.pod = *v;
   return out;
+}
+
+// What `pod` of each application says wrong: a name that is no other application of the plan,
+// or one that joins a pod itself (a pod is one application and those that join it).
+void checkPods(const model::Plan& plan, const std::vector<const YamlNode*>& items,
+               const std::vector<std::string>& fields, Problems& problems) {
+  std::map<std::string, const model::Application*> by_name;
+  for (const auto& app : plan.applications) by_name.emplace(app.payload_name, &app);
+  for (size_t i = 0; i < plan.applications.size() && i < items.size(); ++i) {
+    const model::Application& app = plan.applications[i];
+    if (app.pod.empty()) continue;
+    const auto* entry = findEntry(*items[i], kApplicationKeys, "pod");
+    if (entry == nullptr) continue;
+    const std::string field = childPath(fields[i], entry->first.scalar);
+    auto owner = by_name.find(app.pod);
+    if (app.pod == app.payload_name) {
+      problems.add(entry->second, field, "an application cannot join its own pod");
+    } else if (owner == by_name.end()) {
+      problems.add(entry->second, field, "'" + app.pod + "' is not an application of this plan");
+    } else if (!owner->second->pod.empty()) {
+      problems.add(entry->second, field,
+                   "'" + app.pod + "' joins the pod of '" + owner->second->pod + "': name that one instead");
+    }
+  }
 }
 
 // What depends_on of each application says wrong (docs/architecture.md#applications): a name
@@ -672,6 +698,7 @@ model::Plan readPlan(const YamlNode& node, const std::string& path, Problems& pr
       }
     });
     checkDependencies(out, items, fields, problems);
+    checkPods(out, items, fields, problems);
   }
   if (const YamlNode* v = m.get("strategy")) out.strategy = readPlanStrategy(*v, m.field("strategy"), problems);
   if (const YamlNode* v = m.get("approval")) {

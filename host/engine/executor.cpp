@@ -397,7 +397,7 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   // single fields are the first's.
   for (const model::Application* app : model::startOrder(a.plan)) {
     spec.applications.push_back({app->payload_name, r.coordinates.value(app->payload_name, Json::object()), app->ports,
-                                 app->resources, app->health_check});
+                                 app->resources, app->health_check, app->pod});
   }
   if (!spec.applications.empty()) {
     const drivers::ApplicationSpec& first = spec.applications.front();

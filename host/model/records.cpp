@@ -189,7 +189,8 @@ void to_json(Json& j, const Application& v) {
            {"ports", v.ports},
            {"persistent_volumes", v.persistent_volumes},
            {"health_check", v.health_check ? Json(*v.health_check) : Json(nullptr)},
-           {"depends_on", v.depends_on}};
+           {"depends_on", v.depends_on},
+           {"pod", v.pod}};
 }
 void from_json(const Json& j, Application& v) {
   v.payload_name = j.value("payload_name", "");
@@ -202,6 +203,7 @@ void from_json(const Json& j, Application& v) {
     v.health_check.reset();
   }
   v.depends_on = j.value("depends_on", std::vector<std::string>{});
+  v.pod = j.value("pod", "");
 }
 
 std::vector<const Application*> startOrder(const Plan& plan) {

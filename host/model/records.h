@@ -119,6 +119,10 @@ struct Application {
   // The applications of the same plan this one starts after (docs/architecture.md#applications):
   // payload names, none of them itself, with no cycle among the plan's applications.
   std::vector<std::string> depends_on;
+  // The application of the same plan whose pod this one joins (docs/architecture.md#applications):
+  // one network namespace, so each reaches the other on localhost at its declared port, like a
+  // sidecar. "" = none. Only drivers that run pods (container) take it.
+  std::string pod;
 };
 
 // The strategy a plan runs when it names none.

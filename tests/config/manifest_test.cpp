@@ -202,8 +202,8 @@ TEST_CASE("manifest: the snake_case JSON wire shape parses to the same records")
   model::HealthCheck check;
   check.type = "tcp";
   check.port = 8080;
-  plan.applications = {{"app", {2, 4}, {{"TCP", 8080}}, {{"SSD", 5, "/data"}}, check, {}},
-                       {"sidecar", {0.5, 0.25}, {}, {}, std::nullopt, {}}};
+  plan.applications = {{"app", {2, 4}, {{"TCP", 8080}}, {{"SSD", 5, "/data"}}, check, {}, ""},
+                       {"sidecar", {0.5, 0.25}, {}, {}, std::nullopt, {}, ""}};
   plan.strategy = {"canary", Json{{"steps", {10, 50, 100}}}};
   plan.approval_policies = {"prod-guard"};
   plan.placement = {4, true};
@@ -1136,5 +1136,27 @@ TEST_CASE("manifest error: traffic.port must be a TCP port one of the plan's app
   SUBCASE("declared by none, or only as UDP") {
     auto details = parseErrors(planWith("    ports: [{port: 80}, {protocol: UDP, port: 9100}]\n", traffic));
     CHECK(detailAt(details, "traffic.port").message == "must be a TCP port one of the plan's applications declares");
+  }
+}
+
+TEST_CASE("manifest error: pod names another application of the plan, which joins no pod itself") {
+  SUBCASE("a sidecar in web's pod") {
+    const model::Plan plan =
+        parseOk(planWith("") + "  - payloadName: sidecar\n    resources: {cores: 1, memory: 1}\n    pod: app\n")
+            .plans.at(0)
+            .value;
+    CHECK(plan.applications[1].pod == "app");
+    CHECK(model::Json(plan.applications[1])["pod"] == "app");
+  }
+  SUBCASE("itself, unknown, a chain") {
+    auto details = parseErrors(planWith("    pod: app\n") +
+                               "  - payloadName: b\n    resources: {cores: 1, memory: 1}\n    pod: db\n"
+                               "  - payloadName: c\n    resources: {cores: 1, memory: 1}\n    pod: d\n"
+                               "  - payloadName: d\n    resources: {cores: 1, memory: 1}\n    pod: c\n");
+    CHECK(detailAt(details, "applications[0].pod").message == "an application cannot join its own pod");
+    CHECK(detailAt(details, "applications[1].pod").message == "'db' is not an application of this plan");
+    CHECK(detailAt(details, "applications[2].pod").message == "'d' joins the pod of 'c': name that one instead");
+    CHECK(detailAt(details, "applications[3].pod").message == "'c' joins the pod of 'd': name that one instead");
+    CHECK(details.size() == 4);
   }
 }

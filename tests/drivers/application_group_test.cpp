@@ -206,3 +206,63 @@ TEST_CASE("application group: each application's log is read by name, the instan
 
 }  // namespace
 }  // namespace tide::drivers
+
+namespace tide::drivers {
+namespace {
+
+// Takes every spec it is asked to ensure and answers RUNNING.
+class RecordingDriver final : public Driver {
+ public:
+  std::vector<RuntimeSpec> ensured;
+
+  Status ensureVolume(const VolumeSpec&) override { return Status::ok(); }
+  Status removeVolume(const VolumeRef&) override { return Status::ok(); }
+  Result<RuntimeStatus> ensure(const RuntimeSpec& spec) override {
+    ensured.push_back(spec);
+    RuntimeStatus status;
+    status.state = model::WorkloadState::kRunning;
+    status.handle = "rec:" + spec.id;
+    return status;
+  }
+  Status stop(const RuntimeRef&) override { return Status::ok(); }
+  Status remove(const RuntimeRef&) override { return Status::ok(); }
+  Result<RuntimeStatus> status(const RuntimeRef&) override { return Status::notFound("none"); }
+  Result<std::vector<RuntimeRef>> list() override { return std::vector<RuntimeRef>{}; }
+};
+
+TEST_CASE("application group: applications that share a pod are given it, with every member's ports") {
+  auto owned = std::make_unique<RecordingDriver>();
+  RecordingDriver& recording = *owned;
+  ApplicationGroupDriver driver(std::move(owned));
+  RuntimeSpec spec;
+  spec.id = "5";
+  spec.node = "n1";
+  spec.applications = {{"web", model::Json::object(), {{"TCP", 80}}, {}, std::nullopt, ""},
+                       {"proxy", model::Json::object(), {{"TCP", 8443}}, {}, std::nullopt, "web"},
+                       {"batch", model::Json::object(), {}, {}, std::nullopt, ""}};
+  REQUIRE(driver.ensure(spec).isOk());
+  REQUIRE(recording.ensured.size() == 3);
+  for (size_t i : {0, 1}) {
+    const RuntimeSpec& part = recording.ensured[i];
+    REQUIRE_MESSAGE(part.pod.has_value(), part.id);
+    CHECK(part.pod->name == "5.web");
+    REQUIRE(part.pod->ports.size() == 2);
+    CHECK(part.pod->ports[0].port == 80);
+    CHECK(part.pod->ports[1].port == 8443);
+  }
+  CHECK_FALSE(recording.ensured[2].pod.has_value());  // in no pod
+}
+
+TEST_CASE("application group: the process driver refuses a pod, and starts nothing") {
+  GroupFixture f;
+  ApplicationSpec sidecar = f.application("sidecar", "exec sleep 300");
+  sidecar.pod = "web";
+  auto started = f.driver->ensure(f.instance("13", {f.application("web", "exec sleep 300", 80), sidecar}));
+  REQUIRE_FALSE(started.isOk());
+  CHECK(started.status().code() == Code::kUnprocessable);
+  CHECK(started.status().message().find("runs no pods") != std::string::npos);
+  CHECK(f.innerIds().empty());
+}
+
+}  // namespace
+}  // namespace tide::drivers

@@ -299,12 +299,11 @@ def run(arguments):
         # Relocation under load (make-before-break): an instance moves to another node; its new
         # runtime instance joins the backend once ready, the old one drains before it stops.
         listed = host.get(f"/v1/instances?plan={kPlan}")
-        items = listed.get("items", []) if isinstance(listed, dict) else listed
-        moving = next(i for i in items if i.get("state") == "ACTIVE")
+        moving = next(i["meta_instance"] for i in listed["items"] if i["meta_instance"]["state"] == "ACTIVE")
         status, op, _ = host.call("POST", f"/v1/instances/{moving['name']}/operations", host.admin,
                                   json.dumps({"type": "RELOCATE", "reason": "move it under load"}), "application/json")
         assert status == 201, f"asking for a RELOCATE: {status} {op}"
-        operation_path = f"/v1/operations/{op['id']}"
+        operation_path = f"/v1/operations/{op['metadata']['id']}"
         poll("the relocation to succeed", lambda: host.get(operation_path).get("state") == "SUCCEEDED")
         print(f"relocated {moving['name']}: {host.get(operation_path).get('message')}", flush=True)
         settled_at(host, "v2", 100)
