@@ -278,6 +278,9 @@ struct Fleet {
   int max_per_node = 10;
   std::string plan = "big";
   std::string driver_config = "{start_latency_ms: 50, seed: 7}";
+  // 2: every instance also runs a second application, "shipper" (tide workload on declared
+  // port 9100, with its own health check, started after web): docs/architecture.md#applications.
+  int applications = 1;
 };
 
 // Capabilities, one cluster and `nodes` nodes in `domains` update domains, as manifests of at most `per_manifest` nodes each (the first also
@@ -318,8 +321,13 @@ inline std::string planManifest(const Fleet& fleet) {
       << (fleet.max_per_node > 1 ? "    placement: {max_per_node: " + std::to_string(fleet.max_per_node) + "}\n" : "")
       << "    applications:\n      - payloadName: \"web\"\n        resources: {cores: 0.1, memory: 0.1}\n"
       << "        ports: [{protocol: \"TCP\", port: 80}]\n"
-      << "        healthCheck: {type: http, port: 80, path: /healthz, intervalSeconds: 1}\n"
-      << "    strategy: {script: rolling, params: {max_surge: \"100%\"}}\n";
+      << "        healthCheck: {type: http, port: 80, path: /healthz, intervalSeconds: 1}\n";
+  if (fleet.applications > 1) {
+    out << "      - payloadName: \"shipper\"\n        resources: {cores: 0.1, memory: 0.1}\n"
+        << "        ports: [{protocol: \"TCP\", port: 9100}]\n        dependsOn: [web]\n"
+        << "        healthCheck: {type: http, port: 9100, path: /healthz, intervalSeconds: 1}\n";
+  }
+  out << "    strategy: {script: rolling, params: {max_surge: \"100%\"}}\n";
   return out.str();
 }
 
@@ -327,7 +335,12 @@ inline std::string deploymentManifest(const Fleet& fleet, const std::string& id,
   std::ostringstream out;
   out << "deployments:\n  - deployment_plan_name: \"" << fleet.plan << "\"\n    deployment_id: \"" << id << "\"\n"
       << "    payload_coordinates:\n      - payload_name: \"web\"\n        coordinates: {image: \"tide-workload:"
-      << version << "\"}\n    instance_count: " << fleet.instances << "\n";
+      << version << "\"}\n";
+  if (fleet.applications > 1) {
+    out << "      - payload_name: \"shipper\"\n        coordinates: {command: [\"{{tide}}\", \"workload\", \"--listen\", "
+        << "\"127.0.0.1:{{port.tcp.9100}}\", \"--version\", \"shipper-" << version << "\"]}\n";
+  }
+  out << "    instance_count: " << fleet.instances << "\n";
   return out.str();
 }
 

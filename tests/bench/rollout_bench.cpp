@@ -9,7 +9,7 @@
 // and for process: the workloads' RSS, private memory and threads (mean and max), and
 // their waiters' private memory, read from /proc once the rollout completed.
 //
-//   rollout_bench [sim|process] [instances] [nodes] [max_per_node]
+//   rollout_bench [sim|process] [instances] [nodes] [max_per_node] [applications: 1 or 2]
 //
 // sim: the sim driver (50 ms start latency, driver-reported health); process: real
 // `tide workload` processes probed over HTTP. Exits 1 when the rollout does not complete
@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
   fleet.instances = argc > 2 ? std::atoi(argv[2]) : 1000;
   fleet.nodes = argc > 3 ? std::atoi(argv[3]) : 100;
   fleet.max_per_node = argc > 4 ? std::atoi(argv[4]) : 10;
+  fleet.applications = argc > 5 ? std::atoi(argv[5]) : 1;
+  if (fleet.applications != 1 && fleet.applications != 2) fail("applications must be 1 or 2");
   const std::string bench = "rollout_" + fleet.driver;
 
   ScratchDir dir;
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
                {"instances", fleet.instances},
                {"nodes", fleet.nodes},
                {"max_per_node", fleet.max_per_node},
+               {"applications", fleet.applications},
                {"seconds", seconds},
                {"operations_per_s", static_cast<double>(operations) / seconds},
                {"approval_to_running_p50_ms", percentile(latencies, 0.50)},
