@@ -132,6 +132,7 @@ class PortLease {
   PortLease& operator=(const PortLease&) = delete;
   PortLease(PortLease&& other) noexcept : ports_(std::exchange(other.ports_, {})) {}
   ~PortLease() {
+    if (ports_.empty()) return;  // moved from, or nothing declared
     std::lock_guard<std::mutex> lock(lease_mu);
     for (const auto& [key, port] : ports_) leased_ports.erase(port);
   }
@@ -141,7 +142,8 @@ class PortLease {
   // range has none left.
   static Result<PortLease> take(const RuntimeSpec& spec, int start, int end) {
     PortLease lease;
-    std::lock_guard<std::mutex> lock(lease_mu);
+    // Released before `lease` is returned: moving it out runs a destructor, which locks.
+    std::unique_lock<std::mutex> lock(lease_mu);
     for (const model::Port& port : spec.ports) {
       const std::string key = portKey(port);
       const std::string protocol = key.substr(0, key.find('/'));
@@ -161,6 +163,7 @@ class PortLease {
       lease.ports_[key] = chosen;
       leased_ports.insert(chosen);
     }
+    lock.unlock();
     return lease;
   }
 

@@ -180,7 +180,8 @@ Result<bool> Podman::imageExists(const std::string& image) const {
 
 Status Podman::removeForced(const std::vector<std::string>& names, std::chrono::milliseconds grace) const {
   const auto seconds = std::chrono::ceil<std::chrono::seconds>(grace).count();
-  std::vector<std::string> args = {"rm", "--force", "--time", std::to_string(seconds)};
+  // --ignore: without it podman 4.3 removes none of the names, and says nothing, when one is missing.
+  std::vector<std::string> args = {"rm", "--force", "--ignore", "--time", std::to_string(seconds)};
   args.insert(args.end(), names.begin(), names.end());
   TIDE_ASSIGN_OR_RETURN(CommandOutcome outcome, call(args, timeout_ + grace));
   if (outcome.succeeded() || saysNoSuchContainer(outcome)) return Status::ok();
