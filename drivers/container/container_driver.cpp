@@ -1,5 +1,7 @@
 #include "drivers/container/container_driver.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <utility>
@@ -22,6 +24,15 @@ constexpr auto kPruneInterval = std::chrono::minutes(1);
 const Clock& clockOf(const ContainerDriverOptions& options) {
   static const SystemClock kSystemClock;
   return options.clock != nullptr ? *options.clock : kSystemClock;
+}
+
+// `configured`, or when 0 this process's hard limit of `resource` capped at `most`: a container
+// may not have more than the podman that starts it (runc fails "error setting rlimit").
+int64_t ulimitOf(int64_t configured, int resource, int64_t most) {
+  if (configured > 0) return configured;
+  rlimit limit{};
+  if (::getrlimit(resource, &limit) != 0 || limit.rlim_max == RLIM_INFINITY) return most;
+  return std::min<int64_t>(most, static_cast<int64_t>(limit.rlim_max));
 }
 
 std::string seconds(std::chrono::milliseconds duration) {
@@ -355,26 +366,27 @@ Result<RuntimeStatus> ContainerDriver::runContainer(const RuntimeSpec& spec) {
   TIDE_ASSIGN_OR_RETURN(PortLease lease, PortLease::take(spec, options_.port_range_start, options_.port_range_end));
   TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, volumes_.mount(spec));
   const std::string name = containerName(spec.id);
+  const int64_t nofile = ulimitOf(config.ulimit_nofile, RLIMIT_NOFILE, 65536);
+  const int64_t nproc = ulimitOf(config.ulimit_nproc, RLIMIT_NPROC, 4096);
 
-  std::vector<std::string> args = {
-      "run",
-      "--detach",
-      "--name",
-      name,
-      "--runtime",
-      config.runtime,
-      "--pull",
-      config.pull,
-      "--ulimit",
-      "nofile=" + std::to_string(config.ulimit_nofile) + ":" + std::to_string(config.ulimit_nofile),
-      "--ulimit",
-      "nproc=" + std::to_string(config.ulimit_nproc) + ":" + std::to_string(config.ulimit_nproc),
-      "--stop-timeout",
-      seconds(config.stop_grace),
-      "--log-driver",
-      "k8s-file",
-      "--log-opt",
-      "path=" + store_.logPath(spec.id)};
+  std::vector<std::string> args = {"run",
+                                   "--detach",
+                                   "--name",
+                                   name,
+                                   "--runtime",
+                                   config.runtime,
+                                   "--pull",
+                                   config.pull,
+                                   "--ulimit",
+                                   "nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
+                                   "--ulimit",
+                                   "nproc=" + std::to_string(nproc) + ":" + std::to_string(nproc),
+                                   "--stop-timeout",
+                                   seconds(config.stop_grace),
+                                   "--log-driver",
+                                   "k8s-file",
+                                   "--log-opt",
+                                   "path=" + store_.logPath(spec.id)};
   if (options_.log_max_bytes > 0)
     args.insert(args.end(), {"--log-opt", "max-size=" + std::to_string(options_.log_max_bytes)});
   if (!config.network.empty()) args.insert(args.end(), {"--network", config.network});

@@ -50,8 +50,10 @@ namespace tide::drivers {
 struct ContainerDriverConfig {
   std::string podman = "podman";  // path or name on PATH
   std::string runtime = "runc";   // podman --runtime (crun fails on cgroup v1 hybrid hosts)
-  int64_t ulimit_nofile = 65536;  // --ulimit nofile=N:N (podman's default fails under some runtimes)
-  int64_t ulimit_nproc = 4096;    // --ulimit nproc=N:N
+  // --ulimit nofile=N:N and nproc=N:N. Podman's defaults (1048576 open files) fail where the
+  // host's own hard limit is lower; 0: the host process's hard limit, at most 65536 and 4096.
+  int64_t ulimit_nofile = 0;
+  int64_t ulimit_nproc = 0;
   std::chrono::milliseconds stop_grace{10000};
   std::string publish_address = "127.0.0.1";  // host address ports are published on
   std::string network;                        // podman --network; empty: podman's default

@@ -46,8 +46,6 @@ struct ContainerDriverFixture {
     options.cluster = cluster;
     options.config.pull = "never";  // no registry is reached from a test
     options.config.stop_grace = std::chrono::seconds(3);
-    options.config.ulimit_nofile = 1024;
-    options.config.ulimit_nproc = 512;
     driver = another(cluster);
     sweep = std::make_unique<ContainerSweep>(options.state_dir);
   }
