@@ -362,3 +362,39 @@ TEST_CASE("container driver: volumes and allowed mounts are bound into the conta
   REQUIRE(refused.status().code() == Code::kInvalidArgument);
   CHECK(refused.status().details().front().field == "coordinates.mounts[0].source");
 }
+
+TEST_CASE("container driver: healthy is the image's HEALTHCHECK verdict once it has one, and empty before") {
+  if (TIDE_PODMAN_MISSING()) return;
+  TestImage image;
+  ContainerDriverFixture f;
+  // The test image with a HEALTHCHECK that passes once /tmp/ok exists (docker format: the
+  // OCI format has no HEALTHCHECK). Its hour-long interval leaves every run to the test.
+  const std::string checked = image.ref() + "-checked";
+  std::ofstream(f.dir.path() / "Containerfile")
+      << "FROM " << image.ref() << "\n"
+      << "HEALTHCHECK --interval=1h --retries=1 CMD [\"/bin/sh\", \"-c\", \"test -e /tmp/ok\"]\n";
+  auto built =
+      podmanRun({"build", "--format", "docker", "--pull=never", "--quiet", "--tag", checked, f.dir.path().string()});
+  REQUIRE_MESSAGE(built.succeeded(), built.errors);
+  struct Untag {
+    std::string ref;
+    ~Untag() { (void)podmanRun({"rmi", "--force", ref}); }
+  } untag{checked};
+
+  RuntimeSpec spec = f.spec("1", image, {"/bin/sleep", "1000"});
+  spec.coordinates["image"] = checked;
+  REQUIRE(f.driver->ensure(spec).isOk());
+  const std::string name = f.driver->containerName("1");
+  auto healthOf = [&] {
+    auto status = f.driver->status({"1", "node-a", ""});
+    REQUIRE(status.isOk());
+    CHECK(status->state == model::WorkloadState::kRunning);
+    return status->healthy;
+  };
+  CHECK_FALSE(healthOf().has_value());  // starting: no verdict yet
+  CHECK_FALSE(podmanRun({"healthcheck", "run", name}).succeeded());
+  CHECK(healthOf() == std::optional<bool>(false));
+  REQUIRE(podmanRun({"exec", name, "/bin/sh", "-c", ": > /tmp/ok"}).succeeded());
+  CHECK(podmanRun({"healthcheck", "run", name}).succeeded());
+  CHECK(healthOf() == std::optional<bool>(true));
+}
