@@ -73,6 +73,10 @@ struct RuntimeSpec {
   std::string meta_instance;  // for names and logs
   std::string node;
   std::string payload_name;
+  // The plan and the deployment the instance runs for, for drivers that label what they run
+  // (the container driver's tide.plan and tide.deployment); empty when the caller does not say.
+  std::string plan;
+  std::string deployment;
   Json coordinates = Json::object();  // {image} | {command: [...], env: {...}}
   std::vector<model::Port> ports;     // declared ports; the driver assigns host ports
   std::vector<VolumeSpec> volumes;

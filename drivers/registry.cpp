@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "drivers/agent/agent_driver.h"
+#include "drivers/container/container_driver.h"
 #include "drivers/fault/fault_driver.h"
 #include "drivers/sim/sim_driver.h"
 
@@ -29,6 +30,24 @@ Result<std::unique_ptr<Driver>> makeProcessDriver(const ProcessDriverConfig& con
   options.log_retention = context.log_retention;
   options.clock = context.clock;
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<ProcessDriver> driver, ProcessDriver::create(std::move(options)));
+  return std::unique_ptr<Driver>(std::move(driver));
+}
+
+Result<std::unique_ptr<Driver>> makeContainerDriver(const ContainerDriverConfig& config, const DriverContext& context) {
+  if (context.data_dir.empty()) return Status::invalidArgument("container driver: no data dir");
+  const std::filesystem::path data_dir(context.data_dir);
+  ContainerDriverOptions options;
+  options.config = config;
+  options.state_dir = (data_dir / "container").string();
+  options.volume_root = context.volume_root.empty() ? (data_dir / "volumes").string() : context.volume_root;
+  options.port_range_start = context.port_range_start;
+  options.port_range_end = context.port_range_end;
+  options.node_volumes = context.node_volumes;
+  options.cluster = context.cluster;
+  options.log_max_bytes = context.log_max_bytes;
+  options.log_retention = context.log_retention;
+  options.clock = context.clock;
+  TIDE_ASSIGN_OR_RETURN(std::unique_ptr<ContainerDriver> driver, ContainerDriver::create(std::move(options)));
   return std::unique_ptr<Driver>(std::move(driver));
 }
 
@@ -71,6 +90,8 @@ Result<const DriverKind*> findDriverKind(const std::string& kind) {
 const std::vector<DriverKind>& driverKinds() {
   static const std::vector<DriverKind> kKinds = {
       {"process", "local processes, one logical node per cluster node", parseProcessDriverConfig, makeProcessDriver},
+      {"container", "OCI containers run by Podman (runc) on this machine, adopted by label after a restart",
+       parseContainerDriverConfig, makeContainerDriver},
       {"sim", "in-memory runtimes with seeded latencies, failures and health, for scale tests and dry runs",
        parseSimOptions, makeSimDriver},
       {"fault", "wraps another driver and injects errors, latency, hangs and lost replies", parseFaultOptions,

@@ -1,6 +1,6 @@
 #pragma once
-// Which driver runs a cluster: one explicit table from driver kind ("process", "sim", "fault",
-// "agent") to the kind's config parser and factory, in the shape every extension family
+// Which driver runs a cluster: one explicit table from driver kind ("process", "container",
+// "sim", "fault", "agent") to the kind's config parser and factory, in the shape every extension family
 // shares (extension_table.h). Adding a driver means adding a row in registry.cpp, nothing else.
 
 #include <chrono>
@@ -23,7 +23,7 @@ class AgentHub;
 
 // What the factories get from the host besides the cluster's own driver_config.
 struct DriverContext {
-  std::string data_dir;     // process state lives in <data_dir>/process
+  std::string data_dir;     // process state lives in <data_dir>/process, container state in <data_dir>/container
   std::string volume_root;  // empty: <data_dir>/volumes
   int port_range_start = 30000;
   int port_range_end = 32767;
@@ -33,7 +33,7 @@ struct DriverContext {
   std::chrono::hours log_retention{24};
   std::string tide_binary;
   NodeVolumesFn node_volumes;
-  std::string cluster;  // the cluster being built, scopes list() of process drivers
+  std::string cluster;  // the cluster being built, scopes list() of process and container drivers
   // The host's clock, which sim drivers measure their latencies on; must outlive the drivers.
   // nullptr: the system clock.
   const Clock* clock = nullptr;

@@ -4,12 +4,8 @@
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +22,7 @@
 
 #include "drivers/driver.h"
 #include "host/core/fd.h"
+#include "host/core/subprocess.h"
 
 namespace tide::drivers {
 namespace {
@@ -40,8 +37,6 @@ constexpr Micros kMinTimeout{1000};
 constexpr Micros kMaxTimeout = std::chrono::hours(24);
 constexpr auto kMinInterval = std::chrono::milliseconds(10);  // a zero interval must not spin
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);   // how often waitHealthy looks up from sleeping
-constexpr auto kReapPoll = std::chrono::milliseconds(10);     // exec without a pidfd: how often to look for the exit
-constexpr const char* kDefaultPath = "/usr/bin:/bin";
 
 // strerror is not thread-safe; strerrordesc_np is.
 std::string errnoText(int error) {
@@ -220,159 +215,24 @@ ProbeResult probeTcp(const std::string& host, int port, Micros timeout, const Pr
 
 // --- exec ------------------------------------------------------------------------------
 
-std::map<std::string, std::string> probeEnvironment(const std::map<std::string, std::string>& overrides) {
-  std::map<std::string, std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::string_view text(*entry);
-    size_t equals = text.find('=');
-    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
-  }
-  for (const auto& [name, value] : overrides) env[name] = value;
-  return env;
-}
-
-// `name` itself when it holds a '/', else the first executable regular file of that name
-// in `path_variable`; "" when there is none.
-std::string findExecutable(const std::string& name, const std::string& path_variable) {
-  if (name.find('/') != std::string::npos) return name;
-  size_t start = 0;
-  while (start <= path_variable.size()) {
-    size_t end = std::min(path_variable.find(':', start), path_variable.size());
-    std::string dir = path_variable.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    struct stat info {};
-    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    start = end + 1;
-  }
-  return "";
-}
-
-// Appends what `fd` has now to `output` (beyond kMaxOutput it is read and dropped, so the
-// child never blocks on a full pipe). Returns false at end of file.
-bool drain(int fd, std::string& output) {
-  char buffer[4096];
-  while (true) {
-    ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n > 0) {
-      output.append(buffer, std::min(static_cast<size_t>(n), kMaxOutput - std::min(kMaxOutput, output.size())));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);  // else end of file or a broken pipe
-  }
-}
-
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attributes);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
-
-std::string exitText(int status) {
-  if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return "killed by " + (name != nullptr ? "SIG" + std::string(name) : "signal " + std::to_string(WTERMSIG(status)));
-  }
-  return "ended with status " + std::to_string(status);
-}
-
 ProbeResult probeExec(const std::vector<std::string>& command, const ProbeTarget& target, Micros timeout,
                       const ProbeCancel* cancel) {
   if (command.empty() || command.front().empty()) return failure("the exec health check has no command");
-  std::map<std::string, std::string> env = probeEnvironment(target.env);
-  auto path_variable = env.find("PATH");
-  std::string executable =
-      findExecutable(command.front(), path_variable != env.end() ? path_variable->second : kDefaultPath);
-  if (executable.empty()) return failure("cannot run \"" + command.front() + "\": not found in PATH");
-
-  std::vector<std::string> env_entries;
-  for (const auto& [name, value] : env) env_entries.push_back(name + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& entry : env_entries) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = command;
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return failure("cannot create a pipe: " + errnoText(errno));
-  Fd output_read(fds[0]);
-  Fd output_write(fds[1]);
-
-  // Own process group (killed as one on timeout), default signal dispositions and an
-  // empty mask: the host's ignored SIGPIPE and blocked signals must not leak into the check.
-  SpawnSetup setup;
-  posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&setup.actions, output_write.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&setup.actions, output_write.get(), STDERR_FILENO);
-  if (!target.cwd.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, target.cwd.c_str());
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setflags(&setup.attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&setup.attributes, 0);
-  posix_spawnattr_setsigmask(&setup.attributes, &none);
-  posix_spawnattr_setsigdefault(&setup.attributes, &all);
-
-  Steady::time_point deadline = Steady::now() + timeout;
-  pid_t pid = 0;
-  int spawned = posix_spawn(&pid, executable.c_str(), &setup.actions, &setup.attributes, argv.data(), envp.data());
-  output_write.reset();
-  if (spawned != 0) {
-    std::string where = target.cwd.empty() ? "" : " in " + target.cwd;
-    return failure("cannot run " + executable + where + ": " + errnoText(spawned));
+  CommandRequest request;
+  request.argv = command;
+  for (const auto& [name, value] : target.env) request.env.push_back(name + "=" + value);
+  request.env = inheritedEnvironment(request.env);
+  request.cwd = target.cwd;
+  request.timeout = timeout;
+  request.merge_output = true;
+  request.max_output = kMaxOutput;
+  if (cancel != nullptr) {
+    request.cancelled = [cancel] { return cancel->cancelled(); };
+    request.cancel_fd = cancel->fd();
   }
-  fcntl(output_read.get(), F_SETFL, O_NONBLOCK);
-  // Wakes poll when the child exits. Without one (old kernels), poll in short slices.
-  Fd exited_fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-
-  std::string output;
-  int status = 0;
-  bool reaped = false;
-  while (true) {
-    pid_t waited = waitpid(pid, &status, WNOHANG);
-    if (waited == pid) {
-      reaped = true;
-      break;
-    }
-    if (waited < 0 && errno == ECHILD) {
-      return failure(withOutput("the check's exit status was lost (reaped elsewhere)", output));
-    }
-    int left = millisUntil(deadline);
-    if (left == 0 || isCancelled(cancel)) break;
-    pollfd watched[3];
-    nfds_t count = 0;
-    if (output_read.valid()) watched[count++] = {output_read.get(), POLLIN, 0};
-    if (exited_fd.valid()) watched[count++] = {exited_fd.get(), POLLIN, 0};
-    int wait_ms = exited_fd.valid() ? left : std::min(left, static_cast<int>(kReapPoll.count()));
-    wait_ms = watchCancel(cancel, watched, count, wait_ms);
-    poll(watched, count, wait_ms);
-    if (output_read.valid() && !drain(output_read.get(), output)) output_read.reset();
-  }
-  if (!reaped) {
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  }
-  if (output_read.valid()) drain(output_read.get(), output);
-  if (!reaped && isCancelled(cancel)) return failure(withOutput(std::string(kCancelled) + "; killed", output));
-  if (!reaped) return failure(withOutput("timed out after " + secondsText(timeout) + "; killed", output));
-  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  return {ok, withOutput(exitText(status), output), 0};
+  Result<CommandOutcome> ran = runCommand(request);
+  if (!ran.isOk()) return failure(ran.status().message());
+  return {ran->succeeded(), withOutput(ran->endText(timeout), ran->output), 0};
 }
 
 // ---------------------------------------------------------------------------------------

@@ -186,14 +186,18 @@ Result<Launch> buildLaunch(const Json& coordinates, const ImageCatalog& catalog,
       TIDE_ASSIGN_OR_RETURN(launch.env[name], placeholders.substitute(value.get<std::string>(), field));
     }
   }
-  launch.env["TIDE_INSTANCE"] = context.instance;
-  launch.env["TIDE_RUNTIME_ID"] = context.runtime_id;
-  launch.env["TIDE_NODE"] = context.node;
-  for (const auto& [key, host_port] : context.ports) {
-    launch.env[portEnvName(key)] = std::to_string(host_port);
-  }
-  for (const auto& [mount_path, host_dir] : context.volumes) launch.env[volumeEnvName(mount_path)] = host_dir;
+  for (auto& [name, value] : tideVariables(context)) launch.env[name] = std::move(value);
   return launch;
+}
+
+std::map<std::string, std::string> tideVariables(const LaunchContext& context) {
+  std::map<std::string, std::string> env;
+  env["TIDE_INSTANCE"] = context.instance;
+  env["TIDE_RUNTIME_ID"] = context.runtime_id;
+  env["TIDE_NODE"] = context.node;
+  for (const auto& [key, host_port] : context.ports) env[portEnvName(key)] = std::to_string(host_port);
+  for (const auto& [mount_path, host_dir] : context.volumes) env[volumeEnvName(mount_path)] = host_dir;
+  return env;
 }
 
 }  // namespace tide::drivers

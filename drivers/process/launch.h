@@ -54,6 +54,11 @@ struct Launch {
 // catalog does not know (the message names it).
 Result<Launch> buildLaunch(const model::Json& coordinates, const ImageCatalog& catalog, const LaunchContext& context);
 
+// The TIDE_* variables every workload gets: TIDE_INSTANCE, TIDE_RUNTIME_ID, TIDE_NODE,
+// TIDE_PORT_TCP_80 (the host port of each declared port) and TIDE_VOLUME_<PATH> (each
+// volume's directory, as `context.volumes` names it).
+std::map<std::string, std::string> tideVariables(const LaunchContext& context);
+
 // "tcp/80" for protocol "TCP" and port 80: the key of RuntimeStatus::ports.
 std::string portKey(const model::Port& port);
 

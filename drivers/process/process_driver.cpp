@@ -1,15 +1,11 @@
 #include "drivers/process/process_driver.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,10 +15,11 @@
 #include <thread>
 #include <utility>
 
+#include "drivers/process/log_file.h"
 #include "drivers/process/spawn.h"
 #include "host/core/failpoint.h"
-#include "host/core/fd.h"
 #include "host/core/json_reader.h"
+#include "host/core/listen_probe.h"
 
 namespace tide::drivers {
 namespace {
@@ -35,19 +32,12 @@ constexpr auto kKillTimeout = std::chrono::seconds(5);
 constexpr int kLogReadAttempts = 4;
 // How long status() waits for the waiter to write the exit code of a process that just died.
 constexpr auto kExitCodeWait = std::chrono::seconds(1);
-constexpr double kCapacityEpsilon = 1e-9;
 
 // A workload's PATH unless its coordinates declare one. Nothing of the host's environment
 // reaches a workload: not its PATH, not its tokens, not its settings.
 constexpr const char* kWorkloadPath = "/usr/local/bin:/usr/bin:/bin";
 // How often list() looks for logs past their retention, in the driver clock's time.
 constexpr auto kPruneInterval = std::chrono::minutes(1);
-
-Status badName(const std::string& field, const std::string& value) {
-  return Status::invalidArgument(
-      "invalid " + field,
-      {{field, "\"" + value + "\" is not a usable name ([A-Za-z0-9._-], not starting with '.')", ""}});
-}
 
 template <class Pred>
 bool pollUntil(Pred done, std::chrono::milliseconds timeout) {
@@ -57,23 +47,6 @@ bool pollUntil(Pred done, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(kPollInterval);
   }
   return true;
-}
-
-// True when nothing is bound to `port` for `protocol` on any address.
-bool portIsFree(int port, const std::string& protocol) {
-  bool tcp = protocol == "tcp";
-  int fd = socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  // As a server would bind it: a port whose last user left TIME_WAIT behind is reusable.
-  if (tcp) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  close(fd);
-  return free;
 }
 
 bool isExecutableFile(const std::string& path) {
@@ -142,50 +115,6 @@ const Clock& clockOf(const ProcessDriverOptions& options) {
   return options.clock != nullptr ? *options.clock : kSystemClock;
 }
 
-// One log file, open, named as LogCursor names files, with its size when it was opened:
-// reads stop there, so a place found in it stays true while the workload writes on.
-class LogFile {
- public:
-  // nullopt when the file cannot be opened (there is no such log).
-  static std::optional<LogFile> open(const std::string& path, const std::string& runtime_id) {
-    LogFile file;
-    file.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat info {};
-    if (!file.fd_.valid() || ::fstat(file.fd_.get(), &info) != 0) return std::nullopt;
-    file.name_ = runtime_id + "." + std::to_string(info.st_ino);
-    file.size_ = static_cast<int64_t>(info.st_size);
-    return file;
-  }
-
-  const std::string& name() const { return name_; }
-  int64_t size() const { return size_; }
-
-  // At most `max_bytes` from `offset` on (0 <= offset <= size()); shorter when a read fails.
-  std::string read(int64_t offset, size_t max_bytes) const {
-    std::string text(std::min(max_bytes, static_cast<size_t>(size_ - offset)), '\0');
-    size_t done = 0;
-    while (done < text.size()) {
-      const auto at = static_cast<off_t>(offset + static_cast<int64_t>(done));
-      const ssize_t got = ::pread(fd_.get(), text.data() + done, text.size() - done, at);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      done += static_cast<size_t>(got);
-    }
-    text.resize(done);
-    return text;
-  }
-  // The last `max_bytes`.
-  std::string tail(size_t max_bytes) const {
-    return read(size_ - std::min(size_, static_cast<int64_t>(max_bytes)), max_bytes);
-  }
-
- private:
-  LogFile() = default;
-  Fd fd_;
-  std::string name_;
-  int64_t size_ = 0;
-};
-
 }  // namespace
 
 Result<ProcessDriverConfig> parseProcessDriverConfig(const Json& driver_config) {
@@ -225,7 +154,11 @@ Result<std::unique_ptr<ProcessDriver>> ProcessDriver::create(ProcessDriverOption
 }
 
 ProcessDriver::ProcessDriver(ProcessDriverOptions options, StateStore store, std::map<std::string, Known> known)
-    : options_(std::move(options)), clock_(clockOf(options_)), store_(std::move(store)), known_(std::move(known)) {}
+    : options_(std::move(options)),
+      clock_(clockOf(options_)),
+      store_(std::move(store)),
+      volumes_(store_, options_.volume_root, options_.node_volumes),
+      known_(std::move(known)) {}
 
 std::shared_ptr<std::mutex> ProcessDriver::instanceMutex(const std::string& id) {
   std::lock_guard<std::mutex> lock(instance_mus_mu_);
@@ -263,95 +196,9 @@ Status ProcessDriver::forget(const std::string& id) {
 
 // --- volumes ------------------------------------------------------------------------
 
-Status ProcessDriver::ensureVolume(const VolumeSpec& volume) {
-  if (!isSafeName(volume.id)) return badName("volume.id", volume.id);
-  if (!isSafeName(volume.node)) return badName("volume.node", volume.node);
-  if (!isSafeName(volume.storage_class)) return badName("volume.storage_class", volume.storage_class);
-  if (!(volume.capacity_gib >= 0))
-    return Status::invalidArgument("volume " + volume.id + ": capacity_gib must be >= 0");
+Status ProcessDriver::ensureVolume(const VolumeSpec& volume) { return volumes_.ensure(volume); }
 
-  std::lock_guard<std::mutex> lock(store_mu_);
-  StateStore::Lock file_lock = store_.lock();
-  TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> existing, store_.loadVolume(volume.node, volume.id));
-  std::error_code ec;
-  if (existing) {
-    if (existing->storage_class != volume.storage_class ||
-        std::fabs(existing->capacity_gib - volume.capacity_gib) > kCapacityEpsilon) {
-      return Status::conflict("volume " + volume.id + " on node " + volume.node + " exists as " +
-                              std::to_string(existing->capacity_gib) + " GiB of " + existing->storage_class);
-    }
-    fs::create_directories(existing->path, ec);
-    if (ec) return Status::internal("cannot create " + existing->path + ": " + ec.message());
-    return Status::ok();
-  }
-
-  if (options_.node_volumes) {
-    double declared = 0;
-    for (const model::LocalVolume& local : options_.node_volumes(volume.node)) {
-      if (local.storage_class == volume.storage_class) declared += local.capacity_gib;
-    }
-    TIDE_ASSIGN_OR_RETURN(std::vector<VolumeRecord> on_node, store_.volumesOn(volume.node));
-    double used = 0;
-    for (const VolumeRecord& other : on_node) {
-      if (other.storage_class == volume.storage_class) used += other.capacity_gib;
-    }
-    if (used + volume.capacity_gib > declared + kCapacityEpsilon) {
-      std::ostringstream message;
-      message << "node " << volume.node << " has " << (declared - used) << " GiB of storage class "
-              << volume.storage_class << " left (" << declared << " declared), volume " << volume.id << " needs "
-              << volume.capacity_gib;
-      return Status::unprocessable(message.str());
-    }
-  }
-
-  // The record first: a crash after it leaves accounted space without a directory, which
-  // the next ensureVolume creates, never a directory nobody accounts for.
-  VolumeRecord record{volume.id, volume.node, volume.storage_class, volume.capacity_gib,
-                      (fs::path(options_.volume_root) / volume.node / volume.storage_class / volume.id).string()};
-  TIDE_RETURN_IF_ERROR(store_.saveVolume(record));
-  fs::create_directories(record.path, ec);
-  if (ec) {
-    (void)store_.removeVolume(volume.node, volume.id);  // best effort: the error below is what the caller needs
-    return Status::internal("cannot create " + record.path + ": " + ec.message());
-  }
-  return Status::ok();
-}
-
-Status ProcessDriver::removeVolume(const VolumeRef& volume) {
-  if (!isSafeName(volume.id)) return badName("volume.id", volume.id);
-  if (!isSafeName(volume.node)) return badName("volume.node", volume.node);
-  std::lock_guard<std::mutex> lock(store_mu_);
-  StateStore::Lock file_lock = store_.lock();
-  TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> record, store_.loadVolume(volume.node, volume.id));
-  std::vector<fs::path> dirs;
-  std::error_code ec;
-  if (record) {
-    dirs.emplace_back(record->path);
-  } else {
-    // No accounting (a crash between the two steps of ensureVolume): look in every class.
-    fs::path node_dir = fs::path(options_.volume_root) / volume.node;
-    for (fs::directory_iterator it(node_dir, ec), end; !ec && it != end; it.increment(ec)) {
-      dirs.push_back(it->path() / volume.id);
-    }
-  }
-  for (const fs::path& dir : dirs) {
-    fs::remove_all(dir, ec);
-    if (ec) return Status::internal("cannot remove " + dir.string() + ": " + ec.message());
-  }
-  return store_.removeVolume(volume.node, volume.id);
-}
-
-Result<std::vector<MountedVolume>> ProcessDriver::mountVolumes(const RuntimeSpec& spec) {
-  std::vector<MountedVolume> mounted;
-  for (VolumeSpec volume : spec.volumes) {
-    if (volume.node.empty()) volume.node = spec.node;
-    TIDE_RETURN_IF_ERROR(ensureVolume(volume));
-    TIDE_ASSIGN_OR_RETURN(std::optional<VolumeRecord> record, store_.loadVolume(volume.node, volume.id));
-    if (!record) return Status::unavailable("volume " + volume.id + " vanished while starting " + spec.id);
-    mounted.push_back({volume.id, volume.mount_path, record->path});
-  }
-  return mounted;
-}
+Status ProcessDriver::removeVolume(const VolumeRef& volume) { return volumes_.remove(volume); }
 
 // --- instances ----------------------------------------------------------------------
 
@@ -436,7 +283,7 @@ Result<RuntimeStatus> ProcessDriver::ensure(const RuntimeSpec& spec) {
     if (previous->workload.pid <= 0) killStrays(options_.state_dir, spec.id);
   }
 
-  TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, mountVolumes(spec));
+  TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, volumes_.mount(spec));
   InstanceRecord record = previous.value_or(InstanceRecord{});
   record.id = spec.id;
   record.node = spec.node;

@@ -41,6 +41,7 @@
 
 #include "drivers/driver.h"
 #include "drivers/process/launch.h"
+#include "drivers/process/local_volumes.h"
 #include "drivers/process/state_store.h"
 #include "drivers/process/workload_user.h"
 #include "host/core/clock.h"
@@ -160,7 +161,6 @@ class ProcessDriver final : public Driver {
   // The host ports every record of the state dir but `id`'s holds, by the records on disk:
   // another driver over the same dir may have written them. REQUIRES: as assignPorts.
   std::set<int> portsOfOthers(const std::string& id);
-  Result<std::vector<MountedVolume>> mountVolumes(const RuntimeSpec& spec);
   Status stopLocked(const std::string& id);  // REQUIRES: the id's instance mutex is held
   Status terminate(const ProcessIdentity& workload, std::chrono::milliseconds grace) const;
   // Creates the working dir of `id` (0700, owned by run_as when set). kInternal on failure.
@@ -170,6 +170,7 @@ class ProcessDriver final : public Driver {
   const ProcessDriverOptions options_;
   const Clock& clock_;
   const StateStore store_;
+  const LocalVolumes volumes_;  // over store_
   std::mutex store_mu_;  // with store_.lock(): read-modify-write of records across ids
   // The ports of each record file as last read, and which version of the file that was:
   // portsOfOthers() parses only the records that changed (it parsed all of them for every

@@ -119,6 +119,12 @@ bool isSafeName(const std::string& name) {
                      [](unsigned char c) { return std::isalnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
+Status badName(const std::string& field, const std::string& value) {
+  return Status::invalidArgument(
+      "invalid " + field,
+      {{field, "\"" + value + "\" is not a usable name ([A-Za-z0-9._-], not starting with '.')", ""}});
+}
+
 Result<StateStore> StateStore::open(const std::string& state_dir, SyncFn sync) {
   std::error_code ec;
   fs::path dir = fs::absolute(state_dir, ec);

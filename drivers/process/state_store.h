@@ -59,6 +59,8 @@ struct VolumeRecord {
 
 // True for names usable as one path component: [A-Za-z0-9._-], not starting with '.'.
 bool isSafeName(const std::string& name);
+// kInvalidArgument: `value` of `field` is not such a name (the detail names the field).
+Status badName(const std::string& field, const std::string& value);
 
 // Which version of a file: a write (a new file renamed into place) changes it.
 struct FileStamp {

@@ -56,15 +56,20 @@ Result<std::unique_ptr<Agent>> Agent::create(AgentOptions options, AgentTranspor
 
   const std::filesystem::path data_dir(options.data_dir);
   drivers::DriverContext context;
-  context.data_dir = options.data_dir;  // the driver's state under <data dir>/process, volumes under <data dir>/volumes
+  // The driver's state under <data dir>/process (or /container), volumes under <data dir>/volumes.
+  context.data_dir = options.data_dir;
   context.port_range_start = options.port_range_start;
   context.port_range_end = options.port_range_end;
   context.image_catalog = options.image_catalog;
   context.tide_binary = options.tide_binary;
   context.clock = options.clock;
-  const Json driver_config = options.runtime == "process"
-                                 ? Json{{"stop_grace_seconds", options.stop_grace.count() / 1000.0}}
-                                 : Json::object();
+  Json driver_config = Json::object();
+  if (options.runtime == "container" && options.driver_config.is_object()) driver_config = options.driver_config;
+  if (options.runtime == "process" || options.runtime == "container") {
+    if (!driver_config.contains("stop_grace_seconds")) {
+      driver_config["stop_grace_seconds"] = options.stop_grace.count() / 1000.0;
+    }
+  }
   TIDE_ASSIGN_OR_RETURN(std::unique_ptr<drivers::Driver> driver,
                         drivers::makeDriver(options.runtime, driver_config, context));
   TIDE_ASSIGN_OR_RETURN(AppliedState state, loadAppliedState((data_dir / "agent.json").string()));

@@ -1,6 +1,6 @@
 #pragma once
 // The node agent (docs/agents.md): runs on a node, pulls the node's desired state from the
-// host, runs it with a process driver of its own and reports what runs. The HTTP part is
+// host, runs it with a process (or container) driver of its own and reports what runs. The HTTP part is
 // the AgentTransport; everything else is here, so tests drive an Agent with a transport that
 // plays the host.
 //
@@ -72,9 +72,13 @@ class AgentTransport {
 struct AgentOptions {
   std::string node;
   std::string data_dir;  // <data dir>/process, <data dir>/volumes, <data dir>/agent.json
-  // What runs the workloads: "process" (real processes), or "sim" (in memory, healthy on its
-  // own word; for benches of the host with many agents and no real workloads).
+  // What runs the workloads: "process" (real processes), "container" (OCI containers run by
+  // Podman, docs/architecture.md#the-container-driver), or "sim" (in memory, healthy on its own
+  // word; for benches of the host with many agents and no real workloads).
   std::string runtime = "process";
+  // The container runtime's driver_config, as a container cluster's (podman, runtime,
+  // ulimits, ...); stop_grace_seconds defaults to stop_grace. Only for "container".
+  model::Json driver_config = model::Json::object();
   int port_range_start = 30000;
   int port_range_end = 32767;
   drivers::ImageCatalog image_catalog;  // images the coordinates may name

@@ -73,11 +73,22 @@ Result<agent::AgentOptions> agentOptions(const AgentCommandOptions& options) {
                                    {{"--heartbeat-seconds", "must be in [0.1, 60]", ""}});
   }
   out.heartbeat = std::chrono::milliseconds(static_cast<int64_t>(options.heartbeat_seconds * 1000));
-  if (options.runtime != "process" && options.runtime != "sim") {
-    return Status::invalidArgument("--runtime must be process or sim, got '" + options.runtime + "'",
-                                   {{"--runtime", "must be process or sim", ""}});
+  if (options.runtime != "process" && options.runtime != "container" && options.runtime != "sim") {
+    return Status::invalidArgument("--runtime must be process, container or sim, got '" + options.runtime + "'",
+                                   {{"--runtime", "must be process, container or sim", ""}});
   }
   out.runtime = options.runtime;
+  if (!options.driver_config.empty()) {
+    if (options.runtime != "container") {
+      return Status::invalidArgument("--driver-config goes with --runtime container",
+                                     {{"--driver-config", "only for --runtime container", ""}});
+    }
+    out.driver_config = model::Json::parse(options.driver_config, nullptr, /*allow_exceptions=*/false);
+    if (!out.driver_config.is_object()) {
+      return Status::invalidArgument("--driver-config must be a JSON object",
+                                     {{"--driver-config", "must be a JSON object", ""}});
+    }
+  }
   if (options.image_catalog.empty()) {
     out.image_catalog = config::defaultImageCatalog();
   } else {
@@ -112,7 +123,10 @@ CLI::App* addAgentCommand(CLI::App& app, AgentCommandOptions& options) {
                       "YAML mapping of image pattern to argv (default: nginx:* and tide-workload:*)");
   command->add_option("--heartbeat-seconds", options.heartbeat_seconds, "seconds between reports (default 1)");
   command->add_option("--runtime", options.runtime,
-                      "what runs the workloads: process (default) or sim (in memory, for benches of many agents)");
+                      "what runs the workloads: process (default), container (OCI images with Podman) or sim (in "
+                      "memory, for benches of many agents)");
+  command->add_option("--driver-config", options.driver_config,
+                      "with --runtime container: its driver_config as JSON, e.g. '{\"ulimit_nofile\": 4096}'");
   return command;
 }
 

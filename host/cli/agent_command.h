@@ -19,7 +19,8 @@ struct AgentCommandOptions {
   std::string port_range = "30000-32767";
   std::string image_catalog;  // a YAML file; empty: the built-in catalog
   double heartbeat_seconds = 1;
-  std::string runtime = "process";  // process | sim
+  std::string runtime = "process";  // process | container | sim
+  std::string driver_config;        // JSON: the container runtime's driver_config
 };
 
 // Adds the `agent` subcommand, its options read into `options`.

@@ -35,4 +35,19 @@ Status checkCanListen(const std::string& address) {
   return Status::ok();
 }
 
+bool portIsFree(int port, const std::string& protocol) {
+  const bool tcp = protocol == "tcp";
+  const int fd = ::socket(AF_INET, (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int one = 1;
+  if (tcp) (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  const bool free = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return free;
+}
+
 }  // namespace tide

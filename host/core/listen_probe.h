@@ -1,6 +1,7 @@
 #pragma once
-// Whether this machine could listen on a TCP address now: a plan's traffic endpoint
-// (docs/architecture.md#traffic) is refused at create/update when another program holds it.
+// Whether this machine could listen on an address now: a plan's traffic endpoint
+// (docs/architecture.md#traffic) is refused at create/update when another program holds it,
+// and drivers hand out only host ports nothing holds.
 
 #include <string>
 
@@ -13,5 +14,11 @@ namespace tide {
 // kUnprocessable naming the address when something listens on it; OK otherwise (also when the
 // check itself cannot be made, e.g. no socket: the router reports a failed bind later).
 Status checkCanListen(const std::string& address);
+
+// True when nothing is bound to `port` for `protocol` ("tcp" or "udp") on any address: a
+// server binding it on every address would succeed now (for tcp with SO_REUSEADDR, so a port
+// whose last user left TIME_WAIT behind counts as free). What drivers check before handing
+// a host port to a workload.
+bool portIsFree(int port, const std::string& protocol);
 
 }  // namespace tide

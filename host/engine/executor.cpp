@@ -393,6 +393,8 @@ Status Executor::startRuntime(Attempt& a, model::RuntimeInstance& r) {
   spec.id = std::to_string(r.meta.id);
   spec.meta_instance = r.meta_instance;
   spec.node = r.node;
+  spec.plan = a.meta.plan;  // labels of what a driver runs (the container driver's)
+  spec.deployment = a.meta.deployment_id;
   // Every application of the plan, in start order (docs/architecture.md#applications); the
   // single fields are the first's.
   for (const model::Application* app : model::startOrder(a.plan)) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <doctest/doctest.h>
+#include <httplib.h>
 
 #include <filesystem>
 #include <string>
@@ -10,8 +11,9 @@
 
 #include "host/config/host_config.h"
 #include "tests/agent/fake_host.h"
-#include "tests/support/files.h"
+#include "tests/drivers/container_test_support.h"
 #include "tests/support/eventually.h"
+#include "tests/support/files.h"
 #include "tests/support/ports.h"
 #include "tests/support/workloads.h"
 
@@ -334,6 +336,32 @@ TEST_CASE("agent: with the sim runtime nothing runs as a process and health is t
   }));
   CHECK(f.workloads() == 0);
   f.agent->stop();
+}
+
+TEST_CASE("agent: with the container runtime the document's instances run as podman containers") {
+  if (TIDE_PODMAN_MISSING()) return;
+  TestImage image;
+  AgentFixture f;
+  f.options.runtime = "container";
+  f.options.driver_config = {{"pull", "never"}, {"ulimit_nofile", 1024}, {"ulimit_nproc", 512}};
+  f.recreate();
+  ContainerSweep sweep(std::filesystem::absolute(f.dir / "agent" / "container").lexically_normal().string());
+  Json instance = workload("1");
+  instance["coordinates"] = {{"image", image.ref()}, {"command", {"/bin/httpd", "-f", "-p", "80", "-h", "/www"}}};
+  f.apply(document(1, 1, {instance}));
+  CHECK(f.stateOf("1") == "RUNNING");
+  auto status = f.agent->driver().status({"1", "n1", ""});
+  REQUIRE(status.isOk());
+  REQUIRE(status->ports.contains("tcp/80"));
+  httplib::Client client("127.0.0.1", status->ports["tcp/80"].get<int>());
+  CHECK(eventually([&] {
+    auto reply = client.Get("/index.html");
+    return reply && reply->body == "hello from tide-test\n";
+  }));
+  CHECK(f.workloads() == 0);  // no process of the agent's own
+
+  f.apply(document(1, 2, {}));
+  CHECK(f.stateOf("1") == "not_found");
 }
 
 TEST_CASE("agent: a log request is answered once with the tail of the log") {

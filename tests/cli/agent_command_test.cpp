@@ -38,5 +38,24 @@ TEST_CASE("cli: tide agent with an unknown --runtime names the option") {
   CliRun run = runCli({"agent", "--server", "http://127.0.0.1:1", "--node", "n1", "--token", "t", "--data-dir",
                        (dir.path() / "agent").string(), "--runtime", "docker"});
   CHECK(run.code == 2);
-  CHECK_MESSAGE(run.err.find("--runtime must be process or sim, got 'docker'") != std::string::npos, run.err);
+  CHECK_MESSAGE(run.err.find("--runtime must be process, container or sim, got 'docker'") != std::string::npos,
+                run.err);
+}
+
+TEST_CASE("cli: tide agent --driver-config must be a JSON object for the container runtime") {
+  TempDir dir;
+  const std::vector<std::string> base = {"agent",  "--server",   "http://127.0.0.1:1",
+                                         "--node", "n1",         "--token",
+                                         "t",      "--data-dir", (dir.path() / "agent").string()};
+  std::vector<std::string> not_json = base;
+  not_json.insert(not_json.end(), {"--runtime", "container", "--driver-config", "{ulimit"});
+  CliRun bad = runCli(not_json);
+  CHECK(bad.code == 2);
+  CHECK_MESSAGE(bad.err.find("--driver-config must be a JSON object") != std::string::npos, bad.err);
+  std::vector<std::string> for_processes = base;
+  for_processes.insert(for_processes.end(), {"--driver-config", "{}"});
+  CliRun misplaced = runCli(for_processes);
+  CHECK(misplaced.code == 2);
+  CHECK_MESSAGE(misplaced.err.find("--driver-config goes with --runtime container") != std::string::npos,
+                misplaced.err);
 }

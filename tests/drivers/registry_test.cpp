@@ -25,12 +25,12 @@ DriverContext contextIn(const TempDir& dir) {
 TEST_CASE("driver: registry lists the known kinds and refuses others") {
   std::vector<std::string> kinds;
   for (const DriverKind& kind : driverKinds()) kinds.emplace_back(kind.kind);
-  CHECK(kinds == std::vector<std::string>{"process", "sim", "fault", "agent"});
+  CHECK(kinds == std::vector<std::string>{"process", "container", "sim", "fault", "agent"});
 
   TempDir dir;
   auto unknown = makeDriver("kubernetes", Json::object(), contextIn(dir));
   CHECK(unknown.status().code() == Code::kInvalidArgument);
-  CHECK(unknown.status().message().find("process, sim, fault") != std::string::npos);
+  CHECK(unknown.status().message().find("process, container, sim, fault") != std::string::npos);
 }
 
 TEST_CASE("driver: registry validates driver_config naming the field") {
@@ -44,6 +44,21 @@ TEST_CASE("driver: registry validates driver_config naming the field") {
   CHECK(bad.status().details()[0].field == "driver_config.colour");
   CHECK(bad.status().details()[1].field == "driver_config.stop_grace_seconds");
   CHECK(makeDriver("process", Json::array(), context).status().code() == Code::kInvalidArgument);
+
+  // Building a container driver runs no podman: a host without it starts, its clusters fail.
+  CHECK(makeDriver("container", nullptr, context).isOk());
+  CHECK(
+      makeDriver("container", {{"runtime", "crun"}, {"ulimit_nofile", 1024}, {"mount_sources", {"/srv/data"}}}, context)
+          .isOk());
+  auto bad_container = makeDriver(
+      "container", {{"ulimit_nproc", 0}, {"pull", "sometimes"}, {"podman", ""}, {"mount_sources", {"relative"}}},
+      context);
+  REQUIRE(bad_container.status().code() == Code::kInvalidArgument);
+  std::vector<std::string> fields;
+  for (const ErrorDetail& detail : bad_container.status().details()) fields.push_back(detail.field);
+  CHECK(fields == std::vector<std::string>{"driver_config.podman", "driver_config.pull", "driver_config.ulimit_nproc",
+                                           "driver_config.mount_sources[0]"});
+  CHECK(checkDriverConfig("container", {{"stop_grace_seconds", -1}}).code() == Code::kInvalidArgument);
 
   auto no_inner = makeDriver("fault", {{"seed", 1}}, context);
   REQUIRE(no_inner.status().code() == Code::kInvalidArgument);
