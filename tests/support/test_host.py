@@ -80,6 +80,27 @@ def kill_workloads_of(directory):
                     kill()
                 except OSError:
                     pass
+    remove_containers_of(directory)
+
+
+def remove_containers_of(directory):
+    """Removes the containers and pods of every container driver whose state dir lies under
+    `directory` (their tide.home label): they outlive their host as processes do
+    (docs/architecture.md#the-container-driver)."""
+    if shutil.which("podman") is None:
+        return
+    prefix = f"{os.path.normpath(os.path.abspath(directory))}/"
+    for kind, listing in (("container", ["podman", "ps", "-a"]), ("pod", ["podman", "pod", "ps"])):
+        try:
+            listed = subprocess.run(listing + ["--format", "{{.ID}} {{.Labels}}"], capture_output=True, text=True,
+                                    timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        ids = [line.split(" ", 1)[0] for line in listed.splitlines()
+               if "tide.home:" + prefix in line.replace("tide.home=", "tide.home:")]
+        if ids:
+            remove = ["podman", "rm", "-f", "-t", "0"] if kind == "container" else ["podman", "pod", "rm", "-f"]
+            subprocess.run(remove + ids, capture_output=True, timeout=120)
 
 
 # Generous for a loaded two-core machine: these bound a hang, they do not time anything.
