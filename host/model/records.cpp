@@ -189,8 +189,8 @@ void to_json(Json& j, const Application& v) {
            {"ports", v.ports},
            {"persistent_volumes", v.persistent_volumes},
            {"health_check", v.health_check ? Json(*v.health_check) : Json(nullptr)},
-           {"depends_on", v.depends_on},
-           {"pod", v.pod}};
+           {"depends_on", v.depends_on}};
+  if (!v.pod.empty()) j["pod"] = v.pod;  // absent for none: "" is no payload name
 }
 void from_json(const Json& j, Application& v) {
   v.payload_name = j.value("payload_name", "");

@@ -1147,6 +1147,7 @@ TEST_CASE("manifest error: pod names another application of the plan, which join
             .value;
     CHECK(plan.applications[1].pod == "app");
     CHECK(model::Json(plan.applications[1])["pod"] == "app");
+    CHECK_FALSE(model::Json(plan.applications[0]).contains("pod"));  // none: no key, which reads back
   }
   SUBCASE("itself, unknown, a chain") {
     auto details = parseErrors(planWith("    pod: app\n") +
