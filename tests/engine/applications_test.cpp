@@ -7,6 +7,7 @@
 #include <string>
 
 #include "drivers/application_group.h"
+#include "tests/drivers/container_test_support.h"
 #include "tests/engine/engine_test_support.h"
 #include "tests/engine/sim_test_support.h"
 
@@ -153,6 +154,63 @@ TEST_CASE("engine: a sim fleet runs 60 instances of a plan of two applications, 
   auto invariants = f.ledger->checkInvariants();
   REQUIRE(invariants.isOk());
   CHECK(invariants->empty());
+}
+
+TEST_CASE(
+    "engine: containers of a plan restart by policy when killed, and a bad image fails its operation naming why") {
+  if (TIDE_PODMAN_MISSING()) return;
+  testing::TestImage image;
+  EngineFixture f({"auto_approve_dev.lua"});
+  const std::string home = (f.dir.path() / "container").lexically_normal().string();
+  testing::ContainerSweep sweep(home);
+  f.apply(R"(
+clusters:
+  - {name: boxes, driver: container, driver_config: {pull: never}}
+nodes:
+  - {name: box-1, cluster: boxes, update_domain: ud-1, total: {cores: 8, memory_gib: 16}}
+plans:
+  - name: web
+    namespace: web-dev
+    service_name: web
+    applications:
+      - payload_name: web
+        resources: {cores: 1, memory_gib: 1}
+        ports: [{protocol: TCP, port: 8080}]
+        health_check: {type: http, port: 8080, path: /index.html, interval_seconds: 0.2, timeout_seconds: 1}
+)");
+  auto deployment = [&](const std::string& id, const std::string& image_ref) {
+    return "deployments:\n  - plan: web\n    deployment_id: " + id +
+           "\n    instance_count: 1\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"" +
+           image_ref + "\", command: [/bin/httpd, -f, -p, \"8080\", -h, /www]}}]\n";
+  };
+  f.apply(deployment("d1", image.ref()));
+  f.engine->settle();
+  REQUIRE(f.deployment("d1").state == model::DeploymentState::kCompleted);
+  auto before = f.activeRunning();
+  REQUIRE(before.size() == 1);
+  CHECK(httpGet(portOf(before[0], "tcp/8080"), "/index.html") == "hello from tide-test\n");
+
+  // The container's process is killed: the instance is FAILED and started again by policy.
+  const std::vector<std::string> names = testing::containersLabelled(home);
+  REQUIRE(names.size() == 1);
+  REQUIRE(testing::podmanRun({"kill", names.front()}).succeeded());
+  REQUIRE(eventually([&] {
+    f.engine->settle(1);
+    auto after = f.activeRunning();
+    return after.size() == 1 && after[0].meta.id != before[0].meta.id && after[0].healthy;
+  }));
+  auto failed = f.ledger->instances().getRuntimeInstance(before[0].meta.id);
+  CHECK(failed->state == model::RuntimeState::kFailed);
+
+  // An image podman cannot have: the UPDATE fails with podman's word, no container is left of it.
+  f.apply(deployment("d2", "localhost/tide-no-such-image:1"));
+  f.engine->settle();
+  bool failed_naming_image = false;
+  for (const auto& op : f.operations("FAILED")) {
+    failed_naming_image |= op.message.find("tide-no-such-image") != std::string::npos;
+  }
+  CHECK(failed_naming_image);
+  CHECK(testing::containersLabelled(home).size() <= 1);  // at most the one d1 still runs
 }
 
 }  // namespace
