@@ -19,6 +19,7 @@
 
 #include "host/core/clock.h"
 #include "host/ledger/ledger.h"
+#include "tests/drivers/container_test_support.h"
 #include "tests/drivers/driver_test_support.h"
 #include "tests/engine/engine_test_support.h"
 #include "tests/support/files.h"
@@ -185,6 +186,70 @@ TEST_CASE("engine: kill -9 of the host at any point of a rollout, then a restart
       CHECK(testing::workloadsOf(data_dir).size() == 3);
     }
   }
+}
+
+TEST_CASE("engine: kill -9 of the host leaves its containers serving, and the restarted host adopts them") {
+  if (TIDE_PODMAN_MISSING()) return;
+  testing::TestImage image;
+  testing::TempDir dir;
+  const std::string home = std::filesystem::path(dir.file("data") + "/container").lexically_normal().string();
+  testing::ContainerSweep sweep(home);
+  CrashingHost host(dir);
+  host.start();
+  host.apply(R"(
+clusters:
+  - {name: boxes, driver: container, driver_config: {pull: never}}
+nodes:
+  - {name: box-1, cluster: boxes, update_domain: ud-1, total: {cores: 8, memory_gib: 16}}
+plans:
+  - name: web
+    namespace: web-dev
+    service_name: web
+    placement: {max_per_node: 2}
+    applications:
+      - payload_name: web
+        resources: {cores: 1, memory_gib: 1}
+        ports: [{protocol: TCP, port: 8080}]
+        health_check: {type: http, port: 8080, path: /index.html, interval_seconds: 0.5, timeout_seconds: 1}
+)");
+  host.apply(
+      "deployments:\n  - plan: web\n    deployment_id: d1\n    instance_count: 2\n"
+      "    payload_coordinates: [{payload_name: web, coordinates: {image: \"" +
+      image.ref() + "\", command: [/bin/httpd, -f, -p, \"8080\", -h, /www]}}]\n");
+  auto completed = [&] {
+    Json d = host.get("/v1/plans/web/deployments/d1");
+    return d.is_object() && d.value("state", "") == "COMPLETED";
+  };
+  REQUIRE_MESSAGE(testing::eventually(completed, std::chrono::seconds(120)),
+                  "d1 did not complete; the host's log:\n"
+                      << testing::fileTail(dir.file("serve.log")));
+  auto running_ids = [&] {
+    std::istringstream listed(
+        testing::podmanRun({"ps", "-q", "--no-trunc", "--filter", "label=tide.home=" + home}).output);
+    std::set<std::string> ids;
+    for (std::string id; listed >> id;) ids.insert(id);
+    return ids;
+  };
+  const std::set<std::string> before = running_ids();
+  REQUIRE(before.size() == 2);
+
+  host.kill(SIGKILL);
+  CHECK(running_ids() == before);  // the containers outlive their host
+
+  host.start();
+  auto instances_ready = [&] {
+    Json view = host.get("/v1/plans/web");
+    return view.is_object() && view["instance_summary"].value("running", 0) == 2 &&
+           view["instance_summary"].value("ready", 0) == 2;
+  };
+  REQUIRE(testing::eventually(instances_ready, std::chrono::seconds(120)));
+  // Adopted: the same two containers, and each instance still on its first runtime instance.
+  CHECK(running_ids() == before);
+  Json listed = host.get("/v1/instances?plan=web");
+  REQUIRE(listed.is_object());
+  REQUIRE(listed["items"].size() == 2);
+  for (const Json& item : listed["items"]) CHECK(item["runtime_instances"].size() == 1);
+  host.kill(SIGTERM);
 }
 
 }  // namespace
