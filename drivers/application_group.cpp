@@ -186,16 +186,19 @@ Result<std::vector<RuntimeRef>> ApplicationGroupDriver::listIfUnrecorded(const s
 }
 
 Status ApplicationGroupDriver::endAll(const RuntimeRef& ref, bool remove) {
-  // An instance of several (its handle says so, or the host never recorded one): every
-  // runtime the inner driver holds of it, recorded or not, and those its handle names, which an
-  // inner driver that lists only what runs would leave out.
-  std::optional<std::vector<RuntimeRef>> named_parts = partsFromHandle(ref);
+  // An instance of several (its handle says so, or the host never recorded one): every other
+  // runtime the inner driver holds of it, recorded or not (ended last: nothing says when they
+  // started), then the runtimes its handle names, in start order, which an inner driver that
+  // lists only what runs would leave out.
+  std::optional<std::vector<RuntimeRef>> recorded = partsFromHandle(ref);
   std::vector<RuntimeRef> parts;
-  if (named_parts || ref.handle.empty()) {
+  if (recorded || ref.handle.empty()) {
     TIDE_ASSIGN_OR_RETURN(parts, listedParts(ref));
-    for (RuntimeRef& part : named_parts.value_or(std::vector<RuntimeRef>{})) {
-      if (std::none_of(parts.begin(), parts.end(), [&](const RuntimeRef& p) { return p.id == part.id; }))
-        parts.push_back(std::move(part));
+    if (recorded) {
+      std::erase_if(parts, [&](const RuntimeRef& listed) {
+        return std::any_of(recorded->begin(), recorded->end(), [&](const RuntimeRef& p) { return p.id == listed.id; });
+      });
+      parts.insert(parts.end(), recorded->begin(), recorded->end());
     }
   }
   if (parts.empty()) parts.push_back(ref);

@@ -214,6 +214,7 @@ namespace {
 class RecordingDriver final : public Driver {
  public:
   std::vector<RuntimeSpec> ensured;
+  std::vector<std::string> ended;  // the ids stop() and remove() were asked for, in order
 
   Status ensureVolume(const VolumeSpec&) override { return Status::ok(); }
   Status removeVolume(const VolumeRef&) override { return Status::ok(); }
@@ -224,10 +225,19 @@ class RecordingDriver final : public Driver {
     status.handle = "rec:" + spec.id;
     return status;
   }
-  Status stop(const RuntimeRef&) override { return Status::ok(); }
-  Status remove(const RuntimeRef&) override { return Status::ok(); }
+  Status stop(const RuntimeRef& ref) override {
+    ended.push_back(ref.id);
+    return Status::ok();
+  }
+  Status remove(const RuntimeRef& ref) override { return stop(ref); }
   Result<RuntimeStatus> status(const RuntimeRef&) override { return Status::notFound("none"); }
-  Result<std::vector<RuntimeRef>> list() override { return std::vector<RuntimeRef>{}; }
+  // What it ensured, in id order (as the process driver lists), not in start order.
+  Result<std::vector<RuntimeRef>> list() override {
+    std::vector<RuntimeRef> refs;
+    for (const RuntimeSpec& spec : ensured) refs.push_back({spec.id, spec.node, "rec:" + spec.id});
+    std::sort(refs.begin(), refs.end(), [](const RuntimeRef& a, const RuntimeRef& b) { return a.id < b.id; });
+    return refs;
+  }
 };
 
 TEST_CASE("application group: applications that share a pod are given it, with every member's ports") {
@@ -251,6 +261,25 @@ TEST_CASE("application group: applications that share a pod are given it, with e
     CHECK(part.pod->ports[1].port == 8443);
   }
   CHECK_FALSE(recording.ensured[2].pod.has_value());  // in no pod
+}
+
+TEST_CASE("application group: stop and remove end the applications in reverse start order, whatever list() says") {
+  auto owned = std::make_unique<RecordingDriver>();
+  RecordingDriver& recording = *owned;
+  ApplicationGroupDriver driver(std::move(owned));
+  RuntimeSpec spec;
+  spec.id = "6";
+  spec.node = "n1";
+  spec.applications = {{"web", model::Json::object(), {}, {}, std::nullopt, ""},
+                       {"proxy", model::Json::object(), {}, {}, std::nullopt, ""},
+                       {"batch", model::Json::object(), {}, {}, std::nullopt, ""}};
+  auto started = driver.ensure(spec);
+  REQUIRE(started.isOk());
+  REQUIRE(driver.stop({"6", "n1", started->handle}).isOk());
+  CHECK(recording.ended == std::vector<std::string>{"6.batch", "6.proxy", "6.web"});
+  recording.ended.clear();
+  REQUIRE(driver.remove({"6", "n1", started->handle}).isOk());
+  CHECK(recording.ended == std::vector<std::string>{"6.batch", "6.proxy", "6.web"});
 }
 
 TEST_CASE("application group: the process driver refuses a pod, and starts nothing") {
