@@ -228,6 +228,12 @@ Result<RuntimeStatus> ApplicationGroupDriver::status(const RuntimeRef& ref) {
 }
 
 Result<std::vector<RuntimeAnswer>> ApplicationGroupDriver::statusAll(const std::vector<RuntimeRef>& refs) {
+  // Every ref an instance of one application, as the observer asks on each pass: the inner
+  // driver's batch as it is.
+  const bool all_single = std::none_of(refs.begin(), refs.end(), [](const RuntimeRef& r) {
+    return r.handle.empty() || r.handle.rfind(kHandlePrefix, 0) == 0;
+  });
+  if (all_single) return inner_->statusAll(refs);
   // One batch of the inner driver for every part of every instance, then each instance's
   // answer from its parts'.
   std::vector<RuntimeRef> inner_refs;
