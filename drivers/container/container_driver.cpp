@@ -198,12 +198,6 @@ std::vector<std::string> withPublished(std::vector<std::string> args, const std:
   return args;
 }
 
-Json portsJson(const std::map<std::string, int>& ports) {
-  Json out = Json::object();
-  for (const auto& [key, host_port] : ports) out[key] = host_port;
-  return out;
-}
-
 std::string handleOf(const std::string& container_id) { return "container:" + container_id.substr(0, 12); }
 
 }  // namespace
@@ -280,8 +274,10 @@ Result<std::unique_ptr<ContainerDriver>> ContainerDriver::create(ContainerDriver
     const std::string id = it->path().filename().string();
     if (isSafeName(id)) stopped.insert(id);
   }
-  return std::unique_ptr<ContainerDriver>(
+  std::unique_ptr<ContainerDriver> driver(
       new ContainerDriver(std::move(options), std::move(store), std::move(stopped)));
+  TIDE_RETURN_IF_ERROR(driver->writePodConfig());
+  return driver;
 }
 
 ContainerDriver::ContainerDriver(ContainerDriverOptions options, StateStore store, std::set<std::string> stopped)
@@ -291,7 +287,18 @@ ContainerDriver::ContainerDriver(ContainerDriverOptions options, StateStore stor
       store_(std::move(store)),
       volumes_(store_, options_.volume_root, options_.node_volumes),
       home_(options_.state_dir),
+      pod_config_((fs::path(options_.state_dir) / "containers.conf").string()),
+      nofile_(ulimitOf(options_.config.ulimit_nofile, RLIMIT_NOFILE, 65536)),
+      nproc_(ulimitOf(options_.config.ulimit_nproc, RLIMIT_NPROC, 4096)),
       stopped_(std::move(stopped)) {}
+
+Status ContainerDriver::writePodConfig() const {
+  const std::string nofile = std::to_string(nofile_);
+  const std::string nproc = std::to_string(nproc_);
+  return writeFileDurably(pod_config_, "[containers]\ndefault_ulimits = [\"nofile=" + nofile + ":" + nofile +
+                                           "\", \"nproc=" + nproc + ":" + nproc + "\"]\n[engine]\nruntime = \"" +
+                                           options_.config.runtime + "\"\n");
+}
 
 std::string ContainerDriver::containerName(const std::string& id) const {
   const std::string cluster = options_.cluster.empty() ? "" : options_.cluster + "-";
@@ -389,8 +396,6 @@ Result<RuntimeStatus> ContainerDriver::runContainer(const RuntimeSpec& spec) {
   }
   TIDE_ASSIGN_OR_RETURN(std::vector<MountedVolume> volumes, volumes_.mount(spec));
   const std::string name = containerName(spec.id);
-  const int64_t nofile = ulimitOf(config.ulimit_nofile, RLIMIT_NOFILE, 65536);
-  const int64_t nproc = ulimitOf(config.ulimit_nproc, RLIMIT_NPROC, 4096);
 
   std::vector<std::string> args = {"run",
                                    "--detach",
@@ -401,9 +406,9 @@ Result<RuntimeStatus> ContainerDriver::runContainer(const RuntimeSpec& spec) {
                                    "--pull",
                                    config.pull,
                                    "--ulimit",
-                                   "nofile=" + std::to_string(nofile) + ":" + std::to_string(nofile),
+                                   "nofile=" + std::to_string(nofile_) + ":" + std::to_string(nofile_),
                                    "--ulimit",
-                                   "nproc=" + std::to_string(nproc) + ":" + std::to_string(nproc),
+                                   "nproc=" + std::to_string(nproc_) + ":" + std::to_string(nproc_),
                                    "--stop-timeout",
                                    seconds(config.stop_grace),
                                    "--log-driver",
@@ -455,7 +460,7 @@ Result<RuntimeStatus> ContainerDriver::runContainer(const RuntimeSpec& spec) {
   RuntimeStatus status;
   status.state = model::WorkloadState::kRunning;
   status.handle = handleOf(container_id);
-  status.ports = portsJson(host_ports);
+  status.ports = Json(host_ports);
   status.message = "container " + container_id.substr(0, 12) + " started";
   return status;
 }
@@ -539,18 +544,7 @@ Result<std::map<std::string, int>> ContainerDriver::ensurePod(const RuntimeSpec&
   members.id = pod.name;
   members.ports = pod.ports;
   TIDE_ASSIGN_OR_RETURN(PortLease lease, PortLease::take(members, options_.port_range_start, options_.port_range_end));
-  // The pod's infra container takes its ulimits and runtime from a containers.conf: podman
-  // pod create has no --ulimit, and podman's default open-file limit is above what runc may
-  // set on these machines.
   const ContainerDriverConfig& config = options_.config;
-  const fs::path conf = fs::path(options_.state_dir) / "containers.conf";
-  const std::string conf_text = "[containers]\ndefault_ulimits = [\"nofile=" +
-                                std::to_string(ulimitOf(config.ulimit_nofile, RLIMIT_NOFILE, 65536)) + ":" +
-                                std::to_string(ulimitOf(config.ulimit_nofile, RLIMIT_NOFILE, 65536)) +
-                                "\", \"nproc=" + std::to_string(ulimitOf(config.ulimit_nproc, RLIMIT_NPROC, 4096)) +
-                                ":" + std::to_string(ulimitOf(config.ulimit_nproc, RLIMIT_NPROC, 4096)) +
-                                "\"]\n[engine]\nruntime = \"" + config.runtime + "\"\n";
-  TIDE_RETURN_IF_ERROR(writeFileDurably(conf, conf_text));
   std::vector<std::string> args = {"pod",     "create",
                                    "--name",  name,
                                    "--label", "tide.home=" + home_,
@@ -559,11 +553,11 @@ Result<std::map<std::string, int>> ContainerDriver::ensurePod(const RuntimeSpec&
   if (!config.network.empty()) args.insert(args.end(), {"--network", config.network});
   args = withPublished(std::move(args), lease.ports(), config.publish_address);
   TIDE_ASSIGN_OR_RETURN(CommandOutcome made,
-                        podman_.call(args, config.start_timeout, {"CONTAINERS_CONF=" + conf.string()}));
+                        podman_.call(args, config.start_timeout, {"CONTAINERS_CONF=" + pod_config_}));
   if (!made.succeeded()) return Status::unavailable("podman pod create " + name + ": " + Podman::complaint(made));
   std::error_code ec;
   fs::create_directories(record.parent_path(), ec);
-  TIDE_RETURN_IF_ERROR(writeFileDurably(record, portsJson(lease.ports()).dump()));
+  TIDE_RETURN_IF_ERROR(writeFileDurably(record, Json(lease.ports()).dump()));
   return lease.ports();
 }
 
@@ -592,7 +586,7 @@ Status ContainerDriver::removeEmptyPods(const std::string& id) {
 RuntimeStatus ContainerDriver::describe(const ContainerFacts& facts) const {
   RuntimeStatus status;
   status.handle = handleOf(facts.id);
-  status.ports = portsJson(facts.ports);
+  status.ports = Json(facts.ports);
   const std::string& state = facts.state;
   const std::string short_id = facts.id.substr(0, 12);
   if (state == "running" || state == "paused" || state == "stopping") {

@@ -127,6 +127,7 @@ class ContainerDriver final : public Driver {
   // After instance part `id` ("<runtime id>.<payload>") was removed: every pod of that
   // runtime id left with only its infra container is removed too.
   Status removeEmptyPods(const std::string& id);
+  Status writePodConfig() const;
   std::string podName(const std::string& pod) const { return containerName(pod) + "-pod"; }
   // Starts an existing container that is not running; REQUIRES: the id's instance mutex.
   Result<RuntimeStatus> startExisting(const RuntimeSpec& spec, const ContainerFacts& facts);
@@ -144,6 +145,13 @@ class ContainerDriver final : public Driver {
   const StateStore store_;
   const LocalVolumes volumes_;  // over store_
   const std::string home_;      // the tide.home label: the state dir, absolute
+  // The containers.conf a pod's infra container is made with (ensurePod): these ulimits and
+  // the configured runtime, as every container of this driver gets (podman pod create has no
+  // --ulimit, and podman's default open-file limit is above what runc may set on these
+  // machines). Written once, by create().
+  const std::string pod_config_;
+  const int64_t nofile_;  // the open-file and process ulimits of every container
+  const int64_t nproc_;
   std::mutex instance_mus_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> instance_mus_;  // per runtime id
   mutable std::mutex stopped_mu_;

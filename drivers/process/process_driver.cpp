@@ -75,12 +75,6 @@ std::string handleOf(const ProcessIdentity& workload) {
   return "pid:" + std::to_string(workload.pid) + ":" + std::to_string(workload.start_time);
 }
 
-Json portsJson(const std::map<std::string, int>& ports) {
-  Json out = Json::object();
-  for (const auto& [key, host_port] : ports) out[key] = host_port;
-  return out;
-}
-
 // The environment entry every process this driver starts carries, naming its state dir,
 // so processes can be found again without a record.
 constexpr const char* kStateEnv = "TIDE_DRIVER_STATE";
@@ -468,7 +462,7 @@ Result<RuntimeStatus> ProcessDriver::statusFromJournal(const std::string& id) {
 RuntimeStatus ProcessDriver::describe(const std::string& id, const Sighting& seen) {
   RuntimeStatus status;
   status.handle = handleOf(seen.workload);
-  status.ports = portsJson(seen.ports);
+  status.ports = Json(seen.ports);
   if (!seen.gone && isRunning(seen.workload)) {
     status.state = model::WorkloadState::kRunning;
     status.message = "pid " + std::to_string(seen.workload.pid);
