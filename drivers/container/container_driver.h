@@ -83,8 +83,9 @@ struct ContainerDriverOptions {
 
 class ContainerDriver final : public Driver {
  public:
-  // Creates the state directories. kInvalidArgument for a bad port range or empty dirs,
-  // kInternal when the directories cannot be created. Does not run podman.
+  // Creates the state directories and writes the pods' containers.conf. kInvalidArgument for
+  // a bad port range or empty dirs, kInternal when the directories cannot be created (or
+  // what writing the file returns). Does not run podman.
   static Result<std::unique_ptr<ContainerDriver>> create(ContainerDriverOptions options);
 
   Status ensureVolume(const VolumeSpec& volume) override;

@@ -163,27 +163,8 @@ TEST_CASE(
   EngineFixture f({"auto_approve_dev.lua"});
   const std::string home = (f.dir.path() / "container").lexically_normal().string();
   testing::ContainerSweep sweep(home);
-  f.apply(R"(
-clusters:
-  - {name: boxes, driver: container, driver_config: {pull: never}}
-nodes:
-  - {name: box-1, cluster: boxes, update_domain: ud-1, total: {cores: 8, memory_gib: 16}}
-plans:
-  - name: web
-    namespace: web-dev
-    service_name: web
-    applications:
-      - payload_name: web
-        resources: {cores: 1, memory_gib: 1}
-        ports: [{protocol: TCP, port: 8080}]
-        health_check: {type: http, port: 8080, path: /index.html, interval_seconds: 0.2, timeout_seconds: 1}
-)");
-  auto deployment = [&](const std::string& id, const std::string& image_ref) {
-    return "deployments:\n  - plan: web\n    deployment_id: " + id +
-           "\n    instance_count: 1\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"" +
-           image_ref + "\", command: [/bin/httpd, -f, -p, \"8080\", -h, /www]}}]\n";
-  };
-  f.apply(deployment("d1", image.ref()));
+  f.apply(testing::containerPlan(1, 0.2));
+  f.apply(testing::containerDeployment("d1", image.ref(), 1));
   f.engine->settle();
   REQUIRE(f.deployment("d1").state == model::DeploymentState::kCompleted);
   auto before = f.activeRunning();
@@ -203,7 +184,7 @@ plans:
   CHECK(failed->state == model::RuntimeState::kFailed);
 
   // An image podman cannot have: the UPDATE fails with podman's word, no container is left of it.
-  f.apply(deployment("d2", "localhost/tide-no-such-image:1"));
+  f.apply(testing::containerDeployment("d2", "localhost/tide-no-such-image:1", 1));
   f.engine->settle();
   bool failed_naming_image = false;
   for (const auto& op : f.operations("FAILED")) {

@@ -196,26 +196,8 @@ TEST_CASE("engine: kill -9 of the host leaves its containers serving, and the re
   testing::ContainerSweep sweep(home);
   CrashingHost host(dir);
   host.start();
-  host.apply(R"(
-clusters:
-  - {name: boxes, driver: container, driver_config: {pull: never}}
-nodes:
-  - {name: box-1, cluster: boxes, update_domain: ud-1, total: {cores: 8, memory_gib: 16}}
-plans:
-  - name: web
-    namespace: web-dev
-    service_name: web
-    placement: {max_per_node: 2}
-    applications:
-      - payload_name: web
-        resources: {cores: 1, memory_gib: 1}
-        ports: [{protocol: TCP, port: 8080}]
-        health_check: {type: http, port: 8080, path: /index.html, interval_seconds: 0.5, timeout_seconds: 1}
-)");
-  host.apply(
-      "deployments:\n  - plan: web\n    deployment_id: d1\n    instance_count: 2\n"
-      "    payload_coordinates: [{payload_name: web, coordinates: {image: \"" +
-      image.ref() + "\", command: [/bin/httpd, -f, -p, \"8080\", -h, /www]}}]\n");
+  host.apply(testing::containerPlan(2, 0.5));
+  host.apply(testing::containerDeployment("d1", image.ref(), 2));
   auto completed = [&] {
     Json d = host.get("/v1/plans/web/deployments/d1");
     return d.is_object() && d.value("state", "") == "COMPLETED";

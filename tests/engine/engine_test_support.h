@@ -85,6 +85,37 @@ inline std::string engineDeployment(const std::string& id, int count, const std:
          "\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"nginx:" + tag + "\"}}]\n";
 }
 
+// A container cluster "boxes" of one node and plan "web" (web-dev, auto-approved) serving
+// port 8080, at most `max_per_node` instances on the node, probed every `interval_seconds`.
+inline std::string containerPlan(int max_per_node, double interval_seconds) {
+  return R"(
+clusters:
+  - {name: boxes, driver: container, driver_config: {pull: never}}
+nodes:
+  - {name: box-1, cluster: boxes, update_domain: ud-1, total: {cores: 8, memory_gib: 16}}
+plans:
+  - name: web
+    namespace: web-dev
+    service_name: web
+    placement: {max_per_node: )" +
+         std::to_string(max_per_node) + R"(}
+    applications:
+      - payload_name: web
+        resources: {cores: 1, memory_gib: 1}
+        ports: [{protocol: TCP, port: 8080}]
+        health_check: {type: http, port: 8080, path: /index.html, interval_seconds: )" +
+         std::to_string(interval_seconds) + R"(, timeout_seconds: 1}
+)";
+}
+
+// Deployment `id` of containerPlan(): `count` containers of `image_ref` running busybox httpd
+// on 8080 over /www.
+inline std::string containerDeployment(const std::string& id, const std::string& image_ref, int count) {
+  return "deployments:\n  - plan: web\n    deployment_id: " + id + "\n    instance_count: " + std::to_string(count) +
+         "\n    payload_coordinates: [{payload_name: web, coordinates: {image: \"" + image_ref +
+         "\", command: [/bin/httpd, -f, -p, \"8080\", -h, /www]}}]\n";
+}
+
 struct EngineFixture {
   TempDir dir;
   // Runs with real time (the workloads are real processes) from now; a test skips a long
