@@ -37,6 +37,11 @@ std::string named(const std::string& application, const std::string& message) {
   return "application '" + application + "'" + (message.empty() ? "" : ": " + message);
 }
 
+// The application whose pod `application` is in, if any: the one it joins, or itself.
+const std::string& podOwner(const ApplicationSpec& application) {
+  return application.pod.empty() ? application.payload_name : application.pod;
+}
+
 // One status of the instance from its parts' answers (parts[i] answered answers[i]).
 RuntimeAnswer combine(const std::vector<RuntimeRef>& parts, const std::vector<RuntimeAnswer>& answers) {
   RuntimeStatus whole;
@@ -118,8 +123,7 @@ Result<RuntimeStatus> ApplicationGroupDriver::ensure(const RuntimeSpec& spec) {
     if (!application.pod.empty()) pods[application.pod].name = applicationRuntimeId(spec.id, application.pod);
   }
   for (const ApplicationSpec& application : spec.applications) {
-    const std::string& owner = application.pod.empty() ? application.payload_name : application.pod;
-    if (auto pod = pods.find(owner); pod != pods.end()) {
+    if (auto pod = pods.find(podOwner(application)); pod != pods.end()) {
       pod->second.ports.insert(pod->second.ports.end(), application.ports.begin(), application.ports.end());
     }
   }
@@ -135,8 +139,7 @@ Result<RuntimeStatus> ApplicationGroupDriver::ensure(const RuntimeSpec& spec) {
     part.ports = application.ports;
     part.resources = application.resources;
     part.health_check = application.health_check;
-    const std::string& owner = application.pod.empty() ? application.payload_name : application.pod;
-    if (auto pod = pods.find(owner); pod != pods.end()) part.pod = pod->second;
+    if (auto pod = pods.find(podOwner(application)); pod != pods.end()) part.pod = pod->second;
     if (!started_ports.empty()) {
       Json& env = part.coordinates["env"];
       if (env.is_null()) env = Json::object();
@@ -162,7 +165,7 @@ Result<std::vector<RuntimeRef>> ApplicationGroupDriver::listedParts(const Runtim
   TIDE_ASSIGN_OR_RETURN(std::vector<RuntimeRef> listed, inner_->list());
   std::vector<RuntimeRef> parts;
   for (RuntimeRef& inner : listed) {
-    if (inner.id == ref.id || instanceOf(inner.id) == ref.id) parts.push_back(std::move(inner));
+    if (instanceOf(inner.id) == ref.id) parts.push_back(std::move(inner));  // its own runtime too
   }
   return parts;
 }
