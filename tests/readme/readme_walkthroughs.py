@@ -58,7 +58,9 @@ The bash's HOME holds `tide`, the repository (what a reader cloned to ~/tide).
 Walkthrough options: `no-host` (the walkthrough starts its own), `port-block=PORT` (its
 workloads use fixed ports: hold the block of tests/support/ports.h that has PORT, so no test
 beside it takes them), `free-ports=P,Q` (ports the walkthrough's own programs listen on: fail
-at once when something else holds them), `all-policies` (with
+at once when something else holds them), `needs=P,Q` (programs the walkthrough runs, such
+as podman: where one is not on PATH the walkthrough is reported skipped, with the reason, and
+the run exits 77, which ctest counts as skipped), `all-policies` (with
 policies/change_freeze.lua, which the harness otherwise leaves out: its Black Friday and year
 end windows deny everything, as docs/approvals.md says), `config=FILE` (tide serve --config FILE,
 relative to the scratch copy).
@@ -85,6 +87,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
 from test_host import free_port, kill_workloads_of, port_block, port_block_at  # noqa: E402
+
+kSkipped = 77  # every walkthrough run was skipped (ctest's SKIP_RETURN_CODE)
 
 # Bounds a hang on a loaded two-core machine; nothing is timed against them.
 kStepDeadlineSeconds = 300
@@ -568,6 +572,13 @@ class Failure(Exception):
 
 
 def run_walkthrough(walkthrough, tide, source, keep):
+    """True when the walkthrough passed, False when it failed, None when it was skipped."""
+    for option in walkthrough.options:
+        for program in option.removeprefix("needs=").split(",") if option.startswith("needs=") else []:
+            if shutil.which(program) is None:
+                print(f"walkthrough {walkthrough.name} ({walkthrough.line}): skipped: {program} is not installed "
+                      "(.ci/install-deps installs it)")
+                return None
     work = Path(tempfile.mkdtemp(prefix=f"tide-readme-{walkthrough.name}-"))
     scratch = work / "repo"
     scratch.mkdir()
@@ -722,7 +733,9 @@ def main():
         return 1
     results = [run_walkthrough(w, tide, args.source, args.keep) for w in walkthroughs
                if not args.only or w.name in args.only]
-    return 0 if all(results) else 1
+    if any(result is False for result in results):
+        return 1
+    return kSkipped if results and all(result is None for result in results) else 0
 
 
 if __name__ == "__main__":
